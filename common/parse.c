@@ -1,0 +1,53 @@
+/* parse.c: strict parsing of user-given numbers; see parse.h. */
+#include "parse.h"
+
+#include <stdio.h>
+
+int parse_u64(const char *s, size_t len, uint64_t *out, const char **why)
+{
+    uint64_t v = 0;
+
+    if (len == 0) {
+        *why = "empty";
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++) {
+        unsigned c = (unsigned char)s[i];
+        if (c < '0' || c > '9') {
+            *why = "not a decimal number";
+            return -1;
+        }
+        c -= '0';
+        if (v > (UINT64_MAX - c) / 10) {
+            *why = "out of range (max 18446744073709551615)";
+            return -1;
+        }
+        v = v * 10 + c;
+    }
+    *out = v;
+    return 0;
+}
+
+int parse_uint_range(const char *s, size_t len, uint64_t min, uint64_t max,
+                     uint64_t *out, const char **why)
+{
+    static __thread char msg[96];
+    uint64_t v;
+    const char *reason = NULL;
+
+    if (parse_u64(s, len, &v, &reason) != 0) {
+        if (reason[0] != 'o') {     /* "empty" or "not a decimal number" */
+            *why = reason;
+            return -1;
+        }
+        v = UINT64_MAX;             /* too large: report the allowed range */
+    }
+    if (v < min || v > max) {
+        snprintf(msg, sizeof(msg), "out of range (%llu..%llu)",
+                 (unsigned long long)min, (unsigned long long)max);
+        *why = msg;
+        return -1;
+    }
+    *out = v;
+    return 0;
+}
