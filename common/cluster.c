@@ -1,0 +1,162 @@
+/* cluster.c: key slots, slot map and redirections of Redis Cluster; see cluster.h. */
+#include "cluster.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- CRC16 and key slots ---- */
+
+/* CRC16-CCITT (XMODEM), polynomial 0x1021, as in Redis's crc16.c. */
+uint16_t cluster_crc16(const char *buf, size_t len)
+{
+    static uint16_t table[256];
+    static int ready;
+    uint16_t crc = 0;
+
+    if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) {
+        for (unsigned i = 0; i < 256; i++) {
+            uint16_t c = (uint16_t)(i << 8);
+            for (int b = 0; b < 8; b++)
+                c = (c & 0x8000) ? (uint16_t)((c << 1) ^ 0x1021) : (uint16_t)(c << 1);
+            table[i] = c;
+        }
+        __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
+    }
+    for (size_t i = 0; i < len; i++)
+        crc = (uint16_t)((crc << 8) ^ table[((crc >> 8) ^ (unsigned char)buf[i]) & 0xff]);
+    return crc;
+}
+
+unsigned cluster_keyslot(const char *key, size_t len)
+{
+    const char *open = memchr(key, '{', len);
+
+    if (open) {
+        size_t start = (size_t)(open - key) + 1;
+        const char *close = memchr(key + start, '}', len - start);
+        if (close && close > key + start)
+            return cluster_crc16(key + start, (size_t)(close - (key + start))) & (CLUSTER_SLOTS - 1);
+    }
+    return cluster_crc16(key, len) & (CLUSTER_SLOTS - 1);
+}
+
+/* ---- Slot map ---- */
+
+static int node_index(cluster_map *map, const char *host, int port)
+{
+    for (size_t i = 0; i < map->nnodes; i++)
+        if (map->nodes[i].port == port && strcmp(map->nodes[i].host, host) == 0)
+            return (int)i;
+    if (map->nnodes == CLUSTER_MAX_NODES)
+        return -1;
+    snprintf(map->nodes[map->nnodes].host, CLUSTER_ADDR_MAX, "%s", host);
+    map->nodes[map->nnodes].port = port;
+    return (int)map->nnodes++;
+}
+
+int cluster_map_from_slots(cluster_map *map, const redisReply *r,
+                           const char *default_host, char *err, size_t errlen)
+{
+    int covered = 0;
+
+    map->nnodes = 0;
+    for (size_t s = 0; s < CLUSTER_SLOTS; s++)
+        map->slot_node[s] = -1;
+    if (!r || r->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "CLUSTER SLOTS: expected an array reply");
+        return -1;
+    }
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+            e->element[0]->type != REDIS_REPLY_INTEGER ||
+            e->element[1]->type != REDIS_REPLY_INTEGER ||
+            e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2 ||
+            e->element[2]->element[0]->type != REDIS_REPLY_STRING ||
+            e->element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
+            snprintf(err, errlen, "CLUSTER SLOTS: entry %zu is not [start, end, [host, port, ...], ...]", i);
+            return -1;
+        }
+        long long lo = e->element[0]->integer, hi = e->element[1]->integer;
+        long long port = e->element[2]->element[1]->integer;
+        const char *host = e->element[2]->element[0]->str;
+        if (lo < 0 || hi >= CLUSTER_SLOTS || lo > hi || port <= 0 || port > 65535) {
+            snprintf(err, errlen, "CLUSTER SLOTS: entry %zu has slots %lld-%lld port %lld", i, lo, hi, port);
+            return -1;
+        }
+        if (host[0] == '\0' || strcmp(host, "?") == 0)
+            host = default_host;
+        if (strlen(host) >= CLUSTER_ADDR_MAX) {
+            snprintf(err, errlen, "CLUSTER SLOTS: host name too long in entry %zu", i);
+            return -1;
+        }
+        int n = node_index(map, host, (int)port);
+        if (n < 0) {
+            snprintf(err, errlen, "CLUSTER SLOTS: more than %d masters", CLUSTER_MAX_NODES);
+            return -1;
+        }
+        for (long long s = lo; s <= hi; s++) {
+            if (map->slot_node[s] < 0)
+                covered++;
+            map->slot_node[s] = (int16_t)n;
+        }
+    }
+    return covered;
+}
+
+int cluster_map_node(const cluster_map *map, unsigned slot)
+{
+    return slot < CLUSTER_SLOTS ? map->slot_node[slot] : -1;
+}
+
+/* ---- Redirections ---- */
+
+cluster_redir_kind cluster_parse_redirect(const char *text, size_t len, unsigned *slot,
+                                          cluster_node *node)
+{
+    char buf[128], host[CLUSTER_ADDR_MAX];
+    cluster_redir_kind kind;
+    const char *p;
+    unsigned long s;
+    char *end;
+
+    if (len > 0 && text[0] == '-') {
+        text++;
+        len--;
+    }
+    if (len >= sizeof(buf))
+        return CLUSTER_REDIR_NONE;
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    if (strncmp(buf, "MOVED ", 6) == 0) {
+        kind = CLUSTER_REDIR_MOVED;
+        p = buf + 6;
+    } else if (strncmp(buf, "ASK ", 4) == 0) {
+        kind = CLUSTER_REDIR_ASK;
+        p = buf + 4;
+    } else {
+        return CLUSTER_REDIR_NONE;
+    }
+    if (*p < '0' || *p > '9')
+        return CLUSTER_REDIR_NONE;
+    s = strtoul(p, &end, 10);
+    if (*end != ' ' || s >= CLUSTER_SLOTS)
+        return CLUSTER_REDIR_NONE;
+    p = end + 1;
+    const char *colon = strrchr(p, ':');
+    if (!colon || (size_t)(colon - p) >= sizeof(host))
+        return CLUSTER_REDIR_NONE;
+    memcpy(host, p, (size_t)(colon - p));
+    host[colon - p] = '\0';
+    if (colon[1] < '0' || colon[1] > '9')
+        return CLUSTER_REDIR_NONE;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    if (*end != '\0' || port == 0 || port > 65535)
+        return CLUSTER_REDIR_NONE;
+    *slot = (unsigned)s;
+    snprintf(node->host, sizeof(node->host), "%s", host);
+    node->port = (int)port;
+    return kind;
+}
