@@ -1,0 +1,118 @@
+/* layout.c: key names, member encoding and prefix-range bounds of the Redis layout
+ * (layout version 1, docs/protocol.md). */
+#include "layout.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const char layout_hex[] = "0123456789abcdef";
+
+int layout_bucket_bits_ok(unsigned b)
+{
+    return b == 8 || b == 16 || b == 24;
+}
+
+/* Writes n lower-case hex digits of the low 4n bits of v at out; returns out + n. */
+static char *layout_put_hex(char *out, uint64_t v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        out[i] = layout_hex[(v >> (4u * (n - 1 - i))) & 0xf];
+    return out + n;
+}
+
+size_t layout_bucket_key(char *buf, size_t cap, unsigned table, uint64_t bucket,
+                         unsigned bucket_bits)
+{
+    if (!layout_bucket_bits_ok(bucket_bits) || cap == 0)
+        return 0;
+    char tmp[LAYOUT_KEY_MAX + 16];
+    int n = snprintf(tmp, sizeof tmp, "s:{%u:", table);
+    char *q = tmp + n;
+    q = layout_put_hex(q, bucket >> (bucket_bits - 8u), 2);
+    *q++ = '}';
+    *q++ = ':';
+    q = layout_put_hex(q, bucket, (bucket_bits - 8u) / 4u);
+    size_t len = (size_t)(q - tmp);
+    if (len + 1 > cap)
+        return 0;
+    memcpy(buf, tmp, len);
+    buf[len] = '\0';
+    return len;
+}
+
+size_t layout_key_of(char *buf, size_t cap, unsigned table, uint64_t p, unsigned bucket_bits)
+{
+    if (!layout_bucket_bits_ok(bucket_bits))
+        return 0;
+    return layout_bucket_key(buf, cap, table, layout_bucket_of(p, bucket_bits), bucket_bits);
+}
+
+/* Writes the low 8*len bits of v big-endian into out. */
+static void layout_put_be(uint8_t *out, uint64_t v, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        out[i] = (uint8_t)(v >> (8u * (len - 1 - i)));
+}
+
+size_t layout_member(uint8_t *out, uint64_t p, unsigned bucket_bits)
+{
+    size_t len = layout_member_len(bucket_bits);
+    layout_put_be(out, p, len);
+    return len;
+}
+
+int layout_member_decode(const void *member, size_t len, uint64_t bucket,
+                         unsigned bucket_bits, uint64_t *p)
+{
+    if (!layout_bucket_bits_ok(bucket_bits) || len != layout_member_len(bucket_bits))
+        return -1;
+    const uint8_t *m = member;
+    uint64_t low = 0;
+    for (size_t i = 0; i < len; i++)
+        low = (low << 8) | m[i];
+    *p = (bucket << (64u - bucket_bits)) | low;
+    return 0;
+}
+
+size_t layout_doc_key(char *buf, size_t cap, uint64_t fp, uint64_t p0)
+{
+    /* "d:{0:xx}:" + 16 hex digits */
+    const size_t len = 9 + 16;
+    if (cap < len + 1)
+        return 0;
+    memcpy(buf, "d:{0:", 5);
+    layout_put_hex(buf + 5, p0 >> 56, 2);
+    buf[7] = '}';
+    buf[8] = ':';
+    layout_put_hex(buf + 9, fp, 16);
+    buf[len] = '\0';
+    return len;
+}
+
+int layout_range_init(layout_range *r, uint64_t p, unsigned prefix_bits, unsigned bucket_bits)
+{
+    if (!layout_bucket_bits_ok(bucket_bits) || prefix_bits < LAYOUT_MIN_PREFIX_BITS ||
+        prefix_bits > 64)
+        return -1;
+    memset(r, 0, sizeof *r);
+    if (prefix_bits <= bucket_bits) {
+        /* the free bits of the bucket number are its low bucket_bits - prefix_bits */
+        unsigned free_bits = bucket_bits - prefix_bits;
+        r->nbuckets = (uint64_t)1 << free_bits;
+        r->first_bucket = (layout_bucket_of(p, bucket_bits) >> free_bits) << free_bits;
+        r->lo[0] = '-';
+        r->hi[0] = '+';
+        r->lo_len = r->hi_len = 1;
+        return 0;
+    }
+    uint64_t mask = prefix_bits == 64 ? ~(uint64_t)0 : ~(~(uint64_t)0 >> prefix_bits);
+    size_t mlen = layout_member_len(bucket_bits);
+    r->first_bucket = layout_bucket_of(p, bucket_bits);
+    r->nbuckets = 1;
+    r->lo[0] = '[';
+    r->hi[0] = '[';
+    layout_put_be(r->lo + 1, p & mask, mlen);
+    layout_put_be(r->hi + 1, p | ~mask, mlen);
+    r->lo_len = r->hi_len = mlen + 1;
+    return 0;
+}

@@ -1,0 +1,86 @@
+/* layout.h: the Redis data layout of distributed mode (layout version 1, see
+ * docs/protocol.md): key names, member encoding and the ZRANGEBYLEX bounds of a
+ * prefix range. Pure functions on permuted values; no Redis calls here.
+ *
+ * Table t stores perm_t(fp) = p as follows, with B = bucket_bits (8, 16 or 24):
+ *   key    s:{t:xx}:yy..   xx = top 8 bits of p (2 hex digits), yy.. = the next
+ *                          B-8 bits as (B-8)/4 lower-case hex digits (none for B=8)
+ *   member the low 64-B bits of p as (64-B)/8 big-endian bytes, score 0
+ * Document ids of fp live in the set d:{0:xx}:<16 hex of fp>, xx = top byte of
+ * perm_0(fp). */
+#ifndef SIMHASH_LAYOUT_H
+#define SIMHASH_LAYOUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LAYOUT_VERSION 1
+#define LAYOUT_META_KEY "simhash:meta"
+#define LAYOUT_BUCKET_BITS_DEFAULT 16
+#define LAYOUT_MIN_PREFIX_BITS 8     /* tables with a shorter prefix are refused */
+#define LAYOUT_KEY_MAX 48            /* longest key + NUL, with room to spare */
+#define LAYOUT_MEMBER_MAX 7          /* bytes of a member at bucket_bits 8 */
+#define LAYOUT_RANGE_ARG_MAX (LAYOUT_MEMBER_MAX + 1) /* '[' + member */
+
+/* 1 when b is a supported bucket_bits value (8, 16 or 24), else 0. */
+int layout_bucket_bits_ok(unsigned b);
+
+/* Bytes of a member at bucket_bits b: (64 - b) / 8. */
+static inline size_t layout_member_len(unsigned bucket_bits)
+{
+    return (size_t)(64u - bucket_bits) / 8u;
+}
+
+/* Top b bits of the permuted value p (the bucket number, b in 8..24). */
+static inline uint64_t layout_bucket_of(uint64_t p, unsigned bucket_bits)
+{
+    return p >> (64u - bucket_bits);
+}
+
+/* Shard (first byte) of a permuted value. */
+static inline unsigned layout_shard_of(uint64_t p)
+{
+    return (unsigned)(p >> 56);
+}
+
+/* Writes the key of bucket number `bucket` (top bucket_bits bits of a permuted
+ * value) of table `table` into buf as a NUL-terminated string. Returns its length,
+ * or 0 when it does not fit in cap or bucket_bits is unsupported. */
+size_t layout_bucket_key(char *buf, size_t cap, unsigned table, uint64_t bucket,
+                         unsigned bucket_bits);
+
+/* Same, for the bucket holding the permuted value p. */
+size_t layout_key_of(char *buf, size_t cap, unsigned table, uint64_t p, unsigned bucket_bits);
+
+/* Writes the member encoding of p (its low 64-bucket_bits bits, big-endian) into
+ * out[LAYOUT_MEMBER_MAX]. Returns the member length. */
+size_t layout_member(uint8_t *out, uint64_t p, unsigned bucket_bits);
+
+/* Rebuilds the permuted value from a bucket number and a member read from that
+ * bucket. Returns 0, or -1 when len is not the member length of bucket_bits
+ * (foreign data in the key). */
+int layout_member_decode(const void *member, size_t len, uint64_t bucket,
+                         unsigned bucket_bits, uint64_t *p);
+
+/* Writes the document set key of fingerprint fp whose table-0 permuted value is p0.
+ * Returns its length, or 0 when it does not fit in cap. */
+size_t layout_doc_key(char *buf, size_t cap, uint64_t fp, uint64_t p0);
+
+/* The Redis reads that find every permuted value sharing the top prefix_bits bits of
+ * p: buckets first_bucket .. first_bucket + nbuckets - 1 (consecutive bucket
+ * numbers); in each, the members from lo to hi inclusive (ZRANGEBYLEX key lo hi).
+ * lo/hi are the literal ZRANGEBYLEX arguments: "[" + bytes, or "-" and "+" when
+ * whole buckets are scanned (prefix_bits < bucket_bits). */
+typedef struct layout_range {
+    uint64_t first_bucket;
+    uint64_t nbuckets;                    /* 1 when prefix_bits >= bucket_bits */
+    uint8_t lo[LAYOUT_RANGE_ARG_MAX];
+    uint8_t hi[LAYOUT_RANGE_ARG_MAX];
+    size_t lo_len, hi_len;
+} layout_range;
+
+/* Fills r for p, prefix_bits (LAYOUT_MIN_PREFIX_BITS..64) and bucket_bits.
+ * Returns 0, or -1 when a setting is out of range. */
+int layout_range_init(layout_range *r, uint64_t p, unsigned prefix_bits, unsigned bucket_bits);
+
+#endif
