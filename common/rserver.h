@@ -1,0 +1,156 @@
+/* rserver.h: the RESP server framework of simhash-shard and simhash-coordinator.
+ *
+ * libevent 2.1 (event_base + evconnlistener + bufferevent). Each connection parses
+ * requests (multibulk or inline, see resp.h) into argv arrays and keeps them in an
+ * ordered queue. A command handler answers at once or later (after a fan-out): it
+ * writes its reply into rs_req_out() and calls rs_req_finish(); replies leave strictly
+ * in request order. Every resource is bounded (see rs_limits). When a client
+ * disconnects while requests are in flight, those requests stay valid until their
+ * handler finishes them; the reply is then dropped (rs_req_orphaned() tells a handler
+ * that it may stop early).
+ *
+ * Built-in commands, used unless the command table defines the same name:
+ *   PING [msg], AUTH [user] password, QUIT, COMMAND [...] (empty array / count 0).
+ * When a password is set, every command but AUTH and QUIT (and commands flagged
+ * RS_CMD_NOAUTH) answers -NOAUTH until the client authenticates. */
+#ifndef SIMHASH_RSERVER_H
+#define SIMHASH_RSERVER_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "resp.h"
+
+struct event_base;
+
+/* ---- Error replies: one table of codes ---- */
+
+/* X(enum, code sent on the wire) */
+#define RS_ERROR_CODES(X) \
+    X(RS_ERR,        "ERR")        /* bad request: arity, argument, unknown command */ \
+    X(RS_NOAUTH,     "NOAUTH")     /* AUTH required */ \
+    X(RS_WRONGPASS,  "WRONGPASS")  /* AUTH failed */ \
+    X(RS_BUSY,       "BUSY")       /* a limit was reached; retry later */ \
+    X(RS_TIMEOUT,    "TIMEOUT")    /* a shard worker did not answer in time */ \
+    X(RS_SHARDDOWN,  "SHARDDOWN")  /* a shard worker is unavailable */ \
+    X(RS_WRONGSHARD, "WRONGSHARD") /* the shard is not served by this worker */ \
+    X(RS_REDIS,      "REDIS")      /* Redis failed or is unreachable */ \
+    X(RS_OOM,        "OOM")        /* reply too large or out of memory */ \
+    X(RS_MISMATCH,   "MISMATCH")   /* settings differ between coordinator, worker, corpus */
+
+typedef enum rs_errcode {
+#define RS_ERR_ENUM_(e, s) e,
+    RS_ERROR_CODES(RS_ERR_ENUM_)
+#undef RS_ERR_ENUM_
+    RS_ERR_COUNT_
+} rs_errcode;
+
+/* "ERR", "TIMEOUT", ... */
+const char *rs_errcode_str(rs_errcode code);
+
+/* ---- Limits ---- */
+
+typedef struct rs_limits {
+    size_t max_arg_bytes;       /* one argument (default 1 MiB) */
+    size_t max_req_bytes;       /* one request (default 8 MiB) */
+    size_t max_args;            /* arguments per request (default 65536) */
+    size_t max_inline_bytes;    /* one inline command line (default 64 KiB) */
+    unsigned max_pending;       /* requests queued per client (pipeline depth, default 128) */
+    size_t max_reply_bytes;     /* one reply (default 64 MiB); larger -> -OOM */
+    size_t out_high_watermark;  /* stop reading a client whose unsent output passes this (1 MiB) */
+    unsigned max_clients;       /* connections at once (default 1024) */
+    unsigned max_per_event;     /* requests started per read event (default 32) */
+} rs_limits;
+
+void rs_limits_default(rs_limits *l);
+
+/* ---- Requests ---- */
+
+typedef struct rs_req rs_req;
+typedef struct rserver rserver;
+
+typedef void (*rs_cmd_fn)(rs_req *req);
+
+#define RS_CMD_NOAUTH 1u        /* allowed before AUTH */
+
+typedef struct rs_command {
+    const char *name;           /* matched case-insensitively */
+    int arity;                  /* argc including the name; -N: at least N */
+    unsigned flags;
+    rs_cmd_fn fn;
+} rs_command;
+
+size_t rs_req_argc(const rs_req *r);
+/* Argument i (0 = command name): len bytes, NUL-terminated, binary-safe. */
+const char *rs_req_arg(const rs_req *r, size_t i, size_t *len);
+
+/* Where the handler writes its reply (bounded by max_reply_bytes). */
+resp_buf *rs_req_out(rs_req *r);
+
+/* The reply is complete: it is sent when every earlier request's reply was.
+ * Call exactly once per request, from the handler or later; r is invalid after. */
+void rs_req_finish(rs_req *r);
+
+/* Replace whatever was written with one error reply "-CODE text" and finish. */
+void rs_req_fail(rs_req *r, rs_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* 1 when the client has gone: the reply will be dropped. */
+int rs_req_orphaned(const rs_req *r);
+
+/* The ctx given in rs_options; the server; an id of the connection (for logs). */
+void *rs_req_ctx(const rs_req *r);
+rserver *rs_req_server(const rs_req *r);
+uint64_t rs_req_client_id(const rs_req *r);
+
+/* ---- Server ---- */
+
+typedef struct rs_options {
+    const char *name;           /* program name for logs, e.g. "simhash-shard" */
+    const char *bind;           /* default "127.0.0.1" */
+    unsigned port;              /* 0: an ephemeral port (see rs_port) */
+    const char *password;       /* NULL or "": no AUTH needed */
+    rs_limits limits;
+    const rs_command *commands;
+    size_t ncommands;
+    void *ctx;                  /* handed to handlers via rs_req_ctx */
+} rs_options;
+
+/* Listen and serve on base. Returns NULL with err set (bad address, bind failed). */
+rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_t errlen);
+
+/* Close the listener and every connection. Requests still in flight stay valid
+ * until finished; their replies are dropped. */
+void rs_free(rserver *s);
+
+/* The port actually bound. */
+unsigned rs_port(const rserver *s);
+
+typedef struct rs_stats {
+    unsigned long clients;              /* connected now */
+    unsigned long long connections;     /* accepted since start */
+    unsigned long long rejected;        /* refused: max_clients */
+    unsigned long long commands;        /* requests processed */
+    unsigned long long proto_errors;    /* connections closed for a protocol error / limit */
+    unsigned long long read_pauses;     /* times reading a client was paused (backpressure) */
+    unsigned long long inflight;        /* requests started and not finished */
+} rs_stats;
+
+void rs_get_stats(const rserver *s, rs_stats *st);
+
+/* Append the INFO lines of the server ("connected_clients:3\r\n" ...) to b. */
+void rs_info_clients(const rserver *s, resp_buf *b);
+
+/* ---- Process helpers ---- */
+
+/* Write the pid to path (0644). Returns 0, or -1 with err set. */
+int rs_pidfile_write(const char *path, char *err, size_t errlen);
+void rs_pidfile_remove(const char *path);
+
+/* Ignore SIGPIPE, then run base until SIGTERM or SIGINT arrives; on_stop(arg) is
+ * called once at that moment (close servers there; the loop then exits when
+ * nothing is left, or at once with loopexit). Returns 0, or -1 on a loop error. */
+int rs_run(struct event_base *base, void (*on_stop)(void *arg), void *arg);
+
+#endif
