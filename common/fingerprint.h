@@ -16,7 +16,8 @@
  * not lower-cased. Return non-zero to stop tokenizing. */
 typedef int (*fp_token_cb)(const char *tok, size_t len, void *arg);
 
-/* Split text into tokens (see docs/fingerprint.md); returns the token count. */
+/* Split text into tokens (see docs/fingerprint.md); returns the token count (when cb
+ * stops early: the tokens passed to cb, the stopping one included). cb may be NULL. */
 size_t fp_tokenize(const char *text, size_t len, fp_token_cb cb, void *arg);
 
 /* 64-bit hash of one token as the fingerprint uses it (after ASCII lower-casing). */
@@ -35,5 +36,19 @@ uint64_t fp_compute_weighted(const uint64_t *hashes, const int64_t *weights, siz
  * then fp_compute. A text with fewer tokens than window is one shingle of all of
  * them; a text without tokens has fingerprint 0. */
 uint64_t fp_text(const char *text, size_t len, unsigned window);
+/* (fp_text treats a window above FP_WINDOW_MAX as FP_WINDOW_MAX: callers taking the
+ * window from users check it against 1..FP_WINDOW_MAX first.) */
+
+/* Streaming form of fp_text: the fingerprint of the concatenation of all updates,
+ * however the text is split (a split inside a UTF-8 sequence or a token is fine).
+ * Memory stays bounded whatever the text length. */
+typedef struct fp_state fp_state;
+
+/* NULL when window > FP_WINDOW_MAX (0 means FP_WINDOW_DEFAULT) or out of memory. */
+fp_state *fp_state_new(unsigned window);
+void fp_state_free(fp_state *s);
+void fp_state_update(fp_state *s, const void *data, size_t len);
+/* The fingerprint of the text given so far; the state is then reset for a new text. */
+uint64_t fp_state_final(fp_state *s);
 
 #endif

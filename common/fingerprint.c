@@ -1,0 +1,470 @@
+/* fingerprint.c: text fingerprints: the tokenizer (ASCII, UTF-8, CJK), token and
+ * shingle hashing with XXH3, and the simhash vote. The format is a stored data
+ * format, pinned by golden vectors (tests/unit/test_fingerprint.c) and described in
+ * docs/fingerprint.md. fp_text streams: memory use does not grow with the text. */
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "fingerprint.h"
+
+/* ---- Byte and code point classes ---- */
+
+enum { FP_SEP = 0, FP_WORD = 1, FP_SOLO = 2 };
+
+/* ASCII letters and digits map to their lower-case form; every other byte to 0
+ * (ASCII separators, and bytes >= 0x80, which take the UTF-8 path). */
+static const uint8_t fp_lower[256] = {
+    ['0'] = '0', ['1'] = '1', ['2'] = '2', ['3'] = '3', ['4'] = '4',
+    ['5'] = '5', ['6'] = '6', ['7'] = '7', ['8'] = '8', ['9'] = '9',
+    ['A'] = 'a', ['B'] = 'b', ['C'] = 'c', ['D'] = 'd', ['E'] = 'e', ['F'] = 'f',
+    ['G'] = 'g', ['H'] = 'h', ['I'] = 'i', ['J'] = 'j', ['K'] = 'k', ['L'] = 'l',
+    ['M'] = 'm', ['N'] = 'n', ['O'] = 'o', ['P'] = 'p', ['Q'] = 'q', ['R'] = 'r',
+    ['S'] = 's', ['T'] = 't', ['U'] = 'u', ['V'] = 'v', ['W'] = 'w', ['X'] = 'x',
+    ['Y'] = 'y', ['Z'] = 'z',
+    ['a'] = 'a', ['b'] = 'b', ['c'] = 'c', ['d'] = 'd', ['e'] = 'e', ['f'] = 'f',
+    ['g'] = 'g', ['h'] = 'h', ['i'] = 'i', ['j'] = 'j', ['k'] = 'k', ['l'] = 'l',
+    ['m'] = 'm', ['n'] = 'n', ['o'] = 'o', ['p'] = 'p', ['q'] = 'q', ['r'] = 'r',
+    ['s'] = 's', ['t'] = 't', ['u'] = 'u', ['v'] = 'v', ['w'] = 'w', ['x'] = 'x',
+    ['y'] = 'y', ['z'] = 'z',
+};
+
+/* Class of a valid non-ASCII code point: FP_SEP, FP_SOLO (a token by itself) or
+ * FP_WORD. The ranges are listed in docs/fingerprint.md. */
+static int fp_cp_class(uint32_t cp)
+{
+    if (cp <= 0xBF || cp == 0xD7 || cp == 0xF7) return FP_SEP;
+    if (cp < 0x2000) return FP_WORD;
+    if (cp <= 0x206F) return FP_SEP;
+    if (cp < 0x3000) return FP_WORD;
+    if (cp <= 0x303F) return FP_SEP;
+    if (cp <= 0x30FF) return FP_SOLO;     /* kana */
+    if (cp < 0x3400) return FP_WORD;
+    if (cp <= 0x4DBF) return FP_SOLO;     /* Han extension A */
+    if (cp < 0x4E00) return FP_WORD;
+    if (cp <= 0x9FFF) return FP_SOLO;     /* Han */
+    if (cp < 0xAC00) return FP_WORD;
+    if (cp <= 0xD7AF) return FP_SOLO;     /* Hangul syllables */
+    if (cp < 0xF900) return FP_WORD;
+    if (cp <= 0xFAFF) return FP_SOLO;     /* Han compatibility */
+    if (cp < 0xFF00) return FP_WORD;
+    if (cp <= 0xFF0F) return FP_SEP;      /* full-width punctuation */
+    if (cp < 0xFF1A) return FP_WORD;      /* full-width digits */
+    if (cp <= 0xFF20) return FP_SEP;
+    if (cp < 0xFF3B) return FP_WORD;      /* full-width upper case */
+    if (cp <= 0xFF40) return FP_SEP;
+    if (cp < 0xFF5B) return FP_WORD;      /* full-width lower case */
+    if (cp <= 0xFF65) return FP_SEP;
+    if (cp < 0x20000) return FP_WORD;
+    if (cp <= 0x2FFFF) return FP_SOLO;    /* Han extensions B.. */
+    return FP_WORD;
+}
+
+/* Decode the unit starting at p[0] >= 0x80 with avail bytes left. Returns its length
+ * (1..4) and its class in *cls. An invalid sequence is one byte of class FP_WORD.
+ * Returns 0 when !final and the bytes up to the end are a valid but incomplete
+ * prefix of a sequence (the caller must supply more bytes). Never reads p[avail]. */
+static size_t fp_unit(const uint8_t *p, size_t avail, int final, int *cls)
+{
+    uint8_t c = p[0];
+    *cls = FP_WORD;
+    if (c < 0xC2 || c > 0xF4)
+        return 1;                         /* continuation byte, overlong lead, > U+10FFFF */
+    size_t need = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    uint8_t lo = 0x80, hi = 0xBF;         /* allowed range of the second byte */
+    if (c == 0xE0) lo = 0xA0;             /* overlong 3-byte */
+    else if (c == 0xED) hi = 0x9F;        /* surrogates */
+    else if (c == 0xF0) lo = 0x90;        /* overlong 4-byte */
+    else if (c == 0xF4) hi = 0x8F;        /* > U+10FFFF */
+    uint32_t cp = c & (need == 2 ? 0x1F : need == 3 ? 0x0F : 0x07);
+    for (size_t k = 1; k < need; k++) {
+        if (k >= avail)
+            return final ? 1 : 0;
+        uint8_t b = p[k];
+        if (k == 1 ? (b < lo || b > hi) : (b < 0x80 || b > 0xBF))
+            return 1;
+        cp = (cp << 6) | (b & 0x3F);
+    }
+    *cls = fp_cp_class(cp);
+    return need;
+}
+
+/* ---- Vote ---- */
+
+/* fp_spread[b]: byte k is bit k of b, so adding fp_spread[byte j of h] to one
+ * uint64_t adds h's bits 8j..8j+7 into eight byte-wide counters. */
+static const uint64_t fp_spread[256] = {
+#define FP_S1(b) (((uint64_t)((b) & 1)) | ((uint64_t)(((b) >> 1) & 1) << 8) | \
+    ((uint64_t)(((b) >> 2) & 1) << 16) | ((uint64_t)(((b) >> 3) & 1) << 24) | \
+    ((uint64_t)(((b) >> 4) & 1) << 32) | ((uint64_t)(((b) >> 5) & 1) << 40) | \
+    ((uint64_t)(((b) >> 6) & 1) << 48) | ((uint64_t)(((b) >> 7) & 1) << 56))
+#define FP_S4(b) FP_S1(b), FP_S1((b) + 1), FP_S1((b) + 2), FP_S1((b) + 3)
+#define FP_S16(b) FP_S4(b), FP_S4((b) + 4), FP_S4((b) + 8), FP_S4((b) + 12)
+#define FP_S64(b) FP_S16(b), FP_S16((b) + 16), FP_S16((b) + 32), FP_S16((b) + 48)
+    FP_S64(0), FP_S64(64), FP_S64(128), FP_S64(192)
+#undef FP_S64
+#undef FP_S16
+#undef FP_S4
+#undef FP_S1
+};
+
+typedef struct fp_vote {
+    uint64_t acc[8];          /* byte-wide counters of bits 8j..8j+7, < 255 hashes */
+    unsigned acc_n;           /* hashes in acc */
+    uint64_t n;               /* hashes voted in total */
+    uint64_t cnt[64];         /* per bit: hashes with the bit set, flushed part */
+} fp_vote;
+
+static void fp_vote_init(fp_vote *v)
+{
+    memset(v, 0, sizeof *v);
+}
+
+static void fp_vote_flush(fp_vote *v)
+{
+    for (unsigned j = 0; j < 8; j++) {
+        uint64_t a = v->acc[j];
+        for (unsigned k = 0; k < 8; k++)
+            v->cnt[8 * j + k] += (a >> (8 * k)) & 0xFF;
+        v->acc[j] = 0;
+    }
+    v->acc_n = 0;
+}
+
+static inline void fp_vote_add(fp_vote *v, uint64_t h)
+{
+    v->acc[0] += fp_spread[h & 0xFF];
+    v->acc[1] += fp_spread[(h >> 8) & 0xFF];
+    v->acc[2] += fp_spread[(h >> 16) & 0xFF];
+    v->acc[3] += fp_spread[(h >> 24) & 0xFF];
+    v->acc[4] += fp_spread[(h >> 32) & 0xFF];
+    v->acc[5] += fp_spread[(h >> 40) & 0xFF];
+    v->acc[6] += fp_spread[(h >> 48) & 0xFF];
+    v->acc[7] += fp_spread[h >> 56];
+    v->n++;
+    if (++v->acc_n == 255)
+        fp_vote_flush(v);
+}
+
+/* The voted fingerprint: bit i set when more than half of the hashes had it set. */
+static uint64_t fp_vote_result(fp_vote *v)
+{
+    fp_vote_flush(v);
+    uint64_t r = 0;
+    for (unsigned i = 0; i < 64; i++)
+        if (v->cnt[i] > v->n - v->cnt[i])
+            r |= (uint64_t)1 << i;
+    return r;
+}
+
+uint64_t fp_compute(const uint64_t *hashes, size_t n)
+{
+    fp_vote v;
+    fp_vote_init(&v);
+    for (size_t i = 0; i < n; i++)
+        fp_vote_add(&v, hashes[i]);
+    return fp_vote_result(&v);
+}
+
+uint64_t fp_compute_weighted(const uint64_t *hashes, const int64_t *weights, size_t n)
+{
+    /* 128-bit sums: n * |weight| cannot overflow them. */
+    __int128 sum[64];
+    memset(sum, 0, sizeof sum);
+    for (size_t j = 0; j < n; j++) {
+        uint64_t h = hashes[j];
+        __int128 w = weights[j];
+        for (unsigned i = 0; i < 64; i++)
+            sum[i] += ((h >> i) & 1) ? w : -w;
+    }
+    uint64_t r = 0;
+    for (unsigned i = 0; i < 64; i++)
+        if (sum[i] > 0)
+            r |= (uint64_t)1 << i;
+    return r;
+}
+
+/* ---- Token hashes ---- */
+
+#define FP_TOKBUF 256         /* token bytes buffered before hashing goes streaming */
+
+uint64_t fp_token_hash(const char *tok, size_t len)
+{
+    uint8_t buf[FP_TOKBUF];
+    const uint8_t *p = (const uint8_t *)tok;
+    if (len <= FP_TOKBUF) {
+        for (size_t i = 0; i < len; i++)
+            buf[i] = fp_lower[p[i]] ? fp_lower[p[i]] : p[i];
+        return XXH3_64bits(buf, len);
+    }
+    XXH3_state_t xs;
+    XXH3_INITSTATE(&xs);
+    XXH3_64bits_reset(&xs);
+    for (size_t off = 0; off < len; off += FP_TOKBUF) {
+        size_t m = len - off < FP_TOKBUF ? len - off : FP_TOKBUF;
+        for (size_t i = 0; i < m; i++)
+            buf[i] = fp_lower[p[off + i]] ? fp_lower[p[off + i]] : p[off + i];
+        XXH3_64bits_update(&xs, buf, m);
+    }
+    return XXH3_64bits_digest(&xs);
+}
+
+/* ---- Streaming state ---- */
+
+struct fp_state {
+    XXH3_state_t xs;          /* hash of the current token once it outgrows tok[] */
+    int spilled;              /* current token's first bytes are already in xs */
+    unsigned window;
+    size_t tlen;              /* bytes in tok[] */
+    uint64_t ntok;            /* tokens so far */
+    unsigned ring_pos;        /* slot the next token hash goes to (0..window-1) */
+    /* the last `window` token hashes as little-endian words, each stored at slot s
+     * and s + window, so that they are always in order at ring[ring_pos..+window) */
+    uint64_t ring[2 * FP_WINDOW_MAX];
+    fp_vote vote;
+    unsigned npend;           /* bytes of an incomplete UTF-8 sequence from the last update */
+    uint8_t pend[4];
+    uint8_t tok[FP_TOKBUF];   /* current token, ASCII lower-cased */
+};
+
+/* The little-endian representation of x, as a uint64_t in memory. */
+static inline uint64_t fp_le64(uint64_t x)
+{
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+    return __builtin_bswap64(x);
+#else
+    return x;
+#endif
+}
+
+static void fp_state_init(fp_state *s, unsigned window)
+{
+    s->spilled = 0;
+    s->window = window;
+    s->tlen = 0;
+    s->ntok = 0;
+    s->ring_pos = 0;
+    s->npend = 0;
+    fp_vote_init(&s->vote);
+}
+
+/* A token hash arrives: vote for the shingle it completes. */
+static inline void fp_push_hash(fp_state *s, uint64_t th)
+{
+    unsigned w = s->window;
+    s->ntok++;
+    if (w == 1) {
+        fp_vote_add(&s->vote, th);
+        return;
+    }
+    unsigned pos = s->ring_pos;
+    uint64_t le = fp_le64(th);
+    s->ring[pos] = le;
+    s->ring[pos + w] = le;
+    pos = pos + 1 == w ? 0 : pos + 1;
+    s->ring_pos = pos;
+    if (s->ntok >= w)
+        fp_vote_add(&s->vote, XXH3_64bits(&s->ring[pos], 8 * (size_t)w));
+}
+
+/* tok[0..tl) is full and the token goes on: feed it to the streaming hash. */
+static void fp_spill(fp_state *s, size_t tl)
+{
+    if (!s->spilled) {
+        XXH3_INITSTATE(&s->xs);
+        XXH3_64bits_reset(&s->xs);
+        s->spilled = 1;
+    }
+    XXH3_64bits_update(&s->xs, s->tok, tl);
+}
+
+/* The current token (tok[0..tl), after any spilled part) ends. */
+static inline void fp_end_token(fp_state *s, size_t tl)
+{
+    uint64_t th;
+    if (s->spilled) {
+        XXH3_64bits_update(&s->xs, s->tok, tl);
+        th = XXH3_64bits_digest(&s->xs);
+        s->spilled = 0;
+    } else {
+        th = XXH3_64bits(s->tok, tl);
+    }
+    fp_push_hash(s, th);
+}
+
+/* Tokenize and vote over p[0..len). Returns the bytes consumed: all of them, except
+ * when !final and the data ends inside a UTF-8 sequence that may still be valid (at
+ * most 3 bytes are left). */
+static size_t fp_scan(fp_state *s, const uint8_t *p, size_t len, int final)
+{
+    const uint8_t *start = p, *end = p + len;
+    uint8_t *tok = s->tok;
+    size_t tl = s->tlen;
+    while (p < end) {
+        uint8_t c = *p;
+        uint8_t l = fp_lower[c];
+        if (l) {
+            if (tl == FP_TOKBUF) {
+                fp_spill(s, tl);
+                tl = 0;
+            }
+            tok[tl++] = l;
+            p++;
+            continue;
+        }
+        if (c < 0x80) {
+            if (tl || s->spilled) {
+                fp_end_token(s, tl);
+                tl = 0;
+            }
+            p++;
+            continue;
+        }
+        int cls;
+        size_t u = fp_unit(p, (size_t)(end - p), final, &cls);
+        if (u == 0)
+            break;
+        if (cls == FP_WORD) {
+            for (size_t i = 0; i < u; i++) {
+                if (tl == FP_TOKBUF) {
+                    fp_spill(s, tl);
+                    tl = 0;
+                }
+                tok[tl++] = p[i];
+            }
+        } else {
+            if (tl || s->spilled) {
+                fp_end_token(s, tl);
+                tl = 0;
+            }
+            if (cls == FP_SOLO)
+                fp_push_hash(s, XXH3_64bits(p, u));
+        }
+        p += u;
+    }
+    s->tlen = tl;
+    return (size_t)(p - start);
+}
+
+/* End of text: the last token, the short-text shingle, the vote. */
+static uint64_t fp_finish(fp_state *s)
+{
+    if (s->npend) {
+        unsigned k = s->npend;
+        s->npend = 0;
+        fp_scan(s, s->pend, k, 1);
+    }
+    if (s->tlen || s->spilled) {
+        fp_end_token(s, s->tlen);
+        s->tlen = 0;
+    }
+    if (s->ntok > 0 && s->ntok < s->window)
+        fp_vote_add(&s->vote, XXH3_64bits(s->ring, 8 * (size_t)s->ntok));
+    return fp_vote_result(&s->vote);
+}
+
+static unsigned fp_window_norm(unsigned window)
+{
+    if (window == 0)
+        return FP_WINDOW_DEFAULT;
+    return window > FP_WINDOW_MAX ? FP_WINDOW_MAX : window;
+}
+
+uint64_t fp_text(const char *text, size_t len, unsigned window)
+{
+    fp_state s;
+    fp_state_init(&s, fp_window_norm(window));
+    fp_scan(&s, (const uint8_t *)text, len, 1);
+    return fp_finish(&s);
+}
+
+fp_state *fp_state_new(unsigned window)
+{
+    if (window > FP_WINDOW_MAX)
+        return NULL;
+    fp_state *s = aligned_alloc(64, (sizeof(fp_state) + 63) / 64 * 64);
+    if (s)
+        fp_state_init(s, fp_window_norm(window));
+    return s;
+}
+
+void fp_state_free(fp_state *s)
+{
+    free(s);
+}
+
+void fp_state_update(fp_state *s, const void *data, size_t len)
+{
+    const uint8_t *p = data;
+    if (len == 0)
+        return;
+    if (s->npend) {
+        /* finish the sequence split between the two pieces in a small buffer */
+        uint8_t tmp[8];
+        size_t k = s->npend, m = len < 4 ? len : 4;
+        memcpy(tmp, s->pend, k);
+        memcpy(tmp + k, p, m);
+        size_t c = fp_scan(s, tmp, k + m, 0);
+        if (c < k) {
+            /* still incomplete, so all of data is in tmp (fewer than 4 bytes) */
+            s->npend = (unsigned)(k + m - c);
+            memcpy(s->pend, tmp + c, s->npend);
+            return;
+        }
+        s->npend = 0;
+        p += c - k;
+        len -= c - k;
+    }
+    size_t c = fp_scan(s, p, len, 0);
+    s->npend = (unsigned)(len - c);
+    memcpy(s->pend, p + c, s->npend);
+}
+
+uint64_t fp_state_final(fp_state *s)
+{
+    uint64_t r = fp_finish(s);
+    fp_state_init(s, s->window);
+    return r;
+}
+
+/* ---- Tokens for callers ---- */
+
+size_t fp_tokenize(const char *text, size_t len, fp_token_cb cb, void *arg)
+{
+    const uint8_t *p = (const uint8_t *)text, *end = p + len, *ts = NULL;
+    size_t count = 0;
+    while (p < end) {
+        int cls;
+        size_t u = 1;
+        if (*p < 0x80)
+            cls = fp_lower[*p] ? FP_WORD : FP_SEP;
+        else
+            u = fp_unit(p, (size_t)(end - p), 1, &cls);
+        if (cls == FP_WORD) {
+            if (!ts)
+                ts = p;
+            p += u;
+            continue;
+        }
+        if (ts) {
+            count++;
+            if (cb && cb((const char *)ts, (size_t)(p - ts), arg))
+                return count;
+            ts = NULL;
+        }
+        if (cls == FP_SOLO) {
+            count++;
+            if (cb && cb((const char *)p, u, arg))
+                return count;
+        }
+        p += u;
+    }
+    if (ts) {
+        count++;
+        if (cb)
+            cb((const char *)ts, (size_t)(p - ts), arg);
+    }
+    return count;
+}
