@@ -1,0 +1,614 @@
+/* client.c: libsimhashclient connection handling and the single-item commands
+ * (SIMHASH.ADD, DEL, QUERY, CHECK, FINGERPRINT, CHECKTEXT) over blocking hiredis. */
+#include "client_int.h"
+
+#include "fingerprint.h"
+#include "parse.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+/* ---- Connection ---- */
+
+/* Record the hiredis context error of c->rc and close the connection (the stream
+ * position is unknown after any I/O error). Returns the status. */
+static shc_status conn_failed(shc_client *c, const char *doing, int saved_errno)
+{
+    shc_status st = SHC_ERR_IO;
+    const char *why = c->rc ? c->rc->errstr : "not connected";
+
+    if (c->rc) {
+        switch (c->rc->err) {
+        case REDIS_ERR_IO:
+            if (saved_errno == EAGAIN || saved_errno == EWOULDBLOCK ||
+                saved_errno == ETIMEDOUT || strstr(why, "timed out") ||
+                strstr(why, "temporarily unavailable")) {
+                st = SHC_ERR_TIMEOUT;
+                why = "no answer in time";
+            }
+            break;
+        case REDIS_ERR_EOF:
+            why = "connection closed by the server";
+            break;
+        case REDIS_ERR_PROTOCOL:
+            st = SHC_ERR_PROTOCOL;
+            break;
+        case REDIS_ERR_OOM:
+            st = SHC_ERR_NOMEM;
+            break;
+        default:
+            break;
+        }
+    }
+    if (st == SHC_ERR_TIMEOUT)
+        shc_set_error(c, st, "%s %s:%d: %s (%d ms)", doing, c->host, c->port, why,
+                      c->timeout_ms);
+    else
+        shc_set_error(c, st, "%s %s:%d: %s", doing, c->host, c->port, why);
+    if (c->rc) {
+        redisFree(c->rc);
+        c->rc = NULL;
+    }
+    return st;
+}
+
+/* Open the connection and authenticate. Returns a status. */
+static shc_status do_connect(shc_client *c)
+{
+    struct timeval tv = { c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000 };
+    redisReply *r;
+
+    if (c->rc) {
+        redisFree(c->rc);
+        c->rc = NULL;
+    }
+    errno = 0;
+    c->rc = c->timeout_ms > 0 ? redisConnectWithTimeout(c->host, c->port, tv)
+                              : redisConnect(c->host, c->port);
+    if (!c->rc)
+        return shc_set_error(c, SHC_ERR_NOMEM, "out of memory connecting to %s:%d",
+                             c->host, c->port);
+    if (c->rc->err)
+        return conn_failed(c, "cannot connect to", errno);
+    if (c->timeout_ms > 0 && redisSetTimeout(c->rc, tv) != REDIS_OK)
+        return conn_failed(c, "cannot set timeout on", errno);
+    if (c->password) {
+        const char *argv[2] = { "AUTH", c->password };
+        size_t lens[2] = { 4, strlen(c->password) };
+        errno = 0;
+        r = redisCommandArgv(c->rc, 2, argv, lens);
+        if (!r)
+            return conn_failed(c, "AUTH failed on", errno);
+        if (r->type == REDIS_REPLY_ERROR) {
+            shc_status st = shc_reply_error(c, r, "AUTH failed: ");
+            freeReplyObject(r);
+            redisFree(c->rc);
+            c->rc = NULL;
+            return st;
+        }
+        freeReplyObject(r);
+    }
+    return shc_set_ok(c);
+}
+
+shc_status shc_connect(const char *host, int port, int timeout_ms, const char *password,
+                       shc_client **out)
+{
+    shc_client *c;
+
+    *out = NULL;
+    c = calloc(1, sizeof(*c));
+    if (!c)
+        return SHC_ERR_NOMEM;
+    *out = c;
+    c->port = port;
+    c->timeout_ms = timeout_ms;
+    c->host = strdup(host ? host : "");
+    if (!c->host || (password && !(c->password = strdup(password))))
+        return shc_set_error(c, SHC_ERR_NOMEM, "out of memory");
+    if (!host || !host[0])
+        return shc_set_error(c, SHC_ERR_ARG, "no host given");
+    if (port < 1 || port > 65535)
+        return shc_set_error(c, SHC_ERR_ARG, "port %d out of range (1..65535)", port);
+    if (timeout_ms < 0)
+        return shc_set_error(c, SHC_ERR_ARG, "timeout %d ms is negative", timeout_ms);
+    return do_connect(c);
+}
+
+void shc_free(shc_client *c)
+{
+    if (!c)
+        return;
+    if (c->rc)
+        redisFree(c->rc);
+    if (c->password) {
+        memset(c->password, 0, strlen(c->password));
+        free(c->password);
+    }
+    free(c->host);
+    free(c);
+}
+
+const char *shc_errstr(const shc_client *c)
+{
+    return c ? c->errstr : "out of memory";
+}
+
+shc_status shc_last_status(const shc_client *c)
+{
+    return c ? c->last : SHC_ERR_NOMEM;
+}
+
+shc_status shc_reconnect(shc_client *c)
+{
+    if (!c)
+        return SHC_ERR_ARG;
+    return do_connect(c);
+}
+
+/* Make sure c is connected, reconnecting once after an earlier failure. Returns a
+ * status. */
+static shc_status ensure_connected(shc_client *c)
+{
+    if (c->rc)
+        return SHC_OK;
+    if (!c->host || !c->host[0] || c->port < 1 || c->port > 65535)
+        return shc_set_error(c, SHC_ERR_ARG, "handle was never connected");
+    return do_connect(c);
+}
+
+/* Send one command and read its reply into *out (never an error reply: those are
+ * turned into a status). Returns a status. */
+static shc_status run(shc_client *c, int argc, const char **argv, const size_t *lens,
+                      redisReply **out)
+{
+    shc_status st;
+    redisReply *r;
+
+    *out = NULL;
+    st = ensure_connected(c);
+    if (st != SHC_OK)
+        return st;
+    errno = 0;
+    r = redisCommandArgv(c->rc, argc, argv, lens);
+    if (!r)
+        return conn_failed(c, "lost connection to", errno);
+    if (r->type == REDIS_REPLY_ERROR) {
+        st = shc_reply_error(c, r, "");
+        freeReplyObject(r);
+        return st;
+    }
+    *out = r;
+    return shc_set_ok(c);
+}
+
+/* ---- Argument helpers ---- */
+
+/* Put prefix in front of c->errstr, cutting the end to fit. */
+static void errstr_prefix(shc_client *c, const char *prefix)
+{
+    size_t pl = strlen(prefix), el = strlen(c->errstr);
+
+    if (pl > SHC_ERRSTR_MAX - 1)
+        pl = SHC_ERRSTR_MAX - 1;
+    if (el > SHC_ERRSTR_MAX - 1 - pl)
+        el = SHC_ERRSTR_MAX - 1 - pl;
+    memmove(c->errstr + pl, c->errstr, el);
+    memcpy(c->errstr, prefix, pl);
+    c->errstr[pl + el] = '\0';
+}
+
+/* Check a document id. Returns SHC_OK or SHC_ERR_ARG with text. */
+static shc_status check_docid(shc_client *c, const char *docid)
+{
+    size_t len;
+
+    if (!docid)
+        return shc_set_error(c, SHC_ERR_ARG, "no document id given");
+    len = strnlen(docid, SHC_DOCID_MAX + 1);
+    if (len == 0)
+        return shc_set_error(c, SHC_ERR_ARG, "empty document id");
+    if (len > SHC_DOCID_MAX)
+        return shc_set_error(c, SHC_ERR_ARG, "document id longer than %d bytes",
+                             SHC_DOCID_MAX);
+    return SHC_OK;
+}
+
+/* Check a distance argument (-1 or 0..64). Returns SHC_OK or SHC_ERR_ARG. */
+static shc_status check_distance(shc_client *c, int distance)
+{
+    if (distance < -1 || distance > 64)
+        return shc_set_error(c, SHC_ERR_ARG, "distance %d out of range (0..64, or -1 for "
+                             "the corpus distance)", distance);
+    return SHC_OK;
+}
+
+/* Expect an integer reply; returns SHC_OK with *v, or SHC_ERR_PROTOCOL. */
+static shc_status want_integer(shc_client *c, const redisReply *r, const char *cmd,
+                               long long *v)
+{
+    if (r->type != REDIS_REPLY_INTEGER)
+        return shc_set_error(c, SHC_ERR_PROTOCOL, "%s: expected an integer reply (type %d)",
+                             cmd, r->type);
+    if (v)
+        *v = r->integer;
+    return SHC_OK;
+}
+
+/* ---- Commands ---- */
+
+shc_status shc_add(shc_client *c, uint64_t fp, const char *docid, long long *added)
+{
+    char fps[24];
+    redisReply *r;
+    shc_status st;
+
+    if (!c)
+        return SHC_ERR_ARG;
+    if ((st = check_docid(c, docid)) != SHC_OK)
+        return st;
+    snprintf(fps, sizeof(fps), "%" PRIu64, fp);
+    const char *argv[3] = { "SIMHASH.ADD", fps, docid };
+    size_t lens[3] = { 11, strlen(fps), strlen(docid) };
+    if ((st = run(c, 3, argv, lens, &r)) != SHC_OK)
+        return st;
+    st = want_integer(c, r, "SIMHASH.ADD", added);
+    freeReplyObject(r);
+    return st;
+}
+
+shc_status shc_del(shc_client *c, uint64_t fp, const char *docid, long long *removed)
+{
+    char fps[24];
+    redisReply *r;
+    shc_status st;
+
+    if (!c)
+        return SHC_ERR_ARG;
+    if (docid && (st = check_docid(c, docid)) != SHC_OK)
+        return st;
+    snprintf(fps, sizeof(fps), "%" PRIu64, fp);
+    const char *argv[3] = { "SIMHASH.DEL", fps, docid };
+    size_t lens[3] = { 11, strlen(fps), docid ? strlen(docid) : 0 };
+    if ((st = run(c, docid ? 3 : 2, argv, lens, &r)) != SHC_OK)
+        return st;
+    st = want_integer(c, r, "SIMHASH.DEL", removed);
+    freeReplyObject(r);
+    return st;
+}
+
+/* Build the arguments of SIMHASH.QUERY / CHECK in argv (room for 7) using the
+ * caller's buffers; returns argc. */
+static int query_args(const char **argv, size_t *lens, const char *cmd, const char *fps,
+                      const char *docid, int distance, size_t limit, char *dbuf, char *lbuf)
+{
+    int n = 0;
+
+    argv[n++] = cmd;
+    argv[n++] = fps;
+    if (docid)
+        argv[n++] = docid;
+    if (distance >= 0) {
+        snprintf(dbuf, 12, "%d", distance);
+        argv[n++] = "DISTANCE";
+        argv[n++] = dbuf;
+    }
+    if (limit > 0) {
+        snprintf(lbuf, 24, "%zu", limit);
+        argv[n++] = "LIMIT";
+        argv[n++] = lbuf;
+    }
+    for (int i = 0; i < n; i++)
+        lens[i] = strlen(argv[i]);
+    return n;
+}
+
+shc_status shc_query(shc_client *c, uint64_t fp, int distance, size_t limit,
+                     shc_result **out)
+{
+    char fps[24], dbuf[12], lbuf[24];
+    const char *argv[7];
+    size_t lens[7];
+    redisReply *r;
+    shc_status st;
+
+    if (!out)
+        return c ? shc_set_error(c, SHC_ERR_ARG, "no result pointer given") : SHC_ERR_ARG;
+    *out = NULL;
+    if (!c)
+        return SHC_ERR_ARG;
+    if ((st = check_distance(c, distance)) != SHC_OK)
+        return st;
+    snprintf(fps, sizeof(fps), "%" PRIu64, fp);
+    int argc = query_args(argv, lens, "SIMHASH.QUERY", fps, NULL, distance, limit, dbuf, lbuf);
+    if ((st = run(c, argc, argv, lens, &r)) != SHC_OK)
+        return st;
+    st = shc_parse_result(c, r, out);
+    freeReplyObject(r);
+    return st;
+}
+
+shc_status shc_check(shc_client *c, uint64_t fp, const char *docid, int distance,
+                     shc_result **out)
+{
+    char fps[24], dbuf[12], lbuf[24];
+    const char *argv[7];
+    size_t lens[7];
+    redisReply *r;
+    shc_status st;
+
+    if (!out)
+        return c ? shc_set_error(c, SHC_ERR_ARG, "no result pointer given") : SHC_ERR_ARG;
+    *out = NULL;
+    if (!c)
+        return SHC_ERR_ARG;
+    if ((st = check_docid(c, docid)) != SHC_OK || (st = check_distance(c, distance)) != SHC_OK)
+        return st;
+    snprintf(fps, sizeof(fps), "%" PRIu64, fp);
+    int argc = query_args(argv, lens, "SIMHASH.CHECK", fps, docid, distance, 0, dbuf, lbuf);
+    if ((st = run(c, argc, argv, lens, &r)) != SHC_OK)
+        return st;
+    st = shc_parse_result(c, r, out);
+    freeReplyObject(r);
+    return st;
+}
+
+shc_status shc_check_text(shc_client *c, const char *docid, const char *text, size_t len,
+                          uint64_t *fp, shc_result **out)
+{
+    redisReply *r;
+    shc_status st;
+    uint64_t v = 0;
+
+    if (!out)
+        return c ? shc_set_error(c, SHC_ERR_ARG, "no result pointer given") : SHC_ERR_ARG;
+    *out = NULL;
+    if (!c)
+        return SHC_ERR_ARG;
+    if ((st = check_docid(c, docid)) != SHC_OK)
+        return st;
+    if (!text && len > 0)
+        return shc_set_error(c, SHC_ERR_ARG, "no text given");
+    const char *argv[3] = { "SIMHASH.CHECKTEXT", docid, text ? text : "" };
+    size_t lens[3] = { 17, strlen(docid), len };
+    if ((st = run(c, 3, argv, lens, &r)) != SHC_OK)
+        return st;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+        st = shc_set_error(c, SHC_ERR_PROTOCOL,
+                           "SIMHASH.CHECKTEXT: expected an array of 2 (fingerprint, matches)");
+    } else if ((st = shc_parse_fp_reply(c, r->element[0], "SIMHASH.CHECKTEXT", &v)) == SHC_OK &&
+               (st = shc_parse_result(c, r->element[1], out)) == SHC_OK && fp) {
+        *fp = v;
+    }
+    freeReplyObject(r);
+    return st;
+}
+
+shc_status shc_fingerprint(shc_client *c, const char *text, size_t len, uint64_t *fp)
+{
+    redisReply *r;
+    shc_status st;
+    uint64_t v = 0;
+
+    if (!c)
+        return SHC_ERR_ARG;
+    if (!fp || (!text && len > 0))
+        return shc_set_error(c, SHC_ERR_ARG, "no text or result pointer given");
+    const char *argv[2] = { "SIMHASH.FINGERPRINT", text ? text : "" };
+    size_t lens[2] = { 19, len };
+    if ((st = run(c, 2, argv, lens, &r)) != SHC_OK)
+        return st;
+    st = shc_parse_fp_reply(c, r, "SIMHASH.FINGERPRINT", &v);
+    if (st == SHC_OK)
+        *fp = v;
+    freeReplyObject(r);
+    return st;
+}
+
+uint64_t shc_fingerprint_local(const char *text, size_t len)
+{
+    if (!text)
+        return 0;
+    return fp_text(text, len, 0);
+}
+
+/* ---- Pipelined bulk forms ---- */
+
+/* What a bulk call does per item: fill argv/lens (room for 7) for item i and return
+ * argc, or handle the reply of item i. */
+typedef struct bulk_ops {
+    int (*build)(void *ctx, size_t i, const char **argv, size_t *lens, char *b1,
+                 char *b2, char *b3);
+    shc_status (*reply)(void *ctx, shc_client *c, size_t i, const redisReply *r);
+    void *ctx;
+} bulk_ops;
+
+/* Send n commands in batches of SHC_BATCH, pipelined, and hand every reply to ops.
+ * Error replies and bad shapes are per-item failures; I/O errors stop the call and
+ * mark the remaining items. Returns the overall status described in client.h. */
+static shc_status run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
+                           shc_status *item_status, shc_bulk_report *rep)
+{
+    char first_err[SHC_ERRSTR_MAX] = "";
+    shc_status first_st = SHC_OK;
+    shc_status st;
+    size_t start;
+
+    memset(rep, 0, sizeof(*rep));
+    for (start = 0; start < n; start += SHC_BATCH) {
+        size_t end = n - start > SHC_BATCH ? start + SHC_BATCH : n;
+
+        if ((st = ensure_connected(c)) != SHC_OK)
+            goto fatal_from_start;
+        for (size_t i = start; i < end; i++) {
+            char b1[24], b2[24], b3[24];
+            const char *argv[7];
+            size_t lens[7];
+            int argc = ops->build(ops->ctx, i, argv, lens, b1, b2, b3);
+            if (redisAppendCommandArgv(c->rc, argc, argv, lens) != REDIS_OK) {
+                st = shc_set_error(c, SHC_ERR_NOMEM, "out of memory queueing item %zu", i);
+                redisFree(c->rc);
+                c->rc = NULL;
+                goto fatal_from_start;
+            }
+        }
+        for (size_t i = start; i < end; i++) {
+            redisReply *r = NULL;
+            errno = 0;
+            if (redisGetReply(c->rc, (void **)&r) != REDIS_OK || !r) {
+                st = conn_failed(c, "lost connection to", errno);
+                start = i;
+                goto fatal_from_start;
+            }
+            if (r->type == REDIS_REPLY_ERROR) {
+                char prefix[48];
+                snprintf(prefix, sizeof(prefix), "item %zu: ", i);
+                st = shc_reply_error(c, r, prefix);
+            } else {
+                st = ops->reply(ops->ctx, c, i, r);
+                if (st != SHC_OK) {
+                    char prefix[48];
+                    snprintf(prefix, sizeof(prefix), "item %zu: ", i);
+                    errstr_prefix(c, prefix);
+                }
+            }
+            freeReplyObject(r);
+            if (item_status)
+                item_status[i] = st;
+            if (st == SHC_OK) {
+                rep->ok++;
+            } else {
+                if (rep->failed++ == 0) {
+                    rep->first_failed = i;
+                    first_st = st;
+                    memcpy(first_err, c->errstr, sizeof(first_err));
+                }
+            }
+        }
+    }
+    if (rep->failed == 0)
+        return shc_set_ok(c);
+    c->last = first_st;
+    memcpy(c->errstr, first_err, sizeof(first_err));
+    return first_st;
+
+fatal_from_start:
+    /* Items from start on have no reply: they count as failed with st. */
+    if (rep->failed == 0 && start < n)
+        rep->first_failed = start;
+    for (size_t i = start; i < n; i++) {
+        if (item_status)
+            item_status[i] = st;
+        rep->failed++;
+    }
+    return st;
+}
+
+typedef struct add_ctx {
+    const uint64_t *fps;
+    const char *const *docids;
+    shc_bulk_report *rep;
+} add_ctx;
+
+static int add_build(void *ctx, size_t i, const char **argv, size_t *lens, char *b1,
+                     char *b2, char *b3)
+{
+    add_ctx *a = ctx;
+    (void)b2;
+    (void)b3;
+    snprintf(b1, 24, "%" PRIu64, a->fps[i]);
+    argv[0] = "SIMHASH.ADD";
+    argv[1] = b1;
+    argv[2] = a->docids[i];
+    lens[0] = 11;
+    lens[1] = strlen(b1);
+    lens[2] = strlen(a->docids[i]);
+    return 3;
+}
+
+static shc_status add_reply(void *ctx, shc_client *c, size_t i, const redisReply *r)
+{
+    add_ctx *a = ctx;
+    long long v = 0;
+    shc_status st = want_integer(c, r, "SIMHASH.ADD", &v);
+    (void)i;
+    if (st == SHC_OK)
+        a->rep->added += v;
+    return st;
+}
+
+shc_status shc_add_many(shc_client *c, const uint64_t *fps, const char *const *docids,
+                        size_t n, shc_status *item_status, shc_bulk_report *report)
+{
+    shc_bulk_report local;
+    shc_bulk_report *rep = report ? report : &local;
+    shc_status st;
+
+    memset(rep, 0, sizeof(*rep));
+    if (!c)
+        return SHC_ERR_ARG;
+    if (n > 0 && (!fps || !docids))
+        return shc_set_error(c, SHC_ERR_ARG, "no fingerprints or document ids given");
+    for (size_t i = 0; i < n; i++) {
+        if ((st = check_docid(c, docids[i])) != SHC_OK) {
+            char prefix[64];
+            snprintf(prefix, sizeof(prefix), "nothing sent: item %zu: ", i);
+            errstr_prefix(c, prefix);
+            return st;
+        }
+    }
+    add_ctx a = { fps, docids, rep };
+    bulk_ops ops = { add_build, add_reply, &a };
+    shc_bulk_report got;
+    st = run_bulk(c, n, &ops, item_status, &got);
+    got.added = rep->added;
+    *rep = got;
+    return st;
+}
+
+typedef struct query_ctx {
+    const uint64_t *fps;
+    int distance;
+    size_t limit;
+    shc_result **results;
+} query_ctx;
+
+static int query_build(void *ctx, size_t i, const char **argv, size_t *lens, char *b1,
+                       char *b2, char *b3)
+{
+    query_ctx *q = ctx;
+    snprintf(b1, 24, "%" PRIu64, q->fps[i]);
+    return query_args(argv, lens, "SIMHASH.QUERY", b1, NULL, q->distance, q->limit, b2, b3);
+}
+
+static shc_status query_reply(void *ctx, shc_client *c, size_t i, const redisReply *r)
+{
+    query_ctx *q = ctx;
+    return shc_parse_result(c, r, &q->results[i]);
+}
+
+shc_status shc_query_many(shc_client *c, const uint64_t *fps, size_t n, int distance,
+                          size_t limit, shc_result **results, shc_status *item_status,
+                          shc_bulk_report *report)
+{
+    shc_bulk_report local;
+    shc_bulk_report *rep = report ? report : &local;
+    shc_status st;
+
+    memset(rep, 0, sizeof(*rep));
+    if (!c)
+        return SHC_ERR_ARG;
+    if (n > 0 && (!fps || !results))
+        return shc_set_error(c, SHC_ERR_ARG, "no fingerprints or result array given");
+    for (size_t i = 0; i < n; i++)
+        results[i] = NULL;
+    if ((st = check_distance(c, distance)) != SHC_OK)
+        return st;
+    query_ctx q = { fps, distance, limit, results };
+    bulk_ops ops = { query_build, query_reply, &q };
+    return run_bulk(c, n, &ops, item_status, rep);
+}
