@@ -1,0 +1,179 @@
+/* cmd_fingerprint.c: `simhash fingerprint` (text -> fingerprint per file or per
+ * line) and `simhash compute` (feature hashes -> one fingerprint). */
+#include "cli.h"
+#include "fingerprint.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void fingerprint_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: simhash fingerprint [--window W] [--lines] [FILE|-]...\n"
+            "\n"
+            "Print '<fingerprint>\\t<name>' for each file (no FILE or '-' reads stdin,\n"
+            "named '-'). Fingerprints are unsigned decimal 64-bit numbers.\n"
+            "\n"
+            "  -w, --window W   tokens per shingle, 1..%d (default %d)\n"
+            "  -l, --lines      every line is a document, named '<file>:<line number>'\n"
+            "  -h, --help       show this help\n"
+            "\n"
+            "Exit status: 0 success, 1 a file could not be read (the others are still\n"
+            "printed) or output failed, 2 bad usage.\n",
+            FP_WINDOW_MAX, FP_WINDOW_DEFAULT);
+}
+
+/* Print the fingerprint(s) of one input; returns 0, or -1 if it could not be read. */
+static int fingerprint_one(cli_out *o, const char *path, unsigned window, int lines)
+{
+    cli_buf b;
+
+    if (cli_buf_read_path(path, &b) != 0) {
+        fprintf(stderr, "simhash fingerprint: %s: %s\n", cli_input_name(path), strerror(errno));
+        return -1;
+    }
+    if (!lines) {
+        cli_out_u64(o, fp_text(b.data, b.len, window));
+        cli_out_char(o, '\t');
+        cli_out_str(o, path);
+        cli_out_char(o, '\n');
+    } else {
+        const char *p = b.data, *end = b.data + b.len;
+        size_t lineno = 0;
+        while (p < end) {
+            const char *nl = memchr(p, '\n', (size_t)(end - p));
+            const char *le = nl ? nl : end;
+            size_t l = (size_t)(le - p);
+            if (l > 0 && p[l - 1] == '\r')
+                l--;
+            lineno++;
+            cli_out_u64(o, fp_text(p, l, window));
+            cli_out_char(o, '\t');
+            cli_out_str(o, path);
+            cli_out_char(o, ':');
+            cli_out_u64(o, lineno);
+            cli_out_char(o, '\n');
+            p = nl ? nl + 1 : end;
+        }
+    }
+    cli_buf_free(&b);
+    return 0;
+}
+
+int cmd_fingerprint(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"window", required_argument, NULL, 'w'},
+        {"lines", no_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *prog = "simhash fingerprint";
+    uint64_t window = FP_WINDOW_DEFAULT;
+    int lines = 0, c, failed = 0;
+
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":w:lh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'w':
+            if (cli_opt_uint(prog, "--window", optarg, 1, FP_WINDOW_MAX, &window) != 0)
+                return CLI_EXIT_USAGE;
+            break;
+        case 'l': lines = 1; break;
+        case 'h': fingerprint_usage(stdout); return CLI_EXIT_OK;
+        case 'V': printf("simhash %s\n", SIMHASH_VERSION); return CLI_EXIT_OK;
+        default: return cli_opt_error(prog, c, argv);
+        }
+    }
+    cli_out out;
+    if (cli_out_open(&out, "-") != 0) {
+        fprintf(stderr, "%s: %s\n", prog, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    if (optind >= argc) {
+        failed |= fingerprint_one(&out, "-", (unsigned)window, lines) != 0;
+    } else {
+        for (int i = optind; i < argc; i++)
+            failed |= fingerprint_one(&out, argv[i], (unsigned)window, lines) != 0;
+    }
+    if (cli_out_close(&out) != 0) {
+        fprintf(stderr, "%s: <stdout>: write error: %s\n", prog, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+}
+
+static void compute_usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: simhash compute [FILE|-]\n"
+            "\n"
+            "Read feature hashes (one unsigned decimal 64-bit number per line) and print\n"
+            "their simhash: bit i is set when more hashes have bit i set than unset.\n"
+            "No FILE or '-' reads stdin; no hashes give 0.\n"
+            "\n"
+            "Exit status: 0 success, 1 bad input or I/O error, 2 bad usage.\n");
+}
+
+int cmd_compute(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *prog = "simhash compute";
+    const char *path = "-";
+    int c;
+
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h': compute_usage(stdout); return CLI_EXIT_OK;
+        case 'V': printf("simhash %s\n", SIMHASH_VERSION); return CLI_EXIT_OK;
+        default: return cli_opt_error(prog, c, argv);
+        }
+    }
+    if (argc - optind > 1) {
+        fprintf(stderr, "%s: at most one input file\nTry '%s --help'.\n", prog, prog);
+        return CLI_EXIT_USAGE;
+    }
+    if (optind < argc)
+        path = argv[optind];
+
+    cli_buf b;
+    if (cli_buf_read_path(path, &b) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", prog, cli_input_name(path), strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    uint64_t *hashes;
+    size_t n;
+    cli_parse_error pe;
+    int prc = cli_parse_u64_lines(b.data, b.len, &hashes, &n, &pe);
+    if (prc != 0)
+        cli_report_parse_error(prog, cli_input_name(path), &pe);
+    cli_buf_free(&b);
+    if (prc != 0)
+        return CLI_EXIT_FAIL;
+    uint64_t fp = fp_compute(hashes, n);
+    free(hashes);
+
+    cli_out out;
+    if (cli_out_open(&out, "-") != 0) {
+        fprintf(stderr, "%s: %s\n", prog, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    cli_out_u64(&out, fp);
+    cli_out_char(&out, '\n');
+    if (cli_out_close(&out) != 0) {
+        fprintf(stderr, "%s: <stdout>: write error: %s\n", prog, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}

@@ -1,0 +1,183 @@
+/* cmd_match.c: simhash-find-all and simhash-find-clusters (also `simhash find-all`
+ * and `simhash find-clusters`): numbers in, every near-duplicate pair or every
+ * cluster out as one JSON array per line. */
+#include "cli.h"
+#include "match.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void match_usage(const char *prog, int clusters, FILE *f)
+{
+    fprintf(f,
+            "Usage: %s [-b BLOCKS] [-d DISTANCE] [-i INPUT] [-o OUTPUT] [-t THREADS]\n"
+            "\n"
+            "Read one unsigned decimal 64-bit number per line and print %s\n"
+            "one JSON array per line.\n"
+            "\n"
+            "  -b, --blocks N     blocks per fingerprint (default %d)\n"
+            "  -d, --distance K   largest Hamming distance that matches (default %d);\n"
+            "                     needs K < N and at most 1000 tables C(N, N-K)\n"
+            "  -i, --input FILE   input, '-' for stdin (default -)\n"
+            "  -o, --output FILE  output, '-' for stdout (default -)\n"
+            "  -t, --threads T    worker threads, 0 = all cores (default 0)\n"
+            "  -h, --help         show this help\n"
+            "      --version      show the version\n"
+            "\n"
+            "Exit status: 0 success, 1 bad input or I/O error, 2 bad usage.\n",
+            prog,
+            clusters ? "every cluster (connected component of the match graph, two or\n"
+                       "more lines, values sorted, repeats kept) as [a, b, c, ...],"
+                     : "every pair [a, b] (a <= b) within the distance, [a, a] for a\n"
+                       "value given on two or more lines,",
+            CLI_BLOCKS_DEFAULT, CLI_DISTANCE_DEFAULT);
+}
+
+/* Write the pairs; returns nothing, errors stay in o->err. */
+static void write_pairs(cli_out *o, const match_pair *pairs, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cli_out_char(o, '[');
+        cli_out_u64(o, pairs[i].a);
+        cli_out_bytes(o, ", ", 2);
+        cli_out_u64(o, pairs[i].b);
+        cli_out_bytes(o, "]\n", 2);
+    }
+}
+
+static void write_clusters(cli_out *o, const uint64_t *values, const size_t *offsets,
+                           size_t nclusters)
+{
+    for (size_t c = 0; c < nclusters; c++) {
+        cli_out_char(o, '[');
+        for (size_t j = offsets[c]; j < offsets[c + 1]; j++) {
+            if (j > offsets[c])
+                cli_out_bytes(o, ", ", 2);
+            cli_out_u64(o, values[j]);
+        }
+        cli_out_bytes(o, "]\n", 2);
+    }
+}
+
+int cli_match_main(int argc, char **argv, const char *prog, int clusters)
+{
+    static const struct option longopts[] = {
+        {"blocks", required_argument, NULL, 'b'},
+        {"distance", required_argument, NULL, 'd'},
+        {"input", required_argument, NULL, 'i'},
+        {"output", required_argument, NULL, 'o'},
+        {"threads", required_argument, NULL, 't'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
+        {NULL, 0, NULL, 0},
+    };
+    uint64_t blocks = CLI_BLOCKS_DEFAULT, distance = CLI_DISTANCE_DEFAULT, threads = 0;
+    const char *input = "-", *output = "-";
+    int c;
+
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":b:d:i:o:t:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'b':
+            if (cli_opt_uint(prog, "--blocks", optarg, 1, 64, &blocks) != 0)
+                return CLI_EXIT_USAGE;
+            break;
+        case 'd':
+            if (cli_opt_uint(prog, "--distance", optarg, 0, 63, &distance) != 0)
+                return CLI_EXIT_USAGE;
+            break;
+        case 'i': input = optarg; break;
+        case 'o': output = optarg; break;
+        case 't':
+            if (cli_opt_uint(prog, "--threads", optarg, 0, CLI_THREADS_MAX, &threads) != 0)
+                return CLI_EXIT_USAGE;
+            break;
+        case 'h':
+            match_usage(prog, clusters, stdout);
+            return CLI_EXIT_OK;
+        case 'V':
+            printf("simhash %s\n", SIMHASH_VERSION);
+            return CLI_EXIT_OK;
+        default:
+            return cli_opt_error(prog, c, argv);
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s' (use -i FILE for the input)\n"
+                "Try '%s --help'.\n", prog, argv[optind], prog);
+        return CLI_EXIT_USAGE;
+    }
+    if (cli_check_tables(prog, (unsigned)blocks, (unsigned)distance) != 0)
+        return CLI_EXIT_USAGE;
+
+    /* Read and parse everything before touching the output. */
+    cli_buf in;
+    if (cli_buf_read_path(input, &in) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", prog, cli_input_name(input), strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    uint64_t *hashes = NULL;
+    size_t n = 0;
+    cli_parse_error pe;
+    int prc = cli_parse_u64_lines(in.data, in.len, &hashes, &n, &pe);
+    if (prc != 0)
+        cli_report_parse_error(prog, cli_input_name(input), &pe);
+    cli_buf_free(&in);
+    if (prc != 0)
+        return CLI_EXIT_FAIL;
+
+    cli_out out;
+    if (cli_out_open(&out, output) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", prog, output, strerror(errno));
+        free(hashes);
+        return CLI_EXIT_FAIL;
+    }
+
+    char err[256] = "";
+    int rc = 0;
+    if (n > 0 && !clusters) {
+        match_pair *pairs = NULL;
+        size_t npairs = 0;
+        rc = match_find_all(hashes, n, (unsigned)blocks, (unsigned)distance,
+                            (unsigned)threads, &pairs, &npairs, err, sizeof(err));
+        if (rc == 0)
+            write_pairs(&out, pairs, npairs);
+        free(pairs);
+    } else if (n > 0) {
+        uint64_t *values = NULL;
+        size_t *offsets = NULL, nclusters = 0;
+        rc = match_find_clusters(hashes, n, (unsigned)blocks, (unsigned)distance,
+                                 (unsigned)threads, &values, &offsets, &nclusters,
+                                 err, sizeof(err));
+        if (rc == 0)
+            write_clusters(&out, values, offsets, nclusters);
+        free(values);
+        free(offsets);
+    }
+    free(hashes);
+    if (rc != 0) {
+        cli_out_close(&out);
+        fprintf(stderr, "%s: %s\n", prog, err[0] ? err : "matching failed");
+        return CLI_EXIT_FAIL;
+    }
+    if (cli_out_close(&out) != 0) {
+        fprintf(stderr, "%s: %s: write error: %s\n", prog,
+                strcmp(output, "-") == 0 ? "<stdout>" : output, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}
+
+int cmd_find_all(int argc, char **argv)
+{
+    return cli_match_main(argc, argv, "simhash find-all", 0);
+}
+
+int cmd_find_clusters(int argc, char **argv)
+{
+    return cli_match_main(argc, argv, "simhash find-clusters", 1);
+}

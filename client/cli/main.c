@@ -1,0 +1,67 @@
+/* main.c: the `simhash` program: dispatches to its subcommands (offline ones in
+ * cmd_*.c here, network ones in cmd_net.c). */
+#include "cli.h"
+#include "cmd_net.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct cli_command {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} cli_command;
+
+/* The one list of subcommands: dispatch and --help both come from it. */
+static const cli_command commands[] = {
+    {"fingerprint", cmd_fingerprint, "fingerprint of each file (or each line) of text"},
+    {"compute", cmd_compute, "fingerprint of a list of feature hashes"},
+    {"find-all", cmd_find_all, "every near-duplicate pair among numbers (as simhash-find-all)"},
+    {"find-clusters", cmd_find_clusters, "clusters of near-duplicate numbers (as simhash-find-clusters)"},
+    {"dedup", cmd_dedup, "group the near-duplicate files under directories"},
+    {"add", cmd_add, "add fingerprints to a running deployment"},
+    {"query", cmd_query, "near-duplicates of fingerprints in a running deployment"},
+    {"check", cmd_check, "check a running deployment"},
+    {"del", cmd_del, "remove fingerprints from a running deployment"},
+    {"load", cmd_load, "bulk-load fingerprints into a running deployment"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: simhash COMMAND [OPTIONS] [ARGS]\n"
+            "\n"
+            "Near-duplicate detection with 64-bit simhash fingerprints.\n"
+            "\n"
+            "Commands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-14s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f,
+            "\n"
+            "'simhash COMMAND --help' describes each command.\n"
+            "  -h, --help     show this help\n"
+            "      --version  show the version\n");
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
+        usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(name, "--version") == 0) {
+        printf("simhash %s\n", SIMHASH_VERSION);
+        return CLI_EXIT_OK;
+    }
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+        if (strcmp(name, commands[i].name) == 0)
+            return commands[i].run(argc - 1, argv + 1);
+    }
+    fprintf(stderr, "simhash: unknown command '%.40s'\nTry 'simhash --help'.\n", name);
+    return CLI_EXIT_USAGE;
+}
