@@ -1,0 +1,183 @@
+# tests/integration/lib.sh: shared helpers for the integration tests (source it).
+#
+#   th_init NAME             make a mktemp -d work dir ($TH_DIR), install the cleanup trap
+#   th_free_port             print a free TCP port on 127.0.0.1
+#   th_start NAME SECS CMD.. start CMD under `timeout SECS` in the background, log to
+#                            $TH_DIR/NAME.log; sets TH_PID (the `timeout` process) and
+#                            records it for cleanup
+#   th_child_pid PID         print the PID of the program that `timeout` PID runs
+#   th_stop PID              SIGTERM a process started by th_start, wait for it (SIGKILL
+#                            after 5 s)
+#   th_wait_port PORT [SECS] wait until something accepts connections on 127.0.0.1:PORT
+#   th_start_redis NAME      start redis-server on a free port in $TH_DIR/NAME (no
+#                            persistence) and wait for a literal PONG; sets TH_REDIS_PORT
+#                            and TH_REDIS_PID
+#   th_fail MSG / th_log MSG print and (fail) exit 1 after showing the logs
+#
+# Environment: SIMHASH_BIN (programs, default build/bin), SIMHASH_SRC (repo root),
+# TH_KEEP=1 keeps the work directory. Every process is bounded by `timeout` and ended
+# by PID in the trap; nothing is killed by name.
+
+TH_SRC=${SIMHASH_SRC:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+TH_BIN=${SIMHASH_BIN:-$TH_SRC/build/bin}
+TH_PIDS=()
+TH_DIR=
+TH_NAME=test
+
+th_log() { echo "[$TH_NAME] $*" >&2; }
+
+# Print the tail of every log in the work directory (called on failure).
+th_show_logs() {
+    local f
+    [ -n "$TH_DIR" ] && [ -d "$TH_DIR" ] || return 0
+    for f in "$TH_DIR"/*.log; do
+        [ -f "$f" ] || continue
+        echo "---- $(basename "$f") (last 30 lines)" >&2
+        tail -n 30 "$f" >&2
+    done
+}
+
+th_fail() {
+    echo "[$TH_NAME] FAIL: $*" >&2
+    th_show_logs
+    exit 1
+}
+
+th_cleanup() {
+    local rc=$? pid
+    trap - EXIT INT TERM
+    for pid in "${TH_PIDS[@]}"; do
+        # a stopped child cannot act on SIGTERM; continue it first
+        local c
+        c=$(th_child_pid "$pid")
+        [ -n "$c" ] && kill -CONT "$c" 2>/dev/null
+        kill -TERM "$pid" 2>/dev/null
+    done
+    for pid in "${TH_PIDS[@]}"; do
+        local i=0
+        while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+        kill -KILL "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+    done
+    if [ -n "$TH_DIR" ] && [ -d "$TH_DIR" ]; then
+        if [ "${TH_KEEP:-0}" = 1 ]; then
+            echo "[$TH_NAME] work directory kept: $TH_DIR" >&2
+        else
+            rm -rf "$TH_DIR"
+        fi
+    fi
+    exit "$rc"
+}
+
+th_init() {
+    TH_NAME=$1
+    TH_DIR=$(mktemp -d "${TMPDIR:-/tmp}/simhash-$TH_NAME.XXXXXX") || exit 1
+    trap th_cleanup EXIT
+    trap 'exit 130' INT TERM
+    command -v redis-server >/dev/null || th_fail "redis-server not found"
+    command -v python3 >/dev/null || th_fail "python3 not found"
+}
+
+# A port the kernel hands out as free right now (the socket is closed again, so
+# another process could take it before we bind; tests retry nothing on that).
+th_free_port() {
+    python3 -c 'import socket
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+print(s.getsockname()[1])
+s.close()'
+}
+
+th_start() {
+    local name=$1 secs=$2
+    shift 2
+    timeout --signal=TERM --kill-after=5 "$secs" "$@" >>"$TH_DIR/$name.log" 2>&1 &
+    TH_PID=$!
+    TH_PIDS+=("$TH_PID")
+}
+
+th_child_pid() {
+    ps -o pid= --ppid "$1" 2>/dev/null | head -n 1 | tr -d ' '
+}
+
+th_stop() {
+    local pid=$1 i=0 c
+    c=$(th_child_pid "$pid")
+    [ -n "$c" ] && kill -CONT "$c" 2>/dev/null
+    kill -TERM "$pid" 2>/dev/null
+    while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    return 0
+}
+
+# 0 once 127.0.0.1:PORT accepts a connection, 1 after SECS (default 10) seconds.
+th_wait_port() {
+    local port=$1 secs=${2:-10} i=0
+    while [ $i -lt $((secs * 20)) ]; do
+        if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+            return 0
+        fi
+        sleep 0.05
+        i=$((i + 1))
+    done
+    return 1
+}
+
+th_start_redis() {
+    local name=${1:-redis} port dir i=0 reply
+    port=$(th_free_port)
+    dir="$TH_DIR/$name"
+    mkdir -p "$dir"
+    th_start "$name" 600 redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
+        --save '' --appendonly no --daemonize no --protected-mode yes
+    TH_REDIS_PID=$TH_PID
+    TH_REDIS_PORT=$port
+    while [ $i -lt 200 ]; do
+        reply=$(timeout 2 redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)
+        [ "$reply" = PONG ] && return 0
+        kill -0 "$TH_REDIS_PID" 2>/dev/null || th_fail "redis-server exited at start"
+        sleep 0.05
+        i=$((i + 1))
+    done
+    th_fail "redis-server on port $port did not answer PONG"
+}
+
+#   th_start_shard NAME REDIS_PORT LO-HI BLOCKS DISTANCE [PORT] [extra args..]
+#       start simhash-shard for first-byte shards LO-HI; waits for its port; sets
+#       TH_SHARD_PORT and TH_SHARD_PID (PORT default: a free one)
+th_start_shard() {
+    local name=$1 rport=$2 range=$3 blocks=$4 dist=$5 port=${6:-}
+    shift 5
+    [ $# -gt 0 ] && shift
+    [ -n "$port" ] || port=$(th_free_port)
+    th_start "$name" "${TH_DAEMON_SECS:-600}" "$TH_BIN/simhash-shard" --bind 127.0.0.1 --port "$port" \
+        --redis-host 127.0.0.1 --redis-port "$rport" --shards "$range" \
+        --blocks "$blocks" --distance "$dist" "$@"
+    TH_SHARD_PID=$TH_PID
+    TH_SHARD_PORT=$port
+    th_wait_port "$port" 20 || th_fail "simhash-shard $name did not listen on port $port"
+}
+
+#   th_start_coord NAME BLOCKS DISTANCE TIMEOUT_MS "WORKER [WORKER..]" [PORT] [extra args..]
+#       start simhash-coordinator; waits for its port; sets TH_COORD_PORT, TH_COORD_PID
+th_start_coord() {
+    local name=$1 blocks=$2 dist=$3 tmo=$4 workers=$5 port=${6:-} w args=()
+    shift 5
+    [ $# -gt 0 ] && shift
+    [ -n "$port" ] || port=$(th_free_port)
+    for w in $workers; do args+=(--worker "$w"); done
+    th_start "$name" "${TH_DAEMON_SECS:-600}" "$TH_BIN/simhash-coordinator" --bind 127.0.0.1 \
+        --port "$port" --blocks "$blocks" --distance "$dist" --timeout-ms "$tmo" "${args[@]}" "$@"
+    TH_COORD_PID=$TH_PID
+    TH_COORD_PORT=$port
+    th_wait_port "$port" 20 || th_fail "simhash-coordinator $name did not listen on port $port"
+}
+
+# Fail unless the named programs exist in $TH_BIN.
+th_need_bins() {
+    local b
+    for b in "$@"; do
+        [ -x "$TH_BIN/$b" ] || th_fail "$TH_BIN/$b not built"
+    done
+}

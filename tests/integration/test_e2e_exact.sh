@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# test_e2e_exact.sh: distributed mode end to end, exactness. For several (blocks,
+# distance) settings: redis-server + 2 shard workers (first-byte shards 0-127 and
+# 128-255) + coordinator; a planted corpus (random bases, copies with 1..k+2 flipped
+# bits, fingerprints shared by two documents) loaded with pipelined SIMHASH.ADD;
+# every stored fingerprint and near misses queried and compared with brute force:
+# nothing missed or extra, distances, document ids and order right; DISTANCE d < k,
+# LIMIT, and DISTANCE > k refused.
+set -u
+. "$(dirname "$0")/lib.sh"
+th_init e2e-exact
+th_need_bins simhash-shard simhash-coordinator
+DRIVER="$TH_SRC/tests/tools/simhash_e2e.py"
+BASES=${E2E_BASES:-300}
+
+for setting in "6 3" "5 3" "4 3" "8 2"; do
+    set -- $setting
+    blocks=$1 dist=$2
+    th_log "blocks $blocks distance $dist"
+    th_start_redis "redis-$blocks-$dist"
+    rport=$TH_REDIS_PORT
+    rpid=$TH_REDIS_PID
+    th_start_shard "shard-a-$blocks-$dist" "$rport" 0-127 "$blocks" "$dist"
+    a=$TH_SHARD_PORT apid=$TH_SHARD_PID
+    th_start_shard "shard-b-$blocks-$dist" "$rport" 128-255 "$blocks" "$dist"
+    b=$TH_SHARD_PORT bpid=$TH_SHARD_PID
+    th_start_coord "coord-$blocks-$dist" "$blocks" "$dist" 2000 "127.0.0.1:$a 127.0.0.1:$b"
+    cport=$TH_COORD_PORT cpid=$TH_COORD_PID
+    state="$TH_DIR/state-$blocks-$dist.json"
+
+    timeout 240 python3 "$DRIVER" load --port "$cport" --blocks "$blocks" --distance "$dist" \
+        --bases "$BASES" --seed "$blocks$dist" --state-out "$state" \
+        || th_fail "load (blocks $blocks distance $dist)"
+    timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 7 \
+        || th_fail "verify (blocks $blocks distance $dist)"
+
+    # the data really went to both workers' shards of every table
+    keys=$(timeout 10 redis-cli -p "$rport" dbsize)
+    [ "${keys:-0}" -gt 1000 ] || th_fail "only ${keys:-0} keys in Redis"
+    low=$(timeout 10 redis-cli -p "$rport" --scan --pattern 's:{0:0*' | head -n 1)
+    high=$(timeout 10 redis-cli -p "$rport" --scan --pattern 's:{0:f*' | head -n 1)
+    [ -n "$low" ] && [ -n "$high" ] || th_fail "table 0 keys missing in low or high shards"
+
+    for p in $cpid $apid $bpid $rpid; do th_stop "$p"; done
+done
+th_log "PASS"
