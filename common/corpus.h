@@ -37,8 +37,13 @@ long corpus_find_all(const corpus *c, uint64_t q, unsigned d, uint64_t **out);
  * entries before the failing one stay inserted). */
 long corpus_insert_many(corpus *c, const uint64_t *hs, size_t n);
 long corpus_remove_many(corpus *c, const uint64_t *hs, size_t n);
-/* found[i] = 1 and first[i] set when some fingerprint is within d of qs[i]. */
+/* found[i] = 1 and first[i] set when some fingerprint is within d of qs[i], else
+ * found[i] = 0. Returns 0, or -1 if d exceeds the corpus distance. */
 int corpus_find_first_many(const corpus *c, const uint64_t *qs, size_t n, unsigned d,
                            uint8_t *found, uint64_t *first);
+
+/* For tests of the out-of-memory paths: the corpus's next `after` allocations succeed,
+ * the following ones fail (after < 0: never fail, the default). */
+void corpus_debug_fail_alloc(corpus *c, long after);
 
 #endif

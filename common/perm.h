@@ -26,6 +26,7 @@ typedef struct perm_table {
     uint8_t  src_shift[64];   /* indexed by block: its position in the input */
     uint8_t  dst_shift[64];   /* indexed by block: its position in the output */
     uint64_t width_mask[64];  /* indexed by block: (1 << width) - 1 */
+    unsigned nblocks;         /* m: entries used in order[] */
 } perm_table;
 
 typedef struct perm_set {

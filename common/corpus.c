@@ -1,0 +1,386 @@
+/* corpus.c: an in-memory corpus of fingerprints with exact near-duplicate lookup.
+ * Every table keeps the permuted fingerprints in 2^bits buckets (by the top bits of the
+ * permuted value), each a sorted vector; bits grows with the corpus. A query looks at
+ * the prefix range of its permuted value in every table, verifies the distance with
+ * popcount, and keeps a result only in the result's canonical table (perm_first_table),
+ * so each result comes once without a de-duplication set. */
+#include "corpus.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hamming.h"
+#include "perm.h"
+
+#define CORPUS_MIN_BITS 8
+#define CORPUS_MAX_BITS 20
+#define CORPUS_STEP_BITS 4
+#define CORPUS_GROW_AVG 64  /* grow the bucket count when buckets average this many */
+
+typedef struct corpus_bucket {
+    uint64_t *v;              /* sorted permuted values */
+    uint32_t n, cap;
+} corpus_bucket;
+
+struct corpus {
+    perm_set ps;
+    size_t size;
+    unsigned bits;            /* bucket bits, the same for every table */
+    corpus_bucket **tab;      /* tab[t][bucket] */
+    long fail_after;          /* allocations left before failing; < 0 = never fail */
+};
+
+/* ---- Allocation (with the test hook) ---- */
+
+/* realloc, or NULL when the test hook says this allocation fails. */
+static void *corpus_realloc(corpus *c, void *p, size_t size)
+{
+    if (c->fail_after == 0)
+        return NULL;
+    if (c->fail_after > 0)
+        c->fail_after--;
+    return realloc(p, size);
+}
+
+void corpus_debug_fail_alloc(corpus *c, long after)
+{
+    c->fail_after = after;
+}
+
+/* ---- Buckets ---- */
+
+static inline size_t corpus_bucket_of(unsigned bits, uint64_t p)
+{
+    return (size_t)(p >> (64 - bits));
+}
+
+/* First position in b whose value is >= x. */
+static uint32_t corpus_lower(const corpus_bucket *b, uint64_t x)
+{
+    uint32_t lo = 0, hi = b->n;
+    while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (b->v[mid] < x)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+/* Insert p into table t (p known absent). Returns 0, or -1 out of memory. */
+static int corpus_table_add(corpus *c, unsigned t, uint64_t p)
+{
+    corpus_bucket *b = &c->tab[t][corpus_bucket_of(c->bits, p)];
+    if (b->n == b->cap) {
+        uint64_t nc = b->cap ? (uint64_t)b->cap + b->cap / 2 + 2 : 4;
+        if (nc > UINT32_MAX)
+            return -1;
+        uint64_t *v = corpus_realloc(c, b->v, (size_t)nc * sizeof *v);
+        if (!v)
+            return -1;
+        b->v = v;
+        b->cap = (uint32_t)nc;
+    }
+    uint32_t pos = corpus_lower(b, p);
+    memmove(b->v + pos + 1, b->v + pos, (size_t)(b->n - pos) * sizeof *b->v);
+    b->v[pos] = p;
+    b->n++;
+    return 0;
+}
+
+/* Remove p from table t. Returns 1 removed, 0 absent. */
+static int corpus_table_del(corpus *c, unsigned t, uint64_t p)
+{
+    corpus_bucket *b = &c->tab[t][corpus_bucket_of(c->bits, p)];
+    uint32_t pos = corpus_lower(b, p);
+    if (pos == b->n || b->v[pos] != p)
+        return 0;
+    memmove(b->v + pos, b->v + pos + 1, (size_t)(b->n - pos - 1) * sizeof *b->v);
+    if (--b->n == 0) {
+        free(b->v);
+        b->v = NULL;
+        b->cap = 0;
+    }
+    return 1;
+}
+
+static void corpus_free_table(corpus_bucket *bk, unsigned bits)
+{
+    if (!bk)
+        return;
+    for (size_t i = 0; i < ((size_t)1 << bits); i++)
+        free(bk[i].v);
+    free(bk);
+}
+
+/* Split every bucket of every table into 2^CORPUS_STEP_BITS buckets when the buckets
+ * grew large. All or nothing: on out of memory the corpus keeps its old buckets. */
+static void corpus_maybe_grow(corpus *c)
+{
+    if (c->bits >= CORPUS_MAX_BITS || c->size <= ((size_t)CORPUS_GROW_AVG << c->bits))
+        return;
+    unsigned nb = c->bits + CORPUS_STEP_BITS, T = c->ps.ntables;
+    size_t nbuckets = (size_t)1 << nb;
+    corpus_bucket **fresh = corpus_realloc(c, NULL, T * sizeof *fresh);
+    if (!fresh)
+        return;
+    memset(fresh, 0, T * sizeof *fresh);
+    for (unsigned t = 0; t < T; t++) {
+        fresh[t] = corpus_realloc(c, NULL, nbuckets * sizeof **fresh);
+        if (!fresh[t])
+            goto fail;
+        memset(fresh[t], 0, nbuckets * sizeof **fresh);
+        for (size_t ob = 0; ob < ((size_t)1 << c->bits); ob++) {
+            const corpus_bucket *b = &c->tab[t][ob];
+            /* sorted, so each new bucket's values form one run */
+            for (uint32_t i = 0; i < b->n;) {
+                size_t k = corpus_bucket_of(nb, b->v[i]);
+                uint32_t j = i + 1;
+                while (j < b->n && corpus_bucket_of(nb, b->v[j]) == k)
+                    j++;
+                corpus_bucket *d = &fresh[t][k];
+                d->v = corpus_realloc(c, NULL, (size_t)(j - i) * sizeof *d->v);
+                if (!d->v)
+                    goto fail;
+                memcpy(d->v, b->v + i, (size_t)(j - i) * sizeof *d->v);
+                d->n = d->cap = j - i;
+                i = j;
+            }
+        }
+    }
+    for (unsigned t = 0; t < T; t++) {
+        corpus_free_table(c->tab[t], c->bits);
+        c->tab[t] = fresh[t];
+    }
+    free(fresh);
+    c->bits = nb;
+    return;
+fail:
+    for (unsigned t = 0; t < T; t++)
+        corpus_free_table(fresh[t], nb);
+    free(fresh);
+}
+
+/* ---- Life cycle ---- */
+
+corpus *corpus_new(unsigned blocks, unsigned distance, char *err, size_t errlen)
+{
+    corpus *c = calloc(1, sizeof *c);
+    if (!c) {
+        if (err && errlen)
+            snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->fail_after = -1;
+    if (perm_set_init(&c->ps, blocks, distance, err, errlen) < 0) {
+        free(c);
+        return NULL;
+    }
+    c->bits = CORPUS_MIN_BITS;
+    c->tab = calloc(c->ps.ntables, sizeof *c->tab);
+    for (unsigned t = 0; c->tab && t < c->ps.ntables; t++) {
+        c->tab[t] = calloc((size_t)1 << c->bits, sizeof **c->tab);
+        if (!c->tab[t]) {
+            corpus_free(c);
+            c = NULL;
+            break;
+        }
+    }
+    if (c && !c->tab) {
+        corpus_free(c);
+        c = NULL;
+    }
+    if (!c && err && errlen)
+        snprintf(err, errlen, "out of memory");
+    return c;
+}
+
+void corpus_free(corpus *c)
+{
+    if (!c)
+        return;
+    for (unsigned t = 0; c->tab && t < c->ps.ntables; t++)
+        corpus_free_table(c->tab[t], c->bits);
+    free(c->tab);
+    perm_set_free(&c->ps);
+    free(c);
+}
+
+size_t corpus_size(const corpus *c) { return c->size; }
+unsigned corpus_blocks(const corpus *c) { return c->ps.blocks; }
+unsigned corpus_distance(const corpus *c) { return c->ps.distance; }
+
+/* ---- Updates ---- */
+
+int corpus_contains(const corpus *c, uint64_t h)
+{
+    uint64_t p = perm_apply(&c->ps.tables[0], h);
+    const corpus_bucket *b = &c->tab[0][corpus_bucket_of(c->bits, p)];
+    uint32_t pos = corpus_lower(b, p);
+    return pos < b->n && b->v[pos] == p;
+}
+
+int corpus_insert(corpus *c, uint64_t h)
+{
+    if (corpus_contains(c, h))
+        return 0;
+    for (unsigned t = 0; t < c->ps.ntables; t++) {
+        if (corpus_table_add(c, t, perm_apply(&c->ps.tables[t], h)) < 0) {
+            while (t-- > 0)
+                corpus_table_del(c, t, perm_apply(&c->ps.tables[t], h));
+            return -1;
+        }
+    }
+    c->size++;
+    corpus_maybe_grow(c);
+    return 1;
+}
+
+int corpus_remove(corpus *c, uint64_t h)
+{
+    if (!corpus_contains(c, h))
+        return 0;
+    for (unsigned t = 0; t < c->ps.ntables; t++)
+        corpus_table_del(c, t, perm_apply(&c->ps.tables[t], h));
+    c->size--;
+    return 1;
+}
+
+long corpus_insert_many(corpus *c, const uint64_t *hs, size_t n)
+{
+    long added = 0;
+    for (size_t i = 0; i < n; i++) {
+        int r = corpus_insert(c, hs[i]);
+        if (r < 0)
+            return -1;
+        added += r;
+    }
+    return added;
+}
+
+long corpus_remove_many(corpus *c, const uint64_t *hs, size_t n)
+{
+    long removed = 0;
+    for (size_t i = 0; i < n; i++)
+        removed += corpus_remove(c, hs[i]);
+    return removed;
+}
+
+/* ---- Queries ---- */
+
+/* The candidates of table t for the permuted query pq: buckets [*b0, *b1] and the
+ * value range [*lo, *hi] (all values sharing pq's prefix). */
+static void corpus_range(const corpus *c, unsigned t, uint64_t pq, size_t *b0, size_t *b1,
+                         uint64_t *lo, uint64_t *hi)
+{
+    uint64_t mask = c->ps.tables[t].prefix_mask;
+    *lo = pq & mask;
+    *hi = *lo | ~mask;
+    *b0 = corpus_bucket_of(c->bits, *lo);
+    *b1 = corpus_bucket_of(c->bits, *hi);
+}
+
+int corpus_find_first(const corpus *c, uint64_t q, unsigned d, uint64_t *found)
+{
+    if (d > c->ps.distance)
+        return -1;
+    if (corpus_contains(c, q)) {
+        *found = q;
+        return 1;
+    }
+    for (unsigned t = 0; t < c->ps.ntables; t++) {
+        const perm_table *pt = &c->ps.tables[t];
+        uint64_t pq = perm_apply(pt, q), lo, hi;
+        size_t b0, b1;
+        corpus_range(c, t, pq, &b0, &b1, &lo, &hi);
+        for (size_t bi = b0; bi <= b1; bi++) {
+            const corpus_bucket *b = &c->tab[t][bi];
+            for (uint32_t i = corpus_lower(b, lo); i < b->n && b->v[i] <= hi; i++) {
+                if (ham_dist(b->v[i], pq) <= d) {
+                    *found = perm_revert(pt, b->v[i]);
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* A result and its distance to the query; ordered by distance, then value. */
+typedef struct corpus_hit {
+    unsigned dist;
+    uint64_t v;
+} corpus_hit;
+
+static int corpus_hit_cmp(const void *x, const void *y)
+{
+    const corpus_hit *a = x, *b = y;
+    if (a->dist != b->dist)
+        return a->dist < b->dist ? -1 : 1;
+    return a->v < b->v ? -1 : a->v > b->v;
+}
+
+long corpus_find_all(const corpus *c, uint64_t q, unsigned d, uint64_t **out)
+{
+    *out = NULL;
+    if (d > c->ps.distance)
+        return -1;
+    corpus_hit *hits = NULL;
+    size_t nh = 0, cap = 0;
+    for (unsigned t = 0; t < c->ps.ntables; t++) {
+        const perm_table *pt = &c->ps.tables[t];
+        uint64_t pq = perm_apply(pt, q), lo, hi;
+        size_t b0, b1;
+        corpus_range(c, t, pq, &b0, &b1, &lo, &hi);
+        for (size_t bi = b0; bi <= b1; bi++) {
+            const corpus_bucket *b = &c->tab[t][bi];
+            for (uint32_t i = corpus_lower(b, lo); i < b->n && b->v[i] <= hi; i++) {
+                unsigned dist = ham_dist(b->v[i], pq);
+                if (dist > d)
+                    continue;
+                uint64_t r = perm_revert(pt, b->v[i]);
+                if (perm_first_table(&c->ps, q, r) != (int)t)
+                    continue;
+                if (nh == cap) {
+                    size_t nc = cap ? cap * 2 : 16;
+                    corpus_hit *nhits = realloc(hits, nc * sizeof *nhits);
+                    if (!nhits) {
+                        free(hits);
+                        return -1;
+                    }
+                    hits = nhits;
+                    cap = nc;
+                }
+                hits[nh++] = (corpus_hit){dist, r};
+            }
+        }
+    }
+    if (nh == 0)
+        return 0;
+    qsort(hits, nh, sizeof *hits, corpus_hit_cmp);
+    uint64_t *res = malloc(nh * sizeof *res);
+    if (!res) {
+        free(hits);
+        return -1;
+    }
+    for (size_t i = 0; i < nh; i++)
+        res[i] = hits[i].v;
+    free(hits);
+    *out = res;
+    return (long)nh;
+}
+
+int corpus_find_first_many(const corpus *c, const uint64_t *qs, size_t n, unsigned d,
+                           uint8_t *found, uint64_t *first)
+{
+    if (d > c->ps.distance)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t f = 0;
+        found[i] = (uint8_t)corpus_find_first(c, qs[i], d, &f);
+        first[i] = found[i] ? f : 0;
+    }
+    return 0;
+}

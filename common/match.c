@@ -1,0 +1,488 @@
+/* match.c: exact batch matching over the permutation tables: every pair of hashes
+ * within k bits (match_find_all) and the connected components of that match graph
+ * (match_find_clusters). Tables are spread over threads; each table is one radix sort
+ * by the permuted prefix and a scan of the runs of equal prefix. */
+#include "match.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hamming.h"
+#include "match_sort.h"
+#include "perm.h"
+
+#define MATCH_DIGIT_BITS 11                 /* widest radix digit of the prefix sort */
+#define MATCH_MAX_PASSES 6                  /* ceil(64 / MATCH_DIGIT_BITS) */
+#define MATCH_RADIX (1u << MATCH_DIGIT_BITS)
+
+/* ---- Shared state and per-thread workers ---- */
+
+typedef struct match_ctx {
+    const perm_set *ps;
+    const uint64_t *uniq;     /* sorted distinct input values */
+    size_t nu;
+    unsigned next_table;      /* next table to take (atomic) */
+    int failed;               /* set on out of memory (atomic) */
+} match_ctx;
+
+typedef struct match_worker {
+    match_ctx *ctx;
+    uint64_t *buf[2];         /* ping-pong buffers of nu permuted values */
+    size_t *hist;             /* MATCH_MAX_PASSES * MATCH_RADIX counters */
+    match_pair *pairs;
+    size_t npairs, cap;
+} match_worker;
+
+/* One table's permutation unpacked into local arrays, position by position. */
+typedef struct match_perm {
+    unsigned m;
+    uint8_t src[64], dst[64];
+    uint64_t wmask[64];
+} match_perm;
+
+static void match_perm_load(match_perm *mp, const perm_table *t)
+{
+    mp->m = t->nblocks;
+    for (unsigned p = 0; p < t->nblocks; p++) {
+        unsigned b = t->order[p];
+        mp->src[p] = t->src_shift[b];
+        mp->dst[p] = t->dst_shift[b];
+        mp->wmask[p] = t->width_mask[b];
+    }
+}
+
+/* The permuted value of x (same as perm_apply). */
+static inline uint64_t match_perm_apply(const match_perm *mp, uint64_t x)
+{
+    uint64_t out = 0;
+    for (unsigned p = 0; p < mp->m; p++)
+        out |= ((x >> mp->src[p]) & mp->wmask[p]) << mp->dst[p];
+    return out;
+}
+
+/* Append a pair. Returns 0, or -1 out of memory. */
+static int match_push(match_pair **pairs, size_t *np, size_t *cap, uint64_t a, uint64_t b)
+{
+    if (*np == *cap) {
+        size_t nc = *cap ? *cap * 2 : 256;
+        match_pair *p = realloc(*pairs, nc * sizeof *p);
+        if (!p)
+            return -1;
+        *pairs = p;
+        *cap = nc;
+    }
+    (*pairs)[(*np)++] = (match_pair){a < b ? a : b, a < b ? b : a};
+    return 0;
+}
+
+/* ---- One table ---- */
+
+/* Sort the permuted distinct values of table t by their prefix and report the pairs
+ * within distance whose canonical table is t. Returns 0, or -1 out of memory. */
+static int match_table(match_worker *w, unsigned t)
+{
+    const match_ctx *ctx = w->ctx;
+    const perm_set *ps = ctx->ps;
+    const perm_table *pt = &ps->tables[t];
+    const uint64_t *in = ctx->uniq;
+    size_t n = ctx->nu;
+    match_perm mp;
+    match_perm_load(&mp, pt);
+
+    /* Digits covering exactly the prefix bits [64 - pb, 64), lowest first. */
+    unsigned pb = pt->prefix_bits;
+    unsigned npass = (pb + MATCH_DIGIT_BITS - 1) / MATCH_DIGIT_BITS;
+    unsigned width = (pb + npass - 1) / npass;
+    unsigned shift[MATCH_MAX_PASSES];
+    uint64_t dmask[MATCH_MAX_PASSES];
+    for (unsigned j = 0; j < npass; j++) {
+        shift[j] = 64 - pb + j * width;
+        unsigned wj = 64 - shift[j] < width ? 64 - shift[j] : width;
+        dmask[j] = (1ULL << wj) - 1;
+    }
+    size_t *hist = w->hist;
+    memset(hist, 0, (size_t)npass * MATCH_RADIX * sizeof *hist);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t p = match_perm_apply(&mp, in[i]);
+        for (unsigned j = 0; j < npass; j++)
+            hist[j * MATCH_RADIX + ((p >> shift[j]) & dmask[j])]++;
+    }
+    /* A digit on which every value agrees needs no pass (except pass 0, which also
+     * permutes). Then counts become start positions. */
+    int trivial[MATCH_MAX_PASSES];
+    for (unsigned j = 0; j < npass; j++) {
+        size_t *h = hist + j * MATCH_RADIX, sum = 0;
+        trivial[j] = 0;
+        for (unsigned d = 0; d < MATCH_RADIX; d++) {
+            size_t c = h[d];
+            if (c == n)
+                trivial[j] = 1;
+            h[d] = sum;
+            sum += c;
+        }
+    }
+    /* Pass 0 permutes and scatters; later passes move between the two buffers and
+     * are skipped when every value has the same digit. */
+    uint64_t *cur = w->buf[0], *other = w->buf[1];
+    {
+        size_t *h = hist;
+        unsigned s0 = shift[0];
+        uint64_t m0 = dmask[0];
+        for (size_t i = 0; i < n; i++) {
+            uint64_t p = match_perm_apply(&mp, in[i]);
+            cur[h[(p >> s0) & m0]++] = p;
+        }
+    }
+    for (unsigned j = 1; j < npass; j++) {
+        if (trivial[j])
+            continue;
+        size_t *h = hist + j * MATCH_RADIX;
+        unsigned sj = shift[j];
+        uint64_t mj = dmask[j];
+        for (size_t i = 0; i < n; i++) {
+            uint64_t p = cur[i];
+            other[h[(p >> sj) & mj]++] = p;
+        }
+        uint64_t *tmp = cur;
+        cur = other;
+        other = tmp;
+    }
+
+    /* Scan runs of equal prefix; popcount is the same before and after permuting. */
+    uint64_t pmask = pt->prefix_mask;
+    unsigned k = ps->distance;
+    for (size_t i = 0; i + 1 < n;) {
+        if (((cur[i] ^ cur[i + 1]) & pmask) != 0) {
+            i++;
+            continue;
+        }
+        uint64_t key = cur[i] & pmask;
+        size_t j = i + 2;
+        while (j < n && (cur[j] & pmask) == key)
+            j++;
+        for (size_t a = i; a < j; a++) {
+            for (size_t b = a + 1; b < j; b++) {
+                if (ham_dist(cur[a], cur[b]) > k)
+                    continue;
+                uint64_t ra = perm_revert(pt, cur[a]), rb = perm_revert(pt, cur[b]);
+                if (perm_first_table(ps, ra, rb) != (int)t)
+                    continue;
+                if (match_push(&w->pairs, &w->npairs, &w->cap, ra, rb) < 0)
+                    return -1;
+            }
+        }
+        i = j;
+    }
+    return 0;
+}
+
+/* Thread body: take tables until none is left or another worker failed. */
+static void *match_worker_run(void *arg)
+{
+    match_worker *w = arg;
+    match_ctx *ctx = w->ctx;
+    for (;;) {
+        if (__atomic_load_n(&ctx->failed, __ATOMIC_RELAXED))
+            break;
+        unsigned t = __atomic_fetch_add(&ctx->next_table, 1, __ATOMIC_RELAXED);
+        if (t >= ctx->ps->ntables)
+            break;
+        if (match_table(w, t) < 0) {
+            __atomic_store_n(&ctx->failed, 1, __ATOMIC_RELAXED);
+            break;
+        }
+    }
+    return NULL;
+}
+
+/* ---- Driver shared by find_all and find_clusters ---- */
+
+static void match_err(char *err, size_t errlen, const char *msg)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s", msg);
+}
+
+/* Number of threads to use for ntables tables and nu values. */
+static unsigned match_threads(unsigned threads, unsigned ntables, size_t nu)
+{
+    if (threads == 0) {
+        long c = sysconf(_SC_NPROCESSORS_ONLN);
+        threads = c > 0 ? (unsigned)c : 1;
+    }
+    if (threads > 64)
+        threads = 64;
+    if (threads > ntables)
+        threads = ntables;
+    if (nu < 4096) /* thread start-up costs more than the work */
+        threads = 1;
+    return threads ? threads : 1;
+}
+
+/* Sorted copy of the input with repeats collapsed: *uniq (nu values). When counts is
+ * not NULL, *counts[i] = occurrences of uniq[i]. When dups is not NULL, (v, v) is
+ * appended to *dups for every value given two or more times.
+ * Returns 0, or -1 out of memory (nothing allocated). */
+static int match_unique(const uint64_t *hashes, size_t n, uint64_t **uniq, size_t *nu,
+                        size_t **counts, match_pair **dups, size_t *ndups, size_t *dcap)
+{
+    uint64_t *v = malloc((n ? n : 1) * sizeof *v);
+    uint64_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
+    size_t *cnt = counts ? malloc((n ? n : 1) * sizeof *cnt) : NULL;
+    if (!v || !tmp || (counts && !cnt))
+        goto oom;
+    memcpy(v, hashes, n * sizeof *v);
+    if (match_sort_u64(v, tmp, n) < 0)
+        goto oom;
+    free(tmp);
+    tmp = NULL;
+    size_t u = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && v[j] == v[i])
+            j++;
+        if (j - i >= 2 && dups && match_push(dups, ndups, dcap, v[i], v[i]) < 0)
+            goto oom;
+        if (cnt)
+            cnt[u] = j - i;
+        v[u++] = v[i];
+        i = j;
+    }
+    uint64_t *shrunk = realloc(v, (u ? u : 1) * sizeof *v);
+    *uniq = shrunk ? shrunk : v;
+    *nu = u;
+    if (counts) {
+        size_t *cs = realloc(cnt, (u ? u : 1) * sizeof *cnt);
+        *counts = cs ? cs : cnt;
+    }
+    return 0;
+oom:
+    free(v);
+    free(tmp);
+    free(cnt);
+    return -1;
+}
+
+/* Run every table over uniq[0..nu) and append the pairs of distinct values to
+ * *pairs (unsorted). Returns 0, or -1 out of memory. */
+static int match_run(const perm_set *ps, const uint64_t *uniq, size_t nu, unsigned threads,
+                     match_pair **pairs, size_t *npairs, size_t *cap)
+{
+    if (nu < 2)
+        return 0;
+    match_ctx ctx = {.ps = ps, .uniq = uniq, .nu = nu};
+    unsigned nt = match_threads(threads, ps->ntables, nu);
+    match_worker *ws = calloc(nt, sizeof *ws);
+    pthread_t *tids = calloc(nt, sizeof *tids);
+    unsigned started = 0, ready = 0;
+    int rc = -1;
+    if (!ws || !tids)
+        goto done;
+    for (; ready < nt; ready++) {
+        match_worker *w = &ws[ready];
+        w->ctx = &ctx;
+        w->buf[0] = malloc(nu * sizeof(uint64_t));
+        w->buf[1] = malloc(nu * sizeof(uint64_t));
+        w->hist = malloc((size_t)MATCH_MAX_PASSES * MATCH_RADIX * sizeof(size_t));
+        if (!w->buf[0] || !w->buf[1] || !w->hist) {
+            free(w->buf[0]);
+            free(w->buf[1]);
+            free(w->hist);
+            break;
+        }
+    }
+    if (ready == 0)
+        goto done;
+    /* Worker 0 runs in this thread; a thread that cannot start just leaves its
+     * tables to the others. */
+    for (unsigned i = 1; i < ready; i++) {
+        if (pthread_create(&tids[i], NULL, match_worker_run, &ws[i]) != 0)
+            break;
+        started = i;
+    }
+    match_worker_run(&ws[0]);
+    for (unsigned i = 1; i <= started; i++)
+        pthread_join(tids[i], NULL);
+    if (ctx.failed)
+        goto done;
+    rc = 0;
+    for (unsigned i = 0; i < ready && rc == 0; i++)
+        for (size_t j = 0; j < ws[i].npairs; j++)
+            if (match_push(pairs, npairs, cap, ws[i].pairs[j].a, ws[i].pairs[j].b) < 0) {
+                rc = -1;
+                break;
+            }
+done:
+    for (unsigned i = 0; ws && i < ready; i++) {
+        free(ws[i].buf[0]);
+        free(ws[i].buf[1]);
+        free(ws[i].hist);
+        free(ws[i].pairs);
+    }
+    free(ws);
+    free(tids);
+    return rc;
+}
+
+int match_find_all(const uint64_t *hashes, size_t n, unsigned blocks, unsigned distance,
+                   unsigned threads, match_pair **pairs, size_t *npairs,
+                   char *err, size_t errlen)
+{
+    *pairs = NULL;
+    *npairs = 0;
+    perm_set ps;
+    if (perm_set_init(&ps, blocks, distance, err, errlen) < 0)
+        return -1;
+    uint64_t *uniq = NULL;
+    size_t nu = 0, np = 0, cap = 0;
+    match_pair *out = NULL, *tmp = NULL;
+    if (match_unique(hashes, n, &uniq, &nu, NULL, &out, &np, &cap) < 0)
+        goto oom;
+    if (match_run(&ps, uniq, nu, threads, &out, &np, &cap) < 0)
+        goto oom;
+    free(uniq);
+    uniq = NULL;
+    if (np > 1) {
+        tmp = malloc(np * sizeof *tmp);
+        if (!tmp || match_sort_pairs(out, tmp, np) < 0)
+            goto oom;
+        free(tmp);
+    }
+    perm_set_free(&ps);
+    *pairs = out;
+    *npairs = np;
+    return 0;
+oom:
+    free(uniq);
+    free(out);
+    free(tmp);
+    perm_set_free(&ps);
+    match_err(err, errlen, "out of memory");
+    return -1;
+}
+
+/* ---- Clusters ---- */
+
+/* Root of i with path halving. */
+static size_t match_uf_find(size_t *parent, size_t i)
+{
+    while (parent[i] != i) {
+        parent[i] = parent[parent[i]];
+        i = parent[i];
+    }
+    return i;
+}
+
+/* Index of v in the sorted array u[0..n) (v is known to be present). */
+static size_t match_index(const uint64_t *u, size_t n, uint64_t v)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+int match_find_clusters(const uint64_t *hashes, size_t n, unsigned blocks, unsigned distance,
+                        unsigned threads, uint64_t **values, size_t **offsets,
+                        size_t *nclusters, char *err, size_t errlen)
+{
+    *values = NULL;
+    *offsets = NULL;
+    *nclusters = 0;
+    perm_set ps;
+    if (perm_set_init(&ps, blocks, distance, err, errlen) < 0)
+        return -1;
+    uint64_t *uniq = NULL, *vals = NULL;
+    size_t nu = 0, np = 0, cap = 0, *counts = NULL, *parent = NULL, *cid = NULL, *offs = NULL;
+    match_pair *pairs = NULL;
+    if (match_unique(hashes, n, &uniq, &nu, &counts, NULL, NULL, NULL) < 0)
+        goto oom;
+    if (match_run(&ps, uniq, nu, threads, &pairs, &np, &cap) < 0)
+        goto oom;
+    parent = malloc((nu ? nu : 1) * sizeof *parent);
+    if (!parent)
+        goto oom;
+    for (size_t i = 0; i < nu; i++)
+        parent[i] = i;
+    for (size_t j = 0; j < np; j++) {
+        size_t a = match_uf_find(parent, match_index(uniq, nu, pairs[j].a));
+        size_t b = match_uf_find(parent, match_index(uniq, nu, pairs[j].b));
+        /* the smaller index becomes the root: a root is its component's minimum */
+        if (a < b)
+            parent[b] = a;
+        else if (b < a)
+            parent[a] = b;
+    }
+    free(pairs);
+    pairs = NULL;
+    /* Lines per component, accumulated on the root (roots are minima, so a root is
+     * seen before the rest of its component when walking upwards). */
+    cid = malloc((nu ? nu : 1) * sizeof *cid);
+    if (!cid)
+        goto oom;
+    for (size_t i = 0; i < nu; i++)
+        cid[i] = 0;
+    for (size_t i = 0; i < nu; i++)
+        cid[match_uf_find(parent, i)] += counts[i];
+    /* Cluster ids in order of their minimum value; cid[root] becomes the id + 1. */
+    size_t nc = 0, total = 0;
+    for (size_t i = 0; i < nu; i++) {
+        if (parent[i] != i)
+            continue;
+        if (cid[i] >= 2) {
+            total += cid[i];
+            cid[i] = ++nc;
+        } else {
+            cid[i] = 0;
+        }
+    }
+    offs = calloc(nc + 1, sizeof *offs);
+    vals = malloc((total ? total : 1) * sizeof *vals);
+    if (!offs || !vals)
+        goto oom;
+    for (size_t i = 0; i < nu; i++) {
+        size_t c = cid[match_uf_find(parent, i)];
+        if (c)
+            offs[c] += counts[i];
+    }
+    for (size_t c = 1; c <= nc; c++)
+        offs[c] += offs[c - 1];
+    /* Fill: walking values ascending keeps each cluster sorted. offs[c-1] is used as
+     * the write position of cluster c and ends at its end, i.e. the start of c+1. */
+    for (size_t i = 0; i < nu; i++) {
+        size_t c = cid[match_uf_find(parent, i)];
+        for (size_t r = 0; c && r < counts[i]; r++)
+            vals[offs[c - 1]++] = uniq[i];
+    }
+    for (size_t c = nc; c > 0; c--)
+        offs[c] = offs[c - 1];
+    offs[0] = 0;
+    free(uniq);
+    free(counts);
+    free(parent);
+    free(cid);
+    perm_set_free(&ps);
+    *values = vals;
+    *offsets = offs;
+    *nclusters = nc;
+    return 0;
+oom:
+    free(uniq);
+    free(counts);
+    free(parent);
+    free(cid);
+    free(offs);
+    free(vals);
+    free(pairs);
+    perm_set_free(&ps);
+    match_err(err, errlen, "out of memory");
+    return -1;
+}
