@@ -1,17 +1,710 @@
-/* cmd_net.c: network subcommands of the simhash CLI (placeholder until the client
- * library lands: each says so and fails). */
+/* cmd_net.c: the simhash CLI's subcommands that talk to a running coordinator
+ * through libsimhashclient: add, query, check, del and load. Exit status 0 ok,
+ * 1 runtime or server error, 2 usage. */
 #include "cmd_net.h"
 
-#include <stdio.h>
+#include "cli.h"
+#include "parse.h"
+#include "simhash/client.h"
 
-static int not_built(const char *name)
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NET_PORT_DEFAULT 7000
+#define NET_TIMEOUT_DEFAULT 5000      /* ms */
+#define NET_PASSWORD_MAX 512
+#define NET_LOAD_CHUNK 10000          /* items per shc_add_many call in load */
+#define NET_LOAD_ERRORS_SHOWN 10
+
+/* ---- Options shared by every network subcommand ---- */
+
+enum {
+    OPT_HOST = 1000, OPT_PORT, OPT_PASSFILE, OPT_TIMEOUT, OPT_JSON, OPT_TEXT, OPT_LIMIT
+};
+
+#define NET_LONGOPTS                                     \
+    {"host", required_argument, NULL, OPT_HOST},         \
+    {"port", required_argument, NULL, OPT_PORT},         \
+    {"password-file", required_argument, NULL, OPT_PASSFILE}, \
+    {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},\
+    {"help", no_argument, NULL, 'h'}
+
+#define NET_OPTIONS_HELP                                                          \
+    "Connection options:\n"                                                       \
+    "      --host HOST           coordinator address (default 127.0.0.1)\n"       \
+    "      --port PORT           coordinator port (default 7000)\n"               \
+    "      --password-file FILE  send AUTH with the password in FILE\n"           \
+    "      --timeout-ms MS       connect and reply timeout (default 5000; 0 = none)\n" \
+    "  -h, --help                show this help\n"                                \
+    "Exit status: 0 ok, 1 runtime or server error, 2 usage.\n"
+
+typedef struct net_opts {
+    const char *prog;
+    const char *host;
+    unsigned port;
+    const char *password_file;
+    unsigned timeout_ms;
+} net_opts;
+
+static void net_opts_init(net_opts *o, const char *prog)
 {
-    fprintf(stderr, "simhash %s: not available in this build\n", name);
-    return 2;
+    o->prog = prog;
+    o->host = "127.0.0.1";
+    o->port = NET_PORT_DEFAULT;
+    o->password_file = NULL;
+    o->timeout_ms = NET_TIMEOUT_DEFAULT;
 }
 
-int cmd_add(int argc, char **argv) { (void)argc; return not_built(argv[0]); }
-int cmd_query(int argc, char **argv) { (void)argc; return not_built(argv[0]); }
-int cmd_check(int argc, char **argv) { (void)argc; return not_built(argv[0]); }
-int cmd_del(int argc, char **argv) { (void)argc; return not_built(argv[0]); }
-int cmd_load(int argc, char **argv) { (void)argc; return not_built(argv[0]); }
+/* Handle a connection option. Returns 1 when handled, 0 when c is not one, -1 on
+ * a bad value (message printed). */
+static int net_common_opt(net_opts *o, int c, const char *val)
+{
+    uint64_t v;
+
+    switch (c) {
+    case OPT_HOST:
+        if (!val[0]) {
+            fprintf(stderr, "%s: option --host: empty\n", o->prog);
+            return -1;
+        }
+        o->host = val;
+        return 1;
+    case OPT_PORT:
+        if (cli_opt_uint(o->prog, "--port", val, 1, 65535, &v) != 0)
+            return -1;
+        o->port = (unsigned)v;
+        return 1;
+    case OPT_PASSFILE:
+        o->password_file = val;
+        return 1;
+    case OPT_TIMEOUT:
+        if (cli_opt_uint(o->prog, "--timeout-ms", val, 0, 3600000, &v) != 0)
+            return -1;
+        o->timeout_ms = (unsigned)v;
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* Read the password from path into buf: the first line, without its ending.
+ * Returns 0, or -1 with a message printed. */
+static int read_password(const net_opts *o, char *buf, size_t size)
+{
+    int fd = open(o->password_file, O_RDONLY | O_CLOEXEC);
+    size_t len = 0;
+    ssize_t r;
+
+    if (fd < 0) {
+        fprintf(stderr, "%s: cannot open password file %s: %s\n", o->prog, o->password_file,
+                strerror(errno));
+        return -1;
+    }
+    while (len < size && (r = read(fd, buf + len, size - len)) != 0) {
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            fprintf(stderr, "%s: cannot read password file %s: %s\n", o->prog,
+                    o->password_file, strerror(errno));
+            close(fd);
+            return -1;
+        }
+        len += (size_t)r;
+    }
+    close(fd);
+    char *nl = memchr(buf, '\n', len);
+    if (nl)
+        len = (size_t)(nl - buf);
+    if (len > 0 && buf[len - 1] == '\r')
+        len--;
+    if (len >= size) {
+        fprintf(stderr, "%s: password file %s: password longer than %zu bytes\n", o->prog,
+                o->password_file, size - 1);
+        return -1;
+    }
+    if (len == 0) {
+        fprintf(stderr, "%s: password file %s: empty password\n", o->prog, o->password_file);
+        return -1;
+    }
+    if (memchr(buf, '\0', len)) {
+        fprintf(stderr, "%s: password file %s: NUL byte in password\n", o->prog,
+                o->password_file);
+        return -1;
+    }
+    buf[len] = '\0';
+    return 0;
+}
+
+/* Connect as the options say. Returns the handle, or NULL with a message printed. */
+static shc_client *net_connect(const net_opts *o)
+{
+    char pw[NET_PASSWORD_MAX + 1];
+    shc_client *c = NULL;
+    shc_status st;
+
+    if (o->password_file && read_password(o, pw, sizeof(pw)) != 0)
+        return NULL;
+    st = shc_connect(o->host, (int)o->port, (int)o->timeout_ms,
+                     o->password_file ? pw : NULL, &c);
+    if (o->password_file)
+        memset(pw, 0, sizeof(pw));
+    if (st != SHC_OK) {
+        fprintf(stderr, "%s: %s\n", o->prog, c ? shc_errstr(c) : "out of memory");
+        shc_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Print a failed call's message; returns the exit status 1. */
+static int net_fail(const net_opts *o, shc_client *c)
+{
+    fprintf(stderr, "%s: %s\n", o->prog, shc_errstr(c));
+    return CLI_EXIT_FAIL;
+}
+
+/* Parse a fingerprint argument. Returns 0, or -1 with a message printed. */
+static int parse_fp_arg(const char *prog, const char *s, uint64_t *fp)
+{
+    const char *why = NULL;
+
+    if (parse_u64(s, strlen(s), fp, &why) != 0) {
+        fprintf(stderr, "%s: fingerprint: %s: '%.40s'\n", prog, why, s);
+        return -1;
+    }
+    return 0;
+}
+
+/* Check a document id argument. Returns 0, or -1 with a message printed. */
+static int check_docid_arg(const char *prog, const char *s)
+{
+    size_t len = strlen(s);
+
+    if (len == 0 || len > SHC_DOCID_MAX) {
+        fprintf(stderr, "%s: document id must be 1..%d bytes\n", prog, SHC_DOCID_MAX);
+        return -1;
+    }
+    return 0;
+}
+
+static int usage_error(const char *prog, const char *msg)
+{
+    fprintf(stderr, "%s: %s\nTry '%s --help'.\n", prog, msg, prog);
+    return CLI_EXIT_USAGE;
+}
+
+/* ---- Output of matches ---- */
+
+/* Text bytes of a document id: control bytes shown as '?'. */
+static void out_docid_text(cli_out *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        cli_out_char(out, (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i]);
+}
+
+/* Print r as "fp<TAB>distance<TAB>docid,docid" lines, or as one JSON array. */
+static void print_result(cli_out *out, const shc_result *r, int json)
+{
+    if (json)
+        cli_out_char(out, '[');
+    for (size_t i = 0; i < r->nmatches; i++) {
+        const shc_match *m = &r->matches[i];
+        if (json) {
+            cli_out_str(out, i ? ",{\"fp\":" : "{\"fp\":");
+            cli_out_u64(out, m->fp);
+            cli_out_str(out, ",\"distance\":");
+            cli_out_u64(out, m->distance);
+            cli_out_str(out, ",\"docids\":[");
+            for (size_t j = 0; j < m->ndocids; j++) {
+                if (j)
+                    cli_out_char(out, ',');
+                cli_out_json_str(out, m->docids[j], m->docid_lens[j]);
+            }
+            cli_out_str(out, "]}");
+        } else {
+            cli_out_u64(out, m->fp);
+            cli_out_char(out, '\t');
+            cli_out_u64(out, m->distance);
+            cli_out_char(out, '\t');
+            for (size_t j = 0; j < m->ndocids; j++) {
+                if (j)
+                    cli_out_char(out, ',');
+                out_docid_text(out, m->docids[j], m->docid_lens[j]);
+            }
+            cli_out_char(out, '\n');
+        }
+    }
+    if (json)
+        cli_out_str(out, "]\n");
+}
+
+/* Write r to stdout. Returns the exit status. */
+static int emit_result(const char *prog, const shc_result *r, int json)
+{
+    cli_out out;
+
+    if (cli_out_open(&out, "-") != 0) {
+        fprintf(stderr, "%s: cannot write output: %s\n", prog, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    print_result(&out, r, json);
+    if (cli_out_close(&out) != 0) {
+        fprintf(stderr, "%s: cannot write output: %s\n", prog, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* ---- simhash add ---- */
+
+int cmd_add(int argc, char **argv)
+{
+    static const struct option longopts[] = { NET_LONGOPTS, {NULL, 0, NULL, 0} };
+    const char *prog = "simhash add";
+    net_opts o;
+    int c, rc;
+
+    net_opts_init(&o, prog);
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            printf("Usage: simhash add [OPTIONS] FP DOCID [FP DOCID ...]\n"
+                   "Add (fingerprint, document id) pairs to a running deployment and print\n"
+                   "'added N entries (M new)'.\n\n" NET_OPTIONS_HELP);
+            return CLI_EXIT_OK;
+        }
+        if ((rc = net_common_opt(&o, c, optarg)) < 0)
+            return CLI_EXIT_USAGE;
+        if (rc == 0)
+            return cli_opt_error(prog, c, argv);
+    }
+    int npos = argc - optind;
+    if (npos == 0 || npos % 2 != 0)
+        return usage_error(prog, "expected pairs of FP DOCID");
+    size_t n = (size_t)npos / 2;
+    uint64_t *fps = calloc(n, sizeof(*fps));
+    const char **docids = calloc(n, sizeof(*docids));
+    if (!fps || !docids) {
+        free(fps);
+        free(docids);
+        fprintf(stderr, "%s: out of memory\n", prog);
+        return CLI_EXIT_FAIL;
+    }
+    rc = CLI_EXIT_OK;
+    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
+        if (parse_fp_arg(prog, argv[optind + 2 * i], &fps[i]) != 0 ||
+            check_docid_arg(prog, argv[optind + 2 * i + 1]) != 0)
+            rc = CLI_EXIT_USAGE;
+        docids[i] = argv[optind + 2 * i + 1];
+    }
+    if (rc == CLI_EXIT_OK) {
+        shc_client *cl = net_connect(&o);
+        shc_bulk_report rep;
+        if (!cl) {
+            rc = CLI_EXIT_FAIL;
+        } else if (shc_add_many(cl, fps, docids, n, NULL, &rep) != SHC_OK) {
+            rc = net_fail(&o, cl);
+        } else {
+            printf("added %zu entries (%lld new)\n", rep.ok, rep.added);
+        }
+        shc_free(cl);
+    }
+    free(fps);
+    free(docids);
+    return rc;
+}
+
+/* ---- simhash query / check ---- */
+
+/* Shared by query and check: parse options and run. check != 0 for check. */
+static int query_or_check(int argc, char **argv, int check)
+{
+    static const struct option longopts[] = {
+        NET_LONGOPTS,
+        {"distance", required_argument, NULL, 'd'},
+        {"limit", required_argument, NULL, OPT_LIMIT},
+        {"json", no_argument, NULL, OPT_JSON},
+        {"text", required_argument, NULL, OPT_TEXT},
+        {NULL, 0, NULL, 0}
+    };
+    const char *prog = check ? "simhash check" : "simhash query";
+    const char *text_path = NULL;
+    int distance = -1, json = 0, c, rc;
+    uint64_t v, limit = 0, fp = 0;
+    net_opts o;
+
+    net_opts_init(&o, prog);
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":hd:", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            if (check)
+                printf("Usage: simhash check [OPTIONS] FP DOCID\n"
+                       "       simhash check [OPTIONS] --text FILE DOCID\n"
+                       "Print the near-duplicates stored before, then add (FP, DOCID). With\n"
+                       "--text, FP is the fingerprint of FILE computed here ('-' = stdin).\n"
+                       "Output: one 'fp<TAB>distance<TAB>docid,docid' line per match, nearest\n"
+                       "first (or JSON with --json).\n\n"
+                       "  -d, --distance D      at most D bits apart (default: the corpus distance)\n"
+                       "      --text FILE       fingerprint FILE locally\n"
+                       "      --json            print a JSON array of {fp, distance, docids}\n"
+                       NET_OPTIONS_HELP);
+            else
+                printf("Usage: simhash query [OPTIONS] FP\n"
+                       "Print the stored near-duplicates of FP: one 'fp<TAB>distance<TAB>docid,docid'\n"
+                       "line per match, nearest first, then by fingerprint (control bytes in\n"
+                       "document ids shown as '?'; --json is exact).\n\n"
+                       "  -d, --distance D      at most D bits apart (default: the corpus distance)\n"
+                       "      --limit N         at most N matches\n"
+                       "      --json            print a JSON array of {fp, distance, docids}\n"
+                       NET_OPTIONS_HELP);
+            return CLI_EXIT_OK;
+        case 'd':
+            if (cli_opt_uint(prog, "--distance", optarg, 0, 64, &v) != 0)
+                return CLI_EXIT_USAGE;
+            distance = (int)v;
+            break;
+        case OPT_LIMIT:
+            if (check)
+                return usage_error(prog, "--limit is for query only");
+            if (cli_opt_uint(prog, "--limit", optarg, 1, 1000000000, &limit) != 0)
+                return CLI_EXIT_USAGE;
+            break;
+        case OPT_JSON:
+            json = 1;
+            break;
+        case OPT_TEXT:
+            if (!check)
+                return usage_error(prog, "--text is for check only");
+            text_path = optarg;
+            break;
+        default:
+            if ((rc = net_common_opt(&o, c, optarg)) < 0)
+                return CLI_EXIT_USAGE;
+            if (rc == 0)
+                return cli_opt_error(prog, c, argv);
+        }
+    }
+    int npos = argc - optind;
+    const char *docid = NULL;
+    if (!check) {
+        if (npos != 1)
+            return usage_error(prog, "expected one FP");
+        if (parse_fp_arg(prog, argv[optind], &fp) != 0)
+            return CLI_EXIT_USAGE;
+    } else if (text_path) {
+        if (npos != 1)
+            return usage_error(prog, "expected DOCID after --text FILE");
+        docid = argv[optind];
+    } else {
+        if (npos != 2)
+            return usage_error(prog, "expected FP DOCID");
+        if (parse_fp_arg(prog, argv[optind], &fp) != 0)
+            return CLI_EXIT_USAGE;
+        docid = argv[optind + 1];
+    }
+    if (docid && check_docid_arg(prog, docid) != 0)
+        return CLI_EXIT_USAGE;
+    if (text_path) {
+        cli_buf b;
+        if (cli_buf_read_path(text_path, &b) != 0) {
+            fprintf(stderr, "%s: cannot read %s: %s\n", prog, cli_input_name(text_path),
+                    strerror(errno));
+            return CLI_EXIT_FAIL;
+        }
+        fp = shc_fingerprint_local(b.data, b.len);
+        cli_buf_free(&b);
+        fprintf(stderr, "%s: fingerprint of %s: %llu\n", prog, cli_input_name(text_path),
+                (unsigned long long)fp);
+    }
+
+    shc_client *cl = net_connect(&o);
+    shc_result *r = NULL;
+    shc_status st;
+    if (!cl)
+        return CLI_EXIT_FAIL;
+    st = check ? shc_check(cl, fp, docid, distance, &r)
+               : shc_query(cl, fp, distance, (size_t)limit, &r);
+    if (st != SHC_OK) {
+        rc = net_fail(&o, cl);
+    } else {
+        rc = emit_result(prog, r, json);
+    }
+    shc_result_free(r);
+    shc_free(cl);
+    return rc;
+}
+
+int cmd_query(int argc, char **argv)
+{
+    return query_or_check(argc, argv, 0);
+}
+
+int cmd_check(int argc, char **argv)
+{
+    return query_or_check(argc, argv, 1);
+}
+
+/* ---- simhash del ---- */
+
+int cmd_del(int argc, char **argv)
+{
+    static const struct option longopts[] = { NET_LONGOPTS, {NULL, 0, NULL, 0} };
+    const char *prog = "simhash del";
+    net_opts o;
+    uint64_t fp;
+    int c, rc;
+
+    net_opts_init(&o, prog);
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            printf("Usage: simhash del [OPTIONS] FP [DOCID]\n"
+                   "Remove DOCID from FP, or without DOCID the fingerprint and all its\n"
+                   "documents; print 'removed N' (document ids removed).\n\n"
+                   NET_OPTIONS_HELP);
+            return CLI_EXIT_OK;
+        }
+        if ((rc = net_common_opt(&o, c, optarg)) < 0)
+            return CLI_EXIT_USAGE;
+        if (rc == 0)
+            return cli_opt_error(prog, c, argv);
+    }
+    int npos = argc - optind;
+    if (npos < 1 || npos > 2)
+        return usage_error(prog, "expected FP [DOCID]");
+    if (parse_fp_arg(prog, argv[optind], &fp) != 0)
+        return CLI_EXIT_USAGE;
+    const char *docid = npos == 2 ? argv[optind + 1] : NULL;
+    if (docid && check_docid_arg(prog, docid) != 0)
+        return CLI_EXIT_USAGE;
+
+    shc_client *cl = net_connect(&o);
+    long long removed = 0;
+    if (!cl)
+        return CLI_EXIT_FAIL;
+    if (shc_del(cl, fp, docid, &removed) != SHC_OK) {
+        rc = net_fail(&o, cl);
+    } else {
+        printf("removed %lld\n", removed);
+        rc = CLI_EXIT_OK;
+    }
+    shc_free(cl);
+    return rc;
+}
+
+/* ---- simhash load ---- */
+
+/* The parsed input of load: n pairs, docids NUL-terminated in one arena. */
+typedef struct load_input {
+    size_t n;
+    uint64_t *fps;
+    const char **docids;
+    char *arena;
+} load_input;
+
+static void load_input_free(load_input *in)
+{
+    free(in->fps);
+    free(in->docids);
+    free(in->arena);
+}
+
+/* Parse "fingerprint docid" lines (fields separated by spaces or tabs, lines end in
+ * "\n" or "\r\n", the last may lack it). Returns 0, or -1 with *e filled. */
+static int load_parse(const char *data, size_t len, load_input *in, cli_parse_error *e)
+{
+    size_t cap = 1, pos = 0, apos = 0;
+
+    memset(in, 0, sizeof(*in));
+    for (size_t i = 0; i < len; i++)
+        cap += data[i] == '\n';
+    in->fps = malloc(cap * sizeof(*in->fps));
+    in->docids = malloc(cap * sizeof(*in->docids));
+    in->arena = malloc(len + 1);
+    if (!in->fps || !in->docids || !in->arena) {
+        e->line = 0;
+        e->why = "out of memory";
+        e->text = data;
+        e->textlen = 0;
+        return -1;
+    }
+    while (pos < len) {
+        const char *line = data + pos;
+        const char *nl = memchr(line, '\n', len - pos);
+        size_t ll = nl ? (size_t)(nl - line) : len - pos;
+        pos += ll + (nl ? 1 : 0);
+        e->line = in->n + 1;
+        e->text = line;
+        e->textlen = ll;
+        if (ll > 0 && line[ll - 1] == '\r')
+            ll--;
+
+        size_t a = 0;
+        while (a < ll && line[a] != ' ' && line[a] != '\t')
+            a++;
+        if (parse_u64(line, a, &in->fps[in->n], &e->why) != 0) {
+            if (a == 0)
+                e->why = ll == 0 ? "empty line" : "expected 'fingerprint docid'";
+            return -1;
+        }
+        size_t b = a;
+        while (b < ll && (line[b] == ' ' || line[b] == '\t'))
+            b++;
+        size_t d = b;
+        while (d < ll && line[d] != ' ' && line[d] != '\t')
+            d++;
+        if (d == b) {
+            e->why = "missing document id (expected 'fingerprint docid')";
+            return -1;
+        }
+        size_t t = d;
+        while (t < ll && (line[t] == ' ' || line[t] == '\t'))
+            t++;
+        if (t != ll) {
+            e->why = "extra field (expected 'fingerprint docid')";
+            return -1;
+        }
+        if (d - b > SHC_DOCID_MAX) {
+            e->why = "document id longer than 4096 bytes";
+            return -1;
+        }
+        if (memchr(line + b, '\0', d - b)) {
+            e->why = "NUL byte in document id";
+            return -1;
+        }
+        memcpy(in->arena + apos, line + b, d - b);
+        in->arena[apos + (d - b)] = '\0';
+        in->docids[in->n] = in->arena + apos;
+        apos += d - b + 1;
+        in->n++;
+    }
+    return 0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+int cmd_load(int argc, char **argv)
+{
+    static const struct option longopts[] = { NET_LONGOPTS, {NULL, 0, NULL, 0} };
+    const char *prog = "simhash load";
+    const char *path = "-";
+    net_opts o;
+    int c, rc;
+
+    net_opts_init(&o, prog);
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            printf("Usage: simhash load [OPTIONS] [FILE|-]\n"
+                   "Bulk-load 'fingerprint docid' lines (default: standard input) into a\n"
+                   "running deployment, pipelined. The whole input is checked first: a bad\n"
+                   "line is reported with its number and nothing is sent. Ends with\n"
+                   "'loaded N entries (M new) in S s'.\n\n"
+                   NET_OPTIONS_HELP);
+            return CLI_EXIT_OK;
+        }
+        if ((rc = net_common_opt(&o, c, optarg)) < 0)
+            return CLI_EXIT_USAGE;
+        if (rc == 0)
+            return cli_opt_error(prog, c, argv);
+    }
+    if (argc - optind > 1)
+        return usage_error(prog, "expected at most one FILE");
+    if (optind < argc)
+        path = argv[optind];
+
+    double t0 = now_s();
+    cli_buf b;
+    if (cli_buf_read_path(path, &b) != 0) {
+        fprintf(stderr, "%s: cannot read %s: %s\n", prog, cli_input_name(path),
+                strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    load_input in;
+    cli_parse_error e;
+    if (load_parse(b.data, b.len, &in, &e) != 0) {
+        if (e.line == 0)
+            fprintf(stderr, "%s: %s\n", prog, e.why);
+        else
+            cli_report_parse_error(prog, cli_input_name(path), &e);
+        load_input_free(&in);
+        cli_buf_free(&b);
+        return CLI_EXIT_FAIL;
+    }
+    cli_buf_free(&b);
+
+    shc_client *cl = net_connect(&o);
+    if (!cl) {
+        load_input_free(&in);
+        return CLI_EXIT_FAIL;
+    }
+    shc_status *item = malloc((in.n ? in.n : 1) * sizeof(*item));
+    if (!item) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        shc_free(cl);
+        load_input_free(&in);
+        return CLI_EXIT_FAIL;
+    }
+    cli_progress prog_bar;
+    cli_progress_init(&prog_bar, "loading", in.n);
+    size_t loaded = 0, failed = 0, shown = 0;
+    long long added = 0;
+    rc = CLI_EXIT_OK;
+    for (size_t start = 0; start < in.n; start += NET_LOAD_CHUNK) {
+        size_t cnt = in.n - start > NET_LOAD_CHUNK ? NET_LOAD_CHUNK : in.n - start;
+        shc_bulk_report rep;
+        shc_status st = shc_add_many(cl, in.fps + start, in.docids + start, cnt,
+                                     item + start, &rep);
+        loaded += rep.ok;
+        added += rep.added;
+        failed += rep.failed;
+        if (st != SHC_OK && st != SHC_ERR_SERVER && st != SHC_ERR_TIMEOUT &&
+            st != SHC_ERR_PROTOCOL) {
+            cli_progress_end(&prog_bar);
+            fprintf(stderr, "%s: %s (line %zu); %zu entries loaded before the error\n",
+                    prog, shc_errstr(cl), start + rep.first_failed + 1, loaded);
+            rc = CLI_EXIT_FAIL;
+            break;
+        }
+        if (st != SHC_OK) {
+            /* Per-item failures: the first with the server's text, then statuses. */
+            const char *first = shc_errstr(cl);
+            if (strncmp(first, "item ", 5) == 0 && strstr(first, ": "))
+                first = strstr(first, ": ") + 2;
+            rc = CLI_EXIT_FAIL;
+            cli_progress_end(&prog_bar);
+            for (size_t i = start; i < start + cnt && shown < NET_LOAD_ERRORS_SHOWN; i++) {
+                if (item[i] != SHC_OK) {
+                    fprintf(stderr, "%s: %s:%zu: %s\n", prog, cli_input_name(path), i + 1,
+                            i == start + rep.first_failed ? first : shc_status_name(item[i]));
+                    shown++;
+                }
+            }
+        }
+        cli_progress_update(&prog_bar, start + cnt);
+    }
+    cli_progress_end(&prog_bar);
+    if (failed > 0)
+        fprintf(stderr, "%s: %zu entries failed\n", prog, failed);
+    printf("loaded %zu entries (%lld new) in %.2f s\n", loaded, added, now_s() - t0);
+    free(item);
+    shc_free(cl);
+    load_input_free(&in);
+    return rc;
+}
