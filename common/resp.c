@@ -1,0 +1,504 @@
+/* resp.c: RESP2 reply writer into bounded buffers and the bounded incremental
+ * request parser; see resp.h. */
+#include "resp.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Reply writer ---- */
+
+void resp_buf_init(resp_buf *b, size_t max)
+{
+    b->data = NULL;
+    b->len = 0;
+    b->cap = 0;
+    b->max = max;
+    b->overflow = 0;
+}
+
+void resp_buf_free(resp_buf *b)
+{
+    free(b->data);
+    b->data = NULL;
+    b->len = b->cap = 0;
+    b->overflow = 0;
+}
+
+void resp_buf_clear(resp_buf *b)
+{
+    b->len = 0;
+    b->overflow = 0;
+}
+
+/* Make room for n more bytes (plus a NUL). Returns 0, or -1 with overflow set. */
+static int buf_reserve(resp_buf *b, size_t n)
+{
+    if (b->overflow)
+        return -1;
+    if (n > SIZE_MAX / 2 - b->len || (b->max > 0 && b->len + n > b->max)) {
+        b->overflow = 1;
+        return -1;
+    }
+    size_t need = b->len + n + 1;
+    if (need <= b->cap)
+        return 0;
+    size_t cap = b->cap ? b->cap : 64;
+    while (cap < need)
+        cap *= 2;
+    char *d = realloc(b->data, cap);
+    if (d == NULL) {
+        b->overflow = 1;
+        return -1;
+    }
+    b->data = d;
+    b->cap = cap;
+    return 0;
+}
+
+int resp_buf_append(resp_buf *b, const void *p, size_t n)
+{
+    if (buf_reserve(b, n) != 0)
+        return -1;
+    if (n > 0)
+        memcpy(b->data + b->len, p, n);
+    b->len += n;
+    b->data[b->len] = '\0';
+    return 0;
+}
+
+int resp_buf_vprintf(resp_buf *b, const char *fmt, va_list ap)
+{
+    va_list ap2;
+    char small[256];
+
+    va_copy(ap2, ap);
+    int n = vsnprintf(small, sizeof(small), fmt, ap2);
+    va_end(ap2);
+    if (n < 0) {
+        b->overflow = 1;
+        return -1;
+    }
+    if ((size_t)n < sizeof(small))
+        return resp_buf_append(b, small, (size_t)n);
+    if (buf_reserve(b, (size_t)n) != 0)
+        return -1;
+    vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
+    b->len += (size_t)n;
+    return 0;
+}
+
+int resp_buf_printf(resp_buf *b, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = resp_buf_vprintf(b, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+/* Append s with CR and LF turned into spaces (simple strings and errors are one line). */
+static int append_line_safe(resp_buf *b, const char *s, size_t n)
+{
+    size_t start = b->len;
+    if (resp_buf_append(b, s, n) != 0)
+        return -1;
+    for (size_t i = start; i < b->len; i++)
+        if (b->data[i] == '\r' || b->data[i] == '\n')
+            b->data[i] = ' ';
+    return 0;
+}
+
+int resp_add_simple(resp_buf *b, const char *s)
+{
+    if (resp_buf_append(b, "+", 1) != 0 || append_line_safe(b, s, strlen(s)) != 0)
+        return -1;
+    return resp_buf_append(b, "\r\n", 2);
+}
+
+int resp_add_error(resp_buf *b, const char *code, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    int n = vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if ((size_t)n >= sizeof(text))
+        n = sizeof(text) - 1;
+    if (resp_buf_append(b, "-", 1) != 0 || append_line_safe(b, code, strlen(code)) != 0)
+        return -1;
+    if (n > 0 && (resp_buf_append(b, " ", 1) != 0 || append_line_safe(b, text, (size_t)n) != 0))
+        return -1;
+    return resp_buf_append(b, "\r\n", 2);
+}
+
+int resp_add_int(resp_buf *b, long long v)
+{
+    char tmp[32];
+    int n = snprintf(tmp, sizeof(tmp), ":%lld\r\n", v);
+    return resp_buf_append(b, tmp, (size_t)n);
+}
+
+int resp_add_bulk(resp_buf *b, const void *p, size_t n)
+{
+    char tmp[32];
+    int h = snprintf(tmp, sizeof(tmp), "$%zu\r\n", n);
+    if (buf_reserve(b, (size_t)h + n + 2) != 0)
+        return -1;
+    resp_buf_append(b, tmp, (size_t)h);
+    resp_buf_append(b, p, n);
+    return resp_buf_append(b, "\r\n", 2);
+}
+
+int resp_add_bulk_str(resp_buf *b, const char *s)
+{
+    return resp_add_bulk(b, s, strlen(s));
+}
+
+int resp_add_bulk_u64(resp_buf *b, uint64_t v)
+{
+    char tmp[24];
+    int n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v);
+    return resp_add_bulk(b, tmp, (size_t)n);
+}
+
+int resp_add_null(resp_buf *b)
+{
+    return resp_buf_append(b, "$-1\r\n", 5);
+}
+
+int resp_add_array(resp_buf *b, size_t n)
+{
+    char tmp[32];
+    int h = snprintf(tmp, sizeof(tmp), "*%zu\r\n", n);
+    return resp_buf_append(b, tmp, (size_t)h);
+}
+
+int resp_add_null_array(resp_buf *b)
+{
+    return resp_buf_append(b, "*-1\r\n", 5);
+}
+
+/* ---- Request parser ---- */
+
+enum {
+    PS_START,       /* first byte of a request decides: '*' multibulk, else inline */
+    PS_MBLEN,       /* digits of *<n> */
+    PS_BULKSIGN,    /* expecting '$' */
+    PS_BULKLEN,     /* digits of $<len> */
+    PS_BULKDATA,    /* len bytes */
+    PS_BULKCR,      /* '\r' after the data */
+    PS_BULKLF,      /* '\n' after the data */
+    PS_INLINE,      /* an inline command line up to '\n' */
+    PS_DONE,        /* a complete request waits to be taken */
+    PS_ERROR
+};
+
+struct resp_parser {
+    resp_limits lim;
+    int state;
+    /* number being read (PS_MBLEN, PS_BULKLEN) */
+    uint64_t num;
+    int num_digits;
+    int num_neg;
+    int num_cr;             /* saw '\r', want '\n' */
+    /* request in progress */
+    size_t nexpect;         /* multibulk: arguments announced */
+    resp_request req;
+    size_t cap;             /* slots in req.argv */
+    size_t cur_len, cur_pos;
+    /* inline line */
+    char *line;
+    size_t line_len, line_cap;
+    char err[128];
+};
+
+void resp_limits_default(resp_limits *l)
+{
+    l->max_arg_bytes = RESP_DEFAULT_MAX_ARG_BYTES;
+    l->max_req_bytes = RESP_DEFAULT_MAX_REQ_BYTES;
+    l->max_args = RESP_DEFAULT_MAX_ARGS;
+    l->max_inline_bytes = RESP_DEFAULT_MAX_INLINE_BYTES;
+}
+
+void resp_request_free(resp_request *r)
+{
+    for (size_t i = 0; i < r->argc; i++)
+        free(r->argv[i]);
+    free(r->argv);
+    free(r->argvlen);
+    memset(r, 0, sizeof(*r));
+}
+
+resp_parser *resp_parser_new(const resp_limits *l)
+{
+    resp_parser *p = calloc(1, sizeof(*p));
+    if (p == NULL)
+        return NULL;
+    if (l != NULL)
+        p->lim = *l;
+    else
+        resp_limits_default(&p->lim);
+    p->state = PS_START;
+    return p;
+}
+
+static void parser_reset_request(resp_parser *p)
+{
+    resp_request_free(&p->req);
+    p->cap = 0;
+    p->nexpect = 0;
+    p->line_len = 0;
+}
+
+void resp_parser_free(resp_parser *p)
+{
+    if (p == NULL)
+        return;
+    parser_reset_request(p);
+    free(p->line);
+    free(p);
+}
+
+const char *resp_parser_error(const resp_parser *p)
+{
+    return p->err[0] ? p->err : "no error";
+}
+
+size_t resp_parser_pending_bytes(const resp_parser *p)
+{
+    return p->req.bytes + p->line_len + p->req.argc * sizeof(char *);
+}
+
+static int parser_fail(resp_parser *p, const char *fmt, const char *arg)
+{
+    snprintf(p->err, sizeof(p->err), fmt, arg);
+    p->state = PS_ERROR;
+    return -1;
+}
+
+/* Append an empty argument slot of n bytes. Returns 0, or -1 (limit, no memory). */
+static int parser_add_arg(resp_parser *p, size_t n)
+{
+    if (p->req.argc >= p->lim.max_args)
+        return parser_fail(p, "Protocol error: too many arguments (limit max-args)%s", "");
+    if (n > p->lim.max_arg_bytes)
+        return parser_fail(p, "Protocol error: argument too large (limit %s)", "max-arg-bytes");
+    if (n > p->lim.max_req_bytes - p->req.bytes)
+        return parser_fail(p, "Protocol error: request too large (limit %s)", "max-request-bytes");
+    if (p->req.argc == p->cap) {
+        size_t cap = p->cap ? p->cap * 2 : 8;
+        char **v = realloc(p->req.argv, cap * sizeof(*v));
+        if (v == NULL)
+            return parser_fail(p, "Protocol error: out of memory%s", "");
+        p->req.argv = v;
+        size_t *lv = realloc(p->req.argvlen, cap * sizeof(*lv));
+        if (lv == NULL)
+            return parser_fail(p, "Protocol error: out of memory%s", "");
+        p->req.argvlen = lv;
+        p->cap = cap;
+    }
+    char *a = malloc(n + 1);
+    if (a == NULL)
+        return parser_fail(p, "Protocol error: out of memory%s", "");
+    a[n] = '\0';
+    p->req.argv[p->req.argc] = a;
+    p->req.argvlen[p->req.argc] = n;
+    p->req.argc++;
+    p->req.bytes += n;
+    return 0;
+}
+
+/* Read a "<digits>\r\n" number one byte at a time.
+ * Returns 1 when complete (p->num, p->num_neg), 0 need more, -1 bad byte. */
+static int parser_num_byte(resp_parser *p, char c)
+{
+    if (p->num_cr) {
+        if (c != '\n')
+            return -1;
+        if (p->num_digits == 0)
+            return -1;
+        return 1;
+    }
+    if (c == '\r') {
+        p->num_cr = 1;
+        return 0;
+    }
+    if (c == '-' && p->num_digits == 0 && !p->num_neg) {
+        p->num_neg = 1;
+        return 0;
+    }
+    if (c < '0' || c > '9' || p->num_digits >= 18)
+        return -1;
+    p->num = p->num * 10 + (uint64_t)(c - '0');
+    p->num_digits++;
+    return 0;
+}
+
+static void parser_num_start(resp_parser *p, int state)
+{
+    p->state = state;
+    p->num = 0;
+    p->num_digits = 0;
+    p->num_neg = 0;
+    p->num_cr = 0;
+}
+
+/* Split the inline line into arguments. Returns 0 (state DONE, or START for an empty
+ * line), or -1. */
+static int parser_inline_done(resp_parser *p)
+{
+    size_t n = p->line_len;
+    if (n > 0 && p->line[n - 1] == '\r')
+        n--;
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && (p->line[i] == ' ' || p->line[i] == '\t'))
+            i++;
+        if (i >= n)
+            break;
+        size_t s = i;
+        while (i < n && p->line[i] != ' ' && p->line[i] != '\t')
+            i++;
+        if (parser_add_arg(p, i - s) != 0)
+            return -1;
+        memcpy(p->req.argv[p->req.argc - 1], p->line + s, i - s);
+    }
+    p->line_len = 0;
+    p->state = p->req.argc > 0 ? PS_DONE : PS_START;
+    return 0;
+}
+
+int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
+{
+    size_t i = 0;
+    int r;
+
+    *used = 0;
+    if (p->state == PS_ERROR)
+        return -1;
+    if (p->state == PS_DONE)
+        return 1;
+    while (i < len) {
+        char c = buf[i];
+        switch (p->state) {
+        case PS_START:
+            if (c == '*') {
+                parser_num_start(p, PS_MBLEN);
+                i++;
+            } else {
+                p->state = PS_INLINE;
+            }
+            break;
+        case PS_MBLEN:
+            i++;
+            r = parser_num_byte(p, c);
+            if (r < 0)
+                return parser_fail(p, "Protocol error: invalid multibulk length%s", "");
+            if (r == 0)
+                break;
+            if (p->num_neg || p->num == 0) {          /* *0 / *-1: nothing to do */
+                p->state = PS_START;
+                break;
+            }
+            if (p->num > p->lim.max_args)
+                return parser_fail(p, "Protocol error: invalid multibulk length (limit %s)",
+                                   "max-args");
+            p->nexpect = (size_t)p->num;
+            p->state = PS_BULKSIGN;
+            break;
+        case PS_BULKSIGN:
+            i++;
+            if (c != '$') {
+                char tmp[8];
+                snprintf(tmp, sizeof(tmp), "%c", (c >= 32 && c < 127) ? c : '?');
+                return parser_fail(p, "Protocol error: expected '$', got '%s'", tmp);
+            }
+            parser_num_start(p, PS_BULKLEN);
+            break;
+        case PS_BULKLEN:
+            i++;
+            r = parser_num_byte(p, c);
+            if (r < 0 || (r == 1 && p->num_neg))
+                return parser_fail(p, "Protocol error: invalid bulk length%s", "");
+            if (r == 0)
+                break;
+            if (parser_add_arg(p, (size_t)p->num) != 0)
+                return -1;
+            p->cur_len = (size_t)p->num;
+            p->cur_pos = 0;
+            p->state = p->cur_len > 0 ? PS_BULKDATA : PS_BULKCR;
+            break;
+        case PS_BULKDATA: {
+            size_t take = len - i;
+            if (take > p->cur_len - p->cur_pos)
+                take = p->cur_len - p->cur_pos;
+            memcpy(p->req.argv[p->req.argc - 1] + p->cur_pos, buf + i, take);
+            p->cur_pos += take;
+            i += take;
+            if (p->cur_pos == p->cur_len)
+                p->state = PS_BULKCR;
+            break;
+        }
+        case PS_BULKCR:
+            i++;
+            if (c != '\r')
+                return parser_fail(p, "Protocol error: bulk string not followed by CRLF%s", "");
+            p->state = PS_BULKLF;
+            break;
+        case PS_BULKLF:
+            i++;
+            if (c != '\n')
+                return parser_fail(p, "Protocol error: bulk string not followed by CRLF%s", "");
+            p->state = p->req.argc == p->nexpect ? PS_DONE : PS_BULKSIGN;
+            break;
+        case PS_INLINE: {
+            const char *nl = memchr(buf + i, '\n', len - i);
+            size_t take = nl ? (size_t)(nl - (buf + i)) : len - i;
+            if (take > p->lim.max_inline_bytes - p->line_len)
+                return parser_fail(p, "Protocol error: too big inline request (limit %s)",
+                                   "max-inline-bytes");
+            if (p->line_len + take > p->line_cap) {
+                size_t cap = p->line_cap ? p->line_cap : 128;
+                while (cap < p->line_len + take)
+                    cap *= 2;
+                char *l = realloc(p->line, cap);
+                if (l == NULL)
+                    return parser_fail(p, "Protocol error: out of memory%s", "");
+                p->line = l;
+                p->line_cap = cap;
+            }
+            memcpy(p->line + p->line_len, buf + i, take);
+            p->line_len += take;
+            i += take;
+            if (nl) {
+                i++;
+                if (parser_inline_done(p) != 0)
+                    return -1;
+            }
+            break;
+        }
+        default:
+            return parser_fail(p, "parser in a bad state%s", "");
+        }
+        if (p->state == PS_DONE) {
+            *used = i;
+            return 1;
+        }
+    }
+    *used = i;
+    return 0;
+}
+
+void resp_parser_take(resp_parser *p, resp_request *out)
+{
+    *out = p->req;
+    memset(&p->req, 0, sizeof(p->req));
+    p->cap = 0;
+    p->nexpect = 0;
+    p->state = PS_START;
+}

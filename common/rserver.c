@@ -1,0 +1,861 @@
+/* rserver.c: the RESP server framework (libevent 2.1): connections, ordered request
+ * queues, backpressure and limits, built-in PING/AUTH/QUIT/COMMAND; see rserver.h. */
+#include "rserver.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
+#include <event2/listener.h>
+
+#include "log.h"
+
+#define RS_READ_HIGH_WATERMARK (64u << 10)   /* unparsed input kept per client */
+
+typedef struct rs_client rs_client;
+
+struct rs_req {
+    rs_client *c;
+    rs_req *prev, *next;        /* the client's queue, in request order */
+    resp_request rq;
+    resp_buf out;
+    int finished;
+};
+
+struct rs_client {
+    rserver *s;                 /* NULL after rs_free */
+    uint64_t id;
+    struct bufferevent *bev;    /* NULL once the connection is closed */
+    resp_parser *parser;
+    rs_req *head, *tail;
+    unsigned npending;          /* unfinished requests */
+    size_t pending_bytes;       /* argument bytes held by unfinished requests */
+    unsigned refs;              /* 1 while connected + 1 per unfinished request + 1 while processing */
+    int authed;
+    int eof;                    /* peer closed its side: answer what came, then close */
+    int closing;                /* QUIT or protocol error: close once replies are sent */
+    int paused;                 /* reading stopped by a limit */
+    struct event *resume_ev;    /* continue parsing in a later loop iteration */
+    rs_client *prev, *next;     /* server's client list */
+};
+
+struct rserver {
+    struct event_base *base;
+    struct evconnlistener *lis;
+    struct event *accept_retry;
+    rs_options opt;
+    char *bind;
+    char *password;
+    unsigned port;
+    rs_client *clients;
+    uint64_t next_id;
+    rs_stats st;
+};
+
+static const char *const rs_err_strings[] = {
+#define RS_ERR_STR_(e, s) s,
+    RS_ERROR_CODES(RS_ERR_STR_)
+#undef RS_ERR_STR_
+};
+
+const char *rs_errcode_str(rs_errcode code)
+{
+    return (unsigned)code < RS_ERR_COUNT_ ? rs_err_strings[code] : "ERR";
+}
+
+void rs_limits_default(rs_limits *l)
+{
+    l->max_arg_bytes = RESP_DEFAULT_MAX_ARG_BYTES;
+    l->max_req_bytes = RESP_DEFAULT_MAX_REQ_BYTES;
+    l->max_args = RESP_DEFAULT_MAX_ARGS;
+    l->max_inline_bytes = RESP_DEFAULT_MAX_INLINE_BYTES;
+    l->max_pending = 128;
+    l->max_reply_bytes = 64u << 20;
+    l->out_high_watermark = 1u << 20;
+    l->max_clients = 1024;
+    l->max_per_event = 32;
+}
+
+/* ---- Request accessors ---- */
+
+size_t rs_req_argc(const rs_req *r)
+{
+    return r->rq.argc;
+}
+
+const char *rs_req_arg(const rs_req *r, size_t i, size_t *len)
+{
+    if (i >= r->rq.argc) {
+        if (len)
+            *len = 0;
+        return NULL;
+    }
+    if (len)
+        *len = r->rq.argvlen[i];
+    return r->rq.argv[i];
+}
+
+resp_buf *rs_req_out(rs_req *r)
+{
+    return &r->out;
+}
+
+int rs_req_orphaned(const rs_req *r)
+{
+    return r->c->bev == NULL;
+}
+
+void *rs_req_ctx(const rs_req *r)
+{
+    return r->c->s ? r->c->s->opt.ctx : NULL;
+}
+
+rserver *rs_req_server(const rs_req *r)
+{
+    return r->c->s;
+}
+
+uint64_t rs_req_client_id(const rs_req *r)
+{
+    return r->c->id;
+}
+
+/* ---- Client lifetime ---- */
+
+static void client_process(rs_client *c);
+
+static void req_free(rs_req *r)
+{
+    resp_request_free(&r->rq);
+    resp_buf_free(&r->out);
+    free(r);
+}
+
+static void queue_unlink(rs_client *c, rs_req *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else
+        c->head = r->next;
+    if (r->next)
+        r->next->prev = r->prev;
+    else
+        c->tail = r->prev;
+    r->prev = r->next = NULL;
+}
+
+/* Drop one reference; frees the client when none is left. */
+static void client_unref(rs_client *c)
+{
+    if (--c->refs > 0)
+        return;
+    while (c->head) {
+        rs_req *r = c->head;
+        queue_unlink(c, r);
+        req_free(r);
+    }
+    if (c->resume_ev)
+        event_free(c->resume_ev);
+    resp_parser_free(c->parser);
+    free(c);
+}
+
+/* Close the connection now. Unfinished requests keep the client struct alive; their
+ * replies are dropped when they finish. */
+static void client_close(rs_client *c)
+{
+    if (c->bev == NULL)
+        return;
+    bufferevent_free(c->bev);
+    c->bev = NULL;
+    event_del(c->resume_ev);
+    rserver *s = c->s;
+    if (s) {
+        if (c->prev)
+            c->prev->next = c->next;
+        else
+            s->clients = c->next;
+        if (c->next)
+            c->next->prev = c->prev;
+        s->st.clients--;
+    }
+    c->prev = c->next = NULL;
+    /* finished replies waiting behind an unfinished one are of no use now */
+    rs_req *r = c->head;
+    while (r) {
+        rs_req *nx = r->next;
+        if (r->finished) {
+            queue_unlink(c, r);
+            req_free(r);
+        }
+        r = nx;
+    }
+    client_unref(c);
+}
+
+static size_t client_outlen(rs_client *c)
+{
+    return evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
+/* Reading stops while too many requests are pending, they hold too many bytes, or
+ * the client does not read its replies. Returns 1 when a limit holds. */
+static int client_over_limits(rs_client *c)
+{
+    const rs_limits *l = &c->s->opt.limits;
+    return c->npending >= l->max_pending || c->pending_bytes >= l->max_req_bytes ||
+           client_outlen(c) > l->out_high_watermark;
+}
+
+static void client_pause(rs_client *c)
+{
+    if (c->paused)
+        return;
+    c->paused = 1;
+    c->s->st.read_pauses++;
+    bufferevent_disable(c->bev, EV_READ);
+}
+
+/* Resume reading when no limit holds (or nothing else is expected). */
+static void client_maybe_resume(rs_client *c)
+{
+    if (c->bev == NULL || c->s == NULL || c->closing)
+        return;
+    if (c->paused && !client_over_limits(c)) {
+        c->paused = 0;
+        if (!c->eof)
+            bufferevent_enable(c->bev, EV_READ);
+        event_active(c->resume_ev, EV_TIMEOUT, 0);
+    }
+}
+
+/* Move finished replies at the head of the queue to the socket, in order. */
+static void client_flush(rs_client *c)
+{
+    while (c->head && c->head->finished) {
+        rs_req *r = c->head;
+        queue_unlink(c, r);
+        if (c->bev) {
+            if (r->out.overflow) {
+                resp_buf_clear(&r->out);
+                r->out.max = 0;
+                resp_add_error(&r->out, "OOM", "reply larger than max-reply-bytes (%zu)",
+                               c->s ? c->s->opt.limits.max_reply_bytes : (size_t)0);
+            }
+            if (r->out.len > 0)
+                evbuffer_add(bufferevent_get_output(c->bev), r->out.data, r->out.len);
+        }
+        req_free(r);
+    }
+    if (c->bev == NULL)
+        return;
+    /* QUIT / protocol error: close once everything queued is sent; end of input:
+     * close once every complete request was answered and sent */
+    if ((c->closing || c->eof) && c->head == NULL && client_outlen(c) == 0 &&
+        (c->closing || evbuffer_get_length(bufferevent_get_input(c->bev)) == 0))
+        client_close(c);
+}
+
+void rs_req_finish(rs_req *r)
+{
+    rs_client *c = r->c;
+
+    if (r->finished)
+        return;
+    r->finished = 1;
+    c->npending--;
+    c->pending_bytes -= r->rq.bytes;
+    if (c->s)
+        c->s->st.inflight--;
+    /* arguments are not needed once the handler is done */
+    resp_request_free(&r->rq);
+    if (c->bev == NULL) {
+        queue_unlink(c, r);
+        req_free(r);
+    } else {
+        client_flush(c);
+        if (c->bev && c->s) {
+            if (client_outlen(c) > c->s->opt.limits.out_high_watermark)
+                client_pause(c);
+            else
+                client_maybe_resume(c);
+        }
+    }
+    client_unref(c);
+}
+
+void rs_req_fail(rs_req *r, rs_errcode code, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    resp_buf_clear(&r->out);
+    r->out.max = 0;           /* an error always fits */
+    resp_add_error(&r->out, rs_errcode_str(code), "%s", text);
+    rs_req_finish(r);
+}
+
+/* ---- Built-in commands ---- */
+
+static void cmd_ping(rs_req *r)
+{
+    size_t n;
+    const char *m = rs_req_arg(r, 1, &n);
+    if (rs_req_argc(r) > 2) {
+        rs_req_fail(r, RS_ERR, "wrong number of arguments for 'ping' command");
+        return;
+    }
+    if (m)
+        resp_add_bulk(rs_req_out(r), m, n);
+    else
+        resp_add_simple(rs_req_out(r), "PONG");
+    rs_req_finish(r);
+}
+
+/* Compare without an early exit, so timing does not tell how much matched. */
+static int secret_equal(const char *a, size_t alen, const char *b)
+{
+    size_t blen = strlen(b);
+    unsigned char d = (unsigned char)(alen != blen);
+    for (size_t i = 0; i < alen; i++)
+        d |= (unsigned char)(a[i] ^ b[i % (blen ? blen : 1)]);
+    return d == 0;
+}
+
+static void cmd_auth(rs_req *r)
+{
+    rs_client *c = r->c;
+    size_t argc = rs_req_argc(r), plen;
+    const char *pass;
+
+    if (argc < 2 || argc > 3) {
+        rs_req_fail(r, RS_ERR, "wrong number of arguments for 'auth' command");
+        return;
+    }
+    if (c->s == NULL || c->s->password == NULL) {
+        rs_req_fail(r, RS_ERR, "AUTH called without any password configured");
+        return;
+    }
+    pass = rs_req_arg(r, argc - 1, &plen);
+    if (argc == 3) {
+        size_t ulen;
+        const char *user = rs_req_arg(r, 1, &ulen);
+        if (ulen != 7 || memcmp(user, "default", 7) != 0) {
+            rs_req_fail(r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
+            return;
+        }
+    }
+    if (!secret_equal(pass, plen, c->s->password)) {
+        c->authed = 0;
+        log_warn_rl("client %llu: wrong password", (unsigned long long)c->id);
+        rs_req_fail(r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
+        return;
+    }
+    c->authed = 1;
+    resp_add_simple(rs_req_out(r), "OK");
+    rs_req_finish(r);
+}
+
+static void cmd_quit(rs_req *r)
+{
+    r->c->closing = 1;
+    resp_add_simple(rs_req_out(r), "OK");
+    rs_req_finish(r);
+}
+
+static void cmd_command(rs_req *r)
+{
+    size_t n;
+    const char *sub = rs_req_arg(r, 1, &n);
+    if (sub && n == 5 && strncasecmp(sub, "COUNT", 5) == 0)
+        resp_add_int(rs_req_out(r), 0);
+    else
+        resp_add_array(rs_req_out(r), 0);
+    rs_req_finish(r);
+}
+
+static const rs_command rs_builtin[] = {
+    { "PING", -1, 0, cmd_ping },
+    { "AUTH", -2, RS_CMD_NOAUTH, cmd_auth },
+    { "QUIT", -1, RS_CMD_NOAUTH, cmd_quit },
+    { "COMMAND", -1, 0, cmd_command },
+};
+
+/* ---- Dispatch ---- */
+
+static const rs_command *find_command(const rserver *s, const char *name, size_t len)
+{
+    for (size_t i = 0; i < s->opt.ncommands; i++) {
+        const rs_command *c = &s->opt.commands[i];
+        if (strlen(c->name) == len && strncasecmp(c->name, name, len) == 0)
+            return c;
+    }
+    for (size_t i = 0; i < sizeof(rs_builtin) / sizeof(rs_builtin[0]); i++) {
+        const rs_command *c = &rs_builtin[i];
+        if (strlen(c->name) == len && strncasecmp(c->name, name, len) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* Printable copy of at most 64 bytes of a peer's text for an error message. */
+static void printable(char *dst, size_t cap, const char *src, size_t len)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < len && j + 4 < cap && i < 64; i++) {
+        unsigned char ch = (unsigned char)src[i];
+        dst[j++] = (ch >= 32 && ch < 127 && ch != '\'') ? (char)ch : '?';
+    }
+    if (len > 64 && j + 4 < cap) {
+        memcpy(dst + j, "...", 3);
+        j += 3;
+    }
+    dst[j] = '\0';
+}
+
+static void client_dispatch(rs_client *c, rs_req *r)
+{
+    rserver *s = c->s;
+    size_t nlen;
+    const char *name = rs_req_arg(r, 0, &nlen);
+    const rs_command *cmd = find_command(s, name, nlen);
+    char shown[80];
+
+    s->st.commands++;
+    if (cmd == NULL) {
+        printable(shown, sizeof(shown), name, nlen);
+        rs_req_fail(r, RS_ERR, "unknown command '%s'", shown);
+        return;
+    }
+    if (s->password && !c->authed && !(cmd->flags & RS_CMD_NOAUTH)) {
+        rs_req_fail(r, RS_NOAUTH, "Authentication required.");
+        return;
+    }
+    size_t argc = rs_req_argc(r);
+    if ((cmd->arity > 0 && argc != (size_t)cmd->arity) ||
+        (cmd->arity < 0 && argc < (size_t)(-cmd->arity))) {
+        char lower[64];
+        size_t i;
+        for (i = 0; cmd->name[i] && i + 1 < sizeof(lower); i++)
+            lower[i] = (char)((cmd->name[i] >= 'A' && cmd->name[i] <= 'Z') ? cmd->name[i] + 32
+                                                                            : cmd->name[i]);
+        lower[i] = '\0';
+        rs_req_fail(r, RS_ERR, "wrong number of arguments for '%s' command", lower);
+        return;
+    }
+    cmd->fn(r);
+}
+
+/* Queue a new request (finished or not). Takes a reference for it. */
+static rs_req *client_enqueue(rs_client *c, resp_request *rq)
+{
+    rs_req *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return NULL;
+    r->c = c;
+    if (rq)
+        r->rq = *rq;
+    resp_buf_init(&r->out, c->s->opt.limits.max_reply_bytes);
+    r->prev = c->tail;
+    if (c->tail)
+        c->tail->next = r;
+    else
+        c->head = r;
+    c->tail = r;
+    c->npending++;
+    c->pending_bytes += r->rq.bytes;
+    c->refs++;
+    c->s->st.inflight++;
+    return r;
+}
+
+/* Parse and start requests from the buffered input, at most max_per_event of them. */
+static void client_process(rs_client *c)
+{
+    if (c->bev == NULL || c->s == NULL || c->closing)
+        return;
+    rserver *s = c->s;
+    struct evbuffer *in = bufferevent_get_input(c->bev);
+    unsigned started = 0;
+
+    c->refs++;              /* handlers may close the connection under us */
+    while (c->bev && !c->closing && evbuffer_get_length(in) > 0) {
+        if (client_over_limits(c)) {
+            client_pause(c);
+            break;
+        }
+        if (started >= s->opt.limits.max_per_event) {
+            event_active(c->resume_ev, EV_TIMEOUT, 0);
+            break;
+        }
+        struct evbuffer_iovec v;
+        if (evbuffer_peek(in, -1, NULL, &v, 1) < 1)
+            break;
+        size_t used = 0;
+        int rc = resp_parser_feed(c->parser, v.iov_base, v.iov_len, &used);
+        evbuffer_drain(in, used);
+        if (rc == 0)
+            continue;
+        if (rc < 0) {
+            s->st.proto_errors++;
+            log_warn_rl("client %llu: %s; closing", (unsigned long long)c->id,
+                        resp_parser_error(c->parser));
+            rs_req *r = client_enqueue(c, NULL);
+            c->closing = 1;
+            bufferevent_disable(c->bev, EV_READ);
+            bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+            if (r)
+                rs_req_fail(r, RS_ERR, "%s", resp_parser_error(c->parser));
+            else
+                client_close(c);
+            break;
+        }
+        resp_request rq;
+        resp_parser_take(c->parser, &rq);
+        rs_req *r = client_enqueue(c, &rq);
+        if (r == NULL) {
+            resp_request_free(&rq);
+            client_close(c);
+            break;
+        }
+        started++;
+        client_dispatch(c, r);
+    }
+    if (c->bev && c->eof)
+        client_flush(c);
+    client_unref(c);
+}
+
+/* ---- libevent callbacks ---- */
+
+static void on_resume(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    client_process(arg);
+}
+
+static void on_read(struct bufferevent *bev, void *arg)
+{
+    (void)bev;
+    client_process(arg);
+}
+
+static void on_write(struct bufferevent *bev, void *arg)
+{
+    rs_client *c = arg;
+    (void)bev;
+    if (c->closing || c->eof) {
+        client_flush(c);        /* closes when everything is sent */
+        return;
+    }
+    client_maybe_resume(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg)
+{
+    rs_client *c = arg;
+    (void)bev;
+    if (what & BEV_EVENT_ERROR) {
+        log_debug("client %llu: %s", (unsigned long long)c->id, strerror(EVUTIL_SOCKET_ERROR()));
+        client_close(c);
+        return;
+    }
+    if (what & BEV_EVENT_EOF) {
+        if (what & BEV_EVENT_WRITING) {
+            client_close(c);
+            return;
+        }
+        /* the peer will send nothing more: answer what it sent, then close */
+        c->eof = 1;
+        bufferevent_disable(c->bev, EV_READ);
+        bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
+        c->refs++;
+        client_process(c);
+        if (c->bev)
+            client_flush(c);
+        client_unref(c);
+    }
+}
+
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+                      int salen, void *arg)
+{
+    rserver *s = arg;
+    (void)lis;
+    (void)sa;
+    (void)salen;
+
+    if (s->st.clients >= s->opt.limits.max_clients) {
+        static const char msg[] = "-ERR max number of clients reached\r\n";
+        s->st.rejected++;
+        log_warn_rl("refusing a connection: max-clients (%u) reached", s->opt.limits.max_clients);
+        if (write(fd, msg, sizeof(msg) - 1) < 0) {
+            /* best effort */
+        }
+        evutil_closesocket(fd);
+        return;
+    }
+    rs_client *c = calloc(1, sizeof(*c));
+    resp_limits pl = {
+        .max_arg_bytes = s->opt.limits.max_arg_bytes,
+        .max_req_bytes = s->opt.limits.max_req_bytes,
+        .max_args = s->opt.limits.max_args,
+        .max_inline_bytes = s->opt.limits.max_inline_bytes,
+    };
+    if (c == NULL || (c->parser = resp_parser_new(&pl)) == NULL) {
+        free(c);
+        evutil_closesocket(fd);
+        return;
+    }
+    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    c->resume_ev = event_new(s->base, -1, 0, on_resume, c);
+    if (c->bev == NULL || c->resume_ev == NULL) {
+        if (c->bev)
+            bufferevent_free(c->bev);
+        else
+            evutil_closesocket(fd);
+        if (c->resume_ev)
+            event_free(c->resume_ev);
+        resp_parser_free(c->parser);
+        free(c);
+        return;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    c->s = s;
+    c->id = ++s->next_id;
+    c->refs = 1;
+    c->authed = s->password == NULL;
+    c->next = s->clients;
+    if (s->clients)
+        s->clients->prev = c;
+    s->clients = c;
+    s->st.clients++;
+    s->st.connections++;
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, RS_READ_HIGH_WATERMARK);
+    bufferevent_setwatermark(c->bev, EV_WRITE, s->opt.limits.out_high_watermark / 2, 0);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+}
+
+static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
+{
+    rserver *s = arg;
+    (void)fd;
+    (void)what;
+    evconnlistener_enable(s->lis);
+}
+
+static void on_accept_error(struct evconnlistener *lis, void *arg)
+{
+    rserver *s = arg;
+    int e = EVUTIL_SOCKET_ERROR();
+    struct timeval tv = { 0, 100 * 1000 };
+
+    log_error_rl("accept failed: %s; pausing accepts for 100 ms", evutil_socket_error_to_string(e));
+    evconnlistener_disable(lis);
+    evtimer_add(s->accept_retry, &tv);
+}
+
+/* ---- Server ---- */
+
+rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_t errlen)
+{
+    struct addrinfo hints, *ai = NULL;
+    char portstr[16];
+    rserver *s = calloc(1, sizeof(*s));
+
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    s->base = base;
+    s->opt = *opt;
+    if (s->opt.name == NULL)
+        s->opt.name = "simhash";
+    s->bind = strdup(opt->bind && opt->bind[0] ? opt->bind : "127.0.0.1");
+    if (opt->password && opt->password[0])
+        s->password = strdup(opt->password);
+    if (s->opt.limits.max_pending == 0)
+        s->opt.limits.max_pending = 1;
+    if (s->opt.limits.max_per_event == 0)
+        s->opt.limits.max_per_event = 1;
+    s->accept_retry = evtimer_new(base, on_accept_retry, s);
+    if (s->bind == NULL || s->accept_retry == NULL) {
+        snprintf(err, errlen, "out of memory");
+        goto fail;
+    }
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV;
+    snprintf(portstr, sizeof(portstr), "%u", opt->port);
+    int gai = getaddrinfo(s->bind, portstr, &hints, &ai);
+    if (gai != 0) {
+        snprintf(err, errlen, "bad bind address '%s': %s (give a numeric IPv4 or IPv6 address)",
+                 s->bind, gai_strerror(gai));
+        goto fail;
+    }
+    s->lis = evconnlistener_new_bind(base, on_accept, s,
+                                     LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
+                                         LEV_OPT_CLOSE_ON_EXEC,
+                                     511, ai->ai_addr, (int)ai->ai_addrlen);
+    if (s->lis == NULL) {
+        snprintf(err, errlen, "cannot listen on %s port %u: %s", s->bind, opt->port,
+                 strerror(errno));
+        freeaddrinfo(ai);
+        goto fail;
+    }
+    freeaddrinfo(ai);
+    evconnlistener_set_error_cb(s->lis, on_accept_error);
+    {
+        struct sockaddr_storage ss;
+        socklen_t sl = sizeof(ss);
+        evutil_socket_t lfd = evconnlistener_get_fd(s->lis);
+        s->port = opt->port;
+        if (getsockname(lfd, (struct sockaddr *)&ss, &sl) == 0) {
+            if (ss.ss_family == AF_INET)
+                s->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+            else if (ss.ss_family == AF_INET6)
+                s->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+        }
+    }
+    return s;
+fail:
+    if (s->accept_retry)
+        event_free(s->accept_retry);
+    free(s->bind);
+    free(s->password);
+    free(s);
+    return NULL;
+}
+
+void rs_free(rserver *s)
+{
+    if (s == NULL)
+        return;
+    while (s->clients) {
+        rs_client *c = s->clients;
+        c->refs++;
+        client_close(c);        /* unlinks c */
+        c->s = NULL;            /* kept alive by unfinished requests: must not touch s */
+        client_unref(c);
+    }
+    if (s->lis)
+        evconnlistener_free(s->lis);
+    event_free(s->accept_retry);
+    free(s->bind);
+    free(s->password);
+    free(s);
+}
+
+unsigned rs_port(const rserver *s)
+{
+    return s->port;
+}
+
+void rs_get_stats(const rserver *s, rs_stats *st)
+{
+    *st = s->st;
+}
+
+void rs_info_clients(const rserver *s, resp_buf *b)
+{
+    resp_buf_printf(b,
+                    "connected_clients:%lu\r\n"
+                    "total_connections_received:%llu\r\n"
+                    "rejected_connections:%llu\r\n"
+                    "total_commands_processed:%llu\r\n"
+                    "protocol_errors:%llu\r\n"
+                    "client_read_pauses:%llu\r\n"
+                    "inflight_requests:%llu\r\n",
+                    s->st.clients, s->st.connections, s->st.rejected, s->st.commands,
+                    s->st.proto_errors, s->st.read_pauses, s->st.inflight);
+}
+
+/* ---- Process helpers ---- */
+
+int rs_pidfile_write(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), "%ld\n", (long)getpid());
+
+    if (fd < 0) {
+        snprintf(err, errlen, "cannot write pidfile %s: %s", path, strerror(errno));
+        return -1;
+    }
+    if (write(fd, buf, (size_t)n) != n) {
+        snprintf(err, errlen, "cannot write pidfile %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    close(fd);
+    return 0;
+}
+
+void rs_pidfile_remove(const char *path)
+{
+    if (path && path[0])
+        unlink(path);
+}
+
+struct rs_run_state {
+    struct event_base *base;
+    void (*on_stop)(void *);
+    void *arg;
+    int stopped;
+};
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+    struct rs_run_state *rs = arg;
+    (void)what;
+    if (rs->stopped)
+        return;
+    rs->stopped = 1;
+    log_info("signal %d: shutting down", (int)sig);
+    if (rs->on_stop)
+        rs->on_stop(rs->arg);
+    event_base_loopexit(rs->base, NULL);
+}
+
+int rs_run(struct event_base *base, void (*on_stop)(void *arg), void *arg)
+{
+    struct rs_run_state st = { base, on_stop, arg, 0 };
+    struct event *eterm, *eint;
+    int rc;
+
+    signal(SIGPIPE, SIG_IGN);
+    eterm = evsignal_new(base, SIGTERM, on_signal, &st);
+    eint = evsignal_new(base, SIGINT, on_signal, &st);
+    if (eterm == NULL || eint == NULL || evsignal_add(eterm, NULL) != 0 ||
+        evsignal_add(eint, NULL) != 0) {
+        log_error("cannot install signal handlers");
+        if (eterm)
+            event_free(eterm);
+        if (eint)
+            event_free(eint);
+        return -1;
+    }
+    rc = event_base_dispatch(base);
+    event_free(eterm);
+    event_free(eint);
+    return rc < 0 ? -1 : 0;
+}
