@@ -1,0 +1,739 @@
+/* handlers.c: the SHARD.* commands of simhash-shard (docs/protocol.md): argument
+ * checks, the Redis commands each request fans out to on the async connection, the
+ * per-request deadline, and the merged reply.
+ *
+ * A request that needs Redis becomes a job with one slot per Redis command. Every
+ * slot is marked done by exactly one function (shard_on_reply), on every path:
+ * reply, Redis error, connection lost, shutdown. The job answers its client once
+ * (first error, deadline, or the last reply) and is freed when it has answered and
+ * no command is outstanding, so a late reply never touches freed memory. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "hamming.h"
+#include "layout.h"
+#include "log.h"
+#include "parse.h"
+#include "shard.h"
+
+/* ---- Jobs ---- */
+
+typedef enum shard_job_kind {
+    SHARD_JOB_QUERY,       /* ZRANGEBYLEX per bucket -> [fp, dist] pairs */
+    SHARD_JOB_SUM,         /* integer replies added up */
+    SHARD_JOB_DOCS,        /* SMEMBERS per fingerprint -> array of arrays */
+} shard_job_kind;
+
+struct shard_job;
+
+typedef struct shard_slot {
+    struct shard_job *job;
+    uint32_t idx;          /* DOCS: position in the reply */
+    uint32_t table;        /* QUERY: table of the bucket */
+    uint64_t bucket;       /* QUERY: bucket number scanned */
+} shard_slot;
+
+typedef struct shard_match {
+    uint64_t fp;
+    unsigned dist;
+} shard_match;
+
+typedef struct shard_job {
+    shard_ctx *sc;
+    rs_req *req;           /* NULL once answered */
+    shard_job_kind kind;
+    unsigned nslots;
+    unsigned pending;      /* commands sent and not yet called back */
+    shard_slot *slots;
+    struct event *deadline;
+    /* QUERY */
+    uint64_t q;
+    unsigned d;
+    shard_match *m;
+    size_t nm, capm;
+    /* SUM */
+    long long sum;
+    unsigned long long *sum_stat;  /* counter the sum is added to, or NULL */
+    /* DOCS */
+    resp_buf *parts;
+} shard_job;
+
+static void shard_job_free(shard_job *j)
+{
+    if (j->deadline)
+        event_free(j->deadline);
+    if (j->parts) {
+        for (unsigned i = 0; i < j->nslots; i++)
+            resp_buf_free(&j->parts[i]);
+        free(j->parts);
+    }
+    free(j->m);
+    free(j->slots);
+    free(j);
+}
+
+/* Frees j when it has answered and nothing is outstanding; returns 1 if freed. */
+static int shard_job_release(shard_job *j)
+{
+    if (j->req == NULL && j->pending == 0) {
+        shard_job_free(j);
+        return 1;
+    }
+    return 0;
+}
+
+/* Answers the client with an error (once); counts it. */
+static void shard_job_fail(shard_job *j, rs_errcode code, unsigned long long *counter,
+                           const char *text)
+{
+    if (j->req == NULL)
+        return;
+    j->sc->st.errors++;
+    if (counter)
+        (*counter)++;
+    evtimer_del(j->deadline);
+    rs_req_fail(j->req, code, "%s", text);
+    j->req = NULL;
+}
+
+static void shard_job_on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    shard_job *j = arg;
+    shard_ctx *sc = j->sc;
+    char msg[96];
+    snprintf(msg, sizeof msg, "timeout: redis did not answer within %u ms", sc->cfg.timeout_ms);
+    shard_job_fail(j, RS_REDIS, &sc->st.timeouts, msg);
+    if (shard_job_release(j))
+        return;
+    /* may call back (and free) j when it drops a stalled connection */
+    shard_redis_stall_check(sc->redis);
+}
+
+/* Returns a new job with n slots and a deadline, or NULL (out of memory). */
+static shard_job *shard_job_new(shard_ctx *sc, rs_req *req, shard_job_kind kind, unsigned n)
+{
+    shard_job *j = calloc(1, sizeof *j);
+    if (j == NULL)
+        return NULL;
+    j->sc = sc;
+    j->req = req;
+    j->kind = kind;
+    j->nslots = n;
+    j->slots = calloc(n, sizeof *j->slots);
+    j->deadline = evtimer_new(sc->base, shard_job_on_deadline, j);
+    if (kind == SHARD_JOB_DOCS)
+        j->parts = calloc(n, sizeof *j->parts);
+    if (!j->slots || !j->deadline || (kind == SHARD_JOB_DOCS && !j->parts)) {
+        j->req = NULL;
+        shard_job_free(j);
+        return NULL;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        j->slots[i].job = j;
+        j->slots[i].idx = i;
+        if (j->parts)
+            resp_buf_init(&j->parts[i], 0);
+    }
+    struct timeval tv = {(time_t)(sc->cfg.timeout_ms / 1000),
+                         (suseconds_t)(sc->cfg.timeout_ms % 1000) * 1000};
+    evtimer_add(j->deadline, &tv);
+    return j;
+}
+
+static void shard_on_reply(void *priv, redisReply *reply, const char *err);
+
+/* Sends slot i's command. On failure the job answers -REDIS (commands already sent
+ * still call back). Returns 0 or -1. */
+static int shard_job_send(shard_job *j, unsigned i, int argc, const char **argv,
+                          const size_t *argvlen)
+{
+    if (j->req == NULL)
+        return -1;
+    if (shard_redis_command(j->sc->redis, shard_on_reply, &j->slots[i], argc, argv,
+                            argvlen) != 0) {
+        shard_job_fail(j, RS_REDIS, &j->sc->st.lost, "connection lost");
+        return -1;
+    }
+    j->pending++;
+    return 0;
+}
+
+/* Orders matches by distance, then fingerprint. */
+static int shard_match_cmp(const void *a, const void *b)
+{
+    const shard_match *x = a, *y = b;
+    if (x->dist != y->dist)
+        return x->dist < y->dist ? -1 : 1;
+    return x->fp < y->fp ? -1 : x->fp > y->fp;
+}
+
+/* Writes the job's reply and finishes the request. */
+static void shard_job_complete(shard_job *j)
+{
+    resp_buf *out = rs_req_out(j->req);
+    switch (j->kind) {
+    case SHARD_JOB_QUERY: {
+        qsort(j->m, j->nm, sizeof *j->m, shard_match_cmp);
+        size_t n = 0;
+        for (size_t i = 0; i < j->nm; i++)
+            if (n == 0 || j->m[i].fp != j->m[n - 1].fp)
+                j->m[n++] = j->m[i];
+        j->sc->st.matches += n;
+        resp_add_array(out, n);
+        for (size_t i = 0; i < n; i++) {
+            resp_add_array(out, 2);
+            resp_add_bulk_u64(out, j->m[i].fp);
+            resp_add_int(out, j->m[i].dist);
+        }
+        break;
+    }
+    case SHARD_JOB_SUM:
+        if (j->sum_stat)
+            *j->sum_stat += (unsigned long long)j->sum;
+        resp_add_int(out, j->sum);
+        break;
+    case SHARD_JOB_DOCS:
+        resp_add_array(out, j->nslots);
+        for (unsigned i = 0; i < j->nslots; i++)
+            resp_buf_append(out, j->parts[i].data, j->parts[i].len);
+        break;
+    }
+    evtimer_del(j->deadline);
+    rs_req_finish(j->req);
+    j->req = NULL;
+}
+
+/* Compares two Redis string replies as byte strings (for sorting document ids). */
+static int shard_reply_cmp(const void *a, const void *b)
+{
+    const redisReply *x = *(redisReply *const *)a, *y = *(redisReply *const *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->str, y->str, n);
+    if (c != 0)
+        return c;
+    return x->len < y->len ? -1 : x->len > y->len;
+}
+
+/* Folds one Redis reply into the job. Returns 0, or -1 with why set. */
+static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, const char **why)
+{
+    shard_ctx *sc = j->sc;
+    switch (j->kind) {
+    case SHARD_JOB_QUERY: {
+        if (rep->type != REDIS_REPLY_ARRAY) {
+            *why = "unexpected reply to ZRANGEBYLEX";
+            return -1;
+        }
+        const perm_table *t = &sc->ps.tables[s->table];
+        sc->st.candidates += rep->elements;
+        for (size_t i = 0; i < rep->elements; i++) {
+            const redisReply *e = rep->element[i];
+            uint64_t p;
+            if (e->type != REDIS_REPLY_STRING ||
+                layout_member_decode(e->str, e->len, s->bucket, sc->cfg.bucket_bits, &p) != 0) {
+                log_warn_rl("foreign member of length %zu in a bucket of table %u; ignored",
+                            e->type == REDIS_REPLY_STRING ? e->len : 0, s->table);
+                continue;
+            }
+            uint64_t fp = perm_revert(t, p);
+            unsigned dist = ham_dist(fp, j->q);
+            if (dist > j->d)
+                continue;
+            if (j->nm == j->capm) {
+                size_t cap = j->capm ? j->capm * 2 : 16;
+                shard_match *nm = realloc(j->m, cap * sizeof *nm);
+                if (nm == NULL) {
+                    *why = "out of memory";
+                    return -1;
+                }
+                j->m = nm;
+                j->capm = cap;
+            }
+            j->m[j->nm].fp = fp;
+            j->m[j->nm].dist = dist;
+            j->nm++;
+        }
+        return 0;
+    }
+    case SHARD_JOB_SUM:
+        if (rep->type != REDIS_REPLY_INTEGER) {
+            *why = "unexpected reply (not an integer)";
+            return -1;
+        }
+        j->sum += rep->integer;
+        return 0;
+    case SHARD_JOB_DOCS: {
+        if (rep->type != REDIS_REPLY_ARRAY) {
+            *why = "unexpected reply to SMEMBERS";
+            return -1;
+        }
+        resp_buf *b = &j->parts[s->idx];
+        redisReply **v = NULL;
+        if (rep->elements) {
+            v = malloc(rep->elements * sizeof *v);
+            if (v == NULL) {
+                *why = "out of memory";
+                return -1;
+            }
+            memcpy(v, rep->element, rep->elements * sizeof *v);
+            qsort(v, rep->elements, sizeof *v, shard_reply_cmp);
+        }
+        resp_add_array(b, rep->elements);
+        for (size_t i = 0; i < rep->elements; i++)
+            resp_add_bulk(b, v[i]->str, v[i]->len);
+        free(v);
+        return 0;
+    }
+    }
+    return 0;
+}
+
+/* The one place a slot is marked done: every command calls back here exactly once. */
+static void shard_on_reply(void *priv, redisReply *reply, const char *err)
+{
+    shard_slot *s = priv;
+    shard_job *j = s->job;
+    shard_ctx *sc = j->sc;
+    j->pending--;
+    if (j->req != NULL) {
+        const char *why = NULL;
+        if (reply == NULL) {
+            shard_job_fail(j, RS_REDIS, &sc->st.lost, err ? err : "connection lost");
+        } else if (reply->type == REDIS_REPLY_ERROR) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%.*s", (int)reply->len, reply->str);
+            shard_job_fail(j, RS_REDIS, &sc->st.redis_err, msg);
+        } else if (shard_job_absorb(j, s, reply, &why) != 0) {
+            shard_job_fail(j, RS_REDIS, &sc->st.redis_err, why);
+        } else if (j->pending == 0) {
+            shard_job_complete(j);
+        }
+    }
+    shard_job_release(j);
+}
+
+/* ---- Argument helpers ---- */
+
+static void shard_fail(rs_req *req, rs_errcode code, unsigned long long *counter,
+                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Answers req with an error at once and counts it. */
+static void shard_fail(rs_req *req, rs_errcode code, unsigned long long *counter,
+                       const char *fmt, ...)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    sc->st.errors++;
+    if (counter)
+        (*counter)++;
+    rs_req_fail(req, code, "%s", msg);
+}
+
+/* Parses argument i as a fingerprint; answers -ERR and returns -1 when it is not. */
+static int shard_arg_fp(rs_req *req, size_t i, uint64_t *fp)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    size_t len;
+    const char *s = rs_req_arg(req, i, &len);
+    const char *why;
+    if (parse_u64(s, len, fp, &why) != 0) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "fingerprint '%.40s': %s", s, why);
+        return -1;
+    }
+    return 0;
+}
+
+/* Parses argument i as a table number; answers -ERR and returns -1 when it is not. */
+static int shard_arg_table(rs_req *req, size_t i, unsigned *t)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    size_t len;
+    const char *s = rs_req_arg(req, i, &len);
+    const char *why;
+    uint64_t v;
+    if (parse_uint_range(s, len, 0, sc->ps.ntables - 1, &v, &why) != 0) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "table '%.40s': %s", s, why);
+        return -1;
+    }
+    *t = (unsigned)v;
+    return 0;
+}
+
+/* Checks that permuted value p (of table t) is in a shard this worker serves;
+ * answers -WRONGSHARD and returns -1 when not. */
+static int shard_check_owner(rs_req *req, unsigned t, uint64_t p)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    unsigned s = layout_shard_of(p);
+    if (s < sc->cfg.lo || s > sc->cfg.hi) {
+        shard_fail(req, RS_WRONGSHARD, &sc->st.wrongshard,
+                   "table %u shard %u is not served by this worker (it serves %u-%u)",
+                   t, s, sc->cfg.lo, sc->cfg.hi);
+        return -1;
+    }
+    return 0;
+}
+
+/* Checks that Redis is usable and n more commands fit; answers -REDIS / -BUSY and
+ * returns -1 when not. */
+static int shard_check_redis(rs_req *req, unsigned n)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    shard_redis_state state = shard_redis_get_state(sc->redis);
+    if (state != SHARD_REDIS_READY) {
+        shard_redis_stats rst;
+        shard_redis_get_stats(sc->redis, &rst);
+        shard_fail(req, RS_REDIS, &sc->st.unavail, "unavailable (redis %s:%u %s%s%s)",
+                   sc->cfg.redis_host, sc->cfg.redis_port, shard_redis_state_name(state),
+                   rst.last_error[0] ? ": " : "", rst.last_error);
+        return -1;
+    }
+    if (n > sc->cfg.max_inflight_redis) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args,
+                   "request needs %u redis commands, more than max-inflight-redis %u", n,
+                   sc->cfg.max_inflight_redis);
+        return -1;
+    }
+    if (!shard_redis_room(sc->redis, n)) {
+        shard_fail(req, RS_BUSY, &sc->st.busy,
+                   "max-inflight-redis (%u) reached; retry later", sc->cfg.max_inflight_redis);
+        return -1;
+    }
+    return 0;
+}
+
+/* Document key of fp, after the shard check; returns -1 (answered) when not ours. */
+static int shard_doc_key(rs_req *req, uint64_t fp, char key[LAYOUT_KEY_MAX])
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    uint64_t p0 = perm_apply(&sc->ps.tables[0], fp);
+    if (shard_check_owner(req, 0, p0) != 0)
+        return -1;
+    layout_doc_key(key, LAYOUT_KEY_MAX, fp, p0);
+    return 0;
+}
+
+static void shard_oom(rs_req *req)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    sc->st.errors++;
+    rs_req_fail(req, RS_OOM, "out of memory");
+}
+
+/* ---- Commands ---- */
+
+/* SHARD.HELLO: the settings a coordinator checks before using this worker. */
+static void cmd_hello(rs_req *req)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    resp_buf *out = rs_req_out(req);
+    resp_add_array(out, 6);
+    resp_add_int(out, sc->cfg.blocks);
+    resp_add_int(out, sc->cfg.distance);
+    resp_add_int(out, LAYOUT_VERSION);
+    resp_add_int(out, sc->cfg.bucket_bits);
+    resp_add_int(out, sc->cfg.lo);
+    resp_add_int(out, sc->cfg.hi);
+    rs_req_finish(req);
+}
+
+/* SHARD.QUERY fp d t [t ...] */
+static void cmd_query(rs_req *req)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    sc->st.requests++;
+    sc->st.queries++;
+    uint64_t q, dv;
+    size_t argc = rs_req_argc(req), len;
+    if (shard_arg_fp(req, 1, &q) != 0)
+        return;
+    const char *s = rs_req_arg(req, 2, &len);
+    const char *why;
+    if (parse_uint_range(s, len, 0, sc->cfg.distance, &dv, &why) != 0) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "distance '%.40s': %s", s, why);
+        return;
+    }
+    unsigned ntab = (unsigned)(argc - 3);
+    unsigned *tabs = malloc(ntab * sizeof *tabs);
+    layout_range *rg = malloc(ntab * sizeof *rg);
+    if (!tabs || !rg) {
+        free(tabs);
+        free(rg);
+        shard_oom(req);
+        return;
+    }
+    unsigned long long ncmd = 0;
+    for (unsigned i = 0; i < ntab; i++) {
+        if (shard_arg_table(req, 3 + i, &tabs[i]) != 0)
+            goto out;
+        const perm_table *t = &sc->ps.tables[tabs[i]];
+        uint64_t p = perm_apply(t, q);
+        if (shard_check_owner(req, tabs[i], p) != 0)
+            goto out;
+        layout_range_init(&rg[i], p, t->prefix_bits, sc->cfg.bucket_bits);
+        ncmd += rg[i].nbuckets;
+    }
+    if (ncmd > UINT32_MAX)
+        ncmd = UINT32_MAX;
+    if (shard_check_redis(req, (unsigned)ncmd) != 0)
+        goto out;
+    shard_job *j = shard_job_new(sc, req, SHARD_JOB_QUERY, (unsigned)ncmd);
+    if (j == NULL) {
+        shard_oom(req);
+        goto out;
+    }
+    j->q = q;
+    j->d = (unsigned)dv;
+    unsigned slot = 0;
+    for (unsigned i = 0; i < ntab && j->req; i++) {
+        for (uint64_t b = 0; b < rg[i].nbuckets && j->req; b++, slot++) {
+            char key[LAYOUT_KEY_MAX];
+            size_t klen = layout_bucket_key(key, sizeof key, tabs[i], rg[i].first_bucket + b,
+                                            sc->cfg.bucket_bits);
+            const char *argv[4] = {"ZRANGEBYLEX", key, (const char *)rg[i].lo,
+                                   (const char *)rg[i].hi};
+            size_t argvlen[4] = {11, klen, rg[i].lo_len, rg[i].hi_len};
+            j->slots[slot].table = tabs[i];
+            j->slots[slot].bucket = rg[i].first_bucket + b;
+            shard_job_send(j, slot, 4, argv, argvlen);
+        }
+    }
+    shard_job_release(j);
+out:
+    free(tabs);
+    free(rg);
+}
+
+/* SHARD.ADD / SHARD.DEL fp t [t ...]: ZADD key 0 member / ZREM key member per table. */
+static void cmd_add_del(rs_req *req, int add)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    sc->st.requests++;
+    uint64_t fp;
+    size_t argc = rs_req_argc(req);
+    if (shard_arg_fp(req, 1, &fp) != 0)
+        return;
+    unsigned ntab = (unsigned)(argc - 2);
+    uint64_t *ps = malloc(ntab * sizeof *ps);
+    unsigned *tabs = malloc(ntab * sizeof *tabs);
+    if (!ps || !tabs) {
+        free(ps);
+        free(tabs);
+        shard_oom(req);
+        return;
+    }
+    for (unsigned i = 0; i < ntab; i++) {
+        if (shard_arg_table(req, 2 + i, &tabs[i]) != 0)
+            goto out;
+        ps[i] = perm_apply(&sc->ps.tables[tabs[i]], fp);
+        if (shard_check_owner(req, tabs[i], ps[i]) != 0)
+            goto out;
+    }
+    if (shard_check_redis(req, ntab) != 0)
+        goto out;
+    shard_job *j = shard_job_new(sc, req, SHARD_JOB_SUM, ntab);
+    if (j == NULL) {
+        shard_oom(req);
+        goto out;
+    }
+    j->sum_stat = add ? &sc->st.added : &sc->st.removed;
+    for (unsigned i = 0; i < ntab && j->req; i++) {
+        char key[LAYOUT_KEY_MAX];
+        uint8_t member[LAYOUT_MEMBER_MAX];
+        size_t klen = layout_key_of(key, sizeof key, tabs[i], ps[i], sc->cfg.bucket_bits);
+        size_t mlen = layout_member(member, ps[i], sc->cfg.bucket_bits);
+        if (add) {
+            const char *argv[4] = {"ZADD", key, "0", (const char *)member};
+            size_t argvlen[4] = {4, klen, 1, mlen};
+            shard_job_send(j, i, 4, argv, argvlen);
+        } else {
+            const char *argv[3] = {"ZREM", key, (const char *)member};
+            size_t argvlen[3] = {4, klen, mlen};
+            shard_job_send(j, i, 3, argv, argvlen);
+        }
+    }
+    shard_job_release(j);
+out:
+    free(ps);
+    free(tabs);
+}
+
+static void cmd_add(rs_req *req)
+{
+    cmd_add_del(req, 1);
+}
+
+static void cmd_del(rs_req *req)
+{
+    cmd_add_del(req, 0);
+}
+
+/* Sends one command on the document set of argument 1 with the remaining
+ * arguments appended (SADD / SREM key docid ...), or argv0 alone with the key. */
+static void shard_doc_command(rs_req *req, const char *cmd, size_t first_extra)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    sc->st.requests++;
+    uint64_t fp;
+    char key[LAYOUT_KEY_MAX];
+    size_t argc = rs_req_argc(req);
+    if (shard_arg_fp(req, 1, &fp) != 0 || shard_doc_key(req, fp, key) != 0)
+        return;
+    size_t nextra = argc > first_extra ? argc - first_extra : 0;
+    for (size_t i = 0; i < nextra; i++) {
+        size_t len;
+        rs_req_arg(req, first_extra + i, &len);
+        if (len == 0) {
+            shard_fail(req, RS_ERR, &sc->st.bad_args, "empty document id");
+            return;
+        }
+    }
+    if (shard_check_redis(req, 1) != 0)
+        return;
+    size_t n = 2 + nextra;
+    const char **argv = malloc(n * sizeof *argv);
+    size_t *argvlen = malloc(n * sizeof *argvlen);
+    shard_job *j = argv && argvlen ? shard_job_new(sc, req, SHARD_JOB_SUM, 1) : NULL;
+    if (j == NULL) {
+        free(argv);
+        free(argvlen);
+        shard_oom(req);
+        return;
+    }
+    argv[0] = cmd;
+    argvlen[0] = strlen(cmd);
+    argv[1] = key;
+    argvlen[1] = strlen(key);
+    for (size_t i = 0; i < nextra; i++)
+        argv[2 + i] = rs_req_arg(req, first_extra + i, &argvlen[2 + i]);
+    shard_job_send(j, 0, (int)n, argv, argvlen);
+    free(argv);
+    free(argvlen);
+    shard_job_release(j);
+}
+
+/* SHARD.DOCADD fp docid [docid ...] */
+static void cmd_docadd(rs_req *req)
+{
+    shard_doc_command(req, "SADD", 2);
+}
+
+/* SHARD.DOCCOUNT fp */
+static void cmd_doccount(rs_req *req)
+{
+    shard_doc_command(req, "SCARD", 2);
+}
+
+/* Deletes a document set and returns how many ids it held, atomically. */
+static const char shard_lua_docdel_all[] =
+    "local n = redis.call('SCARD', KEYS[1]) redis.call('DEL', KEYS[1]) return n";
+
+/* SHARD.DOCDEL fp [docid ...] */
+static void cmd_docdel(rs_req *req)
+{
+    if (rs_req_argc(req) > 2) {
+        shard_doc_command(req, "SREM", 2);
+        return;
+    }
+    shard_ctx *sc = rs_req_ctx(req);
+    sc->st.requests++;
+    uint64_t fp;
+    char key[LAYOUT_KEY_MAX];
+    if (shard_arg_fp(req, 1, &fp) != 0 || shard_doc_key(req, fp, key) != 0)
+        return;
+    if (shard_check_redis(req, 1) != 0)
+        return;
+    shard_job *j = shard_job_new(sc, req, SHARD_JOB_SUM, 1);
+    if (j == NULL) {
+        shard_oom(req);
+        return;
+    }
+    const char *argv[4] = {"EVAL", shard_lua_docdel_all, "1", key};
+    shard_job_send(j, 0, 4, argv, NULL);
+    shard_job_release(j);
+}
+
+/* SHARD.DOCS fp [fp ...]: SMEMBERS per fingerprint, ids sorted bytewise. */
+static void cmd_docs(rs_req *req)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    sc->st.requests++;
+    unsigned n = (unsigned)(rs_req_argc(req) - 1);
+    char (*keys)[LAYOUT_KEY_MAX] = malloc(n * sizeof *keys);
+    if (keys == NULL) {
+        shard_oom(req);
+        return;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t fp;
+        if (shard_arg_fp(req, 1 + i, &fp) != 0 || shard_doc_key(req, fp, keys[i]) != 0)
+            goto out;
+    }
+    if (shard_check_redis(req, n) != 0)
+        goto out;
+    shard_job *j = shard_job_new(sc, req, SHARD_JOB_DOCS, n);
+    if (j == NULL) {
+        shard_oom(req);
+        goto out;
+    }
+    for (unsigned i = 0; i < n && j->req; i++) {
+        const char *argv[2] = {"SMEMBERS", keys[i]};
+        shard_job_send(j, i, 2, argv, NULL);
+    }
+    shard_job_release(j);
+out:
+    free(keys);
+}
+
+/* SHARD.INFO: name:value lines about this worker and its Redis connection. */
+static void cmd_info(rs_req *req)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    shard_redis_stats rst;
+    shard_redis_get_stats(sc->redis, &rst);
+    resp_buf b;
+    resp_buf_init(&b, 1 << 16);
+    resp_buf_printf(&b, "# Shard\r\nshards:%u-%u\r\nblocks:%u\r\ndistance:%u\r\n"
+                    "bucket_bits:%u\r\nlayout:%d\r\ntables:%u\r\nversion:%s\r\n",
+                    sc->cfg.lo, sc->cfg.hi, sc->cfg.blocks, sc->cfg.distance,
+                    sc->cfg.bucket_bits, LAYOUT_VERSION, sc->ps.ntables, SIMHASH_VERSION);
+    resp_buf_printf(&b, "# Stats\r\n");
+#define SHARD_STAT_LINE_(f, n) resp_buf_printf(&b, "%s:%llu\r\n", n, sc->st.f);
+    SHARD_STATS(SHARD_STAT_LINE_)
+#undef SHARD_STAT_LINE_
+    resp_buf_printf(&b, "# Redis\r\nredis:%s\r\nredis_addr:%s:%u\r\nredis_db:%u\r\n"
+                    "redis_reconnects:%llu\r\nredis_connect_failures:%llu\r\n"
+                    "redis_inflight:%u\r\nredis_max_inflight:%u\r\nredis_commands:%llu\r\n"
+                    "redis_last_error:%s\r\n",
+                    shard_redis_state_name(shard_redis_get_state(sc->redis)),
+                    sc->cfg.redis_host, sc->cfg.redis_port, sc->cfg.redis_db,
+                    rst.reconnects, rst.connect_failures, rst.inflight,
+                    sc->cfg.max_inflight_redis, rst.commands, rst.last_error);
+    resp_buf_printf(&b, "# Clients\r\n");
+    rs_info_clients(sc->srv, &b);
+    resp_add_bulk(rs_req_out(req), b.data, b.len);
+    resp_buf_free(&b);
+    rs_req_finish(req);
+}
+
+const rs_command shard_commands[] = {
+    {"SHARD.HELLO", 1, 0, cmd_hello},
+    {"SHARD.QUERY", -4, 0, cmd_query},
+    {"SHARD.ADD", -3, 0, cmd_add},
+    {"SHARD.DEL", -3, 0, cmd_del},
+    {"SHARD.DOCADD", -3, 0, cmd_docadd},
+    {"SHARD.DOCDEL", -2, 0, cmd_docdel},
+    {"SHARD.DOCCOUNT", 2, 0, cmd_doccount},
+    {"SHARD.DOCS", -2, 0, cmd_docs},
+    {"SHARD.INFO", 1, 0, cmd_info},
+};
+const size_t shard_ncommands = sizeof shard_commands / sizeof shard_commands[0];

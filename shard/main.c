@@ -1,0 +1,212 @@
+/* main.c: simhash-shard, the worker beside one Redis node. Loads the configuration,
+ * checks the corpus settings stored in Redis (simhash:meta), then serves the SHARD.*
+ * commands of docs/protocol.md on the RESP server framework until SIGTERM/SIGINT. */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "config.h"
+#include "layout.h"
+#include "log.h"
+#include "perm.h"
+#include "shard.h"
+
+#define SHARD_OPT(name, type, field, min, max, def, help) \
+    {name, type, offsetof(shard_config, field), min, max, def, 0, help}
+
+static const cfg_option shard_options[] = {
+    SHARD_OPT("bind", CFG_STR, bind, 0, 0, "127.0.0.1", "address to listen on"),
+    SHARD_OPT("port", CFG_UINT, port, 0, 65535, "7100", "port to listen on (0: any free port)"),
+    SHARD_OPT("redis-host", CFG_STR, redis_host, 0, 0, "127.0.0.1", "Redis node address"),
+    SHARD_OPT("redis-port", CFG_UINT, redis_port, 1, 65535, "6379", "Redis node port"),
+    SHARD_OPT("redis-password-file", CFG_SECRET, redis_password, 0, 0, NULL,
+              "file whose first line is the Redis password (AUTH)"),
+    SHARD_OPT("redis-db", CFG_UINT, redis_db, 0, 65535, "0", "Redis database number (SELECT)"),
+    SHARD_OPT("shards", CFG_STR, shards, 0, 0, "0-255",
+              "first-byte range LO-HI of permuted fingerprints this worker serves"),
+    SHARD_OPT("blocks", CFG_UINT, blocks, 1, 64, "6", "blocks of the permutation tables"),
+    SHARD_OPT("distance", CFG_UINT, distance, 0, 63, "3", "largest Hamming distance searched"),
+    SHARD_OPT("bucket-bits", CFG_UINT, bucket_bits, 8, 24, "16",
+              "bits of a permuted fingerprint in its key: 8, 16 or 24"),
+    SHARD_OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, "write the process id here"),
+    SHARD_OPT("logfile", CFG_STR, logfile, 0, 0, NULL, "log here instead of stderr"),
+    SHARD_OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info", "debug, info, warning, error"),
+    SHARD_OPT("max-inflight-redis", CFG_UINT, max_inflight_redis, 1, 1000000, "10000",
+              "Redis commands outstanding at once; past it requests get -BUSY"),
+    SHARD_OPT("timeout-ms", CFG_UINT, timeout_ms, 10, 600000, "1000",
+              "deadline of one request; past it the reply is -REDIS timeout"),
+};
+
+/* Parses "LO-HI" (decimal, 0 <= LO <= HI <= 255). Returns 0 or -1. */
+static int shard_parse_range(const char *s, unsigned *lo, unsigned *hi)
+{
+    char *end;
+    if (s == NULL || *s < '0' || *s > '9')
+        return -1;
+    unsigned long a = strtoul(s, &end, 10);
+    if (*end != '-' || end[1] < '0' || end[1] > '9')
+        return -1;
+    unsigned long b = strtoul(end + 1, &end, 10);
+    if (*end != '\0' || a > b || b > 255)
+        return -1;
+    *lo = (unsigned)a;
+    *hi = (unsigned)b;
+    return 0;
+}
+
+/* Cross-option checks; returns 0, or -1 with a message in err. */
+static int shard_validate(void *obj, char *err, size_t errlen)
+{
+    shard_config *c = obj;
+    if (shard_parse_range(c->shards, &c->lo, &c->hi) != 0) {
+        snprintf(err, errlen, "shards '%s': expected LO-HI with 0 <= LO <= HI <= 255",
+                 c->shards ? c->shards : "");
+        return -1;
+    }
+    if (!layout_bucket_bits_ok(c->bucket_bits)) {
+        snprintf(err, errlen, "bucket-bits %u: must be 8, 16 or 24", c->bucket_bits);
+        return -1;
+    }
+    perm_set ps;
+    char perr[200];
+    if (perm_set_init(&ps, c->blocks, c->distance, perr, sizeof perr) != 0) {
+        snprintf(err, errlen, "blocks %u distance %u: %s", c->blocks, c->distance, perr);
+        return -1;
+    }
+    int rc = 0;
+    for (unsigned t = 0; t < ps.ntables && rc == 0; t++) {
+        unsigned pb = ps.tables[t].prefix_bits;
+        if (pb < LAYOUT_MIN_PREFIX_BITS) {
+            snprintf(err, errlen, "blocks %u distance %u: table %u has a %u-bit prefix; "
+                     "distributed mode needs at least %d (use more blocks or a smaller "
+                     "distance)", c->blocks, c->distance, t, pb, LAYOUT_MIN_PREFIX_BITS);
+            rc = -1;
+        } else if (pb < c->bucket_bits &&
+                   ((uint64_t)1 << (c->bucket_bits - pb)) > c->max_inflight_redis) {
+            snprintf(err, errlen, "blocks %u distance %u with bucket-bits %u: a query "
+                     "reads %llu buckets of table %u, more than max-inflight-redis %u; "
+                     "lower bucket-bits", c->blocks, c->distance, c->bucket_bits,
+                     1ull << (c->bucket_bits - pb), t, c->max_inflight_redis);
+            rc = -1;
+        }
+    }
+    perm_set_free(&ps);
+    return rc;
+}
+
+static const cfg_spec shard_spec = {
+    "simhash-shard",
+    "simhash-shard: the worker beside one Redis node. It serves every permutation table\n"
+    "for the first-byte range given by --shards, keeps the corpus in Redis sorted sets\n"
+    "(layout in docs/protocol.md) and answers the SHARD.* commands of a\n"
+    "simhash-coordinator. Options come from --config FILE and --name value flags\n"
+    "(flags win); --check-config validates and exits.",
+    shard_options,
+    sizeof shard_options / sizeof shard_options[0],
+    shard_validate,
+};
+
+static void shard_on_stop(void *arg)
+{
+    shard_ctx *sc = arg;
+    log_info("stopping");
+    if (sc->srv) {
+        rs_free(sc->srv);
+        sc->srv = NULL;
+    }
+    if (sc->redis) {
+        shard_redis_free(sc->redis);   /* pending requests answer and are freed */
+        sc->redis = NULL;
+    }
+    event_base_loopexit(sc->base, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    shard_ctx sc;
+    memset(&sc, 0, sizeof sc);
+    cfg_result cr = cfg_load(&shard_spec, &sc.cfg, argc, argv);
+    if (cr != CFG_RUN) {
+        cfg_free_values(&shard_spec, &sc.cfg);
+        return cr == CFG_EXIT_OK ? 0 : 2;
+    }
+    shard_config *c = &sc.cfg;
+    char err[512];
+    int rc = 1;
+    log_set_level(c->loglevel);
+    if (c->logfile && c->logfile[0] && log_open(c->logfile, err, sizeof err) != 0) {
+        fprintf(stderr, "simhash-shard: %s\n", err);
+        cfg_free_values(&shard_spec, c);
+        return 1;
+    }
+    if (perm_set_init(&sc.ps, c->blocks, c->distance, err, sizeof err) != 0) {
+        log_error("%s", err);
+        fprintf(stderr, "simhash-shard: %s\n", err);
+        goto out_cfg;
+    }
+    shard_redis_opts ro = {
+        .host = c->redis_host, .port = (int)c->redis_port, .password = c->redis_password,
+        .db = c->redis_db, .blocks = c->blocks, .distance = c->distance,
+        .bucket_bits = c->bucket_bits, .max_inflight = c->max_inflight_redis,
+        .timeout_ms = c->timeout_ms,
+    };
+    if (shard_redis_check_meta_sync(&ro, err, sizeof err) != 0) {
+        log_error("%s", err);
+        fprintf(stderr, "simhash-shard: %s\n", err);
+        goto out_perm;
+    }
+    sc.base = event_base_new();
+    if (sc.base == NULL) {
+        fprintf(stderr, "simhash-shard: cannot create the event loop\n");
+        goto out_perm;
+    }
+    sc.redis = shard_redis_new(sc.base, &ro);
+    if (sc.redis == NULL) {
+        fprintf(stderr, "simhash-shard: out of memory\n");
+        goto out_base;
+    }
+    rs_options so;
+    memset(&so, 0, sizeof so);
+    so.name = "simhash-shard";
+    so.bind = c->bind;
+    so.port = c->port;
+    rs_limits_default(&so.limits);
+    so.commands = shard_commands;
+    so.ncommands = shard_ncommands;
+    so.ctx = &sc;
+    sc.srv = rs_new(sc.base, &so, err, sizeof err);
+    if (sc.srv == NULL) {
+        log_error("%s", err);
+        fprintf(stderr, "simhash-shard: %s\n", err);
+        goto out_redis;
+    }
+    if (c->pidfile && c->pidfile[0] && rs_pidfile_write(c->pidfile, err, sizeof err) != 0) {
+        log_error("%s", err);
+        fprintf(stderr, "simhash-shard: %s\n", err);
+        goto out_srv;
+    }
+    log_info("simhash-shard %s listening on %s:%u, shards %u-%u, redis %s:%u db %u, "
+             "blocks %u distance %u bucket-bits %u (%u tables)", SIMHASH_VERSION, c->bind,
+             rs_port(sc.srv), c->lo, c->hi, c->redis_host, c->redis_port, c->redis_db,
+             c->blocks, c->distance, c->bucket_bits, sc.ps.ntables);
+    rc = rs_run(sc.base, shard_on_stop, &sc) == 0 ? 0 : 1;
+    if (c->pidfile && c->pidfile[0])
+        rs_pidfile_remove(c->pidfile);
+out_srv:
+    if (sc.srv)
+        rs_free(sc.srv);
+out_redis:
+    if (sc.redis)
+        shard_redis_free(sc.redis);
+out_base:
+    event_base_free(sc.base);
+out_perm:
+    perm_set_free(&sc.ps);
+out_cfg:
+    cfg_free_values(&shard_spec, c);
+    log_close();
+    return rc;
+}

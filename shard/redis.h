@@ -1,0 +1,80 @@
+/* redis.h: the shard worker's connection to its Redis node: one hiredis async
+ * connection on libevent, AUTH + SELECT + the simhash:meta check on every
+ * (re)connect, reconnect with exponential backoff and jitter, a bound on in-flight
+ * commands, and stall detection (a Redis that stops answering is dropped). */
+#ifndef SIMHASH_SHARD_REDIS_H
+#define SIMHASH_SHARD_REDIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+struct event_base;
+
+typedef struct shard_redis_opts {
+    const char *host;
+    int port;
+    const char *password;     /* NULL or "" for none */
+    unsigned db;
+    unsigned blocks, distance, bucket_bits;
+    unsigned max_inflight;    /* Redis commands outstanding at once */
+    unsigned timeout_ms;      /* connect + meta check deadline, stall detection */
+} shard_redis_opts;
+
+typedef enum shard_redis_state {
+    SHARD_REDIS_DOWN = 0,     /* waiting for the next reconnect attempt */
+    SHARD_REDIS_CONNECTING,   /* connect, AUTH, SELECT, meta check under way */
+    SHARD_REDIS_READY,
+    SHARD_REDIS_MISMATCH,     /* connected, but simhash:meta disagrees with us */
+} shard_redis_state;
+
+typedef struct shard_redis shard_redis;
+
+/* Called once per command: with the reply (which may be a Redis error reply), or
+ * with reply NULL and err saying why there is none ("connection lost"). */
+typedef void (*shard_redis_cb)(void *priv, redisReply *reply, const char *err);
+
+/* Startup check, blocking: connect, AUTH, SELECT, create simhash:meta if absent,
+ * compare it with o. Returns 0, or -1 with a message for the operator in err. */
+int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t errlen);
+
+/* Compares an HGETALL simhash:meta reply with o. Returns 0 when they agree, 1 when
+ * the hash is empty, -1 with err set ("corpus in redis H:P was built with ...") when
+ * they differ or the reply is malformed. */
+int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
+                             char *err, size_t errlen);
+
+/* Creates the connection object and starts connecting. Strings of o are copied.
+ * Returns NULL on out of memory. */
+shard_redis *shard_redis_new(struct event_base *base, const shard_redis_opts *o);
+/* Drops the connection (pending callbacks run with err "shutting down") and frees. */
+void shard_redis_free(shard_redis *r);
+
+shard_redis_state shard_redis_get_state(const shard_redis *r);
+const char *shard_redis_state_name(shard_redis_state s);
+
+/* 1 when n more commands fit under max_inflight. */
+int shard_redis_room(const shard_redis *r, unsigned n);
+
+/* Sends one command. Returns 0 (fn will be called exactly once, later), or -1 when
+ * not connected or the connection refused it (fn is not called). */
+int shard_redis_command(shard_redis *r, shard_redis_cb fn, void *priv,
+                        int argc, const char **argv, const size_t *argvlen);
+
+/* A request deadline passed: when commands are outstanding and Redis has not
+ * answered anything for timeout_ms, drop the connection (its pending commands get
+ * "connection lost") and reconnect. */
+void shard_redis_stall_check(shard_redis *r);
+
+typedef struct shard_redis_stats {
+    unsigned long long commands;      /* sent */
+    unsigned long long reconnects;    /* successful connections after the first */
+    unsigned long long connect_failures;
+    unsigned inflight;
+    char last_error[256];
+} shard_redis_stats;
+
+void shard_redis_get_stats(const shard_redis *r, shard_redis_stats *out);
+
+#endif

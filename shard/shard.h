@@ -1,0 +1,64 @@
+/* shard.h: state shared by the parts of simhash-shard: its configuration, the
+ * permutation tables, the Redis connection, counters, and the command table. */
+#ifndef SIMHASH_SHARD_H
+#define SIMHASH_SHARD_H
+
+#include <stddef.h>
+
+#include "perm.h"
+#include "redis.h"
+#include "rserver.h"
+
+typedef struct shard_config {
+    char *bind;
+    unsigned port;
+    char *redis_host;
+    unsigned redis_port;
+    char *redis_password;       /* first line of redis-password-file */
+    unsigned redis_db;
+    char *shards;               /* "LO-HI" */
+    unsigned blocks, distance, bucket_bits;
+    char *pidfile, *logfile;
+    int loglevel;
+    unsigned max_inflight_redis;
+    unsigned timeout_ms;
+    unsigned lo, hi;            /* parsed from shards by the validation */
+} shard_config;
+
+/* Counters shown by SHARD.INFO; X(field, info name). */
+#define SHARD_STATS(X) \
+    X(requests,   "requests")          /* SHARD.* requests handled */ \
+    X(errors,     "errors")            /* answered with an error of any kind */ \
+    X(bad_args,   "errors_args")       /* -ERR */ \
+    X(wrongshard, "errors_wrongshard") /* -WRONGSHARD */ \
+    X(busy,       "errors_busy")       /* -BUSY: max-inflight-redis reached */ \
+    X(unavail,    "errors_unavailable")/* -REDIS unavailable: not connected */ \
+    X(lost,       "errors_lost")       /* -REDIS connection lost */ \
+    X(timeouts,   "errors_timeout")    /* -REDIS timeout */ \
+    X(redis_err,  "errors_redis")      /* -REDIS <error reply> */ \
+    X(queries,    "queries")           /* SHARD.QUERY */ \
+    X(candidates, "query_candidates")  /* members read by queries */ \
+    X(matches,    "query_matches")     /* fingerprints returned */ \
+    X(added,      "table_entries_added") \
+    X(removed,    "table_entries_removed")
+
+typedef struct shard_stats {
+#define SHARD_STAT_FIELD_(f, n) unsigned long long f;
+    SHARD_STATS(SHARD_STAT_FIELD_)
+#undef SHARD_STAT_FIELD_
+} shard_stats;
+
+typedef struct shard_ctx {
+    shard_config cfg;
+    perm_set ps;
+    shard_redis *redis;
+    rserver *srv;
+    struct event_base *base;
+    shard_stats st;
+} shard_ctx;
+
+/* The command table of the worker (handlers.c). */
+extern const rs_command shard_commands[];
+extern const size_t shard_ncommands;
+
+#endif
