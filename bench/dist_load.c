@@ -1,0 +1,554 @@
+/* dist_load.c: load generator for the distributed-mode benchmark (bench/distributed/run.sh).
+ *
+ * Drives either Redis directly with the commands one operation needs in layout 1
+ * (the "raw" rate: what Redis alone can do) or simhash-coordinator with the client
+ * commands (the "system" rate), and prints machine-readable lines
+ *   bench=<name> metric=<metric> value=<number>
+ * Fingerprint i of a corpus is splitmix64(seed * 2^32 + i), so separate runs agree on
+ * what was loaded. Every loop is bounded by --count and --seconds.
+ *
+ * Modes:
+ *   preload     bulk-load fingerprints [offset, offset+count) into the tables, grouped
+ *               by key (one ZADD of many members per bucket key); writes simhash:meta
+ *   predocs     SADD one document id to each of those fingerprints' document sets
+ *   raw-query   per query: the ZRANGEBYLEX calls of every table, pipelined
+ *   raw-ingest  per fingerprint: one ZADD per table + one SADD, pipelined
+ *   sys-query   SIMHASH.QUERY fp, pipelined
+ *   sys-ingest  SIMHASH.ADD fp docid, pipelined
+ *   paced       SIMHASH.QUERY at a fixed rate (open loop, hiredis async + libevent);
+ *               latency counted from the scheduled send time
+ *   check       SIMHASH.QUERY of corpus fingerprints must find each at distance 0 */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <event2/event.h>
+#include <hiredis/hiredis.h>
+#include <hiredis/async.h>
+#include <hiredis/adapters/libevent.h>
+
+#include "layout.h"
+#include "parse.h"
+#include "perm.h"
+
+#define DL_MAX_CMDS 4096      /* Redis commands per operation, upper bound */
+#define DL_ARGS_MAX 8
+
+typedef struct dl_opts {
+    const char *mode, *host, *name;
+    int port;
+    unsigned blocks, distance, bucket_bits;
+    uint64_t seed, count, offset, corpus, depth;
+    double seconds, rate;
+} dl_opts;
+
+static dl_opts opt = {
+    .host = "127.0.0.1", .name = "dist", .port = 6379, .blocks = 6, .distance = 3,
+    .bucket_bits = 16, .seed = 1, .count = 100000, .offset = 0, .corpus = 0, .depth = 64,
+    .seconds = 10.0, .rate = 1000.0,
+};
+static perm_set ps;
+
+/* ---- helpers ---- */
+
+static double dl_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t dl_splitmix(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ULL;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+    return x ^ (x >> 31);
+}
+
+/* Fingerprint number i of the corpus. */
+static uint64_t dl_fp(uint64_t i)
+{
+    return dl_splitmix((opt.seed << 32) + i);
+}
+
+static uint64_t dl_rng_state = 88172645463325252ULL;
+
+/* A uniform random index below n (xorshift64). */
+static uint64_t dl_rand_below(uint64_t n)
+{
+    dl_rng_state ^= dl_rng_state << 13;
+    dl_rng_state ^= dl_rng_state >> 7;
+    dl_rng_state ^= dl_rng_state << 17;
+    return n ? dl_rng_state % n : 0;
+}
+
+static void dl_metric(const char *metric, double v)
+{
+    printf("bench=%s metric=%s value=%.6g\n", opt.name, metric, v);
+    fflush(stdout);
+}
+
+static void die(const char *what, const char *why)
+{
+    fprintf(stderr, "bench-dist_load: %s: %s\n", what, why);
+    exit(1);
+}
+
+static redisContext *dl_connect(void)
+{
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectWithTimeout(opt.host, opt.port, tv);
+    if (c == NULL || c->err)
+        die("connect", c ? c->errstr : "out of memory");
+    return c;
+}
+
+/* ---- building commands ---- */
+
+/* One operation's Redis commands, as argv arrays appended to the context.
+ * Returns the number of commands appended. */
+static unsigned dl_append_raw_query(redisContext *c, uint64_t fp)
+{
+    unsigned n = 0;
+    for (unsigned t = 0; t < ps.ntables; t++) {
+        uint64_t p = perm_apply(&ps.tables[t], fp);
+        layout_range r;
+        if (layout_range_init(&r, p, ps.tables[t].prefix_bits, opt.bucket_bits) != 0)
+            die("layout", "table prefix shorter than 8 bits");
+        for (uint64_t b = 0; b < r.nbuckets && n < DL_MAX_CMDS; b++) {
+            char key[LAYOUT_KEY_MAX];
+            size_t klen = layout_bucket_key(key, sizeof key, t, r.first_bucket + b, opt.bucket_bits);
+            const char *argv[4] = {"ZRANGEBYLEX", key, (const char *)r.lo, (const char *)r.hi};
+            size_t lens[4] = {11, klen, r.lo_len, r.hi_len};
+            redisAppendCommandArgv(c, 4, argv, lens);
+            n++;
+        }
+    }
+    return n;
+}
+
+static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
+{
+    char key[LAYOUT_KEY_MAX], doc[32];
+    uint8_t mem[LAYOUT_MEMBER_MAX];
+    for (unsigned t = 0; t < ps.ntables; t++) {
+        uint64_t p = perm_apply(&ps.tables[t], fp);
+        size_t klen = layout_key_of(key, sizeof key, t, p, opt.bucket_bits);
+        size_t mlen = layout_member(mem, p, opt.bucket_bits);
+        const char *argv[4] = {"ZADD", key, "0", (const char *)mem};
+        size_t lens[4] = {4, klen, 1, mlen};
+        redisAppendCommandArgv(c, 4, argv, lens);
+    }
+    size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
+    int dlen = snprintf(doc, sizeof doc, "d%" PRIu64, id);
+    const char *argv[3] = {"SADD", key, doc};
+    size_t lens[3] = {4, klen, (size_t)dlen};
+    redisAppendCommandArgv(c, 3, argv, lens);
+    return ps.ntables + 1;
+}
+
+static unsigned dl_append_sys(redisContext *c, int ingest, uint64_t fp, uint64_t id)
+{
+    char fps[24], doc[32];
+    int flen = snprintf(fps, sizeof fps, "%" PRIu64, fp);
+    int dlen = snprintf(doc, sizeof doc, "d%" PRIu64, id);
+    const char *argv[3] = {ingest ? "SIMHASH.ADD" : "SIMHASH.QUERY", fps, doc};
+    size_t lens[3] = {strlen(argv[0]), (size_t)flen, (size_t)dlen};
+    redisAppendCommandArgv(c, ingest ? 3 : 2, argv, lens);
+    return 1;
+}
+
+/* ---- closed-loop pipelined runs ---- */
+
+typedef struct dl_stats {
+    uint64_t ops, cmds, errors, rows;
+    double secs;
+    char first_error[160];
+} dl_stats;
+
+/* Reads one reply; counts errors and array rows. Dies on a connection error. */
+static void dl_read_one(redisContext *c, dl_stats *st)
+{
+    redisReply *r = NULL;
+    if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL)
+        die("reply", c->errstr[0] ? c->errstr : "connection lost");
+    if (r->type == REDIS_REPLY_ERROR) {
+        if (st->errors++ == 0)
+            snprintf(st->first_error, sizeof st->first_error, "%.*s", (int)r->len, r->str);
+    } else if (r->type == REDIS_REPLY_ARRAY) {
+        st->rows += r->elements;
+    }
+    st->cmds++;
+    freeReplyObject(r);
+}
+
+/* Runs `count` operations (bounded by opt.seconds) with opt.depth in flight.
+ * kind: 0 raw-query, 1 raw-ingest, 2 sys-query, 3 sys-ingest. */
+static dl_stats dl_run(int kind)
+{
+    redisContext *c = dl_connect();
+    uint64_t depth = opt.depth ? opt.depth : 1;
+    unsigned *ring = calloc(depth, sizeof *ring);
+    uint64_t head = 0, tail = 0, issued = 0;
+    dl_stats st = {0};
+    if (ring == NULL)
+        die("memory", "ring");
+    double t0 = dl_now(), end = t0 + opt.seconds;
+    int stop = 0;
+    while (!stop || tail < head) {
+        while (!stop && head - tail < depth && issued < opt.count) {
+            uint64_t idx;
+            unsigned n;
+            if (kind == 0 || kind == 2) {
+                idx = dl_rand_below(opt.corpus);
+                uint64_t fp = dl_fp(idx);
+                n = kind == 0 ? dl_append_raw_query(c, fp) : dl_append_sys(c, 0, fp, 0);
+            } else {
+                idx = opt.offset + issued;
+                uint64_t fp = dl_fp(idx);
+                n = kind == 1 ? dl_append_raw_ingest(c, fp, idx) : dl_append_sys(c, 1, fp, idx);
+            }
+            ring[head++ % depth] = n;
+            issued++;
+        }
+        if (tail == head)
+            break;
+        unsigned n = ring[tail++ % depth];
+        for (unsigned i = 0; i < n; i++)
+            dl_read_one(c, &st);
+        st.ops++;
+        if ((st.ops & 63) == 0 && dl_now() >= end)
+            stop = 1;
+        if (issued >= opt.count)
+            stop = 1;
+    }
+    st.secs = dl_now() - t0;
+    free(ring);
+    redisFree(c);
+    return st;
+}
+
+static int dl_report(const dl_stats *st, const char *what)
+{
+    char m[64];
+    snprintf(m, sizeof m, "%s_per_sec", what);
+    dl_metric(m, (double)st->ops / st->secs);
+    dl_metric("ops", (double)st->ops);
+    dl_metric("redis_cmds_per_sec", (double)st->cmds / st->secs);
+    dl_metric("rows_per_op", st->ops ? (double)st->rows / (double)st->ops : 0);
+    dl_metric("errors", (double)st->errors);
+    if (st->errors) {
+        fprintf(stderr, "bench-dist_load: %" PRIu64 " error replies, first: %s\n",
+                st->errors, st->first_error);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- bulk preload ---- */
+
+typedef struct dl_entry {
+    uint64_t bucket;
+    uint64_t p;
+} dl_entry;
+
+static int dl_entry_cmp(const void *a, const void *b)
+{
+    const dl_entry *x = a, *y = b;
+    return x->p < y->p ? -1 : x->p > y->p;
+}
+
+/* Drains replies until at most `keep` are outstanding. */
+static void dl_drain(redisContext *c, uint64_t *pending, uint64_t keep, dl_stats *st)
+{
+    while (*pending > keep) {
+        dl_read_one(c, st);
+        (*pending)--;
+    }
+}
+
+static int dl_preload(void)
+{
+    redisContext *c = dl_connect();
+    dl_stats st = {0};
+    uint64_t n = opt.count, pending = 0;
+    dl_entry *e = malloc(n * sizeof *e);
+    if (e == NULL)
+        die("memory", "preload entries");
+    redisReply *r = redisCommand(c, "HSETNX %s blocks %u", LAYOUT_META_KEY, opt.blocks);
+    freeReplyObject(r);
+    r = redisCommand(c, "HSETNX %s distance %u", LAYOUT_META_KEY, opt.distance);
+    freeReplyObject(r);
+    r = redisCommand(c, "HSETNX %s layout %d", LAYOUT_META_KEY, LAYOUT_VERSION);
+    freeReplyObject(r);
+    r = redisCommand(c, "HSETNX %s bucket_bits %u", LAYOUT_META_KEY, opt.bucket_bits);
+    freeReplyObject(r);
+    double t0 = dl_now();
+    enum { GROUP = 256 };
+    const char *argv[2 + 2 * GROUP];
+    size_t lens[2 + 2 * GROUP];
+    uint8_t mem[GROUP][LAYOUT_MEMBER_MAX];
+    char key[LAYOUT_KEY_MAX];
+    for (unsigned t = 0; t < ps.ntables; t++) {
+        for (uint64_t i = 0; i < n; i++) {
+            e[i].p = perm_apply(&ps.tables[t], dl_fp(opt.offset + i));
+            e[i].bucket = layout_bucket_of(e[i].p, opt.bucket_bits);
+        }
+        qsort(e, n, sizeof *e, dl_entry_cmp);
+        for (uint64_t i = 0; i < n;) {
+            uint64_t j = i;
+            int argc = 2;
+            size_t klen = layout_bucket_key(key, sizeof key, t, e[i].bucket, opt.bucket_bits);
+            argv[0] = "ZADD";
+            lens[0] = 4;
+            argv[1] = key;
+            lens[1] = klen;
+            while (j < n && e[j].bucket == e[i].bucket && j - i < GROUP) {
+                size_t ml = layout_member(mem[j - i], e[j].p, opt.bucket_bits);
+                argv[argc] = "0";
+                lens[argc++] = 1;
+                argv[argc] = (const char *)mem[j - i];
+                lens[argc++] = ml;
+                j++;
+            }
+            redisAppendCommandArgv(c, argc, argv, lens);
+            pending++;
+            dl_drain(c, &pending, 512, &st);
+            i = j;
+        }
+    }
+    dl_drain(c, &pending, 0, &st);
+    double secs = dl_now() - t0;
+    dl_metric("preload_entries_per_sec", (double)n * ps.ntables / secs);
+    free(e);
+    redisFree(c);
+    st.ops = n;
+    st.secs = secs;
+    return dl_report(&st, "preload_fp");
+}
+
+static int dl_predocs(void)
+{
+    redisContext *c = dl_connect();
+    dl_stats st = {0};
+    uint64_t pending = 0;
+    char key[LAYOUT_KEY_MAX], doc[32];
+    double t0 = dl_now();
+    for (uint64_t i = 0; i < opt.count; i++) {
+        uint64_t id = opt.offset + i, fp = dl_fp(id);
+        size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
+        int dlen = snprintf(doc, sizeof doc, "d%" PRIu64, id);
+        const char *argv[3] = {"SADD", key, doc};
+        size_t lens[3] = {4, klen, (size_t)dlen};
+        redisAppendCommandArgv(c, 3, argv, lens);
+        pending++;
+        dl_drain(c, &pending, 1024, &st);
+    }
+    dl_drain(c, &pending, 0, &st);
+    st.ops = opt.count;
+    st.secs = dl_now() - t0;
+    redisFree(c);
+    return dl_report(&st, "predocs_fp");
+}
+
+/* Every fingerprint asked for must come back at distance 0 (checks that the layout
+ * written by preload is the one the shard workers read). */
+static int dl_check(void)
+{
+    redisContext *c = dl_connect();
+    uint64_t bad = 0, n = opt.count;
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t fp = dl_fp(dl_rand_below(opt.corpus));
+        redisReply *r = redisCommand(c, "SIMHASH.QUERY %" PRIu64 " DISTANCE 0", fp);
+        if (r == NULL)
+            die("check", c->errstr);
+        char want[24];
+        snprintf(want, sizeof want, "%" PRIu64, fp);
+        int ok = r->type == REDIS_REPLY_ARRAY && r->elements == 1 &&
+                 r->element[0]->type == REDIS_REPLY_ARRAY && r->element[0]->elements == 3 &&
+                 r->element[0]->element[0]->type == REDIS_REPLY_STRING &&
+                 strcmp(r->element[0]->element[0]->str, want) == 0;
+        if (!ok && bad++ < 3)
+            fprintf(stderr, "bench-dist_load: check: fingerprint %s not found (reply type %d, %s)\n",
+                    want, r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    dl_metric("check_missing", (double)bad);
+    return bad != 0;
+}
+
+/* ---- open-loop paced queries ---- */
+
+typedef struct dl_paced {
+    struct event_base *base;
+    redisAsyncContext *ac;
+    struct event *tick;
+    double start, *lat;
+    uint64_t total, sent, received, errors;
+    int failed;
+} dl_paced;
+
+static void dl_paced_reply(redisAsyncContext *ac, void *reply, void *priv)
+{
+    dl_paced *pc = ac->data;
+    uint64_t idx = (uint64_t)(uintptr_t)priv;
+    redisReply *r = reply;
+    if (r == NULL) {
+        pc->failed = 1;
+        event_base_loopbreak(pc->base);
+        return;
+    }
+    if (r->type == REDIS_REPLY_ERROR)
+        pc->errors++;
+    pc->lat[idx] = dl_now() - (pc->start + (double)idx / opt.rate);
+    if (++pc->received == pc->total)
+        event_base_loopbreak(pc->base);
+}
+
+static void dl_paced_tick(evutil_socket_t fd, short what, void *arg)
+{
+    dl_paced *pc = arg;
+    (void)fd;
+    (void)what;
+    double el = dl_now() - pc->start;
+    uint64_t due = (uint64_t)(el * opt.rate) + 1;
+    if (due > pc->total)
+        due = pc->total;
+    while (pc->sent < due) {
+        char fps[24];
+        uint64_t fp = dl_fp(dl_rand_below(opt.corpus));
+        snprintf(fps, sizeof fps, "%" PRIu64, fp);
+        redisAsyncCommand(pc->ac, dl_paced_reply, (void *)(uintptr_t)pc->sent,
+                          "SIMHASH.QUERY %s", fps);
+        pc->sent++;
+    }
+    if (el > opt.seconds + 5.0) {   /* replies overdue: give up */
+        pc->failed = 1;
+        event_base_loopbreak(pc->base);
+    }
+}
+
+static int dl_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int dl_paced_run(void)
+{
+    dl_paced pc = {0};
+    pc.total = (uint64_t)(opt.rate * opt.seconds);
+    if (pc.total > opt.count)
+        pc.total = opt.count;
+    if (pc.total == 0)
+        die("paced", "nothing to send (rate * seconds < 1)");
+    pc.lat = calloc(pc.total, sizeof *pc.lat);
+    pc.base = event_base_new();
+    if (pc.lat == NULL || pc.base == NULL)
+        die("paced", "out of memory");
+    pc.ac = redisAsyncConnect(opt.host, opt.port);
+    if (pc.ac == NULL || pc.ac->err)
+        die("connect", pc.ac ? pc.ac->errstr : "out of memory");
+    pc.ac->data = &pc;
+    redisLibeventAttach(pc.ac, pc.base);
+    pc.tick = event_new(pc.base, -1, EV_PERSIST, dl_paced_tick, &pc);
+    struct timeval iv = {0, 200};   /* 0.2 ms: sends stay within 0.2 ms of schedule */
+    event_add(pc.tick, &iv);
+    pc.start = dl_now();
+    event_base_dispatch(pc.base);
+    double secs = dl_now() - pc.start;
+    event_free(pc.tick);
+    redisAsyncFree(pc.ac);
+    event_base_free(pc.base);
+    if (pc.failed && pc.received < pc.total)
+        fprintf(stderr, "bench-dist_load: paced: only %" PRIu64 " of %" PRIu64 " replies\n",
+                pc.received, pc.total);
+    qsort(pc.lat, pc.received == pc.total ? pc.total : 0, sizeof *pc.lat, dl_cmp_double);
+    dl_metric("target_rate", opt.rate);
+    dl_metric("achieved_rate", (double)pc.received / secs);
+    dl_metric("replies", (double)pc.received);
+    dl_metric("errors", (double)pc.errors);
+    if (pc.received == pc.total) {
+        dl_metric("p50_ms", pc.lat[pc.total / 2] * 1e3);
+        dl_metric("p90_ms", pc.lat[pc.total * 90 / 100] * 1e3);
+        dl_metric("p99_ms", pc.lat[pc.total * 99 / 100] * 1e3);
+        dl_metric("p999_ms", pc.lat[pc.total * 999 / 1000] * 1e3);
+        dl_metric("max_ms", pc.lat[pc.total - 1] * 1e3);
+    }
+    free(pc.lat);
+    return pc.received != pc.total || pc.errors != 0;
+}
+
+/* ---- command line ---- */
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
+            "         [--distance K] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
+            "         [--corpus N] [--depth D] [--seconds S] [--rate R]\n"
+            "MODE: preload predocs raw-query raw-ingest sys-query sys-ingest paced check\n");
+    exit(2);
+}
+
+static uint64_t dl_num(const char *name, const char *s, uint64_t min, uint64_t max)
+{
+    uint64_t v;
+    const char *why;
+    if (parse_uint_range(s, strlen(s), min, max, &v, &why) != 0) {
+        fprintf(stderr, "bench-dist_load: --%s %s: %s\n", name, s, why);
+        exit(2);
+    }
+    return v;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        usage();
+    opt.mode = argv[1];
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (i + 1 >= argc)
+            usage();
+        const char *v = argv[++i];
+        if (!strcmp(a, "--host")) opt.host = v;
+        else if (!strcmp(a, "--name")) opt.name = v;
+        else if (!strcmp(a, "--port")) opt.port = (int)dl_num("port", v, 1, 65535);
+        else if (!strcmp(a, "--blocks")) opt.blocks = (unsigned)dl_num("blocks", v, 1, 64);
+        else if (!strcmp(a, "--distance")) opt.distance = (unsigned)dl_num("distance", v, 0, 63);
+        else if (!strcmp(a, "--bucket-bits")) opt.bucket_bits = (unsigned)dl_num("bucket-bits", v, 8, 24);
+        else if (!strcmp(a, "--seed")) opt.seed = dl_num("seed", v, 0, UINT32_MAX);
+        else if (!strcmp(a, "--count")) opt.count = dl_num("count", v, 1, 100000000);
+        else if (!strcmp(a, "--offset")) opt.offset = dl_num("offset", v, 0, UINT32_MAX);
+        else if (!strcmp(a, "--corpus")) opt.corpus = dl_num("corpus", v, 1, UINT32_MAX);
+        else if (!strcmp(a, "--depth")) opt.depth = dl_num("depth", v, 1, 100000);
+        else if (!strcmp(a, "--seconds")) opt.seconds = (double)dl_num("seconds", v, 1, 3600);
+        else if (!strcmp(a, "--rate")) opt.rate = (double)dl_num("rate", v, 1, 10000000);
+        else usage();
+    }
+    if (!layout_bucket_bits_ok(opt.bucket_bits))
+        die("--bucket-bits", "must be 8, 16 or 24");
+    char err[256];
+    if (perm_set_init(&ps, opt.blocks, opt.distance, err, sizeof err) != 0)
+        die("tables", err);
+    if (opt.corpus == 0)
+        opt.corpus = opt.count;
+    int rc;
+    if (!strcmp(opt.mode, "preload")) rc = dl_preload();
+    else if (!strcmp(opt.mode, "predocs")) rc = dl_predocs();
+    else if (!strcmp(opt.mode, "raw-query")) rc = dl_report((dl_stats[]){dl_run(0)}, "queries");
+    else if (!strcmp(opt.mode, "raw-ingest")) rc = dl_report((dl_stats[]){dl_run(1)}, "ingests");
+    else if (!strcmp(opt.mode, "sys-query")) rc = dl_report((dl_stats[]){dl_run(2)}, "queries");
+    else if (!strcmp(opt.mode, "sys-ingest")) rc = dl_report((dl_stats[]){dl_run(3)}, "ingests");
+    else if (!strcmp(opt.mode, "paced")) rc = dl_paced_run();
+    else if (!strcmp(opt.mode, "check")) rc = dl_check();
+    else usage();
+    perm_set_free(&ps);
+    return rc;
+}
