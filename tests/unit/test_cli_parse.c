@@ -1,0 +1,242 @@
+/* test_cli_parse.c: the CLI's fast line parser accepts exactly what parse_u64
+ * accepts (random lines compared against a line-by-line reference), decimal
+ * formatting round-trips, and the output writer's JSON escaping. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "parse.h"
+
+static uint64_t rng_state = 0x243f6a8885a308d3ull;
+
+static uint64_t rng(void)
+{
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return rng_state;
+}
+
+static int rounds(int normal)
+{
+    const char *v = getenv("VALGRIND");
+    return (v && v[0] == '1') ? normal / 20 + 1 : normal;
+}
+
+static void test_parse_basic(void **state)
+{
+    (void)state;
+    const char *in = "0\n18446744073709551615\r\n42\n0007";
+    uint64_t *v;
+    size_t n;
+    cli_parse_error e;
+
+    assert_int_equal(cli_parse_u64_lines(in, strlen(in), &v, &n, &e), 0);
+    assert_int_equal(n, 4);
+    assert_true(v[0] == 0 && v[1] == UINT64_MAX && v[2] == 42 && v[3] == 7);
+    free(v);
+
+    assert_int_equal(cli_parse_u64_lines("", 0, &v, &n, &e), 0);
+    assert_int_equal(n, 0);
+    assert_null(v);
+
+    const char *bad = "1\n2\n18446744073709551616\n";
+    assert_int_equal(cli_parse_u64_lines(bad, strlen(bad), &v, &n, &e), -1);
+    assert_int_equal(e.line, 3);
+    assert_int_equal(e.textlen, 20);
+    assert_memory_equal(e.text, "18446744073709551616", 20);
+    assert_non_null(strstr(e.why, "out of range"));
+
+    const char *cr = "1\n\r\n";
+    assert_int_equal(cli_parse_u64_lines(cr, strlen(cr), &v, &n, &e), -1);
+    assert_int_equal(e.line, 2);
+    assert_string_equal(e.why, "empty");
+}
+
+/* Reference: split on '\n', drop one trailing '\r', parse_u64 each line. */
+static int reference_parse(const char *s, size_t len, uint64_t *out, size_t *n,
+                           size_t *bad_line, const char **why)
+{
+    size_t line = 0, count = 0, i = 0;
+    while (i < len) {
+        size_t j = i;
+        while (j < len && s[j] != '\n')
+            j++;
+        size_t l = j - i;
+        if (l > 0 && s[i + l - 1] == '\r')
+            l--;
+        line++;
+        if (parse_u64(s + i, l, &out[count], why) != 0) {
+            *bad_line = line;
+            return -1;
+        }
+        count++;
+        i = j + 1;
+    }
+    *n = count;
+    return 0;
+}
+
+static void test_parse_matches_reference(void **state)
+{
+    (void)state;
+    static const char alphabet[] = "0123456789012345678901234567890123456789 \r-+ax";
+    char buf[4096];
+    uint64_t ref[4096];
+
+    for (int r = 0; r < rounds(20000); r++) {
+        size_t len = 0;
+        int lines = 1 + (int)(rng() % 8);
+        for (int li = 0; li < lines; li++) {
+            unsigned kind = (unsigned)(rng() % 10);
+            int l = (int)(rng() % 26);
+            for (int k = 0; k < l && len < sizeof(buf) - 4; k++) {
+                /* mostly digits, sometimes anything from the alphabet */
+                buf[len++] = kind < 7 ? (char)('0' + rng() % 10)
+                                      : alphabet[rng() % (sizeof(alphabet) - 1)];
+            }
+            if (rng() % 5 == 0)
+                buf[len++] = '\r';
+            if (li + 1 < lines || rng() % 2)
+                buf[len++] = '\n';
+        }
+        uint64_t *v = NULL;
+        size_t n = 0, rn = 0, rline = 0;
+        cli_parse_error e;
+        const char *rwhy = NULL;
+        int got = cli_parse_u64_lines(buf, len, &v, &n, &e);
+        int want = reference_parse(buf, len, ref, &rn, &rline, &rwhy);
+        assert_int_equal(got, want);
+        if (want == 0) {
+            assert_int_equal(n, rn);
+            for (size_t i = 0; i < n; i++)
+                assert_true(v[i] == ref[i]);
+        } else {
+            assert_int_equal(e.line, rline);
+            assert_string_equal(e.why, rwhy);
+        }
+        free(v);
+    }
+}
+
+static void test_u64_to_dec(void **state)
+{
+    (void)state;
+    char a[32], b[32];
+    uint64_t fixed[] = {0, 1, 9, 10, 99, 100, 101, 999, 1000, UINT64_MAX, UINT64_MAX - 1,
+                        10000000000000000000ull, 9999999999999999999ull};
+    for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+        size_t n = cli_u64_to_dec(fixed[i], a);
+        a[n] = '\0';
+        snprintf(b, sizeof(b), "%" PRIu64, fixed[i]);
+        assert_string_equal(a, b);
+    }
+    for (int r = 0; r < rounds(100000); r++) {
+        uint64_t x = rng() >> (rng() % 64);
+        size_t n = cli_u64_to_dec(x, a);
+        a[n] = '\0';
+        snprintf(b, sizeof(b), "%" PRIu64, x);
+        assert_string_equal(a, b);
+    }
+}
+
+/* Write through cli_out into a temporary file and return its content (malloc'ed). */
+static char *out_roundtrip(void (*fill)(cli_out *o), size_t *len)
+{
+    char path[] = "/tmp/test_cli_parse_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    cli_out o;
+    assert_int_equal(cli_out_open(&o, path), 0);
+    fill(&o);
+    assert_int_equal(cli_out_close(&o), 0);
+    cli_buf b;
+    assert_int_equal(cli_buf_read_path(path, &b), 0);
+    char *copy = malloc(b.len + 1);
+    assert_non_null(copy);
+    memcpy(copy, b.data, b.len);
+    copy[b.len] = '\0';
+    *len = b.len;
+    cli_buf_free(&b);
+    unlink(path);
+    return copy;
+}
+
+static void fill_json(cli_out *o)
+{
+    const char s[] = "a\"b\\c\n\t\x01 \xc3\xa9 \xe4\xb8\xad \xff \xc3 \xed\xa0\x80";
+    cli_out_json_str(o, s, sizeof(s) - 1);
+}
+
+static void test_json_escape(void **state)
+{
+    (void)state;
+    size_t len;
+    char *got = out_roundtrip(fill_json, &len);
+    /* valid UTF-8 passes through; a lone 0xff, a truncated sequence and an encoded
+     * surrogate become \ufffd (the surrogate's three bytes each) */
+    assert_string_equal(got, "\"a\\\"b\\\\c\\n\\t\\u0001 \xc3\xa9 \xe4\xb8\xad \\ufffd \\ufffd "
+                             "\\ufffd\\ufffd\\ufffd\"");
+    free(got);
+}
+
+static void fill_big(cli_out *o)
+{
+    /* more than the buffer, with a write larger than the buffer in the middle */
+    static char block[3u << 20];
+    memset(block, 'x', sizeof(block));
+    for (int i = 0; i < 100000; i++)
+        cli_out_u64(o, (uint64_t)i);
+    cli_out_bytes(o, block, sizeof(block));
+    cli_out_char(o, '\n');
+}
+
+static void test_out_big(void **state)
+{
+    (void)state;
+    size_t len, want = 0;
+    char tmp[24];
+    for (int i = 0; i < 100000; i++)
+        want += cli_u64_to_dec((uint64_t)i, tmp);
+    want += (3u << 20) + 1;
+    char *got = out_roundtrip(fill_big, &len);
+    assert_int_equal(len, want);
+    assert_memory_equal(got, "0123456789101112", 16);
+    assert_int_equal(got[len - 1], '\n');
+    assert_int_equal(got[len - 2], 'x');
+    free(got);
+}
+
+static void test_out_full(void **state)
+{
+    (void)state;
+    cli_out o;
+    if (access("/dev/full", W_OK) != 0)
+        fail_msg("/dev/full is not writable");
+    assert_int_equal(cli_out_open(&o, "/dev/full"), 0);
+    cli_out_str(&o, "hello\n");
+    assert_int_equal(cli_out_close(&o), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse_basic),
+        cmocka_unit_test(test_parse_matches_reference),
+        cmocka_unit_test(test_u64_to_dec),
+        cmocka_unit_test(test_json_escape),
+        cmocka_unit_test(test_out_big),
+        cmocka_unit_test(test_out_full),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
