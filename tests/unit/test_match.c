@@ -162,7 +162,7 @@ static void test_planted_exact(void **state)
 static void test_skewed(void **state)
 {
     (void)state;
-    size_t n = light() ? 400 : 3000;
+    size_t n = light() ? 1000 : 3000;
     uint64_t *h = malloc(n * sizeof *h);
     assert_non_null(h);
     const unsigned sk[][2] = {{4, 3}, {6, 3}, {3, 1}, {5, 2}};
