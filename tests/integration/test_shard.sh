@@ -1,0 +1,246 @@
+#!/usr/bin/env bash
+# test_shard.sh: simhash-shard against a real redis-server on free loopback ports:
+# planted near-duplicates found within d and not at d+1, deletes, document sets,
+# wrong shard, bad arguments, meta mismatch refusal, Redis killed / stalled /
+# restarted (errors within the deadline, reconnection by itself).
+set -euo pipefail
+
+BIN=${SIMHASH_BIN:-$(dirname "$0")/../../build/bin}
+SHARD=$BIN/simhash-shard
+[ -x "$SHARD" ] || { echo "missing $SHARD"; exit 1; }
+command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 1; }
+
+DIR=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
+    sleep 0.2
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    rm -rf "$DIR"
+}
+trap cleanup EXIT
+
+FAILS=0
+CHECKS=0
+ok()   { CHECKS=$((CHECKS + 1)); }
+fail() { CHECKS=$((CHECKS + 1)); FAILS=$((FAILS + 1)); echo "FAIL: $*"; }
+expect_eq() { # name got want
+    if [ "$2" == "$3" ]; then ok; else fail "$1: got [$2] want [$3]"; fi
+}
+expect_match() { # name got regex
+    if [[ "$2" =~ $3 ]]; then ok; else fail "$1: got [$2], no match for /$3/"; fi
+}
+
+# A loopback port nobody listens on.
+free_port() {
+    local p
+    for _ in $(seq 1 200); do
+        p=$((20000 + RANDOM % 40000))
+        if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return 0; fi
+    done
+    return 1
+}
+
+RPORT=$(free_port)
+SPORT=$(free_port)
+SPORT2=$(free_port)
+REDIS_PID=
+
+# Starts redis-server under timeout; REDIS_PID is the server itself (from INFO), so
+# that STOP/CONT/KILL reach it rather than the timeout wrapper.
+start_redis() {
+    timeout 300 redis-server --port "$RPORT" --bind 127.0.0.1 --dir "$DIR" --save '' \
+        --appendonly no >>"$DIR/redis.log" 2>&1 &
+    PIDS+=($!)
+    for _ in $(seq 1 100); do
+        if [ "$(redis-cli -p "$RPORT" ping 2>/dev/null)" == "PONG" ]; then
+            REDIS_PID=$(redis-cli -p "$RPORT" INFO server | tr -d '\r' | sed -n 's/^process_id://p')
+            PIDS+=("$REDIS_PID")
+            return 0
+        fi
+        sleep 0.05
+    done
+    echo "redis-server did not start"; cat "$DIR/redis.log"; exit 1
+}
+
+# wait_pong PORT: until the worker answers PING.
+wait_pong() {
+    for _ in $(seq 1 100); do
+        [ "$(redis-cli -p "$1" ping 2>/dev/null)" == "PONG" ] && return 0
+        sleep 0.05
+    done
+    echo "worker on $1 did not start"; cat "$DIR"/shard*.log; exit 1
+}
+
+# wait_redis_up PORT: until the worker reports its Redis connection up (bounded).
+wait_redis_up() {
+    for _ in $(seq 1 200); do
+        if timeout 5 redis-cli -p "$1" SHARD.INFO 2>/dev/null | grep -q '^redis:up'; then return 0; fi
+        sleep 0.05
+    done
+    return 1
+}
+
+sc() { timeout 10 redis-cli -p "$SPORT" "$@" 2>&1; }
+
+start_redis
+timeout 300 "$SHARD" --port "$SPORT" --redis-port "$RPORT" --timeout-ms 3000 \
+    --pidfile "$DIR/shard.pid" >"$DIR/shard.log" 2>&1 &
+PIDS+=($!)
+wait_pong "$SPORT"
+
+# ---- HELLO, meta ----
+expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 1 16 0 255 "
+expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 1"
+SHARD_PID=$(cat "$DIR/shard.pid")
+expect_eq "pidfile" "$(ps -o comm= -p "$SHARD_PID")" "simhash-shard"
+ALL=$(seq -s ' ' 0 19)
+
+# ---- planted near-duplicates ----
+rand64() { printf '%u' $(( (RANDOM << 49) ^ (RANDOM << 34) ^ (RANDOM << 19) ^ (RANDOM << 4) ^ RANDOM )); }
+# flip N distinct random bits of $1
+flip() {
+    local v=$1 n=$2 used=" " b
+    while [ "$n" -gt 0 ]; do
+        b=$((RANDOM % 64))
+        case "$used" in *" $b "*) continue;; esac
+        used="$used$b "
+        v=$(( v ^ (1 << b) ))
+        n=$((n - 1))
+    done
+    printf '%u' "$v"
+}
+
+for i in $(seq 1 12); do
+    base=$(rand64)
+    expect_eq "add $i" "$(sc SHARD.ADD "$base" $ALL)" "20"
+    expect_eq "re-add $i" "$(sc SHARD.ADD "$base" $ALL)" "0"
+    for d in 0 1 2 3; do
+        q=$(flip "$base" "$d")
+        expect_eq "query d=$d #$i" "$(sc SHARD.QUERY "$q" 3 $ALL | tr '\n' ' ')" "$base $d "
+    done
+    q=$(flip "$base" 4)
+    expect_eq "query d=4 #$i" "$(sc SHARD.QUERY "$q" 3 $ALL)" ""
+    q=$(flip "$base" 3)
+    expect_eq "query d=3 with limit 2 #$i" "$(sc SHARD.QUERY "$q" 2 $ALL)" ""
+    LAST_BASE=$base
+done
+
+# two stored fingerprints near one query: both, nearest first
+a=$(rand64); b=$(flip "$a" 1); c=$(flip "$b" 2)
+sc SHARD.ADD "$a" $ALL >/dev/null; sc SHARD.ADD "$c" $ALL >/dev/null
+expect_eq "two matches" "$(sc SHARD.QUERY "$b" 3 $ALL | tr '\n' ' ')" "$a 1 $c 2 "
+expect_eq "del" "$(sc SHARD.DEL "$a" $ALL)" "20"
+expect_eq "del again" "$(sc SHARD.DEL "$a" $ALL)" "0"
+expect_eq "after del" "$(sc SHARD.QUERY "$b" 3 $ALL | tr '\n' ' ')" "$c 2 "
+# edge values
+expect_eq "add 0" "$(sc SHARD.ADD 0 $ALL)" "20"
+expect_eq "add max" "$(sc SHARD.ADD 18446744073709551615 $ALL)" "20"
+expect_eq "query near 0" "$(sc SHARD.QUERY 7 3 $ALL | tr '\n' ' ')" "0 3 "
+expect_eq "query near max" "$(sc SHARD.QUERY 18446744073709551614 3 $ALL | tr '\n' ' ')" "18446744073709551615 1 "
+
+# ---- document sets ----
+expect_eq "docadd" "$(sc SHARD.DOCADD "$c" doc-b doc-a)" "2"
+expect_eq "docadd dup" "$(sc SHARD.DOCADD "$c" doc-a doc-c)" "1"
+expect_eq "docs" "$(sc SHARD.DOCS "$c" | tr '\n' ' ')" "doc-a doc-b doc-c "
+expect_eq "docs two" "$(sc SHARD.DOCS "$a" "$c" | tr '\n' ' ')" " doc-a doc-b doc-c "
+expect_eq "doccount" "$(sc SHARD.DOCCOUNT "$c")" "3"
+expect_eq "docdel one" "$(sc SHARD.DOCDEL "$c" doc-b nope)" "1"
+expect_eq "docdel all" "$(sc SHARD.DOCDEL "$c")" "2"
+expect_eq "doccount after" "$(sc SHARD.DOCCOUNT "$c")" "0"
+
+# ---- bad arguments ----
+expect_match "bad fp" "$(sc SHARD.QUERY abc 3 0)" "^ERR fingerprint 'abc': not a decimal number"
+expect_match "fp overflow" "$(sc SHARD.ADD 18446744073709551616 0)" "^ERR fingerprint .*out of range"
+expect_match "negative fp" "$(sc SHARD.ADD -1 0)" "^ERR fingerprint"
+expect_match "distance too big" "$(sc SHARD.QUERY 1 4 0)" "^ERR distance '4': out of range"
+expect_match "table too big" "$(sc SHARD.QUERY 1 3 20)" "^ERR table '20': out of range"
+expect_match "table not a number" "$(sc SHARD.ADD 1 x)" "^ERR table 'x'"
+expect_match "arity" "$(sc SHARD.QUERY 1 3)" "^ERR"
+expect_match "arity docs" "$(sc SHARD.DOCS)" "^ERR"
+expect_match "empty docid" "$(sc SHARD.DOCADD 1 '')" "^ERR empty document id"
+expect_match "unknown" "$(sc SHARD.NOPE)" "^ERR"
+expect_eq "ping" "$(sc PING)" "PONG"
+
+# ---- wrong shard: a worker serving 0-127 ----
+timeout 300 "$SHARD" --port "$SPORT2" --redis-port "$RPORT" --shards 0-127 >"$DIR/shard2.log" 2>&1 &
+PIDS+=($!)
+wait_pong "$SPORT2"
+expect_eq "hello 2" "$(redis-cli -p "$SPORT2" SHARD.HELLO | tail -2 | tr '\n' ' ')" "0 127 "
+# every permutation of 2^64-1 starts with byte 255, of 0 with byte 0
+expect_match "wrongshard query" "$(redis-cli -p "$SPORT2" SHARD.QUERY 18446744073709551615 3 5)" "^WRONGSHARD table 5 shard 255"
+expect_match "wrongshard add" "$(redis-cli -p "$SPORT2" SHARD.ADD 18446744073709551615 0)" "^WRONGSHARD"
+expect_match "wrongshard docs" "$(redis-cli -p "$SPORT2" SHARD.DOCS 0 18446744073709551615)" "^WRONGSHARD"
+expect_eq "right shard" "$(redis-cli -p "$SPORT2" SHARD.QUERY 0 3 5 | tr '\n' ' ')" "0 0 "
+expect_match "info wrongshard" "$(redis-cli -p "$SPORT2" SHARD.INFO | tr -d '\r')" "errors_wrongshard:3"
+
+# ---- configuration and meta refusal ----
+set +e
+out=$(timeout 20 "$SHARD" --port "$(free_port)" --redis-port "$RPORT" --blocks 5 2>&1); rc=$?
+set -e
+expect_eq "mismatch exit" "$rc" "1"
+expect_match "mismatch message" "$out" "corpus in redis 127.0.0.1:$RPORT was built with blocks 6 distance 3 bucket-bits 16; this worker is configured with blocks 5 distance 3 bucket-bits 16"
+set +e
+out=$(timeout 20 "$SHARD" --redis-port "$RPORT" --bucket-bits 24 --port "$(free_port)" 2>&1); rc=$?
+set -e
+expect_eq "bucket-bits mismatch exit" "$rc" "1"
+set +e
+out=$(timeout 20 "$SHARD" --blocks 16 --distance 15 --check-config 2>&1); rc=$?
+set -e
+expect_eq "short prefix exit" "$rc" "2"
+expect_match "short prefix message" "$out" "table 0 has a 4-bit prefix"
+set +e
+out=$(timeout 20 "$SHARD" --shards 9-3 --check-config 2>&1); rc=$?
+set -e
+expect_eq "bad shards exit" "$rc" "2"
+expect_match "bad shards message" "$out" "shards '9-3'"
+set +e
+out=$(timeout 20 "$SHARD" --port "$(free_port)" --redis-port "$(free_port)" 2>&1); rc=$?
+set -e
+expect_eq "no redis exit" "$rc" "1"
+expect_match "no redis message" "$out" "cannot connect to redis"
+
+# ---- Redis stalls: -REDIS timeout, the worker drops the connection and recovers ----
+kill -STOP "$REDIS_PID"
+expect_match "stalled" "$(sc SHARD.QUERY "$LAST_BASE" 3 $ALL)" "^REDIS timeout"
+kill -CONT "$REDIS_PID"
+wait_redis_up "$SPORT" || fail "worker did not come back after a stall"
+expect_eq "after stall" "$(sc SHARD.QUERY "$LAST_BASE" 3 $ALL | tr '\n' ' ')" "$LAST_BASE 0 "
+
+# ---- Redis killed with requests in flight ----
+kill -STOP "$REDIS_PID"
+sc SHARD.QUERY "$LAST_BASE" 3 $ALL >"$DIR/inflight.out" &
+QPID=$!
+sleep 0.5
+kill -9 "$REDIS_PID"
+wait "$QPID" || true
+expect_match "in flight" "$(cat "$DIR/inflight.out")" "^REDIS connection lost"
+expect_match "while down" "$(sc SHARD.QUERY 1 3 0)" "^REDIS unavailable"
+expect_match "while down add" "$(sc SHARD.ADD 1 0)" "^REDIS unavailable"
+expect_eq "hello while down" "$(sc SHARD.HELLO | head -1)" "6"
+expect_match "info down" "$(sc SHARD.INFO | tr -d '\r')" "redis:(down|connecting)"
+
+# ---- Redis restarted (empty, no persistence): reconnect, meta recreated ----
+start_redis
+wait_redis_up "$SPORT" || fail "worker did not reconnect"
+expect_eq "meta recreated" "$(redis-cli -p "$RPORT" HGET simhash:meta distance)" "3"
+expect_eq "empty after restart" "$(sc SHARD.QUERY "$LAST_BASE" 3 $ALL)" ""
+expect_eq "add after restart" "$(sc SHARD.ADD "$LAST_BASE" $ALL)" "20"
+q=$(flip "$LAST_BASE" 2)
+expect_eq "query after restart" "$(sc SHARD.QUERY "$q" 3 $ALL | tr '\n' ' ')" "$LAST_BASE 2 "
+info=$(sc SHARD.INFO | tr -d '\r')
+expect_match "info reconnects" "$info" "redis_reconnects:[2-9]"
+expect_match "info lost" "$info" "errors_lost:[1-9]"
+expect_match "info timeout" "$info" "errors_timeout:[1-9]"
+
+# ---- clean shutdown ----
+kill "$SHARD_PID"
+for _ in $(seq 1 100); do kill -0 "$SHARD_PID" 2>/dev/null || break; sleep 0.05; done
+if kill -0 "$SHARD_PID" 2>/dev/null; then fail "worker did not stop on SIGTERM"; else ok; fi
+[ -e "$DIR/shard.pid" ] && fail "pidfile left behind" || ok
+
+echo "test_shard: $CHECKS checks, $FAILS failures"
+if [ "$FAILS" -ne 0 ]; then
+    echo "--- worker log"; cat "$DIR/shard.log"
+    exit 1
+fi
