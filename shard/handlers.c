@@ -178,7 +178,8 @@ static void shard_job_complete(shard_job *j)
     resp_buf *out = rs_req_out(j->req);
     switch (j->kind) {
     case SHARD_JOB_QUERY: {
-        qsort(j->m, j->nm, sizeof *j->m, shard_match_cmp);
+        if (j->nm > 1)
+            qsort(j->m, j->nm, sizeof *j->m, shard_match_cmp);
         size_t n = 0;
         for (size_t i = 0; i < j->nm; i++)
             if (n == 0 || j->m[i].fp != j->m[n - 1].fp)
@@ -281,7 +282,8 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
                 return -1;
             }
             memcpy(v, rep->element, rep->elements * sizeof *v);
-            qsort(v, rep->elements, sizeof *v, shard_reply_cmp);
+            if (rep->elements > 1)
+                qsort(v, rep->elements, sizeof *v, shard_reply_cmp);
         }
         resp_add_array(b, rep->elements);
         for (size_t i = 0; i < rep->elements; i++)

@@ -239,8 +239,11 @@ for _ in $(seq 1 100); do kill -0 "$SHARD_PID" 2>/dev/null || break; sleep 0.05;
 if kill -0 "$SHARD_PID" 2>/dev/null; then fail "worker did not stop on SIGTERM"; else ok; fi
 [ -e "$DIR/shard.pid" ] && fail "pidfile left behind" || ok
 
+# sanitizer builds report into the worker logs
+if grep -E "Sanitizer|runtime error" "$DIR"/shard*.log; then fail "sanitizer report in a worker log"; else ok; fi
+
 echo "test_shard: $CHECKS checks, $FAILS failures"
 if [ "$FAILS" -ne 0 ]; then
-    echo "--- worker log"; cat "$DIR/shard.log"
+    echo "--- worker logs"; cat "$DIR"/shard*.log
     exit 1
 fi
