@@ -8,6 +8,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -15,8 +16,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DEDUP_MAX_DEPTH 512
+#define DEDUP_SMALL_FILE (4 << 20)     /* read, not mapped, below this size */
 #define DEDUP_VERBOSE_PAIRS_MAX 200   /* -v lists pair distances for groups up to this size */
 
 /* ---- (device, inode) set: each directory walked once, each file listed once ---- */
@@ -203,22 +206,73 @@ typedef struct dedup_work {
     size_t done;                  /* atomic: files finished */
 } dedup_work;
 
+/* Fingerprint one file: small files are read into the thread's reusable buffer
+ * (mmap/munmap per file would serialize threads on the address-space lock), large
+ * ones mapped. Returns 0, or an errno value. */
+static int fingerprint_file(const char *path, unsigned window, char **sbuf, size_t *scap,
+                            uint64_t *fp)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat st;
+    int rc = 0;
+
+    if (fd < 0)
+        return errno ? errno : EIO;
+    if (fstat(fd, &st) != 0) {
+        rc = errno;
+    } else if (S_ISREG(st.st_mode) && st.st_size < DEDUP_SMALL_FILE) {
+        size_t len = 0;
+        for (;;) {
+            if (*scap - len < 4096) {
+                size_t ncap = *scap ? *scap * 2 : 65536;
+                char *nb = realloc(*sbuf, ncap);
+                if (!nb) {
+                    rc = ENOMEM;
+                    break;
+                }
+                *sbuf = nb;
+                *scap = ncap;
+            }
+            ssize_t r = read(fd, *sbuf + len, *scap - len);
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r < 0) {
+                rc = errno ? errno : EIO;
+                break;
+            }
+            if (r == 0)
+                break;
+            len += (size_t)r;
+        }
+        if (rc == 0)
+            *fp = fp_text(*sbuf, len, window);
+    } else {
+        cli_buf b;
+        if (cli_buf_read_fd(fd, &b) != 0) {
+            rc = errno ? errno : EIO;
+        } else {
+            *fp = fp_text(b.data, b.len, window);
+            cli_buf_free(&b);
+        }
+    }
+    close(fd);
+    return rc;
+}
+
 static void *dedup_worker(void *arg)
 {
     dedup_work *wk = arg;
+    char *sbuf = NULL;
+    size_t scap = 0;
+
     for (;;) {
         size_t i = __atomic_fetch_add(&wk->next, 1, __ATOMIC_RELAXED);
         if (i >= wk->n)
             break;
-        cli_buf b;
-        if (cli_buf_read_path(wk->paths[i], &b) != 0) {
-            wk->errs[i] = errno ? errno : EIO;
-        } else {
-            wk->fps[i] = fp_text(b.data, b.len, wk->window);
-            cli_buf_free(&b);
-        }
+        wk->errs[i] = fingerprint_file(wk->paths[i], wk->window, &sbuf, &scap, &wk->fps[i]);
         __atomic_fetch_add(&wk->done, 1, __ATOMIC_RELEASE);
     }
+    free(sbuf);
     return NULL;
 }
 
