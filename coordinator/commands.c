@@ -1,0 +1,832 @@
+/* commands.c: the client commands of simhash-coordinator (see docs/protocol.md):
+ * argument checks, the fan-out rounds of QUERY / ADD / DEL / CHECK / CHECKTEXT,
+ * merging of worker replies, FINGERPRINT and INFO. */
+#include "coord.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "fingerprint.h"
+#include "hamming.h"
+#include "layout.h"
+#include "log.h"
+#include "parse.h"
+
+/* ---- Argument helpers ---- */
+
+/* Printable, truncated copy of an argument for error messages. */
+static const char *shown(const char *s, size_t n, char *buf, size_t cap)
+{
+    size_t j = 0;
+    for (size_t i = 0; i < n && j + 4 < cap && i < 40; i++) {
+        unsigned char c = (unsigned char)s[i];
+        buf[j++] = (c >= 32 && c < 127 && c != '\'') ? (char)c : '?';
+    }
+    if (n > 40 && j + 4 < cap) {
+        memcpy(buf + j, "...", 3);
+        j += 3;
+    }
+    buf[j] = '\0';
+    return buf;
+}
+
+/* Fingerprint in argument i. Returns 0, or -1 after answering an error. */
+static int arg_fp(rs_req *r, size_t i, uint64_t *fp)
+{
+    size_t n;
+    const char *s = rs_req_arg(r, i, &n), *why;
+    char b[64];
+    if (parse_u64(s, n, fp, &why) != 0) {
+        rs_req_fail(r, RS_ERR, "invalid fingerprint '%s' (argument %zu): %s; fingerprints are "
+                    "unsigned 64-bit decimal numbers", shown(s, n, b, sizeof(b)), i, why);
+        return -1;
+    }
+    return 0;
+}
+
+static int arg_docid(rs_req *r, size_t i)
+{
+    size_t n;
+    rs_req_arg(r, i, &n);
+    if (n == 0) {
+        rs_req_fail(r, RS_ERR, "empty document id (argument %zu)", i);
+        return -1;
+    }
+    return 0;
+}
+
+/* Answer -SHARDDOWN when routing is not complete. Returns 0 when it is. */
+static int need_routing(coord *co, rs_req *r)
+{
+    if (co->routing_ok)
+        return 0;
+    for (size_t i = 0; i < co->nw; i++)
+        if (co->w[i].health != W_UP) {
+            co->st.err_sharddown++;
+            rs_req_fail(r, co->w[i].health == W_MISMATCH ? RS_MISMATCH : RS_SHARDDOWN,
+                        "shard worker %s unavailable%s%s", co->w[i].addr,
+                        co->w[i].problem[0] ? ": " : "", co->w[i].problem);
+            return -1;
+        }
+    rs_req_fail(r, RS_SHARDDOWN, "shard workers do not cover every shard (see SIMHASH.INFO)");
+    return -1;
+}
+
+/* ---- Operation state ---- */
+
+typedef struct qmatch {
+    uint64_t fp;
+    unsigned dist;
+    char *docs;             /* RESP array of document ids, as received order */
+    size_t docslen;
+} qmatch;
+
+typedef struct addpair {
+    uint64_t fp;
+    const char *docid;
+    size_t len;
+} addpair;
+
+typedef struct grp {
+    size_t start, n;        /* slice of matches / pairs */
+} grp;
+
+enum { M_QUERY, M_CHECK, M_CHECKTEXT, M_ADD, M_DEL };
+
+typedef struct cstate {
+    int mode;
+    uint64_t q;
+    unsigned d;
+    size_t limit;           /* 0: all */
+    qmatch *m;
+    size_t n, cap;
+    grp *groups;            /* per worker (DOCS) or per fingerprint (DOCADD) */
+    addpair *pairs;
+    size_t npairs;
+    long long count;        /* ADD: entries added; DEL: ids removed */
+    long long left;         /* DEL: ids left */
+    int have_docid;
+    resp_buf saved;         /* CHECK: the matches reply */
+    char tables[PERM_MAX_TABLES][8];
+} cstate;
+
+static void cstate_cleanup(void *p)
+{
+    cstate *s = p;
+    for (size_t i = 0; i < s->n; i++)
+        free(s->m[i].docs);
+    free(s->m);
+    free(s->groups);
+    free(s->pairs);
+    resp_buf_free(&s->saved);
+}
+
+static cstate *cstate_new(coord_op *op, int mode)
+{
+    cstate *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        coord_op_fail(op, RS_OOM, "out of memory");
+        return NULL;
+    }
+    s->mode = mode;
+    resp_buf_init(&s->saved, 0);
+    for (unsigned t = 0; t < PERM_MAX_TABLES; t++)
+        snprintf(s->tables[t], sizeof(s->tables[t]), "%u", t);
+    coord_op_set_data(op, s, cstate_cleanup);
+    return s;
+}
+
+/* Send `cmd fp [d] t...` to every worker for the tables whose shard of fp it owns.
+ * Returns 0, or -1 when the op failed. */
+static int send_per_table(coord_op *op, cstate *s, const char *cmd, uint64_t fp, const char *dstr,
+                          coord_reply_fn fn)
+{
+    coord *co = coord_op_coord(op);
+    const char *argv[3 + PERM_MAX_TABLES];
+    size_t lens[3 + PERM_MAX_TABLES];
+    char fps[24];
+    snprintf(fps, sizeof(fps), "%" PRIu64, fp);
+    for (size_t wi = 0; wi < co->nw; wi++) {
+        int argc = 0;
+        argv[argc++] = cmd;
+        argv[argc++] = fps;
+        if (dstr)
+            argv[argc++] = dstr;
+        int first = argc;
+        for (unsigned t = 0; t < co->ps.ntables; t++) {
+            coord_worker *w = coord_route(co, perm_apply(&co->ps.tables[t], fp));
+            if (w == &co->w[wi])
+                argv[argc++] = s->tables[t];
+        }
+        if (argc == first)
+            continue;
+        for (int i = 0; i < argc; i++)
+            lens[i] = strlen(argv[i]);
+        if (coord_op_send(op, &co->w[wi], argc, argv, lens, fn, NULL) != 0)
+            return -1;
+    }
+    return 0;
+}
+
+static int want_integer(coord_op *op, coord_worker *w, redisReply *r, const char *cmd)
+{
+    if (r->type != REDIS_REPLY_INTEGER) {
+        coord_op_coord(op)->st.err_worker++;
+        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply type %d to %s", w->addr,
+                      r->type, cmd);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- QUERY / CHECK / CHECKTEXT ---- */
+
+static void add_round_start(coord_op *op);
+static void query_sort_answer_fn(coord_op *op);
+
+static int match_push(cstate *s, uint64_t fp, unsigned dist)
+{
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 16;
+        qmatch *m = realloc(s->m, cap * sizeof(*m));
+        if (m == NULL)
+            return -1;
+        s->m = m;
+        s->cap = cap;
+    }
+    s->m[s->n].fp = fp;
+    s->m[s->n].dist = dist;
+    s->m[s->n].docs = NULL;
+    s->m[s->n].docslen = 0;
+    s->n++;
+    return 0;
+}
+
+/* SHARD.QUERY reply: array of [fp, dist]. */
+static int on_query_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    cstate *s = coord_op_data(op);
+    (void)arg;
+    if (r->type != REDIS_REPLY_ARRAY)
+        goto bad;
+    for (size_t i = 0; i < r->elements; i++) {
+        redisReply *e = r->element[i];
+        uint64_t fp;
+        const char *why;
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 1)
+            goto bad;
+        redisReply *f = e->element[0];
+        if (f->type == REDIS_REPLY_STRING) {
+            if (parse_u64(f->str, f->len, &fp, &why) != 0)
+                goto bad;
+        } else if (f->type == REDIS_REPLY_INTEGER && f->integer >= 0) {
+            fp = (uint64_t)f->integer;
+        } else {
+            goto bad;
+        }
+        unsigned dist = ham_dist(fp, s->q);
+        if (dist > s->d)
+            continue;       /* a worker answering more than asked: keep the contract */
+        if (match_push(s, fp, dist) != 0) {
+            coord_op_fail(op, RS_OOM, "out of memory");
+            return -1;
+        }
+    }
+    return 0;
+bad:
+    coord_op_coord(op)->st.err_worker++;
+    coord_op_fail(op, RS_ERR, "shard worker %s: malformed SHARD.QUERY reply", w->addr);
+    return -1;
+}
+
+static int cmp_fp(const void *a, const void *b)
+{
+    const qmatch *x = a, *y = b;
+    return x->fp < y->fp ? -1 : x->fp > y->fp;
+}
+
+static int cmp_dist_fp(const void *a, const void *b)
+{
+    const qmatch *x = a, *y = b;
+    if (x->dist != y->dist)
+        return x->dist < y->dist ? -1 : 1;
+    return x->fp < y->fp ? -1 : x->fp > y->fp;
+}
+
+/* SHARD.DOCS reply: one array of ids per fingerprint of the group. */
+static int on_docs_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    cstate *s = coord_op_data(op);
+    grp *g = arg;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != g->n)
+        goto bad;
+    for (size_t i = 0; i < g->n; i++) {
+        redisReply *e = r->element[i];
+        resp_buf b;
+        if (e->type != REDIS_REPLY_ARRAY)
+            goto bad;
+        resp_buf_init(&b, 0);
+        resp_add_array(&b, e->elements);
+        for (size_t j = 0; j < e->elements; j++) {
+            if (e->element[j]->type != REDIS_REPLY_STRING) {
+                resp_buf_free(&b);
+                goto bad;
+            }
+            resp_add_bulk(&b, e->element[j]->str, e->element[j]->len);
+        }
+        if (b.overflow) {
+            resp_buf_free(&b);
+            coord_op_fail(op, RS_OOM, "out of memory");
+            return -1;
+        }
+        qmatch *m = &s->m[g->start + i];
+        free(m->docs);
+        m->docs = b.data;
+        m->docslen = b.len;
+    }
+    return 0;
+bad:
+    coord_op_coord(op)->st.err_worker++;
+    coord_op_fail(op, RS_ERR, "shard worker %s: malformed SHARD.DOCS reply", w->addr);
+    return -1;
+}
+
+static void write_matches(cstate *s, resp_buf *b)
+{
+    resp_add_array(b, s->n);
+    for (size_t i = 0; i < s->n; i++) {
+        resp_add_array(b, 3);
+        resp_add_bulk_u64(b, s->m[i].fp);
+        resp_add_int(b, s->m[i].dist);
+        if (s->m[i].docs)
+            resp_buf_append(b, s->m[i].docs, s->m[i].docslen);
+        else
+            resp_add_array(b, 0);
+    }
+}
+
+static void query_answer(coord_op *op)
+{
+    cstate *s = coord_op_data(op);
+    coord *co = coord_op_coord(op);
+    rs_req *r = coord_op_req(op);
+    co->st.matches += s->n;
+    if (s->mode == M_QUERY) {
+        write_matches(s, rs_req_out(r));
+        coord_op_finish(op);
+        return;
+    }
+    /* CHECK / CHECKTEXT: keep the answer, then add */
+    write_matches(s, &s->saved);
+    add_round_start(op);
+}
+
+/* After the query round: merge, sort, LIMIT, then fetch document ids. */
+static void query_merge(coord_op *op)
+{
+    cstate *s = coord_op_data(op);
+    coord *co = coord_op_coord(op);
+
+    if (s->n > 1) {
+        qsort(s->m, s->n, sizeof(*s->m), cmp_fp);
+        size_t k = 0;
+        for (size_t i = 0; i < s->n; i++) {
+            if (k > 0 && s->m[k - 1].fp == s->m[i].fp) {
+                if (s->m[i].dist < s->m[k - 1].dist)
+                    s->m[k - 1].dist = s->m[i].dist;
+                continue;
+            }
+            s->m[k++] = s->m[i];
+        }
+        s->n = k;
+    }
+    if (s->limit > 0 && s->n > s->limit) {
+        qsort(s->m, s->n, sizeof(*s->m), cmp_dist_fp);
+        s->n = s->limit;
+    }
+    if (s->n == 0) {
+        query_answer(op);
+        return;
+    }
+    /* group by owner of table 0's shard: sort by (owner, dist, fp) would lose the
+     * final order, so sort by owner here and re-sort after */
+    s->groups = calloc(co->nw, sizeof(*s->groups));
+    qmatch *tmp = malloc(s->n * sizeof(*tmp));
+    if (s->groups == NULL || tmp == NULL) {
+        free(tmp);
+        coord_op_fail(op, RS_OOM, "out of memory");
+        return;
+    }
+    size_t pos = 0;
+    for (size_t wi = 0; wi < co->nw; wi++) {
+        s->groups[wi].start = pos;
+        for (size_t i = 0; i < s->n; i++)
+            if (coord_route(co, perm_apply(&co->ps.tables[0], s->m[i].fp)) == &co->w[wi])
+                tmp[pos++] = s->m[i];
+        s->groups[wi].n = pos - s->groups[wi].start;
+    }
+    if (pos != s->n) {
+        free(tmp);
+        coord_op_fail(op, RS_SHARDDOWN, "routing changed during the request; retry");
+        return;
+    }
+    memcpy(s->m, tmp, s->n * sizeof(*tmp));
+    free(tmp);
+    for (size_t wi = 0; wi < co->nw; wi++) {
+        grp *g = &s->groups[wi];
+        if (g->n == 0)
+            continue;
+        const char **argv = malloc((g->n + 1) * sizeof(*argv));
+        size_t *lens = malloc((g->n + 1) * sizeof(*lens));
+        char (*fps)[24] = malloc(g->n * sizeof(*fps));
+        if (argv == NULL || lens == NULL || fps == NULL) {
+            free(argv);
+            free(lens);
+            free(fps);
+            coord_op_fail(op, RS_OOM, "out of memory");
+            return;
+        }
+        argv[0] = "SHARD.DOCS";
+        lens[0] = 10;
+        for (size_t i = 0; i < g->n; i++) {
+            lens[i + 1] = (size_t)snprintf(fps[i], sizeof(fps[i]), "%" PRIu64, s->m[g->start + i].fp);
+            argv[i + 1] = fps[i];
+        }
+        int rc = coord_op_send(op, &co->w[wi], (int)(g->n + 1), argv, lens, on_docs_reply, g);
+        free(argv);
+        free(lens);
+        free(fps);
+        if (rc != 0)
+            return;
+    }
+    coord_op_round_end(op, query_sort_answer_fn);
+}
+
+static void query_sort_answer_fn(coord_op *op)
+{
+    cstate *s = coord_op_data(op);
+    qsort(s->m, s->n, sizeof(*s->m), cmp_dist_fp);
+    query_answer(op);
+}
+
+/* Start the query round for s->q within s->d. */
+static void query_start(coord_op *op)
+{
+    cstate *s = coord_op_data(op);
+    char dstr[8];
+    snprintf(dstr, sizeof(dstr), "%u", s->d);
+    if (send_per_table(op, s, "SHARD.QUERY", s->q, dstr, on_query_reply) != 0)
+        return;
+    coord_op_round_end(op, query_merge);
+}
+
+/* Parse [DISTANCE d] [LIMIT n] from argument `from`. Returns 0, or -1 after an error. */
+static int query_options(coord *co, rs_req *r, size_t from, int allow_limit, unsigned *d,
+                         size_t *limit)
+{
+    *d = co->cfg.distance;
+    *limit = 0;
+    for (size_t i = from; i < rs_req_argc(r); i += 2) {
+        size_t n, vn;
+        const char *opt = rs_req_arg(r, i, &n), *why;
+        char b[64];
+        uint64_t v;
+        int is_d = n == 8 && strncasecmp(opt, "DISTANCE", 8) == 0;
+        int is_l = allow_limit && n == 5 && strncasecmp(opt, "LIMIT", 5) == 0;
+        if (!is_d && !is_l) {
+            rs_req_fail(r, RS_ERR, "unknown option '%s' (argument %zu); expected %s",
+                        shown(opt, n, b, sizeof(b)), i,
+                        allow_limit ? "DISTANCE d or LIMIT n" : "DISTANCE d");
+            return -1;
+        }
+        if (i + 1 >= rs_req_argc(r)) {
+            rs_req_fail(r, RS_ERR, "%s needs a value (argument %zu)", is_d ? "DISTANCE" : "LIMIT",
+                        i + 1);
+            return -1;
+        }
+        const char *val = rs_req_arg(r, i + 1, &vn);
+        if (is_d) {
+            if (parse_uint_range(val, vn, 0, co->cfg.distance, &v, &why) != 0) {
+                rs_req_fail(r, RS_ERR, "invalid DISTANCE '%s' (argument %zu): %s; the corpus "
+                            "distance is %u", shown(val, vn, b, sizeof(b)), i + 1, why,
+                            co->cfg.distance);
+                return -1;
+            }
+            *d = (unsigned)v;
+        } else {
+            if (parse_uint_range(val, vn, 1, 1000000000, &v, &why) != 0) {
+                rs_req_fail(r, RS_ERR, "invalid LIMIT '%s' (argument %zu): %s",
+                            shown(val, vn, b, sizeof(b)), i + 1, why);
+                return -1;
+            }
+            *limit = (size_t)v;
+        }
+    }
+    return 0;
+}
+
+static void cmd_query(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    uint64_t q;
+    unsigned d;
+    size_t limit;
+    if (arg_fp(r, 1, &q) != 0 || query_options(co, r, 2, 1, &d, &limit) != 0 ||
+        need_routing(co, r) != 0)
+        return;
+    co->st.queries++;
+    coord_op *op = coord_op_new(co, r);
+    if (op == NULL)
+        return;
+    cstate *s = cstate_new(op, M_QUERY);
+    if (s == NULL)
+        return;
+    s->q = q;
+    s->d = d;
+    s->limit = limit;
+    query_start(op);
+}
+
+/* CHECK / CHECKTEXT: docid at argument di; fingerprint q. */
+static void check_start(coord *co, rs_req *r, int mode, uint64_t q, size_t di, unsigned d)
+{
+    size_t n;
+    const char *docid = rs_req_arg(r, di, &n);
+    co->st.checks++;
+    coord_op *op = coord_op_new(co, r);
+    if (op == NULL)
+        return;
+    cstate *s = cstate_new(op, mode);
+    if (s == NULL)
+        return;
+    s->q = q;
+    s->d = d;
+    s->pairs = malloc(sizeof(*s->pairs));
+    if (s->pairs == NULL) {
+        coord_op_fail(op, RS_OOM, "out of memory");
+        return;
+    }
+    s->pairs[0].fp = q;
+    s->pairs[0].docid = docid;
+    s->pairs[0].len = n;
+    s->npairs = 1;
+    query_start(op);
+}
+
+static void cmd_check(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    uint64_t q;
+    unsigned d;
+    size_t limit;
+    if (arg_fp(r, 1, &q) != 0 || arg_docid(r, 2) != 0 ||
+        query_options(co, r, 3, 0, &d, &limit) != 0 || need_routing(co, r) != 0)
+        return;
+    check_start(co, r, M_CHECK, q, 2, d);
+}
+
+static void cmd_checktext(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    size_t n;
+    if (arg_docid(r, 1) != 0 || need_routing(co, r) != 0)
+        return;
+    const char *text = rs_req_arg(r, 2, &n);
+    co->st.fingerprints++;
+    check_start(co, r, M_CHECKTEXT, fp_text(text, n, FP_WINDOW_DEFAULT), 1, co->cfg.distance);
+}
+
+/* ---- ADD (also the second half of CHECK) ---- */
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const addpair *x = a, *y = b;
+    return x->fp < y->fp ? -1 : x->fp > y->fp;
+}
+
+static int on_count_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    cstate *s = coord_op_data(op);
+    if (want_integer(op, w, r, arg ? (const char *)arg : "SHARD request") != 0)
+        return -1;
+    s->count += r->integer;
+    return 0;
+}
+
+static int on_ignore_count(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    (void)arg;
+    return want_integer(op, w, r, "SHARD.ADD/SHARD.DEL");
+}
+
+static void add_answer(coord_op *op)
+{
+    cstate *s = coord_op_data(op);
+    resp_buf *out = rs_req_out(coord_op_req(op));
+    if (s->mode == M_ADD) {
+        resp_add_int(out, s->count);
+    } else if (s->mode == M_CHECK) {
+        resp_buf_append(out, s->saved.data, s->saved.len);
+    } else {
+        resp_add_array(out, 2);
+        resp_add_bulk_u64(out, s->q);
+        resp_buf_append(out, s->saved.data, s->saved.len);
+    }
+    coord_op_finish(op);
+}
+
+/* Second round: SHARD.ADD fp t... to every worker, for every distinct fingerprint. */
+static void add_tables_round(coord_op *op)
+{
+    cstate *s = coord_op_data(op);
+    for (size_t i = 0; i < s->npairs; i++) {
+        if (i > 0 && s->pairs[i].fp == s->pairs[i - 1].fp)
+            continue;
+        if (send_per_table(op, s, "SHARD.ADD", s->pairs[i].fp, NULL, on_ignore_count) != 0)
+            return;
+    }
+    coord_op_round_end(op, add_answer);
+}
+
+/* First round: SHARD.DOCADD fp docid... to table 0's owner of each fingerprint. */
+static void add_round_start(coord_op *op)
+{
+    cstate *s = coord_op_data(op);
+    coord *co = coord_op_coord(op);
+
+    qsort(s->pairs, s->npairs, sizeof(*s->pairs), cmp_pair);
+    for (size_t i = 0; i < s->npairs;) {
+        size_t j = i;
+        while (j < s->npairs && s->pairs[j].fp == s->pairs[i].fp)
+            j++;
+        const char **argv = malloc((j - i + 2) * sizeof(*argv));
+        size_t *lens = malloc((j - i + 2) * sizeof(*lens));
+        char fps[24];
+        if (argv == NULL || lens == NULL) {
+            free(argv);
+            free(lens);
+            coord_op_fail(op, RS_OOM, "out of memory");
+            return;
+        }
+        argv[0] = "SHARD.DOCADD";
+        lens[0] = 12;
+        lens[1] = (size_t)snprintf(fps, sizeof(fps), "%" PRIu64, s->pairs[i].fp);
+        argv[1] = fps;
+        for (size_t k = i; k < j; k++) {
+            argv[k - i + 2] = s->pairs[k].docid;
+            lens[k - i + 2] = s->pairs[k].len;
+        }
+        coord_worker *w = coord_route(co, perm_apply(&co->ps.tables[0], s->pairs[i].fp));
+        int rc = coord_op_send(op, w, (int)(j - i + 2), argv, lens, on_count_reply,
+                               (void *)"SHARD.DOCADD");
+        free(argv);
+        free(lens);
+        if (rc != 0)
+            return;
+        i = j;
+    }
+    coord_op_round_end(op, add_tables_round);
+}
+
+static void cmd_add(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    size_t argc = rs_req_argc(r);
+    if (argc % 2 != 1) {
+        rs_req_fail(r, RS_ERR, "wrong number of arguments for 'simhash.add' command "
+                    "(expected fp docid [fp docid ...])");
+        return;
+    }
+    size_t np = (argc - 1) / 2;
+    addpair *pairs = malloc(np * sizeof(*pairs));
+    if (pairs == NULL) {
+        rs_req_fail(r, RS_OOM, "out of memory");
+        return;
+    }
+    for (size_t i = 0; i < np; i++) {
+        if (arg_fp(r, 1 + 2 * i, &pairs[i].fp) != 0 || arg_docid(r, 2 + 2 * i) != 0) {
+            free(pairs);
+            return;
+        }
+        pairs[i].docid = rs_req_arg(r, 2 + 2 * i, &pairs[i].len);
+    }
+    if (need_routing(co, r) != 0) {
+        free(pairs);
+        return;
+    }
+    co->st.adds++;
+    coord_op *op = coord_op_new(co, r);
+    if (op == NULL) {
+        free(pairs);
+        return;
+    }
+    cstate *s = cstate_new(op, M_ADD);
+    if (s == NULL) {
+        free(pairs);
+        return;
+    }
+    s->pairs = pairs;
+    s->npairs = np;
+    add_round_start(op);
+}
+
+/* ---- DEL ---- */
+
+static int on_docdel_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    cstate *s = coord_op_data(op);
+    (void)arg;
+    if (want_integer(op, w, r, "SHARD.DOCDEL") != 0)
+        return -1;
+    s->count = r->integer;
+    return 0;
+}
+
+static int on_doccount_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    cstate *s = coord_op_data(op);
+    (void)arg;
+    if (want_integer(op, w, r, "SHARD.DOCCOUNT") != 0)
+        return -1;
+    s->left = r->integer;
+    return 0;
+}
+
+static void del_answer(coord_op *op)
+{
+    cstate *s = coord_op_data(op);
+    resp_add_int(rs_req_out(coord_op_req(op)), s->count);
+    coord_op_finish(op);
+}
+
+static void del_tables_round(coord_op *op)
+{
+    cstate *s = coord_op_data(op);
+    if (s->have_docid && s->left > 0) {
+        del_answer(op);     /* other documents still use the fingerprint */
+        return;
+    }
+    if (send_per_table(op, s, "SHARD.DEL", s->q, NULL, on_ignore_count) != 0)
+        return;
+    coord_op_round_end(op, del_answer);
+}
+
+static void cmd_del(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    uint64_t q;
+    size_t argc = rs_req_argc(r);
+    if (argc > 3) {
+        rs_req_fail(r, RS_ERR, "wrong number of arguments for 'simhash.del' command "
+                    "(expected fp [docid])");
+        return;
+    }
+    if (arg_fp(r, 1, &q) != 0 || (argc == 3 && arg_docid(r, 2) != 0) || need_routing(co, r) != 0)
+        return;
+    co->st.dels++;
+    coord_op *op = coord_op_new(co, r);
+    if (op == NULL)
+        return;
+    cstate *s = cstate_new(op, M_DEL);
+    if (s == NULL)
+        return;
+    s->q = q;
+    s->have_docid = argc == 3;
+    char fps[24];
+    const char *argv[3];
+    size_t lens[3];
+    lens[1] = (size_t)snprintf(fps, sizeof(fps), "%" PRIu64, q);
+    argv[1] = fps;
+    coord_worker *w = coord_route(co, perm_apply(&co->ps.tables[0], q));
+    argv[0] = "SHARD.DOCDEL";
+    lens[0] = 12;
+    int n = 2;
+    if (s->have_docid) {
+        argv[2] = rs_req_arg(r, 2, &lens[2]);
+        n = 3;
+    }
+    if (coord_op_send(op, w, n, argv, lens, on_docdel_reply, NULL) != 0)
+        return;
+    if (s->have_docid) {
+        /* same connection, so it runs after the DOCDEL */
+        argv[0] = "SHARD.DOCCOUNT";
+        lens[0] = 14;
+        if (coord_op_send(op, w, 2, argv, lens, on_doccount_reply, NULL) != 0)
+            return;
+    }
+    coord_op_round_end(op, del_tables_round);
+}
+
+/* ---- FINGERPRINT, INFO ---- */
+
+static void cmd_fingerprint(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    size_t n;
+    const char *text = rs_req_arg(r, 1, &n);
+    co->st.fingerprints++;
+    resp_add_bulk_u64(rs_req_out(r), fp_text(text, n, FP_WINDOW_DEFAULT));
+    rs_req_finish(r);
+}
+
+static void cmd_info(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    resp_buf b;
+    long long fps = 0, docs = 0;
+
+    resp_buf_init(&b, 0);
+    resp_buf_printf(&b, "# Server\r\nsimhash_version:%s\r\nprocess_id:%ld\r\ntcp_port:%u\r\n"
+                    "uptime_in_seconds:%lld\r\n",
+                    SIMHASH_VERSION, (long)getpid(), rs_port(co->srv),
+                    (long long)((coord_now_us() / 1000000) - co->start_time));
+    resp_buf_printf(&b, "\r\n# Clients\r\n");
+    rs_info_clients(co->srv, &b);
+    for (size_t i = 0; i < co->nw; i++) {
+        if (fps >= 0)
+            fps = co->w[i].fingerprints < 0 ? -1 : fps + co->w[i].fingerprints;
+        if (docs >= 0)
+            docs = co->w[i].documents < 0 ? -1 : docs + co->w[i].documents;
+    }
+    resp_buf_printf(&b, "\r\n# Corpus\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\nlayout:%d\r\n",
+                    co->cfg.blocks, co->cfg.distance, co->ps.ntables, LAYOUT_VERSION);
+    if (fps >= 0)
+        resp_buf_printf(&b, "fingerprints:%lld\r\n", fps);
+    else
+        resp_buf_printf(&b, "fingerprints:unknown\r\n");
+    if (docs >= 0)
+        resp_buf_printf(&b, "documents:%lld\r\n", docs);
+    else
+        resp_buf_printf(&b, "documents:unknown\r\n");
+    resp_buf_printf(&b, "\r\n# Limits\r\ntimeout_ms:%u\r\nmax_inflight_worker:%u\r\n"
+                    "max_clients:%u\r\nmax_pending:%u\r\nmax_args:%u\r\nmax_arg_bytes:%zu\r\n"
+                    "max_request_bytes:%zu\r\nmax_reply_bytes:%zu\r\nout_high_watermark:%zu\r\n",
+                    co->cfg.timeout_ms, co->cfg.max_inflight_worker, co->cfg.max_clients,
+                    co->cfg.max_pending, co->cfg.max_args, co->cfg.max_arg_bytes,
+                    co->cfg.max_request_bytes, co->cfg.max_reply_bytes,
+                    co->cfg.out_high_watermark);
+    resp_buf_printf(&b, "\r\n# Stats\r\n");
+#define COORD_STAT_PRINT_(f, name) resp_buf_printf(&b, name ":%llu\r\n", co->st.f);
+    COORD_STATS(COORD_STAT_PRINT_)
+#undef COORD_STAT_PRINT_
+    resp_buf_printf(&b, "\r\n# Workers\r\n");
+    coord_workers_info(co, &b);
+    resp_add_bulk(rs_req_out(r), b.data, b.len);
+    resp_buf_free(&b);
+    rs_req_finish(r);
+}
+
+const rs_command coord_commands[] = {
+    { "SIMHASH.ADD", -3, 0, cmd_add },
+    { "SIMHASH.DEL", -2, 0, cmd_del },
+    { "SIMHASH.QUERY", -2, 0, cmd_query },
+    { "SIMHASH.CHECK", -3, 0, cmd_check },
+    { "SIMHASH.CHECKTEXT", 3, 0, cmd_checktext },
+    { "SIMHASH.FINGERPRINT", 2, 0, cmd_fingerprint },
+    { "SIMHASH.INFO", -1, 0, cmd_info },
+};
+const size_t coord_ncommands = sizeof(coord_commands) / sizeof(coord_commands[0]);

@@ -1,0 +1,149 @@
+/* coord.h: state shared by the parts of simhash-coordinator: configuration, shard
+ * worker connections and routing, fan-out operations, counters, command table. */
+#ifndef SIMHASH_COORD_H
+#define SIMHASH_COORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/async.h>
+#include <hiredis/hiredis.h>
+
+#include "config.h"
+#include "perm.h"
+#include "rserver.h"
+
+struct event_base;
+struct event;
+
+typedef struct coord_config {
+    char *bind;
+    unsigned port;
+    cfg_list workers;               /* HOST:PORT, repeatable */
+    unsigned blocks, distance;
+    unsigned timeout_ms;
+    char *password;                 /* clients must AUTH with it (password-file) */
+    char *worker_password;          /* sent as AUTH to workers (worker-password-file) */
+    char *pidfile, *logfile;
+    int loglevel;
+    size_t max_arg_bytes, max_request_bytes, max_reply_bytes, out_high_watermark;
+    unsigned max_args, max_pending, max_clients, max_per_event;
+    unsigned max_inflight_worker;   /* per worker; past it requests fail with -BUSY */
+    unsigned reconnect_max_ms;      /* backoff cap */
+    unsigned health_interval_ms;
+} coord_config;
+
+typedef enum coord_health {
+    W_CONNECTING,       /* TCP connect or SHARD.HELLO in progress */
+    W_UP,
+    W_DOWN,             /* lost; reconnect scheduled */
+    W_MISMATCH          /* answered SHARD.HELLO with other settings */
+} coord_health;
+
+typedef struct coord coord;
+
+typedef struct coord_worker {
+    coord *co;
+    unsigned idx;
+    char *host;
+    unsigned port;
+    char addr[128];                 /* "host:port" for messages */
+    redisAsyncContext *ac;          /* NULL while not connected */
+    coord_health health;
+    int have_range;
+    unsigned lo, hi;
+    unsigned inflight;              /* requests sent, callback not yet run */
+    unsigned long long requests, errors, timeouts, connects;
+    double latency_us;              /* EWMA of reply times */
+    unsigned backoff_ms;
+    struct event *reconnect_ev;
+    struct event *health_ev;
+    int health_pending;
+    long long fingerprints, documents;   /* from SHARD.INFO; -1 unknown */
+    char problem[256];              /* last error, for INFO and logs */
+} coord_worker;
+
+/* Counters shown in SIMHASH.INFO # Stats; X(field, name). */
+#define COORD_STATS(X) \
+    X(queries,        "queries") \
+    X(adds,           "adds") \
+    X(dels,           "dels") \
+    X(checks,         "checks") \
+    X(fingerprints,   "fingerprints_computed") \
+    X(matches,        "matches_returned") \
+    X(err_timeout,    "errors_timeout") \
+    X(err_sharddown,  "errors_sharddown") \
+    X(err_busy,       "errors_busy") \
+    X(err_worker,     "errors_worker_reply")
+
+typedef struct coord_stats {
+#define COORD_STAT_FIELD_(f, n) unsigned long long f;
+    COORD_STATS(COORD_STAT_FIELD_)
+#undef COORD_STAT_FIELD_
+} coord_stats;
+
+struct coord {
+    coord_config cfg;
+    perm_set ps;
+    struct event_base *base;
+    rserver *srv;
+    coord_worker *w;
+    size_t nw;
+    int route[256];                 /* worker index per first byte of a permuted value */
+    int routing_ok;                 /* every byte routed exactly once, all workers up */
+    int ever_ready;                 /* routing was complete once (startup is over) */
+    int fatal;                      /* exit code requested (mismatch at startup) */
+    long long start_time;
+    coord_stats st;
+};
+
+/* ---- workers.c ---- */
+
+/* Parse the worker addresses and start connecting. Returns 0, or -1 with err. */
+int coord_workers_start(coord *co, char *err, size_t errlen);
+void coord_workers_stop(coord *co);
+/* Append the # Workers section lines. */
+void coord_workers_info(coord *co, resp_buf *b);
+/* Microseconds on a monotonic clock. */
+uint64_t coord_now_us(void);
+
+/* ---- ops.c: fan-out operations ---- */
+
+typedef struct coord_op coord_op;
+/* Called with one worker reply (never NULL, never an error reply: those fail the op).
+ * Return 0, or -1 after coord_op_fail. */
+typedef int (*coord_reply_fn)(coord_op *op, coord_worker *w, redisReply *r, void *arg);
+/* Called when every child of the round is done without failure. */
+typedef void (*coord_round_fn)(coord_op *op);
+
+/* Start an operation for req with the deadline timeout_ms from now. NULL: the request
+ * was answered with an error already. */
+coord_op *coord_op_new(coord *co, rs_req *req);
+rs_req *coord_op_req(coord_op *op);
+coord *coord_op_coord(coord_op *op);
+/* Per-command state: freed with free() when the op ends (after cleanup, if set). */
+void coord_op_set_data(coord_op *op, void *data, void (*cleanup)(void *data));
+void *coord_op_data(coord_op *op);
+
+/* Send one request to worker w as a child of the current round. Returns 0, or -1 when
+ * the op failed (worker down or busy): the caller stops and returns. */
+int coord_op_send(coord_op *op, coord_worker *w, int argc, const char **argv,
+                  const size_t *argvlen, coord_reply_fn fn, void *arg);
+/* All children of the round were sent: next(op) runs when they are done (at once when
+ * there were none). */
+void coord_op_round_end(coord_op *op, coord_round_fn next);
+/* Answer an error, mark every child done, end the op. */
+void coord_op_fail(coord_op *op, rs_errcode code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* The reply was written into rs_req_out(coord_op_req(op)): send it and end the op. */
+void coord_op_finish(coord_op *op);
+
+/* ---- commands.c ---- */
+
+extern const rs_command coord_commands[];
+extern const size_t coord_ncommands;
+
+/* Worker owning the shard of permuted value p, or NULL when routing is not complete. */
+coord_worker *coord_route(coord *co, uint64_t p);
+
+#endif

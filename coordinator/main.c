@@ -1,0 +1,189 @@
+/* main.c: simhash-coordinator: configuration, start-up checks, the event loop and
+ * clean shutdown. The RESP front end that fans SIMHASH.* commands out to shard
+ * workers (see docs/coordinator.md). */
+#include "coord.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "layout.h"
+#include "log.h"
+
+#define OPT(name, type, field, min, max, def, flags, help) \
+    { name, type, offsetof(coord_config, field), min, max, def, flags, help }
+
+static const cfg_option coord_options[] = {
+    OPT("bind", CFG_STR, bind, 0, 0, "127.0.0.1", 0, "address to listen on"),
+    OPT("port", CFG_UINT, port, 1, 65535, "7000", 0, "TCP port to listen on"),
+    OPT("worker", CFG_LIST, workers, 1, 256, NULL, 0,
+        "shard worker HOST:PORT; give one per worker"),
+    OPT("blocks", CFG_UINT, blocks, 1, 64, "6", 0, "blocks of the permutation tables (m)"),
+    OPT("distance", CFG_UINT, distance, 0, 63, "3", 0, "largest Hamming distance matched (k)"),
+    OPT("timeout-ms", CFG_UINT, timeout_ms, 1, 600000, "500", 0,
+        "deadline of one request across all workers"),
+    OPT("password-file", CFG_SECRET, password, 0, 0, NULL, 0,
+        "file whose first line is the password clients must AUTH with"),
+    OPT("worker-password-file", CFG_SECRET, worker_password, 0, 0, NULL, 0,
+        "file whose first line is sent as AUTH to the workers"),
+    OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, 0, "write the process id here"),
+    OPT("logfile", CFG_STR, logfile, 0, 0, NULL, 0, "log here instead of stderr"),
+    OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info", 0, "debug, info, warning or error"),
+    OPT("max-clients", CFG_UINT, max_clients, 1, 100000, "1024", 0, "client connections at once"),
+    OPT("max-pending", CFG_UINT, max_pending, 1, 100000, "128", 0,
+        "pipelined requests queued per client before reading pauses"),
+    OPT("max-args", CFG_UINT, max_args, 2, 10000000, "65536", 0, "arguments per request"),
+    OPT("max-arg-bytes", CFG_SIZE, max_arg_bytes, 16, 512ull << 20, "1m", 0, "bytes of one argument"),
+    OPT("max-request-bytes", CFG_SIZE, max_request_bytes, 16, 2ull << 30, "8m", 0,
+        "bytes of one request"),
+    OPT("max-reply-bytes", CFG_SIZE, max_reply_bytes, 1024, 2ull << 30, "64m", 0,
+        "bytes of one reply (larger: -OOM)"),
+    OPT("out-high-watermark", CFG_SIZE, out_high_watermark, 1024, 2ull << 30, "1m", 0,
+        "unsent reply bytes per client before reading pauses"),
+    OPT("max-per-event", CFG_UINT, max_per_event, 1, 100000, "32", 0,
+        "requests started per read event of one client"),
+    OPT("max-inflight-worker", CFG_UINT, max_inflight_worker, 1, 1000000, "10000", 0,
+        "requests in flight per worker; past it requests fail with -BUSY"),
+    OPT("reconnect-max-ms", CFG_UINT, reconnect_max_ms, 100, 600000, "2000", 0,
+        "cap of the reconnect backoff"),
+    OPT("health-interval-ms", CFG_UINT, health_interval_ms, 50, 600000, "1000", 0,
+        "SHARD.INFO health check period"),
+};
+
+/* Cross-option checks. Returns 0, or -1 with err. */
+static int coord_validate(void *obj, char *err, size_t errlen)
+{
+    coord_config *c = obj;
+    perm_set ps;
+    if (c->distance >= c->blocks) {
+        snprintf(err, errlen, "distance (%u) must be smaller than blocks (%u)", c->distance,
+                 c->blocks);
+        return -1;
+    }
+    if (perm_set_init(&ps, c->blocks, c->distance, err, errlen) != 0)
+        return -1;
+    for (unsigned t = 0; t < ps.ntables; t++)
+        if (ps.tables[t].prefix_bits < LAYOUT_MIN_PREFIX_BITS) {
+            snprintf(err, errlen, "blocks %u distance %u gives tables with %u prefix bits; "
+                     "distributed mode needs at least %d (use more blocks or a smaller distance)",
+                     c->blocks, c->distance, ps.tables[t].prefix_bits, LAYOUT_MIN_PREFIX_BITS);
+            perm_set_free(&ps);
+            return -1;
+        }
+    perm_set_free(&ps);
+    if (c->workers.n == 0) {
+        snprintf(err, errlen, "at least one --worker HOST:PORT is required");
+        return -1;
+    }
+    if (c->max_request_bytes < c->max_arg_bytes) {
+        snprintf(err, errlen, "max-request-bytes (%zu) is smaller than max-arg-bytes (%zu)",
+                 c->max_request_bytes, c->max_arg_bytes);
+        return -1;
+    }
+    return 0;
+}
+
+static const cfg_spec coord_spec = {
+    "simhash-coordinator",
+    "The RESP front end of distributed mode: answers SIMHASH.ADD/DEL/QUERY/CHECK/\n"
+    "FINGERPRINT/CHECKTEXT/INFO by fanning out to simhash-shard workers whose first-byte\n"
+    "ranges cover 0-255 exactly once. See docs/coordinator.md.",
+    coord_options, sizeof(coord_options) / sizeof(coord_options[0]), coord_validate
+};
+
+static void on_stop(void *arg)
+{
+    coord *co = arg;
+    (void)co;
+}
+
+int main(int argc, char **argv)
+{
+    static coord co;
+    char err[512];
+    int rc = 0;
+
+    switch (cfg_load(&coord_spec, &co.cfg, argc, argv)) {
+    case CFG_RUN: break;
+    case CFG_EXIT_OK: cfg_free_values(&coord_spec, &co.cfg); return 0;
+    case CFG_EXIT_ERR: cfg_free_values(&coord_spec, &co.cfg); return 2;
+    }
+    log_set_level(co.cfg.loglevel);
+    if (log_open(co.cfg.logfile, err, sizeof(err)) != 0) {
+        fprintf(stderr, "simhash-coordinator: %s\n", err);
+        cfg_free_values(&coord_spec, &co.cfg);
+        return 2;
+    }
+    if (perm_set_init(&co.ps, co.cfg.blocks, co.cfg.distance, err, sizeof(err)) != 0) {
+        log_error("%s", err);
+        cfg_free_values(&coord_spec, &co.cfg);
+        return 2;
+    }
+    co.base = event_base_new();
+    if (co.base == NULL) {
+        log_error("cannot create the event loop");
+        return 1;
+    }
+    co.start_time = (long long)(coord_now_us() / 1000000);
+
+    rs_options ro;
+    memset(&ro, 0, sizeof(ro));
+    ro.name = "simhash-coordinator";
+    ro.bind = co.cfg.bind;
+    ro.port = co.cfg.port;
+    ro.password = co.cfg.password;
+    rs_limits_default(&ro.limits);
+    ro.limits.max_arg_bytes = co.cfg.max_arg_bytes;
+    ro.limits.max_req_bytes = co.cfg.max_request_bytes;
+    ro.limits.max_args = co.cfg.max_args;
+    ro.limits.max_pending = co.cfg.max_pending;
+    ro.limits.max_reply_bytes = co.cfg.max_reply_bytes;
+    ro.limits.out_high_watermark = co.cfg.out_high_watermark;
+    ro.limits.max_clients = co.cfg.max_clients;
+    ro.limits.max_per_event = co.cfg.max_per_event;
+    ro.commands = coord_commands;
+    ro.ncommands = coord_ncommands;
+    ro.ctx = &co;
+
+    if (coord_workers_start(&co, err, sizeof(err)) != 0) {
+        log_error("%s", err);
+        rc = 2;
+        goto out;
+    }
+    co.srv = rs_new(co.base, &ro, err, sizeof(err));
+    if (co.srv == NULL) {
+        log_error("%s", err);
+        rc = 1;
+        goto out;
+    }
+    if (co.cfg.pidfile && rs_pidfile_write(co.cfg.pidfile, err, sizeof(err)) != 0) {
+        log_error("%s", err);
+        rc = 1;
+        goto out;
+    }
+    log_info("simhash-coordinator %s listening on %s:%u; blocks %u distance %u (%u tables); "
+             "%zu workers", SIMHASH_VERSION, co.cfg.bind, rs_port(co.srv), co.cfg.blocks,
+             co.cfg.distance, co.ps.ntables, co.cfg.workers.n);
+    if (rs_run(co.base, on_stop, &co) != 0)
+        rc = 1;
+    if (co.fatal) {
+        log_error("refusing to run: the shard workers' settings or ranges do not match "
+                  "(blocks %u, distance %u); see the messages above", co.cfg.blocks,
+                  co.cfg.distance);
+        rc = co.fatal;
+    }
+    if (co.cfg.pidfile)
+        rs_pidfile_remove(co.cfg.pidfile);
+out:
+    coord_workers_stop(&co);        /* in-flight requests answer -SHARDDOWN */
+    rs_free(co.srv);
+    perm_set_free(&co.ps);
+    event_base_free(co.base);
+    log_info("simhash-coordinator stopped");
+    log_close();
+    cfg_free_values(&coord_spec, &co.cfg);
+    return rc;
+}

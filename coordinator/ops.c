@@ -1,0 +1,328 @@
+/* ops.c: fan-out operations of the coordinator.
+ *
+ * An operation answers one client request through one or more rounds of requests
+ * to shard workers. It holds the child count of the current round, the done count,
+ * one deadline timer for the whole request, and a failed flag. child_done() is the
+ * only place that marks a child done, on every path: a reply, an error reply, a lost
+ * connection (hiredis calls back with NULL), the deadline, or a failure elsewhere.
+ * The op is reference-counted: one reference while it runs plus one per hiredis
+ * callback still to come, so a reply after the deadline or after the client left
+ * finds the op alive and is dropped. Completion is decided by counting. */
+#include "coord.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+
+typedef struct coord_child {
+    coord_op *op;
+    coord_worker *w;
+    coord_reply_fn fn;
+    void *arg;
+    uint64_t t0;
+    int done;
+} coord_child;
+
+struct coord_op {
+    coord *co;
+    rs_req *req;                /* NULL once answered */
+    unsigned refs;
+    int ended;                  /* answered (or failed): nothing more to do */
+    struct event *timer;
+    coord_child **kids;         /* children of the current round */
+    size_t nkids, capkids;
+    size_t ndone;
+    coord_round_fn next;
+    int waiting;                /* round_end called, next not yet run */
+    void *data;
+    void (*cleanup)(void *);
+};
+
+static void op_unref(coord_op *op)
+{
+    if (--op->refs > 0)
+        return;
+    if (op->cleanup)
+        op->cleanup(op->data);
+    free(op->data);
+    free(op->kids);
+    free(op);
+}
+
+/* Forget the children of a finished round. Children whose callback is still to come
+ * are owned by that callback. */
+static void op_clear_round(coord_op *op)
+{
+    for (size_t i = 0; i < op->nkids; i++)
+        op->kids[i] = NULL;
+    op->nkids = 0;
+    op->ndone = 0;
+}
+
+/* End the op: no more rounds; drop the running reference. */
+static void op_end(coord_op *op)
+{
+    if (op->ended)
+        return;
+    op->ended = 1;
+    if (op->timer) {
+        event_free(op->timer);
+        op->timer = NULL;
+    }
+    /* children still outstanding are marked done so their replies are ignored */
+    for (size_t i = 0; i < op->nkids; i++)
+        if (op->kids[i])
+            op->kids[i]->done = 1;
+    op_clear_round(op);
+    op_unref(op);
+}
+
+void coord_op_fail(coord_op *op, rs_errcode code, const char *fmt, ...)
+{
+    char text[400];
+    va_list ap;
+
+    if (op->ended)
+        return;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    switch (code) {
+    case RS_TIMEOUT: op->co->st.err_timeout++; break;
+    case RS_SHARDDOWN: op->co->st.err_sharddown++; break;
+    case RS_BUSY: op->co->st.err_busy++; break;
+    default: break;
+    }
+    rs_req *req = op->req;
+    op->req = NULL;
+    op_end(op);
+    if (req)
+        rs_req_fail(req, code, "%s", text);
+}
+
+void coord_op_finish(coord_op *op)
+{
+    if (op->ended)
+        return;
+    rs_req *req = op->req;
+    op->req = NULL;
+    op_end(op);
+    if (req)
+        rs_req_finish(req);
+}
+
+/* Deadline of the whole request. */
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    coord_op *op = arg;
+    coord_worker *late = NULL;
+    (void)fd;
+    (void)what;
+    for (size_t i = 0; i < op->nkids; i++)
+        if (op->kids[i] && !op->kids[i]->done) {
+            late = op->kids[i]->w;
+            late->timeouts++;
+            late->errors++;
+        }
+    if (late) {
+        snprintf(late->problem, sizeof(late->problem), "no answer within %u ms",
+                 op->co->cfg.timeout_ms);
+        log_warn_rl("shard worker %s did not answer within %u ms", late->addr,
+                    op->co->cfg.timeout_ms);
+        coord_op_fail(op, RS_TIMEOUT, "shard worker %s did not answer within %u ms", late->addr,
+                      op->co->cfg.timeout_ms);
+    } else {
+        coord_op_fail(op, RS_TIMEOUT, "request did not complete within %u ms",
+                      op->co->cfg.timeout_ms);
+    }
+}
+
+coord_op *coord_op_new(coord *co, rs_req *req)
+{
+    coord_op *op = calloc(1, sizeof(*op));
+    struct timeval tv = { co->cfg.timeout_ms / 1000, (co->cfg.timeout_ms % 1000) * 1000 };
+
+    if (op == NULL) {
+        rs_req_fail(req, RS_OOM, "out of memory");
+        return NULL;
+    }
+    op->co = co;
+    op->req = req;
+    op->refs = 1;
+    op->timer = evtimer_new(co->base, on_deadline, op);
+    if (op->timer == NULL || evtimer_add(op->timer, &tv) != 0) {
+        if (op->timer)
+            event_free(op->timer);
+        free(op);
+        rs_req_fail(req, RS_OOM, "out of memory");
+        return NULL;
+    }
+    return op;
+}
+
+rs_req *coord_op_req(coord_op *op)
+{
+    return op->req;
+}
+
+coord *coord_op_coord(coord_op *op)
+{
+    return op->co;
+}
+
+void coord_op_set_data(coord_op *op, void *data, void (*cleanup)(void *data))
+{
+    op->data = data;
+    op->cleanup = cleanup;
+}
+
+void *coord_op_data(coord_op *op)
+{
+    return op->data;
+}
+
+/* Run the next round when every child of this one is done. */
+static void op_maybe_advance(coord_op *op)
+{
+    if (op->ended || !op->waiting || op->ndone < op->nkids)
+        return;
+    op->waiting = 0;
+    coord_round_fn next = op->next;
+    op->next = NULL;
+    op_clear_round(op);
+    /* a client that left still gets its writes completed (the reply is dropped):
+     * stopping between DOCADD and ADD would leave documents without table entries */
+    op->refs++;             /* next() may end the op */
+    next(op);
+    op_unref(op);
+}
+
+/* The one place a child becomes done. reply is NULL when the connection was lost
+ * or the child is abandoned. Returns nothing; may end the op. */
+static void child_done(coord_child *ch, redisReply *reply)
+{
+    coord_op *op = ch->op;
+    coord_worker *w = ch->w;
+
+    if (ch->done)
+        return;
+    ch->done = 1;
+    op->ndone++;
+    if (op->ended)
+        return;
+    if (reply == NULL) {
+        w->errors++;
+        coord_op_fail(op, RS_SHARDDOWN, "shard worker %s unavailable (connection lost)",
+                      w->addr);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        w->errors++;
+        op->co->st.err_worker++;
+        snprintf(w->problem, sizeof(w->problem), "%.*s", (int)(reply->len > 200 ? 200 : reply->len),
+                 reply->str);
+        /* pass the worker's error code on (-REDIS, -BUSY, ...), naming the worker */
+        const char *sp = memchr(reply->str, ' ', reply->len);
+        size_t clen = sp ? (size_t)(sp - reply->str) : reply->len;
+        rs_errcode code = RS_ERR;
+        for (int c = 0; c < RS_ERR_COUNT_; c++) {
+            const char *s = rs_errcode_str((rs_errcode)c);
+            if (strlen(s) == clen && memcmp(s, reply->str, clen) == 0)
+                code = (rs_errcode)c;
+        }
+        const char *rest = sp ? sp + 1 : "";
+        coord_op_fail(op, code, "shard worker %s: %.*s", w->addr,
+                      (int)(reply->len - (size_t)(rest - reply->str) > 300
+                                ? 300 : reply->len - (size_t)(rest - reply->str)),
+                      rest);
+        return;
+    }
+    if (ch->fn(op, w, reply, ch->arg) != 0)
+        return;             /* the callback failed the op */
+    op_maybe_advance(op);
+}
+
+/* hiredis callback of every child request. */
+static void on_child_reply(redisAsyncContext *ac, void *r, void *priv)
+{
+    coord_child *ch = priv;
+    coord_worker *w = ch->w;
+    coord_op *op = ch->op;
+    (void)ac;
+
+    if (w->inflight > 0)
+        w->inflight--;
+    if (r != NULL) {
+        double us = (double)(coord_now_us() - ch->t0);
+        w->latency_us = w->latency_us == 0 ? us : 0.8 * w->latency_us + 0.2 * us;
+    }
+    child_done(ch, r);
+    free(ch);
+    op_unref(op);
+}
+
+int coord_op_send(coord_op *op, coord_worker *w, int argc, const char **argv,
+                  const size_t *argvlen, coord_reply_fn fn, void *arg)
+{
+    if (op->ended)
+        return -1;
+    if (w == NULL) {
+        coord_op_fail(op, RS_SHARDDOWN, "shard workers not all up yet (routing incomplete)");
+        return -1;
+    }
+    if (w->health != W_UP || w->ac == NULL) {
+        coord_op_fail(op, w->health == W_MISMATCH ? RS_MISMATCH : RS_SHARDDOWN,
+                      "shard worker %s unavailable%s%s", w->addr, w->problem[0] ? ": " : "",
+                      w->problem);
+        return -1;
+    }
+    if (w->inflight >= op->co->cfg.max_inflight_worker) {
+        coord_op_fail(op, RS_BUSY, "shard worker %s has %u requests in flight (max-inflight-worker)",
+                      w->addr, w->inflight);
+        return -1;
+    }
+    if (op->nkids == op->capkids) {
+        size_t cap = op->capkids ? op->capkids * 2 : 8;
+        coord_child **k = realloc(op->kids, cap * sizeof(*k));
+        if (k == NULL) {
+            coord_op_fail(op, RS_OOM, "out of memory");
+            return -1;
+        }
+        op->kids = k;
+        op->capkids = cap;
+    }
+    coord_child *ch = calloc(1, sizeof(*ch));
+    if (ch == NULL) {
+        coord_op_fail(op, RS_OOM, "out of memory");
+        return -1;
+    }
+    ch->op = op;
+    ch->w = w;
+    ch->fn = fn;
+    ch->arg = arg;
+    ch->t0 = coord_now_us();
+    if (redisAsyncCommandArgv(w->ac, on_child_reply, ch, argc, argv, argvlen) != REDIS_OK) {
+        free(ch);
+        coord_op_fail(op, RS_SHARDDOWN, "shard worker %s unavailable (disconnecting)", w->addr);
+        return -1;
+    }
+    op->kids[op->nkids++] = ch;
+    op->refs++;
+    w->inflight++;
+    w->requests++;
+    return 0;
+}
+
+void coord_op_round_end(coord_op *op, coord_round_fn next)
+{
+    if (op->ended)
+        return;
+    op->next = next;
+    op->waiting = 1;
+    op_maybe_advance(op);
+}

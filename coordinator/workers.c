@@ -1,0 +1,415 @@
+/* workers.c: connections of the coordinator to its shard workers: hiredis async on
+ * libevent, SHARD.HELLO checks (settings and first-byte ranges), routing, periodic
+ * SHARD.INFO health checks with latency, reconnect with exponential backoff and
+ * jitter. */
+#include "coord.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <hiredis/adapters/libevent.h>
+
+#include "layout.h"
+#include "log.h"
+#include "parse.h"
+
+#define BACKOFF_MIN_MS 100
+
+static void worker_connect(coord_worker *w);
+
+uint64_t coord_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static const char *health_name(coord_health h)
+{
+    switch (h) {
+    case W_CONNECTING: return "connecting";
+    case W_UP: return "up";
+    case W_DOWN: return "down";
+    case W_MISMATCH: return "mismatch";
+    }
+    return "?";
+}
+
+/* Recompute the routing table from the workers' ranges. Returns 1 when every byte
+ * 0..255 has exactly one worker that is up, else 0 (with a reason in why). */
+static int routing_rebuild(coord *co, char *why, size_t whylen)
+{
+    int owner[256];
+    for (int b = 0; b < 256; b++)
+        owner[b] = -1;
+    why[0] = '\0';
+    for (size_t i = 0; i < co->nw; i++) {
+        coord_worker *w = &co->w[i];
+        if (!w->have_range)
+            continue;
+        for (unsigned b = w->lo; b <= w->hi && b < 256; b++) {
+            if (owner[b] >= 0 && !why[0])
+                snprintf(why, whylen,
+                         "shard workers %s (shards %u-%u) and %s (shards %u-%u) overlap at shard %u",
+                         co->w[owner[b]].addr, co->w[owner[b]].lo, co->w[owner[b]].hi, w->addr,
+                         w->lo, w->hi, b);
+            owner[b] = (int)i;
+        }
+    }
+    int all_known = 1;
+    for (size_t i = 0; i < co->nw; i++)
+        if (!co->w[i].have_range)
+            all_known = 0;
+    if (!why[0] && all_known)
+        for (int b = 0; b < 256; b++)
+            if (owner[b] < 0) {
+                snprintf(why, whylen, "no shard worker serves first-byte shard %d "
+                         "(the workers' ranges must cover 0-255 exactly once)", b);
+                break;
+            }
+    memcpy(co->route, owner, sizeof(owner));
+    if (why[0])
+        return 0;
+    for (size_t i = 0; i < co->nw; i++)
+        if (co->w[i].health != W_UP)
+            return 0;
+    return 1;
+}
+
+static void routing_update(coord *co)
+{
+    char why[1024];
+    int ok = routing_rebuild(co, why, sizeof(why));
+    if (why[0]) {
+        log_error("%s", why);
+        if (!co->ever_ready) {
+            co->fatal = 2;
+            event_base_loopbreak(co->base);
+        }
+    }
+    if (ok && !co->routing_ok)
+        log_info("all %zu shard workers up; routing complete", co->nw);
+    co->routing_ok = ok;
+    if (ok)
+        co->ever_ready = 1;
+}
+
+coord_worker *coord_route(coord *co, uint64_t p)
+{
+    int i = co->route[p >> 56];
+    return i >= 0 ? &co->w[i] : NULL;
+}
+
+/* Schedule the next connection attempt: backoff doubles up to reconnect_max_ms, and
+ * the delay is drawn from [backoff/2, backoff] so workers do not reconnect in step. */
+static void worker_schedule_reconnect(coord_worker *w)
+{
+    unsigned maxms = w->co->cfg.reconnect_max_ms;
+    if (w->backoff_ms == 0)
+        w->backoff_ms = BACKOFF_MIN_MS;
+    else
+        w->backoff_ms = w->backoff_ms * 2 > maxms ? maxms : w->backoff_ms * 2;
+    unsigned delay = w->backoff_ms / 2 + (unsigned)(random() % (w->backoff_ms / 2 + 1));
+    struct timeval tv = { delay / 1000, (delay % 1000) * 1000 };
+    evtimer_add(w->reconnect_ev, &tv);
+}
+
+static void worker_lost(coord_worker *w, const char *why)
+{
+    coord *co = w->co;
+    if (w->health == W_UP)
+        log_warn("shard worker %s lost: %s", w->addr, why);
+    else
+        log_warn_rl("shard worker %s: %s", w->addr, why);
+    snprintf(w->problem, sizeof(w->problem), "%s", why);
+    if (w->health != W_MISMATCH)
+        w->health = W_DOWN;
+    w->errors++;
+    w->health_pending = 0;
+    routing_update(co);
+    worker_schedule_reconnect(w);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status)
+{
+    coord_worker *w = ac->data;
+    char why[200];
+    snprintf(why, sizeof(why), "%s", status == REDIS_OK ? "disconnected" :
+             (ac->errstr[0] ? ac->errstr : "connection lost"));
+    w->ac = NULL;           /* hiredis frees the context after this callback */
+    worker_lost(w, why);
+}
+
+/* Integer element i of a SHARD.HELLO reply, or -1. */
+static long long hello_int(redisReply *r, size_t i)
+{
+    if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER)
+        return -1;
+    return r->element[i]->integer;
+}
+
+static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
+{
+    coord_worker *w = priv;
+    coord *co = w->co;
+    redisReply *r = reply;
+    (void)ac;
+
+    if (r == NULL)
+        return;             /* disconnected: on_disconnect handles it */
+    if (r->type == REDIS_REPLY_ERROR) {
+        snprintf(w->problem, sizeof(w->problem), "SHARD.HELLO failed: %.200s", r->str);
+        log_error_rl("shard worker %s: %s", w->addr, w->problem);
+        redisAsyncDisconnect(w->ac);
+        return;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 6) {
+        snprintf(w->problem, sizeof(w->problem), "SHARD.HELLO: malformed reply");
+        log_error_rl("shard worker %s: %s", w->addr, w->problem);
+        redisAsyncDisconnect(w->ac);
+        return;
+    }
+    long long blocks = hello_int(r, 0), dist = hello_int(r, 1), layout = hello_int(r, 2);
+    long long lo = hello_int(r, 4), hi = hello_int(r, 5);
+    if (blocks != co->cfg.blocks || dist != co->cfg.distance || layout != LAYOUT_VERSION) {
+        snprintf(w->problem, sizeof(w->problem),
+                 "settings differ: shard worker has blocks %lld distance %lld layout %lld, "
+                 "coordinator has blocks %u distance %u layout %d",
+                 blocks, dist, layout, co->cfg.blocks, co->cfg.distance, LAYOUT_VERSION);
+        log_error("shard worker %s: %s", w->addr, w->problem);
+        w->health = W_MISMATCH;
+        if (!co->ever_ready) {
+            co->fatal = 2;
+            event_base_loopbreak(co->base);
+            return;
+        }
+        redisAsyncDisconnect(w->ac);
+        return;
+    }
+    if (lo < 0 || hi > 255 || lo > hi) {
+        snprintf(w->problem, sizeof(w->problem), "SHARD.HELLO: bad shard range %lld-%lld", lo, hi);
+        log_error("shard worker %s: %s", w->addr, w->problem);
+        redisAsyncDisconnect(w->ac);
+        return;
+    }
+    if (w->have_range && (w->lo != (unsigned)lo || w->hi != (unsigned)hi))
+        log_warn("shard worker %s now serves shards %lld-%lld (was %u-%u)", w->addr, lo, hi,
+                 w->lo, w->hi);
+    w->lo = (unsigned)lo;
+    w->hi = (unsigned)hi;
+    w->have_range = 1;
+    w->health = W_UP;
+    w->backoff_ms = 0;
+    w->problem[0] = '\0';
+    w->connects++;
+    log_info("shard worker %s up: shards %u-%u", w->addr, w->lo, w->hi);
+    routing_update(co);
+}
+
+static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
+{
+    coord_worker *w = priv;
+    redisReply *r = reply;
+    (void)ac;
+    if (r && r->type == REDIS_REPLY_ERROR) {
+        snprintf(w->problem, sizeof(w->problem), "AUTH failed: %.200s", r->str);
+        log_error_rl("shard worker %s: %s", w->addr, w->problem);
+    }
+}
+
+static void on_connect(const redisAsyncContext *cac, int status)
+{
+    coord_worker *w = cac->data;
+    redisAsyncContext *ac = w->ac;
+
+    if (status != REDIS_OK) {
+        char why[200];
+        snprintf(why, sizeof(why), "cannot connect: %s", cac->errstr);
+        w->ac = NULL;       /* hiredis frees it */
+        worker_lost(w, why);
+        return;
+    }
+    if (w->co->cfg.worker_password)
+        redisAsyncCommand(ac, on_auth, w, "AUTH %s", w->co->cfg.worker_password);
+    redisAsyncCommand(ac, on_hello, w, "SHARD.HELLO");
+}
+
+static void worker_connect(coord_worker *w)
+{
+    redisAsyncContext *ac = redisAsyncConnect(w->host, (int)w->port);
+    if (ac == NULL) {
+        worker_lost(w, "out of memory");
+        return;
+    }
+    if (ac->err) {
+        char why[200];
+        snprintf(why, sizeof(why), "cannot connect: %s", ac->errstr);
+        redisAsyncFree(ac);
+        worker_lost(w, why);
+        return;
+    }
+    ac->data = w;
+    if (redisLibeventAttach(ac, w->co->base) != REDIS_OK) {
+        redisAsyncFree(ac);
+        worker_lost(w, "cannot attach to the event loop");
+        return;
+    }
+    w->ac = ac;
+    if (w->health != W_MISMATCH)
+        w->health = W_CONNECTING;
+    redisAsyncSetConnectCallback(ac, on_connect);
+    redisAsyncSetDisconnectCallback(ac, on_disconnect);
+}
+
+static void on_reconnect(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    worker_connect(arg);
+}
+
+/* "name:value" lines of SHARD.INFO: value of name, or -1. */
+static long long info_field(const char *s, size_t len, const char *name)
+{
+    size_t nl = strlen(name);
+    const char *p = s, *end = s + len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
+        if (ll > nl && memcmp(p, name, nl) == 0 && p[nl] == ':') {
+            const char *v = p + nl + 1;
+            size_t vl = ll - nl - 1;
+            if (vl > 0 && v[vl - 1] == '\r')
+                vl--;
+            uint64_t x;
+            const char *why;
+            if (parse_u64(v, vl, &x, &why) == 0 && x < (uint64_t)INT64_MAX)
+                return (long long)x;
+            return -1;
+        }
+        p += ll + 1;
+    }
+    return -1;
+}
+
+static void on_health(redisAsyncContext *ac, void *reply, void *priv)
+{
+    coord_worker *w = priv;
+    redisReply *r = reply;
+    (void)ac;
+    w->health_pending = 0;
+    if (r == NULL)
+        return;
+    if (r->type == REDIS_REPLY_STRING) {
+        w->fingerprints = info_field(r->str, r->len, "fingerprints");
+        w->documents = info_field(r->str, r->len, "documents");
+    }
+}
+
+static void on_health_timer(evutil_socket_t fd, short what, void *arg)
+{
+    coord_worker *w = arg;
+    (void)fd;
+    (void)what;
+    if (w->health == W_UP && w->ac && !w->health_pending &&
+        w->inflight < w->co->cfg.max_inflight_worker) {
+        if (redisAsyncCommand(w->ac, on_health, w, "SHARD.INFO") == REDIS_OK)
+            w->health_pending = 1;
+    }
+}
+
+int coord_workers_start(coord *co, char *err, size_t errlen)
+{
+    co->nw = co->cfg.workers.n;
+    co->w = calloc(co->nw, sizeof(*co->w));
+    if (co->w == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    for (int b = 0; b < 256; b++)
+        co->route[b] = -1;
+    srandom((unsigned)coord_now_us() ^ (unsigned)getpid());
+    for (size_t i = 0; i < co->nw; i++) {
+        coord_worker *w = &co->w[i];
+        const char *spec = co->cfg.workers.v[i];
+        const char *colon = strrchr(spec, ':');
+        uint64_t port;
+        const char *why;
+        w->co = co;
+        w->idx = (unsigned)i;
+        w->fingerprints = w->documents = -1;
+        if (strlen(spec) >= sizeof(w->addr)) {
+            snprintf(err, errlen, "worker '%.40s...': longer than %zu characters", spec,
+                     sizeof(w->addr) - 1);
+            return -1;
+        }
+        if (colon == NULL || colon == spec ||
+            parse_uint_range(colon + 1, strlen(colon + 1), 1, 65535, &port, &why) != 0) {
+            snprintf(err, errlen, "worker '%s': expected HOST:PORT with a port 1..65535", spec);
+            return -1;
+        }
+        w->host = strndup(spec, (size_t)(colon - spec));
+        w->port = (unsigned)port;
+        snprintf(w->addr, sizeof(w->addr), "%s", spec);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(co->w[j].addr, w->addr) == 0) {
+                snprintf(err, errlen, "worker '%s' given twice", spec);
+                return -1;
+            }
+        w->reconnect_ev = evtimer_new(co->base, on_reconnect, w);
+        w->health_ev = event_new(co->base, -1, EV_PERSIST, on_health_timer, w);
+        if (w->host == NULL || w->reconnect_ev == NULL || w->health_ev == NULL) {
+            snprintf(err, errlen, "out of memory");
+            return -1;
+        }
+        struct timeval tv = { co->cfg.health_interval_ms / 1000,
+                              (co->cfg.health_interval_ms % 1000) * 1000 };
+        event_add(w->health_ev, &tv);
+        w->health = W_CONNECTING;
+    }
+    for (size_t i = 0; i < co->nw; i++)
+        worker_connect(&co->w[i]);
+    return 0;
+}
+
+void coord_workers_stop(coord *co)
+{
+    for (size_t i = 0; i < co->nw; i++) {
+        coord_worker *w = &co->w[i];
+        if (w->ac) {
+            redisAsyncContext *ac = w->ac;
+            ac->onDisconnect = NULL;    /* hiredis 0.14 cannot unset it through the API */
+            w->ac = NULL;
+            redisAsyncFree(ac);     /* pending callbacks run with NULL replies */
+        }
+        if (w->reconnect_ev)
+            event_free(w->reconnect_ev);
+        if (w->health_ev)
+            event_free(w->health_ev);
+        free(w->host);
+    }
+    free(co->w);
+    co->w = NULL;
+    co->nw = 0;
+}
+
+void coord_workers_info(coord *co, resp_buf *b)
+{
+    resp_buf_printf(b, "workers:%zu\r\nrouting:%s\r\n", co->nw, co->routing_ok ? "ok" : "incomplete");
+    for (size_t i = 0; i < co->nw; i++) {
+        coord_worker *w = &co->w[i];
+        char range[32] = "unknown";
+        if (w->have_range)
+            snprintf(range, sizeof(range), "%u-%u", w->lo, w->hi);
+        resp_buf_printf(b,
+                        "worker%zu:addr=%s,health=%s,shards=%s,latency_us=%.0f,requests=%llu,"
+                        "errors=%llu,timeouts=%llu,inflight=%u,connects=%llu\r\n",
+                        i, w->addr, health_name(w->health), range, w->latency_us, w->requests,
+                        w->errors, w->timeouts, w->inflight, w->connects);
+    }
+}
