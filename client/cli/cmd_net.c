@@ -25,7 +25,7 @@
 /* ---- Options shared by every network subcommand ---- */
 
 enum {
-    OPT_HOST = 1000, OPT_PORT, OPT_PASSFILE, OPT_TIMEOUT, OPT_JSON, OPT_TEXT, OPT_LIMIT
+    OPT_HOST = 1000, OPT_VERSION, OPT_PORT, OPT_PASSFILE, OPT_TIMEOUT, OPT_JSON, OPT_TEXT, OPT_LIMIT
 };
 
 #define NET_LONGOPTS                                     \
@@ -33,7 +33,8 @@ enum {
     {"port", required_argument, NULL, OPT_PORT},         \
     {"password-file", required_argument, NULL, OPT_PASSFILE}, \
     {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},\
-    {"help", no_argument, NULL, 'h'}
+    {"help", no_argument, NULL, 'h'},                     \
+    {"version", no_argument, NULL, OPT_VERSION}
 
 #define NET_OPTIONS_HELP                                                          \
     "Connection options:\n"                                                       \
@@ -42,6 +43,7 @@ enum {
     "      --password-file FILE  send AUTH with the password in FILE\n"           \
     "      --timeout-ms MS       connect and reply timeout (default 5000; 0 = none)\n" \
     "  -h, --help                show this help\n"                                \
+    "      --version             show the version\n"                             \
     "Exit status: 0 ok, 1 runtime or server error, 2 usage.\n"
 
 typedef struct net_opts {
@@ -61,13 +63,17 @@ static void net_opts_init(net_opts *o, const char *prog)
     o->timeout_ms = NET_TIMEOUT_DEFAULT;
 }
 
-/* Handle a connection option. Returns 1 when handled, 0 when c is not one, -1 on
- * a bad value (message printed). */
+/* Handle a connection option (and --version). Returns 1 when handled, 2 when the
+ * command is done (--version printed), 0 when c is not one, -1 on a bad value
+ * (message printed). */
 static int net_common_opt(net_opts *o, int c, const char *val)
 {
     uint64_t v;
 
     switch (c) {
+    case OPT_VERSION:
+        printf("simhash %s\n", SIMHASH_VERSION);
+        return 2;
     case OPT_HOST:
         if (!val[0]) {
             fprintf(stderr, "%s: option --host: empty\n", o->prog);
@@ -282,6 +288,8 @@ int cmd_add(int argc, char **argv)
         }
         if ((rc = net_common_opt(&o, c, optarg)) < 0)
             return CLI_EXIT_USAGE;
+        if (rc == 2)
+            return CLI_EXIT_OK;
         if (rc == 0)
             return cli_opt_error(prog, c, argv);
     }
@@ -389,6 +397,8 @@ static int query_or_check(int argc, char **argv, int check)
         default:
             if ((rc = net_common_opt(&o, c, optarg)) < 0)
                 return CLI_EXIT_USAGE;
+            if (rc == 2)
+                return CLI_EXIT_OK;
             if (rc == 0)
                 return cli_opt_error(prog, c, argv);
         }
@@ -476,6 +486,8 @@ int cmd_del(int argc, char **argv)
         }
         if ((rc = net_common_opt(&o, c, optarg)) < 0)
             return CLI_EXIT_USAGE;
+        if (rc == 2)
+            return CLI_EXIT_OK;
         if (rc == 0)
             return cli_opt_error(prog, c, argv);
     }
@@ -621,6 +633,8 @@ int cmd_load(int argc, char **argv)
         }
         if ((rc = net_common_opt(&o, c, optarg)) < 0)
             return CLI_EXIT_USAGE;
+        if (rc == 2)
+            return CLI_EXIT_OK;
         if (rc == 0)
             return cli_opt_error(prog, c, argv);
     }
