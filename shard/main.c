@@ -124,6 +124,18 @@ static void shard_on_stop(void *arg)
     event_base_loopexit(sc->base, NULL);
 }
 
+/* The first connection made after a start without Redis found other corpus
+ * settings: stop with exit status 1 (called from a hiredis callback, so only stop
+ * the loop here; main frees everything after it returns). */
+static void shard_on_fatal(void *arg, const char *msg)
+{
+    shard_ctx *sc = arg;
+    log_error("%s", msg);
+    fprintf(stderr, "simhash-shard: %s\n", msg);
+    sc->fatal = 1;
+    event_base_loopexit(sc->base, NULL);
+}
+
 int main(int argc, char **argv)
 {
     shard_ctx sc;
@@ -151,13 +163,16 @@ int main(int argc, char **argv)
         .host = c->redis_host, .port = (int)c->redis_port, .password = c->redis_password,
         .db = c->redis_db, .blocks = c->blocks, .distance = c->distance,
         .bucket_bits = c->bucket_bits, .max_inflight = c->max_inflight_redis,
-        .timeout_ms = c->timeout_ms,
+        .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal, .fatal_arg = &sc,
     };
-    if (shard_redis_check_meta_sync(&ro, err, sizeof err) != 0) {
+    int mrc = shard_redis_check_meta_sync(&ro, err, sizeof err);
+    if (mrc == -1) {
         log_error("%s", err);
         fprintf(stderr, "simhash-shard: %s\n", err);
         goto out_perm;
     }
+    if (mrc == -2)   /* not reachable yet: serve -REDIS unavailable, keep trying */
+        log_warn("%s; answering -REDIS unavailable until it answers", err);
     sc.base = event_base_new();
     if (sc.base == NULL) {
         fprintf(stderr, "simhash-shard: cannot create the event loop\n");
@@ -192,7 +207,7 @@ int main(int argc, char **argv)
              "blocks %u distance %u bucket-bits %u (%u tables)", SIMHASH_VERSION, c->bind,
              rs_port(sc.srv), c->lo, c->hi, c->redis_host, c->redis_port, c->redis_db,
              c->blocks, c->distance, c->bucket_bits, sc.ps.ntables);
-    rc = rs_run(sc.base, shard_on_stop, &sc) == 0 ? 0 : 1;
+    rc = rs_run(sc.base, shard_on_stop, &sc) == 0 && !sc.fatal ? 0 : 1;
     if (c->pidfile && c->pidfile[0])
         rs_pidfile_remove(c->pidfile);
 out_srv:

@@ -128,19 +128,22 @@ static void shard_meta_field(const shard_redis_opts *o, int i, const char *argv[
 }
 
 /* Runs one blocking command; returns the reply, or NULL with err set (a Redis error
- * reply is turned into NULL too). */
+ * reply is turned into NULL too) and *transient = 1 when retrying may help (I/O
+ * error, LOADING). */
 static redisReply *shard_sync_cmd(redisContext *c, const shard_redis_opts *o, int argc,
-                                  const char **argv, char *err, size_t errlen)
+                                  const char **argv, char *err, size_t errlen, int *transient)
 {
     redisReply *rep = redisCommandArgv(c, argc, argv, NULL);
     if (rep == NULL) {
         snprintf(err, errlen, "redis %s:%d: %s failed: %s", o->host, o->port, argv[0],
                  c->errstr[0] ? c->errstr : "connection lost");
+        *transient = 1;
         return NULL;
     }
     if (rep->type == REDIS_REPLY_ERROR) {
         snprintf(err, errlen, "redis %s:%d: %s failed: %.*s", o->host, o->port, argv[0],
                  (int)rep->len, rep->str);
+        *transient = strncmp(rep->str, "LOADING", 7) == 0 || strncmp(rep->str, "BUSY", 4) == 0;
         freeReplyObject(rep);
         return NULL;
     }
@@ -157,29 +160,29 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
                  c ? c->errstr : "out of memory");
         if (c)
             redisFree(c);
-        return -1;
+        return -2;
     }
     redisSetTimeout(c, tv);
-    int rc = -1;
+    int rc = -1, transient = 0;
     redisReply *rep;
     char dbs[16], val[16];
     const char *argv[4];
     if (o->password && o->password[0]) {
         argv[0] = "AUTH";
         argv[1] = o->password;
-        if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen)) == NULL)
+        if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen, &transient)) == NULL)
             goto out;
         freeReplyObject(rep);
     }
     snprintf(dbs, sizeof dbs, "%u", o->db);
     argv[0] = "SELECT";
     argv[1] = dbs;
-    if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen)) == NULL)
+    if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen, &transient)) == NULL)
         goto out;
     freeReplyObject(rep);
     argv[0] = "HGETALL";
     argv[1] = LAYOUT_META_KEY;
-    if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen)) == NULL)
+    if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen, &transient)) == NULL)
         goto out;
     rc = shard_redis_meta_compare(rep, o, err, errlen);
     freeReplyObject(rep);
@@ -190,13 +193,13 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
     rc = -1;
     for (int i = 0; i < 4; i++) {
         shard_meta_field(o, i, argv, val);
-        if ((rep = shard_sync_cmd(c, o, 4, argv, err, errlen)) == NULL)
+        if ((rep = shard_sync_cmd(c, o, 4, argv, err, errlen, &transient)) == NULL)
             goto out;
         freeReplyObject(rep);
     }
     argv[0] = "HGETALL";
     argv[1] = LAYOUT_META_KEY;
-    if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen)) == NULL)
+    if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen, &transient)) == NULL)
         goto out;
     rc = shard_redis_meta_compare(rep, o, err, errlen);
     freeReplyObject(rep);
@@ -207,7 +210,7 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
     }
 out:
     redisFree(c);
-    return rc;
+    return rc != 0 && transient ? -2 : rc;
 }
 
 /* ---- Connection life cycle ---- */
@@ -309,11 +312,15 @@ static void shard_redis_on_meta(redisAsyncContext *ac, void *reply, void *priv)
         snprintf(err, sizeof err, "redis %s:%d: %s missing right after creating it",
                  r->host, r->o.port, LAYOUT_META_KEY);
     snprintf(r->st.last_error, sizeof r->st.last_error, "%s", err);
-    log_error_rl("%s; refusing requests until it is fixed", err);
-    /* stay connected but refuse work; try again later in case it is repaired */
+    /* refuse work; reconnect later in case it is repaired */
     r->state = SHARD_REDIS_MISMATCH;
     r->st.connect_failures++;
     redisAsyncDisconnect(ac);
+    if (!r->ever_ready && r->o.on_fatal) {
+        r->o.on_fatal(r->o.fatal_arg, err);   /* must not free r from here */
+        return;
+    }
+    log_error_rl("%s; refusing requests until it is fixed", err);
 }
 
 /* Setup did not finish within the deadline: drop and retry. */

@@ -20,6 +20,10 @@ typedef struct shard_redis_opts {
     unsigned blocks, distance, bucket_bits;
     unsigned max_inflight;    /* Redis commands outstanding at once */
     unsigned timeout_ms;      /* connect + meta check deadline, stall detection */
+    /* Called when the first successful connection finds simhash:meta disagreeing
+     * with these settings (the worker should exit). May be NULL. */
+    void (*on_fatal)(void *arg, const char *msg);
+    void *fatal_arg;
 } shard_redis_opts;
 
 typedef enum shard_redis_state {
@@ -36,7 +40,9 @@ typedef struct shard_redis shard_redis;
 typedef void (*shard_redis_cb)(void *priv, redisReply *reply, const char *err);
 
 /* Startup check, blocking: connect, AUTH, SELECT, create simhash:meta if absent,
- * compare it with o. Returns 0, or -1 with a message for the operator in err. */
+ * compare it with o. Returns 0; -1 with a message for the operator in err when the
+ * settings disagree or Redis refuses us (AUTH, SELECT); -2 with err set when Redis
+ * is unreachable or still loading (worth retrying). */
 int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t errlen);
 
 /* Compares an HGETALL simhash:meta reply with o. Returns 0 when they agree, 1 when

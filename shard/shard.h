@@ -55,6 +55,7 @@ typedef struct shard_ctx {
     rserver *srv;
     struct event_base *base;
     shard_stats st;
+    int fatal;                  /* stopped because Redis holds another corpus */
 } shard_ctx;
 
 /* The command table of the worker (handlers.c). */

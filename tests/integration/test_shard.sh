@@ -19,6 +19,7 @@ cleanup() {
     rm -rf "$DIR"
 }
 trap cleanup EXIT
+[ -n "${KEEP_LOGS:-}" ] && trap 'cp "$DIR"/*.log "$KEEP_LOGS"/ 2>/dev/null; cleanup' EXIT
 
 FAILS=0
 CHECKS=0
@@ -194,11 +195,35 @@ out=$(timeout 20 "$SHARD" --shards 9-3 --check-config 2>&1); rc=$?
 set -e
 expect_eq "bad shards exit" "$rc" "2"
 expect_match "bad shards message" "$out" "shards '9-3'"
+
+# ---- started before its Redis: serves -REDIS unavailable, connects when it appears ----
+RPORT2=$(free_port)
+SPORT3=$(free_port)
+timeout 300 "$SHARD" --port "$SPORT3" --redis-port "$RPORT2" >"$DIR/shard3.log" 2>&1 &
+PIDS+=($!)
+wait_pong "$SPORT3"
+expect_match "no redis yet" "$(timeout 10 redis-cli -p "$SPORT3" SHARD.QUERY 1 3 0)" "^REDIS unavailable"
+timeout 300 redis-server --port "$RPORT2" --bind 127.0.0.1 --dir "$DIR" --dbfilename r2.rdb \
+    --save '' --appendonly no >>"$DIR/redis2.log" 2>&1 &
+PIDS+=($!)
+wait_redis_up "$SPORT3" || fail "worker did not connect to a late Redis"
+REDIS2_PID=$(redis-cli -p "$RPORT2" INFO server | tr -d '\r' | sed -n 's/^process_id://p')
+PIDS+=("$REDIS2_PID")
+expect_eq "late redis add" "$(timeout 10 redis-cli -p "$SPORT3" SHARD.ADD 5 0 1)" "2"
+expect_eq "late redis meta" "$(redis-cli -p "$RPORT2" HGET simhash:meta blocks)" "6"
+# another corpus appears while a new worker waits for Redis: it exits 1
+redis-cli -p "$RPORT2" HSET simhash:meta blocks 5 >/dev/null
+kill -STOP "$REDIS2_PID"
+timeout 60 "$SHARD" --port "$(free_port)" --redis-port "$RPORT2" --timeout-ms 300 >"$DIR/shard4.log" 2>&1 &
+W4=$!
+PIDS+=("$W4")
+sleep 1
+kill -CONT "$REDIS2_PID"
 set +e
-out=$(timeout 20 "$SHARD" --port "$(free_port)" --redis-port "$(free_port)" 2>&1); rc=$?
+wait "$W4"; rc=$?
 set -e
-expect_eq "no redis exit" "$rc" "1"
-expect_match "no redis message" "$out" "cannot connect to redis"
+expect_eq "late mismatch exit" "$rc" "1"
+expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits 16; this worker is configured with blocks 6"
 
 # ---- Redis stalls: -REDIS timeout, the worker drops the connection and recovers ----
 kill -STOP "$REDIS_PID"
