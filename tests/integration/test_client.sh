@@ -178,7 +178,7 @@ expect_out ""
 # ---- load ----
 # 3000 lines: 2800 distinct (fingerprint, docid) pairs, the last 200 repeat earlier ones
 awk 'BEGIN { for (i = 0; i < 3000; i++) { j = i < 2800 ? i : i - 2800;
-             printf "%d L%d\n", (j * 7919 + 13) * 1048583, j } }' >"$WORK/load.txt"
+             printf "%.0f L%d\n", (j * 7919 + 13) * 1048583, j } }' >"$WORK/load.txt"
 run 0 "$SH" load "${NET[@]}" "$WORK/load.txt"
 grep -Eq "^loaded 3000 entries \(2800 new\) in [0-9]+\.[0-9]{2} s$" "$WORK/out" ||
     { cat "$WORK/out" >&2; fail "load summary"; }
