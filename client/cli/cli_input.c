@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #define CLI_READ_CHUNK (1u << 20)
+#define CLI_PARSE_INITIAL (1u << 16)   /* numbers before the first growth */
 
 /* ---- Reading ---- */
 
@@ -130,8 +131,11 @@ int cli_parse_u64_lines(const char *data, size_t len, uint64_t **out, size_t *n,
     *n = 0;
     if (len == 0)
         return 0;
-    /* Every line but the last takes at least 2 bytes (a digit and '\n'). */
-    size_t cap = len / 2 + 1;
+    /* Every line but the last takes at least 2 bytes (a digit and '\n'), so
+     * len / 2 + 1 slots always suffice; start smaller and double (large blocks
+     * grow by mremap, without copying) so memory follows the real line count. */
+    size_t maxcap = len / 2 + 1;
+    size_t cap = maxcap < CLI_PARSE_INITIAL ? maxcap : CLI_PARSE_INITIAL;
     v = malloc(cap * sizeof(*v));
     if (!v) {
         memset(e, 0, sizeof(*e));
@@ -144,6 +148,20 @@ int cli_parse_u64_lines(const char *data, size_t len, uint64_t **out, size_t *n,
         unsigned nd = 0;
 
         line++;
+        if (count == cap) {
+            size_t ncap = cap * 2 < maxcap ? cap * 2 : maxcap;
+            if (ncap <= cap)          /* cannot happen: lines <= maxcap */
+                ncap = cap + 1;
+            uint64_t *nv = ncap < SIZE_MAX / sizeof(*v) ? realloc(v, ncap * sizeof(*v)) : NULL;
+            if (!nv) {
+                free(v);
+                memset(e, 0, sizeof(*e));
+                e->why = "out of memory";
+                return -1;
+            }
+            v = nv;
+            cap = ncap;
+        }
         /* Fast path: 1..19 digits cannot overflow and are exactly what parse_u64
          * accepts for such a line; anything else goes through parse_u64. */
         while (p < end && nd < 19 && (unsigned)(*p - '0') < 10) {

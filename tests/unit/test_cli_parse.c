@@ -128,6 +128,32 @@ static void test_parse_matches_reference(void **state)
     }
 }
 
+/* More lines than the parser's first allocation: the array grows and keeps order. */
+static void test_parse_growth(void **state)
+{
+    (void)state;
+    const size_t lines = 150000;
+    char *buf = malloc(lines * 21);
+    size_t len = 0;
+    assert_non_null(buf);
+    for (size_t i = 0; i < lines; i++) {
+        len += cli_u64_to_dec((uint64_t)i * 122949823u, buf + len);
+        buf[len++] = '\n';
+    }
+    uint64_t *v;
+    size_t n;
+    cli_parse_error e;
+    assert_int_equal(cli_parse_u64_lines(buf, len, &v, &n, &e), 0);
+    assert_int_equal(n, lines);
+    for (size_t i = 0; i < lines; i++)
+        assert_true(v[i] == (uint64_t)i * 122949823u);
+    free(v);
+    buf[len - 3] = 'x';                   /* the last line goes bad */
+    assert_int_equal(cli_parse_u64_lines(buf, len, &v, &n, &e), -1);
+    assert_int_equal(e.line, lines);
+    free(buf);
+}
+
 static void test_u64_to_dec(void **state)
 {
     (void)state;
@@ -233,6 +259,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_basic),
         cmocka_unit_test(test_parse_matches_reference),
+        cmocka_unit_test(test_parse_growth),
         cmocka_unit_test(test_u64_to_dec),
         cmocka_unit_test(test_json_escape),
         cmocka_unit_test(test_out_big),
