@@ -31,6 +31,8 @@ struct rs_req {
     rs_req *prev, *next;        /* the client's queue, in request order */
     resp_request rq;
     resp_buf out;
+    const rs_command *cmd;      /* set once resolved */
+    int started;
     int finished;
 };
 
@@ -41,6 +43,9 @@ struct rs_client {
     resp_parser *parser;
     rs_req *head, *tail;
     unsigned npending;          /* unfinished requests */
+    unsigned nstarted;          /* started and unfinished */
+    unsigned nwrites;           /* started and unfinished RS_CMD_WRITE requests */
+    rs_req *waiting;            /* resolved, waits for a write barrier */
     size_t pending_bytes;       /* argument bytes held by unfinished requests */
     unsigned refs;              /* 1 while connected + 1 per unfinished request + 1 while processing */
     int authed;
@@ -135,6 +140,8 @@ uint64_t rs_req_client_id(const rs_req *r)
 /* ---- Client lifetime ---- */
 
 static void client_process(rs_client *c);
+static int req_can_start(const rs_client *c, const rs_req *r);
+static void req_start(rs_client *c, rs_req *r);
 
 static void req_free(rs_req *r)
 {
@@ -275,6 +282,11 @@ void rs_req_finish(rs_req *r)
     if (r->finished)
         return;
     r->finished = 1;
+    if (r->started) {
+        c->nstarted--;
+        if (r->cmd && (r->cmd->flags & RS_CMD_WRITE))
+            c->nwrites--;
+    }
     c->npending--;
     c->pending_bytes -= r->rq.bytes;
     if (c->s)
@@ -284,7 +296,24 @@ void rs_req_finish(rs_req *r)
     if (c->bev == NULL) {
         queue_unlink(c, r);
         req_free(r);
+        if (c->waiting && req_can_start(c, c->waiting)) {
+            rs_req *w = c->waiting;
+            c->waiting = NULL;
+            if (c->s)
+                req_start(c, w);    /* its reply is dropped, but a write completes */
+            else
+                rs_req_finish(w);   /* the server is gone: drop it unstarted */
+        }
     } else {
+        if (c->waiting && req_can_start(c, c->waiting)) {
+            rs_req *w = c->waiting;
+            c->waiting = NULL;
+            c->refs++;
+            req_start(c, w);
+            if (c->bev)
+                event_active(c->resume_ev, EV_TIMEOUT, 0);
+            client_unref(c);
+        }
         client_flush(c);
         if (c->bev && c->s) {
             if (client_outlen(c) > c->s->opt.limits.out_high_watermark)
@@ -458,7 +487,30 @@ static void client_dispatch(rs_client *c, rs_req *r)
         rs_req_fail(r, RS_ERR, "wrong number of arguments for '%s' command", lower);
         return;
     }
-    cmd->fn(r);
+    r->cmd = cmd;
+    if (!req_can_start(c, r)) {
+        c->waiting = r;         /* parsing stops until it starts */
+        return;
+    }
+    req_start(c, r);
+}
+
+/* 1 when r may start now: no write of this client runs, and r is not a write or
+ * nothing of this client runs. */
+static int req_can_start(const rs_client *c, const rs_req *r)
+{
+    if (c->nwrites > 0)
+        return 0;
+    return !(r->cmd->flags & RS_CMD_WRITE) || c->nstarted == 0;
+}
+
+static void req_start(rs_client *c, rs_req *r)
+{
+    r->started = 1;
+    c->nstarted++;
+    if (r->cmd->flags & RS_CMD_WRITE)
+        c->nwrites++;
+    r->cmd->fn(r);
 }
 
 /* Queue a new request (finished or not). Takes a reference for it. */
@@ -494,7 +546,7 @@ static void client_process(rs_client *c)
     unsigned started = 0;
 
     c->refs++;              /* handlers may close the connection under us */
-    while (c->bev && !c->closing && evbuffer_get_length(in) > 0) {
+    while (c->bev && !c->closing && !c->waiting && evbuffer_get_length(in) > 0) {
         if (client_over_limits(c)) {
             client_pause(c);
             break;

@@ -73,6 +73,11 @@ typedef struct rserver rserver;
 typedef void (*rs_cmd_fn)(rs_req *req);
 
 #define RS_CMD_NOAUTH 1u        /* allowed before AUTH */
+/* A write: it starts only after every earlier request of the same client finished,
+ * and later requests of that client start only after it finished. Other commands of
+ * one client run concurrently (their replies still leave in order). So a client that
+ * pipelines ADD then QUERY sees its own ADD. */
+#define RS_CMD_WRITE 2u
 
 typedef struct rs_command {
     const char *name;           /* matched case-insensitively */

@@ -821,11 +821,11 @@ static void cmd_info(rs_req *r)
 }
 
 const rs_command coord_commands[] = {
-    { "SIMHASH.ADD", -3, 0, cmd_add },
-    { "SIMHASH.DEL", -2, 0, cmd_del },
+    { "SIMHASH.ADD", -3, RS_CMD_WRITE, cmd_add },
+    { "SIMHASH.DEL", -2, RS_CMD_WRITE, cmd_del },
     { "SIMHASH.QUERY", -2, 0, cmd_query },
-    { "SIMHASH.CHECK", -3, 0, cmd_check },
-    { "SIMHASH.CHECKTEXT", 3, 0, cmd_checktext },
+    { "SIMHASH.CHECK", -3, RS_CMD_WRITE, cmd_check },
+    { "SIMHASH.CHECKTEXT", 3, RS_CMD_WRITE, cmd_checktext },
     { "SIMHASH.FINGERPRINT", 2, 0, cmd_fingerprint },
     { "SIMHASH.INFO", -1, 0, cmd_info },
 };

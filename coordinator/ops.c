@@ -26,6 +26,8 @@ typedef struct coord_child {
     void *arg;
     uint64_t t0;
     int done;
+    int in_round;           /* listed in op->kids: the op frees it */
+    int cb_ran;             /* hiredis called back: nobody else will */
 } coord_child;
 
 struct coord_op {
@@ -54,12 +56,19 @@ static void op_unref(coord_op *op)
     free(op);
 }
 
-/* Forget the children of a finished round. Children whose callback is still to come
- * are owned by that callback. */
+/* Forget the children of a finished round. A child is freed by whichever lets go
+ * of it last: this list, or its hiredis callback. */
 static void op_clear_round(coord_op *op)
 {
-    for (size_t i = 0; i < op->nkids; i++)
+    for (size_t i = 0; i < op->nkids; i++) {
+        coord_child *ch = op->kids[i];
+        if (ch == NULL)
+            continue;
+        ch->in_round = 0;
+        if (ch->cb_ran)
+            free(ch);
         op->kids[i] = NULL;
+    }
     op->nkids = 0;
     op->ndone = 0;
 }
@@ -262,7 +271,9 @@ static void on_child_reply(redisAsyncContext *ac, void *r, void *priv)
         w->latency_us = w->latency_us == 0 ? us : 0.8 * w->latency_us + 0.2 * us;
     }
     child_done(ch, r);
-    free(ch);
+    ch->cb_ran = 1;
+    if (!ch->in_round)
+        free(ch);
     op_unref(op);
 }
 
@@ -311,6 +322,7 @@ int coord_op_send(coord_op *op, coord_worker *w, int argc, const char **argv,
         coord_op_fail(op, RS_SHARDDOWN, "shard worker %s unavailable (disconnecting)", w->addr);
         return -1;
     }
+    ch->in_round = 1;
     op->kids[op->nkids++] = ch;
     op->refs++;
     w->inflight++;
