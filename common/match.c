@@ -1,7 +1,8 @@
 /* match.c: exact batch matching over the permutation tables: every pair of hashes
  * within k bits (match_find_all) and the connected components of that match graph
- * (match_find_clusters). Tables are spread over threads; each table is one radix sort
- * by the permuted prefix and a scan of the runs of equal prefix. */
+ * (match_find_clusters). Tables are spread over threads; each table is one scatter of
+ * the permuted values by their top bits, then per bucket, while it is in cache, the
+ * entries are grouped by prefix with a small hash table and compared within groups. */
 #include "match.h"
 
 #include <pthread.h>
@@ -14,9 +15,7 @@
 #include "match_sort.h"
 #include "perm.h"
 
-#define MATCH_DIGIT_BITS 11                 /* widest radix digit of the prefix sort */
-#define MATCH_MAX_PASSES 6                  /* ceil(64 / MATCH_DIGIT_BITS) */
-#define MATCH_RADIX (1u << MATCH_DIGIT_BITS)
+#define MATCH_TOP_MAX 12                    /* match_top_bits() is at most this */
 
 /* ---- Shared state and per-thread workers ---- */
 
@@ -30,17 +29,23 @@ typedef struct match_ctx {
 
 typedef struct match_worker {
     match_ctx *ctx;
-    uint64_t *buf[2];         /* ping-pong buffers of nu permuted values */
-    size_t *hist;             /* MATCH_MAX_PASSES * MATCH_RADIX counters */
+    uint64_t *buf;            /* nu permuted values */
+    uint64_t *slots;          /* hash table of a bucket: (epoch << 32) | index */
+    size_t nslots;            /* a power of two */
+    uint32_t *next;           /* per bucket entry: previous entry with its prefix */
+    size_t next_cap;
+    uint64_t epoch;           /* slots of older epochs count as empty */
+    size_t *start;            /* 2^MATCH_TOP_MAX + 1 bucket positions */
     match_pair *pairs;
     size_t npairs, cap;
 } match_worker;
 
-/* One table's permutation unpacked into local arrays, position by position. */
+/* One table's permutation as (mask, rotation) per block: a block moves from bit src
+ * to bit dst, which is a left rotation by (dst - src) mod 64 of its masked bits. */
 typedef struct match_perm {
     unsigned m;
-    uint8_t src[64], dst[64];
-    uint64_t wmask[64];
+    uint64_t mask[64];
+    unsigned rot[64];
 } match_perm;
 
 static void match_perm_load(match_perm *mp, const perm_table *t)
@@ -48,10 +53,14 @@ static void match_perm_load(match_perm *mp, const perm_table *t)
     mp->m = t->nblocks;
     for (unsigned p = 0; p < t->nblocks; p++) {
         unsigned b = t->order[p];
-        mp->src[p] = t->src_shift[b];
-        mp->dst[p] = t->dst_shift[b];
-        mp->wmask[p] = t->width_mask[b];
+        mp->mask[p] = t->width_mask[b] << t->src_shift[b];
+        mp->rot[p] = (unsigned)(t->dst_shift[b] - t->src_shift[b]) & 63;
     }
+}
+
+static inline uint64_t match_rotl(uint64_t x, unsigned r)
+{
+    return (x << r) | (x >> ((64 - r) & 63));
 }
 
 /* The permuted value of x (same as perm_apply). */
@@ -59,7 +68,7 @@ static inline uint64_t match_perm_apply(const match_perm *mp, uint64_t x)
 {
     uint64_t out = 0;
     for (unsigned p = 0; p < mp->m; p++)
-        out |= ((x >> mp->src[p]) & mp->wmask[p]) << mp->dst[p];
+        out |= match_rotl(x & mp->mask[p], mp->rot[p]);
     return out;
 }
 
@@ -80,94 +89,29 @@ static int match_push(match_pair **pairs, size_t *np, size_t *cap, uint64_t a, u
 
 /* ---- One table ---- */
 
-/* Sort the permuted distinct values of table t by their prefix and report the pairs
- * within distance whose canonical table is t. Returns 0, or -1 out of memory. */
-static int match_table(match_worker *w, unsigned t)
+/* Report the pairs of v[0..n) (sorted by prefix) within distance whose canonical
+ * table is t. Returns 0, or -1 out of memory. */
+static int match_scan(match_worker *w, unsigned t, const uint64_t *v, size_t n)
 {
-    const match_ctx *ctx = w->ctx;
-    const perm_set *ps = ctx->ps;
+    const perm_set *ps = w->ctx->ps;
     const perm_table *pt = &ps->tables[t];
-    const uint64_t *in = ctx->uniq;
-    size_t n = ctx->nu;
-    match_perm mp;
-    match_perm_load(&mp, pt);
-
-    /* Digits covering exactly the prefix bits [64 - pb, 64), lowest first. */
-    unsigned pb = pt->prefix_bits;
-    unsigned npass = (pb + MATCH_DIGIT_BITS - 1) / MATCH_DIGIT_BITS;
-    unsigned width = (pb + npass - 1) / npass;
-    unsigned shift[MATCH_MAX_PASSES];
-    uint64_t dmask[MATCH_MAX_PASSES];
-    for (unsigned j = 0; j < npass; j++) {
-        shift[j] = 64 - pb + j * width;
-        unsigned wj = 64 - shift[j] < width ? 64 - shift[j] : width;
-        dmask[j] = (1ULL << wj) - 1;
-    }
-    size_t *hist = w->hist;
-    memset(hist, 0, (size_t)npass * MATCH_RADIX * sizeof *hist);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t p = match_perm_apply(&mp, in[i]);
-        for (unsigned j = 0; j < npass; j++)
-            hist[j * MATCH_RADIX + ((p >> shift[j]) & dmask[j])]++;
-    }
-    /* A digit on which every value agrees needs no pass (except pass 0, which also
-     * permutes). Then counts become start positions. */
-    int trivial[MATCH_MAX_PASSES];
-    for (unsigned j = 0; j < npass; j++) {
-        size_t *h = hist + j * MATCH_RADIX, sum = 0;
-        trivial[j] = 0;
-        for (unsigned d = 0; d < MATCH_RADIX; d++) {
-            size_t c = h[d];
-            if (c == n)
-                trivial[j] = 1;
-            h[d] = sum;
-            sum += c;
-        }
-    }
-    /* Pass 0 permutes and scatters; later passes move between the two buffers and
-     * are skipped when every value has the same digit. */
-    uint64_t *cur = w->buf[0], *other = w->buf[1];
-    {
-        size_t *h = hist;
-        unsigned s0 = shift[0];
-        uint64_t m0 = dmask[0];
-        for (size_t i = 0; i < n; i++) {
-            uint64_t p = match_perm_apply(&mp, in[i]);
-            cur[h[(p >> s0) & m0]++] = p;
-        }
-    }
-    for (unsigned j = 1; j < npass; j++) {
-        if (trivial[j])
-            continue;
-        size_t *h = hist + j * MATCH_RADIX;
-        unsigned sj = shift[j];
-        uint64_t mj = dmask[j];
-        for (size_t i = 0; i < n; i++) {
-            uint64_t p = cur[i];
-            other[h[(p >> sj) & mj]++] = p;
-        }
-        uint64_t *tmp = cur;
-        cur = other;
-        other = tmp;
-    }
-
-    /* Scan runs of equal prefix; popcount is the same before and after permuting. */
     uint64_t pmask = pt->prefix_mask;
     unsigned k = ps->distance;
     for (size_t i = 0; i + 1 < n;) {
-        if (((cur[i] ^ cur[i + 1]) & pmask) != 0) {
+        if (((v[i] ^ v[i + 1]) & pmask) != 0) {
             i++;
             continue;
         }
-        uint64_t key = cur[i] & pmask;
+        uint64_t key = v[i] & pmask;
         size_t j = i + 2;
-        while (j < n && (cur[j] & pmask) == key)
+        while (j < n && (v[j] & pmask) == key)
             j++;
+        /* popcount is the same before and after permuting */
         for (size_t a = i; a < j; a++) {
             for (size_t b = a + 1; b < j; b++) {
-                if (ham_dist(cur[a], cur[b]) > k)
+                if (ham_dist(v[a], v[b]) > k)
                     continue;
-                uint64_t ra = perm_revert(pt, cur[a]), rb = perm_revert(pt, cur[b]);
+                uint64_t ra = perm_revert(pt, v[a]), rb = perm_revert(pt, v[b]);
                 if (perm_first_table(ps, ra, rb) != (int)t)
                     continue;
                 if (match_push(&w->pairs, &w->npairs, &w->cap, ra, rb) < 0)
@@ -175,6 +119,131 @@ static int match_table(match_worker *w, unsigned t)
             }
         }
         i = j;
+    }
+    return 0;
+}
+
+#define MATCH_NONE UINT32_MAX
+
+/* Report the pairs of v[0..n) (one bucket, n < 2^32) within distance whose canonical
+ * table is t: entries are grouped by prefix with a hash table keyed by the prefix, and
+ * each entry is compared with the earlier entries of its prefix. Returns 0, or -1 out
+ * of memory. */
+static int match_group(match_worker *w, unsigned t, const uint64_t *v, size_t n)
+{
+    const perm_set *ps = w->ctx->ps;
+    const perm_table *pt = &ps->tables[t];
+    unsigned kshift = 64 - pt->prefix_bits, k = ps->distance;
+    unsigned tb = (unsigned)__builtin_ctzll((unsigned long long)w->nslots);
+    size_t smask = w->nslots - 1;
+    uint64_t *slots = w->slots;
+    uint32_t *next = w->next;
+    if (++w->epoch >= ((uint64_t)1 << 32)) {
+        memset(slots, 0, w->nslots * sizeof *slots);
+        w->epoch = 1;
+    }
+    uint64_t ep = w->epoch << 32;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t key = v[i] >> kshift;
+        size_t h = tb ? (size_t)((key * 0x9e3779b97f4a7c15ULL) >> (64 - tb)) : 0;
+        for (;;) {
+            uint64_t s = slots[h];
+            if ((s & ~0xffffffffULL) != ep) {
+                next[i] = MATCH_NONE;
+                break;
+            }
+            uint32_t j = (uint32_t)s;
+            if ((v[j] >> kshift) == key) {
+                for (uint32_t x = j; x != MATCH_NONE; x = next[x]) {
+                    if (ham_dist(v[x], v[i]) > k)
+                        continue;
+                    uint64_t ra = perm_revert(pt, v[x]), rb = perm_revert(pt, v[i]);
+                    if (perm_first_table(ps, ra, rb) != (int)t)
+                        continue;
+                    if (match_push(&w->pairs, &w->npairs, &w->cap, ra, rb) < 0)
+                        return -1;
+                }
+                next[i] = j;
+                break;
+            }
+            h = (h + 1) & smask;
+        }
+        slots[h] = ep | i;
+    }
+    return 0;
+}
+
+/* Make the hash table hold at least 2 * n entries and next[] n. Returns 0, or -1 out
+ * of memory. */
+static int match_reserve(match_worker *w, size_t n)
+{
+    size_t want = 16;
+    while (want < 2 * n)
+        want *= 2;
+    if (want > w->nslots) {
+        uint64_t *s = calloc(want, sizeof *s);
+        if (!s)
+            return -1;
+        free(w->slots);
+        w->slots = s;
+        w->nslots = want;
+        w->epoch = 0;
+    }
+    if (n > w->next_cap) {
+        uint32_t *nx = realloc(w->next, n * sizeof *nx);
+        if (!nx)
+            return -1;
+        w->next = nx;
+        w->next_cap = n;
+    }
+    return 0;
+}
+
+/* Table t: scatter the permuted distinct values by their top bits, then find the
+ * pairs in each bucket while it is in cache. Returns 0, or -1 out of memory. */
+static int match_table(match_worker *w, unsigned t)
+{
+    const match_ctx *ctx = w->ctx;
+    const perm_table *pt = &ctx->ps->tables[t];
+    const uint64_t *in = ctx->uniq;
+    size_t n = ctx->nu;
+    match_perm mp;
+    match_perm_load(&mp, pt);
+    unsigned pb = pt->prefix_bits, top = match_top_bits(n);
+    if (top > pb)
+        top = pb;
+    unsigned sh = 64 - top;
+    size_t nb = (size_t)1 << top, *start = w->start;
+    memset(start, 0, (nb + 1) * sizeof *start);
+    for (size_t i = 0; i < n; i++)
+        start[(match_perm_apply(&mp, in[i]) >> sh) + 1]++;
+    size_t biggest = 0;
+    for (size_t d = 0; d < nb; d++) {
+        if (start[d + 1] > biggest)
+            biggest = start[d + 1];
+        start[d + 1] += start[d];
+    }
+    /* Buckets of one prefix (pb == top) need no grouping. Entries of a bucket are
+     * 32-bit indexes: more than 4 billion values in one bucket count as out of memory. */
+    int hashing = pb > top;
+    if (hashing && (biggest >= MATCH_NONE || match_reserve(w, biggest) < 0))
+        return -1;
+    uint64_t *buf = w->buf;
+    for (size_t i = 0; i < n; i++) {
+        uint64_t p = match_perm_apply(&mp, in[i]);
+        buf[start[p >> sh]++] = p;
+    }
+    /* start[d] is now the end of bucket d */
+    size_t from = 0;
+    for (size_t d = 0; d < nb; d++) {
+        size_t cnt = start[d] - from;
+        if (cnt >= 2) {
+            int rc = hashing ? match_group(w, t, buf + from, cnt)
+                             : match_scan(w, t, buf + from, cnt);
+            if (rc < 0)
+                return -1;
+        }
+        from = start[d];
     }
     return 0;
 }
@@ -230,15 +299,11 @@ static int match_unique(const uint64_t *hashes, size_t n, uint64_t **uniq, size_
                         size_t **counts, match_pair **dups, size_t *ndups, size_t *dcap)
 {
     uint64_t *v = malloc((n ? n : 1) * sizeof *v);
-    uint64_t *tmp = malloc((n ? n : 1) * sizeof *tmp);
     size_t *cnt = counts ? malloc((n ? n : 1) * sizeof *cnt) : NULL;
-    if (!v || !tmp || (counts && !cnt))
+    if (!v || (counts && !cnt))
         goto oom;
-    memcpy(v, hashes, n * sizeof *v);
-    if (match_sort_u64(v, tmp, n) < 0)
+    if (match_sort_u64(hashes, v, n) < 0)
         goto oom;
-    free(tmp);
-    tmp = NULL;
     size_t u = 0;
     for (size_t i = 0; i < n;) {
         size_t j = i + 1;
@@ -261,7 +326,6 @@ static int match_unique(const uint64_t *hashes, size_t n, uint64_t **uniq, size_
     return 0;
 oom:
     free(v);
-    free(tmp);
     free(cnt);
     return -1;
 }
@@ -284,13 +348,11 @@ static int match_run(const perm_set *ps, const uint64_t *uniq, size_t nu, unsign
     for (; ready < nt; ready++) {
         match_worker *w = &ws[ready];
         w->ctx = &ctx;
-        w->buf[0] = malloc(nu * sizeof(uint64_t));
-        w->buf[1] = malloc(nu * sizeof(uint64_t));
-        w->hist = malloc((size_t)MATCH_MAX_PASSES * MATCH_RADIX * sizeof(size_t));
-        if (!w->buf[0] || !w->buf[1] || !w->hist) {
-            free(w->buf[0]);
-            free(w->buf[1]);
-            free(w->hist);
+        w->buf = malloc(nu * sizeof(uint64_t));
+        w->start = malloc((((size_t)1 << MATCH_TOP_MAX) + 1) * sizeof(size_t));
+        if (!w->buf || !w->start) {
+            free(w->buf);
+            free(w->start);
             break;
         }
     }
@@ -317,9 +379,10 @@ static int match_run(const perm_set *ps, const uint64_t *uniq, size_t nu, unsign
             }
 done:
     for (unsigned i = 0; ws && i < ready; i++) {
-        free(ws[i].buf[0]);
-        free(ws[i].buf[1]);
-        free(ws[i].hist);
+        free(ws[i].buf);
+        free(ws[i].slots);
+        free(ws[i].next);
+        free(ws[i].start);
         free(ws[i].pairs);
     }
     free(ws);

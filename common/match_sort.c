@@ -1,5 +1,6 @@
-/* match_sort.c: LSD radix sorts of 64-bit values and of (a, b) pairs, 11-bit digits,
- * one counting pass for all digits, digits on which every key agrees are skipped. */
+/* match_sort.c: radix sorts for batch matching: an MSD sort of 64-bit values (one
+ * scatter by the top bits, then cache-sized buckets) and an LSD sort of (a, b) pairs
+ * (11-bit digits, one counting pass, digits on which every key agrees skipped). */
 #include "match_sort.h"
 
 #include <stdlib.h>
@@ -29,36 +30,108 @@ static void sort_prefix(size_t *h)
     }
 }
 
-int match_sort_u64(uint64_t *a, uint64_t *tmp, size_t n)
+#define MSD_CUTOFF 16 /* insertion sort up to this many values */
+
+/* Insertion sort of a[0..n) by v >> lo. */
+static void msd_insertion(uint64_t *a, size_t n, unsigned lo)
 {
-    if (n < 2)
-        return 0;
-    size_t *hist = calloc((size_t)SORT_DIGITS * SORT_RADIX, sizeof *hist);
-    if (!hist)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t v = a[i];
-        for (unsigned d = 0; d < SORT_DIGITS; d++)
-            hist[d * SORT_RADIX + ((v >> (d * SORT_BITS)) & (SORT_RADIX - 1))]++;
-    }
-    uint64_t *src = a, *dst = tmp;
-    for (unsigned d = 0; d < SORT_DIGITS; d++) {
-        size_t *h = hist + d * SORT_RADIX;
-        if (sort_trivial(h, n))
-            continue;
-        sort_prefix(h);
-        unsigned sh = d * SORT_BITS;
-        for (size_t i = 0; i < n; i++) {
-            uint64_t v = src[i];
-            dst[h[(v >> sh) & (SORT_RADIX - 1)]++] = v;
+    for (size_t i = 1; i < n; i++) {
+        uint64_t v = a[i], key = v >> lo;
+        size_t j = i;
+        while (j > 0 && (a[j - 1] >> lo) > key) {
+            a[j] = a[j - 1];
+            j--;
         }
-        uint64_t *t = src;
-        src = dst;
-        dst = t;
+        a[j] = v;
     }
-    if (src != a)
-        memcpy(a, src, n * sizeof *a);
-    free(hist);
+}
+
+void match_msd_sort(uint64_t *a, uint64_t *tmp, size_t n, unsigned lo, unsigned hi)
+{
+    while (n >= 2 && hi > lo) {
+        if (n <= MSD_CUTOFF) {
+            msd_insertion(a, n, lo);
+            return;
+        }
+        /* a digit of about log2(n) - 3 bits leaves sub-ranges of about 8 values */
+        unsigned lg = 0;
+        while (lg < 63 && ((size_t)1 << (lg + 1)) <= n)
+            lg++;
+        unsigned w = lg > 11 ? 8 : lg - 3;
+        if (w > hi - lo)
+            w = hi - lo;
+        unsigned sh = hi - w, nd = 1u << w;
+        uint64_t mask = nd - 1;
+        size_t cnt[256];
+        memset(cnt, 0, nd * sizeof cnt[0]);
+        for (size_t i = 0; i < n; i++)
+            cnt[(a[i] >> sh) & mask]++;
+        size_t start[257], trivial = 0;
+        start[0] = 0;
+        for (unsigned d = 0; d < nd; d++) {
+            start[d + 1] = start[d] + cnt[d];
+            if (cnt[d] == n)
+                trivial = 1;
+        }
+        if (trivial) { /* every value has the same digit: go on with the next one */
+            hi = sh;
+            continue;
+        }
+        size_t pos[256];
+        memcpy(pos, start, nd * sizeof pos[0]);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t v = a[i];
+            tmp[pos[(v >> sh) & mask]++] = v;
+        }
+        memcpy(a, tmp, n * sizeof *a);
+        for (unsigned d = 0; d < nd; d++)
+            if (cnt[d] >= 2)
+                match_msd_sort(a + start[d], tmp + start[d], cnt[d], lo, sh);
+        return;
+    }
+}
+
+unsigned match_top_bits(size_t n)
+{
+    unsigned lg = 0;
+    while (lg < 63 && ((size_t)1 << (lg + 1)) <= n)
+        lg++;
+    return lg <= 9 ? 1 : lg - 8 > 12 ? 12 : lg - 8;
+}
+
+int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n)
+{
+    if (n == 0)
+        return 0;
+    unsigned w = match_top_bits(n), sh = 64 - w;
+    size_t nb = (size_t)1 << w;
+    size_t *start = calloc(nb + 1, sizeof *start);
+    if (!start)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        start[(src[i] >> sh) + 1]++;
+    size_t biggest = 0;
+    for (size_t d = 0; d < nb; d++) {
+        if (start[d + 1] > biggest)
+            biggest = start[d + 1];
+        start[d + 1] += start[d];
+    }
+    uint64_t *tmp = malloc(biggest * sizeof *tmp);
+    if (!tmp) {
+        free(start);
+        return -1;
+    }
+    size_t *pos = start; /* scatter with start[d] as the cursor of digit d ... */
+    for (size_t i = 0; i < n; i++)
+        dst[pos[src[i] >> sh]++] = src[i];
+    /* ... after which start[d] is the end of digit d, i.e. the start of d + 1 */
+    size_t from = 0;
+    for (size_t d = 0; d < nb; d++) {
+        match_msd_sort(dst + from, tmp, start[d] - from, 0, sh);
+        from = start[d];
+    }
+    free(tmp);
+    free(start);
     return 0;
 }
 

@@ -7,9 +7,19 @@
 
 #include "match.h"
 
-/* Sort a[0..n) ascending, using tmp[0..n) as scratch. The result is in a.
- * Returns 0, or -1 when the counters cannot be allocated (a is then unchanged). */
-int match_sort_u64(uint64_t *a, uint64_t *tmp, size_t n);
+/* Sort a[0..n) by the bits [lo, hi) of each value, given that all values agree on the
+ * bits above hi (MSD radix with 8-bit digits, insertion sort for small ranges); values
+ * equal in [lo, hi) end up ordered by their bits below lo as well. tmp[0..n) is
+ * scratch. Meant for ranges that fit in cache. */
+void match_msd_sort(uint64_t *a, uint64_t *tmp, size_t n, unsigned lo, unsigned hi);
+
+/* Number of top bits for a first scatter of n values so that buckets hold a few
+ * hundred values (1..12). */
+unsigned match_top_bits(size_t n);
+
+/* Copy src[0..n) to dst[0..n) sorted ascending: one scatter by the top bits, then each
+ * bucket sorted in cache. Returns 0, or -1 out of memory (dst undefined). */
+int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n);
 
 /* Sort pairs by (a, b) ascending, using tmp[0..n) as scratch. The result is in p.
  * Returns 0, or -1 when the counters cannot be allocated (p is then unchanged). */
