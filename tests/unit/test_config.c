@@ -1,0 +1,176 @@
+/* test_config.c: the table-driven configuration: defaults, file and command line,
+ * validation, repeatable options, secrets from files, errors with file:line. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+
+typedef struct tconf {
+    char *bind;
+    unsigned port;
+    cfg_list workers;
+    size_t maxbytes;
+    int flag;
+    int level;
+    char *password;
+    unsigned blocks, distance;
+} tconf;
+
+static int tvalidate(void *obj, char *err, size_t errlen)
+{
+    tconf *c = obj;
+    if (c->distance >= c->blocks) {
+        snprintf(err, errlen, "distance (%u) must be smaller than blocks (%u)", c->distance,
+                 c->blocks);
+        return -1;
+    }
+    return 0;
+}
+
+static const cfg_option topts[] = {
+    { "bind", CFG_STR, offsetof(tconf, bind), 0, 0, "127.0.0.1", 0, "address" },
+    { "port", CFG_UINT, offsetof(tconf, port), 1, 65535, "7000", 0, "port" },
+    { "worker", CFG_LIST, offsetof(tconf, workers), 1, 3, NULL, 0, "worker" },
+    { "max-bytes", CFG_SIZE, offsetof(tconf, maxbytes), 16, 1ull << 30, "1m", 0, "bytes" },
+    { "flag", CFG_BOOL, offsetof(tconf, flag), 0, 0, "no", 0, "flag" },
+    { "loglevel", CFG_LOGLEVEL, offsetof(tconf, level), 0, 0, "info", 0, "level" },
+    { "password-file", CFG_SECRET, offsetof(tconf, password), 0, 0, NULL, 0, "secret" },
+    { "blocks", CFG_UINT, offsetof(tconf, blocks), 1, 64, "6", 0, "m" },
+    { "distance", CFG_UINT, offsetof(tconf, distance), 0, 63, "3", 0, "k" },
+};
+static const cfg_spec tspec = { "test", "usage", topts, sizeof(topts) / sizeof(topts[0]), tvalidate };
+
+/* Parse text then cli args (name, value pairs), finish. Returns 0 or -1 with err. */
+static int load(tconf *c, const char *text, const char *const *cli, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof(*c));
+    cfg_state *st = cfg_state_new(&tspec, c);
+    int rc = 0;
+    assert_non_null(st);
+    if (text && cfg_parse_text(st, text, "t.conf", err, errlen) != 0)
+        rc = -1;
+    for (size_t i = 0; rc == 0 && cli && cli[i]; i += 2) {
+        char where[64];
+        snprintf(where, sizeof(where), "--%s", cli[i]);
+        rc = cfg_set(st, cli[i], cli[i + 1], where, err, errlen);
+    }
+    if (rc == 0)
+        rc = cfg_finish(st, err, errlen);
+    cfg_state_free(st);
+    return rc;
+}
+
+static void test_defaults(void **state)
+{
+    tconf c;
+    char err[256];
+    (void)state;
+    assert_int_equal(load(&c, "worker 127.0.0.1:1\n", NULL, err, sizeof(err)), 0);
+    assert_string_equal(c.bind, "127.0.0.1");
+    assert_int_equal(c.port, 7000);
+    assert_int_equal(c.maxbytes, 1u << 20);
+    assert_int_equal(c.flag, 0);
+    assert_int_equal(c.level, 1);
+    assert_null(c.password);
+    assert_int_equal(c.workers.n, 1);
+    cfg_free_values(&tspec, &c);
+}
+
+static void test_file_and_cli(void **state)
+{
+    tconf c;
+    char err[256];
+    (void)state;
+    const char *text = "# comment\n\n  port 7100   # trailing\r\nworker a:1\nworker b:2\n"
+                       "max-bytes 64k\nflag yes\nloglevel warning\n";
+    const char *cli[] = { "port", "7200", "worker", "c:3", NULL };
+    assert_int_equal(load(&c, text, cli, err, sizeof(err)), 0);
+    assert_int_equal(c.port, 7200);                 /* command line wins */
+    assert_int_equal(c.workers.n, 1);               /* ... and replaces the file's list */
+    assert_string_equal(c.workers.v[0], "c:3");
+    assert_int_equal(c.maxbytes, 64 * 1024);
+    assert_int_equal(c.flag, 1);
+    assert_int_equal(c.level, 2);
+    cfg_free_values(&tspec, &c);
+
+    assert_int_equal(load(&c, text, NULL, err, sizeof(err)), 0);
+    assert_int_equal(c.workers.n, 2);
+    assert_string_equal(c.workers.v[1], "b:2");
+    cfg_free_values(&tspec, &c);
+}
+
+static void expect_err(const char *text, const char *const *cli, const char *want)
+{
+    tconf c;
+    char err[256] = "";
+    if (load(&c, text, cli, err, sizeof(err)) == 0)
+        fail_msg("accepted: %s", text ? text : cli[0]);
+    if (strstr(err, want) == NULL)
+        fail_msg("error '%s', want '%s'", err, want);
+    cfg_free_values(&tspec, &c);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    expect_err("worker a:1\nport 0\n", NULL, "t.conf:2: port '0': out of range (1..65535)");
+    expect_err("worker a:1\n\n\nport 70000\n", NULL, "t.conf:4:");
+    expect_err("worker a:1\nport 12x\n", NULL, "not a decimal number");
+    expect_err("worker a:1\nport -1\n", NULL, "t.conf:2");
+    expect_err("worker a:1\nbogus 1\n", NULL, "t.conf:2: unknown option 'bogus'");
+    expect_err("worker a:1\nport\n", NULL, "t.conf:2: option 'port' needs a value");
+    expect_err("worker a:1\nflag maybe\n", NULL, "expected yes or no");
+    expect_err("worker a:1\nloglevel loud\n", NULL, "expected debug, info, warning or error");
+    expect_err("worker a:1\nmax-bytes 2g\n", NULL, "max-bytes '2g'");
+    expect_err("worker a:1\nmax-bytes 8\n", NULL, "max-bytes '8'");
+    expect_err("port 7000\n", NULL, "'worker' must be given at least 1");
+    expect_err("worker a\nworker b\nworker c\nworker d\n", NULL, "t.conf:4: too many 'worker'");
+    expect_err("worker a:1\nblocks 3\n", NULL, "distance (3) must be smaller than blocks (3)");
+    const char *cli[] = { "password", "hunter2", NULL };
+    expect_err("worker a:1\n", cli, "--password: unknown option 'password' (secrets are read "
+               "from a file: use password-file)");
+    const char *cli2[] = { "port", NULL };
+    expect_err("worker a:1\n", cli2, "--port: option 'port' needs a value");
+}
+
+static void test_secret_file(void **state)
+{
+    tconf c;
+    char err[256], path[] = "/tmp/test_config_XXXXXX";
+    (void)state;
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "s3cret\nignored\n", 15), 15);
+    close(fd);
+    const char *cli[] = { "password-file", path, NULL };
+    assert_int_equal(load(&c, "worker a:1\n", cli, err, sizeof(err)), 0);
+    assert_string_equal(c.password, "s3cret");
+    cfg_free_values(&tspec, &c);
+
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_true(fd >= 0);
+    close(fd);
+    expect_err("worker a:1\n", cli, "empty secret");
+    unlink(path);
+    expect_err("worker a:1\n", cli, "cannot read");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_file_and_cli),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_secret_file),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
