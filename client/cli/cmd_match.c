@@ -15,8 +15,8 @@ static void match_usage(const char *prog, int clusters, FILE *f)
     fprintf(f,
             "Usage: %s [-b BLOCKS] [-d DISTANCE] [-i INPUT] [-o OUTPUT] [-t THREADS]\n"
             "\n"
-            "Read one unsigned decimal 64-bit number per line and print %s\n"
-            "one JSON array per line.\n"
+            "Read one unsigned decimal 64-bit number per line and print, one JSON\n"
+            "array per line, %s.\n"
             "\n"
             "  -b, --blocks N     blocks per fingerprint (default %d)\n"
             "  -d, --distance K   largest Hamming distance that matches (default %d);\n"
@@ -29,10 +29,10 @@ static void match_usage(const char *prog, int clusters, FILE *f)
             "\n"
             "Exit status: 0 success, 1 bad input or I/O error, 2 bad usage.\n",
             prog,
-            clusters ? "every cluster (connected component of the match graph, two or\n"
-                       "more lines, values sorted, repeats kept) as [a, b, c, ...],"
-                     : "every pair [a, b] (a <= b) within the distance, [a, a] for a\n"
-                       "value given on two or more lines,",
+            clusters ? "every cluster [a, b, c, ...]: a connected component of the\n"
+                       "match graph with two or more lines, values sorted, repeats kept"
+                     : "every pair [a, b] (a <= b) within the distance, and [a, a]\n"
+                       "for a value given on two or more lines",
             CLI_BLOCKS_DEFAULT, CLI_DISTANCE_DEFAULT);
 }
 

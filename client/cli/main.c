@@ -19,11 +19,11 @@ static const cli_command commands[] = {
     {"find-all", cmd_find_all, "every near-duplicate pair among numbers (as simhash-find-all)"},
     {"find-clusters", cmd_find_clusters, "clusters of near-duplicate numbers (as simhash-find-clusters)"},
     {"dedup", cmd_dedup, "group the near-duplicate files under directories"},
-    {"add", cmd_add, "add fingerprints to a running deployment"},
-    {"query", cmd_query, "near-duplicates of fingerprints in a running deployment"},
-    {"check", cmd_check, "check a running deployment"},
-    {"del", cmd_del, "remove fingerprints from a running deployment"},
-    {"load", cmd_load, "bulk-load fingerprints into a running deployment"},
+    {"add", cmd_add, "add (fingerprint, document id) pairs to a running deployment"},
+    {"query", cmd_query, "stored near-duplicates of a fingerprint"},
+    {"check", cmd_check, "print the stored near-duplicates of a fingerprint, then add it"},
+    {"del", cmd_del, "remove a document id, or a fingerprint with all its documents"},
+    {"load", cmd_load, "bulk-load 'fingerprint docid' lines, pipelined"},
 };
 
 static void usage(FILE *f)
