@@ -89,6 +89,17 @@ size_t layout_doc_key(char *buf, size_t cap, uint64_t fp, uint64_t p0)
     return len;
 }
 
+size_t layout_count_key(char *buf, size_t cap, unsigned shard)
+{
+    if (cap < 9 || shard > 255)
+        return 0;
+    memcpy(buf, "c:{0:", 5);
+    layout_put_hex(buf + 5, shard, 2);
+    buf[7] = '}';
+    buf[8] = '\0';
+    return 8;
+}
+
 int layout_range_init(layout_range *r, uint64_t p, unsigned prefix_bits, unsigned bucket_bits)
 {
     if (!layout_bucket_bits_ok(bucket_bits) || prefix_bits < LAYOUT_MIN_PREFIX_BITS ||

@@ -7,7 +7,8 @@
  *                          B-8 bits as (B-8)/4 lower-case hex digits (none for B=8)
  *   member the low 64-B bits of p as (64-B)/8 big-endian bytes, score 0
  * Document ids of fp live in the set d:{0:xx}:<16 hex of fp>, xx = top byte of
- * perm_0(fp). */
+ * perm_0(fp). The hash c:{0:xx} counts table-0 entries and document ids of shard xx
+ * (kept by the workers in the same Lua call as each write). */
 #ifndef SIMHASH_LAYOUT_H
 #define SIMHASH_LAYOUT_H
 
@@ -65,6 +66,11 @@ int layout_member_decode(const void *member, size_t len, uint64_t bucket,
 /* Writes the document set key of fingerprint fp whose table-0 permuted value is p0.
  * Returns its length, or 0 when it does not fit in cap. */
 size_t layout_doc_key(char *buf, size_t cap, uint64_t fp, uint64_t p0);
+
+/* Writes the counter hash key of shard (first byte of table 0) s: "c:{0:xx}", fields
+ * fingerprints (table-0 entries) and documents (document ids) of that shard.
+ * Returns its length, or 0 when it does not fit in cap. */
+size_t layout_count_key(char *buf, size_t cap, unsigned shard);
 
 /* The Redis reads that find every permuted value sharing the top prefix_bits bits of
  * p: buckets first_bucket .. first_bucket + nbuckets - 1 (consecutive bucket

@@ -25,6 +25,7 @@ typedef enum shard_job_kind {
     SHARD_JOB_QUERY,       /* ZRANGEBYLEX per bucket -> [fp, dist] pairs */
     SHARD_JOB_SUM,         /* integer replies added up */
     SHARD_JOB_DOCS,        /* SMEMBERS per fingerprint -> array of arrays */
+    SHARD_JOB_INFO,        /* HMGET of the counter hash per shard -> SHARD.INFO text */
 } shard_job_kind;
 
 struct shard_job;
@@ -59,7 +60,11 @@ typedef struct shard_job {
     unsigned long long *sum_stat;  /* counter the sum is added to, or NULL */
     /* DOCS */
     resp_buf *parts;
+    /* INFO */
+    long long fps, docs;
 } shard_job;
+
+static void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs);
 
 static void shard_job_free(shard_job *j)
 {
@@ -91,6 +96,12 @@ static void shard_job_fail(shard_job *j, rs_errcode code, unsigned long long *co
 {
     if (j->req == NULL)
         return;
+    if (j->kind == SHARD_JOB_INFO) {     /* INFO still answers, without the counts */
+        evtimer_del(j->deadline);
+        shard_info_reply(j->req, 0, 0, 0);
+        j->req = NULL;
+        return;
+    }
     j->sc->st.errors++;
     if (counter)
         (*counter)++;
@@ -203,6 +214,11 @@ static void shard_job_complete(shard_job *j)
         for (unsigned i = 0; i < j->nslots; i++)
             resp_buf_append(out, j->parts[i].data, j->parts[i].len);
         break;
+    case SHARD_JOB_INFO:
+        evtimer_del(j->deadline);
+        shard_info_reply(j->req, 1, j->fps, j->docs);
+        j->req = NULL;
+        return;
     }
     evtimer_del(j->deadline);
     rs_req_finish(j->req);
@@ -289,6 +305,19 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
         for (size_t i = 0; i < rep->elements; i++)
             resp_add_bulk(b, v[i]->str, v[i]->len);
         free(v);
+        return 0;
+    }
+    case SHARD_JOB_INFO: {
+        if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
+            *why = "unexpected reply to HMGET";
+            return -1;
+        }
+        long long *dst[2] = {&j->fps, &j->docs};
+        for (int i = 0; i < 2; i++) {
+            const redisReply *e = rep->element[i];
+            if (e->type == REDIS_REPLY_STRING && e->len > 0 && e->len < 20)
+                *dst[i] += strtoll(e->str, NULL, 10);
+        }
         return 0;
     }
     }
@@ -515,6 +544,24 @@ out:
     free(rg);
 }
 
+/* Lua scripts that change a set and the shard's counter hash (KEYS[2]) in one step,
+ * so the counts SHARD.INFO reports never drift from the data. */
+static const char shard_lua_zadd0[] =
+    "local n = redis.call('ZADD', KEYS[1], 0, ARGV[1]) "
+    "if n > 0 then redis.call('HINCRBY', KEYS[2], 'fingerprints', n) end return n";
+static const char shard_lua_zrem0[] =
+    "local n = redis.call('ZREM', KEYS[1], ARGV[1]) "
+    "if n > 0 then redis.call('HINCRBY', KEYS[2], 'fingerprints', -n) end return n";
+static const char shard_lua_sadd[] =
+    "local n = redis.call('SADD', KEYS[1], unpack(ARGV)) "
+    "if n > 0 then redis.call('HINCRBY', KEYS[2], 'documents', n) end return n";
+static const char shard_lua_srem[] =
+    "local n = redis.call('SREM', KEYS[1], unpack(ARGV)) "
+    "if n > 0 then redis.call('HINCRBY', KEYS[2], 'documents', -n) end return n";
+static const char shard_lua_docdel_all[] =
+    "local n = redis.call('SCARD', KEYS[1]) if n > 0 then redis.call('DEL', KEYS[1]) "
+    "redis.call('HINCRBY', KEYS[2], 'documents', -n) end return n";
+
 /* SHARD.ADD / SHARD.DEL fp t [t ...]: ZADD key 0 member / ZREM key member per table. */
 static void cmd_add_del(rs_req *req, int add)
 {
@@ -553,7 +600,14 @@ static void cmd_add_del(rs_req *req, int add)
         uint8_t member[LAYOUT_MEMBER_MAX];
         size_t klen = layout_key_of(key, sizeof key, tabs[i], ps[i], sc->cfg.bucket_bits);
         size_t mlen = layout_member(member, ps[i], sc->cfg.bucket_bits);
-        if (add) {
+        if (tabs[i] == 0) {
+            char ckey[LAYOUT_KEY_MAX];
+            size_t clen = layout_count_key(ckey, sizeof ckey, layout_shard_of(ps[i]));
+            const char *script = add ? shard_lua_zadd0 : shard_lua_zrem0;
+            const char *argv[6] = {"EVAL", script, "2", key, ckey, (const char *)member};
+            size_t argvlen[6] = {4, strlen(script), 1, klen, clen, mlen};
+            shard_job_send(j, i, 6, argv, argvlen);
+        } else if (add) {
             const char *argv[4] = {"ZADD", key, "0", (const char *)member};
             size_t argvlen[4] = {4, klen, 1, mlen};
             shard_job_send(j, i, 4, argv, argvlen);
@@ -579,21 +633,31 @@ static void cmd_del(rs_req *req)
     cmd_add_del(req, 0);
 }
 
-/* Sends one command on the document set of argument 1 with the remaining
- * arguments appended (SADD / SREM key docid ...), or argv0 alone with the key. */
-static void shard_doc_command(rs_req *req, const char *cmd, size_t first_extra)
+/* Most document ids in one SHARD.DOCADD / SHARD.DOCDEL (Lua unpack limit). */
+#define SHARD_MAX_DOCIDS 4096
+
+/* Runs one command on the document set of argument 1: the script (EVAL script 2
+ * docset counters docid ...) with the document ids from argument 2 on, or, when
+ * script is NULL, `cmd docset`. Answers the request with its integer reply. */
+static void shard_doc_command(rs_req *req, const char *script, const char *cmd)
 {
     shard_ctx *sc = rs_req_ctx(req);
     sc->st.requests++;
     uint64_t fp;
-    char key[LAYOUT_KEY_MAX];
+    char key[LAYOUT_KEY_MAX], ckey[LAYOUT_KEY_MAX];
     size_t argc = rs_req_argc(req);
     if (shard_arg_fp(req, 1, &fp) != 0 || shard_doc_key(req, fp, key) != 0)
         return;
-    size_t nextra = argc > first_extra ? argc - first_extra : 0;
+    layout_count_key(ckey, sizeof ckey, (unsigned)strtoul(key + 5, NULL, 16));
+    size_t nextra = script && argc > 2 ? argc - 2 : 0;
+    if (nextra > SHARD_MAX_DOCIDS) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "%zu document ids in one request; at most %d",
+                   nextra, SHARD_MAX_DOCIDS);
+        return;
+    }
     for (size_t i = 0; i < nextra; i++) {
         size_t len;
-        rs_req_arg(req, first_extra + i, &len);
+        rs_req_arg(req, 2 + i, &len);
         if (len == 0) {
             shard_fail(req, RS_ERR, &sc->st.bad_args, "empty document id");
             return;
@@ -601,7 +665,7 @@ static void shard_doc_command(rs_req *req, const char *cmd, size_t first_extra)
     }
     if (shard_check_redis(req, 1) != 0)
         return;
-    size_t n = 2 + nextra;
+    size_t n = script ? 5 + nextra : 2;
     const char **argv = malloc(n * sizeof *argv);
     size_t *argvlen = malloc(n * sizeof *argvlen);
     shard_job *j = argv && argvlen ? shard_job_new(sc, req, SHARD_JOB_SUM, 1) : NULL;
@@ -611,12 +675,22 @@ static void shard_doc_command(rs_req *req, const char *cmd, size_t first_extra)
         shard_oom(req);
         return;
     }
-    argv[0] = cmd;
-    argvlen[0] = strlen(cmd);
-    argv[1] = key;
-    argvlen[1] = strlen(key);
-    for (size_t i = 0; i < nextra; i++)
-        argv[2 + i] = rs_req_arg(req, first_extra + i, &argvlen[2 + i]);
+    if (script) {
+        argv[0] = "EVAL";
+        argv[1] = script;
+        argv[2] = "2";
+        argv[3] = key;
+        argv[4] = ckey;
+        for (size_t i = 0; i < 5; i++)
+            argvlen[i] = strlen(argv[i]);
+        for (size_t i = 0; i < nextra; i++)
+            argv[5 + i] = rs_req_arg(req, 2 + i, &argvlen[5 + i]);
+    } else {
+        argv[0] = cmd;
+        argv[1] = key;
+        argvlen[0] = strlen(cmd);
+        argvlen[1] = strlen(key);
+    }
     shard_job_send(j, 0, (int)n, argv, argvlen);
     free(argv);
     free(argvlen);
@@ -626,42 +700,19 @@ static void shard_doc_command(rs_req *req, const char *cmd, size_t first_extra)
 /* SHARD.DOCADD fp docid [docid ...] */
 static void cmd_docadd(rs_req *req)
 {
-    shard_doc_command(req, "SADD", 2);
+    shard_doc_command(req, shard_lua_sadd, NULL);
 }
 
 /* SHARD.DOCCOUNT fp */
 static void cmd_doccount(rs_req *req)
 {
-    shard_doc_command(req, "SCARD", 2);
+    shard_doc_command(req, NULL, "SCARD");
 }
-
-/* Deletes a document set and returns how many ids it held, atomically. */
-static const char shard_lua_docdel_all[] =
-    "local n = redis.call('SCARD', KEYS[1]) redis.call('DEL', KEYS[1]) return n";
 
 /* SHARD.DOCDEL fp [docid ...] */
 static void cmd_docdel(rs_req *req)
 {
-    if (rs_req_argc(req) > 2) {
-        shard_doc_command(req, "SREM", 2);
-        return;
-    }
-    shard_ctx *sc = rs_req_ctx(req);
-    sc->st.requests++;
-    uint64_t fp;
-    char key[LAYOUT_KEY_MAX];
-    if (shard_arg_fp(req, 1, &fp) != 0 || shard_doc_key(req, fp, key) != 0)
-        return;
-    if (shard_check_redis(req, 1) != 0)
-        return;
-    shard_job *j = shard_job_new(sc, req, SHARD_JOB_SUM, 1);
-    if (j == NULL) {
-        shard_oom(req);
-        return;
-    }
-    const char *argv[4] = {"EVAL", shard_lua_docdel_all, "1", key};
-    shard_job_send(j, 0, 4, argv, NULL);
-    shard_job_release(j);
+    shard_doc_command(req, rs_req_argc(req) > 2 ? shard_lua_srem : shard_lua_docdel_all, NULL);
 }
 
 /* SHARD.DOCS fp [fp ...]: SMEMBERS per fingerprint, ids sorted bytewise. */
@@ -696,8 +747,9 @@ out:
     free(keys);
 }
 
-/* SHARD.INFO: name:value lines about this worker and its Redis connection. */
-static void cmd_info(rs_req *req)
+/* Answers a SHARD.INFO request: name:value lines about this worker and its Redis
+ * connection; fingerprints / documents of its shards when have_counts. */
+static void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs)
 {
     shard_ctx *sc = rs_req_ctx(req);
     shard_redis_stats rst;
@@ -708,6 +760,10 @@ static void cmd_info(rs_req *req)
                     "bucket_bits:%u\r\nlayout:%d\r\ntables:%u\r\nversion:%s\r\n",
                     sc->cfg.lo, sc->cfg.hi, sc->cfg.blocks, sc->cfg.distance,
                     sc->cfg.bucket_bits, LAYOUT_VERSION, sc->ps.ntables, SIMHASH_VERSION);
+    if (have_counts)
+        resp_buf_printf(&b, "fingerprints:%lld\r\ndocuments:%lld\r\n", fps, docs);
+    else
+        resp_buf_printf(&b, "fingerprints:unknown\r\ndocuments:unknown\r\n");
     resp_buf_printf(&b, "# Stats\r\n");
 #define SHARD_STAT_LINE_(f, n) resp_buf_printf(&b, "%s:%llu\r\n", n, sc->st.f);
     SHARD_STATS(SHARD_STAT_LINE_)
@@ -721,10 +777,36 @@ static void cmd_info(rs_req *req)
                     rst.reconnects, rst.connect_failures, rst.inflight,
                     sc->cfg.max_inflight_redis, rst.commands, rst.last_error);
     resp_buf_printf(&b, "# Clients\r\n");
-    rs_info_clients(sc->srv, &b);
+    if (sc->srv)
+        rs_info_clients(sc->srv, &b);
     resp_add_bulk(rs_req_out(req), b.data, b.len);
     resp_buf_free(&b);
     rs_req_finish(req);
+}
+
+/* SHARD.INFO: reads the counter hash of every shard served (HMGET c:{0:xx}), then
+ * answers; without Redis it answers at once, the counts "unknown". */
+static void cmd_info(rs_req *req)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    unsigned n = sc->cfg.hi - sc->cfg.lo + 1;
+    if (shard_redis_get_state(sc->redis) != SHARD_REDIS_READY ||
+        !shard_redis_room(sc->redis, n)) {
+        shard_info_reply(req, 0, 0, 0);
+        return;
+    }
+    shard_job *j = shard_job_new(sc, req, SHARD_JOB_INFO, n);
+    if (j == NULL) {
+        shard_oom(req);
+        return;
+    }
+    for (unsigned i = 0; i < n && j->req; i++) {
+        char ckey[LAYOUT_KEY_MAX];
+        layout_count_key(ckey, sizeof ckey, sc->cfg.lo + i);
+        const char *argv[4] = {"HMGET", ckey, "fingerprints", "documents"};
+        shard_job_send(j, i, 4, argv, NULL);
+    }
+    shard_job_release(j);
 }
 
 const rs_command shard_commands[] = {

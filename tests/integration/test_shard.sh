@@ -146,9 +146,16 @@ expect_eq "docadd dup" "$(sc SHARD.DOCADD "$c" doc-a doc-c)" "1"
 expect_eq "docs" "$(sc SHARD.DOCS "$c" | tr '\n' ' ')" "doc-a doc-b doc-c "
 expect_eq "docs two" "$(sc SHARD.DOCS "$a" "$c" | tr '\n' ' ')" " doc-a doc-b doc-c "
 expect_eq "doccount" "$(sc SHARD.DOCCOUNT "$c")" "3"
+# 12 bases + a + c - a + 0 + max fingerprints, 3 document ids
+info=$(sc SHARD.INFO | tr -d '\r')
+expect_match "info fingerprints" "$info" $'\nfingerprints:15\n'
+expect_match "info documents" "$info" $'\ndocuments:3\n'
 expect_eq "docdel one" "$(sc SHARD.DOCDEL "$c" doc-b nope)" "1"
 expect_eq "docdel all" "$(sc SHARD.DOCDEL "$c")" "2"
 expect_eq "doccount after" "$(sc SHARD.DOCCOUNT "$c")" "0"
+expect_match "info documents after" "$(sc SHARD.INFO | tr -d '\r')" $'\ndocuments:0\n'
+many=$(seq -s ' ' 1 4097)
+expect_match "too many docids" "$(sc SHARD.DOCADD "$c" $many)" "^ERR 4097 document ids"
 
 # ---- bad arguments ----
 expect_match "bad fp" "$(sc SHARD.QUERY abc 3 0)" "^ERR fingerprint 'abc': not a decimal number"
@@ -243,7 +250,9 @@ expect_match "in flight" "$(cat "$DIR/inflight.out")" "^REDIS connection lost"
 expect_match "while down" "$(sc SHARD.QUERY 1 3 0)" "^REDIS unavailable"
 expect_match "while down add" "$(sc SHARD.ADD 1 0)" "^REDIS unavailable"
 expect_eq "hello while down" "$(sc SHARD.HELLO | head -1)" "6"
-expect_match "info down" "$(sc SHARD.INFO | tr -d '\r')" "redis:(down|connecting)"
+info=$(sc SHARD.INFO | tr -d '\r')
+expect_match "info down" "$info" "redis:(down|connecting)"
+expect_match "info down counts" "$info" "fingerprints:unknown"
 
 # ---- Redis restarted (empty, no persistence): reconnect, meta recreated ----
 start_redis

@@ -139,6 +139,19 @@ static void test_doc_key(void **state)
     assert_int_equal(layout_doc_key(k, 26, 1, 1), 25);
 }
 
+static void test_count_key(void **state)
+{
+    (void)state;
+    char k[LAYOUT_KEY_MAX];
+    assert_int_equal(layout_count_key(k, sizeof k, 0xa7), 8);
+    assert_string_equal(k, "c:{0:a7}");
+    layout_count_key(k, sizeof k, 0);
+    assert_string_equal(k, "c:{0:00}");
+    assert_int_equal(layout_count_key(k, sizeof k, 256), 0);
+    assert_int_equal(layout_count_key(k, 8, 1), 0);
+    assert_int_equal(layout_count_key(k, 9, 1), 8);
+}
+
 /* 1 when member m lies in [lo, hi] as ZRANGEBYLEX would select it. */
 static int in_lex_range(const uint8_t *m, size_t len, const layout_range *r)
 {
@@ -268,6 +281,7 @@ int main(void)
         cmocka_unit_test(test_member_round_trip),
         cmocka_unit_test(test_member_order),
         cmocka_unit_test(test_doc_key),
+        cmocka_unit_test(test_count_key),
         cmocka_unit_test(test_range_prefix_ge_bucket),
         cmocka_unit_test(test_range_prefix_lt_bucket),
         cmocka_unit_test(test_range_errors),
