@@ -63,13 +63,18 @@ static inline uint64_t match_rotl(uint64_t x, unsigned r)
     return (x << r) | (x >> ((64 - r) & 63));
 }
 
-/* The permuted value of x (same as perm_apply). */
-static inline uint64_t match_perm_apply(const match_perm *mp, uint64_t x)
+/* The first q blocks of the permuted value of x (q = m: same as perm_apply). */
+static inline uint64_t match_perm_apply_n(const match_perm *mp, unsigned q, uint64_t x)
 {
     uint64_t out = 0;
-    for (unsigned p = 0; p < mp->m; p++)
+    for (unsigned p = 0; p < q; p++)
         out |= match_rotl(x & mp->mask[p], mp->rot[p]);
     return out;
+}
+
+static inline uint64_t match_perm_apply(const match_perm *mp, uint64_t x)
+{
+    return match_perm_apply_n(mp, mp->m, x);
 }
 
 /* Append a pair. Returns 0, or -1 out of memory. */
@@ -213,10 +218,14 @@ static int match_table(match_worker *w, unsigned t)
     if (top > pb)
         top = pb;
     unsigned sh = 64 - top;
+    /* the top bits come from the first q blocks only */
+    unsigned q = 0;
+    for (unsigned covered = 0; covered < top; q++)
+        covered += (unsigned)__builtin_popcountll(mp.mask[q]);
     size_t nb = (size_t)1 << top, *start = w->start;
     memset(start, 0, (nb + 1) * sizeof *start);
     for (size_t i = 0; i < n; i++)
-        start[(match_perm_apply(&mp, in[i]) >> sh) + 1]++;
+        start[(match_perm_apply_n(&mp, q, in[i]) >> sh) + 1]++;
     size_t biggest = 0;
     for (size_t d = 0; d < nb; d++) {
         if (start[d + 1] > biggest)

@@ -140,7 +140,7 @@ static size_t check_find_all(const uint64_t *h, size_t n, unsigned m, unsigned k
 
 static const unsigned settings[][2] = {
     {4, 3}, {5, 3}, {6, 3}, {8, 2}, {3, 1}, {2, 0}, {7, 4}, {12, 5}, {1, 0}, {64, 1},
-    {5, 2}, {4, 0}, {10, 3},
+    {5, 2}, {4, 0}, {10, 3}, {12, 11}, {16, 14},
 };
 
 static void test_planted_exact(void **state)
