@@ -472,7 +472,8 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
                 p->line = l;
                 p->line_cap = cap;
             }
-            memcpy(p->line + p->line_len, buf + i, take);
+            if (take > 0)
+                memcpy(p->line + p->line_len, buf + i, take);
             p->line_len += take;
             i += take;
             if (nl) {
