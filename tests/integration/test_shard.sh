@@ -32,11 +32,12 @@ expect_match() { # name got regex
     if [[ "$2" =~ $3 ]]; then ok; else fail "$1: got [$2], no match for /$3/"; fi
 }
 
-# A loopback port nobody listens on.
+# A loopback port nobody listens on, below the ephemeral range (32768-60999) so
+# that outgoing connections of other programs do not take it before we bind it.
 free_port() {
     local p
     for _ in $(seq 1 200); do
-        p=$((20000 + RANDOM % 40000))
+        p=$((20000 + RANDOM % 12000))
         if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return 0; fi
     done
     return 1
@@ -61,7 +62,7 @@ start_redis() {
         fi
         sleep 0.05
     done
-    echo "redis-server did not start"; cat "$DIR/redis.log"; exit 1
+    return 1
 }
 
 # wait_pong PORT: until the worker answers PING.
@@ -84,7 +85,9 @@ wait_redis_up() {
 
 sc() { timeout 10 redis-cli -p "$SPORT" "$@" 2>&1; }
 
-start_redis
+# the first start may pick another port if this one was taken meanwhile
+for _ in 1 2 3; do start_redis && break; RPORT=$(free_port); done
+[ -n "$REDIS_PID" ] || { echo "redis-server did not start"; cat "$DIR/redis.log"; exit 1; }
 timeout 300 "$SHARD" --port "$SPORT" --redis-port "$RPORT" --timeout-ms 3000 \
     --pidfile "$DIR/shard.pid" >"$DIR/shard.log" 2>&1 &
 PIDS+=($!)
@@ -255,7 +258,7 @@ expect_match "info down" "$info" "redis:(down|connecting)"
 expect_match "info down counts" "$info" "fingerprints:unknown"
 
 # ---- Redis restarted (empty, no persistence): reconnect, meta recreated ----
-start_redis
+start_redis || { fail "redis-server did not restart on port $RPORT"; cat "$DIR/redis.log"; exit 1; }
 wait_redis_up "$SPORT" || fail "worker did not reconnect"
 expect_eq "meta recreated" "$(redis-cli -p "$RPORT" HGET simhash:meta distance)" "3"
 expect_eq "empty after restart" "$(sc SHARD.QUERY "$LAST_BASE" 3 $ALL)" ""
