@@ -304,14 +304,15 @@ static unsigned match_threads(unsigned threads, unsigned ntables, size_t nu)
  * not NULL, *counts[i] = occurrences of uniq[i]. When dups is not NULL, (v, v) is
  * appended to *dups for every value given two or more times.
  * Returns 0, or -1 out of memory (nothing allocated). */
-static int match_unique(const uint64_t *hashes, size_t n, uint64_t **uniq, size_t *nu,
-                        size_t **counts, match_pair **dups, size_t *ndups, size_t *dcap)
+static int match_unique(const uint64_t *hashes, size_t n, unsigned threads, uint64_t **uniq,
+                        size_t *nu, size_t **counts, match_pair **dups, size_t *ndups,
+                        size_t *dcap)
 {
     uint64_t *v = malloc((n ? n : 1) * sizeof *v);
     size_t *cnt = counts ? malloc((n ? n : 1) * sizeof *cnt) : NULL;
     if (!v || (counts && !cnt))
         goto oom;
-    if (match_sort_u64(hashes, v, n) < 0)
+    if (match_sort_u64(hashes, v, n, threads) < 0)
         goto oom;
     size_t u = 0;
     for (size_t i = 0; i < n;) {
@@ -411,7 +412,8 @@ int match_find_all(const uint64_t *hashes, size_t n, unsigned blocks, unsigned d
     uint64_t *uniq = NULL;
     size_t nu = 0, np = 0, cap = 0;
     match_pair *out = NULL, *tmp = NULL;
-    if (match_unique(hashes, n, &uniq, &nu, NULL, &out, &np, &cap) < 0)
+    unsigned sort_threads = match_threads(threads, 64, n);
+    if (match_unique(hashes, n, sort_threads, &uniq, &nu, NULL, &out, &np, &cap) < 0)
         goto oom;
     if (match_run(&ps, uniq, nu, threads, &out, &np, &cap) < 0)
         goto oom;
@@ -475,7 +477,8 @@ int match_find_clusters(const uint64_t *hashes, size_t n, unsigned blocks, unsig
     uint64_t *uniq = NULL, *vals = NULL;
     size_t nu = 0, np = 0, cap = 0, *counts = NULL, *parent = NULL, *cid = NULL, *offs = NULL;
     match_pair *pairs = NULL;
-    if (match_unique(hashes, n, &uniq, &nu, &counts, NULL, NULL, NULL) < 0)
+    unsigned sort_threads = match_threads(threads, 64, n);
+    if (match_unique(hashes, n, sort_threads, &uniq, &nu, &counts, NULL, NULL, NULL) < 0)
         goto oom;
     if (match_run(&ps, uniq, nu, threads, &pairs, &np, &cap) < 0)
         goto oom;

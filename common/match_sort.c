@@ -3,6 +3,7 @@
  * (11-bit digits, one counting pass, digits on which every key agrees skipped). */
 #include "match_sort.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -96,10 +97,38 @@ unsigned match_top_bits(size_t n)
     unsigned lg = 0;
     while (lg < 63 && ((size_t)1 << (lg + 1)) <= n)
         lg++;
-    return lg <= 9 ? 1 : lg - 8 > 12 ? 12 : lg - 8;
+    return lg <= 11 ? 1 : lg - 10 > 12 ? 12 : lg - 10;
 }
 
-int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n)
+/* A share of the buckets of match_sort_u64 for one thread. */
+typedef struct sort_part {
+    uint64_t *dst;
+    const size_t *end;        /* end[d]: end of bucket d (start of d + 1) */
+    size_t d0, d1;            /* buckets [d0, d1) */
+    size_t biggest;
+    unsigned sh;
+    int rc;
+} sort_part;
+
+/* Sort the buckets of one share. Returns NULL; rc = -1 out of memory. */
+static void *sort_part_run(void *arg)
+{
+    sort_part *sp = arg;
+    uint64_t *tmp = malloc((sp->biggest ? sp->biggest : 1) * sizeof *tmp);
+    if (!tmp) {
+        sp->rc = -1;
+        return NULL;
+    }
+    for (size_t d = sp->d0; d < sp->d1; d++) {
+        size_t from = d ? sp->end[d - 1] : 0;
+        match_msd_sort(sp->dst + from, tmp, sp->end[d] - from, 0, sp->sh);
+    }
+    free(tmp);
+    sp->rc = 0;
+    return NULL;
+}
+
+int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n, unsigned threads)
 {
     if (n == 0)
         return 0;
@@ -116,23 +145,41 @@ int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n)
             biggest = start[d + 1];
         start[d + 1] += start[d];
     }
-    uint64_t *tmp = malloc(biggest * sizeof *tmp);
-    if (!tmp) {
-        free(start);
-        return -1;
-    }
-    size_t *pos = start; /* scatter with start[d] as the cursor of digit d ... */
     for (size_t i = 0; i < n; i++)
-        dst[pos[src[i] >> sh]++] = src[i];
-    /* ... after which start[d] is the end of digit d, i.e. the start of d + 1 */
-    size_t from = 0;
-    for (size_t d = 0; d < nb; d++) {
-        match_msd_sort(dst + from, tmp, start[d] - from, 0, sh);
-        from = start[d];
+        dst[start[src[i] >> sh]++] = src[i];
+    /* start[d] is now the end of bucket d. Shares of about n / threads values. */
+    if (threads < 1 || n < 65536)
+        threads = 1;
+    if (threads > 16)
+        threads = 16;
+    sort_part parts[16];
+    pthread_t tids[16];
+    size_t d = 0;
+    for (unsigned t = 0; t < threads; t++) {
+        size_t goal = t + 1 == threads ? n : n / threads * (t + 1);
+        parts[t] = (sort_part){dst, start, d, d, biggest, sh, 0};
+        while (d < nb && (t + 1 == threads || start[d] <= goal))
+            d++;
+        parts[t].d1 = d;
     }
-    free(tmp);
+    unsigned started = 0;
+    for (unsigned t = 1; t < threads; t++) {
+        if (pthread_create(&tids[t], NULL, sort_part_run, &parts[t]) != 0)
+            break;
+        started = t;
+    }
+    sort_part_run(&parts[0]);
+    int rc = parts[0].rc;
+    for (unsigned t = 1; t <= started; t++) {
+        pthread_join(tids[t], NULL);
+        rc |= parts[t].rc;
+    }
+    for (unsigned t = started + 1; t < threads; t++) { /* threads that did not start */
+        sort_part_run(&parts[t]);
+        rc |= parts[t].rc;
+    }
     free(start);
-    return 0;
+    return rc ? -1 : 0;
 }
 
 /* Digit d of a pair: digits 0..5 come from b, 6..11 from a. */

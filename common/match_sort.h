@@ -13,13 +13,14 @@
  * scratch. Meant for ranges that fit in cache. */
 void match_msd_sort(uint64_t *a, uint64_t *tmp, size_t n, unsigned lo, unsigned hi);
 
-/* Number of top bits for a first scatter of n values so that buckets hold a few
- * hundred values (1..12). */
+/* Number of top bits for a first scatter of n values so that buckets hold about a
+ * thousand values (1..12). */
 unsigned match_top_bits(size_t n);
 
-/* Copy src[0..n) to dst[0..n) sorted ascending: one scatter by the top bits, then each
- * bucket sorted in cache. Returns 0, or -1 out of memory (dst undefined). */
-int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n);
+/* Copy src[0..n) to dst[0..n) sorted ascending: one scatter by the top bits, then the
+ * buckets sorted in cache, split over `threads` threads (at least 1). Returns 0, or -1
+ * out of memory (dst undefined). */
+int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n, unsigned threads);
 
 /* Sort pairs by (a, b) ascending, using tmp[0..n) as scratch. The result is in p.
  * Returns 0, or -1 when the counters cannot be allocated (p is then unchanged). */

@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "hamming.h"
+#include "corpus.h"
 #include "match.h"
 
 static uint64_t rng_state = 0x2545f4914f6cdd1dULL;
@@ -202,6 +203,71 @@ static void test_threads_identical(void **state)
     free(h);
 }
 
+/* A set large enough for the threaded input sort, checked against the corpus (an
+ * independent index) instead of the quadratic brute force. */
+static void test_large_against_corpus(void **state)
+{
+    (void)state;
+    size_t nbase = 12000, n;
+    uint64_t *h = planted(nbase, 3, &n); /* 84000 values */
+    match_pair *p1 = NULL, *p2 = NULL;
+    size_t n1, n2;
+    char err[128];
+    assert_int_equal(match_find_all(h, n, 5, 3, 1, &p1, &n1, err, sizeof err), 0);
+    assert_int_equal(match_find_all(h, n, 5, 3, 2, &p2, &n2, err, sizeof err), 0);
+    assert_int_equal(n1, n2);
+    assert_memory_equal(p1, p2, n1 * sizeof *p1);
+    corpus *c = corpus_new(5, 3, err, sizeof err);
+    assert_non_null(c);
+    size_t ndup = 0;
+    for (size_t i = 0; i < n; i++)
+        if (corpus_insert(c, h[i]) == 0)
+            ndup++;
+    /* pairs of distinct values: sum over values of neighbours other than itself, / 2 */
+    size_t want = 0, got_distinct = 0, got_dup = 0;
+    for (size_t i = 0; i < n1; i++) {
+        if (p1[i].a == p1[i].b)
+            got_dup++;
+        else
+            got_distinct++;
+        assert_true(ham_dist(p1[i].a, p1[i].b) <= 3);
+        if (i)
+            assert_true(cmp_pair(&p1[i - 1], &p1[i]) < 0);
+    }
+    uint64_t *u = malloc(n * sizeof *u);
+    assert_non_null(u);
+    memcpy(u, h, n * sizeof *u);
+    qsort(u, n, sizeof *u, cmp_u64);
+    size_t repeated = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i + 1;
+        while (j < n && u[j] == u[i])
+            j++;
+        repeated += j - i >= 2;
+        uint64_t *nb = NULL;
+        long cnt = corpus_find_all(c, u[i], 3, &nb);
+        assert_true(cnt >= 1);
+        for (long x = 0; x < cnt; x++) {
+            if (nb[x] <= u[i])
+                continue;
+            want++;
+            /* the pair (u[i], nb[x]) is reported */
+            match_pair key = {u[i], nb[x]};
+            assert_non_null(bsearch(&key, p1, n1, sizeof *p1, cmp_pair));
+        }
+        free(nb);
+        i = j;
+    }
+    assert_int_equal(got_distinct, want);
+    assert_int_equal(got_dup, repeated);
+    assert_true(ndup > 0 && repeated > 0);
+    free(u);
+    corpus_free(c);
+    free(p1);
+    free(p2);
+    free(h);
+}
+
 static void test_edges_and_errors(void **state)
 {
     (void)state;
@@ -368,6 +434,7 @@ int main(void)
         cmocka_unit_test(test_planted_exact),
         cmocka_unit_test(test_skewed),
         cmocka_unit_test(test_threads_identical),
+        cmocka_unit_test(test_large_against_corpus),
         cmocka_unit_test(test_edges_and_errors),
         cmocka_unit_test(test_clusters),
     };
