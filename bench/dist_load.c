@@ -448,7 +448,14 @@ static int dl_paced_run(void)
     if (pc.total == 0)
         die("paced", "nothing to send (rate * seconds < 1)");
     pc.lat = calloc(pc.total, sizeof *pc.lat);
-    pc.base = event_base_new();
+    /* epoll timeouts are whole milliseconds; a precise (timerfd) timer keeps the
+     * sends on schedule instead of adding up to a millisecond of client lag */
+    struct event_config *cfg = event_config_new();
+    if (cfg != NULL) {
+        event_config_set_flag(cfg, EVENT_BASE_FLAG_PRECISE_TIMER);
+        pc.base = event_base_new_with_config(cfg);
+        event_config_free(cfg);
+    }
     if (pc.lat == NULL || pc.base == NULL)
         die("paced", "out of memory");
     pc.ac = redisAsyncConnect(opt.host, opt.port);

@@ -9,7 +9,9 @@
 #       loaded afterwards and counted separately)
 # Prints `bench=... metric=... value=...` lines on stdout (progress on stderr).
 # Environment: SIMHASH_BIN (default build/bin), BENCH_N (corpus, default 1000000),
-# BENCH_SECONDS (per rate measurement, default 10), BENCH_BLOCKS/BENCH_DISTANCE (6/3).
+# BENCH_SECONDS (per rate measurement, default 10), BENCH_ROUNDS (3; medians are
+# reported), BENCH_RAW_DEPTH / BENCH_SYS_DEPTH (operations in flight, 32 / 64),
+# BENCH_BLOCKS/BENCH_DISTANCE (6/3).
 # Everything runs on 127.0.0.1 in a mktemp -d directory and is stopped by PID at exit.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -22,6 +24,9 @@ N=${BENCH_N:-1000000}
 SECS=${BENCH_SECONDS:-10}
 M=${BENCH_BLOCKS:-6}
 K=${BENCH_DISTANCE:-3}
+ROUNDS=${BENCH_ROUNDS:-3}
+RAW_DEPTH=${BENCH_RAW_DEPTH:-32}     # operations in flight (a raw query is 20 commands)
+SYS_DEPTH=${BENCH_SYS_DEPTH:-64}
 export TH_DAEMON_SECS=3600
 
 # mem: used_memory of the Redis under test
@@ -49,6 +54,9 @@ cport=$TH_COORD_PORT
 ntables=$(python3 -c "import math; print(math.comb($M, $M - $K))")
 th_log "blocks $M distance $K ($ntables tables), corpus $N, $SECS s per rate"
 
+emit machine loadavg_1m_start "$(cut -d' ' -f1 /proc/loadavg)"
+emit machine cores "$(nproc)"
+
 # (4) memory: tables first, then documents
 m0=$(mem)
 th_log "preloading $N fingerprints into the tables"
@@ -68,33 +76,40 @@ th_log "table bucket encoding: $enc"
 # the workers read what preload wrote
 run check check --port "$cport" --corpus "$N" --count 200
 
-# (1) queries
-th_log "query rate: raw Redis"
-run raw-query raw-query --port "$rport" --corpus "$N" --count 100000000 --seconds "$SECS" --depth 32
-th_log "query rate: through the coordinator"
-run sys-query sys-query --port "$cport" --corpus "$N" --count 100000000 --seconds "$SECS" --depth 64
-rq=$(val "$TH_DIR/raw-query.out" queries_per_sec)
-sq=$(val "$TH_DIR/sys-query.out" queries_per_sec)
-emit query raw_queries_per_sec "$rq"
-emit query system_queries_per_sec "$sq"
-emit query system_over_raw "$(python3 -c "print(round($sq / $rq, 3))")"
-
-# (2) ingest of new fingerprints (offsets far beyond the corpus)
-th_log "ingest rate: raw Redis"
-run raw-ingest raw-ingest --port "$rport" --offset 100000000 --count 100000000 --seconds "$SECS" --depth 32
-th_log "ingest rate: through the coordinator"
-run sys-ingest sys-ingest --port "$cport" --offset 200000000 --count 100000000 --seconds "$SECS" --depth 64
-ri=$(val "$TH_DIR/raw-ingest.out" ingests_per_sec)
-si=$(val "$TH_DIR/sys-ingest.out" ingests_per_sec)
-emit ingest raw_ingests_per_sec "$ri"
-emit ingest system_ingests_per_sec "$si"
-emit ingest system_over_raw "$(python3 -c "print(round($si / $ri, 3))")"
+# (1) and (2): ROUNDS rounds, raw and system alternating so that load from other
+# programs on the machine hits both alike; the medians are reported.
+median() { python3 -c "import statistics, sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
+rq=() sq=() ri=() si=()
+for r in $(seq 1 "$ROUNDS"); do
+    th_log "round $r: query rate, raw Redis then through the coordinator"
+    run raw-query-$r raw-query --port "$rport" --corpus "$N" --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
+    run sys-query-$r sys-query --port "$cport" --corpus "$N" --count 100000000 --seconds "$SECS" --depth "$SYS_DEPTH"
+    rq+=("$(val "$TH_DIR/raw-query-$r.out" queries_per_sec)")
+    sq+=("$(val "$TH_DIR/sys-query-$r.out" queries_per_sec)")
+    # ingest of new fingerprints (offsets far beyond the corpus, new ones every round)
+    th_log "round $r: ingest rate, raw Redis then through the coordinator"
+    run raw-ingest-$r raw-ingest --port "$rport" --offset $((100000000 * r)) --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
+    run sys-ingest-$r sys-ingest --port "$cport" --offset $((100000000 * r + 50000000)) --count 100000000 --seconds "$SECS" --depth "$SYS_DEPTH"
+    ri+=("$(val "$TH_DIR/raw-ingest-$r.out" ingests_per_sec)")
+    si+=("$(val "$TH_DIR/sys-ingest-$r.out" ingests_per_sec)")
+done
+th_log "query rates raw: ${rq[*]}; system: ${sq[*]}"
+th_log "ingest rates raw: ${ri[*]}; system: ${si[*]}"
+rqm=$(median "${rq[@]}") sqm=$(median "${sq[@]}") rim=$(median "${ri[@]}") sim=$(median "${si[@]}")
+emit query raw_queries_per_sec "$rqm"
+emit query system_queries_per_sec "$sqm"
+emit query system_over_raw "$(python3 -c "print(round($sqm / $rqm, 3))")"
+emit ingest raw_ingests_per_sec "$rim"
+emit ingest system_ingests_per_sec "$sim"
+emit ingest system_over_raw "$(python3 -c "print(round($sim / $rim, 3))")"
 
 # (3) latency at half the saturation rate
-half=$(python3 -c "print(max(1, int($sq / 2)))")
+half=$(python3 -c "print(max(1, int($sqm / 2)))")
 th_log "latency at $half queries/s (open loop)"
 run paced paced --port "$cport" --corpus "$N" --rate "$half" --seconds "$SECS" --count 100000000
 emit latency rate "$half"
 emit latency p50_ms "$(val "$TH_DIR/paced.out" p50_ms)"
 emit latency p99_ms "$(val "$TH_DIR/paced.out" p99_ms)"
+emit latency p999_ms "$(val "$TH_DIR/paced.out" p999_ms)"
+emit machine loadavg_1m_end "$(cut -d' ' -f1 /proc/loadavg)"
 th_log "done"
