@@ -1,8 +1,9 @@
 /* match.c: exact batch matching over the permutation tables: every pair of hashes
  * within k bits (match_find_all) and the connected components of that match graph
  * (match_find_clusters). Tables are spread over threads; each table is one scatter of
- * the permuted values by their top bits, then per bucket, while it is in cache, the
- * entries are grouped by prefix with a small hash table and compared within groups. */
+ * the values by the top bits of their permuted value, then per bucket, while it is in
+ * cache, the values are grouped by prefix with a small hash table and compared within
+ * groups. */
 #include "match.h"
 
 #include <pthread.h>
@@ -29,7 +30,7 @@ typedef struct match_ctx {
 
 typedef struct match_worker {
     match_ctx *ctx;
-    uint64_t *buf;            /* nu permuted values */
+    uint64_t *buf;            /* nu values, by bucket of the current table */
     uint64_t *slots;          /* hash table of a bucket: (epoch << 32) | index */
     size_t nslots;            /* a power of two */
     uint32_t *next;           /* per bucket entry: previous entry with its prefix */
@@ -63,7 +64,7 @@ static inline uint64_t match_rotl(uint64_t x, unsigned r)
     return (x << r) | (x >> ((64 - r) & 63));
 }
 
-/* The first q blocks of the permuted value of x (q = m: same as perm_apply). */
+/* The first q blocks of the permuted value of x (q = m would give perm_apply). */
 static inline uint64_t match_perm_apply_n(const match_perm *mp, unsigned q, uint64_t x)
 {
     uint64_t out = 0;
@@ -72,10 +73,6 @@ static inline uint64_t match_perm_apply_n(const match_perm *mp, unsigned q, uint
     return out;
 }
 
-static inline uint64_t match_perm_apply(const match_perm *mp, uint64_t x)
-{
-    return match_perm_apply_n(mp, mp->m, x);
-}
 
 /* Append a pair. Returns 0, or -1 out of memory. */
 static int match_push(match_pair **pairs, size_t *np, size_t *cap, uint64_t a, uint64_t b)
@@ -94,51 +91,36 @@ static int match_push(match_pair **pairs, size_t *np, size_t *cap, uint64_t a, u
 
 /* ---- One table ---- */
 
-/* Report the pairs of v[0..n) (sorted by prefix) within distance whose canonical
- * table is t. Returns 0, or -1 out of memory. */
-static int match_scan(match_worker *w, unsigned t, const uint64_t *v, size_t n)
+/* Keep the pair (x, y) of table t if it is within distance and t is its canonical
+ * table. Returns 0, or -1 out of memory. */
+static inline int match_check(match_worker *w, unsigned t, uint64_t x, uint64_t y)
 {
     const perm_set *ps = w->ctx->ps;
-    const perm_table *pt = &ps->tables[t];
-    uint64_t pmask = pt->prefix_mask;
-    unsigned k = ps->distance;
-    for (size_t i = 0; i + 1 < n;) {
-        if (((v[i] ^ v[i + 1]) & pmask) != 0) {
-            i++;
-            continue;
-        }
-        uint64_t key = v[i] & pmask;
-        size_t j = i + 2;
-        while (j < n && (v[j] & pmask) == key)
-            j++;
-        /* popcount is the same before and after permuting */
-        for (size_t a = i; a < j; a++) {
-            for (size_t b = a + 1; b < j; b++) {
-                if (ham_dist(v[a], v[b]) > k)
-                    continue;
-                uint64_t ra = perm_revert(pt, v[a]), rb = perm_revert(pt, v[b]);
-                if (perm_first_table(ps, ra, rb) != (int)t)
-                    continue;
-                if (match_push(&w->pairs, &w->npairs, &w->cap, ra, rb) < 0)
-                    return -1;
-            }
-        }
-        i = j;
-    }
+    if (ham_dist(x, y) > ps->distance || perm_first_table(ps, x, y) != (int)t)
+        return 0;
+    return match_push(&w->pairs, &w->npairs, &w->cap, x, y);
+}
+
+/* Every pair of v[0..n), one bucket whose values all share their prefix in table t.
+ * Returns 0, or -1 out of memory. */
+static int match_all_pairs(match_worker *w, unsigned t, const uint64_t *v, size_t n)
+{
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = a + 1; b < n; b++)
+            if (match_check(w, t, v[a], v[b]) < 0)
+                return -1;
     return 0;
 }
 
 #define MATCH_NONE UINT32_MAX
 
-/* Report the pairs of v[0..n) (one bucket, n < 2^32) within distance whose canonical
- * table is t: entries are grouped by prefix with a hash table keyed by the prefix, and
- * each entry is compared with the earlier entries of its prefix. Returns 0, or -1 out
- * of memory. */
-static int match_group(match_worker *w, unsigned t, const uint64_t *v, size_t n)
+/* The pairs of v[0..n) (one bucket of unpermuted values, n < 2^32) that share their
+ * prefix in table t, i.e. agree on the bits lead_mask of the leading blocks: values are
+ * grouped with a hash table keyed by those bits, and each value is compared with the
+ * earlier values of its group. Returns 0, or -1 out of memory. */
+static int match_group(match_worker *w, unsigned t, uint64_t lead_mask, const uint64_t *v,
+                       size_t n)
 {
-    const perm_set *ps = w->ctx->ps;
-    const perm_table *pt = &ps->tables[t];
-    unsigned kshift = 64 - pt->prefix_bits, k = ps->distance;
     unsigned tb = (unsigned)__builtin_ctzll((unsigned long long)w->nslots);
     size_t smask = w->nslots - 1;
     uint64_t *slots = w->slots;
@@ -149,8 +131,8 @@ static int match_group(match_worker *w, unsigned t, const uint64_t *v, size_t n)
     }
     uint64_t ep = w->epoch << 32;
     for (size_t i = 0; i < n; i++) {
-        uint64_t key = v[i] >> kshift;
-        size_t h = tb ? (size_t)((key * 0x9e3779b97f4a7c15ULL) >> (64 - tb)) : 0;
+        uint64_t key = v[i] & lead_mask, f = key ^ (key >> 32);
+        size_t h = (size_t)((f * 0x9e3779b97f4a7c15ULL) >> (64 - tb));
         for (;;) {
             uint64_t s = slots[h];
             if ((s & ~0xffffffffULL) != ep) {
@@ -158,16 +140,10 @@ static int match_group(match_worker *w, unsigned t, const uint64_t *v, size_t n)
                 break;
             }
             uint32_t j = (uint32_t)s;
-            if ((v[j] >> kshift) == key) {
-                for (uint32_t x = j; x != MATCH_NONE; x = next[x]) {
-                    if (ham_dist(v[x], v[i]) > k)
-                        continue;
-                    uint64_t ra = perm_revert(pt, v[x]), rb = perm_revert(pt, v[i]);
-                    if (perm_first_table(ps, ra, rb) != (int)t)
-                        continue;
-                    if (match_push(&w->pairs, &w->npairs, &w->cap, ra, rb) < 0)
+            if ((v[j] & lead_mask) == key) {
+                for (uint32_t x = j; x != MATCH_NONE; x = next[x])
+                    if (match_check(w, t, v[x], v[i]) < 0)
                         return -1;
-                }
                 next[i] = j;
                 break;
             }
@@ -204,22 +180,28 @@ static int match_reserve(match_worker *w, size_t n)
     return 0;
 }
 
-/* Table t: scatter the permuted distinct values by their top bits, then find the
- * pairs in each bucket while it is in cache. Returns 0, or -1 out of memory. */
+/* Table t: scatter the distinct values by the top bits of their permuted value (only
+ * the first blocks of the permutation are needed for that), then find the pairs in
+ * each bucket while it is in cache. Values stay unpermuted: sharing the prefix means
+ * agreeing on the leading blocks, and the distance is the same either way.
+ * Returns 0, or -1 out of memory. */
 static int match_table(match_worker *w, unsigned t)
 {
     const match_ctx *ctx = w->ctx;
-    const perm_table *pt = &ctx->ps->tables[t];
+    const perm_set *ps = ctx->ps;
+    const perm_table *pt = &ps->tables[t];
     const uint64_t *in = ctx->uniq;
     size_t n = ctx->nu;
     match_perm mp;
     match_perm_load(&mp, pt);
+    uint64_t lead_mask = 0;
+    for (unsigned b = 0; b < ps->blocks; b++)
+        if (pt->lead_blocks >> b & 1)
+            lead_mask |= ps->block_mask[b];
     unsigned pb = pt->prefix_bits, top = match_top_bits(n);
     if (top > pb)
         top = pb;
-    unsigned sh = 64 - top;
-    /* the top bits come from the first q blocks only */
-    unsigned q = 0;
+    unsigned sh = 64 - top, q = 0;
     for (unsigned covered = 0; covered < top; q++)
         covered += (unsigned)__builtin_popcountll(mp.mask[q]);
     size_t nb = (size_t)1 << top, *start = w->start;
@@ -239,16 +221,16 @@ static int match_table(match_worker *w, unsigned t)
         return -1;
     uint64_t *buf = w->buf;
     for (size_t i = 0; i < n; i++) {
-        uint64_t p = match_perm_apply(&mp, in[i]);
-        buf[start[p >> sh]++] = p;
+        uint64_t x = in[i];
+        buf[start[match_perm_apply_n(&mp, q, x) >> sh]++] = x;
     }
     /* start[d] is now the end of bucket d */
     size_t from = 0;
     for (size_t d = 0; d < nb; d++) {
         size_t cnt = start[d] - from;
         if (cnt >= 2) {
-            int rc = hashing ? match_group(w, t, buf + from, cnt)
-                             : match_scan(w, t, buf + from, cnt);
+            int rc = hashing ? match_group(w, t, lead_mask, buf + from, cnt)
+                             : match_all_pairs(w, t, buf + from, cnt);
             if (rc < 0)
                 return -1;
         }
