@@ -14,6 +14,7 @@
 #                            and TH_REDIS_PID
 #   th_fail MSG / th_log MSG print and (fail) exit 1 after showing the logs
 #
+# At exit, a sanitizer report (ASan/LSan/UBSan) in any log of $TH_DIR fails the test.
 # Environment: SIMHASH_BIN (programs, default build/bin), SIMHASH_SRC (repo root),
 # TH_KEEP=1 keeps the work directory. Every process is bounded by `timeout` and ended
 # by PID in the trap; nothing is killed by name.
@@ -59,6 +60,13 @@ th_cleanup() {
         kill -KILL "$pid" 2>/dev/null
         wait "$pid" 2>/dev/null
     done
+    # sanitizer reports (ASan/UBSan builds) in any log fail the test, even at exit
+    if [ -n "$TH_DIR" ] && [ -d "$TH_DIR" ] &&
+        grep -lE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$TH_DIR"/*.log >/dev/null 2>&1; then
+        echo "[$TH_NAME] FAIL: sanitizer report in $(grep -lE 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$TH_DIR"/*.log | xargs -n1 basename | tr '\n' ' ')" >&2
+        grep -hE -A12 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$TH_DIR"/*.log | head -n 40 >&2
+        rc=1
+    fi
     if [ -n "$TH_DIR" ] && [ -d "$TH_DIR" ]; then
         if [ "${TH_KEEP:-0}" = 1 ]; then
             echo "[$TH_NAME] work directory kept: $TH_DIR" >&2
