@@ -306,12 +306,19 @@ static size_t fp_scan(fp_state *s, const uint8_t *p, size_t len, int final)
         uint8_t c = *p;
         uint8_t l = fp_lower[c];
         if (l) {
+            /* ASCII run of the word: copy lower-cased while it lasts and fits */
             if (tl == FP_TOKBUF) {
                 fp_spill(s, tl);
                 tl = 0;
             }
-            tok[tl++] = l;
-            p++;
+            size_t room = FP_TOKBUF - tl;
+            const uint8_t *stop = (size_t)(end - p) < room ? end : p + room;
+            do {
+                tok[tl++] = l;
+                if (++p == stop)
+                    break;
+                l = fp_lower[*p];
+            } while (l);
             continue;
         }
         if (c < 0x80) {
