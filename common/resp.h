@@ -6,7 +6,7 @@
  * or bulk length, so a 20-byte request could ask for gigabytes. This one checks every
  * length against the limits before it allocates, consumes input byte by byte without
  * rescanning (feeding one byte at a time is as correct as feeding a whole buffer),
- * and copies arguments into one block per request. */
+ * and copies each argument once, into its own allocation. */
 #ifndef SIMHASH_RESP_H
 #define SIMHASH_RESP_H
 
