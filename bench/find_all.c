@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,6 +39,15 @@ static double bench_now(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* CPU seconds (user + system) used by this process so far, all threads. */
+static double bench_cpu(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec * 1e-6 +
+           (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
 static int bench_cmp_double(const void *x, const void *y)
@@ -190,18 +200,19 @@ int main(int argc, char **argv)
     int status = 0;
     for (unsigned bi = 0; bi < nb; bi++) {
         unsigned m = blocks[bi];
-        double t_ours[99], t_clu[99], t_ref[99];
+        double t_ours[99], t_clu[99], t_ref[99], c_ours[99];
         match_pair *ours = NULL, *ref = NULL;
         size_t n_ours = 0, n_ref = 0, nclu = 0;
         char err[128];
         for (unsigned r = 0; r < reps; r++) {
             free(ours);
-            double t0 = bench_now();
+            double c0 = bench_cpu(), t0 = bench_now();
             if (match_find_all(h, n, m, k, threads, &ours, &n_ours, err, sizeof err) < 0) {
                 fprintf(stderr, "bench-find_all: %s\n", err);
                 return 1;
             }
             t_ours[r] = bench_now() - t0;
+            c_ours[r] = bench_cpu() - c0;
             uint64_t *vals;
             size_t *offs;
             t0 = bench_now();
@@ -224,11 +235,11 @@ int main(int argc, char **argv)
         }
         int same = noref || (n_ours == n_ref && (n_ref == 0 || !memcmp(ours, ref, n_ref * sizeof *ref)));
         double mo = bench_median(t_ours, (int)reps), mc = bench_median(t_clu, (int)reps);
-        double mr = bench_median(t_ref, (int)reps);
+        double mr = bench_median(t_ref, (int)reps), mcpu = bench_median(c_ours, (int)reps);
         printf("bench=find_all n=%zu distance=%u blocks=%u tables=%zu threads=%u cpus=%ld "
-               "pairs=%zu clusters=%zu impl=ours median_s=%.4f clusters_median_s=%.4f "
-               "ref_median_s=%.4f ratio=%.1f same_pairs=%s\n",
-               n, k, m, perm_table_count(m, k), threads, ncpu, n_ours, nclu, mo, mc, mr,
+               "pairs=%zu clusters=%zu impl=ours median_s=%.4f cpu_median_s=%.4f "
+               "clusters_median_s=%.4f ref_median_s=%.4f ratio=%.1f same_pairs=%s\n",
+               n, k, m, perm_table_count(m, k), threads, ncpu, n_ours, nclu, mo, mcpu, mc, mr,
                mo > 0 ? mr / mo : 0.0, noref ? "unchecked" : same ? "yes" : "NO");
         fflush(stdout);
         if (!same)

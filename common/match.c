@@ -16,7 +16,7 @@
 #include "match_sort.h"
 #include "perm.h"
 
-#define MATCH_TOP_MAX 12                    /* match_top_bits() is at most this */
+#define MATCH_TOP_MAX 16                    /* most top bits a table scatters by */
 
 /* ---- Shared state and per-thread workers ---- */
 
@@ -198,8 +198,10 @@ static int match_table(match_worker *w, unsigned t)
     for (unsigned b = 0; b < ps->blocks; b++)
         if (pt->lead_blocks >> b & 1)
             lead_mask |= ps->block_mask[b];
+    /* A prefix of at most 16 bits (and no more buckets than values) is the bucket
+     * itself: the buckets are the groups and need no hashing. */
     unsigned pb = pt->prefix_bits, top = match_top_bits(n);
-    if (top > pb)
+    if (top > pb || (pb <= MATCH_TOP_MAX && ((size_t)1 << pb) <= n))
         top = pb;
     unsigned sh = 64 - top, q = 0;
     for (unsigned covered = 0; covered < top; q++)

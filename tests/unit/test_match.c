@@ -205,19 +205,18 @@ static void test_threads_identical(void **state)
 
 /* A set large enough for the threaded input sort, checked against the corpus (an
  * independent index) instead of the quadratic brute force. */
-static void test_large_against_corpus(void **state)
+static void check_large(unsigned m)
 {
-    (void)state;
     size_t nbase = 12000, n;
     uint64_t *h = planted(nbase, 3, &n); /* 84000 values */
     match_pair *p1 = NULL, *p2 = NULL;
     size_t n1, n2;
     char err[128];
-    assert_int_equal(match_find_all(h, n, 5, 3, 1, &p1, &n1, err, sizeof err), 0);
-    assert_int_equal(match_find_all(h, n, 5, 3, 2, &p2, &n2, err, sizeof err), 0);
+    assert_int_equal(match_find_all(h, n, m, 3, 1, &p1, &n1, err, sizeof err), 0);
+    assert_int_equal(match_find_all(h, n, m, 3, 2, &p2, &n2, err, sizeof err), 0);
     assert_int_equal(n1, n2);
     assert_memory_equal(p1, p2, n1 * sizeof *p1);
-    corpus *c = corpus_new(5, 3, err, sizeof err);
+    corpus *c = corpus_new(m, 3, err, sizeof err);
     assert_non_null(c);
     size_t ndup = 0;
     for (size_t i = 0; i < n; i++)
@@ -266,6 +265,13 @@ static void test_large_against_corpus(void **state)
     free(p1);
     free(p2);
     free(h);
+}
+
+static void test_large_against_corpus(void **state)
+{
+    (void)state;
+    check_large(5); /* prefixes wider than the buckets: grouped by hashing */
+    check_large(4); /* 16-bit prefixes: one bucket per prefix */
 }
 
 static void test_edges_and_errors(void **state)
