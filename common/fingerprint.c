@@ -7,6 +7,9 @@
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "fingerprint.h"
 
@@ -294,6 +297,73 @@ static inline void fp_end_token(fp_state *s, size_t tl)
     fp_push_hash(s, th);
 }
 
+#if defined(__SSE2__)
+#define FP_BLOCK 32           /* bytes per vector step of the ASCII fast path */
+
+/* If the FP_BLOCK bytes at p are all ASCII, tokenize them with vector compares and
+ * bit masks and return 1 (*tlp: the current token's buffered length); else return 0
+ * and touch nothing. Tokens inside the block are hashed in place, runs touching its
+ * ends go through the token buffer. */
+static inline int fp_block_ascii(fp_state *s, const uint8_t *p, size_t *tlp)
+{
+    __m128i v0 = _mm_loadu_si128((const __m128i *)p);
+    __m128i v1 = _mm_loadu_si128((const __m128i *)(p + 16));
+    if (_mm_movemask_epi8(_mm_or_si128(v0, v1)))
+        return 0;
+    /* all bytes < 0x80, so signed compares are exact; v | 0x20 lower-cases A-Z and
+     * keeps a-z and 0-9, and maps no other byte into a-z */
+    const __m128i x20 = _mm_set1_epi8(0x20);
+    const __m128i d_lo = _mm_set1_epi8('0' - 1), d_hi = _mm_set1_epi8('9' + 1);
+    const __m128i a_lo = _mm_set1_epi8('a' - 1), a_hi = _mm_set1_epi8('z' + 1);
+    __m128i l0 = _mm_or_si128(v0, x20), l1 = _mm_or_si128(v1, x20);
+    __m128i w0 = _mm_or_si128(_mm_and_si128(_mm_cmpgt_epi8(v0, d_lo), _mm_cmplt_epi8(v0, d_hi)),
+                              _mm_and_si128(_mm_cmpgt_epi8(l0, a_lo), _mm_cmplt_epi8(l0, a_hi)));
+    __m128i w1 = _mm_or_si128(_mm_and_si128(_mm_cmpgt_epi8(v1, d_lo), _mm_cmplt_epi8(v1, d_hi)),
+                              _mm_and_si128(_mm_cmpgt_epi8(l1, a_lo), _mm_cmplt_epi8(l1, a_hi)));
+    uint64_t wm = (uint64_t)(uint32_t)_mm_movemask_epi8(w0)
+                | (uint64_t)(uint32_t)_mm_movemask_epi8(w1) << 16;
+    uint8_t lb[FP_BLOCK];
+    _mm_storeu_si128((__m128i *)lb, l0);
+    _mm_storeu_si128((__m128i *)(lb + 16), l1);
+
+    size_t tl = *tlp;
+    unsigned pos = 0;
+    if (tl || s->spilled) {
+        /* the token in progress continues with the first run, if any */
+        unsigned r = (unsigned)__builtin_ctzll(~wm);
+        if (r) {
+            if (tl + r > FP_TOKBUF) {
+                fp_spill(s, tl);
+                tl = 0;
+            }
+            memcpy(s->tok + tl, lb, r);
+            tl += r;
+        }
+        if (r == FP_BLOCK) {
+            *tlp = tl;
+            return 1;
+        }
+        fp_end_token(s, tl);
+        tl = 0;
+        pos = r;
+        wm &= ~(uint64_t)0 << pos;
+    }
+    while (wm) {
+        unsigned st = (unsigned)__builtin_ctzll(wm);
+        unsigned r = (unsigned)__builtin_ctzll(~(wm >> st));
+        if (st + r == FP_BLOCK) {
+            memcpy(s->tok, lb + st, r);   /* may continue in the next bytes */
+            tl = r;
+            break;
+        }
+        fp_push_hash(s, XXH3_64bits(lb + st, r));
+        wm &= ~(uint64_t)0 << (st + r);
+    }
+    *tlp = tl;
+    return 1;
+}
+#endif
+
 /* Tokenize and vote over p[0..len). Returns the bytes consumed: all of them, except
  * when !final and the data ends inside a UTF-8 sequence that may still be valid (at
  * most 3 bytes are left). */
@@ -303,53 +373,67 @@ static size_t fp_scan(fp_state *s, const uint8_t *p, size_t len, int final)
     uint8_t *tok = s->tok;
     size_t tl = s->tlen;
     while (p < end) {
-        uint8_t c = *p;
-        uint8_t l = fp_lower[c];
-        if (l) {
-            /* ASCII run of the word: copy lower-cased while it lasts and fits */
-            if (tl == FP_TOKBUF) {
-                fp_spill(s, tl);
-                tl = 0;
+        const uint8_t *lim = end;
+#if defined(__SSE2__)
+        if ((size_t)(end - p) >= FP_BLOCK) {
+            if (fp_block_ascii(s, p, &tl)) {
+                p += FP_BLOCK;
+                continue;
             }
-            size_t room = FP_TOKBUF - tl;
-            const uint8_t *stop = (size_t)(end - p) < room ? end : p + room;
-            do {
-                tok[tl++] = l;
-                if (++p == stop)
-                    break;
-                l = fp_lower[*p];
-            } while (l);
-            continue;
+            lim = p + FP_BLOCK;       /* non-ASCII here: this block byte by byte */
         }
-        if (c < 0x80) {
-            if (tl || s->spilled) {
-                fp_end_token(s, tl);
-                tl = 0;
-            }
-            p++;
-            continue;
-        }
-        int cls;
-        size_t u = fp_unit(p, (size_t)(end - p), final, &cls);
-        if (u == 0)
-            break;
-        if (cls == FP_WORD) {
-            for (size_t i = 0; i < u; i++) {
+#endif
+        while (p < lim) {
+            uint8_t c = *p;
+            uint8_t l = fp_lower[c];
+            if (l) {
+                /* ASCII run of the word: copy lower-cased while it lasts and fits */
                 if (tl == FP_TOKBUF) {
                     fp_spill(s, tl);
                     tl = 0;
                 }
-                tok[tl++] = p[i];
+                size_t room = FP_TOKBUF - tl;
+                const uint8_t *stop = (size_t)(lim - p) < room ? lim : p + room;
+                do {
+                    tok[tl++] = l;
+                    if (++p == stop)
+                        break;
+                    l = fp_lower[*p];
+                } while (l);
+                continue;
             }
-        } else {
-            if (tl || s->spilled) {
-                fp_end_token(s, tl);
-                tl = 0;
+            if (c < 0x80) {
+                if (tl || s->spilled) {
+                    fp_end_token(s, tl);
+                    tl = 0;
+                }
+                p++;
+                continue;
             }
-            if (cls == FP_SOLO)
-                fp_push_hash(s, XXH3_64bits(p, u));
+            int cls;
+            size_t u = fp_unit(p, (size_t)(end - p), final, &cls);
+            if (u == 0) {
+                s->tlen = tl;
+                return (size_t)(p - start);
+            }
+            if (cls == FP_WORD) {
+                for (size_t i = 0; i < u; i++) {
+                    if (tl == FP_TOKBUF) {
+                        fp_spill(s, tl);
+                        tl = 0;
+                    }
+                    tok[tl++] = p[i];
+                }
+            } else {
+                if (tl || s->spilled) {
+                    fp_end_token(s, tl);
+                    tl = 0;
+                }
+                if (cls == FP_SOLO)
+                    fp_push_hash(s, XXH3_64bits(p, u));
+            }
+            p += u;
         }
-        p += u;
     }
     s->tlen = tl;
     return (size_t)(p - start);

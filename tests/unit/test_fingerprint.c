@@ -712,6 +712,49 @@ static void test_random_bytes(void **state)
     }
 }
 
+/* Mostly-ASCII random text (the vector fast path works on 32-byte ASCII blocks):
+ * words of 1..40 bytes, sometimes 200..700 bytes, rare non-ASCII characters. */
+static void test_random_ascii(void **state)
+{
+    (void)state;
+    static const char word_chars[] = "abcXYZ0189";
+    static const char seps[] = " .,\n_-@[`{/:\x7f";
+    static const char *const high[] = { "é", "中", "\xe4\xb8", "\xff", "—", "П", "\xc2\xa0" };
+    size_t rounds = small_run ? 60 : 600;
+    size_t cap = 8000;
+    char *buf = malloc(cap + 64);
+    assert_non_null(buf);
+    for (size_t r = 0; r < rounds; r++) {
+        rng_state = 90000 + r;
+        size_t target = rng_next() % cap, len = 0;
+        while (len < target) {
+            uint64_t k = rng_next() % 100;
+            size_t wl = k < 3 ? 200 + rng_next() % 500 : 1 + rng_next() % (k < 50 ? 8 : 40);
+            for (size_t i = 0; i < wl && len < cap; i++)
+                buf[len++] = word_chars[rng_next() % (sizeof word_chars - 1)];
+            if (k % 17 == 0 && len + 4 < cap) {
+                const char *h = high[rng_next() % 7];
+                memcpy(buf + len, h, strlen(h));
+                len += strlen(h);
+            }
+            size_t ns = 1 + rng_next() % 3;
+            for (size_t i = 0; i < ns && len < cap; i++)
+                buf[len++] = seps[rng_next() % (sizeof seps - 1)];
+        }
+        unsigned w = 1 + (unsigned)(r % 4);
+        uint64_t got = fp_text(buf, len, w);
+        uint64_t want = ref_text(buf, len, w);
+        if (got != want)
+            fail_msg("round %zu (len %zu, window %u): %016llx != reference %016llx", r, len, w,
+                     (unsigned long long)got, (unsigned long long)want);
+        /* offsets other than 0 change the block boundaries */
+        if (len > 1)
+            assert_int_equal(fp_text(buf + 1, len - 1, w), ref_text(buf + 1, len - 1, w));
+        assert_int_equal(stream_pieces(buf, len, w, 1 + r % 100), got);
+    }
+    free(buf);
+}
+
 int main(void)
 {
     const char *v = getenv("VALGRIND");
@@ -728,6 +771,7 @@ int main(void)
         cmocka_unit_test(test_cjk_small_edit),
         cmocka_unit_test(test_streaming),
         cmocka_unit_test(test_random_bytes),
+        cmocka_unit_test(test_random_ascii),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
