@@ -200,7 +200,9 @@ class Checker:
         return False
 
     def finish(self, what):
-        print("%s: %d checks, %d failures" % (what, self.checks, self.failures), flush=True)
+        kinds = ", ".join("%s %d" % kv for kv in sorted(self.shown.items())) or "none"
+        print("%s: %d checks, %d failures (by kind: %s)"
+              % (what, self.checks, self.failures, kinds), flush=True)
         return 0 if self.failures == 0 else 1
 
 
@@ -321,8 +323,14 @@ def verify(a, c, m, bases, chk, rng, full=True):
     else:
         queries = rng.sample(queries, min(len(queries), 100))
     replies = c.pipeline([["SIMHASH.QUERY", q] for q in queries])
+    nmatch = 0
     for q, r in zip(queries, replies):
-        compare(chk, q, k, r, m.query(q, k))
+        want = m.query(q, k)
+        nmatch += len(want)
+        compare(chk, q, k, r, want)
+    print("%d queries at distance %d (%d stored, %d not stored), %d expected matches, "
+          "%d failures so far" % (len(queries), k, len(m.docs), len(queries) - len(m.docs)
+                                  if full else 0, nmatch, chk.failures), flush=True)
     if not full:
         return
     # smaller distances
