@@ -73,7 +73,6 @@ static inline uint64_t match_perm_apply_n(const match_perm *mp, unsigned q, uint
     return out;
 }
 
-
 /* Append a pair. Returns 0, or -1 out of memory. */
 static int match_push(match_pair **pairs, size_t *np, size_t *cap, uint64_t a, uint64_t b)
 {
@@ -101,7 +100,8 @@ static inline int match_check(match_worker *w, unsigned t, uint64_t x, uint64_t 
     return match_push(&w->pairs, &w->npairs, &w->cap, x, y);
 }
 
-/* Every pair of v[0..n), one bucket whose values all share their prefix in table t.
+/* Every pair of v[0..n) that table t reports: within distance, and t its canonical
+ * table (which implies sharing t's prefix, so v may hold several prefixes).
  * Returns 0, or -1 out of memory. */
 static int match_all_pairs(match_worker *w, unsigned t, const uint64_t *v, size_t n)
 {
@@ -180,6 +180,42 @@ static int match_reserve(match_worker *w, size_t n)
     return 0;
 }
 
+/* Pairs of table t when its leading blocks include the top lead_top bits of the
+ * (sorted) input: runs of equal top bits are buckets without any scatter; a run is one
+ * group when those bits are the whole prefix. Returns 0, or -1 out of memory. */
+static int match_sorted_runs(match_worker *w, unsigned t, unsigned lead_top, uint64_t lead_mask)
+{
+    const uint64_t *v = w->ctx->uniq;
+    size_t n = w->ctx->nu;
+    if (lead_top >= 64) /* every block leads (distance 0): distinct values never match */
+        return 0;
+    unsigned sh = 64 - lead_top;
+    int whole = lead_top == w->ctx->ps->tables[t].prefix_bits;
+    for (size_t i = 0; i + 1 < n;) {
+        uint64_t key = v[i] >> sh;
+        if ((v[i + 1] >> sh) != key) {
+            i++;
+            continue;
+        }
+        size_t j = i + 2;
+        while (j < n && (v[j] >> sh) == key)
+            j++;
+        size_t cnt = j - i;
+        int rc;
+        if (whole || cnt <= 16) {
+            rc = match_all_pairs(w, t, v + i, cnt);
+        } else {
+            if (cnt >= MATCH_NONE || match_reserve(w, cnt) < 0)
+                return -1;
+            rc = match_group(w, t, lead_mask, v + i, cnt);
+        }
+        if (rc < 0)
+            return -1;
+        i = j;
+    }
+    return 0;
+}
+
 /* Table t: scatter the distinct values by the top bits of their permuted value (only
  * the first blocks of the permutation are needed for that), then find the pairs in
  * each bucket while it is in cache. Values stay unpermuted: sharing the prefix means
@@ -198,6 +234,13 @@ static int match_table(match_worker *w, unsigned t)
     for (unsigned b = 0; b < ps->blocks; b++)
         if (pt->lead_blocks >> b & 1)
             lead_mask |= ps->block_mask[b];
+    /* Tables that lead with the highest block: the input is sorted, so its runs of
+     * equal top bits are already buckets. */
+    unsigned lead_top = 0;
+    for (unsigned b = ps->blocks; b-- > 0 && (pt->lead_blocks >> b & 1);)
+        lead_top += (unsigned)__builtin_popcountll(ps->block_mask[b]);
+    if (lead_top > 0)
+        return match_sorted_runs(w, t, lead_top, lead_mask);
     /* A prefix of at most 16 bits (and no more buckets than values) is the bucket
      * itself: the buckets are the groups and need no hashing. */
     unsigned pb = pt->prefix_bits, top = match_top_bits(n);
