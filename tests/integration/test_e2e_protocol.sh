@@ -7,7 +7,7 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init e2e-protocol
-th_need_bins simhash-shard simhash-coordinator
+th_need_bins simhash-shard simhash-coordinator simhash
 DRIVER="$TH_SRC/tests/tools/simhash_e2e.py"
 B=6 K=3
 
@@ -50,6 +50,14 @@ case "$out" in *ERR*) ;; *) th_fail "unknown command: '$out', want an ERR reply"
 fptext=$(cli SIMHASH.FINGERPRINT "Near-duplicate detection at web scale")
 case "$fptext" in ''|*[!0-9]*) th_fail "FINGERPRINT: '$fptext'";; esac
 expect "FINGERPRINT is stable" "$(cli SIMHASH.FINGERPRINT "Near-duplicate detection at web scale")" "$fptext"
+# the server computes the fingerprint the CLI computes offline, for any text
+for text in "Near-duplicate detection at web scale" "Почти одинаковые документы, 近似重复的文档 検出" \
+        "one" "" "  punctuation only: ... !!! " "Tabs	and
+newlines	inside"; do
+    server=$(cli SIMHASH.FINGERPRINT "$text")
+    local_fp=$(printf '%s' "$text" | timeout 10 "$TH_BIN/simhash" fingerprint - | cut -f1)
+    expect "SIMHASH.FINGERPRINT equals 'simhash fingerprint' for '$text'" "$server" "$local_fp"
+done
 info=$(cli SIMHASH.INFO)
 echo "$info" | grep -q ':' || th_fail "SIMHASH.INFO without name:value lines: '$info'"
 # CHECK answers the matches that existed, then adds

@@ -629,6 +629,18 @@ def cmd_protocol(a):
         d.close()
     chk.ok(Conn(a.port).command("PING") == "PONG", "malformed", "server gone after junk")
     chk.ok(c.command("PING") == "PONG", "malformed", "first connection gone after junk")
+    # CHECKTEXT: the fingerprint of the text, the matches that existed, then adds
+    text = "Near-duplicate documents share most of their shingles %d" % rng.getrandbits(32)
+    tfp = c.command("SIMHASH.FINGERPRINT", text)
+    chk.ok(isinstance(tfp, bytes) and tfp.isdigit(), "checktext", "FINGERPRINT -> %r" % (tfp,))
+    r1 = c.command("SIMHASH.CHECKTEXT", "ct1", text)
+    chk.ok(isinstance(r1, list) and len(r1) == 2 and r1[0] == tfp and r1[1] == [],
+           "checktext", "first CHECKTEXT -> %r, want [%r, []]" % (r1, tfp))
+    r2 = c.command("SIMHASH.CHECKTEXT", "ct2", text)
+    chk.ok(isinstance(r2, list) and len(r2) == 2 and r2[0] == tfp and r2[1] == [[tfp, 0, [b"ct1"]]],
+           "checktext", "second CHECKTEXT -> %r, want [%r, [[fp, 0, [ct1]]]]" % (r2, tfp))
+    r3 = c.command("SIMHASH.DEL", tfp)
+    chk.ok(r3 == 2, "checktext", "DEL of the CHECKTEXT fingerprint -> %r, want 2" % (r3,))
     # cleanup of what this test stored
     c.command("SIMHASH.DEL", fp)
     c.command("SIMHASH.DEL", fp2)
