@@ -64,6 +64,7 @@ class Conn:
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.buf = b""
+        self.batch = 200            # commands per pipelined write
 
     def close(self):
         self.sock.close()
@@ -116,7 +117,8 @@ class Conn:
         self.send_raw(encode(args))
         return self.read_reply()
 
-    def pipeline(self, cmds, batch=200):
+    def pipeline(self, cmds, batch=None):
+        batch = batch or self.batch
         replies = []
         for i in range(0, len(cmds), batch):
             part = cmds[i:i + batch]
@@ -369,6 +371,7 @@ def cmd_verify(a):
     bases = [int(b) for b in extra.get("bases", [])] or list(m.docs)[:50]
     chk = Checker()
     c = Conn(a.port)
+    c.batch = a.batch
     verify(a, c, m, bases, chk, rng, full=not a.quick)
     print("verified %d stored fingerprints (blocks %d, distance %d)"
           % (len(m.docs), m.blocks, m.distance))
@@ -664,6 +667,9 @@ def main():
                    help="expect-down: error prefixes accepted (* = any)")
     p.add_argument("--within", type=float, default=10.0)
     p.add_argument("--quick", action="store_true", help="verify: a sample only")
+    p.add_argument("--batch", type=int, default=200,
+                   help="verify: queries per pipelined write (settings whose queries read many "
+                        "bucket keys need fewer to stay under the workers' in-flight bound)")
     a = p.parse_args()
     fn = {"load": cmd_load, "verify": cmd_verify, "lifecycle": cmd_lifecycle,
           "expect-down": cmd_expect_down, "wait-ok": cmd_wait_ok,
