@@ -460,8 +460,11 @@ def cmd_expect_down(a):
     seen = set()
     accept = a.accept.split(",")
 
+    slowest = [0.0]
+
     def judge(q, r, elapsed, tag):
         nonlocal errors
+        slowest[0] = max(slowest[0], elapsed)
         chk.ok(elapsed <= limit, "late", "%s q=%d answered after %.0f ms (deadline %d ms)"
                % (tag, q, elapsed * 1000, a.timeout_ms))
         if isinstance(r, Err):
@@ -491,8 +494,8 @@ def cmd_expect_down(a):
     chk.ok(c.command("PING") == "PONG", "alive", "PING while a worker is down")
     total = len(qs) + len(batch)
     chk.ok(errors * 2 >= total, "errors", "only %d of %d queries got an error" % (errors, total))
-    print("down: %d of %d queries answered an error; errors seen: %s"
-          % (errors, total, sorted(seen)[:3]))
+    print("down: %d of %d queries answered an error, slowest reply %.0f ms (limit %.0f ms); "
+          "errors seen: %s" % (errors, total, slowest[0] * 1000, limit * 1000, sorted(seen)[:3]))
     extra.setdefault("pending", []).append([str(fp), "written-while-down"])
     m.save(a.state, extra)
     return chk.finish("expect-down")
