@@ -100,86 +100,118 @@ unsigned match_top_bits(size_t n)
     return lg <= 11 ? 1 : lg - 10 > 12 ? 12 : lg - 10;
 }
 
-/* A share of the buckets of match_sort_u64 for one thread. */
+/* One thread's share of match_sort_u64: phase 0 counts src[i0..i1) per bucket, phase 1
+ * scatters them, phase 2 sorts the buckets [d0, d1). */
 typedef struct sort_part {
+    const uint64_t *src;
     uint64_t *dst;
+    size_t i0, i1;
+    size_t *pos;              /* this share's counts, then its cursor in each bucket */
     const size_t *end;        /* end[d]: end of bucket d (start of d + 1) */
-    size_t d0, d1;            /* buckets [d0, d1) */
-    size_t biggest;
-    unsigned sh;
-    int rc;
+    size_t d0, d1;
+    size_t biggest;           /* largest bucket */
+    unsigned sh;              /* bucket = value >> sh */
+    int phase;
+    int rc;                   /* -1 out of memory */
 } sort_part;
 
-/* Sort the buckets of one share. Returns NULL; rc = -1 out of memory. */
+/* Run the current phase of one share. Returns NULL. */
 static void *sort_part_run(void *arg)
 {
     sort_part *sp = arg;
-    uint64_t *tmp = malloc((sp->biggest ? sp->biggest : 1) * sizeof *tmp);
-    if (!tmp) {
-        sp->rc = -1;
-        return NULL;
-    }
-    for (size_t d = sp->d0; d < sp->d1; d++) {
-        size_t from = d ? sp->end[d - 1] : 0;
-        match_msd_sort(sp->dst + from, tmp, sp->end[d] - from, 0, sp->sh);
-    }
-    free(tmp);
+    const uint64_t *src = sp->src;
+    unsigned sh = sp->sh;
     sp->rc = 0;
+    if (sp->phase == 0) {
+        for (size_t i = sp->i0; i < sp->i1; i++)
+            sp->pos[src[i] >> sh]++;
+    } else if (sp->phase == 1) {
+        for (size_t i = sp->i0; i < sp->i1; i++)
+            sp->dst[sp->pos[src[i] >> sh]++] = src[i];
+    } else {
+        uint64_t *tmp = malloc((sp->biggest ? sp->biggest : 1) * sizeof *tmp);
+        if (!tmp) {
+            sp->rc = -1;
+            return NULL;
+        }
+        for (size_t d = sp->d0; d < sp->d1; d++) {
+            size_t from = d ? sp->end[d - 1] : 0;
+            match_msd_sort(sp->dst + from, tmp, sp->end[d] - from, 0, sh);
+        }
+        free(tmp);
+    }
     return NULL;
+}
+
+/* Run phase `phase` of every share, shares 1.. on their own threads (in this thread
+ * when a thread cannot start). Returns 0, or -1 when a share failed. */
+static int sort_run_phase(sort_part *parts, unsigned nparts, int phase)
+{
+    pthread_t tids[16];
+    int started[16] = {0};
+    for (unsigned p = 0; p < nparts; p++)
+        parts[p].phase = phase;
+    for (unsigned p = 1; p < nparts; p++)
+        started[p] = pthread_create(&tids[p], NULL, sort_part_run, &parts[p]) == 0;
+    sort_part_run(&parts[0]);
+    int rc = parts[0].rc;
+    for (unsigned p = 1; p < nparts; p++) {
+        if (started[p])
+            pthread_join(tids[p], NULL);
+        else
+            sort_part_run(&parts[p]);
+        rc |= parts[p].rc;
+    }
+    return rc ? -1 : 0;
 }
 
 int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n, unsigned threads)
 {
     if (n == 0)
         return 0;
-    unsigned w = match_top_bits(n), sh = 64 - w;
-    size_t nb = (size_t)1 << w;
-    size_t *start = calloc(nb + 1, sizeof *start);
-    if (!start)
-        return -1;
-    for (size_t i = 0; i < n; i++)
-        start[(src[i] >> sh) + 1]++;
-    size_t biggest = 0;
-    for (size_t d = 0; d < nb; d++) {
-        if (start[d + 1] > biggest)
-            biggest = start[d + 1];
-        start[d + 1] += start[d];
-    }
-    for (size_t i = 0; i < n; i++)
-        dst[start[src[i] >> sh]++] = src[i];
-    /* start[d] is now the end of bucket d. Shares of about n / threads values. */
     if (threads < 1 || n < 65536)
         threads = 1;
     if (threads > 16)
         threads = 16;
+    unsigned w = match_top_bits(n), sh = 64 - w;
+    size_t nb = (size_t)1 << w;
+    size_t *counts = calloc(nb * (threads + 1), sizeof *counts);
+    if (!counts)
+        return -1;
+    size_t *end = counts + nb * threads;
     sort_part parts[16];
-    pthread_t tids[16];
+    for (unsigned p = 0; p < threads; p++)
+        parts[p] = (sort_part){.src = src, .dst = dst, .i0 = n / threads * p,
+                               .i1 = p + 1 == threads ? n : n / threads * (p + 1),
+                               .pos = counts + nb * p, .end = end, .sh = sh};
+    sort_run_phase(parts, threads, 0);
+    /* Bucket d holds share 0's values, then share 1's, ... */
+    size_t sum = 0, biggest = 0;
+    for (size_t d = 0; d < nb; d++) {
+        size_t first = sum;
+        for (unsigned p = 0; p < threads; p++) {
+            size_t c = parts[p].pos[d];
+            parts[p].pos[d] = sum;
+            sum += c;
+        }
+        end[d] = sum;
+        if (sum - first > biggest)
+            biggest = sum - first;
+    }
+    sort_run_phase(parts, threads, 1);
+    /* Phase 2: shares of about n / threads values, whole buckets each. */
     size_t d = 0;
-    for (unsigned t = 0; t < threads; t++) {
-        size_t goal = t + 1 == threads ? n : n / threads * (t + 1);
-        parts[t] = (sort_part){dst, start, d, d, biggest, sh, 0};
-        while (d < nb && (t + 1 == threads || start[d] <= goal))
+    for (unsigned p = 0; p < threads; p++) {
+        size_t goal = p + 1 == threads ? n : n / threads * (p + 1);
+        parts[p].d0 = d;
+        while (d < nb && (p + 1 == threads || end[d] <= goal))
             d++;
-        parts[t].d1 = d;
+        parts[p].d1 = d;
+        parts[p].biggest = biggest;
     }
-    unsigned started = 0;
-    for (unsigned t = 1; t < threads; t++) {
-        if (pthread_create(&tids[t], NULL, sort_part_run, &parts[t]) != 0)
-            break;
-        started = t;
-    }
-    sort_part_run(&parts[0]);
-    int rc = parts[0].rc;
-    for (unsigned t = 1; t <= started; t++) {
-        pthread_join(tids[t], NULL);
-        rc |= parts[t].rc;
-    }
-    for (unsigned t = started + 1; t < threads; t++) { /* threads that did not start */
-        sort_part_run(&parts[t]);
-        rc |= parts[t].rc;
-    }
-    free(start);
-    return rc ? -1 : 0;
+    int rc = sort_run_phase(parts, threads, 2);
+    free(counts);
+    return rc;
 }
 
 /* Digit d of a pair: digits 0..5 come from b, 6..11 from a. */
