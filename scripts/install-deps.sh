@@ -4,7 +4,8 @@
 set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config libhiredis-dev libevent-dev libxxhash-dev
-      libcmocka-dev redis-server redis-tools clang libclang-rt-14-dev valgrind)
+      libcmocka-dev redis-server redis-tools clang libclang-rt-14-dev valgrind
+      python3 procps iproute2 netcat-openbsd)
 
 missing=()
 for p in "${PKGS[@]}"; do
