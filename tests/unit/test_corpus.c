@@ -13,30 +13,8 @@
 #include "corpus.h"
 #include "hamming.h"
 
-static uint64_t rng_state = 0x0ddc0ffeebadf00dULL;
-
-/* splitmix64: returns the next pseudo-random 64-bit value. */
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static int light(void)
-{
-    return getenv("VALGRIND") != NULL;
-}
-
-/* A copy of x with exactly `flips` distinct bits flipped. */
-static uint64_t flip_bits(uint64_t x, unsigned flips)
-{
-    uint64_t done = 0;
-    while ((unsigned)__builtin_popcountll(done) < flips)
-        done |= 1ULL << (rnd() & 63);
-    return x ^ done;
-}
+#define TESTUTIL_SEED 0x0ddc0ffeebadf00dULL
+#include "testutil.h"
 
 /* ---- Brute-force model: an unordered list of distinct values ---- */
 

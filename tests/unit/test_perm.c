@@ -13,21 +13,8 @@
 #include "hamming.h"
 #include "perm.h"
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
-
-/* splitmix64: returns the next pseudo-random 64-bit value. */
-static uint64_t rnd(void)
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-static int light(void)
-{
-    return getenv("VALGRIND") != NULL;
-}
+#define TESTUTIL_SEED 0x9e3779b97f4a7c15ULL
+#include "testutil.h"
 
 /* C(n, r) by the multiplicative formula (small arguments only). */
 static uint64_t choose(unsigned n, unsigned r)
@@ -59,15 +46,6 @@ static int brute_first(const perm_set *ps, uint64_t a, uint64_t b)
             return (int)t;
     }
     return -1;
-}
-
-/* A copy of x with `flips` distinct random bits flipped. */
-static uint64_t flip_bits(uint64_t x, unsigned flips)
-{
-    uint64_t done = 0;
-    while ((unsigned)__builtin_popcountll(done) < flips)
-        done |= 1ULL << (rnd() & 63);
-    return x ^ done;
 }
 
 /* Check one setting: counts, lexicographic order, inverses, layout, first table. */
