@@ -31,6 +31,7 @@ typedef struct coord_config {
     unsigned max_inflight_worker;   /* per worker; past it requests fail with -BUSY */
     unsigned reconnect_max_ms;      /* backoff cap */
     unsigned health_interval_ms;
+    int durable;                    /* writes acknowledged only once durable (SHARD.WAIT) */
 } coord_config;
 
 typedef enum coord_health {

@@ -51,6 +51,8 @@ static const cfg_option coord_options[] = {
         "cap of the reconnect backoff"),
     OPT("health-interval-ms", CFG_UINT, health_interval_ms, 50, 600000, "1000", 0,
         "SHARD.INFO health check period"),
+    OPT("durable", CFG_BOOL, durable, 0, 0, "no", 0,
+        "acknowledge ADD/CHECK/DEL only once the workers report the writes durable"),
 };
 
 /* Cross-option checks. Returns 0, or -1 with err. */
@@ -122,7 +124,14 @@ int main(int argc, char **argv)
         cfg_free_values(&coord_spec, &co.cfg);
         return 2;
     }
-    co.base = event_base_new();
+    struct event_config *ecfg = event_config_new();
+    if (ecfg)   /* coalesce the per-command write-event add/del of hiredis */
+        event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    co.base = ecfg ? event_base_new_with_config(ecfg) : NULL;
+    if (ecfg)
+        event_config_free(ecfg);
+    if (co.base == NULL)
+        co.base = event_base_new();
     if (co.base == NULL) {
         log_error("cannot create the event loop");
         return 1;

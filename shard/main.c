@@ -38,6 +38,11 @@ static const cfg_option shard_options[] = {
               "Redis commands outstanding at once; past it requests get -BUSY"),
     SHARD_OPT("timeout-ms", CFG_UINT, timeout_ms, 10, 600000, "1000",
               "deadline of one request; past it the reply is -REDIS timeout"),
+    SHARD_OPT("wait-replicas", CFG_UINT, wait_replicas, 0, 64, "0",
+              "SHARD.WAIT: replicas that must acknowledge writes (Redis WAIT); 0: rely on "
+              "appendfsync always"),
+    SHARD_OPT("wait-timeout-ms", CFG_UINT, wait_timeout_ms, 1, 600000, "100",
+              "SHARD.WAIT: how long Redis WAIT waits for the replicas"),
 };
 
 /* Parses "LO-HI" (decimal, 0 <= LO <= HI <= 255). Returns 0 or -1. */
@@ -173,7 +178,14 @@ int main(int argc, char **argv)
     }
     if (mrc == -2)   /* not reachable yet: serve -REDIS unavailable, keep trying */
         log_warn("%s; answering -REDIS unavailable until it answers", err);
-    sc.base = event_base_new();
+    struct event_config *ecfg = event_config_new();
+    if (ecfg)   /* coalesce the per-command write-event add/del of hiredis */
+        event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+    sc.base = ecfg ? event_base_new_with_config(ecfg) : NULL;
+    if (ecfg)
+        event_config_free(ecfg);
+    if (sc.base == NULL)
+        sc.base = event_base_new();
     if (sc.base == NULL) {
         fprintf(stderr, "simhash-shard: cannot create the event loop\n");
         goto out_perm;

@@ -22,6 +22,8 @@ typedef struct shard_config {
     int loglevel;
     unsigned max_inflight_redis;
     unsigned timeout_ms;
+    unsigned wait_replicas;     /* SHARD.WAIT: Redis WAIT for this many replicas (0: AOF) */
+    unsigned wait_timeout_ms;   /* SHARD.WAIT: WAIT timeout */
     unsigned lo, hi;            /* parsed from shards by the validation */
 } shard_config;
 
