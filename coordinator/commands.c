@@ -802,13 +802,22 @@ static void cmd_info(rs_req *r)
         resp_buf_printf(&b, "documents:%lld\r\n", docs);
     else
         resp_buf_printf(&b, "documents:unknown\r\n");
+    /* every configured limit, then each worker's requests in flight against its cap */
     resp_buf_printf(&b, "\r\n# Limits\r\ntimeout_ms:%u\r\nmax_inflight_worker:%u\r\n"
                     "max_clients:%u\r\nmax_pending:%u\r\nmax_args:%u\r\nmax_arg_bytes:%zu\r\n"
-                    "max_request_bytes:%zu\r\nmax_reply_bytes:%zu\r\nout_high_watermark:%zu\r\n",
+                    "max_request_bytes:%zu\r\nmax_reply_bytes:%zu\r\nout_high_watermark:%zu\r\n"
+                    "max_per_event:%u\r\nmax_inline_bytes:%u\r\nreconnect_max_ms:%u\r\n"
+                    "health_interval_ms:%u\r\nauth_required:%s\r\n",
                     co->cfg.timeout_ms, co->cfg.max_inflight_worker, co->cfg.max_clients,
                     co->cfg.max_pending, co->cfg.max_args, co->cfg.max_arg_bytes,
                     co->cfg.max_request_bytes, co->cfg.max_reply_bytes,
-                    co->cfg.out_high_watermark);
+                    co->cfg.out_high_watermark, co->cfg.max_per_event,
+                    (unsigned)RESP_DEFAULT_MAX_INLINE_BYTES, co->cfg.reconnect_max_ms,
+                    co->cfg.health_interval_ms,
+                    co->cfg.password && co->cfg.password[0] ? "yes" : "no");
+    for (size_t i = 0; i < co->nw; i++)
+        resp_buf_printf(&b, "worker%zu_inflight:%u\r\nworker%zu_inflight_max:%u\r\n", i,
+                        co->w[i].inflight, i, co->cfg.max_inflight_worker);
     resp_buf_printf(&b, "\r\n# Stats\r\n");
 #define COORD_STAT_PRINT_(f, name) resp_buf_printf(&b, name ":%llu\r\n", co->st.f);
     COORD_STATS(COORD_STAT_PRINT_)
