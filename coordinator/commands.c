@@ -81,6 +81,7 @@ static int need_routing(coord *co, rs_req *r)
 typedef struct qmatch {
     uint64_t fp;
     unsigned dist;
+    int gone;               /* no document ids: not (or no longer) in the corpus */
     char *docs;             /* RESP array of document ids, as received order */
     size_t docslen;
 } qmatch;
@@ -111,7 +112,7 @@ typedef struct cstate {
     long long left;         /* DEL: ids left */
     int have_docid;
     resp_buf saved;         /* CHECK: the matches reply */
-    char tables[PERM_MAX_TABLES][8];
+    unsigned char touched[256]; /* durable: workers written to since the last SHARD.WAIT */
 } cstate;
 
 static void cstate_cleanup(void *p)
@@ -134,39 +135,113 @@ static cstate *cstate_new(coord_op *op, int mode)
     }
     s->mode = mode;
     resp_buf_init(&s->saved, 0);
-    for (unsigned t = 0; t < PERM_MAX_TABLES; t++)
-        snprintf(s->tables[t], sizeof(s->tables[t]), "%u", t);
     coord_op_set_data(op, s, cstate_cleanup);
     return s;
 }
 
+/* Decimal text of table number t (0 <= t < PERM_MAX_TABLES), built once. Returns it
+ * and its length in *len. */
+static const char *table_str(unsigned t, size_t *len)
+{
+    static char txt[PERM_MAX_TABLES][4];
+    static unsigned char tlen[PERM_MAX_TABLES];
+    static int ready;
+    if (!ready) {
+        for (unsigned i = 0; i < PERM_MAX_TABLES; i++)
+            tlen[i] = (unsigned char)snprintf(txt[i], sizeof(txt[i]), "%u", i);
+        ready = 1;
+    }
+    *len = tlen[t];
+    return txt[t];
+}
+
+/* Decimal text of fp into buf (at least 21 bytes). Returns its length. */
+static size_t fp_str(uint64_t fp, char *buf)
+{
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + fp % 10);
+        fp /= 10;
+    } while (fp);
+    for (size_t i = 0; i < n; i++)
+        buf[i] = tmp[n - 1 - i];
+    buf[n] = '\0';
+    return n;
+}
+
 /* Send `cmd fp [d] t...` to every worker for the tables whose shard of fp it owns.
- * Returns 0, or -1 when the op failed. */
+ * Writes mark the workers touched (for SHARD.WAIT). Returns 0, or -1 when the op
+ * failed. */
 static int send_per_table(coord_op *op, cstate *s, const char *cmd, uint64_t fp, const char *dstr,
                           coord_reply_fn fn)
 {
     coord *co = coord_op_coord(op);
     const char *argv[3 + PERM_MAX_TABLES];
     size_t lens[3 + PERM_MAX_TABLES];
+    short owner[PERM_MAX_TABLES];
     char fps[24];
-    snprintf(fps, sizeof(fps), "%" PRIu64, fp);
+    size_t fplen = fp_str(fp, fps);
+    int write = dstr == NULL;
+    for (unsigned t = 0; t < co->ps.ntables; t++) {
+        coord_worker *w = coord_route(co, perm_apply(&co->ps.tables[t], fp));
+        owner[t] = w ? (short)w->idx : -1;
+        if (w == NULL)      /* routing incomplete: coord_op_send fails the op */
+            return coord_op_send(op, NULL, 0, NULL, NULL, fn, NULL);
+    }
     for (size_t wi = 0; wi < co->nw; wi++) {
         int argc = 0;
-        argv[argc++] = cmd;
-        argv[argc++] = fps;
-        if (dstr)
-            argv[argc++] = dstr;
-        int first = argc;
-        for (unsigned t = 0; t < co->ps.ntables; t++) {
-            coord_worker *w = coord_route(co, perm_apply(&co->ps.tables[t], fp));
-            if (w == &co->w[wi])
-                argv[argc++] = s->tables[t];
+        argv[argc] = cmd;
+        lens[argc++] = strlen(cmd);
+        argv[argc] = fps;
+        lens[argc++] = fplen;
+        if (dstr) {
+            argv[argc] = dstr;
+            lens[argc++] = strlen(dstr);
         }
+        int first = argc;
+        for (unsigned t = 0; t < co->ps.ntables; t++)
+            if (owner[t] == (short)wi) {
+                argv[argc] = table_str(t, &lens[argc]);
+                argc++;
+            }
         if (argc == first)
             continue;
-        for (int i = 0; i < argc; i++)
-            lens[i] = strlen(argv[i]);
         if (coord_op_send(op, &co->w[wi], argc, argv, lens, fn, NULL) != 0)
+            return -1;
+        if (write && wi < sizeof(s->touched))
+            s->touched[wi] = 1;
+    }
+    return 0;
+}
+
+static int on_wait_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    (void)arg;
+    if (r->type != REDIS_REPLY_STATUS) {
+        coord_op_coord(op)->st.err_worker++;
+        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply type %d to SHARD.WAIT",
+                      w->addr, r->type);
+        return -1;
+    }
+    return 0;
+}
+
+/* Durable mode: send SHARD.WAIT to every worker written to since the last one, in
+ * the same round as the writes (the worker runs it after them: one connection, in
+ * order). Without durable, nothing. Returns 0, or -1 when the op failed. */
+static int send_waits(coord_op *op, cstate *s)
+{
+    coord *co = coord_op_coord(op);
+    if (!co->cfg.durable)
+        return 0;
+    for (size_t wi = 0; wi < co->nw && wi < sizeof(s->touched); wi++) {
+        if (!s->touched[wi])
+            continue;
+        s->touched[wi] = 0;
+        const char *argv[1] = { "SHARD.WAIT" };
+        size_t lens[1] = { 10 };
+        if (coord_op_send(op, &co->w[wi], 1, argv, lens, on_wait_reply, NULL) != 0)
             return -1;
     }
     return 0;
@@ -200,6 +275,7 @@ static int match_push(cstate *s, uint64_t fp, unsigned dist)
     }
     s->m[s->n].fp = fp;
     s->m[s->n].dist = dist;
+    s->m[s->n].gone = 0;
     s->m[s->n].docs = NULL;
     s->m[s->n].docslen = 0;
     s->n++;
@@ -287,6 +363,9 @@ static int on_docs_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg
         free(m->docs);
         m->docs = b.data;
         m->docslen = b.len;
+        /* a fingerprint exists only with a document: an ADD still under way or one
+         * that failed half-way left table entries without one */
+        m->gone = e->elements == 0;
     }
     return 0;
 bad:
@@ -393,7 +472,7 @@ static void query_merge(coord_op *op)
         argv[0] = "SHARD.DOCS";
         lens[0] = 10;
         for (size_t i = 0; i < g->n; i++) {
-            lens[i + 1] = (size_t)snprintf(fps[i], sizeof(fps[i]), "%" PRIu64, s->m[g->start + i].fp);
+            lens[i + 1] = fp_str(s->m[g->start + i].fp, fps[i]);
             argv[i + 1] = fps[i];
         }
         int rc = coord_op_send(op, &co->w[wi], (int)(g->n + 1), argv, lens, on_docs_reply, g);
@@ -409,6 +488,15 @@ static void query_merge(coord_op *op)
 static void query_sort_answer_fn(coord_op *op)
 {
     cstate *s = coord_op_data(op);
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        if (s->m[i].gone) {
+            free(s->m[i].docs);
+            continue;
+        }
+        s->m[k++] = s->m[i];
+    }
+    s->n = k;
     qsort(s->m, s->n, sizeof(*s->m), cmp_dist_fp);
     query_answer(op);
 }
@@ -579,42 +667,37 @@ static void add_answer(coord_op *op)
     coord_op_finish(op);
 }
 
-/* Second round: SHARD.ADD fp t... to every worker, for every distinct fingerprint. */
-static void add_tables_round(coord_op *op)
-{
-    cstate *s = coord_op_data(op);
-    for (size_t i = 0; i < s->npairs; i++) {
-        if (i > 0 && s->pairs[i].fp == s->pairs[i - 1].fp)
-            continue;
-        if (send_per_table(op, s, "SHARD.ADD", s->pairs[i].fp, NULL, on_ignore_count) != 0)
-            return;
-    }
-    coord_op_round_end(op, add_answer);
-}
-
-/* First round: SHARD.DOCADD fp docid... to table 0's owner of each fingerprint. */
+/* The one round of ADD (and of the second half of CHECK): for every distinct
+ * fingerprint, SHARD.DOCADD fp docid... to table 0's owner and SHARD.ADD fp t... to
+ * the owners of its tables, all in parallel; in durable mode SHARD.WAIT after them.
+ * Readers drop fingerprints without documents, so a half-done ADD is never seen. */
 static void add_round_start(coord_op *op)
 {
     cstate *s = coord_op_data(op);
     coord *co = coord_op_coord(op);
 
-    qsort(s->pairs, s->npairs, sizeof(*s->pairs), cmp_pair);
+    if (s->npairs > 1)
+        qsort(s->pairs, s->npairs, sizeof(*s->pairs), cmp_pair);
     for (size_t i = 0; i < s->npairs;) {
         size_t j = i;
         while (j < s->npairs && s->pairs[j].fp == s->pairs[i].fp)
             j++;
-        const char **argv = malloc((j - i + 2) * sizeof(*argv));
-        size_t *lens = malloc((j - i + 2) * sizeof(*lens));
+        const char *sargv[18], **argv = sargv;
+        size_t slens[18], *lens = slens;
         char fps[24];
-        if (argv == NULL || lens == NULL) {
-            free(argv);
-            free(lens);
-            coord_op_fail(op, RS_OOM, "out of memory");
-            return;
+        if (j - i + 2 > 18) {
+            argv = malloc((j - i + 2) * sizeof(*argv));
+            lens = malloc((j - i + 2) * sizeof(*lens));
+            if (argv == NULL || lens == NULL) {
+                free(argv);
+                free(lens);
+                coord_op_fail(op, RS_OOM, "out of memory");
+                return;
+            }
         }
         argv[0] = "SHARD.DOCADD";
         lens[0] = 12;
-        lens[1] = (size_t)snprintf(fps, sizeof(fps), "%" PRIu64, s->pairs[i].fp);
+        lens[1] = fp_str(s->pairs[i].fp, fps);
         argv[1] = fps;
         for (size_t k = i; k < j; k++) {
             argv[k - i + 2] = s->pairs[k].docid;
@@ -623,13 +706,21 @@ static void add_round_start(coord_op *op)
         coord_worker *w = coord_route(co, perm_apply(&co->ps.tables[0], s->pairs[i].fp));
         int rc = coord_op_send(op, w, (int)(j - i + 2), argv, lens, on_count_reply,
                                (void *)"SHARD.DOCADD");
-        free(argv);
-        free(lens);
+        if (argv != sargv) {
+            free(argv);
+            free(lens);
+        }
         if (rc != 0)
+            return;
+        if (w->idx < sizeof(s->touched))
+            s->touched[w->idx] = 1;
+        if (send_per_table(op, s, "SHARD.ADD", s->pairs[i].fp, NULL, on_ignore_count) != 0)
             return;
         i = j;
     }
-    coord_op_round_end(op, add_tables_round);
+    if (send_waits(op, s) != 0)
+        return;
+    coord_op_round_end(op, add_answer);
 }
 
 static void cmd_add(rs_req *r)
@@ -706,11 +797,11 @@ static void del_answer(coord_op *op)
 static void del_tables_round(coord_op *op)
 {
     cstate *s = coord_op_data(op);
-    if (s->have_docid && s->left > 0) {
-        del_answer(op);     /* other documents still use the fingerprint */
+    /* with other documents left the fingerprint stays: no table round */
+    if (!(s->have_docid && s->left > 0) &&
+        send_per_table(op, s, "SHARD.DEL", s->q, NULL, on_ignore_count) != 0)
         return;
-    }
-    if (send_per_table(op, s, "SHARD.DEL", s->q, NULL, on_ignore_count) != 0)
+    if (send_waits(op, s) != 0)
         return;
     coord_op_round_end(op, del_answer);
 }
@@ -751,6 +842,8 @@ static void cmd_del(rs_req *r)
     }
     if (coord_op_send(op, w, n, argv, lens, on_docdel_reply, NULL) != 0)
         return;
+    if (w->idx < sizeof(s->touched))
+        s->touched[w->idx] = 1;
     if (s->have_docid) {
         /* same connection, so it runs after the DOCDEL */
         argv[0] = "SHARD.DOCCOUNT";

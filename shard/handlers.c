@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
+#include <time.h>
 
 #include <event2/event.h>
 
@@ -26,6 +28,7 @@ typedef enum shard_job_kind {
     SHARD_JOB_SUM,         /* integer replies added up */
     SHARD_JOB_DOCS,        /* SMEMBERS per fingerprint -> array of arrays */
     SHARD_JOB_INFO,        /* HMGET of the counter hash per shard -> SHARD.INFO text */
+    SHARD_JOB_WAIT,        /* SHARD.WAIT: Redis WAIT (group commit) or the AOF check */
 } shard_job_kind;
 
 struct shard_job;
@@ -35,6 +38,12 @@ typedef struct shard_slot {
     uint32_t idx;          /* DOCS: position in the reply */
     uint32_t table;        /* QUERY: table of the bucket */
     uint64_t bucket;       /* QUERY: bucket number scanned */
+    /* SUM: the counter field of c:{0:cshard} this reply changes (NULL: none), by
+     * csign times the reply; nosum: the reply is not part of the answer */
+    const char *cfield;
+    int8_t csign;
+    uint8_t nosum;
+    uint16_t cshard;
 } shard_slot;
 
 typedef struct shard_match {
@@ -62,9 +71,13 @@ typedef struct shard_job {
     resp_buf *parts;
     /* INFO */
     long long fps, docs;
+    /* WAIT: next job of the same group commit list */
+    struct shard_job *wnext;
 } shard_job;
 
 static void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs);
+static void shard_wait_refuse(shard_ctx *sc, struct shard_job *j);
+static int shard_aof_absorb(shard_ctx *sc, const redisReply *rep);
 
 static void shard_job_free(shard_job *j)
 {
@@ -219,6 +232,13 @@ static void shard_job_complete(shard_job *j)
         shard_info_reply(j->req, 1, j->fps, j->docs);
         j->req = NULL;
         return;
+    case SHARD_JOB_WAIT:    /* the AOF check came back */
+        if (j->sc->aof_ok != 1) {
+            shard_wait_refuse(j->sc, j);
+            return;
+        }
+        resp_add_simple(out, "OK");
+        break;
     }
     evtimer_del(j->deadline);
     rs_req_finish(j->req);
@@ -282,7 +302,8 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
             *why = "unexpected reply (not an integer)";
             return -1;
         }
-        j->sum += rep->integer;
+        if (!s->nosum)
+            j->sum += rep->integer;
         return 0;
     case SHARD_JOB_DOCS: {
         if (rep->type != REDIS_REPLY_ARRAY) {
@@ -307,6 +328,12 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
         free(v);
         return 0;
     }
+    case SHARD_JOB_WAIT:
+        if (shard_aof_absorb(sc, rep) != 0) {
+            *why = "unexpected reply to CONFIG GET appendonly appendfsync";
+            return -1;
+        }
+        return 0;
     case SHARD_JOB_INFO: {
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
             *why = "unexpected reply to HMGET";
@@ -324,6 +351,33 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
     return 0;
 }
 
+/* Reply to a counter update: nothing waits for it; errors are logged. */
+static void shard_on_counter_reply(void *priv, redisReply *reply, const char *err)
+{
+    shard_ctx *sc = priv;
+    sc->st.counter_errors += reply == NULL || reply->type == REDIS_REPLY_ERROR;
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
+        log_warn_rl("counter update failed: %.*s", (int)(reply->len > 200 ? 200 : reply->len),
+                    reply->str);
+    else if (reply == NULL)
+        log_warn_rl("counter update not confirmed: %s", err ? err : "connection lost");
+}
+
+/* A write reply of slot s changed its set by n members: HINCRBY the shard's counter
+ * (sent after the reply, so a crash in between can leave the count behind). */
+static void shard_count_change(shard_ctx *sc, const shard_slot *s, long long n)
+{
+    char ckey[LAYOUT_KEY_MAX], num[24];
+    size_t clen = layout_count_key(ckey, sizeof ckey, s->cshard);
+    size_t nlen = (size_t)snprintf(num, sizeof num, "%lld", n * s->csign);
+    const char *argv[4] = {"HINCRBY", ckey, s->cfield, num};
+    size_t argvlen[4] = {7, clen, strlen(s->cfield), nlen};
+    if (shard_redis_command(sc->redis, shard_on_counter_reply, sc, 4, argv, argvlen) != 0) {
+        sc->st.counter_errors++;
+        log_warn_rl("counter update not sent: redis connection lost");
+    }
+}
+
 /* The one place a slot is marked done: every command calls back here exactly once. */
 static void shard_on_reply(void *priv, redisReply *reply, const char *err)
 {
@@ -331,6 +385,8 @@ static void shard_on_reply(void *priv, redisReply *reply, const char *err)
     shard_job *j = s->job;
     shard_ctx *sc = j->sc;
     j->pending--;
+    if (s->cfield && reply && reply->type == REDIS_REPLY_INTEGER && reply->integer > 0)
+        shard_count_change(sc, s, reply->integer);
     if (j->req != NULL) {
         const char *why = NULL;
         if (reply == NULL) {
@@ -467,13 +523,16 @@ static void cmd_hello(rs_req *req)
 {
     shard_ctx *sc = rs_req_ctx(req);
     resp_buf *out = rs_req_out(req);
-    resp_add_array(out, 6);
+    resp_add_array(out, 8);
     resp_add_int(out, sc->cfg.blocks);
     resp_add_int(out, sc->cfg.distance);
     resp_add_int(out, LAYOUT_VERSION);
     resp_add_int(out, sc->cfg.bucket_bits);
     resp_add_int(out, sc->cfg.lo);
     resp_add_int(out, sc->cfg.hi);
+    resp_add_int(out, shard_redis_cluster_mode(sc->redis));     /* docs/cluster.md */
+    const char *node = shard_redis_node(sc->redis);
+    resp_add_bulk(out, node, strlen(node));
     rs_req_finish(req);
 }
 
@@ -544,24 +603,6 @@ out:
     free(rg);
 }
 
-/* Lua scripts that change a set and the shard's counter hash (KEYS[2]) in one step,
- * so the counts SHARD.INFO reports never drift from the data. */
-static const char shard_lua_zadd0[] =
-    "local n = redis.call('ZADD', KEYS[1], 0, ARGV[1]) "
-    "if n > 0 then redis.call('HINCRBY', KEYS[2], 'fingerprints', n) end return n";
-static const char shard_lua_zrem0[] =
-    "local n = redis.call('ZREM', KEYS[1], ARGV[1]) "
-    "if n > 0 then redis.call('HINCRBY', KEYS[2], 'fingerprints', -n) end return n";
-static const char shard_lua_sadd[] =
-    "local n = redis.call('SADD', KEYS[1], unpack(ARGV)) "
-    "if n > 0 then redis.call('HINCRBY', KEYS[2], 'documents', n) end return n";
-static const char shard_lua_srem[] =
-    "local n = redis.call('SREM', KEYS[1], unpack(ARGV)) "
-    "if n > 0 then redis.call('HINCRBY', KEYS[2], 'documents', -n) end return n";
-static const char shard_lua_docdel_all[] =
-    "local n = redis.call('SCARD', KEYS[1]) if n > 0 then redis.call('DEL', KEYS[1]) "
-    "redis.call('HINCRBY', KEYS[2], 'documents', -n) end return n";
-
 /* SHARD.ADD / SHARD.DEL fp t [t ...]: ZADD key 0 member / ZREM key member per table. */
 static void cmd_add_del(rs_req *req, int add)
 {
@@ -600,14 +641,12 @@ static void cmd_add_del(rs_req *req, int add)
         uint8_t member[LAYOUT_MEMBER_MAX];
         size_t klen = layout_key_of(key, sizeof key, tabs[i], ps[i], sc->cfg.bucket_bits);
         size_t mlen = layout_member(member, ps[i], sc->cfg.bucket_bits);
-        if (tabs[i] == 0) {
-            char ckey[LAYOUT_KEY_MAX];
-            size_t clen = layout_count_key(ckey, sizeof ckey, layout_shard_of(ps[i]));
-            const char *script = add ? shard_lua_zadd0 : shard_lua_zrem0;
-            const char *argv[6] = {"EVAL", script, "2", key, ckey, (const char *)member};
-            size_t argvlen[6] = {4, strlen(script), 1, klen, clen, mlen};
-            shard_job_send(j, i, 6, argv, argvlen);
-        } else if (add) {
+        if (tabs[i] == 0) {     /* table 0 entries are the fingerprints counted */
+            j->slots[i].cfield = "fingerprints";
+            j->slots[i].csign = add ? 1 : -1;
+            j->slots[i].cshard = (uint16_t)layout_shard_of(ps[i]);
+        }
+        if (add) {
             const char *argv[4] = {"ZADD", key, "0", (const char *)member};
             size_t argvlen[4] = {4, klen, 1, mlen};
             shard_job_send(j, i, 4, argv, argvlen);
@@ -633,23 +672,27 @@ static void cmd_del(rs_req *req)
     cmd_add_del(req, 0);
 }
 
-/* Most document ids in one SHARD.DOCADD / SHARD.DOCDEL (Lua unpack limit). */
+/* Most document ids in one SHARD.DOCADD / SHARD.DOCDEL. */
 #define SHARD_MAX_DOCIDS 4096
 
-/* Runs one command on the document set of argument 1: the script (EVAL script 2
- * docset counters docid ...) with the document ids from argument 2 on, or, when
- * script is NULL, `cmd docset`. Answers the request with its integer reply. */
-static void shard_doc_command(rs_req *req, const char *script, const char *cmd)
+typedef enum shard_doc_op { SHARD_DOC_ADD, SHARD_DOC_REM, SHARD_DOC_DELALL, SHARD_DOC_COUNT }
+    shard_doc_op;
+
+/* Runs one command on the document set of argument 1: SADD / SREM with the document
+ * ids from argument 2 on, SCARD + DEL (all ids), or SCARD. Changes are counted in the
+ * shard's counter hash after the reply. Answers the request with the integer reply
+ * (ids added, removed, or left). */
+static void shard_doc_command(rs_req *req, shard_doc_op op)
 {
     shard_ctx *sc = rs_req_ctx(req);
     sc->st.requests++;
     uint64_t fp;
-    char key[LAYOUT_KEY_MAX], ckey[LAYOUT_KEY_MAX];
+    char key[LAYOUT_KEY_MAX];
     size_t argc = rs_req_argc(req);
     if (shard_arg_fp(req, 1, &fp) != 0 || shard_doc_key(req, fp, key) != 0)
         return;
-    layout_count_key(ckey, sizeof ckey, (unsigned)strtoul(key + 5, NULL, 16));
-    size_t nextra = script && argc > 2 ? argc - 2 : 0;
+    unsigned cshard = layout_shard_of(perm_apply(&sc->ps.tables[0], fp));
+    size_t nextra = (op == SHARD_DOC_ADD || op == SHARD_DOC_REM) ? argc - 2 : 0;
     if (nextra > SHARD_MAX_DOCIDS) {
         shard_fail(req, RS_ERR, &sc->st.bad_args, "%zu document ids in one request; at most %d",
                    nextra, SHARD_MAX_DOCIDS);
@@ -663,56 +706,68 @@ static void shard_doc_command(rs_req *req, const char *script, const char *cmd)
             return;
         }
     }
-    if (shard_check_redis(req, 1) != 0)
+    unsigned ncmd = op == SHARD_DOC_DELALL ? 2 : 1;
+    if (shard_check_redis(req, ncmd) != 0)
         return;
-    size_t n = script ? 5 + nextra : 2;
-    const char **argv = malloc(n * sizeof *argv);
-    size_t *argvlen = malloc(n * sizeof *argvlen);
-    shard_job *j = argv && argvlen ? shard_job_new(sc, req, SHARD_JOB_SUM, 1) : NULL;
+    size_t n = 2 + nextra;
+    const char *sargv[18], **argv = sargv;
+    size_t sargvlen[18], *argvlen = sargvlen;
+    if (n > 18) {
+        argv = malloc(n * sizeof *argv);
+        argvlen = malloc(n * sizeof *argvlen);
+    }
+    shard_job *j = argv && argvlen ? shard_job_new(sc, req, SHARD_JOB_SUM, ncmd) : NULL;
     if (j == NULL) {
-        free(argv);
-        free(argvlen);
+        if (argv != sargv) {
+            free(argv);
+            free(argvlen);
+        }
         shard_oom(req);
         return;
     }
-    if (script) {
-        argv[0] = "EVAL";
-        argv[1] = script;
-        argv[2] = "2";
-        argv[3] = key;
-        argv[4] = ckey;
-        for (size_t i = 0; i < 5; i++)
-            argvlen[i] = strlen(argv[i]);
-        for (size_t i = 0; i < nextra; i++)
-            argv[5 + i] = rs_req_arg(req, 2 + i, &argvlen[5 + i]);
-    } else {
-        argv[0] = cmd;
-        argv[1] = key;
-        argvlen[0] = strlen(cmd);
-        argvlen[1] = strlen(key);
+    static const char *const names[] = {"SADD", "SREM", "SCARD", "SCARD"};
+    argv[0] = names[op];
+    argvlen[0] = strlen(names[op]);
+    argv[1] = key;
+    argvlen[1] = strlen(key);
+    for (size_t i = 0; i < nextra; i++)
+        argv[2 + i] = rs_req_arg(req, 2 + i, &argvlen[2 + i]);
+    if (op != SHARD_DOC_COUNT) {
+        j->slots[0].cfield = "documents";
+        j->slots[0].csign = op == SHARD_DOC_ADD ? 1 : -1;
+        j->slots[0].cshard = (uint16_t)cshard;
     }
     shard_job_send(j, 0, (int)n, argv, argvlen);
-    free(argv);
-    free(argvlen);
+    if (op == SHARD_DOC_DELALL && j->req) {
+        /* the same connection runs it right after the SCARD; this worker is the only
+         * writer of the set */
+        const char *dargv[2] = {"DEL", key};
+        j->slots[1].nosum = 1;
+        shard_job_send(j, 1, 2, dargv, NULL);
+    }
+    if (argv != sargv) {
+        free(argv);
+        free(argvlen);
+    }
     shard_job_release(j);
 }
 
 /* SHARD.DOCADD fp docid [docid ...] */
 static void cmd_docadd(rs_req *req)
 {
-    shard_doc_command(req, shard_lua_sadd, NULL);
+    shard_doc_command(req, SHARD_DOC_ADD);
 }
 
 /* SHARD.DOCCOUNT fp */
 static void cmd_doccount(rs_req *req)
 {
-    shard_doc_command(req, NULL, "SCARD");
+    shard_doc_command(req, SHARD_DOC_COUNT);
 }
 
 /* SHARD.DOCDEL fp [docid ...] */
 static void cmd_docdel(rs_req *req)
 {
-    shard_doc_command(req, rs_req_argc(req) > 2 ? shard_lua_srem : shard_lua_docdel_all, NULL);
+    shard_doc_command(req, rs_req_argc(req) > 2 ? SHARD_DOC_REM : SHARD_DOC_DELALL);
 }
 
 /* SHARD.DOCS fp [fp ...]: SMEMBERS per fingerprint, ids sorted bytewise. */
@@ -747,6 +802,174 @@ out:
     free(keys);
 }
 
+/* ---- SHARD.WAIT: durable acknowledgement ---- */
+
+/* Milliseconds of a monotonic clock. */
+static uint64_t shard_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Reads a CONFIG GET appendonly appendfsync reply into the AOF cache. Returns 0, or
+ * -1 when the reply is not a list of name/value pairs. */
+static int shard_aof_absorb(shard_ctx *sc, const redisReply *rep)
+{
+    if (rep->type != REDIS_REPLY_ARRAY || rep->elements % 2 != 0)
+        return -1;
+    const char *ao = "?", *fs = "?";
+    int aolen = 1, fslen = 1;
+    for (size_t i = 0; i + 1 < rep->elements; i += 2) {
+        const redisReply *k = rep->element[i], *v = rep->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+            return -1;
+        int vlen = v->len > 16 ? 16 : (int)v->len;
+        if (k->len == 10 && strncasecmp(k->str, "appendonly", 10) == 0) {
+            ao = v->str;
+            aolen = vlen;
+        } else if (k->len == 11 && strncasecmp(k->str, "appendfsync", 11) == 0) {
+            fs = v->str;
+            fslen = vlen;
+        }
+    }
+    sc->aof_ok = aolen == 3 && strncasecmp(ao, "yes", 3) == 0 && fslen == 6 &&
+                 strncasecmp(fs, "always", 6) == 0;
+    snprintf(sc->aof_seen, sizeof sc->aof_seen, "appendonly %.*s, appendfsync %.*s", aolen,
+             ao, fslen, fs);
+    shard_redis_stats rst;
+    shard_redis_get_stats(sc->redis, &rst);
+    sc->aof_epoch = rst.reconnects;
+    sc->aof_checked_ms = shard_ms();
+    return 0;
+}
+
+/* Answers job j (or, when j is NULL, nothing) with the refusal of durable writes on
+ * a Redis without appendonly yes + appendfsync always. */
+static void shard_wait_refuse(shard_ctx *sc, shard_job *j)
+{
+    char msg[256];
+    snprintf(msg, sizeof msg, "durable writes need appendonly yes and appendfsync always on "
+             "redis %s:%u (it has %s) or wait-replicas > 0", sc->cfg.redis_host,
+             sc->cfg.redis_port, sc->aof_seen);
+    log_warn_rl("refusing SHARD.WAIT: %s", msg);
+    shard_job_fail(j, RS_REDIS, &sc->st.wait_fail, msg);
+}
+
+static void shard_wait_send(shard_ctx *sc);
+
+/* Reply to a Redis WAIT: answers every job of the group it covered, then starts the
+ * next group. */
+static void shard_on_wait_reply(void *priv, redisReply *reply, const char *err)
+{
+    shard_ctx *sc = priv;
+    shard_job *list = sc->wait_sent;
+    sc->wait_sent = NULL;
+    sc->wait_inflight = 0;
+    char msg[256] = "";
+    rs_errcode code = RS_REDIS;
+    if (reply == NULL)
+        snprintf(msg, sizeof msg, "%s", err ? err : "connection lost");
+    else if (reply->type == REDIS_REPLY_ERROR)
+        snprintf(msg, sizeof msg, "%.*s", (int)(reply->len > 200 ? 200 : reply->len), reply->str);
+    else if (reply->type != REDIS_REPLY_INTEGER)
+        snprintf(msg, sizeof msg, "unexpected reply to WAIT");
+    else if (reply->integer < (long long)sc->cfg.wait_replicas)
+        snprintf(msg, sizeof msg, "not replicated to %u replicas within %u ms (%lld acknowledged)",
+                 sc->cfg.wait_replicas, sc->cfg.wait_timeout_ms, reply->integer);
+    while (list) {
+        shard_job *j = list;
+        list = j->wnext;
+        j->pending--;
+        if (j->req) {
+            if (msg[0]) {
+                shard_job_fail(j, code, &sc->st.wait_fail, msg);
+            } else {
+                evtimer_del(j->deadline);
+                resp_add_simple(rs_req_out(j->req), "OK");
+                rs_req_finish(j->req);
+                j->req = NULL;
+            }
+        }
+        shard_job_release(j);
+    }
+    if (sc->wait_next == NULL)
+        return;
+    if (reply == NULL) {    /* their writes went on the lost connection */
+        sc->wait_sent = sc->wait_next;
+        sc->wait_next = NULL;
+        shard_on_wait_reply(sc, NULL, err);
+        return;
+    }
+    shard_wait_send(sc);
+}
+
+/* Sends one Redis WAIT for every job in wait_next (group commit: they all wrote
+ * before it on this connection). */
+static void shard_wait_send(shard_ctx *sc)
+{
+    char n[16], t[16];
+    const char *argv[3] = {"WAIT", n, t};
+    snprintf(n, sizeof n, "%u", sc->cfg.wait_replicas);
+    snprintf(t, sizeof t, "%u", sc->cfg.wait_timeout_ms);
+    sc->wait_sent = sc->wait_next;
+    sc->wait_next = NULL;
+    sc->wait_inflight = 1;
+    sc->st.wait_cmds++;
+    if (shard_redis_command(sc->redis, shard_on_wait_reply, sc, 3, argv, NULL) != 0)
+        shard_on_wait_reply(sc, NULL, "connection lost");
+}
+
+/* SHARD.WAIT: +OK once every write this worker sent to Redis before it is durable:
+ * replicated to wait-replicas replicas (Redis WAIT, one per group of waiting
+ * requests), or, with wait-replicas 0, when Redis runs appendonly yes with
+ * appendfsync always (it then fsyncs before it replies; checked with CONFIG GET,
+ * cached for a second and per connection). */
+static void cmd_wait(rs_req *req)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    sc->st.requests++;
+    sc->st.waits++;
+    if (shard_check_redis(req, 1) != 0)
+        return;
+    if (sc->cfg.wait_replicas == 0) {
+        shard_redis_stats rst;
+        shard_redis_get_stats(sc->redis, &rst);
+        if (sc->aof_checked_ms != 0 && sc->aof_epoch == rst.reconnects &&
+            shard_ms() - sc->aof_checked_ms < 1000) {
+            if (sc->aof_ok) {
+                resp_add_simple(rs_req_out(req), "OK");
+                rs_req_finish(req);
+            } else {
+                shard_fail(req, RS_REDIS, &sc->st.wait_fail, "durable writes need appendonly "
+                           "yes and appendfsync always on redis %s:%u (it has %s) or "
+                           "wait-replicas > 0", sc->cfg.redis_host, sc->cfg.redis_port,
+                           sc->aof_seen);
+            }
+            return;
+        }
+        shard_job *j = shard_job_new(sc, req, SHARD_JOB_WAIT, 1);
+        if (j == NULL) {
+            shard_oom(req);
+            return;
+        }
+        const char *argv[4] = {"CONFIG", "GET", "appendonly", "appendfsync"};
+        shard_job_send(j, 0, 4, argv, NULL);
+        shard_job_release(j);
+        return;
+    }
+    shard_job *j = shard_job_new(sc, req, SHARD_JOB_WAIT, 1);
+    if (j == NULL) {
+        shard_oom(req);
+        return;
+    }
+    j->pending = 1;         /* held by the group list until its WAIT answers */
+    j->wnext = sc->wait_next;
+    sc->wait_next = j;
+    if (!sc->wait_inflight)
+        shard_wait_send(sc);
+}
+
 /* Answers a SHARD.INFO request: name:value lines about this worker and its Redis
  * connection; fingerprints / documents of its shards when have_counts. */
 static void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs)
@@ -776,6 +999,7 @@ static void shard_info_reply(rs_req *req, int have_counts, long long fps, long l
                     sc->cfg.redis_host, sc->cfg.redis_port, sc->cfg.redis_db,
                     rst.reconnects, rst.connect_failures, rst.inflight,
                     sc->cfg.max_inflight_redis, rst.commands, rst.last_error);
+    shard_redis_cluster_info(sc->redis, &b);
     resp_buf_printf(&b, "# Clients\r\n");
     if (sc->srv)
         rs_info_clients(sc->srv, &b);
@@ -819,5 +1043,6 @@ const rs_command shard_commands[] = {
     {"SHARD.DOCCOUNT", 2, 0, cmd_doccount},
     {"SHARD.DOCS", -2, 0, cmd_docs},
     {"SHARD.INFO", 1, 0, cmd_info},
+    {"SHARD.WAIT", 1, 0, cmd_wait},
 };
 const size_t shard_ncommands = sizeof shard_commands / sizeof shard_commands[0];

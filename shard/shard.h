@@ -4,6 +4,7 @@
 #define SIMHASH_SHARD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "perm.h"
 #include "redis.h"
@@ -42,7 +43,11 @@ typedef struct shard_config {
     X(candidates, "query_candidates")  /* members read by queries */ \
     X(matches,    "query_matches")     /* fingerprints returned */ \
     X(added,      "table_entries_added") \
-    X(removed,    "table_entries_removed")
+    X(removed,    "table_entries_removed") \
+    X(counter_errors, "counter_update_errors") /* HINCRBY of c:{0:xx} failed or lost */ \
+    X(waits,      "waits")             /* SHARD.WAIT requests */ \
+    X(wait_cmds,  "wait_commands")     /* Redis WAIT commands sent (group commits) */ \
+    X(wait_fail,  "errors_wait")       /* SHARD.WAIT refused or not replicated */
 
 typedef struct shard_stats {
 #define SHARD_STAT_FIELD_(f, n) unsigned long long f;
@@ -57,6 +62,14 @@ typedef struct shard_ctx {
     rserver *srv;
     struct event_base *base;
     shard_stats st;
+    /* SHARD.WAIT (handlers.c): group commit of Redis WAIT; the AOF check cache */
+    struct shard_job *wait_sent;    /* jobs the WAIT in flight answers */
+    struct shard_job *wait_next;    /* jobs for the next WAIT */
+    int wait_inflight;
+    int aof_ok;                     /* 1: appendonly yes + appendfsync always (when checked) */
+    char aof_seen[96];              /* what CONFIG GET said, for the error text */
+    unsigned long long aof_epoch;   /* redis reconnect count when checked */
+    uint64_t aof_checked_ms;        /* 0: never checked */
     int fatal;                  /* stopped because Redis holds another corpus */
 } shard_ctx;
 
