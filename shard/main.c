@@ -24,6 +24,8 @@ static const cfg_option shard_options[] = {
     SHARD_OPT("redis-port", CFG_UINT, redis_port, 1, 65535, "6379", "Redis node port"),
     SHARD_OPT("redis-password-file", CFG_SECRET, redis_password, 0, 0, NULL,
               "file whose first line is the Redis password (AUTH)"),
+    SHARD_OPT("redis-user", CFG_STR, redis_user, 0, 0, NULL,
+              "Redis ACL user: AUTH user password (needs redis-password-file)"),
     SHARD_OPT("redis-db", CFG_UINT, redis_db, 0, 65535, "0", "Redis database number (SELECT)"),
     SHARD_OPT("shards", CFG_STR, shards, 0, 0, "0-255",
               "first-byte range LO-HI of permuted fingerprints this worker serves"),
@@ -69,6 +71,10 @@ static int shard_validate(void *obj, char *err, size_t errlen)
     if (shard_parse_range(c->shards, &c->lo, &c->hi) != 0) {
         snprintf(err, errlen, "shards '%s': expected LO-HI with 0 <= LO <= HI <= 255",
                  c->shards ? c->shards : "");
+        return -1;
+    }
+    if (c->redis_user && c->redis_user[0] && !(c->redis_password && c->redis_password[0])) {
+        snprintf(err, errlen, "redis-user '%s' needs redis-password-file", c->redis_user);
         return -1;
     }
     if (!layout_bucket_bits_ok(c->bucket_bits)) {
@@ -166,6 +172,7 @@ int main(int argc, char **argv)
     }
     shard_redis_opts ro = {
         .host = c->redis_host, .port = (int)c->redis_port, .password = c->redis_password,
+        .user = c->redis_user,
         .db = c->redis_db, .blocks = c->blocks, .distance = c->distance,
         .bucket_bits = c->bucket_bits, .max_inflight = c->max_inflight_redis,
         .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal, .fatal_arg = &sc,

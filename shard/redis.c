@@ -22,7 +22,7 @@
 struct shard_redis {
     struct event_base *base;
     shard_redis_opts o;
-    char *host, *password;
+    char *host, *password, *user;
     redisAsyncContext *ac;          /* NULL while down */
     shard_redis_state state;
     unsigned attempt;               /* failed attempts since the last success */
@@ -168,9 +168,12 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
     char dbs[16], val[16];
     const char *argv[4];
     if (o->password && o->password[0]) {
-        argv[0] = "AUTH";
-        argv[1] = o->password;
-        if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen, &transient)) == NULL)
+        int na = 0;
+        argv[na++] = "AUTH";
+        if (o->user && o->user[0])
+            argv[na++] = o->user;       /* ACL user (redis-user) */
+        argv[na++] = o->password;
+        if ((rep = shard_sync_cmd(c, o, na, argv, err, errlen, &transient)) == NULL)
             goto out;
         freeReplyObject(rep);
     }
@@ -371,9 +374,12 @@ static void shard_redis_connect(shard_redis *r)
     const char *argv[4];
     char dbs[16], val[16];
     if (r->password && r->password[0]) {
-        argv[0] = "AUTH";
-        argv[1] = r->password;
-        redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, 2, argv, NULL);
+        int na = 0;
+        argv[na++] = "AUTH";
+        if (r->user[0])
+            argv[na++] = r->user;       /* ACL user (redis-user) */
+        argv[na++] = r->password;
+        redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, na, argv, NULL);
     }
     snprintf(dbs, sizeof dbs, "%u", r->o.db);
     argv[0] = "SELECT";
@@ -400,14 +406,16 @@ shard_redis *shard_redis_new(struct event_base *base, const shard_redis_opts *o)
     r->o = *o;
     r->host = strdup(o->host);
     r->password = strdup(o->password ? o->password : "");
+    r->user = strdup(o->user ? o->user : "");
     r->retry_ev = evtimer_new(base, shard_redis_on_retry, r);
     r->setup_ev = evtimer_new(base, shard_redis_on_setup_timeout, r);
-    if (!r->host || !r->password || !r->retry_ev || !r->setup_ev) {
+    if (!r->host || !r->password || !r->user || !r->retry_ev || !r->setup_ev) {
         shard_redis_free(r);
         return NULL;
     }
     r->o.host = r->host;
     r->o.password = r->password;
+    r->o.user = r->user;
     srandom((unsigned)shard_now_ms() ^ (unsigned)getpid());
     shard_redis_connect(r);
     return r;
@@ -429,6 +437,7 @@ void shard_redis_free(shard_redis *r)
         event_free(r->setup_ev);
     free(r->host);
     free(r->password);
+    free(r->user);
     free(r);
 }
 

@@ -16,6 +16,7 @@ typedef struct shard_redis_opts {
     const char *host;
     int port;
     const char *password;     /* NULL or "" for none */
+    const char *user;         /* ACL user sent with AUTH; NULL or "" for the default */
     unsigned db;
     unsigned blocks, distance, bucket_bits;
     unsigned max_inflight;    /* Redis commands outstanding at once */

@@ -16,6 +16,7 @@ typedef struct shard_config {
     char *redis_host;
     unsigned redis_port;
     char *redis_password;       /* first line of redis-password-file */
+    char *redis_user;           /* redis-user: ACL user for AUTH (NULL: default user) */
     unsigned redis_db;
     char *shards;               /* "LO-HI" */
     unsigned blocks, distance, bucket_bits;
