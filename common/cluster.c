@@ -160,3 +160,128 @@ cluster_redir_kind cluster_parse_redirect(const char *text, size_t len, unsigned
     node->port = (int)port;
     return kind;
 }
+
+/* ---- Addresses and CLUSTER NODES ---- */
+
+int cluster_parse_addr(const char *s, size_t len, cluster_node *node)
+{
+    const char *colon = NULL;
+    unsigned long port = 0;
+
+    for (size_t i = 0; i < len; i++)
+        if (s[i] == ':')
+            colon = s + i;
+    if (colon == NULL || colon == s || (size_t)(colon - s) >= CLUSTER_ADDR_MAX)
+        return -1;
+    const char *p = colon + 1, *end = s + len;
+    if (p == end || end - p > 5)
+        return -1;
+    for (; p < end; p++) {
+        if (*p < '0' || *p > '9')
+            return -1;
+        port = port * 10 + (unsigned long)(*p - '0');
+    }
+    if (port == 0 || port > 65535)
+        return -1;
+    memcpy(node->host, s, (size_t)(colon - s));
+    node->host[colon - s] = '\0';
+    node->port = (int)port;
+    return 0;
+}
+
+/* Splits line [p, end) into at most max space-separated fields. Returns the count. */
+static size_t split_fields(const char *p, const char *end, const char **f, size_t *flen,
+                           size_t max)
+{
+    size_t n = 0;
+    while (p < end && n < max) {
+        while (p < end && *p == ' ')
+            p++;
+        if (p == end)
+            break;
+        const char *s = p;
+        while (p < end && *p != ' ')
+            p++;
+        f[n] = s;
+        flen[n++] = (size_t)(p - s);
+    }
+    return n;
+}
+
+/* First slot of a slot field ("5", "0-5460"); -1 for "[...]" migration entries. */
+static int slot_field_first(const char *s, size_t len)
+{
+    unsigned v = 0;
+    size_t i = 0;
+    if (len == 0 || s[0] < '0' || s[0] > '9')
+        return -1;
+    for (; i < len && s[i] >= '0' && s[i] <= '9' && v < CLUSTER_SLOTS; i++)
+        v = v * 10 + (unsigned)(s[i] - '0');
+    return v < CLUSTER_SLOTS && (i == len || s[i] == '-') ? (int)v : -1;
+}
+
+int cluster_parse_nodes(const char *text, size_t len, const char *default_host,
+                        cluster_nodes_info *out, char *err, size_t errlen)
+{
+    const char *p = text, *end = text + len;
+    size_t good = 0;
+
+    memset(out, 0, sizeof(*out));
+    out->my_slot = -1;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *le = eol ? eol : end;
+        if (le > p && le[-1] == '\r')
+            le--;
+        const char *f[10];
+        size_t fl[10];
+        size_t nf = split_fields(p, le, f, fl, 10);
+        p = eol ? eol + 1 : end;
+        if (nf < 8)
+            continue;
+        /* address: ip:port@cport[,hostname] */
+        size_t alen = fl[1];
+        for (size_t i = 0; i < fl[1]; i++)
+            if (f[1][i] == '@' || f[1][i] == ',') {
+                alen = i;
+                break;
+            }
+        cluster_node node;
+        char buf[CLUSTER_ADDR_MAX + 8];
+        if (alen > 0 && f[1][0] == ':') {       /* no ip known: ":port" */
+            int n = snprintf(buf, sizeof(buf), "%s%.*s", default_host, (int)alen, f[1]);
+            if (n < 0 || (size_t)n >= sizeof(buf) || cluster_parse_addr(buf, (size_t)n, &node) != 0)
+                continue;
+        } else if (cluster_parse_addr(f[1], alen, &node) != 0) {
+            continue;
+        }
+        good++;
+        int myself = 0, master = 0;
+        for (const char *q = f[2], *qe = f[2] + fl[2]; q < qe;) {
+            const char *c = memchr(q, ',', (size_t)(qe - q));
+            size_t n = c ? (size_t)(c - q) : (size_t)(qe - q);
+            if (n == 6 && memcmp(q, "myself", 6) == 0)
+                myself = 1;
+            else if (n == 6 && memcmp(q, "master", 6) == 0)
+                master = 1;
+            q += n + 1;
+        }
+        if (out->nnodes < CLUSTER_NODES_MAX)
+            out->nodes[out->nnodes++] = node;
+        if (!myself)
+            continue;
+        out->myself = node;
+        out->is_master = master;
+        if (master && nf >= 9)
+            out->my_slot = slot_field_first(f[8], fl[8]);
+    }
+    if (good == 0) {
+        snprintf(err, errlen, "CLUSTER NODES: no line of the form <id> <ip:port@cport> <flags> ...");
+        return -1;
+    }
+    if (out->myself.port == 0) {
+        snprintf(err, errlen, "CLUSTER NODES: no 'myself' line");
+        return -1;
+    }
+    return 0;
+}

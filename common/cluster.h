@@ -48,4 +48,24 @@ typedef enum { CLUSTER_REDIR_NONE = 0, CLUSTER_REDIR_MOVED, CLUSTER_REDIR_ASK } 
 cluster_redir_kind cluster_parse_redirect(const char *text, size_t len, unsigned *slot,
                                           cluster_node *node);
 
+/* Parse "host:port" (port 1..65535, host non-empty and shorter than
+ * CLUSTER_ADDR_MAX). Returns 0, or -1. */
+int cluster_parse_addr(const char *s, size_t len, cluster_node *node);
+
+/* What a node says about the cluster in its CLUSTER NODES reply. */
+#define CLUSTER_NODES_MAX 64
+typedef struct cluster_nodes_info {
+    cluster_node myself;        /* port 0 when there was no "myself" line */
+    int is_master;              /* 1 master, 0 replica (or unknown) */
+    int my_slot;                /* a slot myself serves as master, or -1 */
+    size_t nnodes;              /* every node listed (myself included), at most CLUSTER_NODES_MAX */
+    cluster_node nodes[CLUSTER_NODES_MAX];
+} cluster_nodes_info;
+
+/* Parse the text of a CLUSTER NODES reply. Nodes with an empty address get
+ * default_host. Returns 0, or -1 with err set when no line has the documented shape
+ * or there is no "myself" line. */
+int cluster_parse_nodes(const char *text, size_t len, const char *default_host,
+                        cluster_nodes_info *out, char *err, size_t errlen);
+
 #endif

@@ -523,16 +523,18 @@ static void cmd_hello(rs_req *req)
 {
     shard_ctx *sc = rs_req_ctx(req);
     resp_buf *out = rs_req_out(req);
-    resp_add_array(out, 8);
+    int cl = shard_redis_cluster_mode(sc->redis);   /* cluster: + 1, node (docs/cluster.md) */
+    resp_add_array(out, cl ? 8 : 6);
     resp_add_int(out, sc->cfg.blocks);
     resp_add_int(out, sc->cfg.distance);
     resp_add_int(out, LAYOUT_VERSION);
     resp_add_int(out, sc->cfg.bucket_bits);
     resp_add_int(out, sc->cfg.lo);
     resp_add_int(out, sc->cfg.hi);
-    resp_add_int(out, shard_redis_cluster_mode(sc->redis));     /* docs/cluster.md */
-    const char *node = shard_redis_node(sc->redis);
-    resp_add_bulk(out, node, strlen(node));
+    if (cl) {
+        resp_add_int(out, 1);
+        resp_add_bulk_str(out, shard_redis_node(sc->redis));
+    }
     rs_req_finish(req);
 }
 

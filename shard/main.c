@@ -8,14 +8,25 @@
 
 #include <event2/event.h>
 
+#include "cluster.h"
 #include "config.h"
 #include "layout.h"
 #include "log.h"
 #include "perm.h"
 #include "shard.h"
 
+/* The options of this program: shard_config (shared with the handlers) plus the
+ * cluster options, which only main.c and redis.c use. */
+typedef struct shard_main_config {
+    shard_config c;
+    int cluster;
+    char *redis_announce;
+} shard_main_config;
+
 #define SHARD_OPT(name, type, field, min, max, def, help) \
-    {name, type, offsetof(shard_config, field), min, max, def, 0, help}
+    {name, type, offsetof(shard_main_config, c.field), min, max, def, 0, help}
+#define SHARD_OPT_MAIN(name, type, field, min, max, def, help) \
+    {name, type, offsetof(shard_main_config, field), min, max, def, 0, help}
 
 static const cfg_option shard_options[] = {
     SHARD_OPT("bind", CFG_STR, bind, 0, 0, "127.0.0.1", "address to listen on"),
@@ -67,11 +78,27 @@ static int shard_parse_range(const char *s, unsigned *lo, unsigned *hi)
 /* Cross-option checks; returns 0, or -1 with a message in err. */
 static int shard_validate(void *obj, char *err, size_t errlen)
 {
-    shard_config *c = obj;
+    shard_main_config *mc = obj;
+    shard_config *c = &mc->c;
     if (shard_parse_range(c->shards, &c->lo, &c->hi) != 0) {
         snprintf(err, errlen, "shards '%s': expected LO-HI with 0 <= LO <= HI <= 255",
                  c->shards ? c->shards : "");
         return -1;
+    }
+    if (mc->cluster) {
+        cluster_node n;
+        c->lo = 0;      /* every shard: the cluster's slot map decides what is local */
+        c->hi = 255;
+        if (c->redis_db != 0) {
+            snprintf(err, errlen, "redis-db %u: a Redis Cluster node has database 0 only",
+                     c->redis_db);
+            return -1;
+        }
+        if (mc->redis_announce && mc->redis_announce[0] &&
+            cluster_parse_addr(mc->redis_announce, strlen(mc->redis_announce), &n) != 0) {
+            snprintf(err, errlen, "redis-announce '%s': expected HOST:PORT", mc->redis_announce);
+            return -1;
+        }
     }
     if (c->redis_user && c->redis_user[0] && !(c->redis_password && c->redis_password[0])) {
         snprintf(err, errlen, "redis-user '%s' needs redis-password-file", c->redis_user);
@@ -150,19 +177,22 @@ static void shard_on_fatal(void *arg, const char *msg)
 int main(int argc, char **argv)
 {
     shard_ctx sc;
+    shard_main_config mc;
     memset(&sc, 0, sizeof sc);
-    cfg_result cr = cfg_load(&shard_spec, &sc.cfg, argc, argv);
+    memset(&mc, 0, sizeof mc);
+    cfg_result cr = cfg_load(&shard_spec, &mc, argc, argv);
     if (cr != CFG_RUN) {
-        cfg_free_values(&shard_spec, &sc.cfg);
+        cfg_free_values(&shard_spec, &mc);
         return cr == CFG_EXIT_OK ? 0 : 2;
     }
+    sc.cfg = mc.c;      /* the strings stay owned by mc */
     shard_config *c = &sc.cfg;
     char err[512];
     int rc = 1;
     log_set_level(c->loglevel);
     if (c->logfile && c->logfile[0] && log_open(c->logfile, err, sizeof err) != 0) {
         fprintf(stderr, "simhash-shard: %s\n", err);
-        cfg_free_values(&shard_spec, c);
+        cfg_free_values(&shard_spec, &mc);
         return 1;
     }
     if (perm_set_init(&sc.ps, c->blocks, c->distance, err, sizeof err) != 0) {
@@ -176,6 +206,7 @@ int main(int argc, char **argv)
         .db = c->redis_db, .blocks = c->blocks, .distance = c->distance,
         .bucket_bits = c->bucket_bits, .max_inflight = c->max_inflight_redis,
         .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal, .fatal_arg = &sc,
+        .cluster = mc.cluster, .announce = mc.redis_announce,
     };
     int mrc = shard_redis_check_meta_sync(&ro, err, sizeof err);
     if (mrc == -1) {
@@ -222,9 +253,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "simhash-shard: %s\n", err);
         goto out_srv;
     }
-    log_info("simhash-shard %s listening on %s:%u, shards %u-%u, redis %s:%u db %u, "
+    log_info("simhash-shard %s listening on %s:%u, shards %s, redis %s%s:%u db %u, "
              "blocks %u distance %u bucket-bits %u (%u tables)", SIMHASH_VERSION, c->bind,
-             rs_port(sc.srv), c->lo, c->hi, c->redis_host, c->redis_port, c->redis_db,
+             rs_port(sc.srv), mc.cluster ? "as the cluster's slots" : c->shards,
+             mc.cluster ? "cluster node " : "", c->redis_host, c->redis_port, c->redis_db,
              c->blocks, c->distance, c->bucket_bits, sc.ps.ntables);
     rc = rs_run(sc.base, shard_on_stop, &sc) == 0 && !sc.fatal ? 0 : 1;
     if (c->pidfile && c->pidfile[0])
@@ -240,7 +272,7 @@ out_base:
 out_perm:
     perm_set_free(&sc.ps);
 out_cfg:
-    cfg_free_values(&shard_spec, c);
+    cfg_free_values(&shard_spec, &mc);
     log_close();
     return rc;
 }

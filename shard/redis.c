@@ -1,5 +1,7 @@
 /* redis.c: the shard worker's hiredis async connection to Redis (see redis.h):
- * connect, AUTH, SELECT, meta check, backoff reconnect, in-flight bound, stalls. */
+ * connect, AUTH, SELECT, meta check, backoff reconnect, in-flight bound, stalls; in
+ * cluster mode also -MOVED/-ASK following over connections to other nodes and
+ * reattaching to the new master after a failover (docs/cluster.md). */
 #include "redis.h"
 
 #include <errno.h>
@@ -13,11 +15,25 @@
 #include <hiredis/async.h>
 #include <hiredis/adapters/libevent.h>
 
+#include "cluster.h"
 #include "layout.h"
 #include "log.h"
 
 #define SHARD_BACKOFF_MIN_MS 100
 #define SHARD_BACKOFF_MAX_MS 5000
+#define SHARD_REDIRECTS_MAX 5       /* -MOVED/-ASK hops per command */
+#define SHARD_PEERS_MAX 64          /* connections to other cluster nodes */
+#define SHARD_REATTACH_PROBES 16    /* nodes asked for CLUSTER SLOTS after a failure */
+#define SHARD_REATTACH_MS 200       /* per probe */
+
+typedef struct shard_redis shard_redis;
+
+/* A connection to another cluster node, for redirected commands. */
+typedef struct shard_peer {
+    shard_redis *r;
+    cluster_node node;
+    redisAsyncContext *ac;          /* NULL while not connected */
+} shard_peer;
 
 struct shard_redis {
     struct event_base *base;
@@ -32,14 +48,37 @@ struct shard_redis {
     unsigned inflight;
     uint64_t last_activity_ms;      /* last reply or send on an idle connection */
     shard_redis_stats st;
+    /* cluster mode */
+    unsigned gen;                   /* connection attempts; stale setup replies are ignored */
+    char node[CLUSTER_ADDR_MAX + 8];/* "host:port" as the cluster names the node */
+    int announced;                  /* node comes from redis-announce */
+    int role;                       /* 1 master, 0 replica, -1 unknown */
+    int my_slot;                    /* a slot the node served as master, or -1 */
+    size_t nknown;
+    cluster_node known[CLUSTER_NODES_MAX];
+    shard_peer *peers[SHARD_PEERS_MAX];
+    size_t npeers;
 };
 
-/* One user command in flight: hiredis privdata. */
+/* One command in flight: hiredis privdata. In cluster mode it keeps the formatted
+ * command so that a redirection can send it again. */
 typedef struct shard_rcmd {
     shard_redis *r;
     shard_redis_cb fn;
     void *priv;
+    char *fmt;
+    size_t fmtlen;
+    unsigned hops;
 } shard_rcmd;
+
+/* Setup command of connection attempt gen (cluster mode): hiredis privdata. */
+typedef struct shard_setup {
+    shard_redis *r;
+    unsigned gen;
+} shard_setup;
+
+static int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn,
+                            void *priv, int argc, const char **argv, const size_t *argvlen);
 
 static void shard_redis_connect(shard_redis *r);
 
@@ -127,65 +166,111 @@ static void shard_meta_field(const shard_redis_opts *o, int i, const char *argv[
     argv[3] = val;
 }
 
+/* Connects (blocking) to host:port with o's timeout and sends AUTH when o has a
+ * password. Returns the context, or NULL with err set. */
+static redisContext *shard_sync_connect(const shard_redis_opts *o, const char *host, int port,
+                                        char *err, size_t errlen, int *refused)
+{
+    unsigned tmo = o->timeout_ms ? o->timeout_ms : 1000;
+    struct timeval tv = {(time_t)(tmo / 1000), (suseconds_t)(tmo % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    if (c == NULL || c->err) {
+        snprintf(err, errlen, "cannot connect to redis %s:%d: %s", host, port,
+                 c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    if (o->password && o->password[0]) {
+        redisReply *rep = o->user && o->user[0]
+                              ? redisCommand(c, "AUTH %s %s", o->user, o->password)
+                              : redisCommand(c, "AUTH %s", o->password);
+        int bad = rep == NULL || rep->type == REDIS_REPLY_ERROR;
+        snprintf(err, errlen, "redis %s:%d: AUTH failed: %s", host, port,
+                 rep ? (rep->str ? rep->str : "") : c->errstr);
+        if (rep)
+            freeReplyObject(rep);
+        if (bad) {
+            if (refused)
+                *refused = 1;
+            redisFree(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
 /* Runs one blocking command; returns the reply, or NULL with err set (a Redis error
  * reply is turned into NULL too) and *transient = 1 when retrying may help (I/O
- * error, LOADING). */
-static redisReply *shard_sync_cmd(redisContext *c, const shard_redis_opts *o, int argc,
+ * error, LOADING). In cluster mode -MOVED/-ASK are followed (at most
+ * SHARD_REDIRECTS_MAX hops): *cp is replaced by a connection to the target node. */
+static redisReply *shard_sync_cmd(redisContext **cp, const shard_redis_opts *o, int argc,
                                   const char **argv, char *err, size_t errlen, int *transient)
 {
-    redisReply *rep = redisCommandArgv(c, argc, argv, NULL);
-    if (rep == NULL) {
-        snprintf(err, errlen, "redis %s:%d: %s failed: %s", o->host, o->port, argv[0],
-                 c->errstr[0] ? c->errstr : "connection lost");
-        *transient = 1;
-        return NULL;
-    }
-    if (rep->type == REDIS_REPLY_ERROR) {
-        snprintf(err, errlen, "redis %s:%d: %s failed: %.*s", o->host, o->port, argv[0],
-                 (int)rep->len, rep->str);
-        *transient = strncmp(rep->str, "LOADING", 7) == 0 || strncmp(rep->str, "BUSY", 4) == 0;
+    for (unsigned hop = 0;; hop++) {
+        redisContext *c = *cp;
+        redisReply *rep = redisCommandArgv(c, argc, argv, NULL);
+        if (rep == NULL) {
+            snprintf(err, errlen, "redis %s:%d: %s failed: %s", o->host, o->port, argv[0],
+                     c->errstr[0] ? c->errstr : "connection lost");
+            *transient = 1;
+            return NULL;
+        }
+        if (rep->type != REDIS_REPLY_ERROR)
+            return rep;
+        unsigned slot;
+        cluster_node node;
+        cluster_redir_kind kind = o->cluster && hop < SHARD_REDIRECTS_MAX
+            ? cluster_parse_redirect(rep->str, rep->len, &slot, &node) : CLUSTER_REDIR_NONE;
+        if (kind == CLUSTER_REDIR_NONE) {
+            snprintf(err, errlen, "redis %s:%d: %s failed: %.*s", o->host, o->port, argv[0],
+                     (int)rep->len, rep->str);
+            *transient = strncmp(rep->str, "LOADING", 7) == 0 ||
+                         strncmp(rep->str, "BUSY", 4) == 0 ||
+                         strncmp(rep->str, "CLUSTERDOWN", 11) == 0 ||
+                         strncmp(rep->str, "TRYAGAIN", 8) == 0;
+            freeReplyObject(rep);
+            return NULL;
+        }
         freeReplyObject(rep);
-        return NULL;
+        int refused = 0;
+        redisContext *n = shard_sync_connect(o, node.host, node.port, err, errlen, &refused);
+        if (n == NULL) {
+            *transient = !refused;
+            return NULL;
+        }
+        if (kind == CLUSTER_REDIR_ASK) {
+            redisReply *a = redisCommand(n, "ASKING");
+            if (a)
+                freeReplyObject(a);
+        }
+        redisFree(*cp);
+        *cp = n;
     }
-    return rep;
 }
 
 int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t errlen)
 {
-    unsigned tmo = o->timeout_ms ? o->timeout_ms : 1000;
-    struct timeval tv = {(time_t)(tmo / 1000), (suseconds_t)(tmo % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(o->host, o->port, tv);
-    if (c == NULL || c->err) {
-        snprintf(err, errlen, "cannot connect to redis %s:%d: %s", o->host, o->port,
-                 c ? c->errstr : "out of memory");
-        if (c)
-            redisFree(c);
-        return -2;
-    }
-    redisSetTimeout(c, tv);
+    int refused = 0;
+    redisContext *c = shard_sync_connect(o, o->host, o->port, err, errlen, &refused);
+    if (c == NULL)
+        return refused ? -1 : -2;
     int rc = -1, transient = 0;
     redisReply *rep;
     char dbs[16], val[16];
     const char *argv[4];
-    if (o->password && o->password[0]) {
-        int na = 0;
-        argv[na++] = "AUTH";
-        if (o->user && o->user[0])
-            argv[na++] = o->user;       /* ACL user (redis-user) */
-        argv[na++] = o->password;
-        if ((rep = shard_sync_cmd(c, o, na, argv, err, errlen, &transient)) == NULL)
+    if (!o->cluster) {      /* a cluster node has database 0 only */
+        snprintf(dbs, sizeof dbs, "%u", o->db);
+        argv[0] = "SELECT";
+        argv[1] = dbs;
+        if ((rep = shard_sync_cmd(&c, o, 2, argv, err, errlen, &transient)) == NULL)
             goto out;
         freeReplyObject(rep);
     }
-    snprintf(dbs, sizeof dbs, "%u", o->db);
-    argv[0] = "SELECT";
-    argv[1] = dbs;
-    if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen, &transient)) == NULL)
-        goto out;
-    freeReplyObject(rep);
     argv[0] = "HGETALL";
     argv[1] = LAYOUT_META_KEY;
-    if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen, &transient)) == NULL)
+    if ((rep = shard_sync_cmd(&c, o, 2, argv, err, errlen, &transient)) == NULL)
         goto out;
     rc = shard_redis_meta_compare(rep, o, err, errlen);
     freeReplyObject(rep);
@@ -196,13 +281,13 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
     rc = -1;
     for (int i = 0; i < 4; i++) {
         shard_meta_field(o, i, argv, val);
-        if ((rep = shard_sync_cmd(c, o, 4, argv, err, errlen, &transient)) == NULL)
+        if ((rep = shard_sync_cmd(&c, o, 4, argv, err, errlen, &transient)) == NULL)
             goto out;
         freeReplyObject(rep);
     }
     argv[0] = "HGETALL";
     argv[1] = LAYOUT_META_KEY;
-    if ((rep = shard_sync_cmd(c, o, 2, argv, err, errlen, &transient)) == NULL)
+    if ((rep = shard_sync_cmd(&c, o, 2, argv, err, errlen, &transient)) == NULL)
         goto out;
     rc = shard_redis_meta_compare(rep, o, err, errlen);
     freeReplyObject(rep);
@@ -326,6 +411,75 @@ static void shard_redis_on_meta(redisAsyncContext *ac, void *reply, void *priv)
     log_error_rl("%s; refusing requests until it is fixed", err);
 }
 
+/* Cluster mode: reply to the setup HSETNX commands (sent through the redirecting
+ * path); errors are logged, the HGETALL after them decides. */
+static void shard_redis_on_cluster_setnx(void *priv, redisReply *rep, const char *err)
+{
+    shard_setup *s = priv;
+    shard_redis *r = s->r;
+    if (s->gen == r->gen && (err || (rep && rep->type == REDIS_REPLY_ERROR)))
+        log_warn_rl("redis %s:%d: creating %s: %.*s", r->host, r->o.port, LAYOUT_META_KEY,
+                    err ? 200 : (int)rep->len, err ? err : rep->str);
+    free(s);
+}
+
+/* Cluster mode: reply to HGETALL simhash:meta (through the redirecting path). */
+static void shard_redis_on_cluster_meta(void *priv, redisReply *rep, const char *err)
+{
+    shard_setup *s = priv;
+    shard_redis *r = s->r;
+    unsigned gen = s->gen;
+    free(s);
+    if (gen != r->gen || r->state != SHARD_REDIS_CONNECTING || r->ac == NULL)
+        return;
+    if (rep == NULL || rep->type == REDIS_REPLY_ERROR) {
+        snprintf(r->st.last_error, sizeof r->st.last_error, "HGETALL %s: %.*s",
+                 LAYOUT_META_KEY, rep ? (int)rep->len : 200, rep ? rep->str : err);
+        log_warn_rl("redis %s:%d: %s", r->host, r->o.port, r->st.last_error);
+        r->st.connect_failures++;
+        redisAsyncDisconnect(r->ac);
+        return;
+    }
+    shard_redis_on_meta(r->ac, rep, r);
+}
+
+/* Cluster mode: reply to CLUSTER NODES on a new connection: learn the node's name,
+ * role, a slot it serves and the other nodes. */
+static void shard_redis_on_nodes(redisAsyncContext *ac, void *reply, void *priv)
+{
+    shard_redis *r = priv;
+    redisReply *rep = reply;
+    cluster_nodes_info *ni;
+    char err[200];
+    if (rep == NULL || r->ac != ac)
+        return;
+    if (rep->type != REDIS_REPLY_STRING && rep->type != REDIS_REPLY_STATUS) {
+        snprintf(r->st.last_error, sizeof r->st.last_error, "CLUSTER NODES: %.*s",
+                 rep->type == REDIS_REPLY_ERROR ? (int)rep->len : 20,
+                 rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+        log_error_rl("redis %s:%d: %s (is it a cluster node? see the option cluster)",
+                     r->host, r->o.port, r->st.last_error);
+        r->st.connect_failures++;
+        redisAsyncDisconnect(ac);
+        return;
+    }
+    ni = malloc(sizeof *ni);
+    if (ni == NULL)
+        return;
+    if (cluster_parse_nodes(rep->str, rep->len, r->host, ni, err, sizeof err) == 0) {
+        if (!r->announced)
+            snprintf(r->node, sizeof r->node, "%s:%d", ni->myself.host, ni->myself.port);
+        r->role = ni->is_master;
+        if (ni->my_slot >= 0)
+            r->my_slot = ni->my_slot;
+        r->nknown = ni->nnodes;
+        memcpy(r->known, ni->nodes, ni->nnodes * sizeof(ni->nodes[0]));
+    } else {
+        log_warn_rl("redis %s:%d: %s", r->host, r->o.port, err);
+    }
+    free(ni);
+}
+
 /* Setup did not finish within the deadline: drop and retry. */
 static void shard_redis_on_setup_timeout(evutil_socket_t fd, short what, void *arg)
 {
@@ -339,11 +493,66 @@ static void shard_redis_on_setup_timeout(evutil_socket_t fd, short what, void *a
     shard_redis_drop(r);
 }
 
+/* Cluster mode, node unreachable: asks the other known nodes (blocking, at most
+ * SHARD_REATTACH_PROBES, SHARD_REATTACH_MS each) who serves my_slot now. Returns 1
+ * when the worker switched to another master, else 0. */
+static int shard_redis_reattach(shard_redis *r)
+{
+    cluster_map *map = malloc(sizeof *map);
+    int switched = 0, asked = 0;
+    if (map == NULL)
+        return 0;
+    shard_redis_opts po = r->o;
+    po.timeout_ms = SHARD_REATTACH_MS;
+    for (size_t i = 0; i < r->nknown && asked < SHARD_REATTACH_PROBES; i++) {
+        const cluster_node *k = &r->known[i];
+        if (k->port == r->o.port && strcmp(k->host, r->host) == 0)
+            continue;
+        asked++;
+        char err[256];
+        redisContext *c = shard_sync_connect(&po, k->host, k->port, err, sizeof err, NULL);
+        if (c == NULL)
+            continue;
+        redisReply *rep = redisCommand(c, "CLUSTER SLOTS");
+        int n = -1;
+        if (rep && cluster_map_from_slots(map, rep, k->host, err, sizeof err) >= 0)
+            n = cluster_map_node(map, (unsigned)r->my_slot);
+        if (rep)
+            freeReplyObject(rep);
+        redisFree(c);
+        if (n < 0)
+            continue;
+        const cluster_node *m = &map->nodes[n];
+        if (m->port != r->o.port || strcmp(m->host, r->host) != 0) {
+            char *h = strdup(m->host);
+            if (h != NULL) {
+                log_warn("redis %s:%d unreachable; slot %d is now served by %s:%d: "
+                         "attaching to it", r->host, r->o.port, r->my_slot, m->host, m->port);
+                free(r->host);
+                r->host = h;
+                r->o.host = h;
+                r->o.port = m->port;
+                r->node[0] = '\0';
+                r->announced = 0;   /* redis-announce named the old node */
+                r->attempt = 0;
+                r->st.reattaches++;
+                switched = 1;
+            }
+        }
+        break;      /* one node's view is enough; if unchanged, try again later */
+    }
+    free(map);
+    return switched;
+}
+
 static void shard_redis_on_retry(evutil_socket_t fd, short what, void *arg)
 {
+    shard_redis *r = arg;
     (void)fd;
     (void)what;
-    shard_redis_connect(arg);
+    if (r->o.cluster && r->attempt >= 2 && r->my_slot >= 0 && r->nknown > 0)
+        shard_redis_reattach(r);
+    shard_redis_connect(r);
 }
 
 /* Starts one connection attempt: connect, then queue AUTH, SELECT, HSETNX x4 and
@@ -373,6 +582,7 @@ static void shard_redis_connect(shard_redis *r)
     redisAsyncSetDisconnectCallback(ac, shard_redis_on_disconnect);
     const char *argv[4];
     char dbs[16], val[16];
+    r->gen++;
     if (r->password && r->password[0]) {
         int na = 0;
         argv[na++] = "AUTH";
@@ -380,6 +590,30 @@ static void shard_redis_connect(shard_redis *r)
             argv[na++] = r->user;       /* ACL user (redis-user) */
         argv[na++] = r->password;
         redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, na, argv, NULL);
+    }
+    if (r->o.cluster) {
+        /* database 0 only; HSETNX / HGETALL of the meta key follow redirections */
+        argv[0] = "CLUSTER";
+        argv[1] = "NODES";
+        redisAsyncCommandArgv(ac, shard_redis_on_nodes, r, 2, argv, NULL);
+        for (int i = 0; i < 5; i++) {
+            shard_setup *s = malloc(sizeof *s);
+            if (s == NULL)
+                break;
+            s->r = r;
+            s->gen = r->gen;
+            if (i < 4)
+                shard_meta_field(&r->o, i, argv, val);
+            else {
+                argv[0] = "HGETALL";
+                argv[1] = LAYOUT_META_KEY;
+            }
+            if (shard_redis_send(r, ac, i < 4 ? shard_redis_on_cluster_setnx
+                                              : shard_redis_on_cluster_meta,
+                                 s, i < 4 ? 4 : 2, argv, NULL) != 0)
+                free(s);
+        }
+        goto deadline;
     }
     snprintf(dbs, sizeof dbs, "%u", r->o.db);
     argv[0] = "SELECT";
@@ -392,6 +626,7 @@ static void shard_redis_connect(shard_redis *r)
     argv[0] = "HGETALL";
     argv[1] = LAYOUT_META_KEY;
     redisAsyncCommandArgv(ac, shard_redis_on_meta, r, 2, argv, NULL);
+deadline:;
     unsigned tmo = r->o.timeout_ms < 1000 ? 1000 : r->o.timeout_ms;
     struct timeval tv = {(time_t)(tmo / 1000), (suseconds_t)(tmo % 1000) * 1000};
     evtimer_add(r->setup_ev, &tv);
@@ -416,6 +651,15 @@ shard_redis *shard_redis_new(struct event_base *base, const shard_redis_opts *o)
     r->o.host = r->host;
     r->o.password = r->password;
     r->o.user = r->user;
+    r->o.announce = NULL;       /* not kept: copied into node below */
+    r->role = -1;
+    r->my_slot = -1;
+    if (!o->cluster)
+        snprintf(r->node, sizeof r->node, "%s:%d", o->host, o->port);
+    else if (o->announce && o->announce[0]) {
+        snprintf(r->node, sizeof r->node, "%s", o->announce);
+        r->announced = 1;
+    }
     srandom((unsigned)shard_now_ms() ^ (unsigned)getpid());
     shard_redis_connect(r);
     return r;
@@ -425,6 +669,17 @@ void shard_redis_free(shard_redis *r)
 {
     if (r == NULL)
         return;
+    for (size_t i = 0; i < r->npeers; i++) {
+        shard_peer *p = r->peers[i];
+        if (p->ac) {
+            redisAsyncContext *ac = p->ac;
+            p->ac = NULL;
+            ac->data = NULL;
+            redisAsyncFree(ac);     /* pending commands answer "connection lost" */
+        }
+        free(p);
+    }
+    r->npeers = 0;
     if (r->ac) {
         redisAsyncContext *ac = r->ac;
         r->ac = NULL;           /* callbacks below must not schedule a retry */
@@ -462,15 +717,115 @@ int shard_redis_room(const shard_redis *r, unsigned n)
     return r->inflight + n <= r->o.max_inflight;
 }
 
+/* ---- Connections to other cluster nodes ---- */
+
+static void shard_peer_on_connect(const redisAsyncContext *ac, int status)
+{
+    shard_peer *p = ac->data;
+    if (p == NULL || p->ac != ac || status == REDIS_OK)
+        return;
+    p->ac = NULL;           /* hiredis frees it; pending commands get NULL replies */
+    log_warn_rl("redis %s:%d: connect failed: %s", p->node.host, p->node.port, ac->errstr);
+}
+
+static void shard_peer_on_disconnect(const redisAsyncContext *ac, int status)
+{
+    shard_peer *p = ac->data;
+    (void)status;
+    if (p != NULL && p->ac == ac)
+        p->ac = NULL;
+}
+
+/* The connection to node n (the worker's own node, or a peer connected on demand,
+ * with AUTH). Returns NULL when none can be made. */
+static redisAsyncContext *shard_redis_conn_to(shard_redis *r, const cluster_node *n)
+{
+    if (r->ac && n->port == r->o.port && strcmp(n->host, r->host) == 0)
+        return r->ac;
+    shard_peer *p = NULL;
+    for (size_t i = 0; i < r->npeers; i++)
+        if (r->peers[i]->node.port == n->port && strcmp(r->peers[i]->node.host, n->host) == 0)
+            p = r->peers[i];
+    if (p == NULL) {
+        if (r->npeers == SHARD_PEERS_MAX)
+            return NULL;
+        p = calloc(1, sizeof *p);
+        if (p == NULL)
+            return NULL;
+        p->r = r;
+        p->node = *n;
+        r->peers[r->npeers++] = p;
+    }
+    if (p->ac)
+        return p->ac;
+    redisAsyncContext *ac = redisAsyncConnect(n->host, n->port);
+    if (ac == NULL || ac->err) {
+        if (ac)
+            redisAsyncFree(ac);
+        return NULL;
+    }
+    ac->data = p;
+    if (redisLibeventAttach(ac, r->base) != REDIS_OK) {
+        redisAsyncFree(ac);
+        return NULL;
+    }
+    redisAsyncSetConnectCallback(ac, shard_peer_on_connect);
+    redisAsyncSetDisconnectCallback(ac, shard_peer_on_disconnect);
+    if (r->password && r->password[0]) {
+        const char *argv[3] = {"AUTH", r->user[0] ? r->user : r->password, r->password};
+        redisAsyncCommandArgv(ac, NULL, NULL, r->user[0] ? 3 : 2, argv, NULL);
+    }
+    p->ac = ac;
+    log_info("redis %s:%d: connecting for redirected commands", n->host, n->port);
+    return ac;
+}
+
 /* ---- Commands ---- */
 
-/* hiredis callback of a user command: account for it and hand the reply on. */
+static void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata);
+
+/* Sends cmd (already formatted) again to node n after a redirection; ASKING first
+ * for kind ASK. Returns 0, or -1 when it could not be sent. */
+static int shard_redis_redirect(shard_redis *r, shard_rcmd *cmd, cluster_redir_kind kind,
+                                const cluster_node *n)
+{
+    redisAsyncContext *ac = shard_redis_conn_to(r, n);
+    if (ac == NULL)
+        return -1;
+    if (kind == CLUSTER_REDIR_ASK && redisAsyncCommand(ac, NULL, NULL, "ASKING") != REDIS_OK)
+        return -1;
+    if (redisAsyncFormattedCommand(ac, shard_redis_on_reply, cmd, cmd->fmt, cmd->fmtlen) != REDIS_OK)
+        return -1;
+    cmd->hops++;
+    r->inflight++;
+    return 0;
+}
+
+/* hiredis callback of every command: follow a redirection (cluster mode), else
+ * account for it and hand the reply on. */
 static void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     shard_rcmd *cmd = privdata;
     shard_redis *r = cmd->r;
+    redisReply *rep = reply;
     (void)ac;
     r->inflight--;
+    if (rep && rep->type == REDIS_REPLY_ERROR && cmd->fmt) {
+        unsigned slot;
+        cluster_node n;
+        cluster_redir_kind kind = cluster_parse_redirect(rep->str, rep->len, &slot, &n);
+        if (kind != CLUSTER_REDIR_NONE) {
+            if (kind == CLUSTER_REDIR_MOVED)
+                r->st.moved++;
+            else
+                r->st.ask++;
+            if (cmd->hops < SHARD_REDIRECTS_MAX && shard_redis_redirect(r, cmd, kind, &n) == 0)
+                return;
+            r->st.redirect_errors++;
+            log_warn_rl("redis: cannot follow '%.*s' (%u hops)", (int)rep->len, rep->str,
+                        cmd->hops);
+        }
+    }
     const char *err = NULL;
     if (reply == NULL)
         err = r->ac == NULL && r->state == SHARD_REDIS_READY ? "shutting down"
@@ -479,8 +834,43 @@ static void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privd
         r->last_activity_ms = shard_now_ms();
     shard_redis_cb fn = cmd->fn;
     void *priv = cmd->priv;
+    free(cmd->fmt);
     free(cmd);
     fn(priv, reply, err);
+}
+
+/* Sends one command on ac (the node's connection), keeping it formatted in cluster
+ * mode. Returns 0 (fn will be called exactly once), or -1. */
+static int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn,
+                            void *priv, int argc, const char **argv, const size_t *argvlen)
+{
+    shard_rcmd *cmd = calloc(1, sizeof *cmd);
+    if (cmd == NULL)
+        return -1;
+    cmd->r = r;
+    cmd->fn = fn;
+    cmd->priv = priv;
+    int rc;
+    if (r->o.cluster) {
+        int len = redisFormatCommandArgv(&cmd->fmt, argc, argv, argvlen);
+        if (len < 0) {
+            free(cmd);
+            return -1;
+        }
+        cmd->fmtlen = (size_t)len;
+        rc = redisAsyncFormattedCommand(ac, shard_redis_on_reply, cmd, cmd->fmt, cmd->fmtlen);
+    } else {
+        rc = redisAsyncCommandArgv(ac, shard_redis_on_reply, cmd, argc, argv, argvlen);
+    }
+    if (rc != REDIS_OK) {
+        free(cmd->fmt);
+        free(cmd);
+        return -1;
+    }
+    if (r->inflight == 0)
+        r->last_activity_ms = shard_now_ms();
+    r->inflight++;
+    return 0;
 }
 
 int shard_redis_command(shard_redis *r, shard_redis_cb fn, void *priv,
@@ -488,19 +878,8 @@ int shard_redis_command(shard_redis *r, shard_redis_cb fn, void *priv,
 {
     if (r->state != SHARD_REDIS_READY || r->ac == NULL)
         return -1;
-    shard_rcmd *cmd = malloc(sizeof *cmd);
-    if (cmd == NULL)
+    if (shard_redis_send(r, r->ac, fn, priv, argc, argv, argvlen) != 0)
         return -1;
-    cmd->r = r;
-    cmd->fn = fn;
-    cmd->priv = priv;
-    if (r->inflight == 0)
-        r->last_activity_ms = shard_now_ms();
-    if (redisAsyncCommandArgv(r->ac, shard_redis_on_reply, cmd, argc, argv, argvlen) != REDIS_OK) {
-        free(cmd);
-        return -1;
-    }
-    r->inflight++;
     r->st.commands++;
     return 0;
 }
@@ -523,4 +902,28 @@ void shard_redis_get_stats(const shard_redis *r, shard_redis_stats *out)
 {
     *out = r->st;
     out->inflight = r->inflight;
+}
+
+int shard_redis_cluster_mode(const shard_redis *r)
+{
+    return r->o.cluster != 0;
+}
+
+const char *shard_redis_node(const shard_redis *r)
+{
+    return r->node;
+}
+
+void shard_redis_cluster_info(const shard_redis *r, resp_buf *b)
+{
+    size_t open = 0;
+    for (size_t i = 0; i < r->npeers; i++)
+        open += r->peers[i]->ac != NULL;
+    resp_buf_printf(b, "# Cluster\r\ncluster:%s\r\ncluster_node:%s\r\ncluster_role:%s\r\n"
+                    "cluster_moved:%llu\r\ncluster_ask:%llu\r\ncluster_redirect_errors:%llu\r\n"
+                    "cluster_reattaches:%llu\r\ncluster_peers:%zu\r\ncluster_known_nodes:%zu\r\n",
+                    r->o.cluster ? "yes" : "no", r->node,
+                    r->role == 1 ? "master" : r->role == 0 ? "replica" : "unknown",
+                    r->st.moved, r->st.ask, r->st.redirect_errors, r->st.reattaches, open,
+                    r->nknown);
 }

@@ -10,6 +10,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "resp.h"
+
 struct event_base;
 
 typedef struct shard_redis_opts {
@@ -21,6 +23,10 @@ typedef struct shard_redis_opts {
     unsigned blocks, distance, bucket_bits;
     unsigned max_inflight;    /* Redis commands outstanding at once */
     unsigned timeout_ms;      /* connect + meta check deadline, stall detection */
+    int cluster;              /* the node is a Redis Cluster node: follow -MOVED/-ASK,
+                                 learn the node's name, reattach after a failover */
+    const char *announce;     /* cluster: "host:port" of the node as the cluster names
+                                 it; NULL: learned from CLUSTER NODES */
     /* Called when the first successful connection finds simhash:meta disagreeing
      * with these settings (the worker should exit). May be NULL. */
     void (*on_fatal)(void *arg, const char *msg);
@@ -79,8 +85,22 @@ typedef struct shard_redis_stats {
     unsigned long long reconnects;    /* successful connections after the first */
     unsigned long long connect_failures;
     unsigned inflight;
+    unsigned long long moved, ask;    /* cluster: redirections followed */
+    unsigned long long redirect_errors; /* redirections that could not be followed */
+    unsigned long long reattaches;    /* cluster: moved to another node after a failover */
     char last_error[256];
 } shard_redis_stats;
+
+/* 1 in cluster mode (option cluster), else 0. */
+int shard_redis_cluster_mode(const shard_redis *r);
+
+/* "host:port" of the Redis node as the cluster names it (cluster mode), or the
+ * configured address; "" while not known yet. */
+const char *shard_redis_node(const shard_redis *r);
+
+/* Appends the "# Cluster" lines of SHARD.INFO (cluster, cluster_node, cluster_role,
+ * redirection and reattach counters). */
+void shard_redis_cluster_info(const shard_redis *r, resp_buf *b);
 
 void shard_redis_get_stats(const shard_redis *r, shard_redis_stats *out);
 
