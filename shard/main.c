@@ -56,6 +56,12 @@ static const cfg_option shard_options[] = {
               "appendfsync always"),
     SHARD_OPT("wait-timeout-ms", CFG_UINT, wait_timeout_ms, 1, 600000, "100",
               "SHARD.WAIT: how long Redis WAIT waits for the replicas"),
+    SHARD_OPT_MAIN("cluster", CFG_BOOL, cluster, 0, 0, "no",
+                   "yes: the Redis node is a Redis Cluster node; serve every shard, follow "
+                   "-MOVED/-ASK, reattach to the new master after a failover (shards is ignored)"),
+    SHARD_OPT_MAIN("redis-announce", CFG_STR, redis_announce, 0, 0, NULL,
+                   "cluster: HOST:PORT of the node as the cluster names it (default: learned "
+                   "from CLUSTER NODES)"),
 };
 
 /* Parses "LO-HI" (decimal, 0 <= LO <= HI <= 255). Returns 0 or -1. */
