@@ -32,4 +32,7 @@ for t in build/tests/test_* build/bin/test_*; do
     fi
     echo "valgrind: $(basename "$t") clean"
 done
+
+echo "== fuzzing (libFuzzer, ${FUZZ_SECONDS:-20} s per target; longer runs: docs/security.md)"
+bash fuzz/run.sh "${FUZZ_SECONDS:-20}"
 echo "all tests passed"
