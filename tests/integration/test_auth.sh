@@ -22,7 +22,8 @@ rport=$(th_free_port)
 mkdir -p "$TH_DIR/redis"
 th_start redis 600 redis-server --bind 127.0.0.1 --port "$rport" --dir "$TH_DIR/redis" \
     --save '' --appendonly no --daemonize no \
-    --user default off --user simhash on ">$RPW" '~*' '&*' '+@all'
+    --user default off --user simhash on ">$RPW" '~*' '&*' '+@all' '-@dangerous' '+info' \
+    '+config|get' '+cluster|nodes'
 i=0
 while [ "$(timeout 2 redis-cli -h 127.0.0.1 -p "$rport" --user simhash --pass "$RPW" \
             --no-auth-warning ping 2>/dev/null)" != PONG ]; do
