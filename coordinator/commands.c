@@ -184,7 +184,7 @@ static int send_per_table(coord_op *op, cstate *s, const char *cmd, uint64_t fp,
     size_t fplen = fp_str(fp, fps);
     int write = dstr == NULL;
     for (unsigned t = 0; t < co->ps.ntables; t++) {
-        coord_worker *w = coord_route(co, perm_apply(&co->ps.tables[t], fp));
+        coord_worker *w = coord_route(co, t, perm_apply(&co->ps.tables[t], fp));
         owner[t] = w ? (short)w->idx : -1;
         if (w == NULL)      /* routing incomplete: coord_op_send fails the op */
             return coord_op_send(op, NULL, 0, NULL, NULL, fn, NULL);
@@ -444,7 +444,7 @@ static void query_merge(coord_op *op)
     for (size_t wi = 0; wi < co->nw; wi++) {
         s->groups[wi].start = pos;
         for (size_t i = 0; i < s->n; i++)
-            if (coord_route(co, perm_apply(&co->ps.tables[0], s->m[i].fp)) == &co->w[wi])
+            if (coord_route(co, 0, perm_apply(&co->ps.tables[0], s->m[i].fp)) == &co->w[wi])
                 tmp[pos++] = s->m[i];
         s->groups[wi].n = pos - s->groups[wi].start;
     }
@@ -703,7 +703,7 @@ static void add_round_start(coord_op *op)
             argv[k - i + 2] = s->pairs[k].docid;
             lens[k - i + 2] = s->pairs[k].len;
         }
-        coord_worker *w = coord_route(co, perm_apply(&co->ps.tables[0], s->pairs[i].fp));
+        coord_worker *w = coord_route(co, 0, perm_apply(&co->ps.tables[0], s->pairs[i].fp));
         int rc = coord_op_send(op, w, (int)(j - i + 2), argv, lens, on_count_reply,
                                (void *)"SHARD.DOCADD");
         if (argv != sargv) {
@@ -832,7 +832,7 @@ static void cmd_del(rs_req *r)
     size_t lens[3];
     lens[1] = (size_t)snprintf(fps, sizeof(fps), "%" PRIu64, q);
     argv[1] = fps;
-    coord_worker *w = coord_route(co, perm_apply(&co->ps.tables[0], q));
+    coord_worker *w = coord_route(co, 0, perm_apply(&co->ps.tables[0], q));
     argv[0] = "SHARD.DOCDEL";
     lens[0] = 12;
     int n = 2;

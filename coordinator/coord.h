@@ -32,6 +32,9 @@ typedef struct coord_config {
     unsigned reconnect_max_ms;      /* backoff cap */
     unsigned health_interval_ms;
     int durable;                    /* writes acknowledged only once durable (SHARD.WAIT) */
+    cfg_list cluster_nodes;         /* cluster-node HOST:PORT seeds: Redis Cluster mode */
+    char *cluster_password;         /* sent as AUTH to cluster nodes (cluster-password-file) */
+    unsigned cluster_refresh_ms;    /* slot map refresh period */
 } coord_config;
 
 typedef enum coord_health {
@@ -62,6 +65,12 @@ typedef struct coord_worker {
     int health_pending;
     long long fingerprints, documents;   /* from SHARD.INFO; -1 unknown */
     char problem[256];              /* last error, for INFO and logs */
+    /* cluster mode (route.c): the Redis node the worker is attached to, as HELLO and
+     * SHARD.INFO name it; its redirection counters; its counts before de-duplication */
+    int cluster;
+    char node[80];
+    unsigned long long moved, ask, reattaches;
+    long long raw_fingerprints, raw_documents;
 } coord_worker;
 
 /* Counters shown in SIMHASH.INFO # Stats; X(field, name). */
@@ -94,6 +103,7 @@ struct coord {
     int routing_ok;                 /* every byte routed exactly once, all workers up */
     int ever_ready;                 /* routing was complete once (startup is over) */
     int fatal;                      /* exit code requested (mismatch at startup) */
+    struct coord_cluster *cl;       /* Redis Cluster mode (route.c); NULL: single Redis */
     long long start_time;
     coord_stats st;
 };
@@ -144,7 +154,23 @@ void coord_op_finish(coord_op *op);
 extern const rs_command coord_commands[];
 extern const size_t coord_ncommands;
 
-/* Worker owning the shard of permuted value p, or NULL when routing is not complete. */
-coord_worker *coord_route(coord *co, uint64_t p);
+/* Worker owning the shard of permuted value p of table t, or NULL when routing is
+ * not complete (workers.c; by first byte with one Redis, by slot in a cluster). */
+coord_worker *coord_route(coord *co, unsigned t, uint64_t p);
+
+/* ---- route.c: Redis Cluster slot map and routing ---- */
+
+/* Cluster mode (cluster-node given): set up the map refresh. Returns 0, or -1 with err. */
+int coord_cluster_start(coord *co, char *err, size_t errlen);
+void coord_cluster_stop(coord *co);
+/* Ask for a slot map refresh (at most one in flight, at most one per 100 ms). */
+void coord_cluster_refresh(coord *co, const char *why);
+/* Rebuild the (table, byte) -> worker routes from the map and the workers' nodes.
+ * Returns 1 when every route has a worker that is up, else 0 with a reason in why. */
+int coord_cluster_routing(coord *co, char *why, size_t whylen);
+/* Worker of table t's shard of permuted value p, or NULL. */
+coord_worker *coord_cluster_route(coord *co, unsigned t, uint64_t p);
+/* Append the # Cluster section. */
+void coord_cluster_info(coord *co, resp_buf *b);
 
 #endif

@@ -49,6 +49,13 @@ static const cfg_option coord_options[] = {
         "requests in flight per worker; past it requests fail with -BUSY"),
     OPT("reconnect-max-ms", CFG_UINT, reconnect_max_ms, 100, 600000, "2000", 0,
         "cap of the reconnect backoff"),
+    OPT("cluster-node", CFG_LIST, cluster_nodes, 0, 256, NULL, 0,
+        "Redis Cluster node HOST:PORT to read the slot map from (repeatable); turns "
+        "cluster mode on (docs/cluster.md)"),
+    OPT("cluster-password-file", CFG_SECRET, cluster_password, 0, 0, NULL, 0,
+        "file whose first line is sent as AUTH to the cluster nodes"),
+    OPT("cluster-refresh-ms", CFG_UINT, cluster_refresh_ms, 100, 600000, "5000", 0,
+        "period of the cluster slot map refresh"),
     OPT("health-interval-ms", CFG_UINT, health_interval_ms, 50, 600000, "1000", 0,
         "SHARD.INFO health check period"),
     OPT("durable", CFG_BOOL, durable, 0, 0, "no", 0,
@@ -157,7 +164,8 @@ int main(int argc, char **argv)
     ro.ncommands = coord_ncommands;
     ro.ctx = &co;
 
-    if (coord_workers_start(&co, err, sizeof(err)) != 0) {
+    if (coord_workers_start(&co, err, sizeof(err)) != 0 ||
+        coord_cluster_start(&co, err, sizeof(err)) != 0) {
         log_error("%s", err);
         rc = 2;
         goto out;
@@ -188,6 +196,7 @@ int main(int argc, char **argv)
         rs_pidfile_remove(co.cfg.pidfile);
 out:
     coord_workers_stop(&co);        /* in-flight requests answer -SHARDDOWN */
+    coord_cluster_stop(&co);
     rs_free(co.srv);
     perm_set_free(&co.ps);
     event_base_free(co.base);

@@ -84,6 +84,17 @@ static int routing_rebuild(coord *co, char *why, size_t whylen)
 static void routing_update(coord *co)
 {
     char why[1024];
+    if (co->cl) {       /* cluster: routes follow the slot map; never fatal */
+        int ok = coord_cluster_routing(co, why, sizeof(why));
+        if (ok && !co->routing_ok)
+            log_info("routing complete: every (table, shard) has a shard worker at its master");
+        else if (!ok && co->routing_ok)
+            log_warn("routing incomplete: %s", why);
+        co->routing_ok = ok;
+        if (ok)
+            co->ever_ready = 1;
+        return;
+    }
     int ok = routing_rebuild(co, why, sizeof(why));
     if (why[0]) {
         log_error("%s", why);
@@ -99,8 +110,10 @@ static void routing_update(coord *co)
         co->ever_ready = 1;
 }
 
-coord_worker *coord_route(coord *co, uint64_t p)
+coord_worker *coord_route(coord *co, unsigned t, uint64_t p)
 {
+    if (co->cl)
+        return coord_cluster_route(co, t, p);
     int i = co->route[p >> 56];
     return i >= 0 ? &co->w[i] : NULL;
 }
@@ -132,6 +145,8 @@ static void worker_lost(coord_worker *w, const char *why)
     w->errors++;
     w->health_pending = 0;
     routing_update(co);
+    if (co->cl)
+        coord_cluster_refresh(co, "shard worker lost");
     worker_schedule_reconnect(w);
 }
 
@@ -181,6 +196,47 @@ static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
                  "settings differ: shard worker has blocks %lld distance %lld layout %lld, "
                  "coordinator has blocks %u distance %u layout %d",
                  blocks, dist, layout, co->cfg.blocks, co->cfg.distance, LAYOUT_VERSION);
+        log_error("shard worker %s: %s", w->addr, w->problem);
+        w->health = W_MISMATCH;
+        if (!co->ever_ready) {
+            co->fatal = 2;
+            event_base_loopbreak(co->base);
+            return;
+        }
+        redisAsyncDisconnect(w->ac);
+        return;
+    }
+    if (co->cl) {
+        /* cluster mode: elements 6 and 7 are the cluster flag and the node name */
+        if (r->elements < 8 || hello_int(r, 6) != 1 ||
+            r->element[7]->type != REDIS_REPLY_STRING) {
+            snprintf(w->problem, sizeof(w->problem),
+                     "shard worker is not in cluster mode (start it with cluster yes), "
+                     "but the coordinator has cluster-node");
+            log_error("shard worker %s: %s", w->addr, w->problem);
+            w->health = W_MISMATCH;
+            if (!co->ever_ready) {
+                co->fatal = 2;
+                event_base_loopbreak(co->base);
+                return;
+            }
+            redisAsyncDisconnect(w->ac);
+            return;
+        }
+        w->cluster = 1;
+        snprintf(w->node, sizeof(w->node), "%.*s", (int)r->element[7]->len, r->element[7]->str);
+        w->health = W_UP;
+        w->backoff_ms = 0;
+        w->problem[0] = '\0';
+        w->connects++;
+        log_info("shard worker %s up: cluster node %s", w->addr, w->node[0] ? w->node : "(not known yet)");
+        routing_update(co);
+        coord_cluster_refresh(co, "shard worker up");
+        return;
+    }
+    if (r->elements >= 8 && hello_int(r, 6) == 1) {
+        snprintf(w->problem, sizeof(w->problem),
+                 "shard worker is in cluster mode, but the coordinator has no cluster-node");
         log_error("shard worker %s: %s", w->addr, w->problem);
         w->health = W_MISMATCH;
         if (!co->ever_ready) {
@@ -297,6 +353,80 @@ static long long info_field(const char *s, size_t len, const char *name)
     return -1;
 }
 
+/* Value of a "name:value" line of SHARD.INFO copied into buf; 0, or -1 when absent. */
+static int info_str(const char *s, size_t len, const char *name, char *buf, size_t cap)
+{
+    size_t nl = strlen(name);
+    const char *p = s, *end = s + len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
+        if (ll > nl && memcmp(p, name, nl) == 0 && p[nl] == ':') {
+            size_t vl = ll - nl - 1;
+            if (vl > 0 && p[nl + 1 + vl - 1] == '\r')
+                vl--;
+            snprintf(buf, cap, "%.*s", (int)vl, p + nl + 1);
+            return 0;
+        }
+        p += ll + 1;
+    }
+    return -1;
+}
+
+/* Cluster mode: every worker reads the counters of all 256 shards (through
+ * redirections), so the corpus counts are taken from one worker (the first that is
+ * up and knows them) and the others count 0 in the sum of SIMHASH.INFO. */
+static void cluster_counts_fix(coord *co)
+{
+    int chosen = 0;
+    for (size_t i = 0; i < co->nw; i++) {
+        coord_worker *x = &co->w[i];
+        if (!chosen && x->health == W_UP && x->raw_fingerprints >= 0 && x->raw_documents >= 0) {
+            x->fingerprints = x->raw_fingerprints;
+            x->documents = x->raw_documents;
+            chosen = 1;
+        } else {
+            x->fingerprints = x->documents = 0;
+        }
+    }
+    if (!chosen)
+        for (size_t i = 0; i < co->nw; i++)
+            co->w[i].fingerprints = co->w[i].documents = -1;
+}
+
+/* Cluster mode: the node, redirection counters and Redis state a worker reports;
+ * a new node, new redirections or a Redis that is not up ask for a map refresh. */
+static void worker_cluster_health(coord_worker *w, const char *s, size_t len)
+{
+    coord *co = w->co;
+    char node[sizeof(w->node)], state[32];
+    w->raw_fingerprints = w->fingerprints;
+    w->raw_documents = w->documents;
+    cluster_counts_fix(co);
+    if (info_str(s, len, "cluster_node", node, sizeof(node)) == 0 && strcmp(node, w->node) != 0) {
+        log_info("shard worker %s now attached to cluster node %s (was %s)", w->addr,
+                 node[0] ? node : "(unknown)", w->node[0] ? w->node : "(unknown)");
+        snprintf(w->node, sizeof(w->node), "%s", node);
+        routing_update(co);
+        coord_cluster_refresh(co, "a shard worker changed node");
+    }
+    long long moved = info_field(s, len, "cluster_moved");
+    long long ask = info_field(s, len, "cluster_ask");
+    long long re = info_field(s, len, "cluster_reattaches");
+    int grew = (moved >= 0 && (unsigned long long)moved > w->moved) ||
+               (ask >= 0 && (unsigned long long)ask > w->ask);
+    if (moved >= 0)
+        w->moved = (unsigned long long)moved;
+    if (ask >= 0)
+        w->ask = (unsigned long long)ask;
+    if (re >= 0)
+        w->reattaches = (unsigned long long)re;
+    if (grew)
+        coord_cluster_refresh(co, "shard workers followed redirections");
+    if (info_str(s, len, "redis", state, sizeof(state)) == 0 && strcmp(state, "up") != 0)
+        coord_cluster_refresh(co, "a shard worker's Redis node is not up");
+}
+
 static void on_health(redisAsyncContext *ac, void *reply, void *priv)
 {
     coord_worker *w = priv;
@@ -308,6 +438,8 @@ static void on_health(redisAsyncContext *ac, void *reply, void *priv)
     if (r->type == REDIS_REPLY_STRING) {
         w->fingerprints = info_field(r->str, r->len, "fingerprints");
         w->documents = info_field(r->str, r->len, "documents");
+        if (w->co->cl)
+            worker_cluster_health(w, r->str, r->len);
     }
 }
 
@@ -343,6 +475,7 @@ int coord_workers_start(coord *co, char *err, size_t errlen)
         w->co = co;
         w->idx = (unsigned)i;
         w->fingerprints = w->documents = -1;
+        w->raw_fingerprints = w->raw_documents = -1;
         if (strlen(spec) >= sizeof(w->addr)) {
             snprintf(err, errlen, "worker '%.40s...': longer than %zu characters", spec,
                      sizeof(w->addr) - 1);
@@ -401,6 +534,9 @@ void coord_workers_stop(coord *co)
 void coord_workers_info(coord *co, resp_buf *b)
 {
     resp_buf_printf(b, "workers:%zu\r\nrouting:%s\r\n", co->nw, co->routing_ok ? "ok" : "incomplete");
+    if (co->cl)
+        for (size_t i = 0; i < co->nw; i++)
+            resp_buf_printf(b, "worker%zu_node:%s\r\n", i, co->w[i].node[0] ? co->w[i].node : "unknown");
     for (size_t i = 0; i < co->nw; i++) {
         coord_worker *w = &co->w[i];
         char range[32] = "unknown";
@@ -412,4 +548,5 @@ void coord_workers_info(coord *co, resp_buf *b)
                         i, w->addr, health_name(w->health), range, w->latency_us, w->requests,
                         w->errors, w->timeouts, w->inflight, w->connects);
     }
+    coord_cluster_info(co, b);
 }
