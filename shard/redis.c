@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -69,6 +70,8 @@ typedef struct shard_rcmd {
     char *fmt;
     size_t fmtlen;
     unsigned hops;
+    int background;         /* not routed by the coordinator (HMGET of the counters for
+                               SHARD.INFO, the meta check): redirections counted apart */
 } shard_rcmd;
 
 /* Setup command of connection attempt gen (cluster mode): hiredis privdata. */
@@ -815,7 +818,9 @@ static void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privd
         cluster_node n;
         cluster_redir_kind kind = cluster_parse_redirect(rep->str, rep->len, &slot, &n);
         if (kind != CLUSTER_REDIR_NONE) {
-            if (kind == CLUSTER_REDIR_MOVED)
+            if (cmd->background)
+                r->st.redirects_background++;
+            else if (kind == CLUSTER_REDIR_MOVED)
                 r->st.moved++;
             else
                 r->st.ask++;
@@ -850,6 +855,10 @@ static int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_c
     cmd->r = r;
     cmd->fn = fn;
     cmd->priv = priv;
+    cmd->background = ac == r->ac && r->state != SHARD_REDIS_READY;  /* setup commands */
+    if (argc > 0 && (argvlen ? argvlen[0] == 5 : strlen(argv[0]) == 5) &&
+        strncasecmp(argv[0], "HMGET", 5) == 0)
+        cmd->background = 1;
     int rc;
     if (r->o.cluster) {
         int len = redisFormatCommandArgv(&cmd->fmt, argc, argv, argvlen);
@@ -921,9 +930,11 @@ void shard_redis_cluster_info(const shard_redis *r, resp_buf *b)
         open += r->peers[i]->ac != NULL;
     resp_buf_printf(b, "# Cluster\r\ncluster:%s\r\ncluster_node:%s\r\ncluster_role:%s\r\n"
                     "cluster_moved:%llu\r\ncluster_ask:%llu\r\ncluster_redirect_errors:%llu\r\n"
+                    "cluster_redirects_background:%llu\r\n"
                     "cluster_reattaches:%llu\r\ncluster_peers:%zu\r\ncluster_known_nodes:%zu\r\n",
                     r->o.cluster ? "yes" : "no", r->node,
                     r->role == 1 ? "master" : r->role == 0 ? "replica" : "unknown",
-                    r->st.moved, r->st.ask, r->st.redirect_errors, r->st.reattaches, open,
+                    r->st.moved, r->st.ask, r->st.redirect_errors, r->st.redirects_background,
+                    r->st.reattaches, open,
                     r->nknown);
 }

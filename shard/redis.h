@@ -87,6 +87,7 @@ typedef struct shard_redis_stats {
     unsigned inflight;
     unsigned long long moved, ask;    /* cluster: redirections followed */
     unsigned long long redirect_errors; /* redirections that could not be followed */
+    unsigned long long redirects_background; /* of SHARD.INFO counter reads, meta check */
     unsigned long long reattaches;    /* cluster: moved to another node after a failover */
     char last_error[256];
 } shard_redis_stats;

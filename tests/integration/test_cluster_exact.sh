@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# test_cluster_exact.sh: distributed mode on a Redis Cluster, exactness. A 3-master
+# cluster (no replicas), one shard worker (cluster yes) beside each master and a
+# coordinator with cluster-node. For (blocks, distance) = (6,3) and (8,2): a planted
+# corpus loaded through the coordinator and every stored fingerprint and near misses
+# queried against brute force (nothing missed or extra); the keys really spread over
+# all three masters; then slots moved by hand (redis-cli --cluster reshard) and
+# everything verified again: the workers follow -MOVED (counted in SIMHASH.INFO
+# cluster_moved), the coordinator refreshes its map (map_changes), and afterwards
+# requests go straight to the new owner (no new redirections).
+set -u
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/cluster_lib.sh"
+th_init cluster-exact
+th_need_bins simhash-shard simhash-coordinator
+command -v redis-cli >/dev/null || th_fail "redis-cli not found"
+DRIVER="$TH_SRC/tests/tools/simhash_e2e.py"
+BASES=${E2E_BASES:-200}
+
+cl_start_cluster cl 3 0
+th_log "cluster up: ${CL_PORTS[*]}"
+
+# Field NAME of SIMHASH.INFO of the coordinator on port $1.
+info_field() {
+    timeout 5 redis-cli -p "$1" SIMHASH.INFO | tr -d '\r' | sed -n "s/^$2://p"
+}
+
+# Wait until the coordinator on port $1 reports routing ok (all routes up).
+wait_routing() {
+    local i=0
+    while [ $i -lt 200 ]; do
+        [ "$(info_field "$1" cluster_state)" = ok ] && return 0
+        sleep 0.1
+        i=$((i + 1))
+    done
+    th_fail "coordinator routing not complete: $(info_field "$1" map_last_error)"
+}
+
+# Move N slots from the master of slot FROM_SLOT to the master of slot TO_SLOT.
+reshard() {
+    local n=$1 from to fid tid
+    from=$(cl_slot_owner "$2")
+    to=$(cl_slot_owner "$3")
+    [ -n "$from" ] && [ -n "$to" ] && [ "$from" != "$to" ] || th_fail "reshard: owners '$from' '$to'"
+    fid=$(timeout 5 redis-cli -p "$from" cluster myid)
+    tid=$(timeout 5 redis-cli -p "$to" cluster myid)
+    timeout 120 redis-cli --cluster reshard "127.0.0.1:$from" --cluster-from "$fid" \
+        --cluster-to "$tid" --cluster-slots "$n" --cluster-yes \
+        >>"$TH_DIR/reshard.log" 2>&1 || th_fail "redis-cli --cluster reshard failed"
+    cl_wait_ok 30 || th_fail "cluster not ok after reshard"
+    th_log "moved $n slots from $from to $to"
+}
+
+for setting in "6 3" "8 2"; do
+    set -- $setting
+    blocks=$1 dist=$2
+    th_log "blocks $blocks distance $dist"
+    wpids=() workers=""
+    for i in 0 1 2; do
+        th_start_shard "shard-$blocks-$dist-$i" "${CL_PORTS[$i]}" 0-255 "$blocks" "$dist" "" \
+            --cluster yes
+        wpids+=("$TH_SHARD_PID")
+        workers="$workers 127.0.0.1:$TH_SHARD_PORT"
+    done
+    # the periodic refresh is off (10 min): only MOVED seen by the workers, a worker
+    # lost or a new node make the coordinator read the map again
+    th_start_coord "coord-$blocks-$dist" "$blocks" "$dist" 3000 "$workers" "" \
+        --cluster-node "127.0.0.1:${CL_PORTS[1]}" --cluster-refresh-ms 600000 \
+        --health-interval-ms 200
+    cport=$TH_COORD_PORT cpid=$TH_COORD_PID
+    wait_routing "$cport"
+    [ "$(info_field "$cport" cluster_masters)" = 3 ] || th_fail "cluster_masters != 3"
+    [ "$(info_field "$cport" cluster_slots_covered)" = 16384 ] || th_fail "slots not all covered"
+
+    state="$TH_DIR/state-$blocks-$dist.json"
+    timeout 240 python3 "$DRIVER" load --port "$cport" --blocks "$blocks" --distance "$dist" \
+        --bases "$BASES" --seed "$blocks$dist" --state-out "$state" \
+        || th_fail "load (blocks $blocks distance $dist)"
+    timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 7 \
+        || th_fail "verify (blocks $blocks distance $dist)"
+
+    # keys on every master, no data request redirected while the map was right
+    for p in "${CL_PORTS[@]}"; do
+        k=$(timeout 5 redis-cli -p "$p" dbsize)
+        [ "${k:-0}" -gt 100 ] || th_fail "only ${k:-0} keys on master $p"
+    done
+    moved0=$(info_field "$cport" cluster_moved)
+    [ "$moved0" = 0 ] || th_fail "cluster_moved $moved0 before any slot moved"
+    changes0=$(info_field "$cport" map_changes)
+
+    # move slots under the coordinator's feet: 400 from the master of slot 0 to the
+    # master of slot 16383 (first pass), then from that one to the master of slot 8000
+    if [ "$blocks" = 6 ]; then reshard 400 0 16383; else reshard 400 16383 8000; fi
+    timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 8 \
+        || th_fail "verify after reshard (blocks $blocks distance $dist)"
+    moved1=$(info_field "$cport" cluster_moved)
+    [ "${moved1:-0}" -gt 0 ] || th_fail "no MOVED followed after the reshard (cluster_moved ${moved1:-})"
+    # the workers' counters reach the coordinator with the health checks: it refreshes
+    i=0
+    while [ "$(info_field "$cport" map_changes)" = "$changes0" ] && [ $i -lt 100 ]; do
+        sleep 0.1
+        i=$((i + 1))
+    done
+    changes1=$(info_field "$cport" map_changes)
+    [ "$changes1" -gt "$changes0" ] || th_fail "map not refreshed after MOVED (map_changes $changes1)"
+    sleep 0.5
+    moved2=$(info_field "$cport" cluster_moved)
+    timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 9 --quick \
+        || th_fail "verify after the map refresh (blocks $blocks distance $dist)"
+    sleep 0.5
+    moved3=$(info_field "$cport" cluster_moved)
+    [ "$moved3" = "$moved2" ] || th_fail "requests still redirected after the refresh ($moved2 -> $moved3)"
+    th_log "cluster_moved $moved1, cluster_ask $(info_field "$cport" cluster_ask), map_refreshes $(info_field "$cport" map_refreshes), map_changes $changes1"
+
+    th_stop "$cpid"
+    for p in "${wpids[@]}"; do th_stop "$p"; done
+    for p in "${CL_PORTS[@]}"; do
+        timeout 10 redis-cli -p "$p" flushall >/dev/null || th_fail "flushall on $p"
+    done
+done
+th_log "PASS"
