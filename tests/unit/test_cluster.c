@@ -122,6 +122,84 @@ static void test_redirect(void **state)
     assert_int_equal(cluster_parse_redirect(longtext, sizeof(longtext), &slot, &n), CLUSTER_REDIR_NONE);
 }
 
+static void test_addr(void **state)
+{
+    cluster_node n;
+    (void)state;
+    assert_int_equal(cluster_parse_addr("127.0.0.1:7000", 14, &n), 0);
+    assert_string_equal(n.host, "127.0.0.1");
+    assert_int_equal(n.port, 7000);
+    assert_int_equal(cluster_parse_addr("::1:6379", 8, &n), 0);     /* last colon splits */
+    assert_string_equal(n.host, "::1");
+    assert_int_equal(n.port, 6379);
+    /* length-bounded: the rest of the buffer is not read */
+    assert_int_equal(cluster_parse_addr("h:12345678", 6, &n), 0);
+    assert_int_equal(n.port, 1234);
+    static const char *bad[] = {"", ":7000", "host", "host:", "host:0", "host:65536",
+                                "host:12a", "host:-1", "host:123456"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        assert_int_equal(cluster_parse_addr(bad[i], strlen(bad[i]), &n), -1);
+    char longhost[CLUSTER_ADDR_MAX + 8];
+    memset(longhost, 'a', CLUSTER_ADDR_MAX);
+    memcpy(longhost + CLUSTER_ADDR_MAX, ":1", 3);
+    assert_int_equal(cluster_parse_addr(longhost, strlen(longhost), &n), -1);
+}
+
+/* CLUSTER NODES text of a 3-master, 1-replica cluster as redis-server 7.0 prints it,
+ * seen from the replica, then from a master with a migrating slot. */
+static void test_nodes(void **state)
+{
+    static const char replica_view[] =
+        "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 127.0.0.1:30001@40001 master - 0 1 1 connected 0-5460\n"
+        "67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 127.0.0.1:30002@40002 master - 0 1 2 connected 5461-10922\n"
+        "292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f 127.0.0.1:30003@40003 master,fail - 0 1 3 connected 10923-16383\n"
+        "6ec23923021cf3ffec47632106199cb7f496ce01 127.0.0.1:30004@40004 myself,slave "
+        "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca 0 0 1 connected\n";
+    static const char master_view[] =
+        "67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1 127.0.0.1:30002@40002,node-b master - 0 1 2 connected 5461-10922\r\n"
+        "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca :30001@40001 myself,master - 0 0 1 connected "
+        "[5460->-67ed2db8d677e59ec4a4cefb06858cf2a1a89fa1] 17 100-200\r\n";
+    cluster_nodes_info ni;
+    char err[200];
+    (void)state;
+
+    assert_int_equal(cluster_parse_nodes(replica_view, strlen(replica_view), "10.0.0.1", &ni,
+                                         err, sizeof(err)), 0);
+    assert_string_equal(ni.myself.host, "127.0.0.1");
+    assert_int_equal(ni.myself.port, 30004);
+    assert_int_equal(ni.is_master, 0);
+    assert_int_equal(ni.my_slot, -1);
+    assert_int_equal(ni.nnodes, 4);
+    assert_int_equal(ni.nodes[2].port, 30003);
+
+    assert_int_equal(cluster_parse_nodes(master_view, strlen(master_view), "10.0.0.1", &ni,
+                                         err, sizeof(err)), 0);
+    assert_string_equal(ni.myself.host, "10.0.0.1");     /* empty ip: the address we used */
+    assert_int_equal(ni.myself.port, 30001);
+    assert_int_equal(ni.is_master, 1);
+    assert_int_equal(ni.my_slot, -1);   /* first slot field is a migration entry */
+    assert_int_equal(ni.nnodes, 2);
+    assert_string_equal(ni.nodes[0].host, "127.0.0.1");  /* ",hostname" dropped */
+
+    static const char plain[] =
+        "aa 127.0.0.1:7001@17001 myself,master - 0 0 1 connected 17 100-200\n";
+    assert_int_equal(cluster_parse_nodes(plain, strlen(plain), "x", &ni, err, sizeof(err)), 0);
+    assert_int_equal(ni.my_slot, 17);
+
+    /* no myself line; garbage; empty */
+    static const char nomyself[] =
+        "aa 127.0.0.1:7001@17001 master - 0 0 1 connected 0-16383\n";
+    assert_int_equal(cluster_parse_nodes(nomyself, strlen(nomyself), "x", &ni, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "myself"));
+    assert_int_equal(cluster_parse_nodes("ERR not a cluster", 17, "x", &ni, err, sizeof(err)), -1);
+    assert_int_equal(cluster_parse_nodes("", 0, "x", &ni, err, sizeof(err)), -1);
+    /* a bad port on the myself line: that line is skipped */
+    static const char badport[] =
+        "aa 127.0.0.1:99999@17001 myself,master - 0 0 1 connected 0-16383\n"
+        "bb 127.0.0.1:7002@17002 master - 0 0 1 connected\n";
+    assert_int_equal(cluster_parse_nodes(badport, strlen(badport), "x", &ni, err, sizeof(err)), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -129,6 +207,8 @@ int main(void)
         cmocka_unit_test(test_keyslot),
         cmocka_unit_test(test_map),
         cmocka_unit_test(test_redirect),
+        cmocka_unit_test(test_addr),
+        cmocka_unit_test(test_nodes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
