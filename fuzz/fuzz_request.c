@@ -9,16 +9,26 @@
  * client the way on_accept does; nothing in rserver.c changes for fuzzing.
  *
  * The first input byte picks the setup: bit 0 a password ("pw"), bit 1 complete
- * routing to two shard workers that are "up" but have no connection (commands then
- * build their fan-out operation and fail at the first send), bit 2 tiny limits. The
- * rest is the client's byte stream. Checks (abort on failure):
+ * routing to two shard workers that are "up", bit 2 tiny limits, bit 3 worker
+ * replies. Without bit 3 the rest is the client's byte stream and the "up" workers
+ * have no connection (commands build their fan-out operation and fail at the first
+ * send). With bit 3 (and bit 1), the next two bytes give the length of the client's
+ * stream (little-endian) and the bytes after it script the workers' answers: each
+ * worker gets a hiredis async context connected to a Unix socket of this process
+ * (never read: requests pile up in its output buffer), and replies built from the
+ * script (errors, integers, strings, nested arrays, [fp, dist] pairs) are fed into
+ * its reader one per pending request, then hiredis runs the callbacks. Contexts
+ * still open at the end are freed, which answers their requests with NULL (lost
+ * connection). Checks (abort on failure):
  *   - everything written back is a sequence of well-formed RESP values
  *     (hiredis's reader), at most one per request plus the protocol error;
  *   - once the client has closed and the loop is idle, no request is left
  *     unfinished (the client struct holds only the harness's reference). */
 #include "../common/rserver.c"
 
+#include <hiredis/async.h>
 #include <hiredis/hiredis.h>
+#include <sys/un.h>
 
 #include "coord.h"
 #include "perm.h"
@@ -28,6 +38,40 @@ static coord fz_co;
 static coord_worker fz_workers[2];
 static rserver fz_srv;
 static char fz_password[] = "pw";
+static int fz_lis = -1;                 /* Unix listener the fake worker contexts connect to */
+static char fz_dir[48], fz_sock[100];
+
+/* Not in hiredis 0.14's headers, but exported: run the callbacks of every reply the
+ * reader holds. */
+void redisProcessCallbacks(redisAsyncContext *ac);
+
+static void fz_drain(void);
+
+static void fz_cleanup_sock(void)
+{
+    if (fz_sock[0])
+        unlink(fz_sock);
+    if (fz_dir[0])
+        rmdir(fz_dir);
+}
+
+/* Listen on a Unix socket in a fresh temporary directory. */
+static void fz_listen(void)
+{
+    struct sockaddr_un sa;
+    snprintf(fz_dir, sizeof(fz_dir), "%s", "/tmp/simhash-fuzz.XXXXXX");
+    if (mkdtemp(fz_dir) == NULL)
+        abort();
+    snprintf(fz_sock, sizeof(fz_sock), "%s/w.sock", fz_dir);
+    atexit(fz_cleanup_sock);
+    fz_lis = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    memset(&sa, 0, sizeof(sa));
+    sa.sun_family = AF_UNIX;
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", fz_sock);
+    if (fz_lis < 0 || bind(fz_lis, (struct sockaddr *)&sa, sizeof(sa)) != 0 ||
+        listen(fz_lis, 16) != 0)
+        abort();
+}
 
 static void fz_setup(void)
 {
@@ -78,6 +122,153 @@ static void fz_setup(void)
     fz_srv.opt.ctx = co;
     fz_srv.port = 7000;
     co->srv = &fz_srv;
+    fz_listen();
+}
+
+/* hiredis dropped a context (reader error, or freed): forget it. */
+static void fz_on_disconnect(const redisAsyncContext *ac, int status)
+{
+    coord_worker *w = ac->data;
+    (void)status;
+    if (w)
+        w->ac = NULL;
+}
+
+/* Give worker w a context that accepts commands but is never written to the socket:
+ * connected to the Unix listener, not attached to the event loop. */
+static void fz_worker_connect(coord_worker *w)
+{
+    redisAsyncContext *ac = redisAsyncConnectUnix(fz_sock);
+    if (ac == NULL || ac->err)
+        abort();
+    ac->c.flags |= REDIS_CONNECTED;     /* as if the connect callback had run */
+    ac->data = w;
+    redisAsyncSetDisconnectCallback(ac, fz_on_disconnect);
+    w->ac = ac;
+    int fd = accept(fz_lis, NULL, NULL);
+    if (fd >= 0)
+        close(fd);                      /* nothing is ever read from it */
+}
+
+/* ---- Scripted worker replies ---- */
+
+typedef struct fz_script {
+    const uint8_t *p;
+    size_t n;
+} fz_script;
+
+static unsigned fz_byte(fz_script *sc)
+{
+    if (sc->n == 0)
+        return 0;
+    sc->n--;
+    return *sc->p++;
+}
+
+/* Append one RESP value built from the script to b. */
+static void fz_gen_reply(fz_script *sc, resp_buf *b, int depth)
+{
+    static const char *const codes[] = { "ERR", "BUSY", "REDIS", "WRONGSHARD", "TIMEOUT",
+                                         "MISMATCH", "X" };
+    unsigned t = fz_byte(sc) % 9;
+    switch (t) {
+    case 0:
+        resp_add_error(b, codes[fz_byte(sc) % 7], "worker says %u", fz_byte(sc));
+        break;
+    case 1: {
+        int64_t v = 0;
+        for (int i = 0; i < 8; i++)
+            v = (int64_t)((uint64_t)v << 8 | fz_byte(sc));
+        resp_add_int(b, v);
+        break;
+    }
+    case 2: {
+        size_t len = fz_byte(sc) % 24;
+        if (len > sc->n)
+            len = sc->n;
+        resp_add_bulk(b, sc->p, len);
+        sc->p += len;
+        sc->n -= len;
+        break;
+    }
+    case 3: {
+        size_t n = depth < 3 ? fz_byte(sc) % 6 : 0;
+        resp_add_array(b, n);
+        for (size_t i = 0; i < n; i++)
+            fz_gen_reply(sc, b, depth + 1);
+        break;
+    }
+    case 4:
+        resp_add_null(b);
+        break;
+    case 5:
+        resp_add_simple(b, "OK");
+        break;
+    case 6:         /* a fingerprint near 0 (queries of small numbers match it) */
+        resp_add_bulk_u64(b, fz_byte(sc));
+        break;
+    case 7: {       /* SHARD.QUERY shape: [[fp, dist], ...] */
+        size_t n = fz_byte(sc) % 5;
+        resp_add_array(b, n);
+        for (size_t i = 0; i < n; i++) {
+            resp_add_array(b, 2);
+            resp_add_bulk_u64(b, fz_byte(sc));
+            resp_add_int(b, fz_byte(sc) % 5);
+        }
+        break;
+    }
+    default: {      /* SHARD.DOCS shape: [[id, ...], ...] */
+        size_t n = fz_byte(sc) % 4;
+        resp_add_array(b, n);
+        for (size_t i = 0; i < n; i++) {
+            size_t k = fz_byte(sc) % 3;
+            resp_add_array(b, k);
+            for (size_t j = 0; j < k; j++) {
+                char id[8];
+                snprintf(id, sizeof(id), "d%u", fz_byte(sc) % 10);
+                resp_add_bulk_str(b, id);
+            }
+        }
+        break;
+    }
+    }
+}
+
+/* Answer pending worker requests from the script, one reply at a time. */
+static void fz_run_workers(fz_script *sc)
+{
+    resp_buf b;
+    resp_buf_init(&b, 0);
+    for (int guard = 0; sc->n > 0 && guard < 4096; guard++) {
+        coord_worker *w = &fz_workers[fz_byte(sc) & 1];
+        if (w->ac == NULL || w->ac->replies.head == NULL)
+            continue;           /* nothing asked: an unsolicited reply is not scripted */
+        resp_buf_clear(&b);
+        fz_gen_reply(sc, &b, 0);
+        if (b.overflow)
+            abort();
+        if (getenv("FUZZ_VERBOSE"))
+            fprintf(stderr, "worker %u <- %s\n", w->idx, b.data);
+        if (redisReaderFeed(w->ac->c.reader, b.data, b.len) != REDIS_OK)
+            abort();
+        redisProcessCallbacks(w->ac);
+        fz_drain();
+    }
+    resp_buf_free(&b);
+}
+
+/* Free the fake contexts: their pending requests are answered NULL (lost). */
+static void fz_workers_disconnect(void)
+{
+    for (unsigned i = 0; i < 2; i++) {
+        redisAsyncContext *ac = fz_workers[i].ac;
+        if (ac == NULL)
+            continue;
+        fz_workers[i].ac = NULL;
+        ac->onDisconnect = NULL;
+        redisAsyncFree(ac);
+    }
+    fz_drain();
 }
 
 /* Apply the setup byte: password, routing, limits. */
@@ -149,12 +340,16 @@ static rs_client *fz_client_new(struct bufferevent **peer)
     return c;
 }
 
-/* Run the loop until nothing is active (bounded). */
+/* Run the loop until nothing is active (bounded). Pending timers (request deadlines)
+ * do not fire: they are far in the future. */
 static void fz_drain(void)
 {
-    for (int i = 0; i < 100000; i++)
-        if (event_base_loop(fz_base, EVLOOP_NONBLOCK) != 0)
+    event_base_loop(fz_base, EVLOOP_NONBLOCK);
+    for (int i = 0; i < 10000; i++) {
+        if (event_base_get_num_events(fz_base, EVENT_BASE_COUNT_ACTIVE) == 0)
             break;
+        event_base_loop(fz_base, EVLOOP_NONBLOCK);
+    }
 }
 
 /* Every byte the client got back must be whole, well-formed RESP values.
@@ -202,9 +397,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_setup();
     if (size < 1)
         return 0;
-    fz_configure(data[0]);
+    unsigned mode = data[0];
+    fz_script sc = { NULL, 0 };
+    fz_configure(mode);
     data++;
     size--;
+    if ((mode & 8) && (mode & 2)) {
+        if (size < 2)
+            return 0;
+        size_t clen = (size_t)data[0] | (size_t)data[1] << 8;
+        data += 2;
+        size -= 2;
+        if (clen > size)
+            clen = size;
+        sc.p = data + clen;
+        sc.n = size - clen;
+        size = clen;
+        for (unsigned i = 0; i < 2; i++)
+            fz_worker_connect(&fz_workers[i]);
+    }
 
     struct bufferevent *peer;
     rs_client *c = fz_client_new(&peer);
@@ -227,10 +438,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             client_process(c);
         fz_drain();
     }
+    fz_run_workers(&sc);
     /* end of input: answer what came, then close */
     if (c->bev)
         on_event(c->bev, BEV_EVENT_EOF | BEV_EVENT_READING, c);
     fz_drain();
+    fz_workers_disconnect();
     size_t nreplies = fz_check_replies(peer);
     unsigned long long requests = (fz_srv.st.commands - cmds0) + (fz_srv.st.proto_errors - perr0);
     if (nreplies > requests) {
