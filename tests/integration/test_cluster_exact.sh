@@ -7,7 +7,8 @@
 # all three masters; then slots moved by hand (redis-cli --cluster reshard) and
 # everything verified again: the workers follow -MOVED (counted in SIMHASH.INFO
 # cluster_moved), the coordinator refreshes its map (map_changes), and afterwards
-# requests go straight to the new owner (no new redirections).
+# requests go straight to the new owner (no new redirections). Last, one slot is
+# migrated by hand in two halves: reads in between get -ASK, followed with ASKING.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
@@ -111,6 +112,42 @@ for setting in "6 3" "8 2"; do
     moved3=$(info_field "$cport" cluster_moved)
     [ "$moved3" = "$moved2" ] || th_fail "requests still redirected after the refresh ($moved2 -> $moved3)"
     th_log "cluster_moved $moved1, cluster_ask $(info_field "$cport" cluster_ask), map_refreshes $(info_field "$cport" map_refreshes), map_changes $changes1"
+
+    if [ "$blocks" = 6 ]; then
+        # a slot half migrated by hand (MIGRATING / IMPORTING, half its keys moved):
+        # reads of moved keys get -ASK, which the workers follow with ASKING
+        src=${CL_PORTS[0]}
+        key=$(timeout 10 redis-cli -p "$src" --scan --pattern 's:{0:*' | head -n 1)
+        [ -n "$key" ] || th_fail "no table 0 key on master $src"
+        slot=$(timeout 5 redis-cli -p "$src" cluster keyslot "$key")
+        src=$(cl_slot_owner "$slot")
+        dst=${CL_PORTS[1]}
+        [ "$dst" != "$src" ] || dst=${CL_PORTS[2]}
+        sid=$(timeout 5 redis-cli -p "$src" cluster myid)
+        did=$(timeout 5 redis-cli -p "$dst" cluster myid)
+        keys=($(timeout 5 redis-cli -p "$src" cluster getkeysinslot "$slot" 1000))
+        [ "${#keys[@]}" -ge 2 ] || th_fail "slot $slot has ${#keys[@]} keys"
+        half=$(( ${#keys[@]} / 2 ))
+        ask0=$(info_field "$cport" cluster_ask)
+        [ "$(timeout 5 redis-cli -p "$dst" cluster setslot "$slot" importing "$sid")" = OK ] ||
+            th_fail "setslot importing"
+        [ "$(timeout 5 redis-cli -p "$src" cluster setslot "$slot" migrating "$did")" = OK ] ||
+            th_fail "setslot migrating"
+        timeout 20 redis-cli -p "$src" migrate 127.0.0.1 "$dst" "" 0 5000 keys "${keys[@]:0:$half}"             >/dev/null || th_fail "migrate"
+        timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 10 \
+            || th_fail "verify during a slot migration"
+        ask1=$(info_field "$cport" cluster_ask)
+        [ "${ask1:-0}" -gt "${ask0:-0}" ] || th_fail "no ASK followed during the migration ($ask0 -> $ask1)"
+        timeout 20 redis-cli -p "$src" migrate 127.0.0.1 "$dst" "" 0 5000 keys "${keys[@]:$half}" \
+            >/dev/null || th_fail "migrate the rest"
+        for p in $(cl_master_ports); do
+            timeout 5 redis-cli -p "$p" cluster setslot "$slot" node "$did" >/dev/null
+        done
+        cl_wait_ok 30 || th_fail "cluster not ok after the migration"
+        timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 11 --quick \
+            || th_fail "verify after the migration"
+        th_log "slot $slot: ${#keys[@]} keys moved $src -> $dst in two halves; cluster_ask $ask0 -> $ask1"
+    fi
 
     th_stop "$cpid"
     for p in "${wpids[@]}"; do th_stop "$p"; done
