@@ -1,10 +1,19 @@
-/* fuzz_cli_input.c: libFuzzer target for the CLI's number-list parser
- * (cli_parse_u64_lines: one unsigned decimal 64-bit number per line).
- *
- * Differential check: the fast parser must agree with a plain reference built on
- * parse_u64 (split at '\n', drop one trailing '\r' per line, a final line may lack
- * its ending): the same numbers in the same order, or a failure on the same line
- * with the same reason. Any difference aborts. */
+/* fuzz_cli_input.c: libFuzzer target for the CLI's input parsers:
+ *   - cli_parse_u64_lines (one unsigned decimal 64-bit number per line: find-all,
+ *     find-clusters, compute). Differential check: it must agree with a plain
+ *     reference built on parse_u64 (split at '\n', drop one trailing '\r' per line, a
+ *     final line may lack its ending): the same numbers in the same order, or a
+ *     failure on the same line with the same reason.
+ *   - load_parse of `simhash load` ("fingerprint docid" lines), static in
+ *     client/cli/cmd_net.c, which this file includes for that reason. Checks: on
+ *     success every pair re-reads from the input (the fingerprint through parse_u64,
+ *     the docid as the line's second field, NUL-terminated, without blanks or NULs,
+ *     at most SHC_DOCID_MAX bytes; other bytes, '\r' inside the line too, are binary-safe
+ *     parts of the id) and the count equals the number of lines; on
+ *     failure the reported line lies inside the input.
+ * Any difference aborts. */
+#include "../client/cli/cmd_net.c"
+
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -40,6 +49,55 @@ static int ref_parse(const char *d, size_t len, uint64_t **out, size_t *n, size_
     *out = v;
     *n = count;
     return 0;
+}
+
+/* Lines of data as load_parse counts them (a final line without '\n' counts). */
+static size_t count_lines(const char *d, size_t len)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++)
+        n += d[i] == '\n';
+    return n + (len > 0 && d[len - 1] != '\n');
+}
+
+static void check_load(const char *buf, size_t size)
+{
+    load_input in;
+    cli_parse_error e;
+    memset(&e, 0, sizeof(e));
+    if (load_parse(buf, size, &in, &e) == 0) {
+        if (in.n != count_lines(buf, size)) {
+            fprintf(stderr, "load: %zu pairs from %zu lines\n", in.n, count_lines(buf, size));
+            abort();
+        }
+        const char *p = buf;
+        for (size_t i = 0; i < in.n; i++) {
+            const char *nl = memchr(p, '\n', (size_t)(buf + size - p));
+            size_t ll = (size_t)((nl ? nl : buf + size) - p);
+            size_t a = 0;
+            uint64_t fp;
+            const char *why;
+            while (a < ll && p[a] != ' ' && p[a] != '\t')
+                a++;
+            if (parse_u64(p, a, &fp, &why) != 0 || fp != in.fps[i])
+                abort();
+            const char *id = in.docids[i];
+            size_t idl = strlen(id);
+            if (idl == 0 || idl > SHC_DOCID_MAX || strpbrk(id, " \t\n") != NULL)
+                abort();
+            const char *at = memmem(p + a, ll - a, id, idl);
+            if (at == NULL)
+                abort();
+            p = nl ? nl + 1 : buf + size;
+        }
+        load_input_free(&in);
+    } else {
+        if (e.why == NULL || e.line == 0 || e.line > count_lines(buf, size) + 1)
+            abort();
+        if (e.text < buf || e.text + e.textlen > buf + size)
+            abort();
+        load_input_free(&in);
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -84,6 +142,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     free(got);
     free(want);
+    check_load(buf, size);
     free(buf);
     return 0;
 }
