@@ -35,14 +35,12 @@ int parse_uint_range(const char *s, size_t len, uint64_t min, uint64_t max,
     uint64_t v;
     const char *reason = NULL;
 
-    if (parse_u64(s, len, &v, &reason) != 0) {
-        if (reason[0] != 'o') {     /* "empty" or "not a decimal number" */
-            *why = reason;
-            return -1;
-        }
-        v = UINT64_MAX;             /* too large: report the allowed range */
+    int rc = parse_u64(s, len, &v, &reason);
+    if (rc != 0 && reason[0] != 'o') {  /* "empty" or "not a decimal number" */
+        *why = reason;
+        return -1;
     }
-    if (v < min || v > max) {
+    if (rc != 0 || v < min || v > max) { /* too large for 64 bits, or outside */
         snprintf(msg, sizeof(msg), "out of range (%llu..%llu)",
                  (unsigned long long)min, (unsigned long long)max);
         *why = msg;

@@ -63,6 +63,11 @@ static void test_range(void **state)
     assert_string_equal(why, "out of range (1..64)");
     assert_int_equal(parse_uint_range("99999999999999999999", 20, 1, 64, &v, &why), -1);
     assert_string_equal(why, "out of range (1..64)");
+    /* overflow is refused even when the range reaches UINT64_MAX */
+    assert_int_equal(parse_uint_range("99999999999999999999", 20, 0, UINT64_MAX, &v, &why), -1);
+    assert_string_equal(why, "out of range (0..18446744073709551615)");
+    assert_int_equal(parse_uint_range("18446744073709551615", 20, 0, UINT64_MAX, &v, &why), 0);
+    assert_true(v == UINT64_MAX);
     assert_int_equal(parse_uint_range("x", 1, 1, 64, &v, &why), -1);
     assert_string_equal(why, "not a decimal number");
     assert_int_equal(parse_uint_range("", 0, 1, 64, &v, &why), -1);
