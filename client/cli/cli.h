@@ -1,6 +1,6 @@
 /* cli.h: shared helpers of the offline command-line programs (simhash,
- * simhash-find-all, simhash-find-clusters): whole-input reading, strict fast
- * parsing of one number per line, a buffered output writer with JSON helpers,
+ * simhash-find-all, simhash-find-clusters): block-wise input reading, strict fast
+ * parsing of one number per line (whole or streamed), a buffered output writer with JSON helpers,
  * option helpers, a progress bar, and the subcommands implemented here. */
 #ifndef SIMHASH_CLI_H
 #define SIMHASH_CLI_H
@@ -16,25 +16,49 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 #define CLI_THREADS_MAX 1024
 #define CLI_ERR_TEXT_MAX 40      /* bytes of an offending line quoted in messages */
 
-/* ---- Whole-input reading (cli_input.c) ---- */
+/* ---- Input reading (cli_input.c) ---- */
 
-/* A file's content: mapped (regular files) or read into a heap buffer (pipes). */
+#define CLI_READ_CHUNK (1u << 20)   /* bytes per read() */
+#define CLI_LINE_MAX 64             /* longest number line in streamed input, without ending */
+
+/* A whole input read into a heap buffer (regular files and pipes alike: never
+ * mapped, so a file truncated meanwhile cannot fault). */
 typedef struct cli_buf {
     char *data;
     size_t len;
-    size_t maplen;               /* non-zero when data is an mmap */
+    size_t maplen;               /* always 0 (kept for callers) */
 } cli_buf;
 
-/* Read all of fd. Returns 0, or -1 with errno set (the buffer is left empty). */
+/* Read all of fd. Returns 0, or -1 with errno set (the buffer is left empty);
+ * errno EIO when a regular file changed size or time while being read. */
 int cli_buf_read_fd(int fd, cli_buf *b);
 /* Read the file at path ("-" = stdin). Returns 0, or -1 with errno set. */
 int cli_buf_read_path(const char *path, cli_buf *b);
 void cli_buf_free(cli_buf *b);
 
+/* An input read block by block through one CLI_READ_CHUNK buffer. */
+typedef struct cli_reader {
+    int fd;
+    int owns_fd;
+    int regular;                 /* a regular file: checked for change at its end */
+    long long size, mtime_s, mtime_ns;   /* fstat at open */
+    char *buf;
+    const char *err;             /* why the last call failed */
+} cli_reader;
+
+/* Open path ("-" = stdin) without blocking on a FIFO; directories are refused.
+ * Returns 0, or -1 with r->err set (r need not be closed then). */
+int cli_reader_open(cli_reader *r, const char *path);
+/* Next block: returns its length (> 0, data in r->buf), 0 at the end, or -1 with
+ * r->err set (a read error, or "changed while reading" when a regular file's size
+ * or modification time at the end differs from the one at open). */
+long cli_reader_next(cli_reader *r);
+void cli_reader_close(cli_reader *r);
+
 /* Where a line failed to parse. */
 typedef struct cli_parse_error {
     size_t line;                 /* 1-based */
-    const char *why;             /* reason from parse_u64 */
+    const char *why;             /* reason from parse_u64, or "line too long ..." */
     const char *text;            /* start of the line in the input */
     size_t textlen;              /* its length without the line ending */
 } cli_parse_error;
@@ -45,6 +69,33 @@ typedef struct cli_parse_error {
  * (e->why "out of memory" when allocation failed). */
 int cli_parse_u64_lines(const char *data, size_t len, uint64_t **out, size_t *n,
                         cli_parse_error *e);
+
+/* Streaming form: numbers parsed block by block as the input arrives, only a
+ * partial last line (at most CLI_LINE_MAX + 1 bytes) carried between blocks. The
+ * same lines as cli_parse_u64_lines are accepted, except that a line longer than
+ * CLI_LINE_MAX bytes (without its ending) is refused as soon as it is seen. */
+typedef struct cli_lines {
+    uint64_t *v;                 /* values so far (malloc'ed) */
+    size_t n, cap;
+    size_t line;                 /* complete lines parsed */
+    size_t maxline;              /* 0 = no limit (whole-buffer parsing) */
+    size_t carrylen;
+    char carry[CLI_LINE_MAX + 2];
+} cli_lines;
+
+void cli_lines_init(cli_lines *s);
+/* Parse the next len bytes. Returns 0, or -1 with *e filled (e->text points into
+ * data or into s, valid until the next call). */
+int cli_lines_feed(cli_lines *s, const char *data, size_t len, cli_parse_error *e);
+/* End of input: parse a last line without ending. Returns 0 with *out (NULL when
+ * *n == 0) and *n taken over from s, or -1 with *e filled. */
+int cli_lines_end(cli_lines *s, uint64_t **out, size_t *n, cli_parse_error *e);
+void cli_lines_free(cli_lines *s);
+
+/* Read and parse the input at path ("-" = stdin) with a cli_reader and cli_lines;
+ * every error (open, read, change, parse) is printed with prog and the input's
+ * name. Returns 0 with *out (NULL when *n == 0), or -1. */
+int cli_read_u64_input(const char *prog, const char *path, uint64_t **out, size_t *n);
 
 /* Print "<prog>: <name>:<line>: <reason>: '<text>'" to stderr (text truncated to
  * CLI_ERR_TEXT_MAX bytes, control bytes shown as '?'). */
@@ -74,6 +125,10 @@ void cli_out_u64(cli_out *o, uint64_t v);
 /* s[0..n) as a JSON string with quotes: '"', '\\' and control bytes escaped,
  * invalid UTF-8 bytes replaced by \ufffd. */
 void cli_out_json_str(cli_out *o, const char *s, size_t n);
+/* s[0..n) for a one-entry-per-line text format: a backslash as two backslashes,
+ * newline, tab and carriage return as \n \t \r, other control bytes and 0x7f as
+ * \xNN (two lower-case hex digits). */
+void cli_out_text_str(cli_out *o, const char *s, size_t n);
 /* Flush and close. Returns 0, or -1 with errno set to the first write error. */
 int cli_out_close(cli_out *o);
 

@@ -46,19 +46,44 @@ unsigned cli_ncpus(void)
     return n > CLI_THREADS_MAX ? CLI_THREADS_MAX : (unsigned)n;
 }
 
+/* Non-zero when the failing option was the long option argv[optind - 1]: it
+ * starts with "--" and getopt is not in the middle of a short-option cluster
+ * argv[optind] that holds optopt (getopt leaves optind on such a cluster). */
+static int opt_error_is_long(char **argv)
+{
+    if (optind < 1 || !argv[optind - 1] || strncmp(argv[optind - 1], "--", 2) != 0 ||
+        argv[optind - 1][2] == '\0')
+        return 0;
+    const char *cur = argv[optind];
+    if (optopt && cur && cur[0] == '-' && cur[1] != '-') {
+        const char *at = strchr(cur + 1, optopt);
+        if (at && at[1] != '\0')
+            return 0;
+    }
+    return 1;
+}
+
 int cli_opt_error(const char *prog, int ret, char **argv)
 {
-    const char *arg = (optind > 0) ? argv[optind - 1] : "?";
-
-    if (ret == ':') {
-        if (optopt)
-            fprintf(stderr, "%s: option '-%c' needs a value\n", prog, optopt);
+    if (opt_error_is_long(argv)) {
+        /* the option as typed, without any "=value" */
+        const char *arg = argv[optind - 1];
+        const char *eq = strchr(arg, '=');
+        int len = (int)(eq ? (size_t)(eq - arg) : strlen(arg));
+        if (len > 64)
+            len = 64;
+        if (ret == ':')
+            fprintf(stderr, "%s: option '%.*s' needs a value\n", prog, len, arg);
+        else if (optopt && eq)
+            fprintf(stderr, "%s: option '%.*s' doesn't allow an argument\n", prog, len, arg);
         else
-            fprintf(stderr, "%s: option '%s' needs a value\n", prog, arg);
-    } else if (optopt) {
+            fprintf(stderr, "%s: unknown option '%.*s'\n", prog, len, arg);
+    } else if (ret == ':') {
+        fprintf(stderr, "%s: option '-%c' needs a value\n", prog, optopt);
+    } else if (optopt > 0x20 && optopt < 0x7f) {
         fprintf(stderr, "%s: unknown option '-%c'\n", prog, optopt);
     } else {
-        fprintf(stderr, "%s: unknown option '%s'\n", prog, arg);
+        fprintf(stderr, "%s: unknown option\n", prog);
     }
     fprintf(stderr, "Try '%s --help'.\n", prog);
     return CLI_EXIT_USAGE;

@@ -1,5 +1,6 @@
 /* cli_output.c: buffered output through one big buffer and write(2), fast
- * decimal formatting of 64-bit numbers, JSON string escaping. */
+ * decimal formatting of 64-bit numbers, JSON string escaping, C-style escaping of
+ * names in one-entry-per-line text formats. */
 #include "cli.h"
 
 #include <errno.h>
@@ -185,6 +186,33 @@ void cli_out_json_str(cli_out *o, const char *s, size_t n)
         }
     }
     cli_out_char(o, '"');
+}
+
+void cli_out_text_str(cli_out *o, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t i = 0;
+
+    while (i < n) {
+        /* copy the run of bytes that need no escape in one go */
+        size_t j = i;
+        while (j < n && (unsigned char)s[j] >= 0x20 && s[j] != 0x7f && s[j] != '\\')
+            j++;
+        if (j > i)
+            cli_out_bytes(o, s + i, j - i);
+        if (j == n)
+            break;
+        unsigned c = (unsigned char)s[j];
+        char esc[4] = {'\\', 'x', hex[c >> 4], hex[c & 15]};
+        switch (c) {
+        case '\\': cli_out_bytes(o, "\\\\", 2); break;
+        case '\n': cli_out_bytes(o, "\\n", 2); break;
+        case '\t': cli_out_bytes(o, "\\t", 2); break;
+        case '\r': cli_out_bytes(o, "\\r", 2); break;
+        default: cli_out_bytes(o, esc, 4); break;
+        }
+        i = j + 1;
+    }
 }
 
 int cli_out_close(cli_out *o)

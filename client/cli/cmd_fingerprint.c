@@ -26,40 +26,79 @@ static void fingerprint_usage(FILE *f)
             FP_WINDOW_MAX, FP_WINDOW_DEFAULT);
 }
 
-/* Print the fingerprint(s) of one input; returns 0, or -1 if it could not be read. */
-static int fingerprint_one(cli_out *o, const char *path, unsigned window, int lines)
+/* One output line: "<fp>\t<name>" or "<fp>\t<name>:<line>", the name escaped. */
+static void print_fp(cli_out *o, uint64_t fp, const char *path, size_t lineno)
 {
-    cli_buf b;
+    cli_out_u64(o, fp);
+    cli_out_char(o, '\t');
+    cli_out_text_str(o, path, strlen(path));
+    if (lineno) {
+        cli_out_char(o, ':');
+        cli_out_u64(o, lineno);
+    }
+    cli_out_char(o, '\n');
+}
 
-    if (cli_buf_read_path(path, &b) != 0) {
-        fprintf(stderr, "simhash fingerprint: %s: %s\n", cli_input_name(path), strerror(errno));
+/* Print the fingerprint(s) of one input, read in CLI_READ_CHUNK blocks through a
+ * streaming fingerprint (memory is constant whatever the size). Returns 0, or -1
+ * if it could not be read (with --lines, the lines before a read error stay
+ * printed; without, nothing is printed for it). */
+static int fingerprint_one(cli_out *o, fp_state *fs, const char *path, int lines)
+{
+    cli_reader r;
+    long got;
+    size_t lineno = 0;
+    int open_line = 0;            /* bytes of an unfinished line were seen */
+    int pending_cr = 0;           /* a '\r' ended the last block: held back */
+
+    if (cli_reader_open(&r, path) != 0) {
+        fprintf(stderr, "simhash fingerprint: %s: %s\n", cli_input_name(path), r.err);
         return -1;
     }
-    if (!lines) {
-        cli_out_u64(o, fp_text(b.data, b.len, window));
-        cli_out_char(o, '\t');
-        cli_out_str(o, path);
-        cli_out_char(o, '\n');
-    } else {
-        const char *p = b.data, *end = b.data + b.len;
-        size_t lineno = 0;
+    while ((got = cli_reader_next(&r)) > 0) {
+        const char *p = r.buf, *end = r.buf + got;
+        if (!lines) {
+            fp_state_update(fs, p, (size_t)got);
+            continue;
+        }
         while (p < end) {
+            if (pending_cr) {
+                pending_cr = 0;
+                if (*p != '\n')
+                    fp_state_update(fs, "\r", 1);
+            }
             const char *nl = memchr(p, '\n', (size_t)(end - p));
-            const char *le = nl ? nl : end;
-            size_t l = (size_t)(le - p);
+            if (!nl) {
+                size_t l = (size_t)(end - p);
+                open_line = 1;
+                if (end[-1] == '\r') {
+                    pending_cr = 1;
+                    l--;
+                }
+                fp_state_update(fs, p, l);
+                break;
+            }
+            size_t l = (size_t)(nl - p);
             if (l > 0 && p[l - 1] == '\r')
                 l--;
-            lineno++;
-            cli_out_u64(o, fp_text(p, l, window));
-            cli_out_char(o, '\t');
-            cli_out_str(o, path);
-            cli_out_char(o, ':');
-            cli_out_u64(o, lineno);
-            cli_out_char(o, '\n');
-            p = nl ? nl + 1 : end;
+            fp_state_update(fs, p, l);
+            print_fp(o, fp_state_final(fs), path, ++lineno);
+            open_line = 0;
+            p = nl + 1;
         }
     }
-    cli_buf_free(&b);
+    if (got < 0) {
+        fp_state_final(fs);       /* reset for the next input */
+        cli_reader_close(&r);
+        fprintf(stderr, "simhash fingerprint: %s: %s\n", cli_input_name(path), r.err);
+        return -1;
+    }
+    cli_reader_close(&r);
+    if (!lines) {
+        print_fp(o, fp_state_final(fs), path, 0);
+    } else if (open_line || pending_cr) {
+        print_fp(o, fp_state_final(fs), path, ++lineno);   /* last line without '\n' */
+    }
     return 0;
 }
 
@@ -95,12 +134,19 @@ int cmd_fingerprint(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, strerror(errno));
         return CLI_EXIT_FAIL;
     }
+    fp_state *fs = fp_state_new((unsigned)window);
+    if (!fs) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        cli_out_close(&out);
+        return CLI_EXIT_FAIL;
+    }
     if (optind >= argc) {
-        failed |= fingerprint_one(&out, "-", (unsigned)window, lines) != 0;
+        failed |= fingerprint_one(&out, fs, "-", lines) != 0;
     } else {
         for (int i = optind; i < argc; i++)
-            failed |= fingerprint_one(&out, argv[i], (unsigned)window, lines) != 0;
+            failed |= fingerprint_one(&out, fs, argv[i], lines) != 0;
     }
+    fp_state_free(fs);
     if (cli_out_close(&out) != 0) {
         fprintf(stderr, "%s: <stdout>: write error: %s\n", prog, strerror(errno));
         return CLI_EXIT_FAIL;
@@ -147,19 +193,9 @@ int cmd_compute(int argc, char **argv)
     if (optind < argc)
         path = argv[optind];
 
-    cli_buf b;
-    if (cli_buf_read_path(path, &b) != 0) {
-        fprintf(stderr, "%s: %s: %s\n", prog, cli_input_name(path), strerror(errno));
-        return CLI_EXIT_FAIL;
-    }
     uint64_t *hashes;
     size_t n;
-    cli_parse_error pe;
-    int prc = cli_parse_u64_lines(b.data, b.len, &hashes, &n, &pe);
-    if (prc != 0)
-        cli_report_parse_error(prog, cli_input_name(path), &pe);
-    cli_buf_free(&b);
-    if (prc != 0)
+    if (cli_read_u64_input(prog, path, &hashes, &n) != 0)
         return CLI_EXIT_FAIL;
     uint64_t fp = fp_compute(hashes, n);
     free(hashes);

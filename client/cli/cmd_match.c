@@ -114,56 +114,50 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
     if (cli_check_tables(prog, (unsigned)blocks, (unsigned)distance) != 0)
         return CLI_EXIT_USAGE;
 
-    /* Read and parse everything before touching the output. */
-    cli_buf in;
-    if (cli_buf_read_path(input, &in) != 0) {
-        fprintf(stderr, "%s: %s: %s\n", prog, cli_input_name(input), strerror(errno));
-        return CLI_EXIT_FAIL;
-    }
+    /* Read and parse everything, and match, before touching the output: a failure
+     * leaves an existing output file as it was. */
     uint64_t *hashes = NULL;
     size_t n = 0;
-    cli_parse_error pe;
-    int prc = cli_parse_u64_lines(in.data, in.len, &hashes, &n, &pe);
-    if (prc != 0)
-        cli_report_parse_error(prog, cli_input_name(input), &pe);
-    cli_buf_free(&in);
-    if (prc != 0)
+    if (cli_read_u64_input(prog, input, &hashes, &n) != 0)
         return CLI_EXIT_FAIL;
+
+    char err[256] = "";
+    int rc = 0;
+    match_pair *pairs = NULL;
+    size_t npairs = 0;
+    uint64_t *values = NULL;
+    size_t *offsets = NULL, nclusters = 0;
+    if (n > 0 && !clusters)
+        rc = match_find_all(hashes, n, (unsigned)blocks, (unsigned)distance,
+                            (unsigned)threads, &pairs, &npairs, err, sizeof(err));
+    else if (n > 0)
+        rc = match_find_clusters(hashes, n, (unsigned)blocks, (unsigned)distance,
+                                 (unsigned)threads, &values, &offsets, &nclusters,
+                                 err, sizeof(err));
+    free(hashes);
+    if (rc != 0) {
+        fprintf(stderr, "%s: %s\n", prog, err[0] ? err : "matching failed");
+        free(pairs);
+        free(values);
+        free(offsets);
+        return CLI_EXIT_FAIL;
+    }
 
     cli_out out;
     if (cli_out_open(&out, output) != 0) {
         fprintf(stderr, "%s: %s: %s\n", prog, output, strerror(errno));
-        free(hashes);
-        return CLI_EXIT_FAIL;
-    }
-
-    char err[256] = "";
-    int rc = 0;
-    if (n > 0 && !clusters) {
-        match_pair *pairs = NULL;
-        size_t npairs = 0;
-        rc = match_find_all(hashes, n, (unsigned)blocks, (unsigned)distance,
-                            (unsigned)threads, &pairs, &npairs, err, sizeof(err));
-        if (rc == 0)
-            write_pairs(&out, pairs, npairs);
         free(pairs);
-    } else if (n > 0) {
-        uint64_t *values = NULL;
-        size_t *offsets = NULL, nclusters = 0;
-        rc = match_find_clusters(hashes, n, (unsigned)blocks, (unsigned)distance,
-                                 (unsigned)threads, &values, &offsets, &nclusters,
-                                 err, sizeof(err));
-        if (rc == 0)
-            write_clusters(&out, values, offsets, nclusters);
         free(values);
         free(offsets);
-    }
-    free(hashes);
-    if (rc != 0) {
-        cli_out_close(&out);
-        fprintf(stderr, "%s: %s\n", prog, err[0] ? err : "matching failed");
         return CLI_EXIT_FAIL;
     }
+    if (!clusters)
+        write_pairs(&out, pairs, npairs);
+    else
+        write_clusters(&out, values, offsets, nclusters);
+    free(pairs);
+    free(values);
+    free(offsets);
     if (cli_out_close(&out) != 0) {
         fprintf(stderr, "%s: %s: write error: %s\n", prog,
                 strcmp(output, "-") == 0 ? "<stdout>" : output, strerror(errno));
