@@ -636,15 +636,6 @@ static int cmp_pair(const void *a, const void *b)
     return x->fp < y->fp ? -1 : x->fp > y->fp;
 }
 
-static int on_count_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
-{
-    cstate *s = coord_op_data(op);
-    if (want_integer(op, w, r, arg ? (const char *)arg : "SHARD request") != 0)
-        return -1;
-    s->count += r->integer;
-    return 0;
-}
-
 static int on_ignore_count(coord_op *op, coord_worker *w, redisReply *r, void *arg)
 {
     (void)arg;
@@ -667,14 +658,95 @@ static void add_answer(coord_op *op)
     coord_op_finish(op);
 }
 
+/* SHARD.ADD ... DOCS reply: [entries added, ids added]. */
+static int on_add_docs_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    cstate *s = coord_op_data(op);
+    (void)arg;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[1]->type != REDIS_REPLY_INTEGER) {
+        coord_op_coord(op)->st.err_worker++;
+        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply to SHARD.ADD ... DOCS",
+                      w->addr);
+        return -1;
+    }
+    s->count += r->element[1]->integer;
+    return 0;
+}
+
+/* Send the writes of pairs [i, j) (one fingerprint): to table 0's owner
+ * `SHARD.ADD fp t... DOCS docid...`, to the other owners `SHARD.ADD fp t...`.
+ * Returns 0, or -1 when the op failed. */
+static int send_add(coord_op *op, cstate *s, size_t i, size_t j)
+{
+    coord *co = coord_op_coord(op);
+    uint64_t fp = s->pairs[i].fp;
+    short owner[PERM_MAX_TABLES];
+    char fps[24];
+    size_t fplen = fp_str(fp, fps);
+    size_t cap = 3 + co->ps.ntables + (j - i);
+    const char *sargv[64], **argv = sargv;
+    size_t slens[64], *lens = slens;
+    int rc = 0;
+
+    for (unsigned t = 0; t < co->ps.ntables; t++) {
+        coord_worker *w = coord_route(co, t, perm_apply(&co->ps.tables[t], fp));
+        if (w == NULL)      /* routing incomplete: coord_op_send fails the op */
+            return coord_op_send(op, NULL, 0, NULL, NULL, on_ignore_count, NULL);
+        owner[t] = (short)w->idx;
+    }
+    if (cap > 64) {
+        argv = malloc(cap * sizeof(*argv));
+        lens = malloc(cap * sizeof(*lens));
+        if (argv == NULL || lens == NULL) {
+            free(argv);
+            free(lens);
+            coord_op_fail(op, RS_OOM, "out of memory");
+            return -1;
+        }
+    }
+    for (size_t wi = 0; wi < co->nw && rc == 0; wi++) {
+        int argc = 0;
+        argv[argc] = "SHARD.ADD";
+        lens[argc++] = 9;
+        argv[argc] = fps;
+        lens[argc++] = fplen;
+        for (unsigned t = 0; t < co->ps.ntables; t++)
+            if (owner[t] == (short)wi) {
+                argv[argc] = table_str(t, &lens[argc]);
+                argc++;
+            }
+        if (argc == 2)
+            continue;
+        int docs = owner[0] == (short)wi;
+        if (docs) {
+            argv[argc] = "DOCS";
+            lens[argc++] = 4;
+            for (size_t k = i; k < j; k++) {
+                argv[argc] = s->pairs[k].docid;
+                lens[argc++] = s->pairs[k].len;
+            }
+        }
+        rc = coord_op_send(op, &co->w[wi], argc, argv, lens,
+                           docs ? on_add_docs_reply : on_ignore_count, NULL);
+        if (rc == 0 && wi < sizeof(s->touched))
+            s->touched[wi] = 1;
+    }
+    if (argv != sargv) {
+        free(argv);
+        free(lens);
+    }
+    return rc;
+}
+
 /* The one round of ADD (and of the second half of CHECK): for every distinct
- * fingerprint, SHARD.DOCADD fp docid... to table 0's owner and SHARD.ADD fp t... to
- * the owners of its tables, all in parallel; in durable mode SHARD.WAIT after them.
- * Readers drop fingerprints without documents, so a half-done ADD is never seen. */
+ * fingerprint one SHARD.ADD per owner of its tables, the document ids going with
+ * table 0 (the worker stores them first), all in parallel; in durable mode
+ * SHARD.WAIT after them. Readers drop fingerprints without documents, so a half-done
+ * ADD is never seen. */
 static void add_round_start(coord_op *op)
 {
     cstate *s = coord_op_data(op);
-    coord *co = coord_op_coord(op);
 
     if (s->npairs > 1)
         qsort(s->pairs, s->npairs, sizeof(*s->pairs), cmp_pair);
@@ -682,39 +754,7 @@ static void add_round_start(coord_op *op)
         size_t j = i;
         while (j < s->npairs && s->pairs[j].fp == s->pairs[i].fp)
             j++;
-        const char *sargv[18], **argv = sargv;
-        size_t slens[18], *lens = slens;
-        char fps[24];
-        if (j - i + 2 > 18) {
-            argv = malloc((j - i + 2) * sizeof(*argv));
-            lens = malloc((j - i + 2) * sizeof(*lens));
-            if (argv == NULL || lens == NULL) {
-                free(argv);
-                free(lens);
-                coord_op_fail(op, RS_OOM, "out of memory");
-                return;
-            }
-        }
-        argv[0] = "SHARD.DOCADD";
-        lens[0] = 12;
-        lens[1] = fp_str(s->pairs[i].fp, fps);
-        argv[1] = fps;
-        for (size_t k = i; k < j; k++) {
-            argv[k - i + 2] = s->pairs[k].docid;
-            lens[k - i + 2] = s->pairs[k].len;
-        }
-        coord_worker *w = coord_route(co, 0, perm_apply(&co->ps.tables[0], s->pairs[i].fp));
-        int rc = coord_op_send(op, w, (int)(j - i + 2), argv, lens, on_count_reply,
-                               (void *)"SHARD.DOCADD");
-        if (argv != sargv) {
-            free(argv);
-            free(lens);
-        }
-        if (rc != 0)
-            return;
-        if (w->idx < sizeof(s->touched))
-            s->touched[w->idx] = 1;
-        if (send_per_table(op, s, "SHARD.ADD", s->pairs[i].fp, NULL, on_ignore_count) != 0)
+        if (send_add(op, s, i, j) != 0)
             return;
         i = j;
     }

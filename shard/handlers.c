@@ -42,7 +42,7 @@ typedef struct shard_slot {
      * csign times the reply; nosum: the reply is not part of the answer */
     const char *cfield;
     int8_t csign;
-    uint8_t nosum;
+    uint8_t nosum;         /* 1: not summed; 2: summed into sum2 */
     uint16_t cshard;
 } shard_slot;
 
@@ -66,6 +66,8 @@ typedef struct shard_job {
     size_t nm, capm;
     /* SUM */
     long long sum;
+    long long sum2;        /* SHARD.ADD ... DOCS: document ids added */
+    int pair;              /* answer [sum, sum2] */
     unsigned long long *sum_stat;  /* counter the sum is added to, or NULL */
     /* DOCS */
     resp_buf *parts;
@@ -220,7 +222,13 @@ static void shard_job_complete(shard_job *j)
     case SHARD_JOB_SUM:
         if (j->sum_stat)
             *j->sum_stat += (unsigned long long)j->sum;
-        resp_add_int(out, j->sum);
+        if (j->pair) {
+            resp_add_array(out, 2);
+            resp_add_int(out, j->sum);
+            resp_add_int(out, j->sum2);
+        } else {
+            resp_add_int(out, j->sum);
+        }
         break;
     case SHARD_JOB_DOCS:
         resp_add_array(out, j->nslots);
@@ -302,8 +310,10 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
             *why = "unexpected reply (not an integer)";
             return -1;
         }
-        if (!s->nosum)
+        if (s->nosum == 0)
             j->sum += rep->integer;
+        else if (s->nosum == 2)
+            j->sum2 += rep->integer;
         return 0;
     case SHARD_JOB_DOCS: {
         if (rep->type != REDIS_REPLY_ARRAY) {
@@ -605,16 +615,63 @@ out:
     free(rg);
 }
 
-/* SHARD.ADD / SHARD.DEL fp t [t ...]: ZADD key 0 member / ZREM key member per table. */
+/* Most document ids in one SHARD.DOCADD / SHARD.DOCDEL / SHARD.ADD ... DOCS. */
+#define SHARD_MAX_DOCIDS 4096
+
+/* Checks document ids in arguments [from, from+n): answers -ERR and returns -1 when
+ * there are too many or one is empty. */
+static int shard_check_docids(rs_req *req, size_t from, size_t n)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    if (n > SHARD_MAX_DOCIDS) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "%zu document ids in one request; at most %d",
+                   n, SHARD_MAX_DOCIDS);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) {
+        size_t len;
+        rs_req_arg(req, from + i, &len);
+        if (len == 0) {
+            shard_fail(req, RS_ERR, &sc->st.bad_args, "empty document id");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* SHARD.ADD fp t [t ...] [DOCS id [id ...]] / SHARD.DEL fp t [t ...]: ZADD key 0
+ * member / ZREM key member per table; with DOCS also SADD of the ids to fp's
+ * document set (this worker must own table 0's shard of fp), and the reply is
+ * [entries added, ids added]. */
 static void cmd_add_del(rs_req *req, int add)
 {
     shard_ctx *sc = rs_req_ctx(req);
     sc->st.requests++;
     uint64_t fp;
-    size_t argc = rs_req_argc(req);
+    size_t argc = rs_req_argc(req), ndoc = 0, docs_at = argc;
+    char dkey[LAYOUT_KEY_MAX];
     if (shard_arg_fp(req, 1, &fp) != 0)
         return;
-    unsigned ntab = (unsigned)(argc - 2);
+    for (size_t i = 2; add && i < argc; i++) {
+        size_t len;
+        const char *a = rs_req_arg(req, i, &len);
+        if (len == 4 && strncasecmp(a, "DOCS", 4) == 0) {
+            docs_at = i;
+            ndoc = argc - i - 1;
+            if (ndoc == 0) {
+                shard_fail(req, RS_ERR, &sc->st.bad_args, "DOCS needs at least one document id");
+                return;
+            }
+            if (shard_check_docids(req, i + 1, ndoc) != 0 || shard_doc_key(req, fp, dkey) != 0)
+                return;
+            break;
+        }
+    }
+    unsigned ntab = (unsigned)(docs_at - 2);
+    if (ntab == 0) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "no table given");
+        return;
+    }
     uint64_t *ps = malloc(ntab * sizeof *ps);
     unsigned *tabs = malloc(ntab * sizeof *tabs);
     if (!ps || !tabs) {
@@ -630,14 +687,48 @@ static void cmd_add_del(rs_req *req, int add)
         if (shard_check_owner(req, tabs[i], ps[i]) != 0)
             goto out;
     }
-    if (shard_check_redis(req, ntab) != 0)
+    unsigned nslot = ntab + (ndoc ? 1 : 0);
+    if (shard_check_redis(req, nslot) != 0)
         goto out;
-    shard_job *j = shard_job_new(sc, req, SHARD_JOB_SUM, ntab);
+    shard_job *j = shard_job_new(sc, req, SHARD_JOB_SUM, nslot);
     if (j == NULL) {
         shard_oom(req);
         goto out;
     }
     j->sum_stat = add ? &sc->st.added : &sc->st.removed;
+    if (ndoc) {     /* the document first: same connection, so Redis stores it first */
+        const char *sargv[18], **argv = sargv;
+        size_t sargvlen[18], *argvlen = sargvlen;
+        if (ndoc + 2 > 18) {
+            argv = malloc((ndoc + 2) * sizeof *argv);
+            argvlen = malloc((ndoc + 2) * sizeof *argvlen);
+        }
+        if (argv == NULL || argvlen == NULL) {
+            if (argv != sargv) {
+                free(argv);
+                free(argvlen);
+            }
+            shard_job_fail(j, RS_OOM, NULL, "out of memory");
+        } else {
+            argv[0] = "SADD";
+            argvlen[0] = 4;
+            argv[1] = dkey;
+            argvlen[1] = strlen(dkey);
+            for (size_t i = 0; i < ndoc; i++)
+                argv[2 + i] = rs_req_arg(req, docs_at + 1 + i, &argvlen[2 + i]);
+            shard_slot *ds = &j->slots[ntab];
+            ds->nosum = 2;
+            ds->cfield = "documents";
+            ds->csign = 1;
+            ds->cshard = (uint16_t)layout_shard_of(perm_apply(&sc->ps.tables[0], fp));
+            j->pair = 1;
+            shard_job_send(j, ntab, (int)(ndoc + 2), argv, argvlen);
+            if (argv != sargv) {
+                free(argv);
+                free(argvlen);
+            }
+        }
+    }
     for (unsigned i = 0; i < ntab && j->req; i++) {
         char key[LAYOUT_KEY_MAX];
         uint8_t member[LAYOUT_MEMBER_MAX];
@@ -674,9 +765,6 @@ static void cmd_del(rs_req *req)
     cmd_add_del(req, 0);
 }
 
-/* Most document ids in one SHARD.DOCADD / SHARD.DOCDEL. */
-#define SHARD_MAX_DOCIDS 4096
-
 typedef enum shard_doc_op { SHARD_DOC_ADD, SHARD_DOC_REM, SHARD_DOC_DELALL, SHARD_DOC_COUNT }
     shard_doc_op;
 
@@ -695,19 +783,8 @@ static void shard_doc_command(rs_req *req, shard_doc_op op)
         return;
     unsigned cshard = layout_shard_of(perm_apply(&sc->ps.tables[0], fp));
     size_t nextra = (op == SHARD_DOC_ADD || op == SHARD_DOC_REM) ? argc - 2 : 0;
-    if (nextra > SHARD_MAX_DOCIDS) {
-        shard_fail(req, RS_ERR, &sc->st.bad_args, "%zu document ids in one request; at most %d",
-                   nextra, SHARD_MAX_DOCIDS);
+    if (shard_check_docids(req, 2, nextra) != 0)
         return;
-    }
-    for (size_t i = 0; i < nextra; i++) {
-        size_t len;
-        rs_req_arg(req, 2 + i, &len);
-        if (len == 0) {
-            shard_fail(req, RS_ERR, &sc->st.bad_args, "empty document id");
-            return;
-        }
-    }
     unsigned ncmd = op == SHARD_DOC_DELALL ? 2 : 1;
     if (shard_check_redis(req, ncmd) != 0)
         return;

@@ -58,11 +58,12 @@ out=$(cli "$TH_COORD_PORT" SIMHASH.ADD 12346 doc-b)
 # ---- 2. wait-replicas ----
 mport=$(th_free_port)
 start_redis_at master "$mport" "$TH_DIR/master" --appendonly no --repl-diskless-sync-delay 0
-th_start_shard s-rep "$mport" 0-255 6 3 "" --wait-replicas 1 --wait-timeout-ms 50
+# a WAIT timeout generous enough for a busy machine, below the worker's deadline
+th_start_shard s-rep "$mport" 0-255 6 3 "" --wait-replicas 1 --wait-timeout-ms 500 --timeout-ms 3000
 rep_shard=$TH_SHARD_PORT
-th_start_coord c-rep 6 3 2000 "127.0.0.1:$rep_shard" "" --durable yes
+th_start_coord c-rep 6 3 5000 "127.0.0.1:$rep_shard" "" --durable yes
 out=$(cli "$TH_COORD_PORT" SIMHASH.ADD 777 doc-r)
-echo "$out" | grep -q "not replicated to 1 replicas within 50 ms" ||
+echo "$out" | grep -q "not replicated to 1 replicas within 500 ms" ||
     th_fail "wait-replicas 1 without a replica: expected 'not replicated', got: $out"
 th_log "no replica: refused ($out)"
 rport2=$(th_free_port)
