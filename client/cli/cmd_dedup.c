@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #define DEDUP_MAX_DEPTH 512
-#define DEDUP_SMALL_FILE (4 << 20)     /* read, not mapped, below this size */
+#define DEDUP_BUF (1u << 20)          /* per-thread read buffer */
 #define DEDUP_VERBOSE_PAIRS_MAX 200   /* -v lists pair distances for groups up to this size */
 
 /* ---- (device, inode) set: each directory walked once, each file listed once ---- */
@@ -117,8 +117,16 @@ static void walk_dir(dedup_walk *w, const char *path, int depth)
         w->failed = 1;
         return;
     }
-    errno = 0;
-    while ((de = readdir(d)) != NULL) {
+    for (;;) {
+        errno = 0;
+        if ((de = readdir(d)) == NULL) {
+            if (errno != 0) {
+                fprintf(stderr, "simhash dedup: %s: cannot read directory: %s\n", path,
+                        strerror(errno));
+                w->failed = 1;
+            }
+            break;
+        }
         if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
             continue;
         if (n == cap) {
@@ -166,11 +174,15 @@ static void walk_path(dedup_walk *w, const char *path, int depth, int top)
 
     if (stat(path, &st) != 0) {
         struct stat lst;
-        if (!top && errno == ENOENT && lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
-            fprintf(stderr, "simhash dedup: %s: broken symbolic link, skipped\n", path);
+        int err = errno;
+        /* a link to nothing, into a loop of links, or through a non-directory */
+        if (!top && (err == ENOENT || err == ELOOP || err == ENOTDIR) &&
+            lstat(path, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+            fprintf(stderr, "simhash dedup: %s: broken symbolic link (%s), skipped\n", path,
+                    strerror(err));
             return;
         }
-        fprintf(stderr, "simhash dedup: %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "simhash dedup: %s: %s\n", path, strerror(err));
         w->failed = 1;
         return;
     }
@@ -206,55 +218,77 @@ typedef struct dedup_work {
     size_t done;                  /* atomic: files finished */
 } dedup_work;
 
-/* Fingerprint one file: small files are read into the thread's reusable buffer
- * (mmap/munmap per file would serialize threads on the address-space lock), large
- * ones mapped. Returns 0, or an errno value. */
-static int fingerprint_file(const char *path, unsigned window, char **sbuf, size_t *scap,
+#define DEDUP_ERR_NOTREG (-1)     /* no longer a regular file */
+#define DEDUP_ERR_CHANGED (-2)    /* size or time changed while read */
+
+/* Message for an error code of fingerprint_file. */
+static const char *dedup_strerror(int err)
+{
+    if (err == DEDUP_ERR_NOTREG)
+        return "no longer a regular file, skipped";
+    if (err == DEDUP_ERR_CHANGED)
+        return "changed while reading";
+    return strerror(err);
+}
+
+/* Fingerprint one file through the thread's DEDUP_BUF buffer: a file that fits is
+ * fingerprinted whole, a larger one streamed through fs (never mapped: a file
+ * truncated meanwhile cannot fault). The open does not block (the path may have
+ * been replaced by a FIFO since the walk) and anything but a regular file is
+ * refused. Returns 0, an errno value, or DEDUP_ERR_*. */
+static int fingerprint_file(const char *path, char *buf, fp_state *fs, unsigned window,
                             uint64_t *fp)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    struct stat st;
-    int rc = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    struct stat st, st2;
+    size_t len = 0;
+    int rc = 0, streaming = 0;
 
     if (fd < 0)
         return errno ? errno : EIO;
     if (fstat(fd, &st) != 0) {
         rc = errno;
-    } else if (S_ISREG(st.st_mode) && st.st_size < DEDUP_SMALL_FILE) {
-        size_t len = 0;
-        for (;;) {
-            if (*scap - len < 4096) {
-                size_t ncap = *scap ? *scap * 2 : 65536;
-                char *nb = realloc(*sbuf, ncap);
-                if (!nb) {
-                    rc = ENOMEM;
-                    break;
-                }
-                *sbuf = nb;
-                *scap = ncap;
-            }
-            ssize_t r = read(fd, *sbuf + len, *scap - len);
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r < 0) {
-                rc = errno ? errno : EIO;
-                break;
-            }
-            if (r == 0)
-                break;
-            len += (size_t)r;
-        }
-        if (rc == 0)
-            *fp = fp_text(*sbuf, len, window);
-    } else {
-        cli_buf b;
-        if (cli_buf_read_fd(fd, &b) != 0) {
-            rc = errno ? errno : EIO;
-        } else {
-            *fp = fp_text(b.data, b.len, window);
-            cli_buf_free(&b);
-        }
+        goto out;
     }
+    if (!S_ISREG(st.st_mode)) {
+        rc = DEDUP_ERR_NOTREG;
+        goto out;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+        rc = errno;
+        goto out;
+    }
+    for (;;) {
+        if (len == DEDUP_BUF) {
+            fp_state_update(fs, buf, len);
+            streaming = 1;
+            len = 0;
+        }
+        ssize_t r = read(fd, buf + len, DEDUP_BUF - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            rc = errno ? errno : EIO;
+            break;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    if (rc == 0 && (fstat(fd, &st2) != 0 || st2.st_size != st.st_size ||
+                    st2.st_mtim.tv_sec != st.st_mtim.tv_sec ||
+                    st2.st_mtim.tv_nsec != st.st_mtim.tv_nsec))
+        rc = DEDUP_ERR_CHANGED;
+    if (streaming) {
+        fp_state_update(fs, buf, len);
+        uint64_t v = fp_state_final(fs);      /* also resets fs after a failure */
+        if (rc == 0)
+            *fp = v;
+    } else if (rc == 0) {
+        *fp = fp_text(buf, len, window);
+    }
+out:
     close(fd);
     return rc;
 }
@@ -262,17 +296,21 @@ static int fingerprint_file(const char *path, unsigned window, char **sbuf, size
 static void *dedup_worker(void *arg)
 {
     dedup_work *wk = arg;
-    char *sbuf = NULL;
-    size_t scap = 0;
+    char *buf = malloc(DEDUP_BUF);
+    fp_state *fs = fp_state_new(wk->window);
 
     for (;;) {
         size_t i = __atomic_fetch_add(&wk->next, 1, __ATOMIC_RELAXED);
         if (i >= wk->n)
             break;
-        wk->errs[i] = fingerprint_file(wk->paths[i], wk->window, &sbuf, &scap, &wk->fps[i]);
+        if (buf && fs)
+            wk->errs[i] = fingerprint_file(wk->paths[i], buf, fs, wk->window, &wk->fps[i]);
+        else
+            wk->errs[i] = ENOMEM;
         __atomic_fetch_add(&wk->done, 1, __ATOMIC_RELEASE);
     }
-    free(sbuf);
+    free(buf);
+    fp_state_free(fs);
     return NULL;
 }
 
@@ -388,7 +426,7 @@ static void print_group(cli_out *o, size_t group, const fp_index *g, size_t n, i
             out_binary(o, g[i].fp);
             cli_out_str(o, "  ");
         }
-        cli_out_str(o, g[i].path);
+        cli_out_text_str(o, g[i].path, strlen(g[i].path));
         cli_out_char(o, '\n');
     }
     if (!verbose)
@@ -402,9 +440,9 @@ static void print_group(cli_out *o, size_t group, const fp_index *g, size_t n, i
             cli_out_str(o, "  distance ");
             cli_out_u64(o, ham_dist(g[i].fp, g[j].fp));
             cli_out_str(o, ": ");
-            cli_out_str(o, g[i].path);
+            cli_out_text_str(o, g[i].path, strlen(g[i].path));
             cli_out_str(o, "  ");
-            cli_out_str(o, g[j].path);
+            cli_out_text_str(o, g[j].path, strlen(g[j].path));
             cli_out_char(o, '\n');
         }
 }
@@ -547,7 +585,7 @@ int cmd_dedup(int argc, char **argv)
     }
     for (size_t i = 0; i < w.n; i++) {
         if (wk.errs[i]) {
-            fprintf(stderr, "%s: %s: %s\n", prog, w.paths[i], strerror(wk.errs[i]));
+            fprintf(stderr, "%s: %s: %s\n", prog, w.paths[i], dedup_strerror(wk.errs[i]));
             w.failed = 1;
             continue;
         }

@@ -89,8 +89,8 @@ static int fingerprint_one(cli_out *o, fp_state *fs, const char *path, int lines
     }
     if (got < 0) {
         fp_state_final(fs);       /* reset for the next input */
-        cli_reader_close(&r);
         fprintf(stderr, "simhash fingerprint: %s: %s\n", cli_input_name(path), r.err);
+        cli_reader_close(&r);
         return -1;
     }
     cli_reader_close(&r);

@@ -227,6 +227,7 @@ printf '\xe8\xbf\x91\xe9\x87\x8d\xe5\xa4\x8d\xe6\x96\x87\xe6\xa1\xa3\xe6\xa3\x80
 cat "$T/one.txt" "$T/two.txt" "$T/three.txt" >"$T/all.txt"
 expect_rc 0 "fingerprint files" $TO "$BIN/simhash" fingerprint "$T/one.txt" "$T/two.txt" "$T/three.txt"
 cut -f1 "$T/out" >"$T/fp_files"
+cp "$T/fp_files" "$T/fp_files_one"
 [ "$(wc -l <"$T/fp_files")" -eq 3 ] && ok || fail "fingerprint: 3 lines expected"
 grep -qvE '^[0-9]+$' "$T/fp_files" && fail "fingerprint: non-numeric output" || ok
 [ "$(cut -f2 "$T/out" | head -1)" = "$T/one.txt" ] && ok || fail "fingerprint: name column"
@@ -390,6 +391,260 @@ mkdir -p "$T/same"
 cp "$T/one.txt" "$T/same/a"; cp "$T/one.txt" "$T/same/b"; : >"$T/same/e1"; : >"$T/same/e2"
 expect_rc 0 "dedup identical" $TO "$BIN/simhash" dedup --json "$T/same"
 [ "$(wc -l <"$T/out")" -eq 2 ] && ok || fail "dedup identical: two groups expected: $(cat "$T/out")"
+
+# ---- input that changes or never ends, special files, odd names ----
+# A preloaded shim makes races deterministic: after the first read or mmap of the
+# file named in SHIM_SHRINK it truncates that file to 1000 bytes; opening the file
+# named in SHIM_FIFO first replaces it by a FIFO; readdir of the directory named in
+# SHIM_READDIR_FAIL fails with EIO.
+cat >"$T/shim.c" <<'SHIM_EOF'
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+static int fd_is(int fd, const char *want)
+{
+    char link[64], got[4096];
+    if (!want || fd < 0)
+        return 0;
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(link, got, sizeof(got) - 1);
+    if (n <= 0)
+        return 0;
+    got[n] = '\0';
+    return strcmp(got, want) == 0;
+}
+static void maybe_shrink(int fd)
+{
+    static int done;
+    if (!done && fd_is(fd, getenv("SHIM_SHRINK"))) {
+        done = 1;
+        if (truncate(getenv("SHIM_SHRINK"), 1000) != 0)
+            abort();
+    }
+}
+ssize_t read(int fd, void *buf, size_t n)
+{
+    static ssize_t (*real)(int, void *, size_t);
+    if (!real)
+        real = (ssize_t (*)(int, void *, size_t))dlsym(RTLD_NEXT, "read");
+    ssize_t r = real(fd, buf, n);
+    if (r > 0)
+        maybe_shrink(fd);
+    return r;
+}
+void *mmap(void *a, size_t len, int prot, int fl, int fd, off_t off)
+{
+    static void *(*real)(void *, size_t, int, int, int, off_t);
+    if (!real)
+        real = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
+    void *m = real(a, len, prot, fl, fd, off);
+    if (m != MAP_FAILED)
+        maybe_shrink(fd);
+    return m;
+}
+static void maybe_fifo(const char *path)
+{
+    static int done;
+    const char *t = getenv("SHIM_FIFO");
+    if (!done && t && strcmp(path, t) == 0) {
+        done = 1;
+        if (unlink(t) != 0 || mkfifo(t, 0600) != 0)
+            abort();
+    }
+}
+#define OPEN_SHIM(name)                                                        \
+    int name(const char *path, int flags, ...)                                 \
+    {                                                                          \
+        static int (*real)(const char *, int, ...);                            \
+        va_list ap;                                                            \
+        va_start(ap, flags);                                                   \
+        int mode = (flags & (O_CREAT | O_TMPFILE)) ? va_arg(ap, int) : 0;      \
+        va_end(ap);                                                            \
+        if (!real)                                                             \
+            real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, #name);   \
+        maybe_fifo(path);                                                      \
+        return real(path, flags, mode);                                        \
+    }
+OPEN_SHIM(open)
+OPEN_SHIM(open64)
+#define READDIR_SHIM(name, type)                                               \
+    type *name(DIR *d)                                                         \
+    {                                                                          \
+        static type *(*real)(DIR *);                                           \
+        if (!real)                                                             \
+            real = (type * (*)(DIR *)) dlsym(RTLD_NEXT, #name);                \
+        if (fd_is(dirfd(d), getenv("SHIM_READDIR_FAIL"))) {                    \
+            errno = EIO;                                                       \
+            return NULL;                                                       \
+        }                                                                      \
+        return real(d);                                                        \
+    }
+READDIR_SHIM(readdir, struct dirent)
+READDIR_SHIM(readdir64, struct dirent64)
+SHIM_EOF
+SHIM="$T/shim.so"
+cc -shared -fPIC -O1 -o "$SHIM" "$T/shim.c" -ldl 2>"$T/err" && ok || fail "building the test shim: $(head -c 300 "$T/err")"
+# A file truncated while being read: an error naming the file, never a crash.
+for p in simhash-find-all simhash-find-clusters; do
+    yes 12345678901234567 | head -c $((8 << 20)) >"$T/shrink.txt"
+    expect_rc 1 "$p on a file truncated while read" env LD_PRELOAD="$SHIM" SHIM_SHRINK="$T/shrink.txt" \
+        $TO "$BIN/$p" -t 1 -i "$T/shrink.txt"
+    has "$p: $T/shrink.txt: changed while reading" "$T/err" "$p truncated file message"
+done
+yes 12345678901234567 | head -c $((8 << 20)) >"$T/shrink.txt"
+expect_rc 1 "compute on a file truncated while read" env LD_PRELOAD="$SHIM" SHIM_SHRINK="$T/shrink.txt" \
+    $TO "$BIN/simhash" compute "$T/shrink.txt"
+has "changed while reading" "$T/err" "compute truncated file message"
+yes 'some words of text' | head -c $((8 << 20)) >"$T/shrink.txt"
+expect_rc 1 "fingerprint on a file truncated while read" env LD_PRELOAD="$SHIM" SHIM_SHRINK="$T/shrink.txt" \
+    $TO "$BIN/simhash" fingerprint "$T/one.txt" "$T/shrink.txt"
+has "simhash fingerprint: $T/shrink.txt: changed while reading" "$T/err" "fingerprint truncated file message"
+[ "$(wc -l <"$T/out")" -eq 1 ] && ok || fail "fingerprint prints the other file only: $(cat "$T/out")"
+rm -f "$T/shrink.txt"
+mkdir -p "$T/shrinkdir"
+cp "$T/one.txt" "$T/shrinkdir/a"; cp "$T/one.txt" "$T/shrinkdir/b"
+yes 'some words of text' | head -c $((6 << 20)) >"$T/shrinkdir/big"
+expect_rc 1 "dedup on a file truncated while read" env LD_PRELOAD="$SHIM" SHIM_SHRINK="$T/shrinkdir/big" \
+    $TO "$BIN/simhash" dedup -t 1 "$T/shrinkdir"
+has "$T/shrinkdir/big: changed while reading" "$T/err" "dedup truncated file message"
+has "group 1 (2 files):" "$T/out" "dedup still groups the other files"
+# A listed file replaced by a FIFO before it is fingerprinted: refused, no hang.
+rm -f "$T/shrinkdir/big"
+cp "$T/two.txt" "$T/shrinkdir/c"
+expect_rc 1 "dedup on a file replaced by a FIFO" env LD_PRELOAD="$SHIM" SHIM_FIFO="$T/shrinkdir/c" \
+    timeout 20 "$BIN/simhash" dedup -t 1 "$T/shrinkdir"
+has "$T/shrinkdir/c: no longer a regular file" "$T/err" "dedup FIFO message"
+has "group 1 (2 files):" "$T/out" "dedup still groups after the FIFO"
+rm -f "$T/shrinkdir/c"
+# A directory that fails to be read is reported, exit 1.
+mkdir -p "$T/rd/bad"; cp "$T/one.txt" "$T/rd/bad/x"; cp "$T/one.txt" "$T/rd/y"; cp "$T/one.txt" "$T/rd/z"
+expect_rc 1 "dedup with a readdir error" env LD_PRELOAD="$SHIM" SHIM_READDIR_FAIL="$T/rd/bad" \
+    $TO "$BIN/simhash" dedup "$T/rd"
+has "$T/rd/bad: cannot read directory: Input/output error" "$T/err" "dedup readdir error message"
+has "group 1 (2 files):" "$T/out" "dedup groups what it could read"
+expect_rc 0 "dedup without the readdir error" $TO "$BIN/simhash" dedup "$T/rd"
+has "group 1 (3 files):" "$T/out" "dedup reads the whole tree normally"
+# Symbolic link loops and links through a file are broken links: noted, skipped.
+mkdir -p "$T/links"; cp "$T/one.txt" "$T/links/a"; cp "$T/one.txt" "$T/links/b"
+ln -s loop2 "$T/links/loop1"; ln -s loop1 "$T/links/loop2"; ln -s a/x "$T/links/notdir"
+expect_rc 0 "dedup with link loops" $TO "$BIN/simhash" dedup "$T/links"
+has "$T/links/loop1: broken symbolic link" "$T/err" "link loop noted"
+has "$T/links/notdir: broken symbolic link" "$T/err" "link through a file noted"
+has "group 1 (2 files):" "$T/out" "dedup groups around broken links"
+
+# Unbounded or never-ending input fails fast: a bad first line, a line without end.
+yes abc | $TO "$BIN/simhash-find-all" >"$T/out" 2>"$T/err"
+[ $? -eq 1 ] && ok || fail "yes abc | find-all should exit 1"
+has "simhash-find-all: <stdin>:1: not a decimal number: 'abc'" "$T/err" "yes abc message"
+for p in simhash-find-all simhash-find-clusters; do
+    expect_rc 1 "$p -i /dev/zero" timeout 20 "$BIN/$p" -i /dev/zero
+    has "/dev/zero:1: line too long (over 64 bytes)" "$T/err" "$p /dev/zero message"
+done
+expect_rc 1 "compute /dev/zero" timeout 20 "$BIN/simhash" compute /dev/zero
+has "line too long" "$T/err" "compute /dev/zero message"
+{ seq 1 3; printf '%065d\n' 7; } >"$T/long.txt"
+expect_rc 1 "find-all 65-byte line" $TO "$BIN/simhash-find-all" -i "$T/long.txt"
+has ":4: line too long (over 64 bytes)" "$T/err" "65-byte line message"
+{ seq 1 3; printf '%064d\r\n' 3; } >"$T/long.txt"
+expect_rc 0 "find-all 64-byte line with CRLF" $TO "$BIN/simhash-find-all" -i "$T/long.txt"
+has "[3, 3]" "$T/out" "64-byte line read"
+# Streaming keeps memory constant: 200 MB through a pipe and from a file.
+yes 'a few words of text to fingerprint' | head -c $((200 << 20)) >"$T/big.ref"
+yes 'a few words of text to fingerprint' | head -c $((200 << 20)) |
+    /usr/bin/time -f '%M' -o "$T/rss" $TO "$BIN/simhash" fingerprint >"$T/out" 2>"$T/err"
+a=$(cut -f1 "$T/out")
+rss=$(tail -1 "$T/rss")
+[ -n "$rss" ] && [ "$rss" -lt 120000 ] && ok || fail "fingerprint of 200 MB on stdin: peak RSS ${rss} KB (want < 120 MB)"
+/usr/bin/time -f '%M' -o "$T/rss" $TO "$BIN/simhash" fingerprint "$T/big.ref" >"$T/out" 2>"$T/err"
+b=$(cut -f1 "$T/out")
+[ -n "$a" ] && [ "$a" = "$b" ] && ok || fail "big input: pipe '$a' vs file '$b'"
+rss=$(tail -1 "$T/rss")
+[ -n "$rss" ] && [ "$rss" -lt 120000 ] && ok || fail "fingerprint of a 200 MB file: peak RSS ${rss} KB"
+/usr/bin/time -f '%M' -o "$T/rss" $TO "$BIN/simhash" fingerprint --lines <"$T/big.ref" | tail -1 >"$T/out"
+rss=$(tail -1 "$T/rss")
+[ -n "$rss" ] && [ "$rss" -lt 120000 ] && ok || fail "fingerprint --lines of 200 MB: peak RSS ${rss} KB"
+has ":$(( ((200 << 20) + 34) / 35 ))" "$T/out" "--lines counts every line of a big input"
+rm -f "$T/big.ref"
+# --lines across read blocks: CRLF split between blocks, long lines, no final newline.
+python3 - "$T" <<'PY_EOF'
+import sys
+t = sys.argv[1]
+parts = []
+for i in range(300):
+    parts.append(("word%d " % i) * (i * 37 % 5000) + ("\r\n" if i % 3 else "\n"))
+data = "".join(parts) + "tail without newline\r"
+open(t + "/blocks.txt", "w", newline="").write(data)
+with open(t + "/blocks-lines", "w", newline="") as f:
+    for i, l in enumerate(data.split("\n")):
+        if l.endswith("\r"):
+            l = l[:-1]
+        open(t + "/bl-%d" % i, "w", newline="").write(l)
+        f.write(t + "/bl-%d\n" % i)
+PY_EOF
+expect_rc 0 "fingerprint --lines across blocks" $TO "$BIN/simhash" fingerprint --lines "$T/blocks.txt"
+cut -f1 "$T/out" >"$T/fp_lines"
+xargs -d '\n' $TO "$BIN/simhash" fingerprint <"$T/blocks-lines" | cut -f1 >"$T/fp_files"
+[ "$(wc -l <"$T/fp_lines")" -eq 301 ] && ok || fail "--lines across blocks: 301 lines expected"
+same_files "$T/fp_lines" "$T/fp_files" "--lines across blocks == each line as a file"
+rm -f "$T"/bl-* "$T/blocks.txt"
+
+# File names with control characters stay one entry per line in the text formats.
+mkdir -p "$T/oddnames"
+cp "$T/one.txt" "$T/oddnames/$(printf 'new\nline')"; cp "$T/one.txt" "$T/oddnames/$(printf 'tab\there\001')"
+cp "$T/one.txt" "$T/oddnames/back\\slash"
+expect_rc 0 "dedup odd names" $TO "$BIN/simhash" dedup "$T/oddnames"
+has "  $T/oddnames/new\\nline" "$T/out" "dedup escapes a newline"
+has "  $T/oddnames/tab\\there\\x01" "$T/out" "dedup escapes a tab and \\x01"
+has "  $T/oddnames/back\\\\slash" "$T/out" "dedup escapes a backslash"
+[ "$(wc -l <"$T/out")" -eq 4 ] && ok || fail "dedup odd names: 4 lines expected: $(cat "$T/out")"
+expect_rc 0 "dedup -v odd names" $TO "$BIN/simhash" dedup -v "$T/oddnames"
+[ "$(wc -l <"$T/out")" -eq 7 ] && ok || fail "dedup -v odd names: 7 lines expected: $(cat "$T/out")"
+expect_rc 0 "dedup --json odd names" $TO "$BIN/simhash" dedup --json "$T/oddnames"
+has '/oddnames/new\nline"' "$T/out" "dedup --json keeps JSON escaping"
+expect_rc 0 "fingerprint odd names" $TO "$BIN/simhash" fingerprint --lines "$T/oddnames/$(printf 'new\nline')"
+printf '%s\t%s\n' "$(head -1 "$T/fp_files_one")" "$T/oddnames/new\\nline:1" >"$T/want"
+same_files "$T/out" "$T/want" "fingerprint escapes a newline in the name"
+
+# Usage errors name long options as typed.
+expect_rc 2 "--help=3" $TO "$BIN/simhash-find-all" --help=3
+has "simhash-find-all: option '--help' doesn't allow an argument" "$T/err" "--help=3 message"
+expect_rc 2 "--version=1" $TO "$BIN/simhash-find-clusters" --version=1
+has "option '--version' doesn't allow an argument" "$T/err" "--version=1 message"
+expect_rc 2 "dedup --blocks" $TO "$BIN/simhash" dedup --blocks
+has "simhash dedup: option '--blocks' needs a value" "$T/err" "--blocks message"
+expect_rc 2 "find-all --dist (abbreviated, no value)" $TO "$BIN/simhash-find-all" --dist
+has "option '--dist' needs a value" "$T/err" "abbreviated long option message"
+expect_rc 2 "fingerprint --lines=2" $TO "$BIN/simhash" fingerprint --lines=2
+has "option '--lines' doesn't allow an argument" "$T/err" "--lines=2 message"
+expect_rc 2 "dedup -b (short)" $TO "$BIN/simhash" dedup -b
+has "option '-b' needs a value" "$T/err" "short option message"
+expect_rc 2 "dedup --json -zj" $TO "$BIN/simhash" dedup --json -zj "$T/oddnames"
+has "unknown option '-z'" "$T/err" "short option inside a cluster after a long option"
+
+# A matching failure (out of memory) leaves an existing output file untouched: 65536
+# values in 16 low bits give about 23 million pairs within 3 bits.
+python3 -c "print('\n'.join(str(i) for i in range(65536)))" >"$T/dense.txt"
+echo "previous content" >"$T/keep.out"
+cp "$T/keep.out" "$T/keep.ref"
+if (ulimit -v 400000 && "$BIN/simhash-find-all" --version) >/dev/null 2>&1; then
+    (ulimit -v 400000 && exec $TO "$BIN/simhash-find-all" -t 1 -i "$T/dense.txt" -o "$T/keep.out") >/dev/null 2>"$T/err"
+else   # a sanitizer build cannot run under ulimit -v: cap its allocations instead
+    ASAN_OPTIONS="allocator_may_return_null=1:max_allocation_size_mb=64:${ASAN_OPTIONS:-}" \
+        $TO "$BIN/simhash-find-all" -t 1 -i "$T/dense.txt" -o "$T/keep.out" >/dev/null 2>"$T/err"
+fi
+rc=$?
+[ "$rc" -eq 1 ] && ok || fail "find-all out of memory: exit $rc, wanted 1: $(head -c 300 "$T/err")"
+has "out of memory" "$T/err" "find-all out of memory message"
+same_files "$T/keep.out" "$T/keep.ref" "a failed find-all leaves its output file untouched"
 
 echo "test_cli: $CHECKS checks passed, $FAILS failed"
 [ "$FAILS" -eq 0 ]
