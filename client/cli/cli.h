@@ -88,7 +88,7 @@ void cli_lines_init(cli_lines *s);
  * data or into s, valid until the next call). */
 int cli_lines_feed(cli_lines *s, const char *data, size_t len, cli_parse_error *e);
 /* End of input: parse a last line without ending. Returns 0 with *out (NULL when
- * *n == 0) and *n taken over from s, or -1 with *e filled. */
+ * *n == 0) and *n taken over from s, or -1 with *e filled (s's values freed). */
 int cli_lines_end(cli_lines *s, uint64_t **out, size_t *n, cli_parse_error *e);
 void cli_lines_free(cli_lines *s);
 

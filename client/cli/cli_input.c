@@ -361,8 +361,10 @@ int cli_lines_end(cli_lines *s, uint64_t **out, size_t *n, cli_parse_error *e)
     if (s->carrylen > 0) {
         size_t cl = s->carrylen;
         s->carrylen = 0;
-        if (parse_block(s, s->carry, cl, e) != 0)
+        if (parse_block(s, s->carry, cl, e) != 0) {
+            cli_lines_free(s);
             return -1;
+        }
     }
     if (s->n == 0) {
         cli_lines_free(s);

@@ -441,16 +441,19 @@ ssize_t read(int fd, void *buf, size_t n)
         maybe_shrink(fd);
     return r;
 }
-void *mmap(void *a, size_t len, int prot, int fl, int fd, off_t off)
-{
-    static void *(*real)(void *, size_t, int, int, int, off_t);
-    if (!real)
-        real = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, "mmap");
-    void *m = real(a, len, prot, fl, fd, off);
-    if (m != MAP_FAILED)
-        maybe_shrink(fd);
-    return m;
-}
+#define MMAP_SHIM(name)                                                        \
+    void *name(void *a, size_t len, int prot, int fl, int fd, off_t off)       \
+    {                                                                          \
+        static void *(*real)(void *, size_t, int, int, int, off_t);            \
+        if (!real)                                                             \
+            real = (void *(*)(void *, size_t, int, int, int, off_t))dlsym(RTLD_NEXT, #name); \
+        void *m = real(a, len, prot, fl, fd, off);                             \
+        if (m != MAP_FAILED)                                                   \
+            maybe_shrink(fd);                                                  \
+        return m;                                                              \
+    }
+MMAP_SHIM(mmap)
+MMAP_SHIM(mmap64)
 static void maybe_fifo(const char *path)
 {
     static int done;

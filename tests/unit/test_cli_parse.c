@@ -1,6 +1,8 @@
 /* test_cli_parse.c: the CLI's fast line parser accepts exactly what parse_u64
- * accepts (random lines compared against a line-by-line reference), decimal
- * formatting round-trips, and the output writer's JSON escaping. */
+ * accepts (random lines compared against a line-by-line reference), the streaming
+ * parser matches it however the input is split and refuses over-long lines at
+ * once, block reading, decimal formatting round-trips, and the output writer's
+ * JSON and text escaping. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -254,6 +256,169 @@ static void test_out_full(void **state)
     assert_int_equal(cli_out_close(&o), -1);
 }
 
+/* Feed buf[0..len) to the streaming parser in random pieces; returns its result. */
+static int stream_parse(const char *buf, size_t len, uint64_t **v, size_t *n, cli_parse_error *e)
+{
+    cli_lines s;
+    size_t off = 0;
+    cli_lines_init(&s);
+    while (off < len) {
+        size_t piece = 1 + (size_t)(rng() % 9);
+        if (rng() % 4 == 0)
+            piece = len - off;
+        if (piece > len - off)
+            piece = len - off;
+        if (cli_lines_feed(&s, buf + off, piece, e) != 0) {
+            cli_lines_free(&s);
+            return -1;
+        }
+        off += piece;
+    }
+    return cli_lines_end(&s, v, n, e);
+}
+
+/* Split anywhere, the streaming parser reads what the whole-buffer parser reads
+ * (lines here stay under CLI_LINE_MAX), with the same error line and reason. */
+static void test_stream_matches_whole(void **state)
+{
+    (void)state;
+    static const char alphabet[] = "0123456789012345678901234567890123456789 \r-+ax";
+    char buf[4096];
+
+    for (int r = 0; r < rounds(20000); r++) {
+        size_t len = 0;
+        int lines = 1 + (int)(rng() % 8);
+        for (int li = 0; li < lines; li++) {
+            unsigned kind = (unsigned)(rng() % 10);
+            int l = (int)(rng() % 26);
+            for (int k = 0; k < l; k++)
+                buf[len++] = kind < 7 ? (char)('0' + rng() % 10)
+                                      : alphabet[rng() % (sizeof(alphabet) - 1)];
+            if (rng() % 5 == 0)
+                buf[len++] = '\r';
+            if (li + 1 < lines || rng() % 2)
+                buf[len++] = '\n';
+        }
+        uint64_t *a = NULL, *b = NULL;
+        size_t na = 0, nb = 0;
+        cli_parse_error ea, eb;
+        int ra = cli_parse_u64_lines(buf, len, &a, &na, &ea);
+        int rb = stream_parse(buf, len, &b, &nb, &eb);
+        assert_int_equal(ra, rb);
+        if (ra == 0) {
+            assert_int_equal(na, nb);
+            if (na)
+                assert_memory_equal(a, b, na * sizeof(*a));
+            else
+                assert_null(b);
+        } else {
+            assert_int_equal(ea.line, eb.line);
+            assert_string_equal(ea.why, eb.why);
+            assert_int_equal(ea.textlen, eb.textlen);
+            assert_memory_equal(ea.text, eb.text, ea.textlen < 40 ? ea.textlen : 40);
+        }
+        free(a);
+        free(b);
+    }
+}
+
+/* Lines over CLI_LINE_MAX bytes are refused at once, with their line number, and a
+ * line without end never accumulates; CLI_LINE_MAX bytes plus "\r\n" is fine. */
+static void test_stream_long_lines(void **state)
+{
+    (void)state;
+    char line[CLI_LINE_MAX + 8];
+    cli_lines s;
+    cli_parse_error e;
+    uint64_t *v;
+    size_t n;
+
+    memset(line, '0', sizeof(line));
+    line[CLI_LINE_MAX - 1] = '7';
+    line[CLI_LINE_MAX] = '\r';
+    line[CLI_LINE_MAX + 1] = '\n';
+    for (size_t split = 0; split <= CLI_LINE_MAX + 2; split++) {
+        cli_lines_init(&s);
+        assert_int_equal(cli_lines_feed(&s, "1\n", 2, &e), 0);
+        assert_int_equal(cli_lines_feed(&s, line, split, &e), 0);
+        assert_int_equal(cli_lines_feed(&s, line + split, CLI_LINE_MAX + 2 - split, &e), 0);
+        assert_int_equal(cli_lines_end(&s, &v, &n, &e), 0);
+        assert_int_equal(n, 2);
+        assert_true(v[0] == 1 && v[1] == 7);
+        free(v);
+    }
+    /* one byte more: refused wherever the split falls, also without an ending */
+    memset(line, '0', sizeof(line));
+    for (size_t split = 0; split <= CLI_LINE_MAX + 1; split++) {
+        int rc;
+        cli_lines_init(&s);
+        assert_int_equal(cli_lines_feed(&s, "1\n2\n", 4, &e), 0);
+        rc = cli_lines_feed(&s, line, split, &e);
+        if (rc == 0)
+            rc = cli_lines_feed(&s, line + split, CLI_LINE_MAX + 1 - split, &e);
+        if (rc == 0)
+            rc = cli_lines_end(&s, &v, &n, &e);
+        assert_int_equal(rc, -1);
+        assert_int_equal(e.line, 3);
+        assert_non_null(strstr(e.why, "too long"));
+        assert_true(e.textlen > CLI_LINE_MAX);
+        cli_lines_free(&s);
+    }
+    /* a stream of NUL bytes fails on the first block */
+    static char zeros[1 << 16];
+    cli_lines_init(&s);
+    assert_int_equal(cli_lines_feed(&s, zeros, sizeof(zeros), &e), -1);
+    assert_int_equal(e.line, 1);
+    assert_non_null(strstr(e.why, "too long"));
+    cli_lines_free(&s);
+}
+
+/* Reading a file through cli_reader gives its bytes; a directory is refused. */
+static void test_reader(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/test_cli_reader_XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    size_t len = (3u << 20) + 12345, got = 0;
+    char *data = malloc(len);
+    assert_non_null(data);
+    for (size_t i = 0; i < len; i++)
+        data[i] = (char)rng();
+    assert_int_equal(write(fd, data, len), (ssize_t)len);
+    close(fd);
+    cli_reader r;
+    assert_int_equal(cli_reader_open(&r, path), 0);
+    long n;
+    while ((n = cli_reader_next(&r)) > 0) {
+        assert_true((size_t)n <= CLI_READ_CHUNK && got + (size_t)n <= len);
+        assert_memory_equal(r.buf, data + got, (size_t)n);
+        got += (size_t)n;
+    }
+    assert_int_equal(n, 0);
+    assert_int_equal(got, len);
+    cli_reader_close(&r);
+    unlink(path);
+    free(data);
+    assert_int_equal(cli_reader_open(&r, "/tmp"), -1);
+    assert_non_null(r.err);
+}
+
+static void fill_text(cli_out *o)
+{
+    const char s[] = "a b\\c\nd\te\rf\x01g\x7fh\x1f\xc3\xa9";
+    cli_out_text_str(o, s, sizeof(s) - 1);
+}
+
+static void test_text_escape(void **state)
+{
+    (void)state;
+    size_t len;
+    char *got = out_roundtrip(fill_text, &len);
+    assert_string_equal(got, "a b\\\\c\\nd\\te\\rf\\x01g\\x7fh\\x1f\xc3\xa9");
+    free(got);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -264,6 +429,10 @@ int main(void)
         cmocka_unit_test(test_json_escape),
         cmocka_unit_test(test_out_big),
         cmocka_unit_test(test_out_full),
+        cmocka_unit_test(test_stream_matches_whole),
+        cmocka_unit_test(test_stream_long_lines),
+        cmocka_unit_test(test_reader),
+        cmocka_unit_test(test_text_escape),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
