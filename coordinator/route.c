@@ -2,6 +2,7 @@
  * slot map with CLUSTER SLOTS from a seed node (one request in flight, a deadline,
  * rate-limited, periodic), and routes every (table t, first byte xx) to the shard
  * worker attached to the master of the slot of "{t:xx}". */
+#include "hiredis_guard.h"
 #include "coord.h"
 
 #include <stdio.h>
@@ -275,6 +276,7 @@ static void refresh_start(coord *co)
         return;
     }
     ac->data = co;
+    hiredis_guard(ac);
     if (redisLibeventAttach(ac, co->base) != REDIS_OK) {
         redisAsyncFree(ac);
         attempt_end(co, NULL, 0, "cannot attach to the event loop");

@@ -2,6 +2,7 @@
  * libevent, SHARD.HELLO checks (settings and first-byte ranges), routing, periodic
  * SHARD.INFO health checks with latency, reconnect with exponential backoff and
  * jitter. */
+#include "hiredis_guard.h"
 #include "coord.h"
 
 #include <inttypes.h>
@@ -310,6 +311,7 @@ static void worker_connect(coord_worker *w)
         return;
     }
     ac->data = w;
+    hiredis_guard(ac);
     if (redisLibeventAttach(ac, w->co->base) != REDIS_OK) {
         redisAsyncFree(ac);
         worker_lost(w, "cannot attach to the event loop");

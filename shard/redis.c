@@ -2,6 +2,7 @@
  * connect, AUTH, SELECT, meta check, backoff reconnect, in-flight bound, stalls; in
  * cluster mode also -MOVED/-ASK following over connections to other nodes and
  * reattaching to the new master after a failover (docs/cluster.md). */
+#include "hiredis_guard.h"
 #include "redis.h"
 
 #include <errno.h>
@@ -575,6 +576,7 @@ static void shard_redis_connect(shard_redis *r)
         return;
     }
     ac->data = r;
+    hiredis_guard(ac);
     if (redisLibeventAttach(ac, r->base) != REDIS_OK) {
         redisAsyncFree(ac);
         shard_redis_schedule_retry(r);
@@ -768,6 +770,7 @@ static redisAsyncContext *shard_redis_conn_to(shard_redis *r, const cluster_node
         return NULL;
     }
     ac->data = p;
+    hiredis_guard(ac);
     if (redisLibeventAttach(ac, r->base) != REDIS_OK) {
         redisAsyncFree(ac);
         return NULL;

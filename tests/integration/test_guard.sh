@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# test_guard.sh: a peer at a shard worker's address that sends a reply nobody asked
+# for must not bring the coordinator down (hiredis 0.14 would abort on it): the
+# coordinator drops that connection, keeps serving, and reconnects.
+set -euo pipefail
+source "$(dirname "$0")/lib.sh"
+th_init guard
+th_need_bins simhash-coordinator
+
+FAKE_PORT=$(th_free_port)
+# A fake worker: answers SHARD.HELLO like a real one (blocks 6, distance 3, layout 1,
+# bucket bits 16, shards 0-255), then sends an unsolicited status reply. It serves
+# every reconnect the same way and counts connections in $TH_DIR/fake.count.
+cat > "$TH_DIR/fake.py" <<'PY'
+import socket, sys, threading, time
+port, countfile = int(sys.argv[1]), sys.argv[2]
+n = 0
+lock = threading.Lock()
+def serve(c):
+    c.settimeout(30)
+    buf = b""
+    try:
+        while b"SHARD.HELLO" not in buf:
+            d = c.recv(4096)
+            if not d:
+                return
+            buf += d
+        c.sendall(b"*6\r\n:6\r\n:3\r\n:1\r\n:16\r\n:0\r\n:255\r\n")
+        time.sleep(0.3)
+        c.sendall(b"+SURPRISE\r\n")
+        while c.recv(4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        c.close()
+s = socket.socket()
+s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port))
+s.listen(16)
+s.settimeout(1)
+deadline = time.time() + 60
+while time.time() < deadline:
+    try:
+        c, _ = s.accept()
+    except socket.timeout:
+        continue
+    with lock:
+        n += 1
+        open(countfile, "w").write(str(n))
+    threading.Thread(target=serve, args=(c,), daemon=True).start()
+PY
+th_start fake 70 python3 "$TH_DIR/fake.py" "$FAKE_PORT" "$TH_DIR/fake.count"
+th_wait_port "$FAKE_PORT" 10 || th_fail "fake worker did not listen"
+
+th_start_coord coord 6 3 300 "127.0.0.1:$FAKE_PORT" "" --health-interval-ms 600000
+COORD_CHILD=$(th_child_pid "$TH_COORD_PID")
+
+# Wait until the coordinator has connected at least twice: the first connection got
+# the unsolicited reply and was dropped, the second is its reconnect.
+for _ in $(seq 1 100); do
+    [ "$(cat "$TH_DIR/fake.count" 2>/dev/null || echo 0)" -ge 2 ] && break
+    sleep 0.1
+done
+conns=$(cat "$TH_DIR/fake.count" 2>/dev/null || echo 0)
+[ "$conns" -ge 2 ] || th_fail "coordinator did not reconnect after the unsolicited reply ($conns connections)"
+kill -0 "$COORD_CHILD" 2>/dev/null || th_fail "coordinator died"
+pong=$(timeout 5 redis-cli -p "$TH_COORD_PORT" PING)
+[ "$pong" = "PONG" ] || th_fail "coordinator does not answer PING after the unsolicited reply: '$pong'"
+sleep 0.5; grep -q "sent a reply nobody asked for" "$TH_DIR/coord.log" ||
+    th_fail "coordinator log does not name the unsolicited reply"
+echo "test_guard: coordinator survived $conns unsolicited replies and kept serving"
