@@ -419,7 +419,7 @@ static void cmd_command(rs_req *r)
 }
 
 static const rs_command rs_builtin[] = {
-    { "PING", -1, 0, cmd_ping },
+    { "PING", -1, RS_CMD_NOAUTH, cmd_ping },
     { "AUTH", -2, RS_CMD_NOAUTH, cmd_auth },
     { "QUIT", -1, RS_CMD_NOAUTH, cmd_quit },
     { "COMMAND", -1, 0, cmd_command },

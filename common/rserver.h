@@ -11,7 +11,7 @@
  *
  * Built-in commands, used unless the command table defines the same name:
  *   PING [msg], AUTH [user] password, QUIT, COMMAND [...] (empty array / count 0).
- * When a password is set, every command but AUTH and QUIT (and commands flagged
+ * When a password is set, every command but PING, AUTH and QUIT (and commands flagged
  * RS_CMD_NOAUTH) answers -NOAUTH until the client authenticates. */
 #ifndef SIMHASH_RSERVER_H
 #define SIMHASH_RSERVER_H

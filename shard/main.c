@@ -21,6 +21,7 @@ typedef struct shard_main_config {
     shard_config c;
     int cluster;
     char *redis_announce;
+    char *password;
 } shard_main_config;
 
 #define SHARD_OPT(name, type, field, min, max, def, help) \
@@ -31,6 +32,9 @@ typedef struct shard_main_config {
 static const cfg_option shard_options[] = {
     SHARD_OPT("bind", CFG_STR, bind, 0, 0, "127.0.0.1", "address to listen on"),
     SHARD_OPT("port", CFG_UINT, port, 0, 65535, "7100", "port to listen on (0: any free port)"),
+    SHARD_OPT_MAIN("password-file", CFG_SECRET, password, 0, 0, NULL,
+                   "file whose first line is the password clients (the coordinator: its "
+                   "worker-password-file) must AUTH with"),
     SHARD_OPT("redis-host", CFG_STR, redis_host, 0, 0, "127.0.0.1", "Redis node address"),
     SHARD_OPT("redis-port", CFG_UINT, redis_port, 1, 65535, "6379", "Redis node port"),
     SHARD_OPT("redis-password-file", CFG_SECRET, redis_password, 0, 0, NULL,
@@ -244,6 +248,7 @@ int main(int argc, char **argv)
     so.name = "simhash-shard";
     so.bind = c->bind;
     so.port = c->port;
+    so.password = mc.password;
     rs_limits_default(&so.limits);
     so.commands = shard_commands;
     so.ncommands = shard_ncommands;

@@ -3,8 +3,9 @@
 # default user disabled; simhash-shard workers log in with redis-user +
 # redis-password-file; simhash-coordinator requires a password (password-file).
 # Checks: without AUTH every SIMHASH.* command (and COMMAND) is
-# refused with -NOAUTH and changes nothing (unknown commands get an error), QUIT is
-# allowed; a wrong AUTH leaves the
+# refused with -NOAUTH and changes nothing (unknown commands get an error), PING and
+# QUIT are allowed; workers require their own password (password-file), which the
+# coordinator sends from worker-password-file; a wrong AUTH leaves the
 # client unauthenticated; `AUTH default <pw>` and `AUTH <pw>` work; secrets are never
 # accepted on the command line and never appear in a process's arguments or logs; a
 # worker with a wrong Redis password or user exits 1, redis-user without a password
@@ -39,6 +40,8 @@ esac
 printf '%s\n' "$RPW" >"$TH_DIR/redis.pw"
 printf 'wrong-password\n' >"$TH_DIR/redis-wrong.pw"
 printf '%s\n' "$CPW" >"$TH_DIR/coord.pw"
+WPW="w0rker-Secret-13"
+printf '%s\n' "$WPW" >"$TH_DIR/worker.pw"
 chmod 600 "$TH_DIR"/*.pw
 
 # ---- start-up refusals of simhash-shard
@@ -70,7 +73,7 @@ start_shard_nobind() {
     port=$(th_free_port)
     th_start "$name" 600 "$sbin" --port "$port" --redis-host 127.0.0.1 --redis-port "$rport" \
         --redis-user simhash --redis-password-file "$TH_DIR/redis.pw" --shards "$range" \
-        --blocks $B --distance $K
+        --blocks $B --distance $K --password-file "$TH_DIR/worker.pw"
     th_wait_port "$port" 20 || th_fail "simhash-shard $name did not listen on port $port"
     TH_SHARD_PORT=$port
     TH_SHARD_PID=$TH_PID
@@ -82,7 +85,8 @@ start_shard_nobind shard-b 128-255
 b=$TH_SHARD_PORT
 cport=$(th_free_port)
 th_start coord 600 "$TH_BIN/simhash-coordinator" --port "$cport" --blocks $B --distance $K \
-    --worker "127.0.0.1:$a" --worker "127.0.0.1:$b" --password-file "$TH_DIR/coord.pw"
+    --worker "127.0.0.1:$a" --worker "127.0.0.1:$b" --password-file "$TH_DIR/coord.pw" \
+    --worker-password-file "$TH_DIR/worker.pw"
 cpid_t=$TH_PID
 th_wait_port "$cport" 20 || th_fail "coordinator did not listen"
 cpid=$(th_child_pid "$cpid_t")
@@ -95,7 +99,7 @@ done
 # secrets are in no process's arguments
 for p in "$cpid" "$apid"; do
     args=$(tr '\0' ' ' <"/proc/$p/cmdline")
-    case "$args" in *"$RPW"*|*"$CPW"*) th_fail "a secret in the arguments of $p: $args";; esac
+    case "$args" in *"$RPW"*|*"$CPW"*|*"$WPW"*) th_fail "a secret in the arguments of $p: $args";; esac
 done
 
 cli() { timeout 10 redis-cli -h 127.0.0.1 -p "$cport" "$@" 2>&1; }
@@ -107,6 +111,14 @@ until acli SIMHASH.INFO | tr -d '\r' | grep -qx routing:ok; do
     sleep 0.05
 done
 acli SIMHASH.INFO | tr -d '\r' | grep -qx auth_required:yes || th_fail "INFO: auth_required:yes missing"
+# the workers require their own password: the coordinator logs in with
+# worker-password-file (routing:ok above); anyone else gets -NOAUTH
+case "$(timeout 5 redis-cli -h 127.0.0.1 -p "$a" SHARD.HELLO 2>&1)" in
+    NOAUTH*) ;; *) th_fail "worker without AUTH: $(timeout 5 redis-cli -h 127.0.0.1 -p "$a" SHARD.HELLO 2>&1)";;
+esac
+[ "$(timeout 5 redis-cli -h 127.0.0.1 -p "$a" PING 2>&1)" = PONG ] || th_fail "worker PING before AUTH"
+[ "$(timeout 5 redis-cli -h 127.0.0.1 -p "$a" --no-auth-warning -a "$WPW" SHARD.HELLO | head -1)" = 6 ] ||
+    th_fail "worker SHARD.HELLO after AUTH"
 
 cat >"$TH_DIR/auth.py" <<'PY'
 import socket, sys
@@ -187,6 +199,11 @@ if c.call("SIMHASH.ADD", fp, "doc1") != 1: fail("ADD after AUTH")
 r = c.call("SIMHASH.QUERY", fp)
 if not (isinstance(r, list) and len(r) == 1 and r[0][2] == [b"doc1"]): fail("QUERY after AUTH: %r" % (r,))
 if c.call("SIMHASH.DEL", fp) != 1: fail("DEL after AUTH")
+# PING is allowed before AUTH (a health check needs no secret) and does not log in
+p = C()
+if p.call("PING") != "PONG": fail("PING before AUTH")
+r = p.call("SIMHASH.QUERY", fp)
+if not (isinstance(r, tuple) and r[1].startswith("NOAUTH")): fail("after PING: %r" % (r,))
 # QUIT is allowed before AUTH and closes
 d = C()
 if d.call("QUIT") != "OK": fail("QUIT before AUTH")
