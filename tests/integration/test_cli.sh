@@ -638,7 +638,7 @@ has "unknown option '-z'" "$T/err" "short option inside a cluster after a long o
 python3 -c "print('\n'.join(str(i) for i in range(65536)))" >"$T/dense.txt"
 echo "previous content" >"$T/keep.out"
 cp "$T/keep.out" "$T/keep.ref"
-if (ulimit -v 400000 && "$BIN/simhash-find-all" --version) >/dev/null 2>&1; then
+if { (ulimit -v 400000 && "$BIN/simhash-find-all" --version) >/dev/null 2>&1; } 2>/dev/null; then
     (ulimit -v 400000 && exec $TO "$BIN/simhash-find-all" -t 1 -i "$T/dense.txt" -o "$T/keep.out") >/dev/null 2>"$T/err"
 else   # a sanitizer build cannot run under ulimit -v: cap its allocations instead
     ASAN_OPTIONS="allocator_may_return_null=1:max_allocation_size_mb=64:${ASAN_OPTIONS:-}" \
