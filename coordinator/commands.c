@@ -963,7 +963,10 @@ static void cmd_info(rs_req *r)
 }
 
 const rs_command coord_commands[] = {
-    { "SIMHASH.ADD", -3, RS_CMD_WRITE, cmd_add },
+    /* ADD is not a barrier: it is one round whose requests all leave when it starts,
+     * and each worker connection, worker and Redis connection keeps their order, so
+     * later requests of the client still see it; DEL/CHECK (several rounds) are */
+    { "SIMHASH.ADD", -3, 0, cmd_add },
     { "SIMHASH.DEL", -2, RS_CMD_WRITE, cmd_del },
     { "SIMHASH.QUERY", -2, 0, cmd_query },
     { "SIMHASH.CHECK", -3, RS_CMD_WRITE, cmd_check },
