@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <time.h>
 
 #include <event2/event.h>
 
@@ -28,7 +27,6 @@ typedef enum shard_job_kind {
     SHARD_JOB_SUM,         /* integer replies added up */
     SHARD_JOB_DOCS,        /* SMEMBERS per fingerprint -> array of arrays */
     SHARD_JOB_INFO,        /* HMGET of the counter hash per shard -> SHARD.INFO text */
-    SHARD_JOB_WAIT,        /* SHARD.WAIT: Redis WAIT (group commit) or the AOF check */
 } shard_job_kind;
 
 struct shard_job;
@@ -73,13 +71,9 @@ typedef struct shard_job {
     resp_buf *parts;
     /* INFO */
     long long fps, docs;
-    /* WAIT: next job of the same group commit list */
-    struct shard_job *wnext;
 } shard_job;
 
 static void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs);
-static void shard_wait_refuse(shard_ctx *sc, struct shard_job *j);
-static int shard_aof_absorb(shard_ctx *sc, const redisReply *rep);
 
 static void shard_job_free(shard_job *j)
 {
@@ -240,13 +234,6 @@ static void shard_job_complete(shard_job *j)
         shard_info_reply(j->req, 1, j->fps, j->docs);
         j->req = NULL;
         return;
-    case SHARD_JOB_WAIT:    /* the AOF check came back */
-        if (j->sc->aof_ok != 1) {
-            shard_wait_refuse(j->sc, j);
-            return;
-        }
-        resp_add_simple(out, "OK");
-        break;
     }
     evtimer_del(j->deadline);
     rs_req_finish(j->req);
@@ -338,12 +325,6 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
         free(v);
         return 0;
     }
-    case SHARD_JOB_WAIT:
-        if (shard_aof_absorb(sc, rep) != 0) {
-            *why = "unexpected reply to CONFIG GET appendonly appendfsync";
-            return -1;
-        }
-        return 0;
     case SHARD_JOB_INFO: {
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
             *why = "unexpected reply to HMGET";
@@ -881,174 +862,6 @@ out:
     free(keys);
 }
 
-/* ---- SHARD.WAIT: durable acknowledgement ---- */
-
-/* Milliseconds of a monotonic clock. */
-static uint64_t shard_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-/* Reads a CONFIG GET appendonly appendfsync reply into the AOF cache. Returns 0, or
- * -1 when the reply is not a list of name/value pairs. */
-static int shard_aof_absorb(shard_ctx *sc, const redisReply *rep)
-{
-    if (rep->type != REDIS_REPLY_ARRAY || rep->elements % 2 != 0)
-        return -1;
-    const char *ao = "?", *fs = "?";
-    int aolen = 1, fslen = 1;
-    for (size_t i = 0; i + 1 < rep->elements; i += 2) {
-        const redisReply *k = rep->element[i], *v = rep->element[i + 1];
-        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
-            return -1;
-        int vlen = v->len > 16 ? 16 : (int)v->len;
-        if (k->len == 10 && strncasecmp(k->str, "appendonly", 10) == 0) {
-            ao = v->str;
-            aolen = vlen;
-        } else if (k->len == 11 && strncasecmp(k->str, "appendfsync", 11) == 0) {
-            fs = v->str;
-            fslen = vlen;
-        }
-    }
-    sc->aof_ok = aolen == 3 && strncasecmp(ao, "yes", 3) == 0 && fslen == 6 &&
-                 strncasecmp(fs, "always", 6) == 0;
-    snprintf(sc->aof_seen, sizeof sc->aof_seen, "appendonly %.*s, appendfsync %.*s", aolen,
-             ao, fslen, fs);
-    shard_redis_stats rst;
-    shard_redis_get_stats(sc->redis, &rst);
-    sc->aof_epoch = rst.reconnects;
-    sc->aof_checked_ms = shard_ms();
-    return 0;
-}
-
-/* Answers job j (or, when j is NULL, nothing) with the refusal of durable writes on
- * a Redis without appendonly yes + appendfsync always. */
-static void shard_wait_refuse(shard_ctx *sc, shard_job *j)
-{
-    char msg[256];
-    snprintf(msg, sizeof msg, "durable writes need appendonly yes and appendfsync always on "
-             "redis %s:%u (it has %s) or wait-replicas > 0", sc->cfg.redis_host,
-             sc->cfg.redis_port, sc->aof_seen);
-    log_warn_rl("refusing SHARD.WAIT: %s", msg);
-    shard_job_fail(j, RS_REDIS, &sc->st.wait_fail, msg);
-}
-
-static void shard_wait_send(shard_ctx *sc);
-
-/* Reply to a Redis WAIT: answers every job of the group it covered, then starts the
- * next group. */
-static void shard_on_wait_reply(void *priv, redisReply *reply, const char *err)
-{
-    shard_ctx *sc = priv;
-    shard_job *list = sc->wait_sent;
-    sc->wait_sent = NULL;
-    sc->wait_inflight = 0;
-    char msg[256] = "";
-    rs_errcode code = RS_REDIS;
-    if (reply == NULL)
-        snprintf(msg, sizeof msg, "%s", err ? err : "connection lost");
-    else if (reply->type == REDIS_REPLY_ERROR)
-        snprintf(msg, sizeof msg, "%.*s", (int)(reply->len > 200 ? 200 : reply->len), reply->str);
-    else if (reply->type != REDIS_REPLY_INTEGER)
-        snprintf(msg, sizeof msg, "unexpected reply to WAIT");
-    else if (reply->integer < (long long)sc->cfg.wait_replicas)
-        snprintf(msg, sizeof msg, "not replicated to %u replicas within %u ms (%lld acknowledged)",
-                 sc->cfg.wait_replicas, sc->cfg.wait_timeout_ms, reply->integer);
-    while (list) {
-        shard_job *j = list;
-        list = j->wnext;
-        j->pending--;
-        if (j->req) {
-            if (msg[0]) {
-                shard_job_fail(j, code, &sc->st.wait_fail, msg);
-            } else {
-                evtimer_del(j->deadline);
-                resp_add_simple(rs_req_out(j->req), "OK");
-                rs_req_finish(j->req);
-                j->req = NULL;
-            }
-        }
-        shard_job_release(j);
-    }
-    if (sc->wait_next == NULL)
-        return;
-    if (reply == NULL) {    /* their writes went on the lost connection */
-        sc->wait_sent = sc->wait_next;
-        sc->wait_next = NULL;
-        shard_on_wait_reply(sc, NULL, err);
-        return;
-    }
-    shard_wait_send(sc);
-}
-
-/* Sends one Redis WAIT for every job in wait_next (group commit: they all wrote
- * before it on this connection). */
-static void shard_wait_send(shard_ctx *sc)
-{
-    char n[16], t[16];
-    const char *argv[3] = {"WAIT", n, t};
-    snprintf(n, sizeof n, "%u", sc->cfg.wait_replicas);
-    snprintf(t, sizeof t, "%u", sc->cfg.wait_timeout_ms);
-    sc->wait_sent = sc->wait_next;
-    sc->wait_next = NULL;
-    sc->wait_inflight = 1;
-    sc->st.wait_cmds++;
-    if (shard_redis_command(sc->redis, shard_on_wait_reply, sc, 3, argv, NULL) != 0)
-        shard_on_wait_reply(sc, NULL, "connection lost");
-}
-
-/* SHARD.WAIT: +OK once every write this worker sent to Redis before it is durable:
- * replicated to wait-replicas replicas (Redis WAIT, one per group of waiting
- * requests), or, with wait-replicas 0, when Redis runs appendonly yes with
- * appendfsync always (it then fsyncs before it replies; checked with CONFIG GET,
- * cached for a second and per connection). */
-static void cmd_wait(rs_req *req)
-{
-    shard_ctx *sc = rs_req_ctx(req);
-    sc->st.requests++;
-    sc->st.waits++;
-    if (shard_check_redis(req, 1) != 0)
-        return;
-    if (sc->cfg.wait_replicas == 0) {
-        shard_redis_stats rst;
-        shard_redis_get_stats(sc->redis, &rst);
-        if (sc->aof_checked_ms != 0 && sc->aof_epoch == rst.reconnects &&
-            shard_ms() - sc->aof_checked_ms < 1000) {
-            if (sc->aof_ok) {
-                resp_add_simple(rs_req_out(req), "OK");
-                rs_req_finish(req);
-            } else {
-                shard_fail(req, RS_REDIS, &sc->st.wait_fail, "durable writes need appendonly "
-                           "yes and appendfsync always on redis %s:%u (it has %s) or "
-                           "wait-replicas > 0", sc->cfg.redis_host, sc->cfg.redis_port,
-                           sc->aof_seen);
-            }
-            return;
-        }
-        shard_job *j = shard_job_new(sc, req, SHARD_JOB_WAIT, 1);
-        if (j == NULL) {
-            shard_oom(req);
-            return;
-        }
-        const char *argv[4] = {"CONFIG", "GET", "appendonly", "appendfsync"};
-        shard_job_send(j, 0, 4, argv, NULL);
-        shard_job_release(j);
-        return;
-    }
-    shard_job *j = shard_job_new(sc, req, SHARD_JOB_WAIT, 1);
-    if (j == NULL) {
-        shard_oom(req);
-        return;
-    }
-    j->pending = 1;         /* held by the group list until its WAIT answers */
-    j->wnext = sc->wait_next;
-    sc->wait_next = j;
-    if (!sc->wait_inflight)
-        shard_wait_send(sc);
-}
-
 /* Answers a SHARD.INFO request: name:value lines about this worker and its Redis
  * connection; fingerprints / documents of its shards when have_counts. */
 static void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs)
@@ -1122,6 +935,6 @@ const rs_command shard_commands[] = {
     {"SHARD.DOCCOUNT", 2, 0, cmd_doccount},
     {"SHARD.DOCS", -2, 0, cmd_docs},
     {"SHARD.INFO", 1, 0, cmd_info},
-    {"SHARD.WAIT", 1, 0, cmd_wait},
+    {"SHARD.WAIT", 1, 0, shard_cmd_wait},
 };
 const size_t shard_ncommands = sizeof shard_commands / sizeof shard_commands[0];

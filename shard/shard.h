@@ -64,8 +64,8 @@ typedef struct shard_ctx {
     struct event_base *base;
     shard_stats st;
     /* SHARD.WAIT (handlers.c): group commit of Redis WAIT; the AOF check cache */
-    struct shard_job *wait_sent;    /* jobs the WAIT in flight answers */
-    struct shard_job *wait_next;    /* jobs for the next WAIT */
+    struct shard_waiter *wait_sent; /* requests the WAIT in flight answers */
+    struct shard_waiter *wait_next; /* requests for the next WAIT */
     int wait_inflight;
     int aof_ok;                     /* 1: appendonly yes + appendfsync always (when checked) */
     char aof_seen[96];              /* what CONFIG GET said, for the error text */
@@ -73,6 +73,11 @@ typedef struct shard_ctx {
     uint64_t aof_checked_ms;        /* 0: never checked */
     int fatal;                  /* stopped because Redis holds another corpus */
 } shard_ctx;
+
+typedef struct shard_waiter shard_waiter;
+
+/* SHARD.WAIT (wait.c): +OK once the writes sent before it are durable. */
+void shard_cmd_wait(rs_req *req);
 
 /* The command table of the worker (handlers.c). */
 extern const rs_command shard_commands[];
