@@ -2,7 +2,7 @@
 # test_guard.sh: a peer at a shard worker's address that sends a reply nobody asked
 # for must not bring the coordinator down (hiredis 0.14 would abort on it): the
 # coordinator drops that connection, keeps serving, and reconnects.
-set -euo pipefail
+set -u
 source "$(dirname "$0")/lib.sh"
 th_init guard
 th_need_bins simhash-coordinator
