@@ -66,7 +66,7 @@ mem_masters() {
 free_base() {
     python3 -c 'import random, socket
 for _ in range(500):
-    p = random.randint(20000, 29000)
+    p = random.randint(20000, 22500)   # cluster bus p+10000 stays below the ephemeral ports (32768)
     ok = True
     for q in [p + i for i in range(4)] + [p + 10000 + i for i in range(4)] + [p + 100 + i for i in range(6)] + [p + 200]:
         s = socket.socket()

@@ -24,11 +24,12 @@ sl() { timeout 300 bash "$LOCAL" "$@" --dir "$TH_DIR"; }
 sl_down() { [ -f "$TH_DIR/procs" ] && timeout 120 bash "$LOCAL" down --dir "$TH_DIR" >/dev/null 2>&1; return 0; }
 trap 'rc=$?; sl_down; (exit $rc); th_cleanup' EXIT
 
-# A base port P with P..P+7, P+10000..P+10007 (cluster bus) and P+100..P+107 free.
+# A base port P with P..P+7, P+10000..P+10007 (cluster bus) and P+100..P+107 free,
+# all below the kernel's ephemeral range, so that no outgoing connection takes one later.
 free_base() {
     python3 -c 'import random, socket
 for _ in range(500):
-    p = random.randint(20000, 29000)
+    p = random.randint(20000, 22500)   # cluster bus p+10000 stays below the ephemeral ports (32768)
     ok = True
     for q in [p + i for i in range(8)] + [p + 10000 + i for i in range(8)] + [p + 100 + i for i in range(8)] + [p + 200]:
         s = socket.socket()
@@ -51,6 +52,27 @@ progress() {
 d = json.load(open(sys.argv[1]))
 print(d["counts"].get(sys.argv[2], d.get(sys.argv[2], 0)))' "$TH_DIR/progress.json" "$1"
 }
+
+# ---- bad invocations: a clear message and a non-zero exit, nothing started ----
+bad() { # bad "EXPECTED TEXT" ARGS..: simhash-local ARGS must fail and say EXPECTED TEXT
+    local want=$1 out rc
+    shift
+    out=$(timeout 30 bash "$LOCAL" "$@" 2>&1)
+    rc=$?
+    [ $rc -ne 0 ] || th_fail "simhash-local $* succeeded"
+    [[ $out == *"$want"* ]] || th_fail "simhash-local $*: '$out' does not say '$want'"
+}
+bad "needs 'up --cluster'" up --masters 3 --dir "$TH_DIR/bad"
+bad "is for single-Redis mode" up --cluster --shards 2 --dir "$TH_DIR/bad"
+bad "must be a number in 1..64" up --cluster --masters 0 --dir "$TH_DIR/bad"
+bad "must be a number in 0..4" up --cluster --replicas x --dir "$TH_DIR/bad"
+bad "without replicas relies on appendfsync always" up --cluster --durable --no-aof --dir "$TH_DIR/bad"
+bad "no cluster deployment" add-node --dir "$TH_DIR/bad"
+bad "no cluster deployment" repair --dir "$TH_DIR/bad"
+bad "belongs to 'add-node'" up --cluster --no-rebalance --dir "$TH_DIR/bad"
+bad "unknown command" grow --dir "$TH_DIR/bad"
+[ -z "$(ls "$TH_DIR/bad" 2>/dev/null)" ] || th_fail "a refused command left files in $TH_DIR/bad"
+rm -rf "$TH_DIR/bad"
 
 # ---- bring up 3 masters ----
 up=0
