@@ -11,7 +11,7 @@
 # Environment: SIMHASH_BIN (default build/bin), BENCH_N (corpus, default 1000000),
 # BENCH_SECONDS (per rate measurement, default 10), BENCH_ROUNDS (3; medians are
 # reported), BENCH_RAW_DEPTH / BENCH_SYS_DEPTH (operations in flight, 32 / 64),
-# BENCH_BLOCKS/BENCH_DISTANCE (6/3).
+# BENCH_BLOCKS/BENCH_DISTANCE (6/3), BENCH_LAT_RATES (extra fixed latency rates, "1000 3000").
 # Everything runs on 127.0.0.1 in a mktemp -d directory and is stopped by PID at exit.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -111,5 +111,11 @@ emit latency rate "$half"
 emit latency p50_ms "$(val "$TH_DIR/paced.out" p50_ms)"
 emit latency p99_ms "$(val "$TH_DIR/paced.out" p99_ms)"
 emit latency p999_ms "$(val "$TH_DIR/paced.out" p999_ms)"
+# the same at fixed rates well below saturation (BENCH_LAT_RATES), for comparison
+for rate in ${BENCH_LAT_RATES:-1000 3000}; do
+    run paced-$rate paced --port "$cport" --corpus "$N" --rate "$rate" --seconds "$SECS" --count 100000000
+    emit latency "r${rate}_p50_ms" "$(val "$TH_DIR/paced-$rate.out" p50_ms)"
+    emit latency "r${rate}_p99_ms" "$(val "$TH_DIR/paced-$rate.out" p99_ms)"
+done
 emit machine loadavg_1m_end "$(cut -d' ' -f1 /proc/loadavg)"
 th_log "done"
