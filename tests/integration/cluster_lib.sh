@@ -19,10 +19,12 @@
 CL_PORTS=()
 CL_PIDS=()
 
+# Ports come from 20000-22767 so that the bus port (+10000) stays below the kernel's
+# ephemeral range (32768 and up): an outgoing connection can never take either later.
 cl_free_port() {
     python3 -c 'import random, socket
 for _ in range(200):
-    p = random.randint(20000, 39999)
+    p = random.randint(20000, 22767)
     ok = True
     for q in (p, p + 10000):
         s = socket.socket()
