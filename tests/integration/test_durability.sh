@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/integration/test_durability.sh: the durable-acknowledgement mode
 # (coordinator `durable yes`, worker SHARD.WAIT; docs/durability.md).
-#   1. Redis without AOF: durable writes are refused with a clear -REDIS error.
+#   1. Redis without AOF: durable writes are refused with a clear -REDIS error; table
+#      entries without a document (half an ADD) are never returned by QUERY or CHECK.
 #   2. wait-replicas 1 without a replica: -REDIS not replicated ...; with a replica
 #      attached the same ADD is acknowledged.
 #   3. Redis with appendonly yes + appendfsync always: a driver ingests through the
@@ -54,6 +55,18 @@ th_log "no AOF: refused ($out)"
 th_start_coord c-plain-nd 6 3 2000 "127.0.0.1:$TH_SHARD_PORT"
 out=$(cli "$TH_COORD_PORT" SIMHASH.ADD 12346 doc-b)
 [ "$out" = 1 ] || th_fail "non-durable ADD: expected 1, got: $out"
+# readers never see half an ADD: table entries without a document are not a match
+plain_worker=$TH_SHARD_PORT
+out=$(cli "$plain_worker" SHARD.ADD 999999 $(seq 0 19))
+[ "$out" = 20 ] || th_fail "SHARD.ADD of 20 tables: expected 20, got: $out"
+out=$(cli "$TH_COORD_PORT" SIMHASH.QUERY 999999 DISTANCE 0)
+[ -z "$out" ] || th_fail "a fingerprint without documents was returned: $out"
+out=$(cli "$TH_COORD_PORT" SIMHASH.CHECK 999998 doc-c DISTANCE 1)
+[ -z "$out" ] || th_fail "CHECK returned a fingerprint without documents: $out"
+[ "$(cli "$plain_worker" SHARD.DOCADD 999999 doc-x)" = 1 ] || th_fail "SHARD.DOCADD"
+out=$(cli "$TH_COORD_PORT" SIMHASH.QUERY 999999 DISTANCE 0 | tr '\n' ' ')
+[ "$out" = "999999 0 doc-x " ] || th_fail "after its document was added: expected '999999 0 doc-x', got: $out"
+th_log "table entries without a document stay invisible until the document exists"
 
 # ---- 2. wait-replicas ----
 mport=$(th_free_port)
