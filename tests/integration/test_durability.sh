@@ -82,7 +82,9 @@ th_log "no replica: refused ($out)"
 rport2=$(th_free_port)
 start_redis_at replica "$rport2" "$TH_DIR/replica" --appendonly no --replicaof 127.0.0.1 "$mport"
 i=0
-until cli "$rport2" info replication | tr -d '\r' | grep -q '^master_link_status:up'; do
+# the replica counts for WAIT once the master sees it online (after its first ACK)
+until cli "$rport2" info replication | tr -d '\r' | grep -q '^master_link_status:up' &&
+      cli "$mport" info replication | tr -d '\r' | grep -q '^slave0:.*state=online'; do
     i=$((i + 1))
     [ $i -lt 400 ] || th_fail "replica did not finish its sync"
     sleep 0.05
