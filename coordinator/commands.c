@@ -106,6 +106,7 @@ typedef struct cstate {
     qmatch *m;
     size_t n, cap;
     grp *groups;            /* per worker (DOCS) or per fingerprint (DOCADD) */
+    size_t *fetch;          /* DOCS: indexes into m of the matches to fetch, by worker */
     addpair *pairs;
     size_t npairs;
     long long count;        /* ADD: entries added; DEL: ids removed */
@@ -122,6 +123,7 @@ static void cstate_cleanup(void *p)
         free(s->m[i].docs);
     free(s->m);
     free(s->groups);
+    free(s->fetch);
     free(s->pairs);
     resp_buf_free(&s->saved);
 }
@@ -174,11 +176,11 @@ static size_t fp_str(uint64_t fp, char *buf)
  * Writes mark the workers touched (for SHARD.WAIT). Returns 0, or -1 when the op
  * failed. */
 static int send_per_table(coord_op *op, cstate *s, const char *cmd, uint64_t fp, const char *dstr,
-                          coord_reply_fn fn)
+                          const char *tail, coord_reply_fn fn)
 {
     coord *co = coord_op_coord(op);
-    const char *argv[3 + PERM_MAX_TABLES];
-    size_t lens[3 + PERM_MAX_TABLES];
+    const char *argv[4 + PERM_MAX_TABLES];
+    size_t lens[4 + PERM_MAX_TABLES];
     short owner[PERM_MAX_TABLES];
     char fps[24];
     size_t fplen = fp_str(fp, fps);
@@ -207,6 +209,10 @@ static int send_per_table(coord_op *op, cstate *s, const char *cmd, uint64_t fp,
             }
         if (argc == first)
             continue;
+        if (tail) {
+            argv[argc] = tail;
+            lens[argc++] = strlen(tail);
+        }
         if (coord_op_send(op, &co->w[wi], argc, argv, lens, fn, NULL) != 0)
             return -1;
         if (write && wi < sizeof(s->touched))
@@ -263,6 +269,31 @@ static int want_integer(coord_op *op, coord_worker *w, redisReply *r, const char
 static void add_round_start(coord_op *op);
 static void query_sort_answer_fn(coord_op *op);
 
+/* Parses e, an array of document ids, into a RESP array in *docs (malloc'd).
+ * Returns 0, -1 when e is malformed, -2 out of memory. */
+static int docs_copy(const redisReply *e, char **docs, size_t *docslen)
+{
+    resp_buf b;
+    if (e->type != REDIS_REPLY_ARRAY)
+        return -1;
+    resp_buf_init(&b, 0);
+    resp_add_array(&b, e->elements);
+    for (size_t j = 0; j < e->elements; j++) {
+        if (e->element[j]->type != REDIS_REPLY_STRING) {
+            resp_buf_free(&b);
+            return -1;
+        }
+        resp_add_bulk(&b, e->element[j]->str, e->element[j]->len);
+    }
+    if (b.overflow) {
+        resp_buf_free(&b);
+        return -2;
+    }
+    *docs = b.data;
+    *docslen = b.len;
+    return 0;
+}
+
 static int match_push(cstate *s, uint64_t fp, unsigned dist)
 {
     if (s->n == s->cap) {
@@ -282,7 +313,8 @@ static int match_push(cstate *s, uint64_t fp, unsigned dist)
     return 0;
 }
 
-/* SHARD.QUERY reply: array of [fp, dist]. */
+/* SHARD.QUERY ... DOCS reply: array of [fp, dist, [docid ...]] (the worker read the
+ * ids: it serves table 0's shard of fp) or [fp, dist] (ids still to be fetched). */
 static int on_query_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
 {
     cstate *s = coord_op_data(op);
@@ -310,6 +342,17 @@ static int on_query_reply(coord_op *op, coord_worker *w, redisReply *r, void *ar
         if (match_push(s, fp, dist) != 0) {
             coord_op_fail(op, RS_OOM, "out of memory");
             return -1;
+        }
+        if (e->elements >= 3) {
+            qmatch *m = &s->m[s->n - 1];
+            int rc = docs_copy(e->element[2], &m->docs, &m->docslen);
+            if (rc == -1)
+                goto bad;
+            if (rc == -2) {
+                coord_op_fail(op, RS_OOM, "out of memory");
+                return -1;
+            }
+            m->gone = e->element[2]->elements == 0;
         }
     }
     return 0;
@@ -342,27 +385,19 @@ static int on_docs_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg
         goto bad;
     for (size_t i = 0; i < g->n; i++) {
         redisReply *e = r->element[i];
-        resp_buf b;
-        if (e->type != REDIS_REPLY_ARRAY)
+        char *docs;
+        size_t docslen;
+        int rc = docs_copy(e, &docs, &docslen);
+        if (rc == -1)
             goto bad;
-        resp_buf_init(&b, 0);
-        resp_add_array(&b, e->elements);
-        for (size_t j = 0; j < e->elements; j++) {
-            if (e->element[j]->type != REDIS_REPLY_STRING) {
-                resp_buf_free(&b);
-                goto bad;
-            }
-            resp_add_bulk(&b, e->element[j]->str, e->element[j]->len);
-        }
-        if (b.overflow) {
-            resp_buf_free(&b);
+        if (rc == -2) {
             coord_op_fail(op, RS_OOM, "out of memory");
             return -1;
         }
-        qmatch *m = &s->m[g->start + i];
+        qmatch *m = &s->m[s->fetch[g->start + i]];
         free(m->docs);
-        m->docs = b.data;
-        m->docslen = b.len;
+        m->docs = docs;
+        m->docslen = docslen;
         /* a fingerprint exists only with a document: an ADD still under way or one
          * that failed half-way left table entries without one */
         m->gone = e->elements == 0;
@@ -417,6 +452,13 @@ static void query_merge(coord_op *op)
             if (k > 0 && s->m[k - 1].fp == s->m[i].fp) {
                 if (s->m[i].dist < s->m[k - 1].dist)
                     s->m[k - 1].dist = s->m[i].dist;
+                /* the id lists of one fp are the same: keep any */
+                if (s->m[k - 1].docs == NULL) {
+                    s->m[k - 1].docs = s->m[i].docs;
+                    s->m[k - 1].docslen = s->m[i].docslen;
+                } else {
+                    free(s->m[i].docs);
+                }
                 continue;
             }
             s->m[k++] = s->m[i];
@@ -425,18 +467,22 @@ static void query_merge(coord_op *op)
     }
     if (s->limit > 0 && s->n > s->limit) {
         qsort(s->m, s->n, sizeof(*s->m), cmp_dist_fp);
+        for (size_t i = s->limit; i < s->n; i++)
+            free(s->m[i].docs);
         s->n = s->limit;
     }
-    if (s->n == 0) {
-        query_answer(op);
+    /* matches the workers returned without ids (table 0's shard of fp is another
+     * worker's): fetch them from that worker with SHARD.DOCS, grouped by worker */
+    size_t nfetch = 0;
+    for (size_t i = 0; i < s->n; i++)
+        nfetch += s->m[i].docs == NULL;
+    if (nfetch == 0) {
+        query_sort_answer_fn(op);
         return;
     }
-    /* group by owner of table 0's shard: sort by (owner, dist, fp) would lose the
-     * final order, so sort by owner here and re-sort after */
     s->groups = calloc(co->nw, sizeof(*s->groups));
-    qmatch *tmp = malloc(s->n * sizeof(*tmp));
-    if (s->groups == NULL || tmp == NULL) {
-        free(tmp);
+    s->fetch = malloc(nfetch * sizeof(*s->fetch));
+    if (s->groups == NULL || s->fetch == NULL) {
         coord_op_fail(op, RS_OOM, "out of memory");
         return;
     }
@@ -444,17 +490,15 @@ static void query_merge(coord_op *op)
     for (size_t wi = 0; wi < co->nw; wi++) {
         s->groups[wi].start = pos;
         for (size_t i = 0; i < s->n; i++)
-            if (coord_route(co, 0, perm_apply(&co->ps.tables[0], s->m[i].fp)) == &co->w[wi])
-                tmp[pos++] = s->m[i];
+            if (s->m[i].docs == NULL &&
+                coord_route(co, 0, perm_apply(&co->ps.tables[0], s->m[i].fp)) == &co->w[wi])
+                s->fetch[pos++] = i;
         s->groups[wi].n = pos - s->groups[wi].start;
     }
-    if (pos != s->n) {
-        free(tmp);
+    if (pos != nfetch) {
         coord_op_fail(op, RS_SHARDDOWN, "routing changed during the request; retry");
         return;
     }
-    memcpy(s->m, tmp, s->n * sizeof(*tmp));
-    free(tmp);
     for (size_t wi = 0; wi < co->nw; wi++) {
         grp *g = &s->groups[wi];
         if (g->n == 0)
@@ -472,7 +516,7 @@ static void query_merge(coord_op *op)
         argv[0] = "SHARD.DOCS";
         lens[0] = 10;
         for (size_t i = 0; i < g->n; i++) {
-            lens[i + 1] = fp_str(s->m[g->start + i].fp, fps[i]);
+            lens[i + 1] = fp_str(s->m[s->fetch[g->start + i]].fp, fps[i]);
             argv[i + 1] = fps[i];
         }
         int rc = coord_op_send(op, &co->w[wi], (int)(g->n + 1), argv, lens, on_docs_reply, g);
@@ -507,7 +551,7 @@ static void query_start(coord_op *op)
     cstate *s = coord_op_data(op);
     char dstr[8];
     snprintf(dstr, sizeof(dstr), "%u", s->d);
-    if (send_per_table(op, s, "SHARD.QUERY", s->q, dstr, on_query_reply) != 0)
+    if (send_per_table(op, s, "SHARD.QUERY", s->q, dstr, "DOCS", on_query_reply) != 0)
         return;
     coord_op_round_end(op, query_merge);
 }
@@ -839,7 +883,7 @@ static void del_tables_round(coord_op *op)
     cstate *s = coord_op_data(op);
     /* with other documents left the fingerprint stays: no table round */
     if (!(s->have_docid && s->left > 0) &&
-        send_per_table(op, s, "SHARD.DEL", s->q, NULL, on_ignore_count) != 0)
+        send_per_table(op, s, "SHARD.DEL", s->q, NULL, NULL, on_ignore_count) != 0)
         return;
     if (send_waits(op, s) != 0)
         return;
@@ -935,6 +979,13 @@ static void cmd_info(rs_req *r)
         resp_buf_printf(&b, "documents:%lld\r\n", docs);
     else
         resp_buf_printf(&b, "documents:unknown\r\n");
+    /* the Redis nodes behind the workers, each counted once (replicas left out) */
+    long long mem = coord_redis_used_memory(co);
+    if (mem >= 0)
+        resp_buf_printf(&b, "redis_used_memory:%lld\r\nredis_used_memory_human:%.2fM\r\n", mem,
+                        (double)mem / (1024.0 * 1024.0));
+    else
+        resp_buf_printf(&b, "redis_used_memory:unknown\r\nredis_used_memory_human:unknown\r\n");
     /* every configured limit, then each worker's requests in flight against its cap */
     resp_buf_printf(&b, "\r\n# Limits\r\ntimeout_ms:%u\r\nmax_inflight_worker:%u\r\n"
                     "max_clients:%u\r\nmax_pending:%u\r\nmax_args:%u\r\nmax_arg_bytes:%zu\r\n"

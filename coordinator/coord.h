@@ -64,6 +64,9 @@ typedef struct coord_worker {
     struct event *health_ev;
     int health_pending;
     long long fingerprints, documents;   /* from SHARD.INFO; -1 unknown */
+    long long redis_used_memory;    /* from SHARD.INFO: its Redis node's used_memory; -1 */
+    char redis_addr[80];            /* from SHARD.INFO: that node's host:port; "" unknown */
+    int redis_role;                 /* from SHARD.INFO: 1 master, 0 replica, -1 unknown */
     char problem[256];              /* last error, for INFO and logs */
     /* cluster mode (route.c): the Redis node the worker is attached to, as HELLO and
      * SHARD.INFO name it; its redirection counters; its counts before de-duplication */
@@ -115,6 +118,10 @@ int coord_workers_start(coord *co, char *err, size_t errlen);
 void coord_workers_stop(coord *co);
 /* Append the # Workers section lines. */
 void coord_workers_info(coord *co, resp_buf *b);
+/* Memory used by the Redis nodes behind the workers: used_memory summed over the
+ * distinct redis_addr the workers report, leaving out nodes that report the replica
+ * role. Returns the sum, or -1 when a worker's node memory is unknown. */
+long long coord_redis_used_memory(const coord *co);
 /* Microseconds on a monotonic clock. */
 uint64_t coord_now_us(void);
 

@@ -145,6 +145,7 @@ static void worker_lost(coord_worker *w, const char *why)
         w->health = W_DOWN;
     w->errors++;
     w->health_pending = 0;
+    w->redis_used_memory = -1;     /* not known until it answers SHARD.INFO again */
     routing_update(co);
     if (co->cl)
         coord_cluster_refresh(co, "shard worker lost");
@@ -331,6 +332,24 @@ static void on_reconnect(evutil_socket_t fd, short what, void *arg)
     worker_connect(arg);
 }
 
+long long coord_redis_used_memory(const coord *co)
+{
+    long long sum = 0;
+    for (size_t i = 0; i < co->nw; i++) {
+        const coord_worker *w = &co->w[i];
+        if (w->redis_role == 0)
+            continue;           /* a replica: its master is counted by its own worker */
+        if (w->redis_used_memory < 0 || !w->redis_addr[0])
+            return -1;
+        int seen = 0;
+        for (size_t j = 0; j < i && !seen; j++)
+            seen = co->w[j].redis_role != 0 && strcmp(co->w[j].redis_addr, w->redis_addr) == 0;
+        if (!seen)
+            sum += w->redis_used_memory;
+    }
+    return sum;
+}
+
 /* "name:value" lines of SHARD.INFO: value of name, or -1. */
 static long long info_field(const char *s, size_t len, const char *name)
 {
@@ -440,6 +459,13 @@ static void on_health(redisAsyncContext *ac, void *reply, void *priv)
     if (r->type == REDIS_REPLY_STRING) {
         w->fingerprints = info_field(r->str, r->len, "fingerprints");
         w->documents = info_field(r->str, r->len, "documents");
+        w->redis_used_memory = info_field(r->str, r->len, "redis_used_memory");
+        if (info_str(r->str, r->len, "redis_addr", w->redis_addr, sizeof(w->redis_addr)) != 0)
+            w->redis_addr[0] = '\0';
+        char role[16];
+        w->redis_role = -1;
+        if (info_str(r->str, r->len, "redis_role", role, sizeof(role)) == 0)
+            w->redis_role = strcmp(role, "master") == 0 ? 1 : strcmp(role, "replica") == 0 ? 0 : -1;
         if (w->co->cl)
             worker_cluster_health(w, r->str, r->len);
     }
@@ -478,6 +504,8 @@ int coord_workers_start(coord *co, char *err, size_t errlen)
         w->idx = (unsigned)i;
         w->fingerprints = w->documents = -1;
         w->raw_fingerprints = w->raw_documents = -1;
+        w->redis_used_memory = -1;
+        w->redis_role = -1;
         if (strlen(spec) >= sizeof(w->addr)) {
             snprintf(err, errlen, "worker '%.40s...': longer than %zu characters", spec,
                      sizeof(w->addr) - 1);
@@ -546,9 +574,15 @@ void coord_workers_info(coord *co, resp_buf *b)
             snprintf(range, sizeof(range), "%u-%u", w->lo, w->hi);
         resp_buf_printf(b,
                         "worker%zu:addr=%s,health=%s,shards=%s,latency_us=%.0f,requests=%llu,"
-                        "errors=%llu,timeouts=%llu,inflight=%u,connects=%llu\r\n",
+                        "errors=%llu,timeouts=%llu,inflight=%u,connects=%llu,redis_addr=%s,"
+                        "redis_used_memory=",
                         i, w->addr, health_name(w->health), range, w->latency_us, w->requests,
-                        w->errors, w->timeouts, w->inflight, w->connects);
+                        w->errors, w->timeouts, w->inflight, w->connects,
+                        w->redis_addr[0] ? w->redis_addr : "unknown");
+        if (w->redis_used_memory >= 0)
+            resp_buf_printf(b, "%lld\r\n", w->redis_used_memory);
+        else
+            resp_buf_printf(b, "unknown\r\n");
     }
     coord_cluster_info(co, b);
 }

@@ -47,6 +47,8 @@ typedef struct shard_slot {
 typedef struct shard_match {
     uint64_t fp;
     unsigned dist;
+    uint8_t own;           /* QUERY ... DOCS: document ids read (table 0's shard is ours) */
+    uint8_t empty;         /* QUERY ... DOCS: its document set is empty (dropped) */
 } shard_match;
 
 typedef struct shard_job {
@@ -62,13 +64,16 @@ typedef struct shard_job {
     unsigned d;
     shard_match *m;
     size_t nm, capm;
+    int withdocs;          /* SHARD.QUERY ... DOCS */
+    int docphase;          /* 1: the scan is done, SMEMBERS of the matches are out */
     /* SUM */
     long long sum;
     long long sum2;        /* SHARD.ADD ... DOCS: document ids added */
     int pair;              /* answer [sum, sum2] */
     unsigned long long *sum_stat;  /* counter the sum is added to, or NULL */
-    /* DOCS */
+    /* DOCS; QUERY ... DOCS (indexed by match) */
     resp_buf *parts;
+    unsigned nparts;
     /* INFO */
     long long fps, docs;
 } shard_job;
@@ -80,7 +85,7 @@ static void shard_job_free(shard_job *j)
     if (j->deadline)
         event_free(j->deadline);
     if (j->parts) {
-        for (unsigned i = 0; i < j->nslots; i++)
+        for (unsigned i = 0; i < j->nparts; i++)
             resp_buf_free(&j->parts[i]);
         free(j->parts);
     }
@@ -146,8 +151,10 @@ static shard_job *shard_job_new(shard_ctx *sc, rs_req *req, shard_job_kind kind,
     j->nslots = n;
     j->slots = calloc(n, sizeof *j->slots);
     j->deadline = evtimer_new(sc->base, shard_job_on_deadline, j);
-    if (kind == SHARD_JOB_DOCS)
+    if (kind == SHARD_JOB_DOCS) {
         j->parts = calloc(n, sizeof *j->parts);
+        j->nparts = j->parts ? n : 0;
+    }
     if (!j->slots || !j->deadline || (kind == SHARD_JOB_DOCS && !j->parts)) {
         j->req = NULL;
         shard_job_free(j);
@@ -192,24 +199,94 @@ static int shard_match_cmp(const void *a, const void *b)
     return x->fp < y->fp ? -1 : x->fp > y->fp;
 }
 
+/* SHARD.QUERY ... DOCS once the scan is done (matches sorted, unique): sends SMEMBERS
+ * of the document set of every match whose table-0 shard this worker serves (in
+ * cluster mode: all of them; Redis redirections are followed). Returns 1 when the job
+ * goes on (or has answered with an error), 0 when it answers at once: no such match,
+ * or no room for the reads (the matches then go without ids, which the coordinator
+ * fetches with SHARD.DOCS). */
+static int shard_query_docs_start(shard_job *j)
+{
+    shard_ctx *sc = j->sc;
+    unsigned n = 0;
+    for (size_t i = 0; i < j->nm; i++) {
+        unsigned sh = layout_shard_of(perm_apply(&sc->ps.tables[0], j->m[i].fp));
+        j->m[i].own = sh >= sc->cfg.lo && sh <= sc->cfg.hi;
+        j->m[i].empty = 0;
+        n += j->m[i].own;
+    }
+    shard_slot *slots = NULL;
+    resp_buf *parts = NULL;
+    if (n > 0 && n <= sc->cfg.max_inflight_redis &&
+        shard_redis_get_state(sc->redis) == SHARD_REDIS_READY &&
+        shard_redis_room(sc->redis, n)) {
+        slots = calloc(n, sizeof *slots);
+        parts = calloc(j->nm, sizeof *parts);
+    }
+    if (slots == NULL || parts == NULL) {
+        free(slots);
+        free(parts);
+        for (size_t i = 0; i < j->nm; i++)
+            j->m[i].own = 0;
+        return 0;
+    }
+    /* nothing is outstanding (the scan's last reply is being handled): the old
+     * slots are no longer referenced */
+    free(j->slots);
+    j->slots = slots;
+    j->nslots = n;
+    j->parts = parts;
+    j->nparts = (unsigned)j->nm;
+    for (size_t i = 0; i < j->nm; i++)
+        resp_buf_init(&parts[i], 0);
+    j->docphase = 1;
+    unsigned k = 0;
+    for (size_t i = 0; i < j->nm && j->req; i++) {
+        if (!j->m[i].own)
+            continue;
+        char key[LAYOUT_KEY_MAX];
+        uint64_t p0 = perm_apply(&sc->ps.tables[0], j->m[i].fp);
+        size_t klen = layout_doc_key(key, sizeof key, j->m[i].fp, p0);
+        const char *argv[2] = {"SMEMBERS", key};
+        size_t argvlen[2] = {8, klen};
+        j->slots[k].job = j;
+        j->slots[k].idx = (uint32_t)i;
+        shard_job_send(j, k, 2, argv, argvlen);
+        k++;
+    }
+    return 1;
+}
+
 /* Writes the job's reply and finishes the request. */
 static void shard_job_complete(shard_job *j)
 {
     resp_buf *out = rs_req_out(j->req);
     switch (j->kind) {
     case SHARD_JOB_QUERY: {
-        if (j->nm > 1)
-            qsort(j->m, j->nm, sizeof *j->m, shard_match_cmp);
+        if (!j->docphase) {
+            if (j->nm > 1)
+                qsort(j->m, j->nm, sizeof *j->m, shard_match_cmp);
+            size_t n = 0;
+            for (size_t i = 0; i < j->nm; i++)
+                if (n == 0 || j->m[i].fp != j->m[n - 1].fp)
+                    j->m[n++] = j->m[i];
+            j->nm = n;
+            if (j->withdocs && shard_query_docs_start(j))
+                return;
+        }
         size_t n = 0;
         for (size_t i = 0; i < j->nm; i++)
-            if (n == 0 || j->m[i].fp != j->m[n - 1].fp)
-                j->m[n++] = j->m[i];
+            n += !j->m[i].empty;
         j->sc->st.matches += n;
         resp_add_array(out, n);
-        for (size_t i = 0; i < n; i++) {
-            resp_add_array(out, 2);
+        for (size_t i = 0; i < j->nm; i++) {
+            if (j->m[i].empty)
+                continue;
+            resp_add_array(out, j->m[i].own ? 3 : 2);
             resp_add_bulk_u64(out, j->m[i].fp);
             resp_add_int(out, j->m[i].dist);
+            if (j->m[i].own)
+                resp_buf_append(out, j->parts[i].data, j->parts[i].len);
         }
         break;
     }
@@ -251,10 +328,46 @@ static int shard_reply_cmp(const void *a, const void *b)
     return x->len < y->len ? -1 : x->len > y->len;
 }
 
+/* Writes an SMEMBERS reply (an array) to b as an array of ids sorted bytewise.
+ * Returns 0, or -1 with why set. */
+static int shard_docs_absorb(resp_buf *b, const redisReply *rep, const char **why)
+{
+    redisReply **v = NULL;
+    if (rep->elements) {
+        v = malloc(rep->elements * sizeof *v);
+        if (v == NULL) {
+            *why = "out of memory";
+            return -1;
+        }
+        memcpy(v, rep->element, rep->elements * sizeof *v);
+        if (rep->elements > 1)
+            qsort(v, rep->elements, sizeof *v, shard_reply_cmp);
+    }
+    resp_add_array(b, rep->elements);
+    for (size_t i = 0; i < rep->elements; i++) {
+        if (v[i]->type != REDIS_REPLY_STRING) {
+            free(v);
+            *why = "unexpected member in a reply to SMEMBERS";
+            return -1;
+        }
+        resp_add_bulk(b, v[i]->str, v[i]->len);
+    }
+    free(v);
+    return 0;
+}
+
 /* Folds one Redis reply into the job. Returns 0, or -1 with why set. */
 static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, const char **why)
 {
     shard_ctx *sc = j->sc;
+    if (j->kind == SHARD_JOB_QUERY && j->docphase) {
+        if (rep->type != REDIS_REPLY_ARRAY) {
+            *why = "unexpected reply to SMEMBERS";
+            return -1;
+        }
+        j->m[s->idx].empty = rep->elements == 0;
+        return shard_docs_absorb(&j->parts[s->idx], rep, why);
+    }
     switch (j->kind) {
     case SHARD_JOB_QUERY: {
         if (rep->type != REDIS_REPLY_ARRAY) {
@@ -288,6 +401,8 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
             }
             j->m[j->nm].fp = fp;
             j->m[j->nm].dist = dist;
+            j->m[j->nm].own = 0;
+            j->m[j->nm].empty = 0;
             j->nm++;
         }
         return 0;
@@ -307,23 +422,7 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
             *why = "unexpected reply to SMEMBERS";
             return -1;
         }
-        resp_buf *b = &j->parts[s->idx];
-        redisReply **v = NULL;
-        if (rep->elements) {
-            v = malloc(rep->elements * sizeof *v);
-            if (v == NULL) {
-                *why = "out of memory";
-                return -1;
-            }
-            memcpy(v, rep->element, rep->elements * sizeof *v);
-            if (rep->elements > 1)
-                qsort(v, rep->elements, sizeof *v, shard_reply_cmp);
-        }
-        resp_add_array(b, rep->elements);
-        for (size_t i = 0; i < rep->elements; i++)
-            resp_add_bulk(b, v[i]->str, v[i]->len);
-        free(v);
-        return 0;
+        return shard_docs_absorb(&j->parts[s->idx], rep, why);
     }
     case SHARD_JOB_INFO: {
         if (rep->type != REDIS_REPLY_ARRAY || rep->elements != 2) {
@@ -529,7 +628,7 @@ static void cmd_hello(rs_req *req)
     rs_req_finish(req);
 }
 
-/* SHARD.QUERY fp d t [t ...] */
+/* SHARD.QUERY fp d t [t ...] [DOCS] */
 static void cmd_query(rs_req *req)
 {
     shard_ctx *sc = rs_req_ctx(req);
@@ -537,6 +636,12 @@ static void cmd_query(rs_req *req)
     sc->st.queries++;
     uint64_t q, dv;
     size_t argc = rs_req_argc(req), len;
+    const char *last = rs_req_arg(req, argc - 1, &len);
+    int withdocs = len == 4 && strncasecmp(last, "DOCS", 4) == 0;
+    if (withdocs && --argc < 4) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "no table given");
+        return;
+    }
     if (shard_arg_fp(req, 1, &q) != 0)
         return;
     const char *s = rs_req_arg(req, 2, &len);
@@ -576,6 +681,7 @@ static void cmd_query(rs_req *req)
     }
     j->q = q;
     j->d = (unsigned)dv;
+    j->withdocs = withdocs;
     unsigned slot = 0;
     for (unsigned i = 0; i < ntab && j->req; i++) {
         for (uint64_t b = 0; b < rg[i].nbuckets && j->req; b++, slot++) {
@@ -883,14 +989,28 @@ static void shard_info_reply(rs_req *req, int have_counts, long long fps, long l
 #define SHARD_STAT_LINE_(f, n) resp_buf_printf(&b, "%s:%llu\r\n", n, sc->st.f);
     SHARD_STATS(SHARD_STAT_LINE_)
 #undef SHARD_STAT_LINE_
-    resp_buf_printf(&b, "# Redis\r\nredis:%s\r\nredis_addr:%s:%u\r\nredis_db:%u\r\n"
+    /* the node it is attached to: in cluster mode as the cluster names it (it
+     * changes after a reattach), else as configured */
+    char addr[300];
+    const char *node = shard_redis_cluster_mode(sc->redis) ? shard_redis_node(sc->redis) : "";
+    if (node[0])
+        snprintf(addr, sizeof addr, "%s", node);
+    else
+        snprintf(addr, sizeof addr, "%s:%u", sc->cfg.redis_host, sc->cfg.redis_port);
+    resp_buf_printf(&b, "# Redis\r\nredis:%s\r\nredis_addr:%s\r\nredis_db:%u\r\n"
                     "redis_reconnects:%llu\r\nredis_connect_failures:%llu\r\n"
                     "redis_inflight:%u\r\nredis_max_inflight:%u\r\nredis_commands:%llu\r\n"
                     "redis_last_error:%s\r\n",
                     shard_redis_state_name(shard_redis_get_state(sc->redis)),
-                    sc->cfg.redis_host, sc->cfg.redis_port, sc->cfg.redis_db,
+                    addr, sc->cfg.redis_db,
                     rst.reconnects, rst.connect_failures, rst.inflight,
                     sc->cfg.max_inflight_redis, rst.commands, rst.last_error);
+    if (sc->redis_used_memory >= 0)
+        resp_buf_printf(&b, "redis_used_memory:%lld\r\n", sc->redis_used_memory);
+    else
+        resp_buf_printf(&b, "redis_used_memory:unknown\r\n");
+    resp_buf_printf(&b, "redis_role:%s\r\n", sc->redis_role == 1 ? "master"
+                    : sc->redis_role == 0 ? "replica" : "unknown");
     shard_redis_cluster_info(sc->redis, &b);
     resp_buf_printf(&b, "# Clients\r\n");
     if (sc->srv)
@@ -900,17 +1020,66 @@ static void shard_info_reply(rs_req *req, int have_counts, long long fps, long l
     rs_req_finish(req);
 }
 
-/* SHARD.INFO: reads the counter hash of every shard served (HMGET c:{0:xx}), then
- * answers; without Redis it answers at once, the counts "unknown". */
+/* Value of the "name:value" line of a Redis INFO text, copied into buf (at most
+ * cap-1 bytes); 0, or -1 when absent. */
+static int shard_redis_info_line(const char *s, size_t len, const char *name, char *buf,
+                                 size_t cap)
+{
+    size_t nl = strlen(name);
+    const char *p = s, *end = s + len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
+        if (ll > nl && memcmp(p, name, nl) == 0 && p[nl] == ':') {
+            size_t vl = ll - nl - 1;
+            if (vl > 0 && p[nl + vl] == '\r')
+                vl--;
+            snprintf(buf, cap, "%.*s", (int)vl, p + nl + 1);
+            return 0;
+        }
+        p += ll + 1;
+    }
+    return -1;
+}
+
+/* Reply of the INFO sent with every SHARD.INFO: keeps used_memory and the role of
+ * the Redis node (-1: unknown when the reply is missing or malformed). */
+static void shard_on_redis_info(void *priv, redisReply *reply, const char *err)
+{
+    shard_ctx *sc = priv;
+    char v[32];
+    (void)err;
+    sc->redis_used_memory = -1;
+    sc->redis_role = -1;
+    if (reply == NULL || reply->type != REDIS_REPLY_STRING)
+        return;
+    uint64_t x;
+    const char *why;
+    if (shard_redis_info_line(reply->str, reply->len, "used_memory", v, sizeof v) == 0 &&
+        parse_u64(v, strlen(v), &x, &why) == 0 && x < (uint64_t)INT64_MAX)
+        sc->redis_used_memory = (long long)x;
+    if (shard_redis_info_line(reply->str, reply->len, "role", v, sizeof v) == 0)
+        sc->redis_role = strcmp(v, "master") == 0 ? 1 : strcmp(v, "slave") == 0 ? 0 : -1;
+}
+
+/* SHARD.INFO: reads the Redis node's INFO (memory, role) and the counter hash of
+ * every shard served (HMGET c:{0:xx}), then answers; without Redis it answers at
+ * once, the counts and memory "unknown". The INFO goes first on the connection, so
+ * its reply is kept before the counts complete the answer. */
 static void cmd_info(rs_req *req)
 {
     shard_ctx *sc = rs_req_ctx(req);
     unsigned n = sc->cfg.hi - sc->cfg.lo + 1;
     if (shard_redis_get_state(sc->redis) != SHARD_REDIS_READY ||
-        !shard_redis_room(sc->redis, n)) {
+        !shard_redis_room(sc->redis, n + 1)) {
+        if (shard_redis_get_state(sc->redis) != SHARD_REDIS_READY)
+            sc->redis_used_memory = sc->redis_role = -1;
         shard_info_reply(req, 0, 0, 0);
         return;
     }
+    const char *iargv[1] = {"INFO"};
+    if (shard_redis_command(sc->redis, shard_on_redis_info, sc, 1, iargv, NULL) != 0)
+        sc->redis_used_memory = sc->redis_role = -1;
     shard_job *j = shard_job_new(sc, req, SHARD_JOB_INFO, n);
     if (j == NULL) {
         shard_oom(req);

@@ -196,6 +196,8 @@ int main(int argc, char **argv)
         return cr == CFG_EXIT_OK ? 0 : 2;
     }
     sc.cfg = mc.c;      /* the strings stay owned by mc */
+    sc.redis_used_memory = -1;
+    sc.redis_role = -1;
     shard_config *c = &sc.cfg;
     char err[512];
     int rc = 1;

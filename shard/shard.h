@@ -72,6 +72,9 @@ typedef struct shard_ctx {
     unsigned long long aof_epoch;   /* redis reconnect count when checked */
     uint64_t aof_checked_ms;        /* 0: never checked */
     int fatal;                  /* stopped because Redis holds another corpus */
+    /* SHARD.INFO (handlers.c): the Redis node's INFO, read with every SHARD.INFO */
+    long long redis_used_memory;    /* used_memory; -1 unknown */
+    int redis_role;                 /* 1 master, 0 replica, -1 unknown */
 } shard_ctx;
 
 typedef struct shard_waiter shard_waiter;

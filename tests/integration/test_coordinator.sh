@@ -59,6 +59,31 @@ for want in "blocks:$B" "distance:$K" "tables:20" "routing:ok" "worker0:addr=127
     echo "$info" | grep -q "$want" || th_fail "SIMHASH.INFO lacks '$want': $info"
 done
 
+# Redis memory: both workers share one Redis, so the total counts it once and matches
+# that Redis's own used_memory (within 10%); each worker line names it
+mem=""
+for _ in $(seq 1 50); do
+    info=$(acli SIMHASH.INFO | tr -d '\r')
+    mem=$(echo "$info" | sed -n 's/^redis_used_memory:\([0-9][0-9]*\)$/\1/p')
+    w1=$(echo "$info" | grep -c "^worker[01]:.*,redis_addr=127.0.0.1:$rport,redis_used_memory=[0-9]")
+    [ -n "$mem" ] && [ "$w1" = 2 ] && break
+    sleep 0.1
+done
+[ -n "$mem" ] && [ "$mem" -gt 0 ] || th_fail "SIMHASH.INFO redis_used_memory: $info"
+[ "$w1" = 2 ] || th_fail "SIMHASH.INFO worker lines lack redis_addr/redis_used_memory: $info"
+echo "$info" | grep -q '^redis_used_memory_human:[0-9]*\.[0-9][0-9]M$' \
+    || th_fail "SIMHASH.INFO redis_used_memory_human: $info"
+rmem=$(timeout 10 redis-cli -p "$rport" info memory | tr -d '\r' | sed -n 's/^used_memory:\([0-9]*\)$/\1/p')
+[ -n "$rmem" ] || th_fail "redis INFO memory gave no used_memory"
+[ $((mem * 10)) -ge $((rmem * 9)) ] && [ $((mem * 10)) -le $((rmem * 11)) ] \
+    || th_fail "SIMHASH.INFO redis_used_memory $mem is not within 10% of redis used_memory $rmem (counted twice?)"
+for p in "$a" "$b"; do
+    sinfo=$(timeout 10 redis-cli -p "$p" SHARD.INFO | tr -d '\r')
+    echo "$sinfo" | grep -q "^redis_addr:127.0.0.1:$rport$" || th_fail "SHARD.INFO redis_addr: $sinfo"
+    echo "$sinfo" | grep -q '^redis_used_memory:[1-9][0-9]*$' || th_fail "SHARD.INFO redis_used_memory: $sinfo"
+    echo "$sinfo" | grep -q '^redis_role:master$' || th_fail "SHARD.INFO redis_role: $sinfo"
+done
+
 # pipelined mixed commands, one connection, replies checked in order; a byte-wise request;
 # an oversized argument; a client that never reads
 cat >"$TH_DIR/proto.py" <<'PY'
