@@ -110,6 +110,14 @@ static int shard_validate(void *obj, char *err, size_t errlen)
             return -1;
         }
     }
+    /* a WAIT outstanding past timeout-ms looks like a stalled Redis: the worker would
+     * drop its connection while Redis is still waiting for the replicas */
+    if (c->wait_replicas > 0 && c->wait_timeout_ms >= c->timeout_ms) {
+        snprintf(err, errlen, "wait-timeout-ms %u must be below timeout-ms %u when "
+                 "wait-replicas is %u (a Redis WAIT outstanding past timeout-ms drops the "
+                 "Redis connection)", c->wait_timeout_ms, c->timeout_ms, c->wait_replicas);
+        return -1;
+    }
     if (c->redis_user && c->redis_user[0] && !(c->redis_password && c->redis_password[0])) {
         snprintf(err, errlen, "redis-user '%s' needs redis-password-file", c->redis_user);
         return -1;

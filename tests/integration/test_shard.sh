@@ -148,6 +148,17 @@ expect_eq "docadd" "$(sc SHARD.DOCADD "$c" doc-b doc-a)" "2"
 expect_eq "docadd dup" "$(sc SHARD.DOCADD "$c" doc-a doc-c)" "1"
 expect_eq "docs" "$(sc SHARD.DOCS "$c" | tr '\n' ' ')" "doc-a doc-b doc-c "
 expect_eq "docs two" "$(sc SHARD.DOCS "$a" "$c" | tr '\n' ' ')" " doc-a doc-b doc-c "
+# SHARD.QUERY ... DOCS: [fp, dist, [docid ...]] per match; e has table entries but
+# no document, so it is dropped ($a was deleted; the plain form still lists e)
+e=$a
+while [ "$e" = "$a" ]; do e=$(flip "$b" 1); done
+expect_eq "add e" "$(sc SHARD.ADD "$e" $ALL)" "20"
+expect_eq "query without docs" "$(sc SHARD.QUERY "$b" 3 $ALL | tr '\n' ' ')" "$e 1 $c 2 "
+expect_eq "query docs" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" "$c 2 doc-a doc-b doc-c "
+expect_eq "query docs lower case" "$(sc SHARD.QUERY "$b" 3 0 docs | tr '\n' ' ')" "$c 2 doc-a doc-b doc-c "
+expect_eq "query docs none near" "$(sc SHARD.QUERY "$b" 0 $ALL DOCS)" ""
+expect_match "query docs no table" "$(sc SHARD.QUERY "$b" 3 DOCS)" "^ERR"
+expect_eq "del e" "$(sc SHARD.DEL "$e" $ALL)" "20"
 expect_eq "doccount" "$(sc SHARD.DOCCOUNT "$c")" "3"
 # 12 bases + a + c - a + 0 + max fingerprints, 3 document ids
 info=$(sc SHARD.INFO | tr -d '\r')
@@ -183,6 +194,9 @@ expect_match "wrongshard query" "$(redis-cli -p "$SPORT2" SHARD.QUERY 1844674407
 expect_match "wrongshard add" "$(redis-cli -p "$SPORT2" SHARD.ADD 18446744073709551615 0)" "^WRONGSHARD"
 expect_match "wrongshard docs" "$(redis-cli -p "$SPORT2" SHARD.DOCS 0 18446744073709551615)" "^WRONGSHARD"
 expect_eq "right shard" "$(redis-cli -p "$SPORT2" SHARD.QUERY 0 3 5 | tr '\n' ' ')" "0 0 "
+expect_eq "right shard docs, no document" "$(redis-cli -p "$SPORT2" SHARD.QUERY 0 3 5 DOCS)" ""
+expect_eq "docadd 0" "$(sc SHARD.DOCADD 0 doc-z)" "1"
+expect_eq "right shard docs" "$(redis-cli -p "$SPORT2" SHARD.QUERY 0 3 5 DOCS | tr '\n' ' ')" "0 0 doc-z "
 expect_match "info wrongshard" "$(redis-cli -p "$SPORT2" SHARD.INFO | tr -d '\r')" "errors_wrongshard:3"
 
 # ---- configuration and meta refusal ----
@@ -205,6 +219,20 @@ out=$(timeout 20 "$SHARD" --shards 9-3 --check-config 2>&1); rc=$?
 set -e
 expect_eq "bad shards exit" "$rc" "2"
 expect_match "bad shards message" "$out" "shards '9-3'"
+set +e
+out=$(timeout 20 "$SHARD" --wait-replicas 1 --wait-timeout-ms 1000 --timeout-ms 1000 --check-config 2>&1); rc=$?
+set -e
+expect_eq "wait-timeout-ms >= timeout-ms exit" "$rc" "2"
+expect_match "wait-timeout-ms >= timeout-ms message" "$out" "wait-timeout-ms 1000 must be below timeout-ms 1000"
+set +e
+out=$(timeout 20 "$SHARD" --wait-replicas 1 --wait-timeout-ms 2000 --timeout-ms 1000 --port "$(free_port)" 2>&1); rc=$?
+set -e
+expect_eq "wait-timeout-ms >= timeout-ms start-up exit" "$rc" "2"
+expect_match "wait-timeout-ms >= timeout-ms start-up message" "$out" "wait-replicas is 1"
+out=$(timeout 20 "$SHARD" --wait-replicas 1 --wait-timeout-ms 999 --timeout-ms 1000 --check-config 2>&1) \
+    || fail "wait-timeout-ms below timeout-ms refused: $out"
+out=$(timeout 20 "$SHARD" --wait-replicas 0 --wait-timeout-ms 5000 --check-config 2>&1) \
+    || fail "wait-timeout-ms without wait-replicas refused: $out"
 
 # ---- started before its Redis: serves -REDIS unavailable, connects when it appears ----
 RPORT2=$(free_port)
