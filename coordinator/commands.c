@@ -456,6 +456,7 @@ static void query_merge(coord_op *op)
                 if (s->m[k - 1].docs == NULL) {
                     s->m[k - 1].docs = s->m[i].docs;
                     s->m[k - 1].docslen = s->m[i].docslen;
+                    s->m[k - 1].gone = s->m[i].gone;
                 } else {
                     free(s->m[i].docs);
                 }
@@ -541,7 +542,8 @@ static void query_sort_answer_fn(coord_op *op)
         s->m[k++] = s->m[i];
     }
     s->n = k;
-    qsort(s->m, s->n, sizeof(*s->m), cmp_dist_fp);
+    if (s->n > 1)
+        qsort(s->m, s->n, sizeof(*s->m), cmp_dist_fp);
     query_answer(op);
 }
 

@@ -66,6 +66,7 @@ typedef struct shard_job {
     size_t nm, capm;
     int withdocs;          /* SHARD.QUERY ... DOCS */
     int docphase;          /* 1: the scan is done, SMEMBERS of the matches are out */
+    int q0shard;           /* shard of perm_0(q) when table 0 was asked for, else -1 */
     /* SUM */
     long long sum;
     long long sum2;        /* SHARD.ADD ... DOCS: document ids added */
@@ -201,7 +202,7 @@ static int shard_match_cmp(const void *a, const void *b)
 
 /* SHARD.QUERY ... DOCS once the scan is done (matches sorted, unique): sends SMEMBERS
  * of the document set of every match whose table-0 shard this worker serves (in
- * cluster mode: all of them; Redis redirections are followed). Returns 1 when the job
+ * cluster mode: that of q, when table 0 was asked for). Returns 1 when the job
  * goes on (or has answered with an error), 0 when it answers at once: no such match,
  * or no room for the reads (the matches then go without ids, which the coordinator
  * fetches with SHARD.DOCS). */
@@ -209,9 +210,16 @@ static int shard_query_docs_start(shard_job *j)
 {
     shard_ctx *sc = j->sc;
     unsigned n = 0;
+    int cl = shard_redis_cluster_mode(sc->redis);
     for (size_t i = 0; i < j->nm; i++) {
         unsigned sh = layout_shard_of(perm_apply(&sc->ps.tables[0], j->m[i].fp));
-        j->m[i].own = sh >= sc->cfg.lo && sh <= sc->cfg.hi;
+        /* cluster: the slot of {0:xx} is known to be on our node only when the
+         * coordinator sent table 0 of q here and fp shares q's table-0 shard (other
+         * keys would cost a -MOVED hop each) */
+        if (cl)
+            j->m[i].own = j->q0shard >= 0 && sh == (unsigned)j->q0shard;
+        else
+            j->m[i].own = sh >= sc->cfg.lo && sh <= sc->cfg.hi;
         j->m[i].empty = 0;
         n += j->m[i].own;
     }
@@ -682,6 +690,10 @@ static void cmd_query(rs_req *req)
     j->q = q;
     j->d = (unsigned)dv;
     j->withdocs = withdocs;
+    j->q0shard = -1;
+    for (unsigned i = 0; i < ntab; i++)
+        if (tabs[i] == 0)
+            j->q0shard = (int)layout_shard_of(perm_apply(&sc->ps.tables[0], q));
     unsigned slot = 0;
     for (unsigned i = 0; i < ntab && j->req; i++) {
         for (uint64_t b = 0; b < rg[i].nbuckets && j->req; b++, slot++) {

@@ -155,7 +155,7 @@ while [ "$e" = "$a" ]; do e=$(flip "$b" 1); done
 expect_eq "add e" "$(sc SHARD.ADD "$e" $ALL)" "20"
 expect_eq "query without docs" "$(sc SHARD.QUERY "$b" 3 $ALL | tr '\n' ' ')" "$e 1 $c 2 "
 expect_eq "query docs" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" "$c 2 doc-a doc-b doc-c "
-expect_eq "query docs lower case" "$(sc SHARD.QUERY "$b" 3 0 docs | tr '\n' ' ')" "$c 2 doc-a doc-b doc-c "
+expect_eq "query docs lower case" "$(sc SHARD.QUERY "$b" 3 $ALL docs | tr '\n' ' ')" "$c 2 doc-a doc-b doc-c "
 expect_eq "query docs none near" "$(sc SHARD.QUERY "$b" 0 $ALL DOCS)" ""
 expect_match "query docs no table" "$(sc SHARD.QUERY "$b" 3 DOCS)" "^ERR"
 expect_eq "del e" "$(sc SHARD.DEL "$e" $ALL)" "20"
