@@ -45,11 +45,19 @@ run() { # run NAME MODE ARGS..: one dist_load run, output kept in $TH_DIR/NAME.o
 
 th_start_redis redis
 rport=$TH_REDIS_PORT
-th_start_shard shard-a "$rport" 0-127 "$M" "$K"
-a=$TH_SHARD_PORT
-th_start_shard shard-b "$rport" 128-255 "$M" "$K"
-b=$TH_SHARD_PORT
-th_start_coord coord "$M" "$K" 2000 "127.0.0.1:$a 127.0.0.1:$b"
+# BENCH_WORKERS=1: one worker beside the Redis (every shard); 2 (default): two workers
+# splitting the first-byte shards 0-127 / 128-255 on the same Redis.
+if [ "${BENCH_WORKERS:-2}" = 1 ]; then
+    th_start_shard shard-a "$rport" 0-255 "$M" "$K"
+    workers="127.0.0.1:$TH_SHARD_PORT"
+else
+    th_start_shard shard-a "$rport" 0-127 "$M" "$K"
+    a=$TH_SHARD_PORT
+    th_start_shard shard-b "$rport" 128-255 "$M" "$K"
+    workers="127.0.0.1:$a 127.0.0.1:$TH_SHARD_PORT"
+fi
+emit machine shard_workers "${BENCH_WORKERS:-2}"
+th_start_coord coord "$M" "$K" 2000 "$workers"
 cport=$TH_COORD_PORT
 ntables=$(python3 -c "import math; print(math.comb($M, $M - $K))")
 th_log "blocks $M distance $K ($ntables tables), corpus $N, $SECS s per rate"
