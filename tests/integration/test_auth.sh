@@ -124,39 +124,7 @@ cat >"$TH_DIR/auth.py" <<'PY'
 import socket, sys
 port, pw = int(sys.argv[1]), sys.argv[2].encode()
 
-def enc(*a):
-    out = b"*%d\r\n" % len(a)
-    for x in a:
-        x = x if isinstance(x, bytes) else str(x).encode()
-        out += b"$%d\r\n%s\r\n" % (len(x), x)
-    return out
-
-class C:
-    def __init__(s):
-        s.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        s.buf = b""
-    def fill(s):
-        d = s.s.recv(65536)
-        if not d: raise EOFError("closed")
-        s.buf += d
-    def line(s):
-        while b"\r\n" not in s.buf: s.fill()
-        l, s.buf = s.buf.split(b"\r\n", 1)
-        return l
-    def exact(s, n):
-        while len(s.buf) < n + 2: s.fill()
-        v, s.buf = s.buf[:n], s.buf[n + 2:]
-        return v
-    def reply(s):
-        l = s.line(); t, r = l[:1], l[1:]
-        if t == b"+": return r.decode()
-        if t == b"-": return ("ERR", r.decode())
-        if t == b":": return int(r)
-        if t == b"$": return None if int(r) < 0 else s.exact(int(r))
-        if t == b"*": return [s.reply() for _ in range(int(r))]
-        raise ValueError(l)
-    def call(s, *a):
-        s.s.sendall(enc(*a)); return s.reply()
+from resp_client import C, enc
 
 def fail(m):
     print("FAIL", m); sys.exit(1)
@@ -166,7 +134,7 @@ refused = [("SIMHASH.ADD", fp, "doc1"), ("SIMHASH.DEL", fp), ("SIMHASH.QUERY", f
            ("SIMHASH.CHECK", fp, "doc2"), ("SIMHASH.CHECKTEXT", "doc3", "some text"),
            ("SIMHASH.FINGERPRINT", "text"), ("SIMHASH.INFO",), ("COMMAND",),
            ("COMMAND", "COUNT"), ("simhash.add", fp, "doc4")]
-c = C()
+c = C(port)
 for cmd in refused:
     r = c.call(*cmd)
     if not (isinstance(r, tuple) and r[1].startswith("NOAUTH")): fail("%r before AUTH: %r" % (cmd, r))
@@ -200,12 +168,12 @@ r = c.call("SIMHASH.QUERY", fp)
 if not (isinstance(r, list) and len(r) == 1 and r[0][2] == [b"doc1"]): fail("QUERY after AUTH: %r" % (r,))
 if c.call("SIMHASH.DEL", fp) != 1: fail("DEL after AUTH")
 # PING is allowed before AUTH (a health check needs no secret) and does not log in
-p = C()
+p = C(port)
 if p.call("PING") != "PONG": fail("PING before AUTH")
 r = p.call("SIMHASH.QUERY", fp)
 if not (isinstance(r, tuple) and r[1].startswith("NOAUTH")): fail("after PING: %r" % (r,))
 # QUIT is allowed before AUTH and closes
-d = C()
+d = C(port)
 if d.call("QUIT") != "OK": fail("QUIT before AUTH")
 try:
     x = d.s.recv(10)
@@ -213,12 +181,12 @@ try:
 except OSError:
     pass
 # AUTH in the same write as the commands after it
-e = C()
+e = C(port)
 e.s.sendall(enc("AUTH", pw) + enc("SIMHASH.QUERY", fp) + enc("QUIT"))
 if e.reply() != "OK" or e.reply() != [] or e.reply() != "OK": fail("AUTH pipelined with commands")
 print("PASS")
 PY
-timeout 60 python3 "$TH_DIR/auth.py" "$cport" "$CPW" || th_fail "auth script"
+PYTHONPATH="$TH_SRC/tests/tools" timeout 60 python3 "$TH_DIR/auth.py" "$cport" "$CPW" || th_fail "auth script"
 
 # the logs hold neither secret
 if grep -l -e "$RPW" -e "$CPW" "$TH_DIR"/*.log >/dev/null 2>&1; then

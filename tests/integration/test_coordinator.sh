@@ -90,44 +90,12 @@ cat >"$TH_DIR/proto.py" <<'PY'
 import os, socket, sys, time
 port, pid = int(sys.argv[1]), int(sys.argv[2])
 
-def enc(*a):
-    out = b"*%d\r\n" % len(a)
-    for x in a:
-        x = x if isinstance(x, bytes) else str(x).encode()
-        out += b"$%d\r\n%s\r\n" % (len(x), x)
-    return out
-
-class C:
-    def __init__(s):
-        s.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        s.buf = b""
-    def line(s):
-        while b"\r\n" not in s.buf:
-            d = s.s.recv(65536)
-            if not d: raise EOFError("closed")
-            s.buf += d
-        l, s.buf = s.buf.split(b"\r\n", 1)
-        return l
-    def exact(s, n):
-        while len(s.buf) < n + 2:
-            d = s.s.recv(65536)
-            if not d: raise EOFError("closed")
-            s.buf += d
-        v, s.buf = s.buf[:n], s.buf[n + 2:]
-        return v
-    def reply(s):
-        l = s.line(); t, r = l[:1], l[1:]
-        if t == b"+": return r.decode()
-        if t == b"-": return ("ERR", r.decode())
-        if t == b":": return int(r)
-        if t == b"$": return None if int(r) < 0 else s.exact(int(r))
-        if t == b"*": return [s.reply() for _ in range(int(r))]
-        raise ValueError(l)
+from resp_client import C, enc
 
 def fail(m):
     print("FAIL", m); sys.exit(1)
 
-c = C()
+c = C(port)
 c.s.sendall(enc("AUTH", "s3cret")); assert c.reply() == "OK"
 base = 0x0123456789abcdef
 cmds, want = [], []
@@ -157,7 +125,7 @@ for i in range(40):
     if c.reply() != 1: fail("cleanup DEL")
 
 # oversized argument: an error, then the connection is closed; the server lives on
-d = C()
+d = C(port)
 d.s.sendall(enc("AUTH", "s3cret") + enc("SIMHASH.FINGERPRINT", b"x" * 5000))
 assert d.reply() == "OK"
 r = d.reply()
@@ -175,7 +143,7 @@ def rss_kb():
             if l.startswith("VmRSS:"): return int(l.split()[1])
 
 # a client that pipelines and never reads: reading pauses, memory stays bounded
-e = C()
+e = C(port)
 e.s.sendall(enc("AUTH", "s3cret"))
 e.s.setblocking(False)
 rss0 = rss_kb()
@@ -195,13 +163,13 @@ print("never-reading client: sent %d KiB before the socket stopped; coordinator 
       % (sent >> 10, rss0, rss1))
 if rss1 - rss0 > 32 * 1024: fail("RSS grew by %d KiB" % (rss1 - rss0))
 if sent > (64 << 20): fail("the coordinator kept reading: %d bytes accepted" % sent)
-c2 = C()
+c2 = C(port)
 c2.s.sendall(enc("AUTH", "s3cret") + enc("PING"))
 if c2.reply() != "OK" or c2.reply() != "PONG": fail("other clients starved")
 e.s.close()
 print("PASS")
 PY
-timeout 60 python3 "$TH_DIR/proto.py" "$cport" "$cpid" || th_fail "protocol script"
+PYTHONPATH="$TH_SRC/tests/tools" timeout 60 python3 "$TH_DIR/proto.py" "$cport" "$cpid" || th_fail "protocol script"
 
 expect "alive" "$(acli PING)" PONG
 th_log "PASS"

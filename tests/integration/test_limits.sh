@@ -61,46 +61,7 @@ cat >"$TH_DIR/limits.py" <<'PY'
 import os, socket, sys, time
 port, pid, what = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
 
-def enc(*a):
-    out = b"*%d\r\n" % len(a)
-    for x in a:
-        x = x if isinstance(x, bytes) else str(x).encode()
-        out += b"$%d\r\n%s\r\n" % (len(x), x)
-    return out
-
-class C:
-    def __init__(s):
-        s.s = socket.create_connection(("127.0.0.1", port), timeout=10)
-        s.buf = b""
-    def fill(s):
-        d = s.s.recv(65536)
-        if not d: raise EOFError("closed")
-        s.buf += d
-    def line(s):
-        while b"\r\n" not in s.buf: s.fill()
-        l, s.buf = s.buf.split(b"\r\n", 1)
-        return l
-    def exact(s, n):
-        while len(s.buf) < n + 2: s.fill()
-        v, s.buf = s.buf[:n], s.buf[n + 2:]
-        return v
-    def reply(s):
-        l = s.line(); t, r = l[:1], l[1:]
-        if t == b"+": return r.decode()
-        if t == b"-": return ("ERR", r.decode())
-        if t == b":": return int(r)
-        if t == b"$": return None if int(r) < 0 else s.exact(int(r))
-        if t == b"*": return [s.reply() for _ in range(int(r))]
-        raise ValueError(l)
-    def closed(s):
-        try:
-            while True:
-                d = s.s.recv(65536)
-                if not d: return True
-        except socket.timeout:
-            return False
-        except OSError:
-            return True
+from resp_client import C, enc
 
 def fail(m):
     print("FAIL", m); sys.exit(1)
@@ -113,35 +74,35 @@ def nfds():
 
 if what == "clients":
     # 4 allowed; the 5th is told why and closed; a slot frees when one leaves
-    cs = [C() for _ in range(4)]
+    cs = [C(port) for _ in range(4)]
     for c in cs:
         c.s.sendall(enc("PING"))
         if c.reply() != "PONG": fail("client within max-clients")
-    x = C()
+    x = C(port)
     r = x.reply()
     if not is_err(r, "max number of clients reached"): fail("5th client: %r" % (r,))
     if not x.closed(): fail("5th client not closed")
     cs.pop().s.close()
     time.sleep(0.3)
-    y = C(); y.s.sendall(enc("PING"))
+    y = C(port); y.s.sendall(enc("PING"))
     if y.reply() != "PONG": fail("slot not freed after a client left")
     print("max-clients: 5th refused, slot reused")
 
 elif what == "sizes":
     # a request over max-request-bytes (4096) made of arguments under max-arg-bytes
-    c = C()
+    c = C(port)
     c.s.sendall(enc("SIMHASH.ADD", *([b"1", b"d" * 1000] * 5)))
     r = c.reply()
     if not is_err(r, "max-request-bytes"): fail("big request: %r" % (r,))
     if not c.closed(): fail("connection kept after max-request-bytes")
     # more arguments than max-args (64): refused as soon as *<n> arrives
-    c = C()
+    c = C(port)
     c.s.sendall(b"*65\r\n")
     r = c.reply()
     if not is_err(r, "max-args"): fail("too many args: %r" % (r,))
     if not c.closed(): fail("connection kept after max-args")
     # an inline command line over 64 KiB
-    c = C()
+    c = C(port)
     try:
         c.s.sendall(b"PING " + b"x" * (70 << 10))
     except OSError:
@@ -149,17 +110,17 @@ elif what == "sizes":
     r = c.reply()
     if not is_err(r, "max-inline-bytes"): fail("long inline: %r" % (r,))
     # a huge announced bulk length: refused before anything is allocated
-    c = C()
+    c = C(port)
     c.s.sendall(b"*2\r\n$4\r\nPING\r\n$999999999999\r\n")
     r = c.reply()
     if not is_err(r, "max-arg-bytes"): fail("huge bulk length: %r" % (r,))
-    c = C(); c.s.sendall(enc("PING"))
+    c = C(port); c.s.sendall(enc("PING"))
     if c.reply() != "PONG": fail("server not answering after the refusals")
     print("sizes: request, args, inline, bulk length refused")
 
 elif what == "busy":
     # max-inflight-worker 1: pipelined queries find the workers busy and fail fast
-    c = C()
+    c = C(port)
     n = 40
     c.s.sendall(b"".join(enc("SIMHASH.QUERY", 12345 + i) for i in range(n)))
     ok = busy = 0
@@ -173,7 +134,7 @@ elif what == "busy":
 
 elif what == "pause":
     # pipelines without reading: the coordinator stops reading it (client_read_pauses)
-    e = C()
+    e = C(port)
     e.s.setblocking(False)
     one = enc("PING", b"p" * 900) * 32
     sent, t0 = 0, time.time()
@@ -184,7 +145,7 @@ elif what == "pause":
             time.sleep(0.05)
             if time.time() - t0 > 2: break
     if sent >= (16 << 20): fail("the coordinator kept reading: %d bytes" % sent)
-    c = C(); c.s.sendall(enc("PING"))
+    c = C(port); c.s.sendall(enc("PING"))
     if c.reply() != "PONG": fail("other client starved")
     e.s.close()
     print("pause: sender blocked after %d KiB" % (sent >> 10))
@@ -192,7 +153,7 @@ elif what == "pause":
 elif what == "gone":
     # clients that leave while their requests wait on a stopped worker
     for k in range(5):
-        c = C()
+        c = C(port)
         c.s.sendall(enc("SIMHASH.QUERY", 777 + k) + enc("SIMHASH.ADD", 999 + k, "doc%d" % k) +
                     enc("PING"))
         time.sleep(0.05)
@@ -202,7 +163,7 @@ elif what == "gone":
 elif what == "fds":
     print(nfds())
 PY
-py() { timeout 60 python3 "$TH_DIR/limits.py" "$cport" "$cpid" "$@" || th_fail "limits.py $*"; }
+py() { PYTHONPATH="$TH_SRC/tests/tools" timeout 60 python3 "$TH_DIR/limits.py" "$cport" "$cpid" "$@" || th_fail "limits.py $*"; }
 
 py clients
 [ "$(info_field rejected_connections)" -ge 1 ] || th_fail "rejected_connections not counted"
