@@ -161,6 +161,13 @@ void coord_op_finish(coord_op *op);
 extern const rs_command coord_commands[];
 extern const size_t coord_ncommands;
 
+/* ---- info.c: SIMHASH.FINGERPRINT and SIMHASH.INFO ---- */
+
+/* SIMHASH.FINGERPRINT text: answers the text's fingerprint. */
+void coord_cmd_fingerprint(rs_req *r);
+/* SIMHASH.INFO: answers the coordinator's INFO text. */
+void coord_cmd_info(rs_req *r);
+
 /* Worker owning the shard of permuted value p of table t, or NULL when routing is
  * not complete (workers.c; by first byte with one Redis, by slot in a cluster). */
 coord_worker *coord_route(coord *co, unsigned t, uint64_t p);

@@ -79,8 +79,6 @@ typedef struct shard_job {
     long long fps, docs;
 } shard_job;
 
-static void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs);
-
 static void shard_job_free(shard_job *j)
 {
     if (j->deadline)
@@ -502,118 +500,6 @@ static void shard_on_reply(void *priv, redisReply *reply, const char *err)
     shard_job_release(j);
 }
 
-/* ---- Argument helpers ---- */
-
-static void shard_fail(rs_req *req, rs_errcode code, unsigned long long *counter,
-                       const char *fmt, ...) __attribute__((format(printf, 4, 5)));
-
-/* Answers req with an error at once and counts it. */
-static void shard_fail(rs_req *req, rs_errcode code, unsigned long long *counter,
-                       const char *fmt, ...)
-{
-    shard_ctx *sc = rs_req_ctx(req);
-    char msg[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    sc->st.errors++;
-    if (counter)
-        (*counter)++;
-    rs_req_fail(req, code, "%s", msg);
-}
-
-/* Parses argument i as a fingerprint; answers -ERR and returns -1 when it is not. */
-static int shard_arg_fp(rs_req *req, size_t i, uint64_t *fp)
-{
-    shard_ctx *sc = rs_req_ctx(req);
-    size_t len;
-    const char *s = rs_req_arg(req, i, &len);
-    const char *why;
-    if (parse_u64(s, len, fp, &why) != 0) {
-        shard_fail(req, RS_ERR, &sc->st.bad_args, "fingerprint '%.40s': %s", s, why);
-        return -1;
-    }
-    return 0;
-}
-
-/* Parses argument i as a table number; answers -ERR and returns -1 when it is not. */
-static int shard_arg_table(rs_req *req, size_t i, unsigned *t)
-{
-    shard_ctx *sc = rs_req_ctx(req);
-    size_t len;
-    const char *s = rs_req_arg(req, i, &len);
-    const char *why;
-    uint64_t v;
-    if (parse_uint_range(s, len, 0, sc->ps.ntables - 1, &v, &why) != 0) {
-        shard_fail(req, RS_ERR, &sc->st.bad_args, "table '%.40s': %s", s, why);
-        return -1;
-    }
-    *t = (unsigned)v;
-    return 0;
-}
-
-/* Checks that permuted value p (of table t) is in a shard this worker serves;
- * answers -WRONGSHARD and returns -1 when not. */
-static int shard_check_owner(rs_req *req, unsigned t, uint64_t p)
-{
-    shard_ctx *sc = rs_req_ctx(req);
-    unsigned s = layout_shard_of(p);
-    if (s < sc->cfg.lo || s > sc->cfg.hi) {
-        shard_fail(req, RS_WRONGSHARD, &sc->st.wrongshard,
-                   "table %u shard %u is not served by this worker (it serves %u-%u)",
-                   t, s, sc->cfg.lo, sc->cfg.hi);
-        return -1;
-    }
-    return 0;
-}
-
-/* Checks that Redis is usable and n more commands fit; answers -REDIS / -BUSY and
- * returns -1 when not. */
-static int shard_check_redis(rs_req *req, unsigned n)
-{
-    shard_ctx *sc = rs_req_ctx(req);
-    shard_redis_state state = shard_redis_get_state(sc->redis);
-    if (state != SHARD_REDIS_READY) {
-        shard_redis_stats rst;
-        shard_redis_get_stats(sc->redis, &rst);
-        shard_fail(req, RS_REDIS, &sc->st.unavail, "unavailable (redis %s:%u %s%s%s)",
-                   sc->cfg.redis_host, sc->cfg.redis_port, shard_redis_state_name(state),
-                   rst.last_error[0] ? ": " : "", rst.last_error);
-        return -1;
-    }
-    if (n > sc->cfg.max_inflight_redis) {
-        shard_fail(req, RS_ERR, &sc->st.bad_args,
-                   "request needs %u redis commands, more than max-inflight-redis %u", n,
-                   sc->cfg.max_inflight_redis);
-        return -1;
-    }
-    if (!shard_redis_room(sc->redis, n)) {
-        shard_fail(req, RS_BUSY, &sc->st.busy,
-                   "max-inflight-redis (%u) reached; retry later", sc->cfg.max_inflight_redis);
-        return -1;
-    }
-    return 0;
-}
-
-/* Document key of fp, after the shard check; returns -1 (answered) when not ours. */
-static int shard_doc_key(rs_req *req, uint64_t fp, char key[LAYOUT_KEY_MAX])
-{
-    shard_ctx *sc = rs_req_ctx(req);
-    uint64_t p0 = perm_apply(&sc->ps.tables[0], fp);
-    if (shard_check_owner(req, 0, p0) != 0)
-        return -1;
-    layout_doc_key(key, LAYOUT_KEY_MAX, fp, p0);
-    return 0;
-}
-
-static void shard_oom(rs_req *req)
-{
-    shard_ctx *sc = rs_req_ctx(req);
-    sc->st.errors++;
-    rs_req_fail(req, RS_OOM, "out of memory");
-}
-
 /* ---- Commands ---- */
 
 /* SHARD.HELLO: the settings a coordinator checks before using this worker. */
@@ -712,30 +598,6 @@ static void cmd_query(rs_req *req)
 out:
     free(tabs);
     free(rg);
-}
-
-/* Most document ids in one SHARD.DOCADD / SHARD.DOCDEL / SHARD.ADD ... DOCS. */
-#define SHARD_MAX_DOCIDS 4096
-
-/* Checks document ids in arguments [from, from+n): answers -ERR and returns -1 when
- * there are too many or one is empty. */
-static int shard_check_docids(rs_req *req, size_t from, size_t n)
-{
-    shard_ctx *sc = rs_req_ctx(req);
-    if (n > SHARD_MAX_DOCIDS) {
-        shard_fail(req, RS_ERR, &sc->st.bad_args, "%zu document ids in one request; at most %d",
-                   n, SHARD_MAX_DOCIDS);
-        return -1;
-    }
-    for (size_t i = 0; i < n; i++) {
-        size_t len;
-        rs_req_arg(req, from + i, &len);
-        if (len == 0) {
-            shard_fail(req, RS_ERR, &sc->st.bad_args, "empty document id");
-            return -1;
-        }
-    }
-    return 0;
 }
 
 /* SHARD.ADD fp t [t ...] [DOCS id [id ...]] / SHARD.DEL fp t [t ...]: ZADD key 0
@@ -978,100 +840,6 @@ static void cmd_docs(rs_req *req)
     shard_job_release(j);
 out:
     free(keys);
-}
-
-/* Answers a SHARD.INFO request: name:value lines about this worker and its Redis
- * connection; fingerprints / documents of its shards when have_counts. */
-static void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs)
-{
-    shard_ctx *sc = rs_req_ctx(req);
-    shard_redis_stats rst;
-    shard_redis_get_stats(sc->redis, &rst);
-    resp_buf b;
-    resp_buf_init(&b, 1 << 16);
-    resp_buf_printf(&b, "# Shard\r\nshards:%u-%u\r\nblocks:%u\r\ndistance:%u\r\n"
-                    "bucket_bits:%u\r\nlayout:%d\r\ntables:%u\r\nversion:%s\r\n",
-                    sc->cfg.lo, sc->cfg.hi, sc->cfg.blocks, sc->cfg.distance,
-                    sc->cfg.bucket_bits, LAYOUT_VERSION, sc->ps.ntables, SIMHASH_VERSION);
-    if (have_counts)
-        resp_buf_printf(&b, "fingerprints:%lld\r\ndocuments:%lld\r\n", fps, docs);
-    else
-        resp_buf_printf(&b, "fingerprints:unknown\r\ndocuments:unknown\r\n");
-    resp_buf_printf(&b, "# Stats\r\n");
-#define SHARD_STAT_LINE_(f, n) resp_buf_printf(&b, "%s:%llu\r\n", n, sc->st.f);
-    SHARD_STATS(SHARD_STAT_LINE_)
-#undef SHARD_STAT_LINE_
-    /* the node it is attached to: in cluster mode as the cluster names it (it
-     * changes after a reattach), else as configured */
-    char addr[300];
-    const char *node = shard_redis_cluster_mode(sc->redis) ? shard_redis_node(sc->redis) : "";
-    if (node[0])
-        snprintf(addr, sizeof addr, "%s", node);
-    else
-        snprintf(addr, sizeof addr, "%s:%u", sc->cfg.redis_host, sc->cfg.redis_port);
-    resp_buf_printf(&b, "# Redis\r\nredis:%s\r\nredis_addr:%s\r\nredis_db:%u\r\n"
-                    "redis_reconnects:%llu\r\nredis_connect_failures:%llu\r\n"
-                    "redis_inflight:%u\r\nredis_max_inflight:%u\r\nredis_commands:%llu\r\n"
-                    "redis_last_error:%s\r\n",
-                    shard_redis_state_name(shard_redis_get_state(sc->redis)),
-                    addr, sc->cfg.redis_db,
-                    rst.reconnects, rst.connect_failures, rst.inflight,
-                    sc->cfg.max_inflight_redis, rst.commands, rst.last_error);
-    if (sc->redis_used_memory >= 0)
-        resp_buf_printf(&b, "redis_used_memory:%lld\r\n", sc->redis_used_memory);
-    else
-        resp_buf_printf(&b, "redis_used_memory:unknown\r\n");
-    resp_buf_printf(&b, "redis_role:%s\r\n", sc->redis_role == 1 ? "master"
-                    : sc->redis_role == 0 ? "replica" : "unknown");
-    shard_redis_cluster_info(sc->redis, &b);
-    resp_buf_printf(&b, "# Clients\r\n");
-    if (sc->srv)
-        rs_info_clients(sc->srv, &b);
-    resp_add_bulk(rs_req_out(req), b.data, b.len);
-    resp_buf_free(&b);
-    rs_req_finish(req);
-}
-
-/* Value of the "name:value" line of a Redis INFO text, copied into buf (at most
- * cap-1 bytes); 0, or -1 when absent. */
-static int shard_redis_info_line(const char *s, size_t len, const char *name, char *buf,
-                                 size_t cap)
-{
-    size_t nl = strlen(name);
-    const char *p = s, *end = s + len;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
-        if (ll > nl && memcmp(p, name, nl) == 0 && p[nl] == ':') {
-            size_t vl = ll - nl - 1;
-            if (vl > 0 && p[nl + vl] == '\r')
-                vl--;
-            snprintf(buf, cap, "%.*s", (int)vl, p + nl + 1);
-            return 0;
-        }
-        p += ll + 1;
-    }
-    return -1;
-}
-
-/* Reply of the INFO sent with every SHARD.INFO: keeps used_memory and the role of
- * the Redis node (-1: unknown when the reply is missing or malformed). */
-static void shard_on_redis_info(void *priv, redisReply *reply, const char *err)
-{
-    shard_ctx *sc = priv;
-    char v[32];
-    (void)err;
-    sc->redis_used_memory = -1;
-    sc->redis_role = -1;
-    if (reply == NULL || reply->type != REDIS_REPLY_STRING)
-        return;
-    uint64_t x;
-    const char *why;
-    if (shard_redis_info_line(reply->str, reply->len, "used_memory", v, sizeof v) == 0 &&
-        parse_u64(v, strlen(v), &x, &why) == 0 && x < (uint64_t)INT64_MAX)
-        sc->redis_used_memory = (long long)x;
-    if (shard_redis_info_line(reply->str, reply->len, "role", v, sizeof v) == 0)
-        sc->redis_role = strcmp(v, "master") == 0 ? 1 : strcmp(v, "slave") == 0 ? 0 : -1;
 }
 
 /* SHARD.INFO: reads the Redis node's INFO (memory, role) and the counter hash of

@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "layout.h"
 #include "perm.h"
 #include "redis.h"
 #include "rserver.h"
@@ -72,7 +73,7 @@ typedef struct shard_ctx {
     unsigned long long aof_epoch;   /* redis reconnect count when checked */
     uint64_t aof_checked_ms;        /* 0: never checked */
     int fatal;                  /* stopped because Redis holds another corpus */
-    /* SHARD.INFO (handlers.c): the Redis node's INFO, read with every SHARD.INFO */
+    /* SHARD.INFO (info.c): the Redis node's INFO, read with every SHARD.INFO */
     long long redis_used_memory;    /* used_memory; -1 unknown */
     int redis_role;                 /* 1 master, 0 replica, -1 unknown */
 } shard_ctx;
@@ -81,6 +82,38 @@ typedef struct shard_waiter shard_waiter;
 
 /* SHARD.WAIT (wait.c): +OK once the writes sent before it are durable. */
 void shard_cmd_wait(rs_req *req);
+
+/* ---- args.c: argument checks of the SHARD.* commands ---- */
+
+/* Answers req with an error at once and counts it. */
+void shard_fail(rs_req *req, rs_errcode code, unsigned long long *counter,
+                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Parses argument i as a fingerprint; answers -ERR and returns -1 when it is not. */
+int shard_arg_fp(rs_req *req, size_t i, uint64_t *fp);
+/* Parses argument i as a table number; answers -ERR and returns -1 when it is not. */
+int shard_arg_table(rs_req *req, size_t i, unsigned *t);
+/* Checks that permuted value p (of table t) is in a shard this worker serves;
+ * answers -WRONGSHARD and returns -1 when not. */
+int shard_check_owner(rs_req *req, unsigned t, uint64_t p);
+/* Checks that Redis is usable and n more commands fit; answers -REDIS / -BUSY and
+ * returns -1 when not. */
+int shard_check_redis(rs_req *req, unsigned n);
+/* Document key of fp, after the shard check; returns -1 (answered) when not ours. */
+int shard_doc_key(rs_req *req, uint64_t fp, char key[LAYOUT_KEY_MAX]);
+/* Answers req with -OOM and counts it. */
+void shard_oom(rs_req *req);
+/* Checks document ids in arguments [from, from+n): answers -ERR and returns -1 when
+ * there are too many or one is empty. */
+int shard_check_docids(rs_req *req, size_t from, size_t n);
+
+/* ---- info.c: the SHARD.INFO text ---- */
+
+/* Answers a SHARD.INFO request: name:value lines about this worker and its Redis
+ * connection; fingerprints / documents of its shards when have_counts. */
+void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs);
+/* Reply of the INFO sent with every SHARD.INFO: keeps used_memory and the role of
+ * the Redis node (-1: unknown when the reply is missing or malformed). */
+void shard_on_redis_info(void *priv, redisReply *reply, const char *err);
 
 /* The command table of the worker (handlers.c). */
 extern const rs_command shard_commands[];

@@ -1,0 +1,88 @@
+/* info.c: SIMHASH.FINGERPRINT and SIMHASH.INFO of simhash-coordinator (see
+ * docs/protocol.md): the fingerprint of a text computed locally, and the INFO text
+ * that sums up the coordinator, its limits, its counters, the corpus counts known
+ * from the workers, the Redis nodes' memory and each worker's state. Neither sends
+ * a request to the workers; the command table stays in commands.c. */
+#include "coord.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+#include "fingerprint.h"
+#include "layout.h"
+
+/* SIMHASH.FINGERPRINT text: the fingerprint of the text, computed here. */
+void coord_cmd_fingerprint(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    size_t n;
+    const char *text = rs_req_arg(r, 1, &n);
+    co->st.fingerprints++;
+    resp_add_bulk_u64(rs_req_out(r), fp_text(text, n, FP_WINDOW_DEFAULT));
+    rs_req_finish(r);
+}
+
+/* SIMHASH.INFO: the coordinator's INFO text (server, clients, corpus, limits,
+ * stats, workers) as one bulk string. */
+void coord_cmd_info(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    resp_buf b;
+    long long fps = 0, docs = 0;
+
+    resp_buf_init(&b, 0);
+    resp_buf_printf(&b, "# Server\r\nsimhash_version:%s\r\nprocess_id:%ld\r\ntcp_port:%u\r\n"
+                    "uptime_in_seconds:%lld\r\n",
+                    SIMHASH_VERSION, (long)getpid(), rs_port(co->srv),
+                    (long long)((coord_now_us() / 1000000) - co->start_time));
+    resp_buf_printf(&b, "\r\n# Clients\r\n");
+    rs_info_clients(co->srv, &b);
+    for (size_t i = 0; i < co->nw; i++) {
+        if (fps >= 0)
+            fps = co->w[i].fingerprints < 0 ? -1 : fps + co->w[i].fingerprints;
+        if (docs >= 0)
+            docs = co->w[i].documents < 0 ? -1 : docs + co->w[i].documents;
+    }
+    resp_buf_printf(&b, "\r\n# Corpus\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\nlayout:%d\r\n",
+                    co->cfg.blocks, co->cfg.distance, co->ps.ntables, LAYOUT_VERSION);
+    if (fps >= 0)
+        resp_buf_printf(&b, "fingerprints:%lld\r\n", fps);
+    else
+        resp_buf_printf(&b, "fingerprints:unknown\r\n");
+    if (docs >= 0)
+        resp_buf_printf(&b, "documents:%lld\r\n", docs);
+    else
+        resp_buf_printf(&b, "documents:unknown\r\n");
+    /* the Redis nodes behind the workers, each counted once (replicas left out) */
+    long long mem = coord_redis_used_memory(co);
+    if (mem >= 0)
+        resp_buf_printf(&b, "redis_used_memory:%lld\r\nredis_used_memory_human:%.2fM\r\n", mem,
+                        (double)mem / (1024.0 * 1024.0));
+    else
+        resp_buf_printf(&b, "redis_used_memory:unknown\r\nredis_used_memory_human:unknown\r\n");
+    /* every configured limit, then each worker's requests in flight against its cap */
+    resp_buf_printf(&b, "\r\n# Limits\r\ntimeout_ms:%u\r\nmax_inflight_worker:%u\r\n"
+                    "max_clients:%u\r\nmax_pending:%u\r\nmax_args:%u\r\nmax_arg_bytes:%zu\r\n"
+                    "max_request_bytes:%zu\r\nmax_reply_bytes:%zu\r\nout_high_watermark:%zu\r\n"
+                    "max_per_event:%u\r\nmax_inline_bytes:%u\r\nreconnect_max_ms:%u\r\n"
+                    "health_interval_ms:%u\r\nauth_required:%s\r\n",
+                    co->cfg.timeout_ms, co->cfg.max_inflight_worker, co->cfg.max_clients,
+                    co->cfg.max_pending, co->cfg.max_args, co->cfg.max_arg_bytes,
+                    co->cfg.max_request_bytes, co->cfg.max_reply_bytes,
+                    co->cfg.out_high_watermark, co->cfg.max_per_event,
+                    (unsigned)RESP_DEFAULT_MAX_INLINE_BYTES, co->cfg.reconnect_max_ms,
+                    co->cfg.health_interval_ms,
+                    co->cfg.password && co->cfg.password[0] ? "yes" : "no");
+    for (size_t i = 0; i < co->nw; i++)
+        resp_buf_printf(&b, "worker%zu_inflight:%u\r\nworker%zu_inflight_max:%u\r\n", i,
+                        co->w[i].inflight, i, co->cfg.max_inflight_worker);
+    resp_buf_printf(&b, "\r\n# Stats\r\n");
+#define COORD_STAT_PRINT_(f, name) resp_buf_printf(&b, name ":%llu\r\n", co->st.f);
+    COORD_STATS(COORD_STAT_PRINT_)
+#undef COORD_STAT_PRINT_
+    resp_buf_printf(&b, "\r\n# Workers\r\n");
+    coord_workers_info(co, &b);
+    resp_add_bulk(rs_req_out(r), b.data, b.len);
+    resp_buf_free(&b);
+    rs_req_finish(r);
+}

@@ -1,0 +1,106 @@
+/* info.c: the SHARD.INFO text of simhash-shard (docs/protocol.md): the name:value
+ * lines about the worker, its counters, its Redis connection and clients, and the
+ * parsing of the Redis node's INFO reply (used memory, role) read with every
+ * SHARD.INFO. The command itself, which reads the shards' counter hashes as a job,
+ * stays in handlers.c. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "layout.h"
+#include "parse.h"
+#include "shard.h"
+
+/* Answers a SHARD.INFO request: name:value lines about this worker and its Redis
+ * connection; fingerprints / documents of its shards when have_counts. */
+void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    shard_redis_stats rst;
+    shard_redis_get_stats(sc->redis, &rst);
+    resp_buf b;
+    resp_buf_init(&b, 1 << 16);
+    resp_buf_printf(&b, "# Shard\r\nshards:%u-%u\r\nblocks:%u\r\ndistance:%u\r\n"
+                    "bucket_bits:%u\r\nlayout:%d\r\ntables:%u\r\nversion:%s\r\n",
+                    sc->cfg.lo, sc->cfg.hi, sc->cfg.blocks, sc->cfg.distance,
+                    sc->cfg.bucket_bits, LAYOUT_VERSION, sc->ps.ntables, SIMHASH_VERSION);
+    if (have_counts)
+        resp_buf_printf(&b, "fingerprints:%lld\r\ndocuments:%lld\r\n", fps, docs);
+    else
+        resp_buf_printf(&b, "fingerprints:unknown\r\ndocuments:unknown\r\n");
+    resp_buf_printf(&b, "# Stats\r\n");
+#define SHARD_STAT_LINE_(f, n) resp_buf_printf(&b, "%s:%llu\r\n", n, sc->st.f);
+    SHARD_STATS(SHARD_STAT_LINE_)
+#undef SHARD_STAT_LINE_
+    /* the node it is attached to: in cluster mode as the cluster names it (it
+     * changes after a reattach), else as configured */
+    char addr[300];
+    const char *node = shard_redis_cluster_mode(sc->redis) ? shard_redis_node(sc->redis) : "";
+    if (node[0])
+        snprintf(addr, sizeof addr, "%s", node);
+    else
+        snprintf(addr, sizeof addr, "%s:%u", sc->cfg.redis_host, sc->cfg.redis_port);
+    resp_buf_printf(&b, "# Redis\r\nredis:%s\r\nredis_addr:%s\r\nredis_db:%u\r\n"
+                    "redis_reconnects:%llu\r\nredis_connect_failures:%llu\r\n"
+                    "redis_inflight:%u\r\nredis_max_inflight:%u\r\nredis_commands:%llu\r\n"
+                    "redis_last_error:%s\r\n",
+                    shard_redis_state_name(shard_redis_get_state(sc->redis)),
+                    addr, sc->cfg.redis_db,
+                    rst.reconnects, rst.connect_failures, rst.inflight,
+                    sc->cfg.max_inflight_redis, rst.commands, rst.last_error);
+    if (sc->redis_used_memory >= 0)
+        resp_buf_printf(&b, "redis_used_memory:%lld\r\n", sc->redis_used_memory);
+    else
+        resp_buf_printf(&b, "redis_used_memory:unknown\r\n");
+    resp_buf_printf(&b, "redis_role:%s\r\n", sc->redis_role == 1 ? "master"
+                    : sc->redis_role == 0 ? "replica" : "unknown");
+    shard_redis_cluster_info(sc->redis, &b);
+    resp_buf_printf(&b, "# Clients\r\n");
+    if (sc->srv)
+        rs_info_clients(sc->srv, &b);
+    resp_add_bulk(rs_req_out(req), b.data, b.len);
+    resp_buf_free(&b);
+    rs_req_finish(req);
+}
+
+/* Value of the "name:value" line of a Redis INFO text, copied into buf (at most
+ * cap-1 bytes); 0, or -1 when absent. */
+static int shard_redis_info_line(const char *s, size_t len, const char *name, char *buf,
+                                 size_t cap)
+{
+    size_t nl = strlen(name);
+    const char *p = s, *end = s + len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
+        if (ll > nl && memcmp(p, name, nl) == 0 && p[nl] == ':') {
+            size_t vl = ll - nl - 1;
+            if (vl > 0 && p[nl + vl] == '\r')
+                vl--;
+            snprintf(buf, cap, "%.*s", (int)vl, p + nl + 1);
+            return 0;
+        }
+        p += ll + 1;
+    }
+    return -1;
+}
+
+/* Reply of the INFO sent with every SHARD.INFO: keeps used_memory and the role of
+ * the Redis node (-1: unknown when the reply is missing or malformed). */
+void shard_on_redis_info(void *priv, redisReply *reply, const char *err)
+{
+    shard_ctx *sc = priv;
+    char v[32];
+    (void)err;
+    sc->redis_used_memory = -1;
+    sc->redis_role = -1;
+    if (reply == NULL || reply->type != REDIS_REPLY_STRING)
+        return;
+    uint64_t x;
+    const char *why;
+    if (shard_redis_info_line(reply->str, reply->len, "used_memory", v, sizeof v) == 0 &&
+        parse_u64(v, strlen(v), &x, &why) == 0 && x < (uint64_t)INT64_MAX)
+        sc->redis_used_memory = (long long)x;
+    if (shard_redis_info_line(reply->str, reply->len, "role", v, sizeof v) == 0)
+        sc->redis_role = strcmp(v, "master") == 0 ? 1 : strcmp(v, "slave") == 0 ? 0 : -1;
+}
