@@ -1,6 +1,7 @@
-/* handlers.c: the SHARD.* commands of simhash-shard (docs/protocol.md): argument
- * checks, the Redis commands each request fans out to on the async connection, the
- * per-request deadline, and the merged reply.
+/* handlers.c: the SHARD.* commands of simhash-shard (docs/protocol.md): the Redis
+ * commands each request fans out to on the async connection, the per-request
+ * deadline, the merged reply, and the command table (argument checks in args.c, the
+ * SHARD.INFO text in info.c, SHARD.WAIT in wait.c).
  *
  * A request that needs Redis becomes a job with one slot per Redis command. Every
  * slot is marked done by exactly one function (shard_on_reply), on every path:
