@@ -14,6 +14,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 export SIMHASH_SRC=${SIMHASH_SRC:-$(cd "$HERE/../.." && pwd)}
 . "$SIMHASH_SRC/tests/integration/lib.sh"
+. "$SIMHASH_SRC/tests/integration/deploy_lib.sh"
 th_init bench-rebalance
 th_need_bins simhash-shard simhash-coordinator bench-dist_load
 export SIMHASH_BIN=$TH_BIN
@@ -29,33 +30,14 @@ calc() { python3 -c "print($1)"; }
 sl_down() { [ -f "$RUN/procs" ] && timeout 120 bash "$LOCAL" down --dir "$RUN" >/dev/null 2>&1; return 0; }
 trap 'rc=$?; [ -n "${loop_pid:-}" ] && kill "$loop_pid" 2>/dev/null; sl_down; (exit $rc); th_cleanup' EXIT
 
-base=$(python3 -c 'import random, socket
-for _ in range(500):
-    p = random.randint(20000, 22500)   # cluster bus p+10000 stays below the ephemeral ports (32768)
-    ok = True
-    for q in [p + i for i in range(5)] + [p + 10000 + i for i in range(5)] + [p + 100 + i for i in range(5)] + [p + 200]:
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", q))
-        except OSError:
-            ok = False
-        finally:
-            s.close()
-        if not ok:
-            break
-    if ok:
-        print(p)
-        break')
+base=$(dl_free_base 5 5)
+[ -n "$base" ] || th_fail "no free port range"
 cport=$((base + 200))
 emit machine loadavg_1m_start "$(cut -d' ' -f1 /proc/loadavg)"
 timeout 300 bash "$LOCAL" up --cluster --masters 3 --replicas 0 --no-aof --fresh --dir "$RUN" \
     --port "$cport" --redis-port "$base" --shard-port $((base + 100)) --timeout-ms 5000 \
     --lifetime 3600 >&2 || th_fail "up"
-for i in $(seq 1 150); do
-    r=$(timeout 5 redis-cli -p "$cport" simhash.add 1 probe 2>&1 | tr -d '\r')
-    [[ $r =~ ^[01]$ ]] && break
-    sleep 0.2
-done
+dl_wait_routing "$cport" || th_fail "the coordinator does not take writes ($DL_REPLY)"
 timeout 5 redis-cli -p "$cport" simhash.del 1 >/dev/null
 th_log "loading $N fingerprints"
 timeout 1800 "$LOAD" sys-ingest --port "$cport" --offset 0 --count "$N" --seconds 3600 --depth 64 \

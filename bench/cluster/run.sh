@@ -22,6 +22,7 @@ set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 export SIMHASH_SRC=${SIMHASH_SRC:-$(cd "$HERE/../.." && pwd)}
 . "$SIMHASH_SRC/tests/integration/lib.sh"
+. "$SIMHASH_SRC/tests/integration/deploy_lib.sh"
 th_init bench-cluster
 th_need_bins simhash-shard simhash-coordinator bench-dist_load
 export SIMHASH_BIN=$TH_BIN
@@ -63,25 +64,6 @@ mem_masters() {
     echo "$total"
 }
 
-free_base() {
-    python3 -c 'import random, socket
-for _ in range(500):
-    p = random.randint(20000, 22500)   # cluster bus p+10000 stays below the ephemeral ports (32768)
-    ok = True
-    for q in [p + i for i in range(4)] + [p + 10000 + i for i in range(4)] + [p + 100 + i for i in range(6)] + [p + 200]:
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", q))
-        except OSError:
-            ok = False
-        finally:
-            s.close()
-        if not ok:
-            break
-    if ok:
-        print(p)
-        break'
-}
 
 ntables=$(python3 -c "import math; print(math.comb($M_BLOCKS, $M_BLOCKS - $K))")
 emit machine cores "$(nproc)"
@@ -91,19 +73,15 @@ th_log "blocks $M_BLOCKS distance $K ($ntables tables), corpus $N, $SECS s per r
 declare -A QPS IPS LOADR
 for M in $MASTERS_LIST; do
     RUN="$TH_DIR/m$M"
-    base=$(free_base)
+    base=$(dl_free_base 4 6)
+    [ -n "$base" ] || th_fail "no free port range"
     cport=$((base + 200))
     th_log "M=$M: simhash-local up --cluster --masters $M (redis from $base)"
     timeout 300 bash "$LOCAL" up --cluster --masters "$M" --replicas 0 --no-aof --fresh --dir "$RUN" \
         --port "$cport" --redis-port "$base" --shard-port $((base + 100)) --blocks $M_BLOCKS \
         --distance $K --timeout-ms 5000 --lifetime 3600 >&2 || th_fail "up --cluster --masters $M"
     # wait for complete routing: an ADD touches every table
-    for i in $(seq 1 150); do
-        r=$(timeout 5 redis-cli -p "$cport" simhash.add 1 probe 2>&1 | tr -d '\r')
-        [[ $r =~ ^[01]$ ]] && break
-        sleep 0.2
-    done
-    [[ $r =~ ^[01]$ ]] || th_fail "M=$M: the coordinator does not take writes ($r)"
+    dl_wait_routing "$cport" || th_fail "M=$M: the coordinator does not take writes ($DL_REPLY)"
     timeout 5 redis-cli -p "$cport" simhash.del 1 >/dev/null
     m0=$(mem_masters)
     th_log "M=$M: loading $N fingerprints through the coordinator"

@@ -21,55 +21,14 @@ LIVE="$TH_SRC/tests/tools/simhash_live.py"
 B=6 K=3
 LIFE=600
 export SIMHASH_BIN=$TH_BIN
-
-sl() { timeout 300 bash "$LOCAL" "$@" --dir "$TH_DIR"; }
-sl_down() { [ -f "$TH_DIR/procs" ] && timeout 120 bash "$LOCAL" down --dir "$TH_DIR" >/dev/null 2>&1; return 0; }
-trap 'rc=$?; sl_down; (exit $rc); th_cleanup' EXIT
-
-# A base port P with P..P+7, P+10000..P+10007 (cluster bus), P+100..P+107, P+200 free.
-free_base() {
-    python3 -c 'import random, socket
-for _ in range(500):
-    p = random.randint(20000, 22500)   # cluster bus p+10000 stays below the ephemeral ports (32768)
-    ok = True
-    for q in [p + i for i in range(8)] + [p + 10000 + i for i in range(8)] + [p + 100 + i for i in range(8)] + [p + 200]:
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", q))
-        except OSError:
-            ok = False
-        finally:
-            s.close()
-        if not ok:
-            break
-    if ok:
-        print(p)
-        break'
-}
-
-progress() {
-    python3 -c 'import json, sys
-d = json.load(open(sys.argv[1]))
-print(d["counts"].get(sys.argv[2], d.get(sys.argv[2], 0)))' "$TH_DIR/progress.json" "$1"
-}
+. "$(dirname "$0")/deploy_lib.sh"
+trap 'rc=$?; dl_down; (exit $rc); th_cleanup' EXIT
 rcli() { local p=$1; shift; timeout 5 redis-cli -p "$p" "$@" 2>/dev/null | tr -d '\r'; }
 
 # ---- bring up 3 masters + 3 replicas, durable ----
-up=0
-for try in 1 2 3; do
-    base=$(free_base)
-    [ -n "$base" ] || th_fail "no free port range"
-    rport=$base sport=$((base + 100)) cport=$((base + 200))
-    if sl up --cluster --masters 3 --replicas 1 --node-timeout 2000 --durable --no-aof --fresh \
-        --port "$cport" --redis-port "$rport" --shard-port "$sport" --blocks $B --distance $K \
-        --timeout-ms 3000 --lifetime $LIFE >"$TH_DIR/up.out" 2>&1; then
-        up=1
-        break
-    fi
-    th_log "up failed (try $try): $(tail -n 3 "$TH_DIR/up.out")"
-    sl_down
-done
-[ $up -eq 1 ] || { cat "$TH_DIR/up.out" >&2; th_fail "simhash-local up --cluster --replicas 1 --durable"; }
+dl_up_cluster "simhash-local up --cluster --replicas 1 --durable" --masters 3 --replicas 1 \
+    --node-timeout 2000 --durable --no-aof --fresh --blocks $B --distance $K \
+    --timeout-ms 3000 --lifetime $LIFE
 grep -q '^durable yes' "$TH_DIR/coordinator.conf" || th_fail "coordinator.conf lacks durable yes"
 grep -q '^wait-replicas 1' "$TH_DIR/shard-0.conf" || th_fail "shard-0.conf lacks wait-replicas 1"
 timeout 30 bash "$LOCAL" status --dir "$TH_DIR" >"$TH_DIR/status.out" ||
@@ -78,13 +37,7 @@ timeout 30 bash "$LOCAL" status --dir "$TH_DIR" >"$TH_DIR/status.out" ||
     [ "$(grep -c 'slave 0 slots' "$TH_DIR/status.out")" -eq 3 ] ||
     { cat "$TH_DIR/status.out" >&2; th_fail "status does not show 3 masters and 3 replicas"; }
 
-ok=0
-for i in $(seq 1 150); do
-    r=$(timeout 5 redis-cli -p "$cport" simhash.add 1 ready 2>&1 | tr -d '\r')
-    [[ $r =~ ^[01]$ ]] && { ok=1; break; }
-    sleep 0.2
-done
-[ $ok -eq 1 ] || th_fail "the coordinator did not take an ADD within 30 s (last reply: $r)"
+dl_wait_routing "$cport" || th_fail "the coordinator did not take an ADD within 30 s (last reply: $DL_REPLY)"
 [ "$(rcli "$cport" simhash.del 1)" = 1 ] || th_fail "DEL of the probe"
 
 # ---- planted corpus ----
@@ -124,7 +77,7 @@ live_pid=$!
 TH_PIDS+=("$live_pid")
 for i in $(seq 1 100); do [ -f "$TH_DIR/progress.json" ] && break; sleep 0.1; done
 sleep 4
-a_adds=$(progress adds_acked)
+a_adds=$(dl_progress adds_acked)
 [ "$a_adds" -gt 0 ] || th_fail "no add acknowledged before the kill"
 # the redis-server was started by simhash-local under this test: kill exactly that PID
 grep -q redis-server "/proc/$vpid/cmdline" 2>/dev/null || th_fail "pid $vpid is not a redis-server"
@@ -150,16 +103,16 @@ th_log "replica promoted after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { p
 # failing meanwhile: it has no replica left to acknowledge them.)
 resumed=0
 for i in $(seq 1 15); do
-    e1=$(progress queries_error) q1=$(progress queries_ok)
+    e1=$(dl_progress queries_error) q1=$(dl_progress queries_ok)
     sleep 2
-    e2=$(progress queries_error) q2=$(progress queries_ok)
+    e2=$(dl_progress queries_error) q2=$(dl_progress queries_ok)
     if [ "$e2" -eq "$e1" ] && [ "$q2" -gt "$q1" ]; then resumed=1; break; fi
 done
 th_log "after the promotion: $((q2 - q1)) right answers and $((e2 - e1)) query errors in the last 2 s window"
 [ $resumed -eq 1 ] || th_fail "queries did not answer right without errors within 30 s of the promotion"
 
 # the operator restarts the killed node: it rejoins as a replica of its successor
-sl repair --lifetime $LIFE >"$TH_DIR/repair.out" 2>&1 || { cat "$TH_DIR/repair.out" >&2; th_fail "simhash-local repair"; }
+dl_sl repair --lifetime $LIFE >"$TH_DIR/repair.out" 2>&1 || { cat "$TH_DIR/repair.out" >&2; th_fail "simhash-local repair"; }
 cat "$TH_DIR/repair.out" >&2
 [ "$(rcli "$victim" role | head -n 1)" = slave ] || th_fail "the restarted node on $victim is not a replica"
 
@@ -167,11 +120,11 @@ cat "$TH_DIR/repair.out" >&2
 # and no error reply (within 30 s)
 resumed=0
 for i in $(seq 1 15); do
-    e1=$(( $(progress adds_error) + $(progress queries_error) ))
-    c1=$(progress adds_acked) q1=$(progress queries_ok)
+    e1=$(( $(dl_progress adds_error) + $(dl_progress queries_error) ))
+    c1=$(dl_progress adds_acked) q1=$(dl_progress queries_ok)
     sleep 2
-    e2=$(( $(progress adds_error) + $(progress queries_error) ))
-    c2=$(progress adds_acked) q2=$(progress queries_ok)
+    e2=$(( $(dl_progress adds_error) + $(dl_progress queries_error) ))
+    c2=$(dl_progress adds_acked) q2=$(dl_progress queries_ok)
     if [ "$e2" -eq "$e1" ] && [ "$c2" -gt "$c1" ] && [ "$q2" -gt "$q1" ]; then resumed=1; break; fi
 done
 th_log "after the repair: $((c2 - c1)) adds acknowledged, $((q2 - q1)) right answers and" \

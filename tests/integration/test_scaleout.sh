@@ -18,40 +18,9 @@ LIVE="$TH_SRC/tests/tools/simhash_live.py"
 B=6 K=3
 LIFE=600                    # bound of every daemon's life (timeout)
 export SIMHASH_BIN=$TH_BIN
-
 # the deployment lives in TH_DIR itself, so lib.sh's log and sanitizer checks see it
-sl() { timeout 300 bash "$LOCAL" "$@" --dir "$TH_DIR"; }
-sl_down() { [ -f "$TH_DIR/procs" ] && timeout 120 bash "$LOCAL" down --dir "$TH_DIR" >/dev/null 2>&1; return 0; }
-trap 'rc=$?; sl_down; (exit $rc); th_cleanup' EXIT
-
-# A base port P with P..P+7, P+10000..P+10007 (cluster bus) and P+100..P+107 free,
-# all below the kernel's ephemeral range, so that no outgoing connection takes one later.
-free_base() {
-    python3 -c 'import random, socket
-for _ in range(500):
-    p = random.randint(20000, 22500)   # cluster bus p+10000 stays below the ephemeral ports (32768)
-    ok = True
-    for q in [p + i for i in range(8)] + [p + 10000 + i for i in range(8)] + [p + 100 + i for i in range(8)] + [p + 200]:
-        s = socket.socket()
-        try:
-            s.bind(("127.0.0.1", q))
-        except OSError:
-            ok = False
-        finally:
-            s.close()
-        if not ok:
-            break
-    if ok:
-        print(p)
-        break'
-}
-
-# progress FIELD: a counter of the live client's progress file
-progress() {
-    python3 -c 'import json, sys
-d = json.load(open(sys.argv[1]))
-print(d["counts"].get(sys.argv[2], d.get(sys.argv[2], 0)))' "$TH_DIR/progress.json" "$1"
-}
+. "$(dirname "$0")/deploy_lib.sh"
+trap 'rc=$?; dl_down; (exit $rc); th_cleanup' EXIT
 
 # ---- bad invocations: a clear message and a non-zero exit, nothing started ----
 bad() { # bad "EXPECTED TEXT" ARGS..: simhash-local ARGS must fail and say EXPECTED TEXT
@@ -75,21 +44,8 @@ bad "unknown command" grow --dir "$TH_DIR/bad"
 rm -rf "$TH_DIR/bad"
 
 # ---- bring up 3 masters ----
-up=0
-for try in 1 2 3; do
-    base=$(free_base)
-    [ -n "$base" ] || th_fail "no free port range"
-    rport=$base sport=$((base + 100)) cport=$((base + 200))
-    if sl up --cluster --masters 3 --replicas 0 --node-timeout 2000 --no-aof --fresh \
-        --port "$cport" --redis-port "$rport" --shard-port "$sport" --blocks $B --distance $K \
-        --timeout-ms 3000 --lifetime $LIFE >"$TH_DIR/up.out" 2>&1; then
-        up=1
-        break
-    fi
-    th_log "up failed (try $try): $(tail -n 3 "$TH_DIR/up.out")"
-    sl_down
-done
-[ $up -eq 1 ] || { cat "$TH_DIR/up.out" >&2; th_fail "simhash-local up --cluster"; }
+dl_up_cluster "simhash-local up --cluster" --masters 3 --replicas 0 --node-timeout 2000 --no-aof \
+    --fresh --blocks $B --distance $K --timeout-ms 3000 --lifetime $LIFE
 grep -q "coordinator: 127.0.0.1:$cport" "$TH_DIR/up.out" || th_fail "up did not name the coordinator"
 timeout 30 bash "$LOCAL" status --dir "$TH_DIR" >"$TH_DIR/status.out" ||
     { cat "$TH_DIR/status.out" >&2; th_fail "status after up"; }
@@ -99,13 +55,7 @@ th_log "3 masters on $rport-$((rport + 2)), workers from $sport, coordinator $cp
 
 # the coordinator routes once it has the map and every worker
 # (an ADD touches every table: it succeeds only when every route works)
-ok=0
-for i in $(seq 1 150); do
-    r=$(timeout 5 redis-cli -p "$cport" simhash.add 1 ready 2>&1 | tr -d '\r')
-    [[ $r =~ ^[01]$ ]] && { ok=1; break; }
-    sleep 0.2
-done
-[ $ok -eq 1 ] || th_fail "the coordinator did not take an ADD within 30 s (last reply: $r)"
+dl_wait_routing "$cport" || th_fail "the coordinator did not take an ADD within 30 s (last reply: $DL_REPLY)"
 [ "$(timeout 5 redis-cli -p "$cport" simhash.del 1 | tr -d '\r')" = 1 ] || th_fail "DEL of the probe"
 
 # ---- planted corpus, checked exactly ----
@@ -123,17 +73,17 @@ live_pid=$!
 TH_PIDS+=("$live_pid")
 for i in $(seq 1 100); do [ -f "$TH_DIR/progress.json" ] && break; sleep 0.1; done
 # let it store some data first, so that slots with keys move (at most 60 s)
-for i in $(seq 1 600); do [ "$(progress adds_acked)" -ge 600 ] && break; sleep 0.1; done
-a_adds=$(progress adds_acked) a_q=$(progress queries_ok)
+for i in $(seq 1 600); do [ "$(dl_progress adds_acked)" -ge 600 ] && break; sleep 0.1; done
+a_adds=$(dl_progress adds_acked) a_q=$(dl_progress queries_ok)
 [ "$a_q" -gt 0 ] && [ "$a_adds" -gt 0 ] || th_fail "the live client made no progress before the move"
 
 # ---- add a fourth master and rebalance while the client runs ----
 t0=$(date +%s)
-sl add-node --rebalance-timeout 240 --lifetime $LIFE >"$TH_DIR/add-node.out" 2>&1 ||
+dl_sl add-node --rebalance-timeout 240 --lifetime $LIFE >"$TH_DIR/add-node.out" 2>&1 ||
     { cat "$TH_DIR/add-node.out" >&2; th_fail "simhash-local add-node"; }
 t1=$(date +%s)
 cat "$TH_DIR/add-node.out" >&2
-b_adds=$(progress adds_acked) b_q=$(progress queries_ok)
+b_adds=$(dl_progress adds_acked) b_q=$(dl_progress queries_ok)
 th_log "during the move ($((t1 - t0)) s): $((b_adds - a_adds)) adds acknowledged, $((b_q - a_q)) right answers"
 [ "$b_q" -gt "$a_q" ] || th_fail "no query answered right while slots moved"
 [ "$b_adds" -gt "$a_adds" ] || th_fail "no add acknowledged while slots moved"
