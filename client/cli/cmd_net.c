@@ -267,32 +267,49 @@ static int emit_result(const char *prog, const shc_result *r, int json)
     return CLI_EXIT_OK;
 }
 
-/* ---- simhash add ---- */
-
-int cmd_add(int argc, char **argv)
+/* Parse the options of a command that takes only the connection options, --help
+ * (printing usage, then NET_OPTIONS_HELP) and --version. Returns -1 when the command
+ * goes on with its positional arguments from optind, else the exit status. */
+static int net_parse_common(int argc, char **argv, const char *prog, const char *usage,
+                            net_opts *o)
 {
     static const struct option longopts[] = { NET_LONGOPTS, {NULL, 0, NULL, 0} };
-    const char *prog = "simhash add";
-    net_opts o;
     int c, rc;
 
-    net_opts_init(&o, prog);
+    net_opts_init(o, prog);
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         if (c == 'h') {
-            printf("Usage: simhash add [OPTIONS] FP DOCID [FP DOCID ...]\n"
-                   "Add (fingerprint, document id) pairs to a running deployment and print\n"
-                   "'added N entries (M new)'.\n\n" NET_OPTIONS_HELP);
+            fputs(usage, stdout);
+            fputs(NET_OPTIONS_HELP, stdout);
             return CLI_EXIT_OK;
         }
-        if ((rc = net_common_opt(&o, c, optarg)) < 0)
+        if ((rc = net_common_opt(o, c, optarg)) < 0)
             return CLI_EXIT_USAGE;
         if (rc == 2)
             return CLI_EXIT_OK;
         if (rc == 0)
             return cli_opt_error(prog, c, argv);
     }
+    return -1;
+}
+
+/* ---- simhash add ---- */
+
+int cmd_add(int argc, char **argv)
+{
+    const char *prog = "simhash add";
+    net_opts o;
+    int rc;
+
+    rc = net_parse_common(argc, argv, prog,
+                          "Usage: simhash add [OPTIONS] FP DOCID [FP DOCID ...]\n"
+                          "Add (fingerprint, document id) pairs to a running deployment and print\n"
+                          "'added N entries (M new)'.\n\n",
+                          &o);
+    if (rc >= 0)
+        return rc;
     int npos = argc - optind;
     if (npos == 0 || npos % 2 != 0)
         return usage_error(prog, "expected pairs of FP DOCID");
@@ -467,30 +484,18 @@ int cmd_check(int argc, char **argv)
 
 int cmd_del(int argc, char **argv)
 {
-    static const struct option longopts[] = { NET_LONGOPTS, {NULL, 0, NULL, 0} };
     const char *prog = "simhash del";
     net_opts o;
     uint64_t fp;
-    int c, rc;
+    int rc;
 
-    net_opts_init(&o, prog);
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            printf("Usage: simhash del [OPTIONS] FP [DOCID]\n"
-                   "Remove DOCID from FP, or without DOCID the fingerprint and all its\n"
-                   "documents; print 'removed N' (document ids removed).\n\n"
-                   NET_OPTIONS_HELP);
-            return CLI_EXIT_OK;
-        }
-        if ((rc = net_common_opt(&o, c, optarg)) < 0)
-            return CLI_EXIT_USAGE;
-        if (rc == 2)
-            return CLI_EXIT_OK;
-        if (rc == 0)
-            return cli_opt_error(prog, c, argv);
-    }
+    rc = net_parse_common(argc, argv, prog,
+                          "Usage: simhash del [OPTIONS] FP [DOCID]\n"
+                          "Remove DOCID from FP, or without DOCID the fingerprint and all its\n"
+                          "documents; print 'removed N' (document ids removed).\n\n",
+                          &o);
+    if (rc >= 0)
+        return rc;
     int npos = argc - optind;
     if (npos < 1 || npos > 2)
         return usage_error(prog, "expected FP [DOCID]");
@@ -612,32 +617,20 @@ static double now_s(void)
 
 int cmd_load(int argc, char **argv)
 {
-    static const struct option longopts[] = { NET_LONGOPTS, {NULL, 0, NULL, 0} };
     const char *prog = "simhash load";
     const char *path = "-";
     net_opts o;
-    int c, rc;
+    int rc;
 
-    net_opts_init(&o, prog);
-    optind = 0;
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
-        if (c == 'h') {
-            printf("Usage: simhash load [OPTIONS] [FILE|-]\n"
-                   "Bulk-load 'fingerprint docid' lines (default: standard input) into a\n"
-                   "running deployment, pipelined. The whole input is checked first: a bad\n"
-                   "line is reported with its number and nothing is sent. Ends with\n"
-                   "'loaded N entries (M new) in S s'.\n\n"
-                   NET_OPTIONS_HELP);
-            return CLI_EXIT_OK;
-        }
-        if ((rc = net_common_opt(&o, c, optarg)) < 0)
-            return CLI_EXIT_USAGE;
-        if (rc == 2)
-            return CLI_EXIT_OK;
-        if (rc == 0)
-            return cli_opt_error(prog, c, argv);
-    }
+    rc = net_parse_common(argc, argv, prog,
+                          "Usage: simhash load [OPTIONS] [FILE|-]\n"
+                          "Bulk-load 'fingerprint docid' lines (default: standard input) into a\n"
+                          "running deployment, pipelined. The whole input is checked first: a bad\n"
+                          "line is reported with its number and nothing is sent. Ends with\n"
+                          "'loaded N entries (M new) in S s'.\n\n",
+                          &o);
+    if (rc >= 0)
+        return rc;
     if (argc - optind > 1)
         return usage_error(prog, "expected at most one FILE");
     if (optind < argc)
