@@ -170,6 +170,23 @@ static long long hello_int(redisReply *r, size_t i)
     return r->element[i]->integer;
 }
 
+/* A worker whose settings or mode differ from the coordinator's (w->problem says
+ * how): before the coordinator was ever ready this ends it (exit 2); later the
+ * worker is marked mismatched and disconnected, so it never gets traffic. */
+static void worker_mismatch(coord_worker *w)
+{
+    coord *co = w->co;
+
+    log_error("shard worker %s: %s", w->addr, w->problem);
+    w->health = W_MISMATCH;
+    if (!co->ever_ready) {
+        co->fatal = 2;
+        event_base_loopbreak(co->base);
+        return;
+    }
+    redisAsyncDisconnect(w->ac);
+}
+
 static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
 {
     coord_worker *w = priv;
@@ -198,14 +215,7 @@ static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
                  "settings differ: shard worker has blocks %lld distance %lld layout %lld, "
                  "coordinator has blocks %u distance %u layout %d",
                  blocks, dist, layout, co->cfg.blocks, co->cfg.distance, LAYOUT_VERSION);
-        log_error("shard worker %s: %s", w->addr, w->problem);
-        w->health = W_MISMATCH;
-        if (!co->ever_ready) {
-            co->fatal = 2;
-            event_base_loopbreak(co->base);
-            return;
-        }
-        redisAsyncDisconnect(w->ac);
+        worker_mismatch(w);
         return;
     }
     if (co->cl) {
@@ -215,14 +225,7 @@ static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
             snprintf(w->problem, sizeof(w->problem),
                      "shard worker is not in cluster mode (start it with cluster yes), "
                      "but the coordinator has cluster-node");
-            log_error("shard worker %s: %s", w->addr, w->problem);
-            w->health = W_MISMATCH;
-            if (!co->ever_ready) {
-                co->fatal = 2;
-                event_base_loopbreak(co->base);
-                return;
-            }
-            redisAsyncDisconnect(w->ac);
+            worker_mismatch(w);
             return;
         }
         w->cluster = 1;
@@ -239,14 +242,7 @@ static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
     if (r->elements >= 8 && hello_int(r, 6) == 1) {
         snprintf(w->problem, sizeof(w->problem),
                  "shard worker is in cluster mode, but the coordinator has no cluster-node");
-        log_error("shard worker %s: %s", w->addr, w->problem);
-        w->health = W_MISMATCH;
-        if (!co->ever_ready) {
-            co->fatal = 2;
-            event_base_loopbreak(co->base);
-            return;
-        }
-        redisAsyncDisconnect(w->ac);
+        worker_mismatch(w);
         return;
     }
     if (lo < 0 || hi > 255 || lo > hi) {
