@@ -93,8 +93,9 @@ mkdir -p "$TH_DIR/replica"
 th_start replica 3600 redis-server --bind 127.0.0.1 --port "$rep" --dir "$TH_DIR/replica" \
     --save '' --appendonly no --daemonize no --replicaof 127.0.0.1 "$rport"
 i=0
-until timeout 5 redis-cli -p "$rep" info replication 2>/dev/null | tr -d '\r' |
-    grep -q '^master_link_status:up'; do
+# WAIT counts the replica once the master streams to it (after its first ACK)
+until [ "$(printf 'SET wait-probe 1\nWAIT 1 200\n' | timeout 5 redis-cli -p "$rport" 2>/dev/null |
+    tail -n 1)" = 1 ]; do
     i=$((i + 1))
     [ $i -lt 1200 ] || th_fail "replica did not sync"
     sleep 0.1

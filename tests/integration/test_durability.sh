@@ -82,9 +82,10 @@ th_log "no replica: refused ($out)"
 rport2=$(th_free_port)
 start_redis_at replica "$rport2" "$TH_DIR/replica" --appendonly no --replicaof 127.0.0.1 "$mport"
 i=0
-# the replica counts for WAIT once the master sees it online (after its first ACK)
-until cli "$rport2" info replication | tr -d '\r' | grep -q '^master_link_status:up' &&
-      cli "$mport" info replication | tr -d '\r' | grep -q '^slave0:.*state=online'; do
+# the replica counts for WAIT only once the master streams to it, which after a
+# diskless sync starts with the replica's first REPLCONF ACK (up to a second after
+# state=online): probe with a write and a WAIT on one connection, as the worker does
+until [ "$(printf 'SET wait-probe 1\nWAIT 1 200\n' | cli "$mport" | tail -n 1)" = 1 ]; do
     i=$((i + 1))
     [ $i -lt 400 ] || th_fail "replica did not finish its sync"
     sleep 0.05
