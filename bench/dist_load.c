@@ -16,7 +16,8 @@
  *   sys-query   SIMHASH.QUERY fp, pipelined
  *   sys-ingest  SIMHASH.ADD fp docid, pipelined
  *   paced       SIMHASH.QUERY at a fixed rate (open loop, hiredis async + libevent);
- *               latency counted from the scheduled send time
+ *               latency counted from the scheduled send time; --trace FILE writes
+ *               "<scheduled time s> <latency ms>" per query (where the tail comes from)
  *   check       SIMHASH.QUERY of corpus fingerprints must find each at distance 0 */
 #include <errno.h>
 #include <inttypes.h>
@@ -38,7 +39,7 @@
 #define DL_ARGS_MAX 8
 
 typedef struct dl_opts {
-    const char *mode, *host, *name;
+    const char *mode, *host, *name, *trace;
     int port;
     unsigned blocks, distance, bucket_bits;
     uint64_t seed, count, offset, corpus, depth;
@@ -475,6 +476,16 @@ static int dl_paced_run(void)
     if (pc.failed && pc.received < pc.total)
         fprintf(stderr, "bench-dist_load: paced: only %" PRIu64 " of %" PRIu64 " replies\n",
                 pc.received, pc.total);
+    if (opt.trace != NULL && pc.received == pc.total) {
+        /* one line per query: scheduled send time (s from start), latency (ms) */
+        FILE *f = fopen(opt.trace, "w");
+        if (f == NULL)
+            die("--trace", strerror(errno));
+        for (uint64_t i = 0; i < pc.total; i++)
+            fprintf(f, "%.6f %.3f\n", (double)i / opt.rate, pc.lat[i] * 1e3);
+        if (fclose(f) != 0)
+            die("--trace", strerror(errno));
+    }
     qsort(pc.lat, pc.received == pc.total ? pc.total : 0, sizeof *pc.lat, dl_cmp_double);
     dl_metric("target_rate", opt.rate);
     dl_metric("achieved_rate", (double)pc.received / secs);
@@ -498,7 +509,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
             "         [--distance K] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
-            "         [--corpus N] [--depth D] [--seconds S] [--rate R]\n"
+            "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE]\n"
             "MODE: preload predocs raw-query raw-ingest sys-query sys-ingest paced check\n");
     exit(2);
 }
@@ -526,6 +537,7 @@ int main(int argc, char **argv)
         const char *v = argv[++i];
         if (!strcmp(a, "--host")) opt.host = v;
         else if (!strcmp(a, "--name")) opt.name = v;
+        else if (!strcmp(a, "--trace")) opt.trace = v;
         else if (!strcmp(a, "--port")) opt.port = (int)dl_num("port", v, 1, 65535);
         else if (!strcmp(a, "--blocks")) opt.blocks = (unsigned)dl_num("blocks", v, 1, 64);
         else if (!strcmp(a, "--distance")) opt.distance = (unsigned)dl_num("distance", v, 0, 63);

@@ -25,9 +25,18 @@ size_t layout_bucket_key(char *buf, size_t cap, unsigned table, uint64_t bucket,
 {
     if (!layout_bucket_bits_ok(bucket_bits) || cap == 0)
         return 0;
-    char tmp[LAYOUT_KEY_MAX + 16];
-    int n = snprintf(tmp, sizeof tmp, "s:{%u:", table);
-    char *q = tmp + n;
+    char tmp[LAYOUT_KEY_MAX + 16], dec[10];
+    char *q = tmp;
+    unsigned nd = 0;
+    do {
+        dec[nd++] = (char)('0' + table % 10);
+        table /= 10;
+    } while (table != 0);
+    memcpy(q, "s:{", 3);
+    q += 3;
+    while (nd > 0)
+        *q++ = dec[--nd];
+    *q++ = ':';
     q = layout_put_hex(q, bucket >> (bucket_bits - 8u), 2);
     *q++ = '}';
     *q++ = ':';

@@ -98,6 +98,29 @@ int resp_buf_printf(resp_buf *b, const char *fmt, ...)
     return rc;
 }
 
+size_t resp_u64_dec(char *out, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* Writes <c><n>\r\n at out (room for 23 bytes); returns its length. */
+static size_t put_header(char *out, char c, uint64_t n)
+{
+    out[0] = c;
+    size_t len = 1 + resp_u64_dec(out + 1, n);
+    out[len++] = '\r';
+    out[len++] = '\n';
+    return len;
+}
+
 /* Append s with CR and LF turned into spaces (simple strings and errors are one line). */
 static int append_line_safe(resp_buf *b, const char *s, size_t n)
 {
@@ -139,17 +162,26 @@ int resp_add_error(resp_buf *b, const char *code, const char *fmt, ...)
 int resp_add_int(resp_buf *b, long long v)
 {
     char tmp[32];
-    int n = snprintf(tmp, sizeof(tmp), ":%lld\r\n", v);
-    return resp_buf_append(b, tmp, (size_t)n);
+    size_t n;
+    if (v < 0) {        /* -(v + 1) + 1: no overflow at LLONG_MIN */
+        tmp[0] = ':';
+        tmp[1] = '-';
+        n = 2 + resp_u64_dec(tmp + 2, (uint64_t)(-(v + 1)) + 1);
+        tmp[n++] = '\r';
+        tmp[n++] = '\n';
+    } else {
+        n = put_header(tmp, ':', (uint64_t)v);
+    }
+    return resp_buf_append(b, tmp, n);
 }
 
 int resp_add_bulk(resp_buf *b, const void *p, size_t n)
 {
     char tmp[32];
-    int h = snprintf(tmp, sizeof(tmp), "$%zu\r\n", n);
-    if (buf_reserve(b, (size_t)h + n + 2) != 0)
+    size_t h = put_header(tmp, '$', n);
+    if (buf_reserve(b, h + n + 2) != 0)
         return -1;
-    resp_buf_append(b, tmp, (size_t)h);
+    resp_buf_append(b, tmp, h);
     resp_buf_append(b, p, n);
     return resp_buf_append(b, "\r\n", 2);
 }
@@ -162,8 +194,7 @@ int resp_add_bulk_str(resp_buf *b, const char *s)
 int resp_add_bulk_u64(resp_buf *b, uint64_t v)
 {
     char tmp[24];
-    int n = snprintf(tmp, sizeof(tmp), "%" PRIu64, v);
-    return resp_add_bulk(b, tmp, (size_t)n);
+    return resp_add_bulk(b, tmp, resp_u64_dec(tmp, v));
 }
 
 int resp_add_null(resp_buf *b)
@@ -174,8 +205,28 @@ int resp_add_null(resp_buf *b)
 int resp_add_array(resp_buf *b, size_t n)
 {
     char tmp[32];
-    int h = snprintf(tmp, sizeof(tmp), "*%zu\r\n", n);
-    return resp_buf_append(b, tmp, (size_t)h);
+    return resp_buf_append(b, tmp, put_header(tmp, '*', n));
+}
+
+size_t resp_format_command(char *buf, size_t cap, int argc, const char *const *argv,
+                           const size_t *argvlen)
+{
+    char hdr[32];
+    size_t len = put_header(hdr, '*', (uint64_t)argc);
+    if (argc < 0 || len > cap)
+        return 0;
+    memcpy(buf, hdr, len);
+    for (int i = 0; i < argc; i++) {
+        size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
+        size_t h = put_header(hdr, '$', n);
+        if (n > cap || cap - len < h + 2 || cap - len - h - 2 < n)
+            return 0;
+        memcpy(buf + len, hdr, h);
+        memcpy(buf + len + h, argv[i], n);
+        memcpy(buf + len + h + n, "\r\n", 2);
+        len += h + n + 2;
+    }
+    return len;
 }
 
 int resp_add_null_array(resp_buf *b)

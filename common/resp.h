@@ -49,6 +49,15 @@ int resp_add_null(resp_buf *b);                             /* $-1\r\n */
 int resp_add_array(resp_buf *b, size_t n);                  /* *n\r\n, then n values */
 int resp_add_null_array(resp_buf *b);                       /* *-1\r\n */
 
+/* Writes v in decimal at out (room for 20 bytes); returns the number of digits. */
+size_t resp_u64_dec(char *out, uint64_t v);
+
+/* Formats a command (argc arguments; argvlen NULL: NUL-terminated strings) as a RESP
+ * multibulk request into buf, the bytes hiredis's redisFormatCommandArgv makes.
+ * Returns its length, or 0 when it does not fit in cap bytes. */
+size_t resp_format_command(char *buf, size_t cap, int argc, const char *const *argv,
+                           const size_t *argvlen);
+
 /* ---- Request parser ---- */
 
 typedef struct resp_limits {

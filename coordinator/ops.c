@@ -317,7 +317,13 @@ int coord_op_send(coord_op *op, coord_worker *w, int argc, const char **argv,
     ch->fn = fn;
     ch->arg = arg;
     ch->t0 = coord_now_us();
-    if (redisAsyncCommandArgv(w->ac, on_child_reply, ch, argc, argv, argvlen) != REDIS_OK) {
+    /* the usual request is formatted on the stack, without hiredis's printf-style
+     * formatter; a large one (ADD of many fingerprints) by hiredis */
+    char small[1024];
+    size_t len = resp_format_command(small, sizeof small, argc, argv, argvlen);
+    if ((len > 0 ? redisAsyncFormattedCommand(w->ac, on_child_reply, ch, small, len)
+                 : redisAsyncCommandArgv(w->ac, on_child_reply, ch, argc, argv, argvlen))
+        != REDIS_OK) {
         free(ch);
         coord_op_fail(op, RS_SHARDDOWN, "shard worker %s unavailable (disconnecting)", w->addr);
         return -1;

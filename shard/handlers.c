@@ -42,6 +42,7 @@ typedef struct shard_slot {
     const char *cfield;
     int8_t csign;
     uint8_t nosum;         /* 1: not summed; 2: summed into sum2 */
+    uint8_t qdocs;         /* QUERY ... DOCS: the SMEMBERS of q's own document set */
     uint16_t cshard;
 } shard_slot;
 
@@ -68,6 +69,9 @@ typedef struct shard_job {
     int withdocs;          /* SHARD.QUERY ... DOCS */
     int docphase;          /* 1: the scan is done, SMEMBERS of the matches are out */
     int q0shard;           /* shard of perm_0(q) when table 0 was asked for, else -1 */
+    int qdocs_read;        /* q's document set was read with the scan (into qdocs) */
+    int qdocs_empty;       /* ... and it is empty */
+    resp_buf qdocs;
     /* SUM */
     long long sum;
     long long sum2;        /* SHARD.ADD ... DOCS: document ids added */
@@ -89,6 +93,7 @@ static void shard_job_free(shard_job *j)
             resp_buf_free(&j->parts[i]);
         free(j->parts);
     }
+    resp_buf_free(&j->qdocs);
     free(j->m);
     free(j->slots);
     free(j);
@@ -151,6 +156,7 @@ static shard_job *shard_job_new(shard_ctx *sc, rs_req *req, shard_job_kind kind,
     j->nslots = n;
     j->slots = calloc(n, sizeof *j->slots);
     j->deadline = evtimer_new(sc->base, shard_job_on_deadline, j);
+    resp_buf_init(&j->qdocs, 0);
     if (kind == SHARD_JOB_DOCS) {
         j->parts = calloc(n, sizeof *j->parts);
         j->nparts = j->parts ? n : 0;
@@ -199,16 +205,17 @@ static int shard_match_cmp(const void *a, const void *b)
     return x->fp < y->fp ? -1 : x->fp > y->fp;
 }
 
-/* SHARD.QUERY ... DOCS once the scan is done (matches sorted, unique): sends SMEMBERS
- * of the document set of every match whose table-0 shard this worker serves (in
- * cluster mode: that of q, when table 0 was asked for). Returns 1 when the job
- * goes on (or has answered with an error), 0 when it answers at once: no such match,
- * or no room for the reads (the matches then go without ids, which the coordinator
+/* SHARD.QUERY ... DOCS once the scan is done (matches sorted, unique): the document
+ * ids of every match whose table-0 shard this worker serves (in cluster mode: that
+ * of q, when table 0 was asked for). Those of q itself were read with the scan
+ * (qdocs); for the others it sends SMEMBERS. Returns 1 when the job goes on (or has
+ * answered with an error), 0 when it answers at once: nothing left to read, or no
+ * room for the reads (those matches then go without ids, which the coordinator
  * fetches with SHARD.DOCS). */
 static int shard_query_docs_start(shard_job *j)
 {
     shard_ctx *sc = j->sc;
-    unsigned n = 0;
+    unsigned n = 0, nown = 0;
     int cl = shard_redis_cluster_mode(sc->redis);
     for (size_t i = 0; i < j->nm; i++) {
         unsigned sh = layout_shard_of(perm_apply(&sc->ps.tables[0], j->m[i].fp));
@@ -220,36 +227,45 @@ static int shard_query_docs_start(shard_job *j)
         else
             j->m[i].own = sh >= sc->cfg.lo && sh <= sc->cfg.hi;
         j->m[i].empty = 0;
-        n += j->m[i].own;
+        nown += j->m[i].own;
+        n += j->m[i].own && !(j->qdocs_read && j->m[i].fp == j->q);
     }
+    if (nown == 0)
+        return 0;
     shard_slot *slots = NULL;
-    resp_buf *parts = NULL;
-    if (n > 0 && n <= sc->cfg.max_inflight_redis &&
+    resp_buf *parts = calloc(j->nm, sizeof *parts);
+    if (parts != NULL && n > 0 && n <= sc->cfg.max_inflight_redis &&
         shard_redis_get_state(sc->redis) == SHARD_REDIS_READY &&
-        shard_redis_room(sc->redis, n)) {
+        shard_redis_room(sc->redis, n))
         slots = calloc(n, sizeof *slots);
-        parts = calloc(j->nm, sizeof *parts);
-    }
-    if (slots == NULL || parts == NULL) {
-        free(slots);
-        free(parts);
+    if (parts == NULL) {
         for (size_t i = 0; i < j->nm; i++)
             j->m[i].own = 0;
         return 0;
     }
+    j->parts = parts;
+    j->nparts = (unsigned)j->nm;
+    for (size_t i = 0; i < j->nm; i++) {
+        resp_buf_init(&parts[i], 0);
+        if (j->m[i].own && j->qdocs_read && j->m[i].fp == j->q) {
+            parts[i] = j->qdocs;        /* moved: the job frees it with the parts */
+            resp_buf_init(&j->qdocs, 0);
+            j->m[i].empty = j->qdocs_empty;
+        } else if (j->m[i].own && slots == NULL) {
+            j->m[i].own = 0;
+        }
+    }
+    if (slots == NULL)
+        return 0;
     /* nothing is outstanding (the scan's last reply is being handled): the old
      * slots are no longer referenced */
     free(j->slots);
     j->slots = slots;
     j->nslots = n;
-    j->parts = parts;
-    j->nparts = (unsigned)j->nm;
-    for (size_t i = 0; i < j->nm; i++)
-        resp_buf_init(&parts[i], 0);
     j->docphase = 1;
     unsigned k = 0;
     for (size_t i = 0; i < j->nm && j->req; i++) {
-        if (!j->m[i].own)
+        if (!j->m[i].own || (j->qdocs_read && j->m[i].fp == j->q))
             continue;
         char key[LAYOUT_KEY_MAX];
         uint64_t p0 = perm_apply(&sc->ps.tables[0], j->m[i].fp);
@@ -377,6 +393,15 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
     }
     switch (j->kind) {
     case SHARD_JOB_QUERY: {
+        if (s->qdocs) {
+            if (rep->type != REDIS_REPLY_ARRAY) {
+                *why = "unexpected reply to SMEMBERS";
+                return -1;
+            }
+            j->qdocs_read = 1;
+            j->qdocs_empty = rep->elements == 0;
+            return shard_docs_absorb(&j->qdocs, rep, why);
+        }
         if (rep->type != REDIS_REPLY_ARRAY) {
             *why = "unexpected reply to ZRANGEBYLEX";
             return -1;
@@ -565,6 +590,20 @@ static void cmd_query(rs_req *req)
         layout_range_init(&rg[i], p, t->prefix_bits, sc->cfg.bucket_bits);
         ncmd += rg[i].nbuckets;
     }
+    /* the shard of perm_0(q) when table 0 was asked for: in cluster mode the only
+     * table-0 shard known to be on our node */
+    uint64_t p0 = perm_apply(&sc->ps.tables[0], q);
+    int q0shard = -1;
+    for (unsigned i = 0; i < ntab; i++)
+        if (tabs[i] == 0)
+            q0shard = (int)layout_shard_of(p0);
+    /* DOCS: q's own document set is read with the scan when its table-0 shard is
+     * ours (q is the usual match: an exact duplicate), saving a round to Redis */
+    int qdocs = withdocs && (shard_redis_cluster_mode(sc->redis)
+                                 ? q0shard >= 0
+                                 : layout_shard_of(p0) >= sc->cfg.lo &&
+                                       layout_shard_of(p0) <= sc->cfg.hi);
+    ncmd += (unsigned)qdocs;
     if (ncmd > UINT32_MAX)
         ncmd = UINT32_MAX;
     if (shard_check_redis(req, (unsigned)ncmd) != 0)
@@ -577,10 +616,7 @@ static void cmd_query(rs_req *req)
     j->q = q;
     j->d = (unsigned)dv;
     j->withdocs = withdocs;
-    j->q0shard = -1;
-    for (unsigned i = 0; i < ntab; i++)
-        if (tabs[i] == 0)
-            j->q0shard = (int)layout_shard_of(perm_apply(&sc->ps.tables[0], q));
+    j->q0shard = q0shard;
     unsigned slot = 0;
     for (unsigned i = 0; i < ntab && j->req; i++) {
         for (uint64_t b = 0; b < rg[i].nbuckets && j->req; b++, slot++) {
@@ -594,6 +630,14 @@ static void cmd_query(rs_req *req)
             j->slots[slot].bucket = rg[i].first_bucket + b;
             shard_job_send(j, slot, 4, argv, argvlen);
         }
+    }
+    if (qdocs && j->req) {      /* after the scans, as the separate read would be */
+        char key[LAYOUT_KEY_MAX];
+        size_t klen = layout_doc_key(key, sizeof key, q, p0);
+        const char *argv[2] = {"SMEMBERS", key};
+        size_t argvlen[2] = {8, klen};
+        j->slots[slot].qdocs = 1;
+        shard_job_send(j, slot, 2, argv, argvlen);
     }
     shard_job_release(j);
 out:

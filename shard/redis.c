@@ -20,6 +20,7 @@
 #include "cluster.h"
 #include "layout.h"
 #include "log.h"
+#include "resp.h"
 
 #define SHARD_BACKOFF_MIN_MS 100
 #define SHARD_BACKOFF_MAX_MS 5000
@@ -863,14 +864,27 @@ static int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_c
         strncasecmp(argv[0], "HMGET", 5) == 0)
         cmd->background = 1;
     int rc;
-    if (r->o.cluster) {
-        int len = redisFormatCommandArgv(&cmd->fmt, argc, argv, argvlen);
-        if (len < 0) {
+    /* the usual command (a range scan, a small write) is formatted on the stack,
+     * without hiredis's printf-style formatter */
+    char small[512];
+    size_t len = resp_format_command(small, sizeof small, argc, argv, argvlen);
+    if (r->o.cluster) {     /* kept formatted for a redirection */
+        if (len > 0) {
+            cmd->fmt = malloc(len);
+            if (cmd->fmt != NULL)
+                memcpy(cmd->fmt, small, len);
+        } else {
+            int n = redisFormatCommandArgv(&cmd->fmt, argc, argv, argvlen);
+            len = n < 0 ? 0 : (size_t)n;
+        }
+        if (cmd->fmt == NULL) {
             free(cmd);
             return -1;
         }
-        cmd->fmtlen = (size_t)len;
+        cmd->fmtlen = len;
         rc = redisAsyncFormattedCommand(ac, shard_redis_on_reply, cmd, cmd->fmt, cmd->fmtlen);
+    } else if (len > 0) {
+        rc = redisAsyncFormattedCommand(ac, shard_redis_on_reply, cmd, small, len);
     } else {
         rc = redisAsyncCommandArgv(ac, shard_redis_on_reply, cmd, argc, argv, argvlen);
     }

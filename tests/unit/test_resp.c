@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <hiredis/hiredis.h>
+#include <limits.h>
 
 #include "resp.h"
 
@@ -31,6 +33,62 @@ static void test_writer_golden(void **state)
     assert_memory_equal(b.data, want, sizeof(want) - 1);
     assert_int_equal(b.overflow, 0);
     resp_buf_free(&b);
+}
+
+/* Integers at the edges, written without printf. */
+static void test_writer_integers(void **state)
+{
+    (void)state;
+    static const long long v[] = {0, 1, 9, 10, -1, -10, 1234567890123LL, LLONG_MAX, LLONG_MIN};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) {
+        resp_buf b;
+        char want[40];
+        resp_buf_init(&b, 0);
+        assert_int_equal(resp_add_int(&b, v[i]), 0);
+        int n = snprintf(want, sizeof want, ":%lld\r\n", v[i]);
+        assert_int_equal(b.len, (size_t)n);
+        assert_memory_equal(b.data, want, (size_t)n);
+        resp_buf_free(&b);
+    }
+    static const uint64_t u[] = {0, 7, 10, 99, 100, 4294967296ULL, UINT64_MAX - 1, UINT64_MAX};
+    for (size_t i = 0; i < sizeof u / sizeof u[0]; i++) {
+        char got[24], want[24];
+        size_t n = resp_u64_dec(got, u[i]);
+        int m = snprintf(want, sizeof want, "%llu", (unsigned long long)u[i]);
+        assert_int_equal(n, (size_t)m);
+        assert_memory_equal(got, want, n);
+    }
+}
+
+/* resp_format_command writes exactly what hiredis's formatter writes, and refuses
+ * (0) rather than truncates when the buffer is short. */
+static void test_format_command(void **state)
+{
+    (void)state;
+    char big[3000];
+    memset(big, 'x', sizeof big);
+    const char *argv[5] = {"ZRANGEBYLEX", "s:{12:ab}:cd", "[\x01\0\xff", "", big};
+    size_t argvlen[5] = {11, 12, 4, 0, sizeof big};
+    for (int argc = 0; argc <= 5; argc++) {
+        char *ref = NULL;
+        int rlen = redisFormatCommandArgv(&ref, argc, argv, argvlen);
+        assert_true(rlen > 0);
+        char buf[4000];
+        size_t len = resp_format_command(buf, sizeof buf, argc, argv, argvlen);
+        assert_int_equal(len, (size_t)rlen);
+        assert_memory_equal(buf, ref, len);
+        /* every shorter buffer is refused */
+        for (size_t cap = 0; cap < len; cap += cap < 64 ? 1 : 97)
+            assert_int_equal(resp_format_command(buf, cap, argc, argv, argvlen), 0);
+        assert_int_equal(resp_format_command(buf, len, argc, argv, argvlen), len);
+        redisFreeCommand(ref);
+    }
+    /* NULL argvlen: NUL-terminated strings */
+    const char *cmd[2] = {"SMEMBERS", "d:{0:00}:0000000000000001"};
+    char buf[128];
+    static const char want[] = "*2\r\n$8\r\nSMEMBERS\r\n$25\r\nd:{0:00}:0000000000000001\r\n";
+    assert_int_equal(resp_format_command(buf, sizeof buf, 2, cmd, NULL), sizeof want - 1);
+    assert_memory_equal(buf, want, sizeof want - 1);
 }
 
 static void test_writer_line_safety(void **state)
@@ -239,6 +297,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writer_golden),
+        cmocka_unit_test(test_writer_integers),
+        cmocka_unit_test(test_format_command),
         cmocka_unit_test(test_writer_line_safety),
         cmocka_unit_test(test_writer_bound),
         cmocka_unit_test(test_parser_steps),
