@@ -158,6 +158,26 @@ expect_eq "query docs" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" "$c 2 
 expect_eq "query docs lower case" "$(sc SHARD.QUERY "$b" 3 $ALL docs | tr '\n' ' ')" "$c 2 doc-a doc-b doc-c "
 expect_eq "query docs none near" "$(sc SHARD.QUERY "$b" 0 $ALL DOCS)" ""
 expect_match "query docs no table" "$(sc SHARD.QUERY "$b" 3 DOCS)" "^ERR"
+# q itself stored: its ids are read in the scan pipeline (20 ZRANGEBYLEX + 1 SMEMBERS,
+# one round); every other match costs one more SMEMBERS (c, and e, whose set is empty)
+cmds() { sc SHARD.INFO | tr -d '\r' | sed -n 's/^redis_commands://p'; }
+expect_eq "docadd b" "$(sc SHARD.ADD "$b" $ALL DOCS doc-q)" "$(printf '20\n1')"
+n=$(cmds)
+n0=$(cmds)
+inf=$((n0 - n))     # SHARD.INFO's own reads of the counters
+expect_eq "query docs of q" "$(sc SHARD.QUERY "$b" 0 $ALL DOCS | tr '\n' ' ')" "$b 0 doc-q "
+n1=$(cmds)
+expect_eq "query docs of q: redis commands" "$((n1 - n0 - inf))" 21
+expect_eq "query docs of q and c" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" \
+    "$b 0 doc-q $c 2 doc-a doc-b doc-c "
+n2=$(cmds)
+expect_eq "query docs of q, c and e: redis commands" "$((n2 - n1 - inf))" 23
+expect_eq "query docs of c only" "$(sc SHARD.QUERY "$c" 0 $ALL DOCS | tr '\n' ' ')" "$c 0 doc-a doc-b doc-c "
+# q stored without a document (table entries only): dropped, as any such match
+expect_eq "docdel b" "$(sc SHARD.DOCDEL "$b")" "1"
+expect_eq "query docs of q without docs" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" \
+    "$c 2 doc-a doc-b doc-c "
+expect_eq "del b" "$(sc SHARD.DEL "$b" $ALL)" "20"
 expect_eq "del e" "$(sc SHARD.DEL "$e" $ALL)" "20"
 expect_eq "doccount" "$(sc SHARD.DOCCOUNT "$c")" "3"
 # 12 bases + a + c - a + 0 + max fingerprints, 3 document ids
