@@ -18,6 +18,9 @@
  *   paced       SIMHASH.QUERY at a fixed rate (open loop, hiredis async + libevent);
  *               latency counted from the scheduled send time; --trace FILE writes
  *               "<scheduled time s> <latency ms>" per query (where the tail comes from)
+ *   paced-raw   the same schedule, but each query is the Redis commands a worker sends
+ *               for it (ZRANGEBYLEX per table + SMEMBERS of its document set), straight
+ *               to Redis: the latency baseline of the same work without our daemons
  *   check       SIMHASH.QUERY of corpus fingerprints must find each at distance 0 */
 #include <errno.h>
 #include <inttypes.h>
@@ -386,6 +389,7 @@ static int dl_check(void)
 /* ---- open-loop paced queries ---- */
 
 typedef struct dl_paced {
+    int raw;                /* paced-raw: the query's Redis commands, straight to Redis */
     struct event_base *base;
     redisAsyncContext *ac;
     struct event *tick;
@@ -411,6 +415,31 @@ static void dl_paced_reply(redisAsyncContext *ac, void *reply, void *priv)
         event_base_loopbreak(pc->base);
 }
 
+/* paced-raw: what a worker sends Redis for one query (one ZRANGEBYLEX per table, then
+ * SMEMBERS of the query's document set), pipelined; only the last reply is waited
+ * for (replies come in order). */
+static void dl_async_raw_query(redisAsyncContext *ac, uint64_t fp, void *priv)
+{
+    for (unsigned t = 0; t < ps.ntables; t++) {
+        uint64_t p = perm_apply(&ps.tables[t], fp);
+        layout_range r;
+        if (layout_range_init(&r, p, ps.tables[t].prefix_bits, opt.bucket_bits) != 0)
+            die("layout", "table prefix shorter than 8 bits");
+        for (uint64_t b = 0; b < r.nbuckets; b++) {
+            char key[LAYOUT_KEY_MAX];
+            size_t klen = layout_bucket_key(key, sizeof key, t, r.first_bucket + b, opt.bucket_bits);
+            const char *argv[4] = {"ZRANGEBYLEX", key, (const char *)r.lo, (const char *)r.hi};
+            size_t lens[4] = {11, klen, r.lo_len, r.hi_len};
+            redisAsyncCommandArgv(ac, NULL, NULL, 4, argv, lens);
+        }
+    }
+    char key[LAYOUT_KEY_MAX];
+    size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
+    const char *argv[2] = {"SMEMBERS", key};
+    size_t lens[2] = {8, klen};
+    redisAsyncCommandArgv(ac, dl_paced_reply, priv, 2, argv, lens);
+}
+
 static void dl_paced_tick(evutil_socket_t fd, short what, void *arg)
 {
     dl_paced *pc = arg;
@@ -423,9 +452,13 @@ static void dl_paced_tick(evutil_socket_t fd, short what, void *arg)
     while (pc->sent < due) {
         char fps[24];
         uint64_t fp = dl_fp(dl_rand_below(opt.corpus));
-        snprintf(fps, sizeof fps, "%" PRIu64, fp);
-        redisAsyncCommand(pc->ac, dl_paced_reply, (void *)(uintptr_t)pc->sent,
-                          "SIMHASH.QUERY %s", fps);
+        if (pc->raw) {
+            dl_async_raw_query(pc->ac, fp, (void *)(uintptr_t)pc->sent);
+        } else {
+            snprintf(fps, sizeof fps, "%" PRIu64, fp);
+            redisAsyncCommand(pc->ac, dl_paced_reply, (void *)(uintptr_t)pc->sent,
+                              "SIMHASH.QUERY %s", fps);
+        }
         pc->sent++;
     }
     if (el > opt.seconds + 5.0) {   /* replies overdue: give up */
@@ -440,9 +473,10 @@ static int dl_cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int dl_paced_run(void)
+static int dl_paced_run(int raw)
 {
     dl_paced pc = {0};
+    pc.raw = raw;
     pc.total = (uint64_t)(opt.rate * opt.seconds);
     if (pc.total > opt.count)
         pc.total = opt.count;
@@ -510,7 +544,7 @@ static void usage(void)
             "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
             "         [--distance K] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
             "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE]\n"
-            "MODE: preload predocs raw-query raw-ingest sys-query sys-ingest paced check\n");
+            "MODE: preload predocs raw-query raw-ingest sys-query sys-ingest paced paced-raw check\n");
     exit(2);
 }
 
@@ -565,7 +599,8 @@ int main(int argc, char **argv)
     else if (!strcmp(opt.mode, "raw-ingest")) rc = dl_report((dl_stats[]){dl_run(1)}, "ingests");
     else if (!strcmp(opt.mode, "sys-query")) rc = dl_report((dl_stats[]){dl_run(2)}, "queries");
     else if (!strcmp(opt.mode, "sys-ingest")) rc = dl_report((dl_stats[]){dl_run(3)}, "ingests");
-    else if (!strcmp(opt.mode, "paced")) rc = dl_paced_run();
+    else if (!strcmp(opt.mode, "paced")) rc = dl_paced_run(0);
+    else if (!strcmp(opt.mode, "paced-raw")) rc = dl_paced_run(1);
     else if (!strcmp(opt.mode, "check")) rc = dl_check();
     else usage();
     perm_set_free(&ps);

@@ -4,7 +4,8 @@
 #       for blocks 6 distance 3), pipelined straight to Redis, against SIMHASH.QUERY
 #       through simhash-coordinator and two simhash-shard workers
 #   (2) ingest rate: one ZADD per table + one SADD per fingerprint, against SIMHASH.ADD
-#   (3) query latency p50/p99 at half of the measured system query rate (open loop)
+#   (3) query latency p50/p99 at half of the measured system query rate (open loop),
+#       against the same schedule of raw Redis work (paced-raw) in alternating rounds
 #   (4) Redis used_memory per fingerprint per table at N fingerprints (documents
 #       loaded afterwards and counted separately)
 # Prints `bench=... metric=... value=...` lines on stdout (progress on stderr).
@@ -111,14 +112,36 @@ emit ingest raw_ingests_per_sec "$rim"
 emit ingest system_ingests_per_sec "$sim"
 emit ingest system_over_raw "$(python3 -c "print(round($sim / $rim, 3))")"
 
-# (3) latency at half the saturation rate
+# (3) latency at half the saturation rate, ROUNDS rounds alternating the baseline
+# (paced-raw: the Redis commands a worker sends for each query, straight to Redis, on
+# the same schedule) and the system; medians reported. Before them, how often this
+# machine itself stalls a running program (bench-stall, every CPU busy 5 s): the floor
+# under any percentile measured here.
+if [ -x "$TH_BIN/bench-stall" ]; then
+    "$TH_BIN/bench-stall" --seconds 5 >"$TH_DIR/stall.out" || th_fail "bench-stall"
+    for m in gaps_over_1ms gaps_over_5ms max_gap_ms; do emit stall "$m" "$(val "$TH_DIR/stall.out" "$m")"; done
+fi
 half=$(python3 -c "print(max(1, int($sqm / 2)))")
-th_log "latency at $half queries/s (open loop)"
-run paced paced --port "$cport" --corpus "$N" --rate "$half" --seconds "$SECS" --count 100000000
+th_log "latency at $half queries/s (open loop), raw Redis then through the coordinator"
 emit latency rate "$half"
-emit latency p50_ms "$(val "$TH_DIR/paced.out" p50_ms)"
-emit latency p99_ms "$(val "$TH_DIR/paced.out" p99_ms)"
-emit latency p999_ms "$(val "$TH_DIR/paced.out" p999_ms)"
+lr50=() lr99=() ls50=() ls99=() ls999=()
+for r in $(seq 1 "$ROUNDS"); do
+    run paced-raw-$r paced-raw --port "$rport" --corpus "$N" --rate "$half" --seconds "$SECS" --count 100000000
+    run paced-$r paced --port "$cport" --corpus "$N" --rate "$half" --seconds "$SECS" --count 100000000
+    lr50+=("$(val "$TH_DIR/paced-raw-$r.out" p50_ms)")
+    lr99+=("$(val "$TH_DIR/paced-raw-$r.out" p99_ms)")
+    ls50+=("$(val "$TH_DIR/paced-$r.out" p50_ms)")
+    ls99+=("$(val "$TH_DIR/paced-$r.out" p99_ms)")
+    ls999+=("$(val "$TH_DIR/paced-$r.out" p999_ms)")
+done
+th_log "half load p99 raw: ${lr99[*]}; system: ${ls99[*]}"
+emit latency raw_p50_ms "$(median "${lr50[@]}")"
+emit latency raw_p99_ms "$(median "${lr99[@]}")"
+emit latency p50_ms "$(median "${ls50[@]}")"
+emit latency p99_ms "$(median "${ls99[@]}")"
+emit latency p999_ms "$(median "${ls999[@]}")"
+emit latency p99_rounds "$(IFS=/; echo "${ls99[*]}")"
+emit latency raw_p99_rounds "$(IFS=/; echo "${lr99[*]}")"
 # the same at fixed rates well below saturation (BENCH_LAT_RATES), for comparison
 for rate in ${BENCH_LAT_RATES:-1000 3000}; do
     run paced-$rate paced --port "$cport" --corpus "$N" --rate "$rate" --seconds "$SECS" --count 100000000
