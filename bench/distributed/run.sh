@@ -2,7 +2,7 @@
 # bench/distributed/run.sh: benchmark of distributed mode on one Redis and this machine.
 #   (1) query rate: the Redis commands one query needs (one ZRANGEBYLEX per table, 20
 #       for blocks 6 distance 3), pipelined straight to Redis, against SIMHASH.QUERY
-#       through simhash-coordinator and two simhash-shard workers
+#       through simhash-coordinator and simhash-shard (BENCH_WORKERS: 1 or 2 workers)
 #   (2) ingest rate: one ZADD per table + one SADD per fingerprint, against SIMHASH.ADD
 #   (3) query latency p50/p99 at half of the measured system query rate (open loop),
 #       against the same schedule of raw Redis work (paced-raw) in alternating rounds
@@ -46,9 +46,10 @@ run() { # run NAME MODE ARGS..: one dist_load run, output kept in $TH_DIR/NAME.o
 
 th_start_redis redis
 rport=$TH_REDIS_PORT
-# BENCH_WORKERS=1: one worker beside the Redis (every shard); 2 (default): two workers
-# splitting the first-byte shards 0-127 / 128-255 on the same Redis.
-if [ "${BENCH_WORKERS:-2}" = 1 ]; then
+# BENCH_WORKERS=1 (default): one worker beside the Redis serving every shard (one
+# worker per Redis node, as in cluster mode); 2: two workers splitting the first-byte shards
+# 0-127 / 128-255 on the same Redis (fan-out to two workers on one machine).
+if [ "${BENCH_WORKERS:-1}" = 1 ]; then
     th_start_shard shard-a "$rport" 0-255 "$M" "$K"
     workers="127.0.0.1:$TH_SHARD_PORT"
 else
@@ -57,7 +58,7 @@ else
     th_start_shard shard-b "$rport" 128-255 "$M" "$K"
     workers="127.0.0.1:$a 127.0.0.1:$TH_SHARD_PORT"
 fi
-emit machine shard_workers "${BENCH_WORKERS:-2}"
+emit machine shard_workers "${BENCH_WORKERS:-1}"
 th_start_coord coord "$M" "$K" 2000 "$workers"
 cport=$TH_COORD_PORT
 ntables=$(python3 -c "import math; print(math.comb($M, $M - $K))")
