@@ -283,8 +283,10 @@ int main(int argc, char **argv)
     if (c->pidfile && c->pidfile[0])
         rs_pidfile_remove(c->pidfile);
 out_srv:
-    if (sc.srv)
+    if (sc.srv) {
         rs_free(sc.srv);
+        sc.srv = NULL;      /* the Redis callbacks below may still answer requests */
+    }
 out_redis:
     if (sc.redis)
         shard_redis_free(sc.redis);

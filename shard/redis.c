@@ -675,17 +675,18 @@ void shard_redis_free(shard_redis *r)
 {
     if (r == NULL)
         return;
-    for (size_t i = 0; i < r->npeers; i++) {
-        shard_peer *p = r->peers[i];
+    /* each peer leaves the list before its pending commands answer "connection
+     * lost": those callbacks may write SHARD.INFO, which walks the list */
+    while (r->npeers > 0) {
+        shard_peer *p = r->peers[--r->npeers];
         if (p->ac) {
             redisAsyncContext *ac = p->ac;
             p->ac = NULL;
             ac->data = NULL;
-            redisAsyncFree(ac);     /* pending commands answer "connection lost" */
+            redisAsyncFree(ac);
         }
         free(p);
     }
-    r->npeers = 0;
     if (r->ac) {
         redisAsyncContext *ac = r->ac;
         r->ac = NULL;           /* callbacks below must not schedule a retry */

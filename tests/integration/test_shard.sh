@@ -90,6 +90,7 @@ for _ in 1 2 3; do start_redis && break; RPORT=$(free_port); done
 [ -n "$REDIS_PID" ] || { echo "redis-server did not start"; cat "$DIR/redis.log"; exit 1; }
 timeout 300 "$SHARD" --port "$SPORT" --redis-port "$RPORT" --timeout-ms 3000 \
     --pidfile "$DIR/shard.pid" >"$DIR/shard.log" 2>&1 &
+WORKER_WRAP=$!
 PIDS+=($!)
 wait_pong "$SPORT"
 
@@ -318,10 +319,23 @@ expect_match "info reconnects" "$info" "redis_reconnects:[2-9]"
 expect_match "info lost" "$info" "errors_lost:[1-9]"
 expect_match "info timeout" "$info" "errors_timeout:[1-9]"
 
-# ---- clean shutdown ----
+# ---- clean shutdown, with a SHARD.INFO waiting for a stopped Redis: the worker
+# answers it while it shuts down (it once read its context through the request,
+# which has none by then) and exits 0 ----
+kill -STOP "$REDIS_PID"
+timeout 10 redis-cli -p "$SPORT" SHARD.INFO >"$DIR/info-at-stop.out" 2>&1 &
+INFO_CLI=$!
+sleep 0.5
 kill "$SHARD_PID"
 for _ in $(seq 1 100); do kill -0 "$SHARD_PID" 2>/dev/null || break; sleep 0.05; done
 if kill -0 "$SHARD_PID" 2>/dev/null; then fail "worker did not stop on SIGTERM"; else ok; fi
+set +e
+wait "$WORKER_WRAP"
+rc=$?
+kill -CONT "$REDIS_PID"
+wait "$INFO_CLI"
+set -e
+expect_eq "worker exit status with a SHARD.INFO in flight" "$rc" 0
 [ -e "$DIR/shard.pid" ] && fail "pidfile left behind" || ok
 
 # sanitizer builds report into the worker logs
