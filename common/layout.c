@@ -1,8 +1,8 @@
 /* layout.c: key names, member encoding and prefix-range bounds of the Redis layout
  * (layout version 1, docs/protocol.md). */
 #include "layout.h"
+#include "resp.h"
 
-#include <stdio.h>
 #include <string.h>
 
 static const char layout_hex[] = "0123456789abcdef";
@@ -25,17 +25,11 @@ size_t layout_bucket_key(char *buf, size_t cap, unsigned table, uint64_t bucket,
 {
     if (!layout_bucket_bits_ok(bucket_bits) || cap == 0)
         return 0;
-    char tmp[LAYOUT_KEY_MAX + 16], dec[10];
+    char tmp[LAYOUT_KEY_MAX + 32];
     char *q = tmp;
-    unsigned nd = 0;
-    do {
-        dec[nd++] = (char)('0' + table % 10);
-        table /= 10;
-    } while (table != 0);
     memcpy(q, "s:{", 3);
     q += 3;
-    while (nd > 0)
-        *q++ = dec[--nd];
+    q += resp_u64_dec(q, table);
     *q++ = ':';
     q = layout_put_hex(q, bucket >> (bucket_bits - 8u), 2);
     *q++ = '}';

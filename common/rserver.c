@@ -38,6 +38,7 @@ struct rs_req {
 
 struct rs_client {
     rserver *s;                 /* NULL after rs_free */
+    void *ctx;                  /* the server's ctx, kept for requests answered after rs_free */
     uint64_t id;
     struct bufferevent *bev;    /* NULL once the connection is closed */
     resp_parser *parser;
@@ -124,7 +125,7 @@ int rs_req_orphaned(const rs_req *r)
 
 void *rs_req_ctx(const rs_req *r)
 {
-    return r->c->s ? r->c->s->opt.ctx : NULL;
+    return r->c->ctx;
 }
 
 rserver *rs_req_server(const rs_req *r)
@@ -691,6 +692,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     c->s = s;
+    c->ctx = s->opt.ctx;
     c->id = ++s->next_id;
     c->refs = 1;
     c->authed = s->password == NULL;

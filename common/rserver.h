@@ -104,7 +104,9 @@ void rs_req_fail(rs_req *r, rs_errcode code, const char *fmt, ...)
 /* 1 when the client has gone: the reply will be dropped. */
 int rs_req_orphaned(const rs_req *r);
 
-/* The ctx given in rs_options; the server; an id of the connection (for logs). */
+/* The ctx given in rs_options (also for a request answered after rs_free, from a
+ * callback that outlived the server); the server (NULL after rs_free); an id of the
+ * connection (for logs). */
 void *rs_req_ctx(const rs_req *r);
 rserver *rs_req_server(const rs_req *r);
 uint64_t rs_req_client_id(const rs_req *r);

@@ -161,14 +161,7 @@ static const char *table_str(unsigned t, size_t *len)
 /* Decimal text of fp into buf (at least 21 bytes). Returns its length. */
 static size_t fp_str(uint64_t fp, char *buf)
 {
-    char tmp[24];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + fp % 10);
-        fp /= 10;
-    } while (fp);
-    for (size_t i = 0; i < n; i++)
-        buf[i] = tmp[n - 1 - i];
+    size_t n = resp_u64_dec(buf, fp);
     buf[n] = '\0';
     return n;
 }

@@ -117,7 +117,7 @@ static void shard_job_fail(shard_job *j, rs_errcode code, unsigned long long *co
         return;
     if (j->kind == SHARD_JOB_INFO) {     /* INFO still answers, without the counts */
         evtimer_del(j->deadline);
-        shard_info_reply(j->sc, j->req, 0, 0, 0);
+        shard_info_reply(j->req, 0, 0, 0);
         j->req = NULL;
         return;
     }
@@ -331,7 +331,7 @@ static void shard_job_complete(shard_job *j)
         break;
     case SHARD_JOB_INFO:
         evtimer_del(j->deadline);
-        shard_info_reply(j->sc, j->req, 1, j->fps, j->docs);
+        shard_info_reply(j->req, 1, j->fps, j->docs);
         j->req = NULL;
         return;
     }
@@ -899,7 +899,7 @@ static void cmd_info(rs_req *req)
         !shard_redis_room(sc->redis, n + 1)) {
         if (shard_redis_get_state(sc->redis) != SHARD_REDIS_READY)
             sc->redis_used_memory = sc->redis_role = -1;
-        shard_info_reply(sc, req, 0, 0, 0);
+        shard_info_reply(req, 0, 0, 0);
         return;
     }
     const char *iargv[1] = {"INFO"};

@@ -12,12 +12,10 @@
 #include "shard.h"
 
 /* Answers a SHARD.INFO request: name:value lines about this worker and its Redis
- * connection; fingerprints / documents of its shards when have_counts. sc is passed
- * in: a request answered from a Redis callback while the worker shuts down no longer
- * has a server (rs_req_ctx is NULL then). */
-void shard_info_reply(shard_ctx *sc, rs_req *req, int have_counts, long long fps,
-                      long long docs)
+ * connection; fingerprints / documents of its shards when have_counts. */
+void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs)
 {
+    shard_ctx *sc = rs_req_ctx(req);
     shard_redis_stats rst;
     shard_redis_get_stats(sc->redis, &rst);
     resp_buf b;
