@@ -593,16 +593,16 @@ static void cmd_query(rs_req *req)
     /* the shard of perm_0(q) when table 0 was asked for: in cluster mode the only
      * table-0 shard known to be on our node */
     uint64_t p0 = perm_apply(&sc->ps.tables[0], q);
+    unsigned sh0 = layout_shard_of(p0);
     int q0shard = -1;
     for (unsigned i = 0; i < ntab; i++)
         if (tabs[i] == 0)
-            q0shard = (int)layout_shard_of(p0);
+            q0shard = (int)sh0;
     /* DOCS: q's own document set is read with the scan when its table-0 shard is
      * ours (q is the usual match: an exact duplicate), saving a round to Redis */
     int qdocs = withdocs && (shard_redis_cluster_mode(sc->redis)
                                  ? q0shard >= 0
-                                 : layout_shard_of(p0) >= sc->cfg.lo &&
-                                       layout_shard_of(p0) <= sc->cfg.hi);
+                                 : sh0 >= sc->cfg.lo && sh0 <= sc->cfg.hi);
     ncmd += (unsigned)qdocs;
     if (ncmd > UINT32_MAX)
         ncmd = UINT32_MAX;
