@@ -646,6 +646,44 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
+/* A client on bev (a connected socket, or one end of a pair in the fuzz harness):
+ * parser, resume event, server list, callbacks. Returns it, or NULL (out of memory;
+ * bev is left to the caller). */
+static rs_client *client_new(rserver *s, struct bufferevent *bev)
+{
+    rs_client *c = calloc(1, sizeof(*c));
+    resp_limits pl = {
+        .max_arg_bytes = s->opt.limits.max_arg_bytes,
+        .max_req_bytes = s->opt.limits.max_req_bytes,
+        .max_args = s->opt.limits.max_args,
+        .max_inline_bytes = s->opt.limits.max_inline_bytes,
+    };
+    if (c == NULL || (c->parser = resp_parser_new(&pl)) == NULL ||
+        (c->resume_ev = event_new(s->base, -1, 0, on_resume, c)) == NULL) {
+        if (c != NULL)
+            resp_parser_free(c->parser);
+        free(c);
+        return NULL;
+    }
+    c->bev = bev;
+    c->s = s;
+    c->ctx = s->opt.ctx;
+    c->id = ++s->next_id;
+    c->refs = 1;
+    c->authed = s->password == NULL;
+    c->next = s->clients;
+    if (s->clients)
+        s->clients->prev = c;
+    s->clients = c;
+    s->st.clients++;
+    s->st.connections++;
+    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_setwatermark(c->bev, EV_READ, 0, RS_READ_HIGH_WATERMARK);
+    bufferevent_setwatermark(c->bev, EV_WRITE, s->opt.limits.out_high_watermark / 2, 0);
+    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    return c;
+}
+
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
                       int salen, void *arg)
 {
@@ -664,48 +702,17 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
         evutil_closesocket(fd);
         return;
     }
-    rs_client *c = calloc(1, sizeof(*c));
-    resp_limits pl = {
-        .max_arg_bytes = s->opt.limits.max_arg_bytes,
-        .max_req_bytes = s->opt.limits.max_req_bytes,
-        .max_args = s->opt.limits.max_args,
-        .max_inline_bytes = s->opt.limits.max_inline_bytes,
-    };
-    if (c == NULL || (c->parser = resp_parser_new(&pl)) == NULL) {
-        free(c);
+    struct bufferevent *bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    if (bev == NULL) {
         evutil_closesocket(fd);
         return;
     }
-    c->bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    c->resume_ev = event_new(s->base, -1, 0, on_resume, c);
-    if (c->bev == NULL || c->resume_ev == NULL) {
-        if (c->bev)
-            bufferevent_free(c->bev);
-        else
-            evutil_closesocket(fd);
-        if (c->resume_ev)
-            event_free(c->resume_ev);
-        resp_parser_free(c->parser);
-        free(c);
+    if (client_new(s, bev) == NULL) {
+        bufferevent_free(bev);      /* closes fd */
         return;
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    c->s = s;
-    c->ctx = s->opt.ctx;
-    c->id = ++s->next_id;
-    c->refs = 1;
-    c->authed = s->password == NULL;
-    c->next = s->clients;
-    if (s->clients)
-        s->clients->prev = c;
-    s->clients = c;
-    s->st.clients++;
-    s->st.connections++;
-    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-    bufferevent_setwatermark(c->bev, EV_READ, 0, RS_READ_HIGH_WATERMARK);
-    bufferevent_setwatermark(c->bev, EV_WRITE, s->opt.limits.out_high_watermark / 2, 0);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
 }
 
 static void on_accept_retry(evutil_socket_t fd, short what, void *arg)

@@ -6,7 +6,7 @@
  *
  * The framework's connection internals are static in common/rserver.c, so this file
  * includes that source (and is linked without the library's copy of it) to create a
- * client the way on_accept does; nothing in rserver.c changes for fuzzing.
+ * client with client_new, as on_accept does; nothing in rserver.c changes for fuzzing.
  *
  * The first input byte picks the setup: bit 0 a password ("pw"), bit 1 complete
  * routing to two shard workers that are "up", bit 2 tiny limits, bit 3 worker
@@ -301,41 +301,18 @@ static void fz_configure(unsigned mode)
     }
 }
 
-/* A client on one end of a bufferevent pair, set up as on_accept does for a socket.
- * *peer gets the other end (where replies arrive). */
+/* A client on one end of a bufferevent pair, set up by rserver's own client_new as
+ * on_accept does for a socket. *peer gets the other end (where replies arrive). */
 static rs_client *fz_client_new(struct bufferevent **peer)
 {
     rserver *s = &fz_srv;
     struct bufferevent *pair[2];
-    rs_client *c = calloc(1, sizeof(*c));
-    resp_limits pl = {
-        .max_arg_bytes = s->opt.limits.max_arg_bytes,
-        .max_req_bytes = s->opt.limits.max_req_bytes,
-        .max_args = s->opt.limits.max_args,
-        .max_inline_bytes = s->opt.limits.max_inline_bytes,
-    };
-    if (c == NULL || (c->parser = resp_parser_new(&pl)) == NULL)
-        abort();
     if (bufferevent_pair_new(s->base, BEV_OPT_CLOSE_ON_FREE, pair) != 0)
         abort();
-    c->bev = pair[0];
-    *peer = pair[1];
-    c->resume_ev = event_new(s->base, -1, 0, on_resume, c);
-    if (c->resume_ev == NULL)
+    rs_client *c = client_new(s, pair[0]);
+    if (c == NULL)
         abort();
-    c->s = s;
-    c->id = ++s->next_id;
-    c->refs = 1;
-    c->authed = s->password == NULL;
-    c->next = s->clients;
-    if (s->clients)
-        s->clients->prev = c;
-    s->clients = c;
-    s->st.clients++;
-    s->st.connections++;
-    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
-    bufferevent_setwatermark(c->bev, EV_WRITE, s->opt.limits.out_high_watermark / 2, 0);
-    bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    *peer = pair[1];
     bufferevent_enable(*peer, EV_READ | EV_WRITE);
     return c;
 }
