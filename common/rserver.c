@@ -897,6 +897,18 @@ static void on_signal(evutil_socket_t sig, short what, void *arg)
     event_base_loopexit(rs->base, NULL);
 }
 
+struct event_base *rs_base_new(void)
+{
+    struct event_config *ecfg = event_config_new();
+    struct event_base *base = NULL;
+    if (ecfg) {
+        event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+        base = event_base_new_with_config(ecfg);
+        event_config_free(ecfg);
+    }
+    return base ? base : event_base_new();
+}
+
 int rs_run(struct event_base *base, void (*on_stop)(void *arg), void *arg)
 {
     struct rs_run_state st = { base, on_stop, arg, 0 };

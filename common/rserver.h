@@ -160,4 +160,8 @@ void rs_pidfile_remove(const char *path);
  * nothing is left, or at once with loopexit). Returns 0, or -1 on a loop error. */
 int rs_run(struct event_base *base, void (*on_stop)(void *arg), void *arg);
 
+/* The daemons' event loop: epoll's changelist on (coalesces the write-event add/del
+ * hiredis makes per command), else a default base. NULL when none can be made. */
+struct event_base *rs_base_new(void);
+
 #endif

@@ -131,14 +131,7 @@ int main(int argc, char **argv)
         cfg_free_values(&coord_spec, &co.cfg);
         return 2;
     }
-    struct event_config *ecfg = event_config_new();
-    if (ecfg)   /* coalesce the per-command write-event add/del of hiredis */
-        event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-    co.base = ecfg ? event_base_new_with_config(ecfg) : NULL;
-    if (ecfg)
-        event_config_free(ecfg);
-    if (co.base == NULL)
-        co.base = event_base_new();
+    co.base = rs_base_new();
     if (co.base == NULL) {
         log_error("cannot create the event loop");
         return 1;

@@ -236,14 +236,7 @@ int main(int argc, char **argv)
     }
     if (mrc == -2)   /* not reachable yet: serve -REDIS unavailable, keep trying */
         log_warn("%s; answering -REDIS unavailable until it answers", err);
-    struct event_config *ecfg = event_config_new();
-    if (ecfg)   /* coalesce the per-command write-event add/del of hiredis */
-        event_config_set_flag(ecfg, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
-    sc.base = ecfg ? event_base_new_with_config(ecfg) : NULL;
-    if (ecfg)
-        event_config_free(ecfg);
-    if (sc.base == NULL)
-        sc.base = event_base_new();
+    sc.base = rs_base_new();
     if (sc.base == NULL) {
         fprintf(stderr, "simhash-shard: cannot create the event loop\n");
         goto out_perm;

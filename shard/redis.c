@@ -255,6 +255,20 @@ static redisReply *shard_sync_cmd(redisContext **cp, const shard_redis_opts *o, 
     }
 }
 
+/* HGETALL of the meta hash compared with o: shard_redis_meta_compare's result, or -1
+ * (err set) when the read failed. */
+static int shard_meta_read(redisContext **cp, const shard_redis_opts *o, char *err,
+                           size_t errlen, int *transient)
+{
+    const char *argv[2] = {"HGETALL", LAYOUT_META_KEY};
+    redisReply *rep = shard_sync_cmd(cp, o, 2, argv, err, errlen, transient);
+    if (rep == NULL)
+        return -1;
+    int rc = shard_redis_meta_compare(rep, o, err, errlen);
+    freeReplyObject(rep);
+    return rc;
+}
+
 int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t errlen)
 {
     int refused = 0;
@@ -273,13 +287,7 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
             goto out;
         freeReplyObject(rep);
     }
-    argv[0] = "HGETALL";
-    argv[1] = LAYOUT_META_KEY;
-    if ((rep = shard_sync_cmd(&c, o, 2, argv, err, errlen, &transient)) == NULL)
-        goto out;
-    rc = shard_redis_meta_compare(rep, o, err, errlen);
-    freeReplyObject(rep);
-    if (rc != 1)
+    if ((rc = shard_meta_read(&c, o, err, errlen, &transient)) != 1)
         goto out;
     /* absent: create it; a worker racing us with other settings wins some fields,
      * and the re-read below then reports the mismatch */
@@ -290,12 +298,7 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
             goto out;
         freeReplyObject(rep);
     }
-    argv[0] = "HGETALL";
-    argv[1] = LAYOUT_META_KEY;
-    if ((rep = shard_sync_cmd(&c, o, 2, argv, err, errlen, &transient)) == NULL)
-        goto out;
-    rc = shard_redis_meta_compare(rep, o, err, errlen);
-    freeReplyObject(rep);
+    rc = shard_meta_read(&c, o, err, errlen, &transient);
     if (rc == 1) {
         snprintf(err, errlen, "redis %s:%d: %s still empty after creating it", o->host,
                  o->port, LAYOUT_META_KEY);
