@@ -2,6 +2,7 @@
 #include "parse.h"
 
 #include <stdio.h>
+#include <string.h>
 
 int parse_u64(const char *s, size_t len, uint64_t *out, const char **why)
 {
@@ -47,5 +48,36 @@ int parse_uint_range(const char *s, size_t len, uint64_t min, uint64_t max,
         return -1;
     }
     *out = v;
+    return 0;
+}
+
+int parse_info_line(const char *s, size_t len, const char *name, const char **val,
+                    size_t *vlen)
+{
+    size_t nl = strlen(name);
+    const char *p = s, *end = s + len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
+        if (ll > nl && memcmp(p, name, nl) == 0 && p[nl] == ':') {
+            size_t vl = ll - nl - 1;
+            if (vl > 0 && p[nl + vl] == '\r')
+                vl--;
+            *val = p + nl + 1;
+            *vlen = vl;
+            return 0;
+        }
+        p += ll + 1;
+    }
+    return -1;
+}
+
+int parse_info_str(const char *s, size_t len, const char *name, char *buf, size_t cap)
+{
+    const char *v;
+    size_t vl;
+    if (parse_info_line(s, len, name, &v, &vl) != 0)
+        return -1;
+    snprintf(buf, cap, "%.*s", (int)vl, v);
     return 0;
 }

@@ -15,4 +15,13 @@ int parse_u64(const char *s, size_t len, uint64_t *out, const char **why);
 int parse_uint_range(const char *s, size_t len, uint64_t min, uint64_t max,
                      uint64_t *out, const char **why);
 
+/* The value of the "name:value" line of an INFO text (Redis INFO, SHARD.INFO):
+ * lines end in LF or CRLF, the last one may lack it; name must match the whole key.
+ * Sets *val / *vlen (without the CR) and returns 0, or returns -1 when absent. */
+int parse_info_line(const char *s, size_t len, const char *name, const char **val,
+                    size_t *vlen);
+
+/* The same value copied into buf (at most cap-1 bytes, NUL-terminated); 0, or -1. */
+int parse_info_str(const char *s, size_t len, const char *name, char *buf, size_t cap);
+
 #endif

@@ -349,44 +349,13 @@ long long coord_redis_used_memory(const coord *co)
 /* "name:value" lines of SHARD.INFO: value of name, or -1. */
 static long long info_field(const char *s, size_t len, const char *name)
 {
-    size_t nl = strlen(name);
-    const char *p = s, *end = s + len;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
-        if (ll > nl && memcmp(p, name, nl) == 0 && p[nl] == ':') {
-            const char *v = p + nl + 1;
-            size_t vl = ll - nl - 1;
-            if (vl > 0 && v[vl - 1] == '\r')
-                vl--;
-            uint64_t x;
-            const char *why;
-            if (parse_u64(v, vl, &x, &why) == 0 && x < (uint64_t)INT64_MAX)
-                return (long long)x;
-            return -1;
-        }
-        p += ll + 1;
-    }
-    return -1;
-}
-
-/* Value of a "name:value" line of SHARD.INFO copied into buf; 0, or -1 when absent. */
-static int info_str(const char *s, size_t len, const char *name, char *buf, size_t cap)
-{
-    size_t nl = strlen(name);
-    const char *p = s, *end = s + len;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
-        if (ll > nl && memcmp(p, name, nl) == 0 && p[nl] == ':') {
-            size_t vl = ll - nl - 1;
-            if (vl > 0 && p[nl + 1 + vl - 1] == '\r')
-                vl--;
-            snprintf(buf, cap, "%.*s", (int)vl, p + nl + 1);
-            return 0;
-        }
-        p += ll + 1;
-    }
+    const char *v;
+    size_t vl;
+    uint64_t x;
+    const char *why;
+    if (parse_info_line(s, len, name, &v, &vl) == 0 && parse_u64(v, vl, &x, &why) == 0 &&
+        x < (uint64_t)INT64_MAX)
+        return (long long)x;
     return -1;
 }
 
@@ -420,7 +389,8 @@ static void worker_cluster_health(coord_worker *w, const char *s, size_t len)
     w->raw_fingerprints = w->fingerprints;
     w->raw_documents = w->documents;
     cluster_counts_fix(co);
-    if (info_str(s, len, "cluster_node", node, sizeof(node)) == 0 && strcmp(node, w->node) != 0) {
+    if (parse_info_str(s, len, "cluster_node", node, sizeof(node)) == 0 &&
+        strcmp(node, w->node) != 0) {
         log_info("shard worker %s now attached to cluster node %s (was %s)", w->addr,
                  node[0] ? node : "(unknown)", w->node[0] ? w->node : "(unknown)");
         snprintf(w->node, sizeof(w->node), "%s", node);
@@ -440,7 +410,7 @@ static void worker_cluster_health(coord_worker *w, const char *s, size_t len)
         w->reattaches = (unsigned long long)re;
     if (grew)
         coord_cluster_refresh(co, "shard workers followed redirections");
-    if (info_str(s, len, "redis", state, sizeof(state)) == 0 && strcmp(state, "up") != 0)
+    if (parse_info_str(s, len, "redis", state, sizeof(state)) == 0 && strcmp(state, "up") != 0)
         coord_cluster_refresh(co, "a shard worker's Redis node is not up");
 }
 
@@ -456,11 +426,12 @@ static void on_health(redisAsyncContext *ac, void *reply, void *priv)
         w->fingerprints = info_field(r->str, r->len, "fingerprints");
         w->documents = info_field(r->str, r->len, "documents");
         w->redis_used_memory = info_field(r->str, r->len, "redis_used_memory");
-        if (info_str(r->str, r->len, "redis_addr", w->redis_addr, sizeof(w->redis_addr)) != 0)
+        if (parse_info_str(r->str, r->len, "redis_addr", w->redis_addr,
+                           sizeof(w->redis_addr)) != 0)
             w->redis_addr[0] = '\0';
         char role[16];
         w->redis_role = -1;
-        if (info_str(r->str, r->len, "redis_role", role, sizeof(role)) == 0)
+        if (parse_info_str(r->str, r->len, "redis_role", role, sizeof(role)) == 0)
             w->redis_role = strcmp(role, "master") == 0 ? 1 : strcmp(role, "replica") == 0 ? 0 : -1;
         if (w->co->cl)
             worker_cluster_health(w, r->str, r->len);

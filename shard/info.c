@@ -63,28 +63,6 @@ void shard_info_reply(rs_req *req, int have_counts, long long fps, long long doc
     rs_req_finish(req);
 }
 
-/* Value of the "name:value" line of a Redis INFO text, copied into buf (at most
- * cap-1 bytes); 0, or -1 when absent. */
-static int shard_redis_info_line(const char *s, size_t len, const char *name, char *buf,
-                                 size_t cap)
-{
-    size_t nl = strlen(name);
-    const char *p = s, *end = s + len;
-    while (p < end) {
-        const char *eol = memchr(p, '\n', (size_t)(end - p));
-        size_t ll = eol ? (size_t)(eol - p) : (size_t)(end - p);
-        if (ll > nl && memcmp(p, name, nl) == 0 && p[nl] == ':') {
-            size_t vl = ll - nl - 1;
-            if (vl > 0 && p[nl + vl] == '\r')
-                vl--;
-            snprintf(buf, cap, "%.*s", (int)vl, p + nl + 1);
-            return 0;
-        }
-        p += ll + 1;
-    }
-    return -1;
-}
-
 /* Reply of the INFO sent with every SHARD.INFO: keeps used_memory and the role of
  * the Redis node (-1: unknown when the reply is missing or malformed). */
 void shard_on_redis_info(void *priv, redisReply *reply, const char *err)
@@ -98,9 +76,9 @@ void shard_on_redis_info(void *priv, redisReply *reply, const char *err)
         return;
     uint64_t x;
     const char *why;
-    if (shard_redis_info_line(reply->str, reply->len, "used_memory", v, sizeof v) == 0 &&
+    if (parse_info_str(reply->str, reply->len, "used_memory", v, sizeof v) == 0 &&
         parse_u64(v, strlen(v), &x, &why) == 0 && x < (uint64_t)INT64_MAX)
         sc->redis_used_memory = (long long)x;
-    if (shard_redis_info_line(reply->str, reply->len, "role", v, sizeof v) == 0)
+    if (parse_info_str(reply->str, reply->len, "role", v, sizeof v) == 0)
         sc->redis_role = strcmp(v, "master") == 0 ? 1 : strcmp(v, "slave") == 0 ? 0 : -1;
 }

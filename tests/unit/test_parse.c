@@ -74,12 +74,43 @@ static void test_range(void **state)
     assert_string_equal(why, "empty");
 }
 
+/* INFO lines: CRLF or LF, last line without one, whole-key match, absent names. */
+static void test_info_line(void **state)
+{
+    (void)state;
+    static const char info[] = "# Redis\r\nredis_addr:h:1\r\nredis:up\r\nrole:\r\n"
+                               "lf:x\nlast:7";
+    size_t n = sizeof info - 1;
+    const char *v;
+    size_t vl;
+    char buf[8];
+    assert_int_equal(parse_info_line(info, n, "redis", &v, &vl), 0);
+    assert_int_equal(vl, 2);
+    assert_memory_equal(v, "up", 2);
+    assert_int_equal(parse_info_str(info, n, "redis_addr", buf, sizeof buf), 0);
+    assert_string_equal(buf, "h:1");
+    assert_int_equal(parse_info_str(info, n, "role", buf, sizeof buf), 0);
+    assert_string_equal(buf, "");
+    assert_int_equal(parse_info_str(info, n, "lf", buf, sizeof buf), 0);
+    assert_string_equal(buf, "x");
+    assert_int_equal(parse_info_str(info, n, "last", buf, sizeof buf), 0);
+    assert_string_equal(buf, "7");
+    assert_int_equal(parse_info_str(info, n, "redis_", buf, sizeof buf), -1);
+    assert_int_equal(parse_info_str(info, n, "red", buf, sizeof buf), -1);
+    assert_int_equal(parse_info_str(info, n, "# Redis", buf, sizeof buf), -1);
+    assert_int_equal(parse_info_str(info, 0, "redis", buf, sizeof buf), -1);
+    /* truncated to the buffer, NUL-terminated */
+    assert_int_equal(parse_info_str("k:0123456789\r\n", 14, "k", buf, 4), 0);
+    assert_string_equal(buf, "012");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_u64_good),
         cmocka_unit_test(test_u64_bad),
         cmocka_unit_test(test_range),
+        cmocka_unit_test(test_info_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
