@@ -205,6 +205,12 @@ static int shard_match_cmp(const void *a, const void *b)
     return x->fp < y->fp ? -1 : x->fp > y->fp;
 }
 
+/* Match i is q itself and its ids came with the scan. */
+static int shard_match_has_qdocs(const shard_job *j, size_t i)
+{
+    return j->qdocs_read && j->m[i].fp == j->q;
+}
+
 /* SHARD.QUERY ... DOCS once the scan is done (matches sorted, unique): the document
  * ids of every match whose table-0 shard this worker serves (in cluster mode: that
  * of q, when table 0 was asked for). Those of q itself were read with the scan
@@ -228,7 +234,7 @@ static int shard_query_docs_start(shard_job *j)
             j->m[i].own = sh >= sc->cfg.lo && sh <= sc->cfg.hi;
         j->m[i].empty = 0;
         nown += j->m[i].own;
-        n += j->m[i].own && !(j->qdocs_read && j->m[i].fp == j->q);
+        n += j->m[i].own && !shard_match_has_qdocs(j, i);
     }
     if (nown == 0)
         return 0;
@@ -247,7 +253,7 @@ static int shard_query_docs_start(shard_job *j)
     j->nparts = (unsigned)j->nm;
     for (size_t i = 0; i < j->nm; i++) {
         resp_buf_init(&parts[i], 0);
-        if (j->m[i].own && j->qdocs_read && j->m[i].fp == j->q) {
+        if (j->m[i].own && shard_match_has_qdocs(j, i)) {
             parts[i] = j->qdocs;        /* moved: the job frees it with the parts */
             resp_buf_init(&j->qdocs, 0);
             j->m[i].empty = j->qdocs_empty;
@@ -265,7 +271,7 @@ static int shard_query_docs_start(shard_job *j)
     j->docphase = 1;
     unsigned k = 0;
     for (size_t i = 0; i < j->nm && j->req; i++) {
-        if (!j->m[i].own || (j->qdocs_read && j->m[i].fp == j->q))
+        if (!j->m[i].own || shard_match_has_qdocs(j, i))
             continue;
         char key[LAYOUT_KEY_MAX];
         uint64_t p0 = perm_apply(&sc->ps.tables[0], j->m[i].fp);
