@@ -103,6 +103,65 @@ size_t layout_count_key(char *buf, size_t cap, unsigned shard)
     return 8;
 }
 
+size_t layout_lock_key(char *buf, size_t cap, unsigned shard)
+{
+    if (layout_count_key(buf, cap, shard) == 0)
+        return 0;
+    buf[0] = 'w';
+    return 8;
+}
+
+size_t layout_lock_field(char *buf, uint64_t fp)
+{
+    layout_put_hex(buf, fp, 16);
+    buf[16] = '\0';
+    return 16;
+}
+
+/* Server time in ms; stale = an expired lock was there. Ids are applied in chunks:
+ * unpack() of more than a few thousand values overflows Lua's C stack. */
+const char LAYOUT_LOCK_LUA[] =
+    "local t = redis.call('TIME')\n"
+    "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "local cur = redis.call('HGET', KEYS[2], ARGV[1])\n"
+    "local stale = 0\n"
+    "if cur then\n"
+    "  local exp = tonumber(string.match(cur, '^(%d+)')) or 0\n"
+    "  if exp > now then return {0, exp - now} end\n"
+    "  stale = 1\n"
+    "elseif ARGV[4] == 'S' then\n"
+    "  return {0, 0}\n"
+    "end\n"
+    "redis.call('HSET', KEYS[2], ARGV[1], (now + tonumber(ARGV[3])) .. ':' .. ARGV[2])\n"
+    "local before = redis.call('SCARD', KEYS[1])\n"
+    "local op = ARGV[4]\n"
+    "local n = 0\n"
+    "if op == 'A' or op == 'R' then\n"
+    "  local cmd = op == 'A' and 'SADD' or 'SREM'\n"
+    "  local i = 5\n"
+    "  while i <= #ARGV do\n"
+    "    local j = math.min(i + 3999, #ARGV)\n"
+    "    n = n + redis.call(cmd, KEYS[1], unpack(ARGV, i, j))\n"
+    "    i = j + 1\n"
+    "  end\n"
+    "elseif op == 'X' then\n"
+    "  n = before\n"
+    "  redis.call('DEL', KEYS[1])\n"
+    "end\n"
+    "local after = redis.call('SCARD', KEYS[1])\n"
+    "if after ~= before then redis.call('HINCRBY', KEYS[3], 'documents', after - before) end\n"
+    "if before == 0 and after > 0 then redis.call('HINCRBY', KEYS[3], 'fingerprints', 1) end\n"
+    "if before > 0 and after == 0 then redis.call('HINCRBY', KEYS[3], 'fingerprints', -1) end\n"
+    "return {1, before, after, stale, n}\n";
+
+const char LAYOUT_UNLOCK_LUA[] =
+    "local cur = redis.call('HGET', KEYS[1], ARGV[1])\n"
+    "if cur and string.sub(cur, -(#ARGV[2] + 1)) == ':' .. ARGV[2] then\n"
+    "  redis.call('HDEL', KEYS[1], ARGV[1])\n"
+    "  return 1\n"
+    "end\n"
+    "return 0\n";
+
 int layout_range_init(layout_range *r, uint64_t p, unsigned prefix_bits, unsigned bucket_bits)
 {
     if (!layout_bucket_bits_ok(bucket_bits) || prefix_bits < LAYOUT_MIN_PREFIX_BITS ||

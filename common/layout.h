@@ -7,8 +7,12 @@
  *                          B-8 bits as (B-8)/4 lower-case hex digits (none for B=8)
  *   member the low 64-B bits of p as (64-B)/8 big-endian bytes, score 0
  * Document ids of fp live in the set d:{0:xx}:<16 hex of fp>, xx = top byte of
- * perm_0(fp). The hash c:{0:xx} counts table-0 entries and document ids of shard xx
- * (kept by the workers in the same Lua call as each write). */
+ * perm_0(fp). The hash c:{0:xx} counts the fingerprints (non-empty document sets) and
+ * document ids of shard xx. The hash w:{0:xx} holds the write locks of shard xx's
+ * fingerprints: field = the 16 hex digits of fp, value = "<expiry ms>:<token>".
+ * Every write of a fingerprint holds its lock (LAYOUT_LOCK_LUA changes the document
+ * set and takes the lock in one step; LAYOUT_UNLOCK_LUA releases it), so document
+ * set and table entries change together; docs/protocol.md has the argument. */
 #ifndef SIMHASH_LAYOUT_H
 #define SIMHASH_LAYOUT_H
 
@@ -71,6 +75,37 @@ size_t layout_doc_key(char *buf, size_t cap, uint64_t fp, uint64_t p0);
  * fingerprints (table-0 entries) and documents (document ids) of that shard.
  * Returns its length, or 0 when it does not fit in cap. */
 size_t layout_count_key(char *buf, size_t cap, unsigned shard);
+
+/* Writes the lock hash key of shard s: "w:{0:xx}". Returns its length, or 0 when it
+ * does not fit in cap. */
+size_t layout_lock_key(char *buf, size_t cap, unsigned shard);
+
+/* Writes the lock field of fp (16 lower-case hex digits, NUL-terminated) into
+ * buf[17]. Returns 16. */
+size_t layout_lock_field(char *buf, uint64_t fp);
+
+/* Lease of a write lock when the caller gives none; a lock older than its lease is
+ * stale: the next writer, the worker's repair pass or fsck takes it over and makes
+ * the table entries match the document set. */
+#define LAYOUT_LOCK_LEASE_MS 5000
+
+/* Operations of LAYOUT_LOCK_LUA (its ARGV[4]). */
+#define LAYOUT_LOCK_OP_ADD "A"      /* SADD the ids */
+#define LAYOUT_LOCK_OP_REM "R"      /* SREM the ids */
+#define LAYOUT_LOCK_OP_DELALL "X"   /* DEL the document set */
+#define LAYOUT_LOCK_OP_FIX "F"      /* no change: take the lock to repair */
+#define LAYOUT_LOCK_OP_FIXSTALE "S" /* as F, but only a stale lock is taken over */
+
+/* EVAL script: KEYS = document set, lock hash, counter hash (one slot: {0:xx});
+ * ARGV = lock field, token, lease ms, op, document ids.... When the lock is held and
+ * not expired (or, for op S, absent) it changes nothing and returns {0, ms left}.
+ * Otherwise it takes the lock, applies op, keeps c:{0:xx} exact and returns
+ * {1, ids before, ids after, 1 if it took over a stale lock else 0, ids changed}. */
+extern const char LAYOUT_LOCK_LUA[];
+
+/* EVAL script: KEYS = lock hash; ARGV = lock field, token. Deletes the lock when
+ * the token holds it; returns 1, or 0 when the lock was lost (taken over). */
+extern const char LAYOUT_UNLOCK_LUA[];
 
 /* The Redis reads that find every permuted value sharing the top prefix_bits bits of
  * p: buckets first_bucket .. first_bucket + nbuckets - 1 (consecutive bucket

@@ -46,6 +46,7 @@ struct rs_client {
     unsigned npending;          /* unfinished requests */
     unsigned nstarted;          /* started and unfinished */
     unsigned nwrites;           /* started and unfinished RS_CMD_WRITE requests */
+    unsigned nordered;          /* started and unfinished RS_CMD_ORDERED requests */
     rs_req *waiting;            /* resolved, waits for a write barrier */
     size_t pending_bytes;       /* argument bytes held by unfinished requests */
     unsigned refs;              /* 1 while connected + 1 per unfinished request + 1 while processing */
@@ -287,6 +288,8 @@ void rs_req_finish(rs_req *r)
         c->nstarted--;
         if (r->cmd && (r->cmd->flags & RS_CMD_WRITE))
             c->nwrites--;
+        if (r->cmd && (r->cmd->flags & RS_CMD_ORDERED))
+            c->nordered--;
     }
     c->npending--;
     c->pending_bytes -= r->rq.bytes;
@@ -496,13 +499,16 @@ static void client_dispatch(rs_client *c, rs_req *r)
     req_start(c, r);
 }
 
-/* 1 when r may start now: no write of this client runs, and r is not a write or
- * nothing of this client runs. */
+/* 1 when r may start now: no write of this client runs; a write starts when nothing
+ * of this client runs, an ordered write when no write runs, anything else when no
+ * ordered write runs either. */
 static int req_can_start(const rs_client *c, const rs_req *r)
 {
     if (c->nwrites > 0)
         return 0;
-    return !(r->cmd->flags & RS_CMD_WRITE) || c->nstarted == 0;
+    if (r->cmd->flags & RS_CMD_WRITE)
+        return c->nstarted == 0;
+    return (r->cmd->flags & RS_CMD_ORDERED) || c->nordered == 0;
 }
 
 static void req_start(rs_client *c, rs_req *r)
@@ -511,6 +517,8 @@ static void req_start(rs_client *c, rs_req *r)
     c->nstarted++;
     if (r->cmd->flags & RS_CMD_WRITE)
         c->nwrites++;
+    if (r->cmd->flags & RS_CMD_ORDERED)
+        c->nordered++;
     r->cmd->fn(r);
 }
 

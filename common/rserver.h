@@ -78,6 +78,11 @@ typedef void (*rs_cmd_fn)(rs_req *req);
  * one client run concurrently (their replies still leave in order). So a client that
  * pipelines ADD then QUERY sees its own ADD. */
 #define RS_CMD_WRITE 2u
+/* An ordered write: it starts when no RS_CMD_WRITE of the client runs and may run
+ * concurrently with other ordered writes of the client (they must commute, as ADDs
+ * of one connection do); any later request that is not an ordered write starts only
+ * after it finished. So pipelined ADDs overlap and a QUERY after them sees them. */
+#define RS_CMD_ORDERED 4u
 
 typedef struct rs_command {
     const char *name;           /* matched case-insensitively */
