@@ -157,7 +157,11 @@ const char LAYOUT_LOCK_LUA[] =
 const char LAYOUT_UNLOCK_LUA[] =
     "local cur = redis.call('HGET', KEYS[1], ARGV[1])\n"
     "if cur and string.sub(cur, -(#ARGV[2] + 1)) == ':' .. ARGV[2] then\n"
-    "  redis.call('HDEL', KEYS[1], ARGV[1])\n"
+    "  if ARGV[3] == 'abandon' then\n"
+    "    redis.call('HSET', KEYS[1], ARGV[1], '0:' .. ARGV[2])\n"
+    "  else\n"
+    "    redis.call('HDEL', KEYS[1], ARGV[1])\n"
+    "  end\n"
     "  return 1\n"
     "end\n"
     "return 0\n";

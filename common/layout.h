@@ -103,8 +103,10 @@ size_t layout_lock_field(char *buf, uint64_t fp);
  * {1, ids before, ids after, 1 if it took over a stale lock else 0, ids changed}. */
 extern const char LAYOUT_LOCK_LUA[];
 
-/* EVAL script: KEYS = lock hash; ARGV = lock field, token. Deletes the lock when
- * the token holds it; returns 1, or 0 when the lock was lost (taken over). */
+/* EVAL script: KEYS = lock hash; ARGV = lock field, token [, "abandon"]. Deletes
+ * the lock when the token holds it (with "abandon": makes it stale at once, so the
+ * next writer or the repair pass reconciles the fingerprint); returns 1, or 0 when
+ * the lock was lost (taken over). */
 extern const char LAYOUT_UNLOCK_LUA[];
 
 /* The Redis reads that find every permuted value sharing the top prefix_bits bits of

@@ -87,17 +87,11 @@ typedef struct qmatch {
     size_t docslen;
 } qmatch;
 
-typedef struct addpair {
-    uint64_t fp;
-    const char *docid;
-    size_t len;
-} addpair;
-
 typedef struct grp {
     size_t start, n;        /* slice of matches / pairs */
 } grp;
 
-enum { M_QUERY, M_CHECK, M_CHECKTEXT, M_ADD, M_DEL };
+enum { M_QUERY, M_CHECK, M_CHECKTEXT };
 
 typedef struct cstate {
     int mode;
@@ -108,13 +102,7 @@ typedef struct cstate {
     size_t n, cap;
     grp *groups;            /* per worker (DOCS) or per fingerprint (DOCADD) */
     size_t *fetch;          /* DOCS: indexes into m of the matches to fetch, by worker */
-    addpair *pairs;
-    size_t npairs;
-    long long count;        /* ADD: entries added; DEL: ids removed */
-    long long left;         /* DEL: ids left */
-    int have_docid;
-    resp_buf saved;         /* CHECK: the matches reply */
-    unsigned char touched[256]; /* durable: workers written to since the last SHARD.WAIT */
+    coord_pair *pairs;      /* CHECK: the pair added after the query */
 } cstate;
 
 static void cstate_cleanup(void *p)
@@ -126,7 +114,6 @@ static void cstate_cleanup(void *p)
     free(s->groups);
     free(s->fetch);
     free(s->pairs);
-    resp_buf_free(&s->saved);
 }
 
 static cstate *cstate_new(coord_op *op, int mode)
@@ -137,7 +124,6 @@ static cstate *cstate_new(coord_op *op, int mode)
         return NULL;
     }
     s->mode = mode;
-    resp_buf_init(&s->saved, 0);
     coord_op_set_data(op, s, cstate_cleanup);
     return s;
 }
@@ -166,10 +152,9 @@ static size_t fp_str(uint64_t fp, char *buf)
     return n;
 }
 
-/* Send `cmd fp [d] t...` to every worker for the tables whose shard of fp it owns.
- * Writes mark the workers touched (for SHARD.WAIT). Returns 0, or -1 when the op
- * failed. */
-static int send_per_table(coord_op *op, cstate *s, const char *cmd, uint64_t fp, const char *dstr,
+/* Send `cmd fp d t... tail` to every worker for the tables whose shard of fp it
+ * owns. Returns 0, or -1 when the op failed. */
+static int send_per_table(coord_op *op, const char *cmd, uint64_t fp, const char *dstr,
                           const char *tail, coord_reply_fn fn)
 {
     coord *co = coord_op_coord(op);
@@ -178,7 +163,6 @@ static int send_per_table(coord_op *op, cstate *s, const char *cmd, uint64_t fp,
     short owner[PERM_MAX_TABLES];
     char fps[24];
     size_t fplen = fp_str(fp, fps);
-    int write = dstr == NULL;
     for (unsigned t = 0; t < co->ps.ntables; t++) {
         coord_worker *w = coord_route(co, t, perm_apply(&co->ps.tables[t], fp));
         owner[t] = w ? (short)w->idx : -1;
@@ -209,58 +193,10 @@ static int send_per_table(coord_op *op, cstate *s, const char *cmd, uint64_t fp,
         }
         if (coord_op_send(op, &co->w[wi], argc, argv, lens, fn, NULL) != 0)
             return -1;
-        if (write && wi < sizeof(s->touched))
-            s->touched[wi] = 1;
     }
     return 0;
 }
 
-static int on_wait_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
-{
-    (void)arg;
-    if (r->type != REDIS_REPLY_STATUS) {
-        coord_op_coord(op)->st.err_worker++;
-        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply type %d to SHARD.WAIT",
-                      w->addr, r->type);
-        return -1;
-    }
-    return 0;
-}
-
-/* Durable mode: send SHARD.WAIT to every worker written to since the last one, in
- * the same round as the writes (the worker runs it after them: one connection, in
- * order). Without durable, nothing. Returns 0, or -1 when the op failed. */
-static int send_waits(coord_op *op, cstate *s)
-{
-    coord *co = coord_op_coord(op);
-    if (!co->cfg.durable)
-        return 0;
-    for (size_t wi = 0; wi < co->nw && wi < sizeof(s->touched); wi++) {
-        if (!s->touched[wi])
-            continue;
-        s->touched[wi] = 0;
-        const char *argv[1] = { "SHARD.WAIT" };
-        size_t lens[1] = { 10 };
-        if (coord_op_send(op, &co->w[wi], 1, argv, lens, on_wait_reply, NULL) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-static int want_integer(coord_op *op, coord_worker *w, redisReply *r, const char *cmd)
-{
-    if (r->type != REDIS_REPLY_INTEGER) {
-        coord_op_coord(op)->st.err_worker++;
-        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply type %d to %s", w->addr,
-                      r->type, cmd);
-        return -1;
-    }
-    return 0;
-}
-
-/* ---- QUERY / CHECK / CHECKTEXT ---- */
-
-static void add_round_start(coord_op *op);
 static void query_sort_answer_fn(coord_op *op);
 
 /* Parses e, an array of document ids, into a RESP array in *docs (malloc'd).
@@ -428,9 +364,19 @@ static void query_answer(coord_op *op)
         coord_op_finish(op);
         return;
     }
-    /* CHECK / CHECKTEXT: keep the answer, then add */
-    write_matches(s, &s->saved);
-    add_round_start(op);
+    /* CHECK / CHECKTEXT: keep the answer, then add (write.c) */
+    resp_buf saved;
+    resp_buf_init(&saved, 0);
+    write_matches(s, &saved);
+    uint64_t q = s->q;
+    coord_pair *p = s->pairs;
+    s->pairs = NULL;
+    coord_write *wr = coord_write_new(op, s->mode == M_CHECK ? CW_CHECK : CW_CHECKTEXT, p, 1);
+    if (wr != NULL) {
+        resp_buf_append(coord_write_saved(wr, q), saved.data, saved.len);
+        coord_write_start(op);
+    }
+    resp_buf_free(&saved);
 }
 
 /* After the query round: merge, sort, LIMIT, then fetch document ids. */
@@ -547,7 +493,7 @@ static void query_start(coord_op *op)
     cstate *s = coord_op_data(op);
     char dstr[8];
     snprintf(dstr, sizeof(dstr), "%u", s->d);
-    if (send_per_table(op, s, "SHARD.QUERY", s->q, dstr, "DOCS", on_query_reply) != 0)
+    if (send_per_table(op, "SHARD.QUERY", s->q, dstr, "DOCS", on_query_reply) != 0)
         return;
     coord_op_round_end(op, query_merge);
 }
@@ -641,7 +587,6 @@ static void check_start(coord *co, rs_req *r, int mode, uint64_t q, size_t di, u
     s->pairs[0].fp = q;
     s->pairs[0].docid = docid;
     s->pairs[0].len = n;
-    s->npairs = 1;
     query_start(op);
 }
 
@@ -668,140 +613,7 @@ static void cmd_checktext(rs_req *r)
     check_start(co, r, M_CHECKTEXT, fp_text(text, n, FP_WINDOW_DEFAULT), 1, co->cfg.distance);
 }
 
-/* ---- ADD (also the second half of CHECK) ---- */
-
-static int cmp_pair(const void *a, const void *b)
-{
-    const addpair *x = a, *y = b;
-    return x->fp < y->fp ? -1 : x->fp > y->fp;
-}
-
-static int on_ignore_count(coord_op *op, coord_worker *w, redisReply *r, void *arg)
-{
-    (void)arg;
-    return want_integer(op, w, r, "SHARD.ADD/SHARD.DEL");
-}
-
-static void add_answer(coord_op *op)
-{
-    cstate *s = coord_op_data(op);
-    resp_buf *out = rs_req_out(coord_op_req(op));
-    if (s->mode == M_ADD) {
-        resp_add_int(out, s->count);
-    } else if (s->mode == M_CHECK) {
-        resp_buf_append(out, s->saved.data, s->saved.len);
-    } else {
-        resp_add_array(out, 2);
-        resp_add_bulk_u64(out, s->q);
-        resp_buf_append(out, s->saved.data, s->saved.len);
-    }
-    coord_op_finish(op);
-}
-
-/* SHARD.ADD ... DOCS reply: [entries added, ids added]. */
-static int on_add_docs_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
-{
-    cstate *s = coord_op_data(op);
-    (void)arg;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
-        r->element[1]->type != REDIS_REPLY_INTEGER) {
-        coord_op_coord(op)->st.err_worker++;
-        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply to SHARD.ADD ... DOCS",
-                      w->addr);
-        return -1;
-    }
-    s->count += r->element[1]->integer;
-    return 0;
-}
-
-/* Send the writes of pairs [i, j) (one fingerprint): to table 0's owner
- * `SHARD.ADD fp t... DOCS docid...`, to the other owners `SHARD.ADD fp t...`.
- * Returns 0, or -1 when the op failed. */
-static int send_add(coord_op *op, cstate *s, size_t i, size_t j)
-{
-    coord *co = coord_op_coord(op);
-    uint64_t fp = s->pairs[i].fp;
-    short owner[PERM_MAX_TABLES];
-    char fps[24];
-    size_t fplen = fp_str(fp, fps);
-    size_t cap = 3 + co->ps.ntables + (j - i);
-    const char *sargv[64], **argv = sargv;
-    size_t slens[64], *lens = slens;
-    int rc = 0;
-
-    for (unsigned t = 0; t < co->ps.ntables; t++) {
-        coord_worker *w = coord_route(co, t, perm_apply(&co->ps.tables[t], fp));
-        if (w == NULL)      /* routing incomplete: coord_op_send fails the op */
-            return coord_op_send(op, NULL, 0, NULL, NULL, on_ignore_count, NULL);
-        owner[t] = (short)w->idx;
-    }
-    if (cap > 64) {
-        argv = malloc(cap * sizeof(*argv));
-        lens = malloc(cap * sizeof(*lens));
-        if (argv == NULL || lens == NULL) {
-            free(argv);
-            free(lens);
-            coord_op_fail(op, RS_OOM, "out of memory");
-            return -1;
-        }
-    }
-    for (size_t wi = 0; wi < co->nw && rc == 0; wi++) {
-        int argc = 0;
-        argv[argc] = "SHARD.ADD";
-        lens[argc++] = 9;
-        argv[argc] = fps;
-        lens[argc++] = fplen;
-        for (unsigned t = 0; t < co->ps.ntables; t++)
-            if (owner[t] == (short)wi) {
-                argv[argc] = table_str(t, &lens[argc]);
-                argc++;
-            }
-        if (argc == 2)
-            continue;
-        int docs = owner[0] == (short)wi;
-        if (docs) {
-            argv[argc] = "DOCS";
-            lens[argc++] = 4;
-            for (size_t k = i; k < j; k++) {
-                argv[argc] = s->pairs[k].docid;
-                lens[argc++] = s->pairs[k].len;
-            }
-        }
-        rc = coord_op_send(op, &co->w[wi], argc, argv, lens,
-                           docs ? on_add_docs_reply : on_ignore_count, NULL);
-        if (rc == 0 && wi < sizeof(s->touched))
-            s->touched[wi] = 1;
-    }
-    if (argv != sargv) {
-        free(argv);
-        free(lens);
-    }
-    return rc;
-}
-
-/* The one round of ADD (and of the second half of CHECK): for every distinct
- * fingerprint one SHARD.ADD per owner of its tables, the document ids going with
- * table 0 (the worker stores them first), all in parallel; in durable mode
- * SHARD.WAIT after them. Readers drop fingerprints without documents, so a half-done
- * ADD is never seen. */
-static void add_round_start(coord_op *op)
-{
-    cstate *s = coord_op_data(op);
-
-    if (s->npairs > 1)
-        qsort(s->pairs, s->npairs, sizeof(*s->pairs), cmp_pair);
-    for (size_t i = 0; i < s->npairs;) {
-        size_t j = i;
-        while (j < s->npairs && s->pairs[j].fp == s->pairs[i].fp)
-            j++;
-        if (send_add(op, s, i, j) != 0)
-            return;
-        i = j;
-    }
-    if (send_waits(op, s) != 0)
-        return;
-    coord_op_round_end(op, add_answer);
-}
+/* ---- ADD, DEL (write.c runs them) ---- */
 
 static void cmd_add(rs_req *r)
 {
@@ -813,7 +625,7 @@ static void cmd_add(rs_req *r)
         return;
     }
     size_t np = (argc - 1) / 2;
-    addpair *pairs = malloc(np * sizeof(*pairs));
+    coord_pair *pairs = malloc(np * sizeof(*pairs));
     if (pairs == NULL) {
         rs_req_fail(r, RS_OOM, "out of memory");
         return;
@@ -835,110 +647,50 @@ static void cmd_add(rs_req *r)
         free(pairs);
         return;
     }
-    cstate *s = cstate_new(op, M_ADD);
-    if (s == NULL) {
-        free(pairs);
-        return;
-    }
-    s->pairs = pairs;
-    s->npairs = np;
-    add_round_start(op);
-}
-
-/* ---- DEL ---- */
-
-static int on_docdel_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
-{
-    cstate *s = coord_op_data(op);
-    (void)arg;
-    if (want_integer(op, w, r, "SHARD.DOCDEL") != 0)
-        return -1;
-    s->count = r->integer;
-    return 0;
-}
-
-static int on_doccount_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
-{
-    cstate *s = coord_op_data(op);
-    (void)arg;
-    if (want_integer(op, w, r, "SHARD.DOCCOUNT") != 0)
-        return -1;
-    s->left = r->integer;
-    return 0;
-}
-
-static void del_answer(coord_op *op)
-{
-    cstate *s = coord_op_data(op);
-    resp_add_int(rs_req_out(coord_op_req(op)), s->count);
-    coord_op_finish(op);
-}
-
-static void del_tables_round(coord_op *op)
-{
-    cstate *s = coord_op_data(op);
-    /* with other documents left the fingerprint stays: no table round */
-    if (!(s->have_docid && s->left > 0) &&
-        send_per_table(op, s, "SHARD.DEL", s->q, NULL, NULL, on_ignore_count) != 0)
-        return;
-    if (send_waits(op, s) != 0)
-        return;
-    coord_op_round_end(op, del_answer);
+    if (coord_write_new(op, CW_ADD, pairs, np) != NULL)
+        coord_write_start(op);
 }
 
 static void cmd_del(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
-    uint64_t q;
     size_t argc = rs_req_argc(r);
+    coord_pair *p;
     if (argc > 3) {
         rs_req_fail(r, RS_ERR, "wrong number of arguments for 'simhash.del' command "
                     "(expected fp [docid])");
         return;
     }
-    if (arg_fp(r, 1, &q) != 0 || (argc == 3 && arg_docid(r, 2) != 0) || need_routing(co, r) != 0)
+    if ((p = malloc(sizeof(*p))) == NULL) {
+        rs_req_fail(r, RS_OOM, "out of memory");
         return;
+    }
+    p->docid = NULL;
+    p->len = 0;
+    if (arg_fp(r, 1, &p->fp) != 0 || (argc == 3 && arg_docid(r, 2) != 0) ||
+        need_routing(co, r) != 0) {
+        free(p);
+        return;
+    }
+    if (argc == 3)
+        p->docid = rs_req_arg(r, 2, &p->len);
     co->st.dels++;
     coord_op *op = coord_op_new(co, r);
-    if (op == NULL)
+    if (op == NULL) {
+        free(p);
         return;
-    cstate *s = cstate_new(op, M_DEL);
-    if (s == NULL)
-        return;
-    s->q = q;
-    s->have_docid = argc == 3;
-    char fps[24];
-    const char *argv[3];
-    size_t lens[3];
-    lens[1] = (size_t)snprintf(fps, sizeof(fps), "%" PRIu64, q);
-    argv[1] = fps;
-    coord_worker *w = coord_route(co, 0, perm_apply(&co->ps.tables[0], q));
-    argv[0] = "SHARD.DOCDEL";
-    lens[0] = 12;
-    int n = 2;
-    if (s->have_docid) {
-        argv[2] = rs_req_arg(r, 2, &lens[2]);
-        n = 3;
     }
-    if (coord_op_send(op, w, n, argv, lens, on_docdel_reply, NULL) != 0)
+    coord_write *wr = coord_write_new(op, CW_DEL, p, 1);
+    if (wr == NULL)
         return;
-    if (w->idx < sizeof(s->touched))
-        s->touched[w->idx] = 1;
-    if (s->have_docid) {
-        /* same connection, so it runs after the DOCDEL */
-        argv[0] = "SHARD.DOCCOUNT";
-        lens[0] = 14;
-        if (coord_op_send(op, w, 2, argv, lens, on_doccount_reply, NULL) != 0)
-            return;
-    }
-    coord_op_round_end(op, del_tables_round);
+    coord_write_set_del(wr, argc == 2);
+    coord_write_start(op);
 }
 
 const rs_command coord_commands[] = {
-    /* ADD is not a barrier: it is one round whose requests all leave when it starts,
-     * and each worker connection, worker and Redis connection keeps their order, so
-     * later requests of the client still see it; DEL/CHECK (several rounds) are */
-    { "SIMHASH.ADD", -3, 0, cmd_add },
+    /* pipelined ADDs of one client overlap (their locks order them per fingerprint);
+     * a later request of the client starts after them, so it sees them */
+    { "SIMHASH.ADD", -3, RS_CMD_ORDERED, cmd_add },
     { "SIMHASH.DEL", -2, RS_CMD_WRITE, cmd_del },
     { "SIMHASH.QUERY", -2, 0, cmd_query },
     { "SIMHASH.CHECK", -3, RS_CMD_WRITE, cmd_check },

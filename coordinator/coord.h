@@ -108,6 +108,7 @@ struct coord {
     int fatal;                      /* exit code requested (mismatch at startup) */
     struct coord_cluster *cl;       /* Redis Cluster mode (route.c); NULL: single Redis */
     long long start_time;
+    char lock_id[24];               /* this process's prefix of write-lock tokens */
     coord_stats st;
 };
 
@@ -150,11 +151,45 @@ int coord_op_send(coord_op *op, coord_worker *w, int argc, const char **argv,
 /* All children of the round were sent: next(op) runs when they are done (at once when
  * there were none). */
 void coord_op_round_end(coord_op *op, coord_round_fn next);
+/* Run next(op) after ms milliseconds (between rounds; the deadline still runs). */
+void coord_op_later(coord_op *op, unsigned ms, coord_round_fn next);
+/* Restart the deadline: timeout-ms from now (a batch, per window of its items). */
+void coord_op_rearm(coord_op *op);
+/* fn writes a note (NUL-terminated, at most cap bytes) that coord_op_fail appends to
+ * the error text in parentheses, e.g. which items of a batch were stored. */
+typedef void (*coord_note_fn)(coord_op *op, char *buf, size_t cap);
+void coord_op_set_note(coord_op *op, coord_note_fn fn);
 /* Answer an error, mark every child done, end the op. */
 void coord_op_fail(coord_op *op, rs_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* The reply was written into rs_req_out(coord_op_req(op)): send it and end the op. */
 void coord_op_finish(coord_op *op);
+
+/* Swap the per-command state: the old one is cleaned up and freed. */
+void coord_op_swap_data(coord_op *op, void *data, void (*cleanup)(void *data));
+
+/* ---- write.c: ADD, DEL and CHECK's add under per-fingerprint write locks ---- */
+
+typedef struct coord_pair {
+    uint64_t fp;
+    const char *docid;          /* in the request's arguments; NULL: DEL of all ids */
+    size_t len;
+} coord_pair;
+
+typedef enum coord_write_kind { CW_ADD, CW_DEL, CW_CHECK, CW_CHECKTEXT } coord_write_kind;
+typedef struct coord_write coord_write;
+
+/* The write state of op (replaces its data; takes pairs, freed with the op). NULL:
+ * the op failed (out of memory). */
+coord_write *coord_write_new(coord_op *op, coord_write_kind kind, coord_pair *pairs,
+                             size_t npairs);
+/* DEL: remove every id (all) or the pair's id. */
+void coord_write_set_del(coord_write *wr, int all);
+/* CHECK / CHECKTEXT: the buffer to put the matches in (answered after the add) and
+ * the fingerprint CHECKTEXT answers. */
+resp_buf *coord_write_saved(coord_write *wr, uint64_t q);
+/* Run the rounds; the op is answered when every pair is written, or failed. */
+void coord_write_start(coord_op *op);
 
 /* ---- commands.c ---- */
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -109,6 +110,23 @@ static void on_stop(void *arg)
     (void)co;
 }
 
+/* A prefix for this process's write-lock tokens, unique across coordinators and
+ * restarts: random bytes, else the pid and the clock. */
+static void coord_lock_id(char *buf, size_t cap)
+{
+    unsigned char r[8] = {0};
+    FILE *f = fopen("/dev/urandom", "rb");
+    size_t got = f ? fread(r, 1, sizeof(r), f) : 0;
+    if (f)
+        fclose(f);
+    if (got != sizeof(r)) {
+        uint64_t v = coord_now_us() ^ ((uint64_t)getpid() << 40);
+        memcpy(r, &v, sizeof(r));
+    }
+    snprintf(buf, cap, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
+             r[6], r[7]);
+}
+
 int main(int argc, char **argv)
 {
     static coord co;
@@ -137,6 +155,7 @@ int main(int argc, char **argv)
         return 1;
     }
     co.start_time = (long long)(coord_now_us() / 1000000);
+    coord_lock_id(co.lock_id, sizeof(co.lock_id));
 
     rs_options ro;
     memset(&ro, 0, sizeof(ro));

@@ -41,6 +41,9 @@ struct coord_op {
     size_t ndone;
     coord_round_fn next;
     int waiting;                /* round_end called, next not yet run */
+    struct event *later;        /* coord_op_later's timer; NULL when none */
+    coord_round_fn later_fn;
+    coord_note_fn note;         /* appends to error texts */
     void *data;
     void (*cleanup)(void *);
 };
@@ -83,6 +86,10 @@ static void op_end(coord_op *op)
         event_free(op->timer);
         op->timer = NULL;
     }
+    if (op->later) {
+        event_free(op->later);
+        op->later = NULL;
+    }
     /* children still outstanding are marked done so their replies are ignored */
     for (size_t i = 0; i < op->nkids; i++)
         if (op->kids[i])
@@ -101,6 +108,9 @@ void coord_op_fail(coord_op *op, rs_errcode code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
+    char note[600] = "";
+    if (op->note)
+        op->note(op, note, sizeof(note));
     switch (code) {
     case RS_TIMEOUT: op->co->st.err_timeout++; break;
     case RS_SHARDDOWN: op->co->st.err_sharddown++; break;
@@ -111,7 +121,7 @@ void coord_op_fail(coord_op *op, rs_errcode code, const char *fmt, ...)
     op->req = NULL;
     op_end(op);
     if (req)
-        rs_req_fail(req, code, "%s", text);
+        rs_req_fail(req, code, "%s%s%s%s", text, note[0] ? " (" : "", note, note[0] ? ")" : "");
 }
 
 void coord_op_finish(coord_op *op)
@@ -151,6 +161,47 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     }
 }
 
+/* coord_op_later's timer: run the next step with the op held. */
+static void on_later(evutil_socket_t fd, short what, void *arg)
+{
+    coord_op *op = arg;
+    (void)fd;
+    (void)what;
+    coord_round_fn next = op->later_fn;
+    op->later_fn = NULL;
+    if (op->ended || next == NULL)
+        return;
+    op->refs++;
+    next(op);
+    op_unref(op);
+}
+
+void coord_op_later(coord_op *op, unsigned ms, coord_round_fn next)
+{
+    if (op->ended)
+        return;
+    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    if (op->later == NULL)
+        op->later = evtimer_new(op->co->base, on_later, op);
+    if (op->later == NULL || evtimer_add(op->later, &tv) != 0) {
+        coord_op_fail(op, RS_OOM, "out of memory");
+        return;
+    }
+    op->later_fn = next;
+}
+
+void coord_op_rearm(coord_op *op)
+{
+    struct timeval tv = { op->co->cfg.timeout_ms / 1000, (op->co->cfg.timeout_ms % 1000) * 1000 };
+    if (!op->ended && op->timer)
+        evtimer_add(op->timer, &tv);
+}
+
+void coord_op_set_note(coord_op *op, coord_note_fn fn)
+{
+    op->note = fn;
+}
+
 coord_op *coord_op_new(coord *co, rs_req *req)
 {
     coord_op *op = calloc(1, sizeof(*op));
@@ -186,6 +237,15 @@ coord *coord_op_coord(coord_op *op)
 
 void coord_op_set_data(coord_op *op, void *data, void (*cleanup)(void *data))
 {
+    op->data = data;
+    op->cleanup = cleanup;
+}
+
+void coord_op_swap_data(coord_op *op, void *data, void (*cleanup)(void *data))
+{
+    if (op->cleanup)
+        op->cleanup(op->data);
+    free(op->data);
     op->data = data;
     op->cleanup = cleanup;
 }

@@ -117,8 +117,8 @@ void shard_oom(rs_req *req)
     rs_req_fail(req, RS_OOM, "out of memory");
 }
 
-/* Most document ids in one SHARD.DOCADD / SHARD.DOCDEL / SHARD.ADD ... DOCS. */
-#define SHARD_MAX_DOCIDS 4096
+/* Most document ids in one SHARD.LOCK (the request limits bound it too). */
+#define SHARD_MAX_DOCIDS 65536
 
 /* Checks document ids in arguments [from, from+n): answers -ERR and returns -1 when
  * there are too many or one is empty. */

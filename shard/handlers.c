@@ -28,6 +28,7 @@ typedef enum shard_job_kind {
     SHARD_JOB_SUM,         /* integer replies added up */
     SHARD_JOB_DOCS,        /* SMEMBERS per fingerprint -> array of arrays */
     SHARD_JOB_INFO,        /* HMGET of the counter hash per shard -> SHARD.INFO text */
+    SHARD_JOB_INTS,        /* one reply, an integer or an array of integers, passed on */
 } shard_job_kind;
 
 struct shard_job;
@@ -37,13 +38,7 @@ typedef struct shard_slot {
     uint32_t idx;          /* DOCS: position in the reply */
     uint32_t table;        /* QUERY: table of the bucket */
     uint64_t bucket;       /* QUERY: bucket number scanned */
-    /* SUM: the counter field of c:{0:cshard} this reply changes (NULL: none), by
-     * csign times the reply; nosum: the reply is not part of the answer */
-    const char *cfield;
-    int8_t csign;
-    uint8_t nosum;         /* 1: not summed; 2: summed into sum2 */
     uint8_t qdocs;         /* QUERY ... DOCS: the SMEMBERS of q's own document set */
-    uint16_t cshard;
 } shard_slot;
 
 typedef struct shard_match {
@@ -74,9 +69,9 @@ typedef struct shard_job {
     resp_buf qdocs;
     /* SUM */
     long long sum;
-    long long sum2;        /* SHARD.ADD ... DOCS: document ids added */
-    int pair;              /* answer [sum, sum2] */
     unsigned long long *sum_stat;  /* counter the sum is added to, or NULL */
+    /* INTS: the reply, already in RESP */
+    resp_buf ints;
     /* DOCS; QUERY ... DOCS (indexed by match) */
     resp_buf *parts;
     unsigned nparts;
@@ -94,6 +89,7 @@ static void shard_job_free(shard_job *j)
         free(j->parts);
     }
     resp_buf_free(&j->qdocs);
+    resp_buf_free(&j->ints);
     free(j->m);
     free(j->slots);
     free(j);
@@ -157,6 +153,7 @@ static shard_job *shard_job_new(shard_ctx *sc, rs_req *req, shard_job_kind kind,
     j->slots = calloc(n, sizeof *j->slots);
     j->deadline = evtimer_new(sc->base, shard_job_on_deadline, j);
     resp_buf_init(&j->qdocs, 0);
+    resp_buf_init(&j->ints, 0);
     if (kind == SHARD_JOB_DOCS) {
         j->parts = calloc(n, sizeof *j->parts);
         j->nparts = j->parts ? n : 0;
@@ -322,13 +319,10 @@ static void shard_job_complete(shard_job *j)
     case SHARD_JOB_SUM:
         if (j->sum_stat)
             *j->sum_stat += (unsigned long long)j->sum;
-        if (j->pair) {
-            resp_add_array(out, 2);
-            resp_add_int(out, j->sum);
-            resp_add_int(out, j->sum2);
-        } else {
-            resp_add_int(out, j->sum);
-        }
+        resp_add_int(out, j->sum);
+        break;
+    case SHARD_JOB_INTS:
+        resp_buf_append(out, j->ints.data, j->ints.len);
         break;
     case SHARD_JOB_DOCS:
         resp_add_array(out, j->nslots);
@@ -450,10 +444,25 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
             *why = "unexpected reply (not an integer)";
             return -1;
         }
-        if (s->nosum == 0)
-            j->sum += rep->integer;
-        else if (s->nosum == 2)
-            j->sum2 += rep->integer;
+        j->sum += rep->integer;
+        return 0;
+    case SHARD_JOB_INTS:
+        if (rep->type == REDIS_REPLY_INTEGER) {
+            resp_add_int(&j->ints, rep->integer);
+            return 0;
+        }
+        if (rep->type != REDIS_REPLY_ARRAY) {
+            *why = "unexpected reply to EVAL";
+            return -1;
+        }
+        resp_add_array(&j->ints, rep->elements);
+        for (size_t i = 0; i < rep->elements; i++) {
+            if (rep->element[i]->type != REDIS_REPLY_INTEGER) {
+                *why = "unexpected element in a reply to EVAL";
+                return -1;
+            }
+            resp_add_int(&j->ints, rep->element[i]->integer);
+        }
         return 0;
     case SHARD_JOB_DOCS: {
         if (rep->type != REDIS_REPLY_ARRAY) {
@@ -479,33 +488,6 @@ static int shard_job_absorb(shard_job *j, const shard_slot *s, redisReply *rep, 
     return 0;
 }
 
-/* Reply to a counter update: nothing waits for it; errors are logged. */
-static void shard_on_counter_reply(void *priv, redisReply *reply, const char *err)
-{
-    shard_ctx *sc = priv;
-    sc->st.counter_errors += reply == NULL || reply->type == REDIS_REPLY_ERROR;
-    if (reply != NULL && reply->type == REDIS_REPLY_ERROR)
-        log_warn_rl("counter update failed: %.*s", (int)(reply->len > 200 ? 200 : reply->len),
-                    reply->str);
-    else if (reply == NULL)
-        log_warn_rl("counter update not confirmed: %s", err ? err : "connection lost");
-}
-
-/* A write reply of slot s changed its set by n members: HINCRBY the shard's counter
- * (sent after the reply, so a crash in between can leave the count behind). */
-static void shard_count_change(shard_ctx *sc, const shard_slot *s, long long n)
-{
-    char ckey[LAYOUT_KEY_MAX], num[24];
-    size_t clen = layout_count_key(ckey, sizeof ckey, s->cshard);
-    size_t nlen = (size_t)snprintf(num, sizeof num, "%lld", n * s->csign);
-    const char *argv[4] = {"HINCRBY", ckey, s->cfield, num};
-    size_t argvlen[4] = {7, clen, strlen(s->cfield), nlen};
-    if (shard_redis_command(sc->redis, shard_on_counter_reply, sc, 4, argv, argvlen) != 0) {
-        sc->st.counter_errors++;
-        log_warn_rl("counter update not sent: redis connection lost");
-    }
-}
-
 /* The one place a slot is marked done: every command calls back here exactly once. */
 static void shard_on_reply(void *priv, redisReply *reply, const char *err)
 {
@@ -513,8 +495,6 @@ static void shard_on_reply(void *priv, redisReply *reply, const char *err)
     shard_job *j = s->job;
     shard_ctx *sc = j->sc;
     j->pending--;
-    if (s->cfield && reply && reply->type == REDIS_REPLY_INTEGER && reply->integer > 0)
-        shard_count_change(sc, s, reply->integer);
     if (j->req != NULL) {
         const char *why = NULL;
         if (reply == NULL) {
@@ -651,106 +631,45 @@ out:
     free(rg);
 }
 
-/* SHARD.ADD fp t [t ...] [DOCS id [id ...]] / SHARD.DEL fp t [t ...]: ZADD key 0
- * member / ZREM key member per table; with DOCS also SADD of the ids to fp's
- * document set (this worker must own table 0's shard of fp), and the reply is
- * [entries added, ids added]. */
+/* SHARD.ADD fp t [t ...] / SHARD.DEL fp t [t ...]: ZADD key 0 member / ZREM key
+ * member per table; the reply is the number of entries added / removed. The caller
+ * holds fp's write lock (SHARD.LOCK), so entries and document set change together. */
 static void cmd_add_del(rs_req *req, int add)
 {
     shard_ctx *sc = rs_req_ctx(req);
     sc->st.requests++;
     uint64_t fp;
-    size_t argc = rs_req_argc(req), ndoc = 0, docs_at = argc;
-    char dkey[LAYOUT_KEY_MAX];
+    size_t argc = rs_req_argc(req);
     if (shard_arg_fp(req, 1, &fp) != 0)
         return;
-    for (size_t i = 2; add && i < argc; i++) {
-        size_t len;
-        const char *a = rs_req_arg(req, i, &len);
-        if (len == 4 && strncasecmp(a, "DOCS", 4) == 0) {
-            docs_at = i;
-            ndoc = argc - i - 1;
-            if (ndoc == 0) {
-                shard_fail(req, RS_ERR, &sc->st.bad_args, "DOCS needs at least one document id");
-                return;
-            }
-            if (shard_check_docids(req, i + 1, ndoc) != 0 || shard_doc_key(req, fp, dkey) != 0)
-                return;
-            break;
-        }
-    }
-    unsigned ntab = (unsigned)(docs_at - 2);
-    if (ntab == 0) {
-        shard_fail(req, RS_ERR, &sc->st.bad_args, "no table given");
-        return;
-    }
-    uint64_t *ps = malloc(ntab * sizeof *ps);
-    unsigned *tabs = malloc(ntab * sizeof *tabs);
-    if (!ps || !tabs) {
-        free(ps);
-        free(tabs);
-        shard_oom(req);
+    unsigned ntab = (unsigned)(argc - 2);
+    uint64_t ps[PERM_MAX_TABLES];
+    unsigned tabs[PERM_MAX_TABLES];
+    if (ntab > sc->ps.ntables) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "%u tables given; the corpus has %zu",
+                   ntab, (size_t)sc->ps.ntables);
         return;
     }
     for (unsigned i = 0; i < ntab; i++) {
         if (shard_arg_table(req, 2 + i, &tabs[i]) != 0)
-            goto out;
+            return;
         ps[i] = perm_apply(&sc->ps.tables[tabs[i]], fp);
         if (shard_check_owner(req, tabs[i], ps[i]) != 0)
-            goto out;
+            return;
     }
-    unsigned nslot = ntab + (ndoc ? 1 : 0);
-    if (shard_check_redis(req, nslot) != 0)
-        goto out;
-    shard_job *j = shard_job_new(sc, req, SHARD_JOB_SUM, nslot);
+    if (shard_check_redis(req, ntab) != 0)
+        return;
+    shard_job *j = shard_job_new(sc, req, SHARD_JOB_SUM, ntab);
     if (j == NULL) {
         shard_oom(req);
-        goto out;
+        return;
     }
     j->sum_stat = add ? &sc->st.added : &sc->st.removed;
-    if (ndoc) {     /* the document first: same connection, so Redis stores it first */
-        const char *sargv[18], **argv = sargv;
-        size_t sargvlen[18], *argvlen = sargvlen;
-        if (ndoc + 2 > 18) {
-            argv = malloc((ndoc + 2) * sizeof *argv);
-            argvlen = malloc((ndoc + 2) * sizeof *argvlen);
-        }
-        if (argv == NULL || argvlen == NULL) {
-            if (argv != sargv) {
-                free(argv);
-                free(argvlen);
-            }
-            shard_job_fail(j, RS_OOM, NULL, "out of memory");
-        } else {
-            argv[0] = "SADD";
-            argvlen[0] = 4;
-            argv[1] = dkey;
-            argvlen[1] = strlen(dkey);
-            for (size_t i = 0; i < ndoc; i++)
-                argv[2 + i] = rs_req_arg(req, docs_at + 1 + i, &argvlen[2 + i]);
-            shard_slot *ds = &j->slots[ntab];
-            ds->nosum = 2;
-            ds->cfield = "documents";
-            ds->csign = 1;
-            ds->cshard = (uint16_t)layout_shard_of(perm_apply(&sc->ps.tables[0], fp));
-            j->pair = 1;
-            shard_job_send(j, ntab, (int)(ndoc + 2), argv, argvlen);
-            if (argv != sargv) {
-                free(argv);
-                free(argvlen);
-            }
-        }
-    }
     for (unsigned i = 0; i < ntab && j->req; i++) {
         char key[LAYOUT_KEY_MAX];
         uint8_t member[LAYOUT_MEMBER_MAX];
         size_t klen = layout_key_of(key, sizeof key, tabs[i], ps[i], sc->cfg.bucket_bits);
         size_t mlen = layout_member(member, ps[i], sc->cfg.bucket_bits);
-        if (tabs[i] == 0) {     /* table 0 entries are the fingerprints counted */
-            j->slots[i].cfield = "fingerprints";
-            j->slots[i].csign = add ? 1 : -1;
-            j->slots[i].cshard = (uint16_t)layout_shard_of(ps[i]);
-        }
         if (add) {
             const char *argv[4] = {"ZADD", key, "0", (const char *)member};
             size_t argvlen[4] = {4, klen, 1, mlen};
@@ -762,9 +681,6 @@ static void cmd_add_del(rs_req *req, int add)
         }
     }
     shard_job_release(j);
-out:
-    free(ps);
-    free(tabs);
 }
 
 static void cmd_add(rs_req *req)
@@ -777,88 +693,111 @@ static void cmd_del(rs_req *req)
     cmd_add_del(req, 0);
 }
 
-typedef enum shard_doc_op { SHARD_DOC_ADD, SHARD_DOC_REM, SHARD_DOC_DELALL, SHARD_DOC_COUNT }
-    shard_doc_op;
+/* Longest lock token accepted. */
+#define SHARD_TOKEN_MAX 64
 
-/* Runs one command on the document set of argument 1: SADD / SREM with the document
- * ids from argument 2 on, SCARD + DEL (all ids), or SCARD. Changes are counted in the
- * shard's counter hash after the reply. Answers the request with the integer reply
- * (ids added, removed, or left). */
-static void shard_doc_command(rs_req *req, shard_doc_op op)
+/* SHARD.LOCK fp token lease-ms op [docid ...]: one EVAL of LAYOUT_LOCK_LUA on fp's
+ * document set (this worker must serve table 0's shard of fp): takes fp's write lock
+ * and changes the set (op A: add the ids, R: remove them, X: remove all, F: none,
+ * S: none, only a stale lock is taken). Answers the script's reply: [1, ids before,
+ * ids after, stale, ids changed] or [0, ms left]. */
+static void cmd_lock(rs_req *req)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    sc->st.requests++;
+    uint64_t fp, lease;
+    size_t argc = rs_req_argc(req), tlen, llen, olen;
+    const char *token = rs_req_arg(req, 2, &tlen);
+    const char *ls = rs_req_arg(req, 3, &llen), *why;
+    const char *op = rs_req_arg(req, 4, &olen);
+    char dkey[LAYOUT_KEY_MAX], wkey[LAYOUT_KEY_MAX], ckey[LAYOUT_KEY_MAX], field[17];
+    if (shard_arg_fp(req, 1, &fp) != 0)
+        return;
+    if (tlen == 0 || tlen > SHARD_TOKEN_MAX || memchr(token, ':', tlen) != NULL) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "lock token must be 1..%d bytes without ':'",
+                   SHARD_TOKEN_MAX);
+        return;
+    }
+    if (parse_u64(ls, llen, &lease, &why) != 0 || lease < 1 || lease > 3600000) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "lease must be 1..3600000 ms");
+        return;
+    }
+    int with_ids = olen == 1 && (op[0] == 'A' || op[0] == 'R');
+    int no_ids = olen == 1 && (op[0] == 'X' || op[0] == 'F' || op[0] == 'S');
+    if (!with_ids && !no_ids) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "lock operation must be A, R, X, F or S");
+        return;
+    }
+    if (with_ids ? argc < 6 : argc != 5) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "operation %c %s", op[0],
+                   with_ids ? "needs at least one document id" : "takes no document id");
+        return;
+    }
+    if (shard_check_docids(req, 5, argc - 5) != 0 || shard_doc_key(req, fp, dkey) != 0 ||
+        shard_check_redis(req, 1) != 0)
+        return;
+    unsigned xx = layout_shard_of(perm_apply(&sc->ps.tables[0], fp));
+    layout_lock_key(wkey, sizeof wkey, xx);
+    layout_count_key(ckey, sizeof ckey, xx);
+    layout_lock_field(field, fp);
+    size_t n = argc + 5;     /* EVAL script 3 (3 keys) field token lease op ids... */
+    const char **argv = malloc(n * sizeof *argv);
+    size_t *argvlen = malloc(n * sizeof *argvlen);
+    shard_job *j = argv && argvlen ? shard_job_new(sc, req, SHARD_JOB_INTS, 1) : NULL;
+    if (j == NULL) {
+        free(argv);
+        free(argvlen);
+        shard_oom(req);
+        return;
+    }
+    argv[0] = "EVAL";
+    argv[1] = LAYOUT_LOCK_LUA;
+    argv[2] = "3";
+    argv[3] = dkey;
+    argv[4] = wkey;
+    argv[5] = ckey;
+    argv[6] = field;
+    for (size_t i = 0; i < 7; i++)
+        argvlen[i] = strlen(argv[i]);
+    for (size_t i = 2; i < argc; i++)
+        argv[5 + i] = rs_req_arg(req, i, &argvlen[5 + i]);
+    shard_job_send(j, 0, (int)n, argv, argvlen);
+    free(argv);
+    free(argvlen);
+    shard_job_release(j);
+}
+
+/* SHARD.UNLOCK fp token [ABANDON]: releases fp's write lock when token holds it
+ * (ABANDON: makes it stale instead, for a writer that failed half-way); answers 1,
+ * or 0 when the lock was lost (its lease ran out and another writer took it over). */
+static void cmd_unlock(rs_req *req)
 {
     shard_ctx *sc = rs_req_ctx(req);
     sc->st.requests++;
     uint64_t fp;
-    char key[LAYOUT_KEY_MAX];
-    size_t argc = rs_req_argc(req);
-    if (shard_arg_fp(req, 1, &fp) != 0 || shard_doc_key(req, fp, key) != 0)
+    size_t tlen;
+    const char *token = rs_req_arg(req, 2, &tlen);
+    char dkey[LAYOUT_KEY_MAX], wkey[LAYOUT_KEY_MAX], field[17];
+    size_t alen = 0;
+    const char *ab = rs_req_argc(req) > 3 ? rs_req_arg(req, 3, &alen) : NULL;
+    if (rs_req_argc(req) > 4 || (ab && (alen != 7 || strncasecmp(ab, "ABANDON", 7) != 0))) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "expected SHARD.UNLOCK fp token [ABANDON]");
         return;
-    unsigned cshard = layout_shard_of(perm_apply(&sc->ps.tables[0], fp));
-    size_t nextra = (op == SHARD_DOC_ADD || op == SHARD_DOC_REM) ? argc - 2 : 0;
-    if (shard_check_docids(req, 2, nextra) != 0)
-        return;
-    unsigned ncmd = op == SHARD_DOC_DELALL ? 2 : 1;
-    if (shard_check_redis(req, ncmd) != 0)
-        return;
-    size_t n = 2 + nextra;
-    const char *sargv[18], **argv = sargv;
-    size_t sargvlen[18], *argvlen = sargvlen;
-    if (n > 18) {
-        argv = malloc(n * sizeof *argv);
-        argvlen = malloc(n * sizeof *argvlen);
     }
-    shard_job *j = argv && argvlen ? shard_job_new(sc, req, SHARD_JOB_SUM, ncmd) : NULL;
+    if (shard_arg_fp(req, 1, &fp) != 0 || shard_doc_key(req, fp, dkey) != 0 ||
+        shard_check_redis(req, 1) != 0)
+        return;
+    layout_lock_key(wkey, sizeof wkey, layout_shard_of(perm_apply(&sc->ps.tables[0], fp)));
+    layout_lock_field(field, fp);
+    shard_job *j = shard_job_new(sc, req, SHARD_JOB_INTS, 1);
     if (j == NULL) {
-        if (argv != sargv) {
-            free(argv);
-            free(argvlen);
-        }
         shard_oom(req);
         return;
     }
-    static const char *const names[] = {"SADD", "SREM", "SCARD", "SCARD"};
-    argv[0] = names[op];
-    argvlen[0] = strlen(names[op]);
-    argv[1] = key;
-    argvlen[1] = strlen(key);
-    for (size_t i = 0; i < nextra; i++)
-        argv[2 + i] = rs_req_arg(req, 2 + i, &argvlen[2 + i]);
-    if (op != SHARD_DOC_COUNT) {
-        j->slots[0].cfield = "documents";
-        j->slots[0].csign = op == SHARD_DOC_ADD ? 1 : -1;
-        j->slots[0].cshard = (uint16_t)cshard;
-    }
-    shard_job_send(j, 0, (int)n, argv, argvlen);
-    if (op == SHARD_DOC_DELALL && j->req) {
-        /* the same connection runs it right after the SCARD; this worker is the only
-         * writer of the set */
-        const char *dargv[2] = {"DEL", key};
-        j->slots[1].nosum = 1;
-        shard_job_send(j, 1, 2, dargv, NULL);
-    }
-    if (argv != sargv) {
-        free(argv);
-        free(argvlen);
-    }
+    const char *argv[7] = {"EVAL", LAYOUT_UNLOCK_LUA, "1", wkey, field, token, "abandon"};
+    size_t argvlen[7] = {4, strlen(LAYOUT_UNLOCK_LUA), 1, strlen(wkey), 16, tlen, 7};
+    shard_job_send(j, 0, ab ? 7 : 6, argv, argvlen);
     shard_job_release(j);
-}
-
-/* SHARD.DOCADD fp docid [docid ...] */
-static void cmd_docadd(rs_req *req)
-{
-    shard_doc_command(req, SHARD_DOC_ADD);
-}
-
-/* SHARD.DOCCOUNT fp */
-static void cmd_doccount(rs_req *req)
-{
-    shard_doc_command(req, SHARD_DOC_COUNT);
-}
-
-/* SHARD.DOCDEL fp [docid ...] */
-static void cmd_docdel(rs_req *req)
-{
-    shard_doc_command(req, rs_req_argc(req) > 2 ? SHARD_DOC_REM : SHARD_DOC_DELALL);
 }
 
 /* SHARD.DOCS fp [fp ...]: SMEMBERS per fingerprint, ids sorted bytewise. */
@@ -930,9 +869,8 @@ const rs_command shard_commands[] = {
     {"SHARD.QUERY", -4, 0, cmd_query},
     {"SHARD.ADD", -3, 0, cmd_add},
     {"SHARD.DEL", -3, 0, cmd_del},
-    {"SHARD.DOCADD", -3, 0, cmd_docadd},
-    {"SHARD.DOCDEL", -2, 0, cmd_docdel},
-    {"SHARD.DOCCOUNT", 2, 0, cmd_doccount},
+    {"SHARD.LOCK", -5, 0, cmd_lock},
+    {"SHARD.UNLOCK", -3, 0, cmd_unlock},
     {"SHARD.DOCS", -2, 0, cmd_docs},
     {"SHARD.INFO", 1, 0, cmd_info},
     {"SHARD.WAIT", 1, 0, shard_cmd_wait},

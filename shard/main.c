@@ -169,6 +169,7 @@ static void shard_on_stop(void *arg)
 {
     shard_ctx *sc = arg;
     log_info("stopping");
+    shard_repair_stop(sc);
     if (sc->srv) {
         rs_free(sc->srv);
         sc->srv = NULL;
@@ -272,7 +273,12 @@ int main(int argc, char **argv)
              rs_port(sc.srv), mc.cluster ? "as the cluster's slots" : c->shards,
              mc.cluster ? "cluster node " : "", c->redis_host, c->redis_port, c->redis_db,
              c->blocks, c->distance, c->bucket_bits, sc.ps.ntables);
+    if (shard_repair_start(&sc) != 0) {
+        fprintf(stderr, "simhash-shard: out of memory\n");
+        goto out_srv;
+    }
     rc = rs_run(sc.base, shard_on_stop, &sc) == 0 && !sc.fatal ? 0 : 1;
+    shard_repair_stop(&sc);
     if (c->pidfile && c->pidfile[0])
         rs_pidfile_remove(c->pidfile);
 out_srv:

@@ -46,7 +46,8 @@ typedef struct shard_config {
     X(matches,    "query_matches")     /* fingerprints returned */ \
     X(added,      "table_entries_added") \
     X(removed,    "table_entries_removed") \
-    X(counter_errors, "counter_update_errors") /* HINCRBY of c:{0:xx} failed or lost */ \
+    X(repairs,    "repairs")           /* stale write locks taken over and repaired */ \
+    X(repair_errors, "repair_errors")  /* repair attempts that failed (retried) */ \
     X(waits,      "waits")             /* SHARD.WAIT requests */ \
     X(wait_cmds,  "wait_commands")     /* Redis WAIT commands sent (group commits) */ \
     X(wait_fail,  "errors_wait")       /* SHARD.WAIT refused or not replicated */
@@ -76,12 +77,21 @@ typedef struct shard_ctx {
     /* SHARD.INFO (info.c): the Redis node's INFO, read with every SHARD.INFO */
     long long redis_used_memory;    /* used_memory; -1 unknown */
     int redis_role;                 /* 1 master, 0 replica, -1 unknown */
+    struct shard_repair *repair;    /* repair.c: the pass over stale write locks */
 } shard_ctx;
 
 typedef struct shard_waiter shard_waiter;
 
 /* SHARD.WAIT (wait.c): +OK once the writes sent before it are durable. */
 void shard_cmd_wait(rs_req *req);
+
+/* ---- repair.c: stale write locks completed or rolled back ---- */
+
+/* Starts the pass (once a second) over the lock hashes of the table-0 shards served.
+ * Returns 0, or -1 (out of memory). */
+int shard_repair_start(shard_ctx *sc);
+/* Stops it; call before the Redis connection is freed. */
+void shard_repair_stop(shard_ctx *sc);
 
 /* ---- args.c: argument checks of the SHARD.* commands ---- */
 

@@ -63,7 +63,8 @@ out=$(cli "$TH_COORD_PORT" SIMHASH.QUERY 999999 DISTANCE 0)
 [ -z "$out" ] || th_fail "a fingerprint without documents was returned: $out"
 out=$(cli "$TH_COORD_PORT" SIMHASH.CHECK 999998 doc-c DISTANCE 1)
 [ -z "$out" ] || th_fail "CHECK returned a fingerprint without documents: $out"
-[ "$(cli "$plain_worker" SHARD.DOCADD 999999 doc-x)" = 1 ] || th_fail "SHARD.DOCADD"
+[ "$(cli "$plain_worker" SHARD.LOCK 999999 t1 5000 A doc-x | head -1)" = 1 ] || th_fail "SHARD.LOCK"
+[ "$(cli "$plain_worker" SHARD.UNLOCK 999999 t1)" = 1 ] || th_fail "SHARD.UNLOCK"
 out=$(cli "$TH_COORD_PORT" SIMHASH.QUERY 999999 DISTANCE 0 | tr '\n' ' ')
 [ "$out" = "999999 0 doc-x " ] || th_fail "after its document was added: expected '999999 0 doc-x', got: $out"
 th_log "table entries without a document stay invisible until the document exists"

@@ -144,9 +144,16 @@ expect_eq "add max" "$(sc SHARD.ADD 18446744073709551615 $ALL)" "20"
 expect_eq "query near 0" "$(sc SHARD.QUERY 7 3 $ALL | tr '\n' ' ')" "0 3 "
 expect_eq "query near max" "$(sc SHARD.QUERY 18446744073709551614 3 $ALL | tr '\n' ' ')" "18446744073709551615 1 "
 
-# ---- document sets ----
-expect_eq "docadd" "$(sc SHARD.DOCADD "$c" doc-b doc-a)" "2"
-expect_eq "docadd dup" "$(sc SHARD.DOCADD "$c" doc-a doc-c)" "1"
+# ---- document sets and write locks ----
+# SHARD.LOCK fp token lease op [ids]: [1, before, after, stale, changed] or [0, ms left]
+lk() { sc SHARD.LOCK "$@" | tr '\n' ' '; }
+expect_eq "lock add" "$(lk "$c" t1 5000 A doc-b doc-a)" "1 0 2 0 2 "
+expect_eq "lock busy" "$(lk "$c" t2 5000 A doc-c | cut -d' ' -f1)" "0"
+expect_eq "busy changed nothing" "$(sc SHARD.DOCS "$c" | tr '\n' ' ')" "doc-a doc-b "
+expect_eq "unlock with another token" "$(sc SHARD.UNLOCK "$c" t2)" "0"
+expect_eq "unlock" "$(sc SHARD.UNLOCK "$c" t1)" "1"
+expect_eq "lock add dup" "$(lk "$c" t3 5000 A doc-a doc-c)" "1 2 3 0 1 "
+expect_eq "unlock 3" "$(sc SHARD.UNLOCK "$c" t3)" "1"
 expect_eq "docs" "$(sc SHARD.DOCS "$c" | tr '\n' ' ')" "doc-a doc-b doc-c "
 expect_eq "docs two" "$(sc SHARD.DOCS "$a" "$c" | tr '\n' ' ')" " doc-a doc-b doc-c "
 # SHARD.QUERY ... DOCS: [fp, dist, [docid ...]] per match; e has table entries but
@@ -162,7 +169,9 @@ expect_match "query docs no table" "$(sc SHARD.QUERY "$b" 3 DOCS)" "^ERR"
 # q itself stored: its ids are read in the scan pipeline (20 ZRANGEBYLEX + 1 SMEMBERS,
 # one round); every other match costs one more SMEMBERS (c, and e, whose set is empty)
 cmds() { sc SHARD.INFO | tr -d '\r' | sed -n 's/^redis_commands://p'; }
-expect_eq "docadd b" "$(sc SHARD.ADD "$b" $ALL DOCS doc-q)" "$(printf '20\n1')"
+expect_eq "lock b" "$(lk "$b" t4 5000 A doc-q)" "1 0 1 0 1 "
+expect_eq "add b" "$(sc SHARD.ADD "$b" $ALL)" "20"
+expect_eq "unlock b" "$(sc SHARD.UNLOCK "$b" t4)" "1"
 n=$(cmds)
 n0=$(cmds)
 inf=$((n0 - n))     # SHARD.INFO's own reads of the counters
@@ -175,22 +184,51 @@ n2=$(cmds)
 expect_eq "query docs of q, c and e: redis commands" "$((n2 - n1 - inf))" 23
 expect_eq "query docs of c only" "$(sc SHARD.QUERY "$c" 0 $ALL DOCS | tr '\n' ' ')" "$c 0 doc-a doc-b doc-c "
 # q stored without a document (table entries only): dropped, as any such match
-expect_eq "docdel b" "$(sc SHARD.DOCDEL "$b")" "1"
+expect_eq "lock b: delete all" "$(lk "$b" t5 5000 X)" "1 1 0 0 1 "
 expect_eq "query docs of q without docs" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" \
     "$c 2 doc-a doc-b doc-c "
 expect_eq "del b" "$(sc SHARD.DEL "$b" $ALL)" "20"
+expect_eq "unlock b again" "$(sc SHARD.UNLOCK "$b" t5)" "1"
 expect_eq "del e" "$(sc SHARD.DEL "$e" $ALL)" "20"
-expect_eq "doccount" "$(sc SHARD.DOCCOUNT "$c")" "3"
-# 12 bases + a + c - a + 0 + max fingerprints, 3 document ids
+expect_eq "lock c: count" "$(lk "$c" t6 5000 F)" "1 3 3 0 0 "
+expect_eq "unlock c" "$(sc SHARD.UNLOCK "$c" t6)" "1"
+# the counters count non-empty document sets (c) and document ids, kept by the script
 info=$(sc SHARD.INFO | tr -d '\r')
-expect_match "info fingerprints" "$info" $'\nfingerprints:15\n'
+expect_match "info fingerprints" "$info" $'\nfingerprints:1\n'
 expect_match "info documents" "$info" $'\ndocuments:3\n'
-expect_eq "docdel one" "$(sc SHARD.DOCDEL "$c" doc-b nope)" "1"
-expect_eq "docdel all" "$(sc SHARD.DOCDEL "$c")" "2"
-expect_eq "doccount after" "$(sc SHARD.DOCCOUNT "$c")" "0"
-expect_match "info documents after" "$(sc SHARD.INFO | tr -d '\r')" $'\ndocuments:0\n'
-many=$(seq -s ' ' 1 4097)
-expect_match "too many docids" "$(sc SHARD.DOCADD "$c" $many)" "^ERR 4097 document ids"
+expect_eq "lock remove one" "$(lk "$c" t7 5000 R doc-b nope)" "1 3 2 0 1 "
+expect_eq "unlock 7" "$(sc SHARD.UNLOCK "$c" t7)" "1"
+expect_eq "lock remove all" "$(lk "$c" t8 5000 X)" "1 2 0 0 2 "
+expect_eq "unlock 8" "$(sc SHARD.UNLOCK "$c" t8)" "1"
+info=$(sc SHARD.INFO | tr -d '\r')
+expect_match "info documents after" "$info" $'\ndocuments:0\n'
+expect_match "info fingerprints after" "$info" $'\nfingerprints:0\n'
+# a stale lock is taken over (stale = 1); S takes only a stale lock
+expect_eq "lock short lease" "$(lk "$c" t9 1 A doc-z)" "1 0 1 0 1 "
+sleep 0.05
+expect_eq "lock takeover" "$(lk "$c" t10 5000 F)" "1 1 1 1 0 "
+expect_eq "S on a live lock" "$(lk "$c" t11 5000 S | cut -d' ' -f1)" "0"
+expect_eq "unlock 10" "$(sc SHARD.UNLOCK "$c" t10)" "1"
+expect_eq "S without a lock" "$(lk "$c" t12 5000 S)" "0 0 "
+expect_match "lock bad op" "$(sc SHARD.LOCK "$c" t 5000 Q x)" "^ERR lock operation"
+expect_match "lock add without ids" "$(sc SHARD.LOCK "$c" t 5000 A)" "^ERR operation A needs"
+expect_match "lock X with ids" "$(sc SHARD.LOCK "$c" t 5000 X x)" "^ERR operation X takes no"
+expect_match "lock bad lease" "$(sc SHARD.LOCK "$c" t 0 F)" "^ERR lease"
+expect_match "lock token with colon" "$(sc SHARD.LOCK "$c" a:b 5000 F)" "^ERR lock token"
+expect_match "lock empty id" "$(sc SHARD.LOCK "$c" t 5000 A '')" "^ERR empty document id"
+# the repair pass: a writer that took f's lock and died after storing the document
+# (no table entries, lock never released) is completed once the lease runs out
+f=$(rand64)
+expect_eq "dead writer's lock" "$(lk "$f" dead 300 A doc-f)" "1 0 1 0 1 "
+expect_eq "half-applied: not found" "$(sc SHARD.QUERY "$f" 0 $ALL)" ""
+for _ in $(seq 1 100); do
+    [ "$(sc SHARD.QUERY "$f" 0 $ALL | tr '\n' ' ')" = "$f 0 " ] && break
+    sleep 0.1
+done
+expect_eq "repaired: every table" "$(sc SHARD.QUERY "$(flip "$f" 3)" 3 $ALL DOCS | tr '\n' ' ')" \
+    "$f 3 doc-f "
+expect_match "repairs counted" "$(sc SHARD.INFO | tr -d '\r')" $'\nrepairs:1\n'
+expect_eq "lock released" "$(timeout 10 redis-cli -p "$RPORT" --scan --pattern 'w:*')" ""
 
 # ---- bad arguments ----
 expect_match "bad fp" "$(sc SHARD.QUERY abc 3 0)" "^ERR fingerprint 'abc': not a decimal number"
@@ -201,7 +239,7 @@ expect_match "table too big" "$(sc SHARD.QUERY 1 3 20)" "^ERR table '20': out of
 expect_match "table not a number" "$(sc SHARD.ADD 1 x)" "^ERR table 'x'"
 expect_match "arity" "$(sc SHARD.QUERY 1 3)" "^ERR"
 expect_match "arity docs" "$(sc SHARD.DOCS)" "^ERR"
-expect_match "empty docid" "$(sc SHARD.DOCADD 1 '')" "^ERR empty document id"
+expect_match "empty docid" "$(sc SHARD.LOCK 1 t 5000 A '')" "^ERR empty document id"
 expect_match "unknown" "$(sc SHARD.NOPE)" "^ERR"
 expect_eq "ping" "$(sc PING)" "PONG"
 
@@ -216,7 +254,8 @@ expect_match "wrongshard add" "$(redis-cli -p "$SPORT2" SHARD.ADD 18446744073709
 expect_match "wrongshard docs" "$(redis-cli -p "$SPORT2" SHARD.DOCS 0 18446744073709551615)" "^WRONGSHARD"
 expect_eq "right shard" "$(redis-cli -p "$SPORT2" SHARD.QUERY 0 3 5 | tr '\n' ' ')" "0 0 "
 expect_eq "right shard docs, no document" "$(redis-cli -p "$SPORT2" SHARD.QUERY 0 3 5 DOCS)" ""
-expect_eq "docadd 0" "$(sc SHARD.DOCADD 0 doc-z)" "1"
+expect_eq "lock 0" "$(sc SHARD.LOCK 0 tz 5000 A doc-z | tr '\n' ' ')" "1 0 1 0 1 "
+expect_eq "unlock 0" "$(sc SHARD.UNLOCK 0 tz)" "1"
 expect_eq "right shard docs" "$(redis-cli -p "$SPORT2" SHARD.QUERY 0 3 5 DOCS | tr '\n' ' ')" "0 0 doc-z "
 expect_match "info wrongshard" "$(redis-cli -p "$SPORT2" SHARD.INFO | tr -d '\r')" "errors_wrongshard:3"
 

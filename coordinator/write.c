@@ -1,0 +1,580 @@
+/* write.c: the writes of simhash-coordinator: SIMHASH.ADD, SIMHASH.DEL and the
+ * adding half of SIMHASH.CHECK / CHECKTEXT, under per-fingerprint write locks
+ * (docs/protocol.md, "Consistency").
+ *
+ * A write of fingerprint fp runs three rounds:
+ *   lock     SHARD.LOCK to the worker of table 0's shard of fp: one Lua call takes
+ *            fp's lock in Redis and changes its document set (add or remove ids);
+ *            it answers the set's size before and after. A lock held by another
+ *            writer answers "busy, n ms left": the item waits and tries again.
+ *   entries  SHARD.ADD (ZADD) or SHARD.DEL (ZREM) to the owners of fp's tables, so
+ *            that fp has an entry in every table iff its set is non-empty: ZADD after
+ *            an add, ZREM when the set became empty, both when the lock was taken
+ *            over from a dead writer (the whole fingerprint is reconciled).
+ *   unlock   SHARD.UNLOCK; a lock lost meanwhile (lease run out, taken over) makes
+ *            the item reconcile again under a new lock before it is acknowledged.
+ * Items (distinct fingerprints) of a batch go through the rounds together, a window
+ * of at most CW_WINDOW pairs at a time in argument order, each window with its own
+ * deadline; so a batch of any size fits max-inflight-worker, and a failure names
+ * exactly which pairs were stored. */
+#include "coord.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "layout.h"
+#include "log.h"
+
+#define CW_WINDOW 256           /* pairs of a batch in flight at once */
+#define CW_RETRY_MAX_MS 50      /* longest wait before asking for a busy lock again */
+
+typedef enum cw_state {
+    CW_LOCK,                    /* SHARD.LOCK to send */
+    CW_WAIT,                    /* lock busy: SHARD.LOCK again after wait_ms */
+    CW_ENTRIES,                 /* lock held: table writes to send */
+    CW_UNLOCK,                  /* lock held, table writes done: SHARD.UNLOCK to send */
+    CW_DONE
+} cw_state;
+
+typedef struct cw_item {
+    struct coord_write *wr;
+    uint64_t fp;
+    size_t first, n;            /* slice of wr->order: the pairs of fp in the window */
+    char op;                    /* LAYOUT_LOCK_OP_*: A, R, X; F after a lost lock */
+    cw_state state;
+    int applied;                /* its document change took effect */
+    int unknown;                /* a SHARD.LOCK is out and its reply not seen */
+    int entries;                /* +1 ZADD, -1 ZREM, 0 none */
+    unsigned wait_ms, tries;
+    char token[48];
+} cw_item;
+
+struct coord_write {
+    coord *co;
+    coord_write_kind kind;
+    coord_pair *pairs;          /* in argument order */
+    size_t npairs;
+    char delop;                 /* DEL: R (one id) or X (all) */
+    size_t wbeg, wend;          /* current window of pairs */
+    size_t *order;              /* window pair indexes, sorted by fingerprint */
+    cw_item *items;
+    size_t nitems;
+    long long count;            /* ids added (ADD, CHECK) or removed (DEL) */
+    uint64_t q;                 /* CHECKTEXT: the fingerprint answered */
+    resp_buf saved;             /* CHECK / CHECKTEXT: the matches, answered after */
+    unsigned char touched[256]; /* durable: workers written to since the last WAIT */
+    unsigned long long opid;
+};
+
+static void cw_lock_round(coord_op *op);
+
+/* ---- State ---- */
+
+/* The op is freed: every reply of its children arrived (or their connection was
+ * lost). An item that may hold its lock but is not done belongs to a write that
+ * failed half-way: its lock is made stale at once (SHARD.UNLOCK ... ABANDON, no
+ * reply awaited), so the next writer of the fingerprint or the worker's repair pass
+ * reconciles it now rather than after the lease. */
+static void cw_abandon(coord_write *wr)
+{
+    coord *co = wr->co;
+    for (size_t k = 0; k < wr->nitems; k++) {
+        cw_item *it = &wr->items[k];
+        if (it->state == CW_DONE || (!it->unknown && it->state != CW_ENTRIES &&
+                                     it->state != CW_UNLOCK))
+            continue;
+        coord_worker *w = coord_route(co, 0, perm_apply(&co->ps.tables[0], it->fp));
+        if (w == NULL || w->health != W_UP || w->ac == NULL)
+            continue;       /* the lease runs out; the repair pass takes it then */
+        char fps[24];
+        const char *argv[4] = { "SHARD.UNLOCK", fps, it->token, "ABANDON" };
+        size_t lens[4] = { strlen(argv[0]), resp_u64_dec(fps, it->fp), strlen(it->token), 7 };
+        redisAsyncCommandArgv(w->ac, NULL, NULL, 4, argv, lens);
+    }
+}
+
+static void cw_cleanup(void *p)
+{
+    coord_write *wr = p;
+    if (wr->items)
+        cw_abandon(wr);
+    free(wr->pairs);
+    free(wr->order);
+    free(wr->items);
+    resp_buf_free(&wr->saved);
+}
+
+coord_write *coord_write_new(coord_op *op, coord_write_kind kind, coord_pair *pairs,
+                             size_t npairs)
+{
+    static unsigned long long opseq;
+    coord_write *wr = calloc(1, sizeof(*wr));
+    if (wr == NULL) {
+        free(pairs);
+        coord_op_fail(op, RS_OOM, "out of memory");
+        return NULL;
+    }
+    wr->co = coord_op_coord(op);
+    wr->kind = kind;
+    wr->pairs = pairs;
+    wr->npairs = npairs;
+    wr->opid = ++opseq;
+    resp_buf_init(&wr->saved, 0);
+    coord_op_swap_data(op, wr, cw_cleanup);
+    return wr;
+}
+
+void coord_write_set_del(coord_write *wr, int all)
+{
+    wr->delop = all ? LAYOUT_LOCK_OP_DELALL[0] : LAYOUT_LOCK_OP_REM[0];
+}
+
+resp_buf *coord_write_saved(coord_write *wr, uint64_t q)
+{
+    wr->q = q;
+    return &wr->saved;
+}
+
+/* Lease of the locks this coordinator takes: longer than any of its requests may
+ * run (a window's deadline), so a live writer never loses its lock to a takeover. */
+static unsigned cw_lease_ms(const coord *co)
+{
+    unsigned l = co->cfg.timeout_ms * 4u;
+    return l < 2000 ? 2000 : l;
+}
+
+/* ---- Answer and failure note ---- */
+
+static void cw_answer(coord_op *op)
+{
+    coord_write *wr = coord_op_data(op);
+    resp_buf *out = rs_req_out(coord_op_req(op));
+    switch (wr->kind) {
+    case CW_ADD:
+    case CW_DEL:
+        resp_add_int(out, wr->count);
+        break;
+    case CW_CHECK:
+        resp_buf_append(out, wr->saved.data, wr->saved.len);
+        break;
+    case CW_CHECKTEXT:
+        resp_add_array(out, 2);
+        resp_add_bulk_u64(out, wr->q);
+        resp_buf_append(out, wr->saved.data, wr->saved.len);
+        break;
+    }
+    coord_op_finish(op);
+}
+
+/* Appends "a-b" or "a" (1-based pair numbers) to buf, comma-separated. */
+static void cw_note_range(char *buf, size_t cap, size_t a, size_t b)
+{
+    size_t len = strlen(buf);
+    if (len + 48 >= cap) {
+        if (len + 5 < cap && strcmp(buf + len - 3, "...") != 0)
+            snprintf(buf + len, cap - len, ",...");
+        return;
+    }
+    snprintf(buf + len, cap - len, "%s%zu", len && buf[len - 1] != ' ' ? "," : "", a + 1);
+    len = strlen(buf);
+    if (b > a)
+        snprintf(buf + len, cap - len, "-%zu", b + 1);
+}
+
+/* Status of pair i: 1 stored, 0 not stored, -1 unknown. */
+static int cw_pair_status(const coord_write *wr, size_t i)
+{
+    if (i < wr->wbeg)
+        return 1;
+    if (i >= wr->wend)
+        return 0;
+    for (size_t k = 0; k < wr->nitems; k++) {
+        const cw_item *it = &wr->items[k];
+        for (size_t j = it->first; j < it->first + it->n; j++)
+            if (wr->order[j] == i)
+                return it->applied ? 1 : it->unknown ? -1 : 0;
+    }
+    return 0;
+}
+
+/* The note of a failed batch: which pairs were stored, which may have been. */
+static void cw_note(coord_op *op, char *buf, size_t cap)
+{
+    coord_write *wr = coord_op_data(op);
+    if (wr->kind != CW_ADD || wr->npairs < 2 || cap < 64)
+        return;
+    char stored[256] = "", unknown[256] = "";
+    size_t nstored = 0, nunknown = 0;
+    for (int want = 1; want >= -1; want -= 2) {
+        char *dst = want == 1 ? stored : unknown;
+        size_t *cnt = want == 1 ? &nstored : &nunknown;
+        for (size_t i = 0; i < wr->npairs;) {
+            if (cw_pair_status(wr, i) != want) {
+                i++;
+                continue;
+            }
+            size_t j = i;
+            while (j + 1 < wr->npairs && cw_pair_status(wr, j + 1) == want)
+                j++;
+            cw_note_range(dst, sizeof(stored), i, j);
+            *cnt += j - i + 1;
+            i = j + 1;
+        }
+    }
+    snprintf(buf, cap, "%zu of %zu pairs stored: %s; %zu unknown%s%s (a write the workers "
+             "complete or roll back within %u ms); the other pairs were not stored", nstored,
+             wr->npairs, nstored ? stored : "none", nunknown, nunknown ? ": " : "", unknown,
+             cw_lease_ms(coord_op_coord(op)) + 1000);
+}
+
+/* ---- Rounds ---- */
+
+static int cw_cmp_order(const void *a, const void *b, void *arg)
+{
+    const coord_write *wr = arg;
+    size_t x = *(const size_t *)a, y = *(const size_t *)b;
+    uint64_t fx = wr->pairs[x].fp, fy = wr->pairs[y].fp;
+    if (fx != fy)
+        return fx < fy ? -1 : 1;
+    return x < y ? -1 : x > y;
+}
+
+/* 1 when every worker has room for need[w] more requests, else 0. */
+static int cw_room(const coord *co, const unsigned *need)
+{
+    for (size_t wi = 0; wi < co->nw; wi++)
+        if (need[wi] && co->w[wi].inflight + need[wi] > co->cfg.max_inflight_worker)
+            return 0;
+    return 1;
+}
+
+/* Start the window from wr->wbeg, or answer when every pair is done. */
+static void cw_window_start(coord_op *op)
+{
+    coord_write *wr = coord_op_data(op);
+    if (wr->wbeg >= wr->npairs) {
+        cw_answer(op);
+        return;
+    }
+    wr->wend = wr->npairs - wr->wbeg > CW_WINDOW ? wr->wbeg + CW_WINDOW : wr->npairs;
+    size_t n = wr->wend - wr->wbeg;
+    for (size_t i = 0; i < n; i++)
+        wr->order[i] = wr->wbeg + i;
+    qsort_r(wr->order, n, sizeof(*wr->order), cw_cmp_order, wr);
+    wr->nitems = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+        while (j < n && wr->pairs[wr->order[j]].fp == wr->pairs[wr->order[i]].fp)
+            j++;
+        cw_item *it = &wr->items[wr->nitems++];
+        memset(it, 0, sizeof(*it));
+        it->wr = wr;
+        it->fp = wr->pairs[wr->order[i]].fp;
+        it->first = i;
+        it->n = j - i;
+        it->op = wr->kind == CW_DEL ? wr->delop : LAYOUT_LOCK_OP_ADD[0];
+        it->state = CW_LOCK;
+        i = j;
+    }
+    coord_op_rearm(op);
+    cw_lock_round(op);
+}
+
+/* SHARD.LOCK reply: [1, before, after, stale, changed] or [0, ms left]. */
+static int cw_on_lock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    cw_item *it = arg;
+    coord_write *wr = it->wr;
+    it->unknown = 0;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2)
+        goto bad;
+    for (size_t i = 0; i < r->elements; i++)
+        if (r->element[i]->type != REDIS_REPLY_INTEGER)
+            goto bad;
+    if (r->element[0]->integer == 0) {
+        long long ms = r->element[1]->integer;
+        it->state = CW_WAIT;
+        it->wait_ms = ms < 1 ? 1 : ms > CW_RETRY_MAX_MS ? CW_RETRY_MAX_MS : (unsigned)ms;
+        return 0;
+    }
+    if (r->elements != 5)
+        goto bad;
+    long long before = r->element[1]->integer, after = r->element[2]->integer;
+    int stale = r->element[3]->integer != 0, fix = it->op == LAYOUT_LOCK_OP_FIX[0];
+    if (!it->applied && !fix)
+        wr->count += r->element[4]->integer;
+    it->applied = 1;
+    if (after > 0)
+        it->entries = it->op == LAYOUT_LOCK_OP_ADD[0] || stale || fix || before == 0 ? 1 : 0;
+    else
+        it->entries = before > 0 || stale || fix ? -1 : 0;
+    it->state = it->entries ? CW_ENTRIES : CW_UNLOCK;
+    return 0;
+bad:
+    coord_op_coord(op)->st.err_worker++;
+    coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply to SHARD.LOCK", w->addr);
+    return -1;
+}
+
+/* SHARD.UNLOCK reply: 1 released, 0 lost (reconcile again under a new lock). */
+static int cw_on_unlock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    cw_item *it = arg;
+    if (r->type != REDIS_REPLY_INTEGER) {
+        coord_op_coord(op)->st.err_worker++;
+        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply to SHARD.UNLOCK", w->addr);
+        return -1;
+    }
+    if (r->integer == 1) {
+        it->state = CW_DONE;
+    } else {
+        log_warn_rl("write lock of %016" PRIx64 " was taken over before it was released; "
+                    "reconciling it again", it->fp);
+        it->op = LAYOUT_LOCK_OP_FIX[0];
+        it->state = CW_LOCK;
+    }
+    return 0;
+}
+
+static int cw_on_count(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    (void)arg;
+    if (r->type != REDIS_REPLY_INTEGER) {
+        coord_op_coord(op)->st.err_worker++;
+        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply type %d to a table write",
+                      w->addr, r->type);
+        return -1;
+    }
+    return 0;
+}
+
+static int cw_on_wait(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    (void)arg;
+    if (r->type != REDIS_REPLY_STATUS) {
+        coord_op_coord(op)->st.err_worker++;
+        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply type %d to SHARD.WAIT",
+                      w->addr, r->type);
+        return -1;
+    }
+    return 0;
+}
+
+/* Worker of table 0's shard of fp (NULL: routing incomplete). */
+static coord_worker *cw_doc_owner(coord *co, uint64_t fp)
+{
+    return coord_route(co, 0, perm_apply(&co->ps.tables[0], fp));
+}
+
+static void cw_entries_round(coord_op *op);
+
+/* Round 1: SHARD.LOCK fp token lease op [ids] for every item in CW_LOCK / CW_WAIT. */
+static void cw_lock_round(coord_op *op)
+{
+    coord_write *wr = coord_op_data(op);
+    coord *co = coord_op_coord(op);
+    unsigned need[256] = {0};
+    for (size_t k = 0; k < wr->nitems; k++) {
+        cw_item *it = &wr->items[k];
+        if (it->state != CW_LOCK && it->state != CW_WAIT)
+            continue;
+        coord_worker *w = cw_doc_owner(co, it->fp);
+        if (w == NULL) {
+            coord_op_send(op, NULL, 0, NULL, NULL, cw_on_lock, it);   /* fails the op */
+            return;
+        }
+        need[w->idx]++;
+    }
+    if (!cw_room(co, need)) {   /* other requests fill the workers: wait for room */
+        coord_op_later(op, 1, cw_lock_round);
+        return;
+    }
+    char lease[16];
+    size_t leaselen = (size_t)snprintf(lease, sizeof(lease), "%u", cw_lease_ms(co));
+    for (size_t k = 0; k < wr->nitems; k++) {
+        cw_item *it = &wr->items[k];
+        if (it->state != CW_LOCK && it->state != CW_WAIT)
+            continue;
+        coord_worker *w = cw_doc_owner(co, it->fp);
+        int withids = it->op == LAYOUT_LOCK_OP_ADD[0] || it->op == LAYOUT_LOCK_OP_REM[0];
+        size_t argc = 5 + (withids ? it->n : 0);
+        const char *sargv[16], **argv = sargv;
+        size_t slens[16], *lens = slens;
+        if (argc > 16) {
+            argv = malloc(argc * sizeof(*argv));
+            lens = malloc(argc * sizeof(*lens));
+            if (argv == NULL || lens == NULL) {
+                free(argv);
+                free(lens);
+                coord_op_fail(op, RS_OOM, "out of memory");
+                return;
+            }
+        }
+        char fps[24], opstr[2] = {it->op, '\0'};
+        it->tries++;
+        size_t toklen = (size_t)snprintf(it->token, sizeof(it->token), "%s.%llx.%zx.%x",
+                                         co->lock_id, wr->opid, wr->wbeg + k, it->tries);
+        argv[0] = "SHARD.LOCK";
+        argv[1] = fps;
+        lens[1] = resp_u64_dec(fps, it->fp);
+        argv[2] = it->token;
+        lens[2] = toklen;
+        argv[3] = lease;
+        lens[3] = leaselen;
+        argv[4] = opstr;
+        lens[4] = 1;
+        lens[0] = strlen(argv[0]);
+        for (size_t j = 0; withids && j < it->n; j++) {
+            const coord_pair *p = &wr->pairs[wr->order[it->first + j]];
+            argv[5 + j] = p->docid;
+            lens[5 + j] = p->len;
+        }
+        int rc = coord_op_send(op, w, (int)argc, argv, lens, cw_on_lock, it);
+        if (argv != sargv) {
+            free(argv);
+            free(lens);
+        }
+        if (rc != 0)
+            return;
+        it->unknown = 1;
+        wr->touched[w->idx] = 1;
+    }
+    coord_op_round_end(op, cw_entries_round);
+}
+
+/* Sends `cmd fp t...` to every worker owning some of fp's tables. Returns 0 or -1. */
+static int cw_send_tables(coord_op *op, const char *cmd, uint64_t fp)
+{
+    coord *co = coord_op_coord(op);
+    coord_write *wr = coord_op_data(op);
+    const char *argv[2 + PERM_MAX_TABLES];
+    size_t lens[2 + PERM_MAX_TABLES];
+    char fps[24], tnum[PERM_MAX_TABLES][8];
+    short owner[PERM_MAX_TABLES];
+    for (unsigned t = 0; t < co->ps.ntables; t++) {
+        coord_worker *w = coord_route(co, t, perm_apply(&co->ps.tables[t], fp));
+        if (w == NULL)
+            return coord_op_send(op, NULL, 0, NULL, NULL, cw_on_count, NULL);
+        owner[t] = (short)w->idx;
+    }
+    argv[0] = cmd;
+    lens[0] = strlen(cmd);
+    argv[1] = fps;
+    lens[1] = resp_u64_dec(fps, fp);
+    for (size_t wi = 0; wi < co->nw; wi++) {
+        int argc = 2;
+        for (unsigned t = 0; t < co->ps.ntables; t++)
+            if (owner[t] == (short)wi) {
+                lens[argc] = resp_u64_dec(tnum[t], t);
+                argv[argc++] = tnum[t];
+            }
+        if (argc == 2)
+            continue;
+        if (coord_op_send(op, &co->w[wi], argc, argv, lens, cw_on_count, NULL) != 0)
+            return -1;
+        wr->touched[wi] = 1;
+    }
+    return 0;
+}
+
+static void cw_unlock_round(coord_op *op);
+
+/* Round 2: the table writes of every item holding its lock; in durable mode
+ * SHARD.WAIT after them to every worker written to (it runs after them). */
+static void cw_entries_round(coord_op *op)
+{
+    coord_write *wr = coord_op_data(op);
+    coord *co = coord_op_coord(op);
+    unsigned need[256] = {0};
+    for (size_t k = 0; k < wr->nitems; k++)
+        if (wr->items[k].state == CW_ENTRIES)
+            for (size_t wi = 0; wi < co->nw; wi++)
+                need[wi]++;         /* at most one request per worker per item */
+    if (!cw_room(co, need)) {
+        coord_op_later(op, 1, cw_entries_round);
+        return;
+    }
+    for (size_t k = 0; k < wr->nitems; k++) {
+        cw_item *it = &wr->items[k];
+        if (it->state != CW_ENTRIES)
+            continue;
+        if (cw_send_tables(op, it->entries > 0 ? "SHARD.ADD" : "SHARD.DEL", it->fp) != 0)
+            return;
+        it->state = CW_UNLOCK;
+    }
+    if (co->cfg.durable) {
+        for (size_t wi = 0; wi < co->nw && wi < sizeof(wr->touched); wi++) {
+            if (!wr->touched[wi])
+                continue;
+            wr->touched[wi] = 0;
+            const char *argv[1] = { "SHARD.WAIT" };
+            size_t lens[1] = { strlen(argv[0]) };
+            if (coord_op_send(op, &co->w[wi], 1, argv, lens, cw_on_wait, NULL) != 0)
+                return;
+        }
+    }
+    coord_op_round_end(op, cw_unlock_round);
+}
+
+static void cw_after_round(coord_op *op);
+
+/* Round 3: SHARD.UNLOCK of every item that holds its lock. */
+static void cw_unlock_round(coord_op *op)
+{
+    coord_write *wr = coord_op_data(op);
+    coord *co = coord_op_coord(op);
+    for (size_t k = 0; k < wr->nitems; k++) {
+        cw_item *it = &wr->items[k];
+        if (it->state != CW_UNLOCK)
+            continue;
+        coord_worker *w = cw_doc_owner(co, it->fp);
+        char fps[24];
+        const char *argv[3] = { "SHARD.UNLOCK", fps, it->token };
+        size_t lens[3] = { strlen(argv[0]), resp_u64_dec(fps, it->fp), strlen(it->token) };
+        if (coord_op_send(op, w, 3, argv, lens, cw_on_unlock, it) != 0)
+            return;
+    }
+    coord_op_round_end(op, cw_after_round);
+}
+
+/* After the unlocks: the next window when every item is done, else the items whose
+ * lock was busy (or lost) go round again, after the shortest wait asked for. */
+static void cw_after_round(coord_op *op)
+{
+    coord_write *wr = coord_op_data(op);
+    unsigned wait = 0;
+    int again = 0;
+    for (size_t k = 0; k < wr->nitems; k++) {
+        cw_item *it = &wr->items[k];
+        if (it->state == CW_DONE)
+            continue;
+        again = 1;
+        if (it->state == CW_WAIT && (wait == 0 || it->wait_ms < wait))
+            wait = it->wait_ms;
+        if (it->state == CW_LOCK)
+            wait = 1;
+    }
+    if (!again) {
+        wr->wbeg = wr->wend;
+        cw_window_start(op);
+        return;
+    }
+    coord_op_later(op, wait ? wait : 1, cw_lock_round);
+}
+
+void coord_write_start(coord_op *op)
+{
+    coord_write *wr = coord_op_data(op);
+    size_t w = wr->npairs < CW_WINDOW ? wr->npairs : CW_WINDOW;
+    wr->order = malloc((w ? w : 1) * sizeof(*wr->order));
+    wr->items = malloc((w ? w : 1) * sizeof(*wr->items));
+    if (wr->order == NULL || wr->items == NULL) {
+        coord_op_fail(op, RS_OOM, "out of memory");
+        return;
+    }
+    coord_op_set_note(op, cw_note);
+    cw_window_start(op);
+}
