@@ -60,6 +60,9 @@ static const cfg_option shard_options[] = {
               "appendfsync always"),
     SHARD_OPT("wait-timeout-ms", CFG_UINT, wait_timeout_ms, 1, 600000, "100",
               "SHARD.WAIT: how long Redis WAIT waits for the replicas"),
+    SHARD_OPT("repair-interval-ms", CFG_UINT, repair_interval_ms, 0, 600000, "1000",
+              "how often stale write locks are looked for and their writes completed or "
+              "rolled back (0: never; then only writers and simhash fsck repair)"),
     SHARD_OPT_MAIN("cluster", CFG_BOOL, cluster, 0, 0, "no",
                    "yes: the Redis node is a Redis Cluster node; serve every shard, follow "
                    "-MOVED/-ASK, reattach to the new master after a failover (shards is ignored)"),

@@ -4,8 +4,8 @@
  * Every write of a fingerprint holds its lock in w:{0:xx} (common/layout.h). A
  * writer that dies (worker, coordinator, connection) leaves its lock behind, and
  * with it a write that may be half applied: a document set whose table entries are
- * partly written, or entries still there for an emptied set. Once a second the
- * worker reads the lock hashes of the table-0 shards it serves (HGETALL w:{0:xx});
+ * partly written, or entries still there for an emptied set. Every
+ * repair-interval-ms (default 1000) the worker reads the lock hashes of the table-0 shards it serves (HGETALL w:{0:xx});
  * for every lock whose expiry has passed it takes the lock over (LAYOUT_LOCK_LUA op
  * S: only a stale lock is taken, by Redis's clock), makes every table's entry match
  * the document set (ZADD when it has ids, ZREM when empty), and releases the lock.
@@ -27,7 +27,6 @@
 #include "log.h"
 #include "shard.h"
 
-#define SHARD_REPAIR_INTERVAL_MS 1000
 #define SHARD_REPAIR_MAX_ACTIVE 64      /* fingerprints repaired at once */
 
 struct shard_repair {
@@ -322,12 +321,15 @@ static void shard_repair_on_tick(evutil_socket_t fd, short what, void *arg)
 
 int shard_repair_start(shard_ctx *sc)
 {
+    unsigned ms = sc->cfg.repair_interval_ms;
+    if (ms == 0)
+        return 0;
     struct shard_repair *rp = calloc(1, sizeof *rp);
     if (rp == NULL)
         return -1;
     rp->sc = sc;
     rp->tick = event_new(sc->base, -1, EV_PERSIST, shard_repair_on_tick, rp);
-    struct timeval tv = {SHARD_REPAIR_INTERVAL_MS / 1000, (SHARD_REPAIR_INTERVAL_MS % 1000) * 1000};
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
     if (rp->tick == NULL || event_add(rp->tick, &tv) != 0) {
         if (rp->tick)
             event_free(rp->tick);

@@ -27,6 +27,7 @@ typedef struct shard_config {
     unsigned timeout_ms;
     unsigned wait_replicas;     /* SHARD.WAIT: Redis WAIT for this many replicas (0: AOF) */
     unsigned wait_timeout_ms;   /* SHARD.WAIT: WAIT timeout */
+    unsigned repair_interval_ms; /* repair pass period; 0: none */
     unsigned lo, hi;            /* parsed from shards by the validation */
 } shard_config;
 

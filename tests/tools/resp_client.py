@@ -8,11 +8,11 @@ import socket
 
 def enc(*a):
     """Return the RESP encoding of the request a (bytes, or anything str() encodes)."""
-    out = b"*%d\r\n" % len(a)
+    out = [b"*%d\r\n" % len(a)]
     for x in a:
         x = x if isinstance(x, bytes) else str(x).encode()
-        out += b"$%d\r\n%s\r\n" % (len(x), x)
-    return out
+        out.append(b"$%d\r\n%s\r\n" % (len(x), x))
+    return b"".join(out)
 
 
 class C:
