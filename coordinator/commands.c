@@ -100,7 +100,7 @@ typedef struct cstate {
     size_t limit;           /* 0: all */
     qmatch *m;
     size_t n, cap;
-    grp *groups;            /* per worker (DOCS) or per fingerprint (DOCADD) */
+    grp *groups;            /* per worker: the matches whose ids SHARD.DOCS fetches */
     size_t *fetch;          /* DOCS: indexes into m of the matches to fetch, by worker */
     coord_pair *pairs;      /* CHECK: the pair added after the query */
 } cstate;

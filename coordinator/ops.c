@@ -265,7 +265,7 @@ static void op_maybe_advance(coord_op *op)
     op->next = NULL;
     op_clear_round(op);
     /* a client that left still gets its writes completed (the reply is dropped):
-     * stopping between DOCADD and ADD would leave documents without table entries */
+     * stopping between the lock and the unlock would leave a lock to go stale */
     op->refs++;             /* next() may end the op */
     next(op);
     op_unref(op);
