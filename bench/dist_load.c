@@ -14,6 +14,8 @@
  *   raw-query   per query: the ZRANGEBYLEX calls of every table, pipelined
  *   raw-ingest  per fingerprint: one ZADD per table + one SADD, pipelined
  *   sys-query   SIMHASH.QUERY fp, pipelined
+ *   raw-locked  per fingerprint: the lock script (with the SADD), one ZADD per table,
+ *               the unlock script: what the system sends for an ADD, pipelined
  *   sys-ingest  SIMHASH.ADD fp docid, pipelined
  *   paced       SIMHASH.QUERY at a fixed rate (open loop, hiredis async + libevent);
  *               latency counted from the scheduled send time; --trace FILE writes
@@ -155,6 +157,37 @@ static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
     return ps.ntables + 1;
 }
 
+/* The Redis commands a worker sends for one SIMHASH.ADD of a new fingerprint: the
+ * lock script (takes fp's lock, SADDs the id), one ZADD per table, the unlock script. */
+static unsigned dl_append_raw_locked(redisContext *c, uint64_t fp, uint64_t id)
+{
+    char dkey[LAYOUT_KEY_MAX], wkey[LAYOUT_KEY_MAX], ckey[LAYOUT_KEY_MAX], field[17], doc[32];
+    char tok[24];
+    uint64_t p0 = perm_apply(&ps.tables[0], fp);
+    layout_doc_key(dkey, sizeof dkey, fp, p0);
+    layout_lock_key(wkey, sizeof wkey, layout_shard_of(p0));
+    layout_count_key(ckey, sizeof ckey, layout_shard_of(p0));
+    layout_lock_field(field, fp);
+    snprintf(doc, sizeof doc, "d%" PRIu64, id);
+    snprintf(tok, sizeof tok, "b%" PRIx64, id);
+    const char *la[11] = {"EVAL", LAYOUT_LOCK_LUA, "3", dkey, wkey, ckey, field, tok, "4000",
+                          LAYOUT_LOCK_OP_ADD, doc};
+    redisAppendCommandArgv(c, 11, la, NULL);
+    for (unsigned t = 0; t < ps.ntables; t++) {
+        char key[LAYOUT_KEY_MAX];
+        uint8_t mem[LAYOUT_MEMBER_MAX];
+        uint64_t p = perm_apply(&ps.tables[t], fp);
+        size_t klen = layout_key_of(key, sizeof key, t, p, opt.bucket_bits);
+        size_t mlen = layout_member(mem, p, opt.bucket_bits);
+        const char *argv[4] = {"ZADD", key, "0", (const char *)mem};
+        size_t lens[4] = {4, klen, 1, mlen};
+        redisAppendCommandArgv(c, 4, argv, lens);
+    }
+    const char *ua[6] = {"EVAL", LAYOUT_UNLOCK_LUA, "1", wkey, field, tok};
+    redisAppendCommandArgv(c, 6, ua, NULL);
+    return ps.ntables + 2;
+}
+
 static unsigned dl_append_sys(redisContext *c, int ingest, uint64_t fp, uint64_t id)
 {
     char fps[24], doc[32];
@@ -191,7 +224,7 @@ static void dl_read_one(redisContext *c, dl_stats *st)
 }
 
 /* Runs `count` operations (bounded by opt.seconds) with opt.depth in flight.
- * kind: 0 raw-query, 1 raw-ingest, 2 sys-query, 3 sys-ingest. */
+ * kind: 0 raw-query, 1 raw-ingest, 2 sys-query, 3 sys-ingest, 4 raw-locked. */
 static dl_stats dl_run(int kind)
 {
     redisContext *c = dl_connect();
@@ -214,7 +247,8 @@ static dl_stats dl_run(int kind)
             } else {
                 idx = opt.offset + issued;
                 uint64_t fp = dl_fp(idx);
-                n = kind == 1 ? dl_append_raw_ingest(c, fp, idx) : dl_append_sys(c, 1, fp, idx);
+                n = kind == 1 ? dl_append_raw_ingest(c, fp, idx)
+                  : kind == 4 ? dl_append_raw_locked(c, fp, idx) : dl_append_sys(c, 1, fp, idx);
             }
             ring[head++ % depth] = n;
             issued++;
@@ -544,7 +578,7 @@ static void usage(void)
             "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
             "         [--distance K] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
             "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE]\n"
-            "MODE: preload predocs raw-query raw-ingest sys-query sys-ingest paced paced-raw check\n");
+            "MODE: preload predocs raw-query raw-ingest raw-locked sys-query sys-ingest paced paced-raw check\n");
     exit(2);
 }
 
@@ -598,6 +632,7 @@ int main(int argc, char **argv)
     else if (!strcmp(opt.mode, "raw-query")) rc = dl_report((dl_stats[]){dl_run(0)}, "queries");
     else if (!strcmp(opt.mode, "raw-ingest")) rc = dl_report((dl_stats[]){dl_run(1)}, "ingests");
     else if (!strcmp(opt.mode, "sys-query")) rc = dl_report((dl_stats[]){dl_run(2)}, "queries");
+    else if (!strcmp(opt.mode, "raw-locked")) rc = dl_report((dl_stats[]){dl_run(4)}, "ingests");
     else if (!strcmp(opt.mode, "sys-ingest")) rc = dl_report((dl_stats[]){dl_run(3)}, "ingests");
     else if (!strcmp(opt.mode, "paced")) rc = dl_paced_run(0);
     else if (!strcmp(opt.mode, "paced-raw")) rc = dl_paced_run(1);

@@ -3,7 +3,9 @@
 #   (1) query rate: the Redis commands one query needs (one ZRANGEBYLEX per table, 20
 #       for blocks 6 distance 3), pipelined straight to Redis, against SIMHASH.QUERY
 #       through simhash-coordinator and simhash-shard (BENCH_WORKERS: 1 or 2 workers)
-#   (2) ingest rate: one ZADD per table + one SADD per fingerprint, against SIMHASH.ADD
+#   (2) ingest rate: one ZADD per table + one SADD per fingerprint (the unlocked work),
+#       and the Redis commands the system sends (lock script with the SADD, one ZADD
+#       per table, unlock script), against SIMHASH.ADD
 #   (3) query latency p50/p99 at half of the measured system query rate (open loop),
 #       against the same schedule of raw Redis work (paced-raw) in alternating rounds
 #   (4) Redis used_memory per fingerprint per table at N fingerprints (documents
@@ -89,7 +91,7 @@ run check check --port "$cport" --corpus "$N" --count 200
 # (1) and (2): ROUNDS rounds, raw and system alternating so that load from other
 # programs on the machine hits both alike; the medians are reported.
 median() { python3 -c "import statistics, sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
-rq=() sq=() ri=() si=()
+rq=() sq=() ri=() si=() rl=()
 for r in $(seq 1 "$ROUNDS"); do
     th_log "round $r: query rate, raw Redis then through the coordinator"
     run raw-query-$r raw-query --port "$rport" --corpus "$N" --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
@@ -99,12 +101,14 @@ for r in $(seq 1 "$ROUNDS"); do
     # ingest of new fingerprints (offsets far beyond the corpus, new ones every round)
     th_log "round $r: ingest rate, raw Redis then through the coordinator"
     run raw-ingest-$r raw-ingest --port "$rport" --offset $((100000000 * r)) --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
+    run raw-locked-$r raw-locked --port "$rport" --offset $((100000000 * r + 25000000)) --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
     run sys-ingest-$r sys-ingest --port "$cport" --offset $((100000000 * r + 50000000)) --count 100000000 --seconds "$SECS" --depth "$SYS_DEPTH"
+    rl+=("$(val "$TH_DIR/raw-locked-$r.out" ingests_per_sec)")
     ri+=("$(val "$TH_DIR/raw-ingest-$r.out" ingests_per_sec)")
     si+=("$(val "$TH_DIR/sys-ingest-$r.out" ingests_per_sec)")
 done
 th_log "query rates raw: ${rq[*]}; system: ${sq[*]}"
-th_log "ingest rates raw: ${ri[*]}; system: ${si[*]}"
+th_log "ingest rates raw: ${ri[*]}; raw with the lock scripts: ${rl[*]}; system: ${si[*]}"
 rqm=$(median "${rq[@]}") sqm=$(median "${sq[@]}") rim=$(median "${ri[@]}") sim=$(median "${si[@]}")
 emit query raw_queries_per_sec "$rqm"
 emit query system_queries_per_sec "$sqm"
@@ -112,6 +116,10 @@ emit query system_over_raw "$(python3 -c "print(round($sqm / $rqm, 3))")"
 emit ingest raw_ingests_per_sec "$rim"
 emit ingest system_ingests_per_sec "$sim"
 emit ingest system_over_raw "$(python3 -c "print(round($sim / $rim, 3))")"
+# the same Redis work as the system's (lock script + ZADDs + unlock script)
+rlm=$(median "${rl[@]}")
+emit ingest raw_locked_ingests_per_sec "$rlm"
+emit ingest system_over_raw_locked "$(python3 -c "print(round($sim / $rlm, 3))")"
 
 # (3) latency at half the saturation rate, ROUNDS rounds alternating the baseline
 # (paced-raw: the Redis commands a worker sends for each query, straight to Redis, on

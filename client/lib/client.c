@@ -45,10 +45,10 @@ static shc_status conn_failed(shc_client *c, const char *doing, int saved_errno)
         }
     }
     if (st == SHC_ERR_TIMEOUT)
-        shc_set_error(c, st, "%s %s:%d: %s (%d ms)", doing, c->host, c->port, why,
+        shci_set_error(c, st, "%s %s:%d: %s (%d ms)", doing, c->host, c->port, why,
                       c->timeout_ms);
     else
-        shc_set_error(c, st, "%s %s:%d: %s", doing, c->host, c->port, why);
+        shci_set_error(c, st, "%s %s:%d: %s", doing, c->host, c->port, why);
     if (c->rc) {
         redisFree(c->rc);
         c->rc = NULL;
@@ -70,7 +70,7 @@ static shc_status do_connect(shc_client *c)
     c->rc = c->timeout_ms > 0 ? redisConnectWithTimeout(c->host, c->port, tv)
                               : redisConnect(c->host, c->port);
     if (!c->rc)
-        return shc_set_error(c, SHC_ERR_NOMEM, "out of memory connecting to %s:%d",
+        return shci_set_error(c, SHC_ERR_NOMEM, "out of memory connecting to %s:%d",
                              c->host, c->port);
     if (c->rc->err)
         return conn_failed(c, "cannot connect to", errno);
@@ -84,7 +84,7 @@ static shc_status do_connect(shc_client *c)
         if (!r)
             return conn_failed(c, "AUTH failed on", errno);
         if (r->type == REDIS_REPLY_ERROR) {
-            shc_status st = shc_reply_error(c, r, "AUTH failed: ");
+            shc_status st = shci_reply_error(c, r, "AUTH failed: ");
             freeReplyObject(r);
             redisFree(c->rc);
             c->rc = NULL;
@@ -92,7 +92,7 @@ static shc_status do_connect(shc_client *c)
         }
         freeReplyObject(r);
     }
-    return shc_set_ok(c);
+    return shci_set_ok(c);
 }
 
 shc_status shc_connect(const char *host, int port, int timeout_ms, const char *password,
@@ -109,13 +109,13 @@ shc_status shc_connect(const char *host, int port, int timeout_ms, const char *p
     c->timeout_ms = timeout_ms;
     c->host = strdup(host ? host : "");
     if (!c->host || (password && !(c->password = strdup(password))))
-        return shc_set_error(c, SHC_ERR_NOMEM, "out of memory");
+        return shci_set_error(c, SHC_ERR_NOMEM, "out of memory");
     if (!host || !host[0])
-        return shc_set_error(c, SHC_ERR_ARG, "no host given");
+        return shci_set_error(c, SHC_ERR_ARG, "no host given");
     if (port < 1 || port > 65535)
-        return shc_set_error(c, SHC_ERR_ARG, "port %d out of range (1..65535)", port);
+        return shci_set_error(c, SHC_ERR_ARG, "port %d out of range (1..65535)", port);
     if (timeout_ms < 0)
-        return shc_set_error(c, SHC_ERR_ARG, "timeout %d ms is negative", timeout_ms);
+        return shci_set_error(c, SHC_ERR_ARG, "timeout %d ms is negative", timeout_ms);
     return do_connect(c);
 }
 
@@ -157,7 +157,7 @@ static shc_status ensure_connected(shc_client *c)
     if (c->rc)
         return SHC_OK;
     if (!c->host || !c->host[0] || c->port < 1 || c->port > 65535)
-        return shc_set_error(c, SHC_ERR_ARG, "handle was never connected");
+        return shci_set_error(c, SHC_ERR_ARG, "handle was never connected");
     return do_connect(c);
 }
 
@@ -178,12 +178,12 @@ static shc_status run(shc_client *c, int argc, const char **argv, const size_t *
     if (!r)
         return conn_failed(c, "lost connection to", errno);
     if (r->type == REDIS_REPLY_ERROR) {
-        st = shc_reply_error(c, r, "");
+        st = shci_reply_error(c, r, "");
         freeReplyObject(r);
         return st;
     }
     *out = r;
-    return shc_set_ok(c);
+    return shci_set_ok(c);
 }
 
 /* ---- Argument helpers ---- */
@@ -208,12 +208,12 @@ static shc_status check_docid(shc_client *c, const char *docid)
     size_t len;
 
     if (!docid)
-        return shc_set_error(c, SHC_ERR_ARG, "no document id given");
+        return shci_set_error(c, SHC_ERR_ARG, "no document id given");
     len = strnlen(docid, SHC_DOCID_MAX + 1);
     if (len == 0)
-        return shc_set_error(c, SHC_ERR_ARG, "empty document id");
+        return shci_set_error(c, SHC_ERR_ARG, "empty document id");
     if (len > SHC_DOCID_MAX)
-        return shc_set_error(c, SHC_ERR_ARG, "document id longer than %d bytes",
+        return shci_set_error(c, SHC_ERR_ARG, "document id longer than %d bytes",
                              SHC_DOCID_MAX);
     return SHC_OK;
 }
@@ -222,7 +222,7 @@ static shc_status check_docid(shc_client *c, const char *docid)
 static shc_status check_distance(shc_client *c, int distance)
 {
     if (distance < -1 || distance > 64)
-        return shc_set_error(c, SHC_ERR_ARG, "distance %d out of range (0..64, or -1 for "
+        return shci_set_error(c, SHC_ERR_ARG, "distance %d out of range (0..64, or -1 for "
                              "the corpus distance)", distance);
     return SHC_OK;
 }
@@ -232,7 +232,7 @@ static shc_status want_integer(shc_client *c, const redisReply *r, const char *c
                                long long *v)
 {
     if (r->type != REDIS_REPLY_INTEGER)
-        return shc_set_error(c, SHC_ERR_PROTOCOL, "%s: expected an integer reply (type %d)",
+        return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: expected an integer reply (type %d)",
                              cmd, r->type);
     if (v)
         *v = r->integer;
@@ -317,7 +317,7 @@ shc_status shc_query(shc_client *c, uint64_t fp, int distance, size_t limit,
     shc_status st;
 
     if (!out)
-        return c ? shc_set_error(c, SHC_ERR_ARG, "no result pointer given") : SHC_ERR_ARG;
+        return c ? shci_set_error(c, SHC_ERR_ARG, "no result pointer given") : SHC_ERR_ARG;
     *out = NULL;
     if (!c)
         return SHC_ERR_ARG;
@@ -327,7 +327,7 @@ shc_status shc_query(shc_client *c, uint64_t fp, int distance, size_t limit,
     int argc = query_args(argv, lens, "SIMHASH.QUERY", fps, NULL, distance, limit, dbuf, lbuf);
     if ((st = run(c, argc, argv, lens, &r)) != SHC_OK)
         return st;
-    st = shc_parse_result(c, r, out);
+    st = shci_parse_result(c, r, out);
     freeReplyObject(r);
     return st;
 }
@@ -342,7 +342,7 @@ shc_status shc_check(shc_client *c, uint64_t fp, const char *docid, int distance
     shc_status st;
 
     if (!out)
-        return c ? shc_set_error(c, SHC_ERR_ARG, "no result pointer given") : SHC_ERR_ARG;
+        return c ? shci_set_error(c, SHC_ERR_ARG, "no result pointer given") : SHC_ERR_ARG;
     *out = NULL;
     if (!c)
         return SHC_ERR_ARG;
@@ -352,7 +352,7 @@ shc_status shc_check(shc_client *c, uint64_t fp, const char *docid, int distance
     int argc = query_args(argv, lens, "SIMHASH.CHECK", fps, docid, distance, 0, dbuf, lbuf);
     if ((st = run(c, argc, argv, lens, &r)) != SHC_OK)
         return st;
-    st = shc_parse_result(c, r, out);
+    st = shci_parse_result(c, r, out);
     freeReplyObject(r);
     return st;
 }
@@ -365,23 +365,23 @@ shc_status shc_check_text(shc_client *c, const char *docid, const char *text, si
     uint64_t v = 0;
 
     if (!out)
-        return c ? shc_set_error(c, SHC_ERR_ARG, "no result pointer given") : SHC_ERR_ARG;
+        return c ? shci_set_error(c, SHC_ERR_ARG, "no result pointer given") : SHC_ERR_ARG;
     *out = NULL;
     if (!c)
         return SHC_ERR_ARG;
     if ((st = check_docid(c, docid)) != SHC_OK)
         return st;
     if (!text && len > 0)
-        return shc_set_error(c, SHC_ERR_ARG, "no text given");
+        return shci_set_error(c, SHC_ERR_ARG, "no text given");
     const char *argv[3] = { "SIMHASH.CHECKTEXT", docid, text ? text : "" };
     size_t lens[3] = { 17, strlen(docid), len };
     if ((st = run(c, 3, argv, lens, &r)) != SHC_OK)
         return st;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-        st = shc_set_error(c, SHC_ERR_PROTOCOL,
+        st = shci_set_error(c, SHC_ERR_PROTOCOL,
                            "SIMHASH.CHECKTEXT: expected an array of 2 (fingerprint, matches)");
-    } else if ((st = shc_parse_fp_reply(c, r->element[0], "SIMHASH.CHECKTEXT", &v)) == SHC_OK &&
-               (st = shc_parse_result(c, r->element[1], out)) == SHC_OK && fp) {
+    } else if ((st = shci_parse_fp_reply(c, r->element[0], "SIMHASH.CHECKTEXT", &v)) == SHC_OK &&
+               (st = shci_parse_result(c, r->element[1], out)) == SHC_OK && fp) {
         *fp = v;
     }
     freeReplyObject(r);
@@ -397,12 +397,12 @@ shc_status shc_fingerprint(shc_client *c, const char *text, size_t len, uint64_t
     if (!c)
         return SHC_ERR_ARG;
     if (!fp || (!text && len > 0))
-        return shc_set_error(c, SHC_ERR_ARG, "no text or result pointer given");
+        return shci_set_error(c, SHC_ERR_ARG, "no text or result pointer given");
     const char *argv[2] = { "SIMHASH.FINGERPRINT", text ? text : "" };
     size_t lens[2] = { 19, len };
     if ((st = run(c, 2, argv, lens, &r)) != SHC_OK)
         return st;
-    st = shc_parse_fp_reply(c, r, "SIMHASH.FINGERPRINT", &v);
+    st = shci_parse_fp_reply(c, r, "SIMHASH.FINGERPRINT", &v);
     if (st == SHC_OK)
         *fp = v;
     freeReplyObject(r);
@@ -450,7 +450,7 @@ static shc_status run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
             size_t lens[7];
             int argc = ops->build(ops->ctx, i, argv, lens, b1, b2, b3);
             if (redisAppendCommandArgv(c->rc, argc, argv, lens) != REDIS_OK) {
-                st = shc_set_error(c, SHC_ERR_NOMEM, "out of memory queueing item %zu", i);
+                st = shci_set_error(c, SHC_ERR_NOMEM, "out of memory queueing item %zu", i);
                 redisFree(c->rc);
                 c->rc = NULL;
                 goto fatal_from_start;
@@ -467,7 +467,7 @@ static shc_status run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
             if (r->type == REDIS_REPLY_ERROR) {
                 char prefix[48];
                 snprintf(prefix, sizeof(prefix), "item %zu: ", i);
-                st = shc_reply_error(c, r, prefix);
+                st = shci_reply_error(c, r, prefix);
             } else {
                 st = ops->reply(ops->ctx, c, i, r);
                 if (st != SHC_OK) {
@@ -491,7 +491,7 @@ static shc_status run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
         }
     }
     if (rep->failed == 0)
-        return shc_set_ok(c);
+        return shci_set_ok(c);
     c->last = first_st;
     memcpy(c->errstr, first_err, sizeof(first_err));
     return first_st;
@@ -552,7 +552,7 @@ shc_status shc_add_many(shc_client *c, const uint64_t *fps, const char *const *d
     if (!c)
         return SHC_ERR_ARG;
     if (n > 0 && (!fps || !docids))
-        return shc_set_error(c, SHC_ERR_ARG, "no fingerprints or document ids given");
+        return shci_set_error(c, SHC_ERR_ARG, "no fingerprints or document ids given");
     for (size_t i = 0; i < n; i++) {
         if ((st = check_docid(c, docids[i])) != SHC_OK) {
             char prefix[64];
@@ -588,7 +588,7 @@ static int query_build(void *ctx, size_t i, const char **argv, size_t *lens, cha
 static shc_status query_reply(void *ctx, shc_client *c, size_t i, const redisReply *r)
 {
     query_ctx *q = ctx;
-    return shc_parse_result(c, r, &q->results[i]);
+    return shci_parse_result(c, r, &q->results[i]);
 }
 
 shc_status shc_query_many(shc_client *c, const uint64_t *fps, size_t n, int distance,
@@ -603,7 +603,7 @@ shc_status shc_query_many(shc_client *c, const uint64_t *fps, size_t n, int dist
     if (!c)
         return SHC_ERR_ARG;
     if (n > 0 && (!fps || !results))
-        return shc_set_error(c, SHC_ERR_ARG, "no fingerprints or result array given");
+        return shci_set_error(c, SHC_ERR_ARG, "no fingerprints or result array given");
     for (size_t i = 0; i < n; i++)
         results[i] = NULL;
     if ((st = check_distance(c, distance)) != SHC_OK)

@@ -17,21 +17,21 @@ struct shc_client {
 };
 
 /* Record status st with a printf-style message on c; returns st. */
-shc_status shc_set_error(shc_client *c, shc_status st, const char *fmt, ...)
+shc_status shci_set_error(shc_client *c, shc_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* Record success on c; returns SHC_OK. */
-shc_status shc_set_ok(shc_client *c);
+shc_status shci_set_ok(shc_client *c);
 
 /* Status of an error reply: SHC_ERR_TIMEOUT for -TIMEOUT, else SHC_ERR_SERVER. The
  * text is copied to c->errstr after prefix (may be ""). Returns the status. */
-shc_status shc_reply_error(shc_client *c, const redisReply *r, const char *prefix);
+shc_status shci_reply_error(shc_client *c, const redisReply *r, const char *prefix);
 
 /* Parse a decimal fingerprint bulk string. Returns SHC_OK or SHC_ERR_PROTOCOL. */
-shc_status shc_parse_fp_reply(shc_client *c, const redisReply *r, const char *what,
+shc_status shci_parse_fp_reply(shc_client *c, const redisReply *r, const char *what,
                               uint64_t *fp);
 
 /* Parse an array of [fp, distance, [docid ...]] into *out. Returns SHC_OK,
  * SHC_ERR_PROTOCOL (shape) or SHC_ERR_NOMEM; *out is NULL on failure. */
-shc_status shc_parse_result(shc_client *c, const redisReply *r, shc_result **out);
+shc_status shci_parse_result(shc_client *c, const redisReply *r, shc_result **out);
 
 #endif

@@ -11,7 +11,7 @@
 
 /* ---- Error bookkeeping ---- */
 
-shc_status shc_set_error(shc_client *c, shc_status st, const char *fmt, ...)
+shc_status shci_set_error(shc_client *c, shc_status st, const char *fmt, ...)
 {
     va_list ap;
 
@@ -22,7 +22,7 @@ shc_status shc_set_error(shc_client *c, shc_status st, const char *fmt, ...)
     return st;
 }
 
-shc_status shc_set_ok(shc_client *c)
+shc_status shci_set_ok(shc_client *c)
 {
     c->last = SHC_OK;
     c->errstr[0] = '\0';
@@ -43,7 +43,7 @@ static const char *reply_type_name(int type)
     }
 }
 
-shc_status shc_reply_error(shc_client *c, const redisReply *r, const char *prefix)
+shc_status shci_reply_error(shc_client *c, const redisReply *r, const char *prefix)
 {
     const char *msg = r->str ? r->str : "";
     int len = r->len > SHC_ERRSTR_MAX ? SHC_ERRSTR_MAX : (int)r->len;
@@ -51,21 +51,21 @@ shc_status shc_reply_error(shc_client *c, const redisReply *r, const char *prefi
 
     if (r->len >= 7 && strncmp(msg, "TIMEOUT", 7) == 0)
         st = SHC_ERR_TIMEOUT;
-    return shc_set_error(c, st, "%s%.*s", prefix, len, msg);
+    return shci_set_error(c, st, "%s%.*s", prefix, len, msg);
 }
 
 /* ---- Reply decoding ---- */
 
-shc_status shc_parse_fp_reply(shc_client *c, const redisReply *r, const char *what,
+shc_status shci_parse_fp_reply(shc_client *c, const redisReply *r, const char *what,
                               uint64_t *fp)
 {
     const char *why = NULL;
 
     if (r->type != REDIS_REPLY_STRING)
-        return shc_set_error(c, SHC_ERR_PROTOCOL, "%s: expected a bulk string, got %s",
+        return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: expected a bulk string, got %s",
                              what, reply_type_name(r->type));
     if (parse_u64(r->str, r->len, fp, &why) != 0)
-        return shc_set_error(c, SHC_ERR_PROTOCOL, "%s: bad fingerprint \"%.*s\": %s", what,
+        return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: bad fingerprint \"%.*s\": %s", what,
                              r->len > 40 ? 40 : (int)r->len, r->str, why);
     return SHC_OK;
 }
@@ -77,38 +77,38 @@ static shc_status parse_match(shc_client *c, const redisReply *e, size_t i, shc_
 
     snprintf(what, sizeof(what), "match %zu", i);
     if (e->type != REDIS_REPLY_ARRAY || e->elements != 3)
-        return shc_set_error(c, SHC_ERR_PROTOCOL,
+        return shci_set_error(c, SHC_ERR_PROTOCOL,
                              "%s: expected an array of 3 (fp, distance, docids), got %s of %zu",
                              what, reply_type_name(e->type),
                              e->type == REDIS_REPLY_ARRAY ? e->elements : (size_t)0);
-    if (shc_parse_fp_reply(c, e->element[0], what, &m->fp) != SHC_OK)
+    if (shci_parse_fp_reply(c, e->element[0], what, &m->fp) != SHC_OK)
         return SHC_ERR_PROTOCOL;
     if (e->element[1]->type != REDIS_REPLY_INTEGER || e->element[1]->integer < 0 ||
         e->element[1]->integer > 64)
-        return shc_set_error(c, SHC_ERR_PROTOCOL,
+        return shci_set_error(c, SHC_ERR_PROTOCOL,
                              "%s: expected a distance 0..64, got %s", what,
                              reply_type_name(e->element[1]->type));
     m->distance = (unsigned)e->element[1]->integer;
 
     const redisReply *d = e->element[2];
     if (d->type != REDIS_REPLY_ARRAY)
-        return shc_set_error(c, SHC_ERR_PROTOCOL, "%s: expected an array of docids, got %s",
+        return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: expected an array of docids, got %s",
                              what, reply_type_name(d->type));
     if (d->elements == 0)
         return SHC_OK;
     m->docids = calloc(d->elements, sizeof(*m->docids));
     m->docid_lens = calloc(d->elements, sizeof(*m->docid_lens));
     if (!m->docids || !m->docid_lens)
-        return shc_set_error(c, SHC_ERR_NOMEM, "out of memory decoding %zu docids",
+        return shci_set_error(c, SHC_ERR_NOMEM, "out of memory decoding %zu docids",
                              d->elements);
     for (size_t j = 0; j < d->elements; j++) {
         const redisReply *s = d->element[j];
         if (s->type != REDIS_REPLY_STRING)
-            return shc_set_error(c, SHC_ERR_PROTOCOL, "%s: docid %zu is a %s, not a string",
+            return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: docid %zu is a %s, not a string",
                                  what, j, reply_type_name(s->type));
         m->docids[j] = malloc(s->len + 1);
         if (!m->docids[j])
-            return shc_set_error(c, SHC_ERR_NOMEM, "out of memory decoding docids");
+            return shci_set_error(c, SHC_ERR_NOMEM, "out of memory decoding docids");
         memcpy(m->docids[j], s->str, s->len);
         m->docids[j][s->len] = '\0';
         m->docid_lens[j] = s->len;
@@ -117,23 +117,23 @@ static shc_status parse_match(shc_client *c, const redisReply *e, size_t i, shc_
     return SHC_OK;
 }
 
-shc_status shc_parse_result(shc_client *c, const redisReply *r, shc_result **out)
+shc_status shci_parse_result(shc_client *c, const redisReply *r, shc_result **out)
 {
     shc_result *res;
     shc_status st;
 
     *out = NULL;
     if (r->type != REDIS_REPLY_ARRAY)
-        return shc_set_error(c, SHC_ERR_PROTOCOL, "expected an array of matches, got %s",
+        return shci_set_error(c, SHC_ERR_PROTOCOL, "expected an array of matches, got %s",
                              reply_type_name(r->type));
     res = calloc(1, sizeof(*res));
     if (!res)
-        return shc_set_error(c, SHC_ERR_NOMEM, "out of memory");
+        return shci_set_error(c, SHC_ERR_NOMEM, "out of memory");
     if (r->elements > 0) {
         res->matches = calloc(r->elements, sizeof(*res->matches));
         if (!res->matches) {
             free(res);
-            return shc_set_error(c, SHC_ERR_NOMEM, "out of memory decoding %zu matches",
+            return shci_set_error(c, SHC_ERR_NOMEM, "out of memory decoding %zu matches",
                                  r->elements);
         }
     }

@@ -37,6 +37,16 @@ for p in simhash client_example simhash-shard simhash-coordinator; do
     [ -x "$BIN/$p" ] || fail "$BIN/$p not built"
 done
 
+# The shared library exports exactly the functions its public header declares.
+so="$BIN/../lib/libsimhashclient.so"
+if [ -f "$so" ]; then
+    exported=$(nm -D --defined-only "$so" | awk '$2 == "T" {sub(/@.*/, "", $3); print $3}' | sort)
+    declared=$(grep -oE '\bshc_[a-z_]+\(' "$SRC/client/include/simhash/client.h" | tr -d '(' | sort -u)
+    [ "$exported" = "$declared" ] ||
+        fail "libsimhashclient.so exports [$(echo $exported)], the header declares [$(echo $declared)]"
+    log "libsimhashclient.so exports the $(echo "$declared" | wc -l) functions of client.h, nothing else"
+fi
+
 # A port p such that p .. p+COUNT-1 are all free on 127.0.0.1 right now.
 free_ports() {
     python3 - "$1" <<'EOF'
