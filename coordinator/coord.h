@@ -74,6 +74,7 @@ typedef struct coord_worker {
     char node[80];
     unsigned long long moved, ask, reattaches;
     long long raw_fingerprints, raw_documents;
+    long long repairs;              /* from SHARD.INFO: stale locks it repaired; -1 */
 } coord_worker;
 
 /* Counters shown in SIMHASH.INFO # Stats; X(field, name). */
@@ -87,7 +88,10 @@ typedef struct coord_worker {
     X(err_timeout,    "errors_timeout") \
     X(err_sharddown,  "errors_sharddown") \
     X(err_busy,       "errors_busy") \
-    X(err_worker,     "errors_worker_reply")
+    X(err_worker,     "errors_worker_reply") \
+    X(lock_waits,     "write_lock_waits")      /* a fingerprint's lock was busy: asked again */ \
+    X(locks_lost,     "write_locks_lost")      /* lost before unlock: reconciled again */ \
+    X(locks_abandoned, "write_locks_abandoned") /* made stale by a failed write */
 
 typedef struct coord_stats {
 #define COORD_STAT_FIELD_(f, n) unsigned long long f;

@@ -426,6 +426,7 @@ static void on_health(redisAsyncContext *ac, void *reply, void *priv)
         w->fingerprints = info_field(r->str, r->len, "fingerprints");
         w->documents = info_field(r->str, r->len, "documents");
         w->redis_used_memory = info_field(r->str, r->len, "redis_used_memory");
+        w->repairs = info_field(r->str, r->len, "repairs");
         if (parse_info_str(r->str, r->len, "redis_addr", w->redis_addr,
                            sizeof(w->redis_addr)) != 0)
             w->redis_addr[0] = '\0';
@@ -472,6 +473,7 @@ int coord_workers_start(coord *co, char *err, size_t errlen)
         w->fingerprints = w->documents = -1;
         w->raw_fingerprints = w->raw_documents = -1;
         w->redis_used_memory = -1;
+        w->repairs = -1;
         w->redis_role = -1;
         if (strlen(spec) >= sizeof(w->addr)) {
             snprintf(err, errlen, "worker '%.40s...': longer than %zu characters", spec,
@@ -541,10 +543,10 @@ void coord_workers_info(coord *co, resp_buf *b)
             snprintf(range, sizeof(range), "%u-%u", w->lo, w->hi);
         resp_buf_printf(b,
                         "worker%zu:addr=%s,health=%s,shards=%s,latency_us=%.0f,requests=%llu,"
-                        "errors=%llu,timeouts=%llu,inflight=%u,connects=%llu,redis_addr=%s,"
-                        "redis_used_memory=",
+                        "errors=%llu,timeouts=%llu,inflight=%u,connects=%llu,repairs=%lld,"
+                        "redis_addr=%s,redis_used_memory=",
                         i, w->addr, health_name(w->health), range, w->latency_us, w->requests,
-                        w->errors, w->timeouts, w->inflight, w->connects,
+                        w->errors, w->timeouts, w->inflight, w->connects, w->repairs,
                         w->redis_addr[0] ? w->redis_addr : "unknown");
         if (w->redis_used_memory >= 0)
             resp_buf_printf(b, "%lld\r\n", w->redis_used_memory);

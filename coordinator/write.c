@@ -92,7 +92,8 @@ static void cw_abandon(coord_write *wr)
         char fps[24];
         const char *argv[4] = { "SHARD.UNLOCK", fps, it->token, "ABANDON" };
         size_t lens[4] = { strlen(argv[0]), resp_u64_dec(fps, it->fp), strlen(it->token), 7 };
-        redisAsyncCommandArgv(w->ac, NULL, NULL, 4, argv, lens);
+        if (redisAsyncCommandArgv(w->ac, NULL, NULL, 4, argv, lens) == REDIS_OK)
+            co->st.locks_abandoned++;
     }
 }
 
@@ -297,6 +298,7 @@ static int cw_on_lock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
     if (r->element[0]->integer == 0) {
         long long ms = r->element[1]->integer;
         it->state = CW_WAIT;
+        coord_op_coord(op)->st.lock_waits++;
         it->wait_ms = ms < 1 ? 1 : ms > CW_RETRY_MAX_MS ? CW_RETRY_MAX_MS : (unsigned)ms;
         return 0;
     }
@@ -335,6 +337,7 @@ static int cw_on_unlock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
                     "reconciling it again", it->fp);
         it->op = LAYOUT_LOCK_OP_FIX[0];
         it->state = CW_LOCK;
+        coord_op_coord(op)->st.locks_lost++;
     }
     return 0;
 }
