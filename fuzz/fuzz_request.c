@@ -4,7 +4,7 @@
  * into the coordinator's SIMHASH.* command table, over a libevent bufferevent pair
  * instead of a socket.
  *
- * The framework's connection internals are static in common/rserver.c, so this file
+ * The framework's connection internals are static in common/net/rserver.c, so this file
  * includes that source (and is linked without the library's copy of it) to create a
  * client with client_new, as on_accept does; nothing in rserver.c changes for fuzzing.
  *
@@ -24,7 +24,7 @@
  *     (hiredis's reader), at most one per request plus the protocol error;
  *   - once the client has closed and the loop is idle, no request is left
  *     unfinished (the client struct holds only the harness's reference). */
-#include "../common/rserver.c"
+#include "../common/net/rserver.c"
 
 #include <hiredis/async.h>
 #include <hiredis/hiredis.h>

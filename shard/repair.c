@@ -1,7 +1,7 @@
 /* repair.c: the worker's repair pass over stale write locks (docs/protocol.md,
  * "Consistency").
  *
- * Every write of a fingerprint holds its lock in w:{0:xx} (common/layout.h). A
+ * Every write of a fingerprint holds its lock in w:{0:xx} (common/dist/layout.h). A
  * writer that dies (worker, coordinator, connection) leaves its lock behind, and
  * with it a write that may be half applied: a document set whose table entries are
  * partly written, or entries still there for an emptied set. Every

@@ -1,4 +1,4 @@
-/* test_corpus.c: unit tests of the in-memory corpus (common/corpus.c): random insert /
+/* test_corpus.c: unit tests of the in-memory corpus (common/core/corpus.c): random insert /
  * remove / query sequences against a brute-force list, find_first semantics, queries
  * with d < k, duplicates, bulk forms, bucket growth and out-of-memory rollback. */
 #include <setjmp.h>

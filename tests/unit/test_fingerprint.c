@@ -1,4 +1,4 @@
-/* test_fingerprint.c: unit tests of common/fingerprint.c: golden vectors of the
+/* test_fingerprint.c: unit tests of common/core/fingerprint.c: golden vectors of the
  * stored fingerprint format, checked against a slow, plain reference written here
  * (strict UTF-8 decoder by code point value, range table, XXH3 over explicit byte
  * arrays, per-bit vote); tokenizer boundaries; the vote against simhash-cpp

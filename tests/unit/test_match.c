@@ -1,4 +1,4 @@
-/* test_match.c: unit tests of batch matching (common/match.c): every pair within k
+/* test_match.c: unit tests of batch matching (common/core/match.c): every pair within k
  * bits against an O(n^2) brute force on planted sets, duplicates, skewed data, thread
  * counts, and clusters against a brute-force union-find (including chains). */
 #include <setjmp.h>

@@ -1,4 +1,4 @@
-/* test_perm.c: unit tests of the permutation tables (common/perm.c): table counts and
+/* test_perm.c: unit tests of the permutation tables (common/core/perm.c): table counts and
  * order, apply/revert as exact inverses, prefix layout, the canonical table of a pair
  * against a brute-force definition, and refusal of bad settings. */
 #include <setjmp.h>
