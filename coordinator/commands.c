@@ -20,7 +20,7 @@
 /* ---- Argument helpers ---- */
 
 /* Printable, truncated copy of an argument for error messages. */
-static const char *shown(const char *s, size_t n, char *buf, size_t cap)
+static const char *coord_shown(const char *s, size_t n, char *buf, size_t cap)
 {
     size_t j = 0;
     for (size_t i = 0; i < n && j + 4 < cap && i < 40; i++) {
@@ -36,20 +36,20 @@ static const char *shown(const char *s, size_t n, char *buf, size_t cap)
 }
 
 /* Fingerprint in argument i. Returns 0, or -1 after answering an error. */
-static int arg_fp(rs_req *r, size_t i, uint64_t *fp)
+static int coord_arg_fp(rs_req *r, size_t i, uint64_t *fp)
 {
     size_t n;
     const char *s = rs_req_arg(r, i, &n), *why;
     char b[64];
     if (parse_u64(s, n, fp, &why) != 0) {
         rs_req_fail(r, RS_ERR, "invalid fingerprint '%s' (argument %zu): %s; fingerprints are "
-                    "unsigned 64-bit decimal numbers", shown(s, n, b, sizeof(b)), i, why);
+                    "unsigned 64-bit decimal numbers", coord_shown(s, n, b, sizeof(b)), i, why);
         return -1;
     }
     return 0;
 }
 
-static int arg_docid(rs_req *r, size_t i)
+static int coord_arg_docid(rs_req *r, size_t i)
 {
     size_t n;
     rs_req_arg(r, i, &n);
@@ -61,7 +61,7 @@ static int arg_docid(rs_req *r, size_t i)
 }
 
 /* Answer -SHARDDOWN when routing is not complete. Returns 0 when it is. */
-static int need_routing(coord *co, rs_req *r)
+static int coord_need_routing(coord *co, rs_req *r)
 {
     if (co->routing_ok)
         return 0;
@@ -93,7 +93,7 @@ typedef struct grp {
 
 enum { M_QUERY, M_CHECK, M_CHECKTEXT };
 
-typedef struct cstate {
+typedef struct coord_qstate {
     int mode;
     uint64_t q;
     unsigned d;
@@ -103,11 +103,11 @@ typedef struct cstate {
     grp *groups;            /* per worker: the matches whose ids SHARD.DOCS fetches */
     size_t *fetch;          /* DOCS: indexes into m of the matches to fetch, by worker */
     coord_pair *pairs;      /* CHECK: the pair added after the query */
-} cstate;
+} coord_qstate;
 
-static void cstate_cleanup(void *p)
+static void coord_qstate_cleanup(void *p)
 {
-    cstate *s = p;
+    coord_qstate *s = p;
     for (size_t i = 0; i < s->n; i++)
         free(s->m[i].docs);
     free(s->m);
@@ -116,21 +116,21 @@ static void cstate_cleanup(void *p)
     free(s->pairs);
 }
 
-static cstate *cstate_new(coord_op *op, int mode)
+static coord_qstate *coord_qstate_new(coord_op *op, int mode)
 {
-    cstate *s = calloc(1, sizeof(*s));
+    coord_qstate *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         coord_op_fail(op, RS_OOM, "out of memory");
         return NULL;
     }
     s->mode = mode;
-    coord_op_set_data(op, s, cstate_cleanup);
+    coord_op_set_data(op, s, coord_qstate_cleanup);
     return s;
 }
 
 /* Decimal text of table number t (0 <= t < PERM_MAX_TABLES), built once. Returns it
  * and its length in *len. */
-static const char *table_str(unsigned t, size_t *len)
+static const char *coord_table_str(unsigned t, size_t *len)
 {
     static char txt[PERM_MAX_TABLES][4];
     static unsigned char tlen[PERM_MAX_TABLES];
@@ -145,7 +145,7 @@ static const char *table_str(unsigned t, size_t *len)
 }
 
 /* Decimal text of fp into buf (at least 21 bytes). Returns its length. */
-static size_t fp_str(uint64_t fp, char *buf)
+static size_t coord_fp_str(uint64_t fp, char *buf)
 {
     size_t n = resp_u64_dec(buf, fp);
     buf[n] = '\0';
@@ -154,7 +154,7 @@ static size_t fp_str(uint64_t fp, char *buf)
 
 /* Send `cmd fp d t... tail` to every worker for the tables whose shard of fp it
  * owns. Returns 0, or -1 when the op failed. */
-static int send_per_table(coord_op *op, const char *cmd, uint64_t fp, const char *dstr,
+static int coord_send_per_table(coord_op *op, const char *cmd, uint64_t fp, const char *dstr,
                           const char *tail, coord_reply_fn fn)
 {
     coord *co = coord_op_coord(op);
@@ -162,7 +162,7 @@ static int send_per_table(coord_op *op, const char *cmd, uint64_t fp, const char
     size_t lens[4 + PERM_MAX_TABLES];
     short owner[PERM_MAX_TABLES];
     char fps[24];
-    size_t fplen = fp_str(fp, fps);
+    size_t fplen = coord_fp_str(fp, fps);
     for (unsigned t = 0; t < co->ps.ntables; t++) {
         coord_worker *w = coord_route(co, t, perm_apply(&co->ps.tables[t], fp));
         owner[t] = w ? (short)w->idx : -1;
@@ -182,7 +182,7 @@ static int send_per_table(coord_op *op, const char *cmd, uint64_t fp, const char
         int first = argc;
         for (unsigned t = 0; t < co->ps.ntables; t++)
             if (owner[t] == (short)wi) {
-                argv[argc] = table_str(t, &lens[argc]);
+                argv[argc] = coord_table_str(t, &lens[argc]);
                 argc++;
             }
         if (argc == first)
@@ -197,11 +197,11 @@ static int send_per_table(coord_op *op, const char *cmd, uint64_t fp, const char
     return 0;
 }
 
-static void query_sort_answer_fn(coord_op *op);
+static void coord_query_sort_answer_fn(coord_op *op);
 
 /* Parses e, an array of document ids, into a RESP array in *docs (malloc'd).
  * Returns 0, -1 when e is malformed, -2 out of memory. */
-static int docs_copy(const redisReply *e, char **docs, size_t *docslen)
+static int coord_docs_copy(const redisReply *e, char **docs, size_t *docslen)
 {
     resp_buf b;
     if (e->type != REDIS_REPLY_ARRAY)
@@ -224,7 +224,7 @@ static int docs_copy(const redisReply *e, char **docs, size_t *docslen)
     return 0;
 }
 
-static int match_push(cstate *s, uint64_t fp, unsigned dist)
+static int coord_match_push(coord_qstate *s, uint64_t fp, unsigned dist)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 16;
@@ -245,9 +245,9 @@ static int match_push(cstate *s, uint64_t fp, unsigned dist)
 
 /* SHARD.QUERY ... DOCS reply: array of [fp, dist, [docid ...]] (the worker read the
  * ids: it serves table 0's shard of fp) or [fp, dist] (ids still to be fetched). */
-static int on_query_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+static int coord_on_query_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
 {
-    cstate *s = coord_op_data(op);
+    coord_qstate *s = coord_op_data(op);
     (void)arg;
     if (r->type != REDIS_REPLY_ARRAY)
         goto bad;
@@ -269,13 +269,13 @@ static int on_query_reply(coord_op *op, coord_worker *w, redisReply *r, void *ar
         unsigned dist = ham_dist(fp, s->q);
         if (dist > s->d)
             continue;       /* a worker answering more than asked: keep the contract */
-        if (match_push(s, fp, dist) != 0) {
+        if (coord_match_push(s, fp, dist) != 0) {
             coord_op_fail(op, RS_OOM, "out of memory");
             return -1;
         }
         if (e->elements >= 3) {
             qmatch *m = &s->m[s->n - 1];
-            int rc = docs_copy(e->element[2], &m->docs, &m->docslen);
+            int rc = coord_docs_copy(e->element[2], &m->docs, &m->docslen);
             if (rc == -1)
                 goto bad;
             if (rc == -2) {
@@ -292,13 +292,13 @@ bad:
     return -1;
 }
 
-static int cmp_fp(const void *a, const void *b)
+static int coord_cmp_fp(const void *a, const void *b)
 {
     const qmatch *x = a, *y = b;
     return x->fp < y->fp ? -1 : x->fp > y->fp;
 }
 
-static int cmp_dist_fp(const void *a, const void *b)
+static int coord_cmp_dist_fp(const void *a, const void *b)
 {
     const qmatch *x = a, *y = b;
     if (x->dist != y->dist)
@@ -307,9 +307,9 @@ static int cmp_dist_fp(const void *a, const void *b)
 }
 
 /* SHARD.DOCS reply: one array of ids per fingerprint of the group. */
-static int on_docs_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+static int coord_on_docs_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
 {
-    cstate *s = coord_op_data(op);
+    coord_qstate *s = coord_op_data(op);
     grp *g = arg;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != g->n)
         goto bad;
@@ -317,7 +317,7 @@ static int on_docs_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg
         redisReply *e = r->element[i];
         char *docs;
         size_t docslen;
-        int rc = docs_copy(e, &docs, &docslen);
+        int rc = coord_docs_copy(e, &docs, &docslen);
         if (rc == -1)
             goto bad;
         if (rc == -2) {
@@ -339,7 +339,7 @@ bad:
     return -1;
 }
 
-static void write_matches(cstate *s, resp_buf *b)
+static void coord_write_matches(coord_qstate *s, resp_buf *b)
 {
     resp_add_array(b, s->n);
     for (size_t i = 0; i < s->n; i++) {
@@ -353,21 +353,21 @@ static void write_matches(cstate *s, resp_buf *b)
     }
 }
 
-static void query_answer(coord_op *op)
+static void coord_query_answer(coord_op *op)
 {
-    cstate *s = coord_op_data(op);
+    coord_qstate *s = coord_op_data(op);
     coord *co = coord_op_coord(op);
     rs_req *r = coord_op_req(op);
     co->st.matches += s->n;
     if (s->mode == M_QUERY) {
-        write_matches(s, rs_req_out(r));
+        coord_write_matches(s, rs_req_out(r));
         coord_op_finish(op);
         return;
     }
     /* CHECK / CHECKTEXT: keep the answer, then add (write.c) */
     resp_buf saved;
     resp_buf_init(&saved, 0);
-    write_matches(s, &saved);
+    coord_write_matches(s, &saved);
     uint64_t q = s->q;
     coord_pair *p = s->pairs;
     s->pairs = NULL;
@@ -380,13 +380,13 @@ static void query_answer(coord_op *op)
 }
 
 /* After the query round: merge, sort, LIMIT, then fetch document ids. */
-static void query_merge(coord_op *op)
+static void coord_query_merge(coord_op *op)
 {
-    cstate *s = coord_op_data(op);
+    coord_qstate *s = coord_op_data(op);
     coord *co = coord_op_coord(op);
 
     if (s->n > 1) {
-        qsort(s->m, s->n, sizeof(*s->m), cmp_fp);
+        qsort(s->m, s->n, sizeof(*s->m), coord_cmp_fp);
         size_t k = 0;
         for (size_t i = 0; i < s->n; i++) {
             if (k > 0 && s->m[k - 1].fp == s->m[i].fp) {
@@ -407,7 +407,7 @@ static void query_merge(coord_op *op)
         s->n = k;
     }
     if (s->limit > 0 && s->n > s->limit) {
-        qsort(s->m, s->n, sizeof(*s->m), cmp_dist_fp);
+        qsort(s->m, s->n, sizeof(*s->m), coord_cmp_dist_fp);
         for (size_t i = s->limit; i < s->n; i++)
             free(s->m[i].docs);
         s->n = s->limit;
@@ -418,7 +418,7 @@ static void query_merge(coord_op *op)
     for (size_t i = 0; i < s->n; i++)
         nfetch += s->m[i].docs == NULL;
     if (nfetch == 0) {
-        query_sort_answer_fn(op);
+        coord_query_sort_answer_fn(op);
         return;
     }
     s->groups = calloc(co->nw, sizeof(*s->groups));
@@ -457,22 +457,22 @@ static void query_merge(coord_op *op)
         argv[0] = "SHARD.DOCS";
         lens[0] = 10;
         for (size_t i = 0; i < g->n; i++) {
-            lens[i + 1] = fp_str(s->m[s->fetch[g->start + i]].fp, fps[i]);
+            lens[i + 1] = coord_fp_str(s->m[s->fetch[g->start + i]].fp, fps[i]);
             argv[i + 1] = fps[i];
         }
-        int rc = coord_op_send(op, &co->w[wi], (int)(g->n + 1), argv, lens, on_docs_reply, g);
+        int rc = coord_op_send(op, &co->w[wi], (int)(g->n + 1), argv, lens, coord_on_docs_reply, g);
         free(argv);
         free(lens);
         free(fps);
         if (rc != 0)
             return;
     }
-    coord_op_round_end(op, query_sort_answer_fn);
+    coord_op_round_end(op, coord_query_sort_answer_fn);
 }
 
-static void query_sort_answer_fn(coord_op *op)
+static void coord_query_sort_answer_fn(coord_op *op)
 {
-    cstate *s = coord_op_data(op);
+    coord_qstate *s = coord_op_data(op);
     size_t k = 0;
     for (size_t i = 0; i < s->n; i++) {
         if (s->m[i].gone) {
@@ -483,23 +483,23 @@ static void query_sort_answer_fn(coord_op *op)
     }
     s->n = k;
     if (s->n > 1)
-        qsort(s->m, s->n, sizeof(*s->m), cmp_dist_fp);
-    query_answer(op);
+        qsort(s->m, s->n, sizeof(*s->m), coord_cmp_dist_fp);
+    coord_query_answer(op);
 }
 
 /* Start the query round for s->q within s->d. */
-static void query_start(coord_op *op)
+static void coord_query_start(coord_op *op)
 {
-    cstate *s = coord_op_data(op);
+    coord_qstate *s = coord_op_data(op);
     char dstr[8];
     snprintf(dstr, sizeof(dstr), "%u", s->d);
-    if (send_per_table(op, "SHARD.QUERY", s->q, dstr, "DOCS", on_query_reply) != 0)
+    if (coord_send_per_table(op, "SHARD.QUERY", s->q, dstr, "DOCS", coord_on_query_reply) != 0)
         return;
-    coord_op_round_end(op, query_merge);
+    coord_op_round_end(op, coord_query_merge);
 }
 
 /* Parse [DISTANCE d] [LIMIT n] from argument `from`. Returns 0, or -1 after an error. */
-static int query_options(coord *co, rs_req *r, size_t from, int allow_limit, unsigned *d,
+static int coord_query_options(coord *co, rs_req *r, size_t from, int allow_limit, unsigned *d,
                          size_t *limit)
 {
     *d = co->cfg.distance;
@@ -513,7 +513,7 @@ static int query_options(coord *co, rs_req *r, size_t from, int allow_limit, uns
         int is_l = allow_limit && n == 5 && strncasecmp(opt, "LIMIT", 5) == 0;
         if (!is_d && !is_l) {
             rs_req_fail(r, RS_ERR, "unknown option '%s' (argument %zu); expected %s",
-                        shown(opt, n, b, sizeof(b)), i,
+                        coord_shown(opt, n, b, sizeof(b)), i,
                         allow_limit ? "DISTANCE d or LIMIT n" : "DISTANCE d");
             return -1;
         }
@@ -526,7 +526,7 @@ static int query_options(coord *co, rs_req *r, size_t from, int allow_limit, uns
         if (is_d) {
             if (parse_uint_range(val, vn, 0, co->cfg.distance, &v, &why) != 0) {
                 rs_req_fail(r, RS_ERR, "invalid DISTANCE '%s' (argument %zu): %s; the corpus "
-                            "distance is %u", shown(val, vn, b, sizeof(b)), i + 1, why,
+                            "distance is %u", coord_shown(val, vn, b, sizeof(b)), i + 1, why,
                             co->cfg.distance);
                 return -1;
             }
@@ -534,7 +534,7 @@ static int query_options(coord *co, rs_req *r, size_t from, int allow_limit, uns
         } else {
             if (parse_uint_range(val, vn, 1, 1000000000, &v, &why) != 0) {
                 rs_req_fail(r, RS_ERR, "invalid LIMIT '%s' (argument %zu): %s",
-                            shown(val, vn, b, sizeof(b)), i + 1, why);
+                            coord_shown(val, vn, b, sizeof(b)), i + 1, why);
                 return -1;
             }
             *limit = (size_t)v;
@@ -543,30 +543,30 @@ static int query_options(coord *co, rs_req *r, size_t from, int allow_limit, uns
     return 0;
 }
 
-static void cmd_query(rs_req *r)
+static void coord_cmd_query(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     uint64_t q;
     unsigned d;
     size_t limit;
-    if (arg_fp(r, 1, &q) != 0 || query_options(co, r, 2, 1, &d, &limit) != 0 ||
-        need_routing(co, r) != 0)
+    if (coord_arg_fp(r, 1, &q) != 0 || coord_query_options(co, r, 2, 1, &d, &limit) != 0 ||
+        coord_need_routing(co, r) != 0)
         return;
     co->st.queries++;
     coord_op *op = coord_op_new(co, r);
     if (op == NULL)
         return;
-    cstate *s = cstate_new(op, M_QUERY);
+    coord_qstate *s = coord_qstate_new(op, M_QUERY);
     if (s == NULL)
         return;
     s->q = q;
     s->d = d;
     s->limit = limit;
-    query_start(op);
+    coord_query_start(op);
 }
 
 /* CHECK / CHECKTEXT: docid at argument di; fingerprint q. */
-static void check_start(coord *co, rs_req *r, int mode, uint64_t q, size_t di, unsigned d)
+static void coord_check_start(coord *co, rs_req *r, int mode, uint64_t q, size_t di, unsigned d)
 {
     size_t n;
     const char *docid = rs_req_arg(r, di, &n);
@@ -574,7 +574,7 @@ static void check_start(coord *co, rs_req *r, int mode, uint64_t q, size_t di, u
     coord_op *op = coord_op_new(co, r);
     if (op == NULL)
         return;
-    cstate *s = cstate_new(op, mode);
+    coord_qstate *s = coord_qstate_new(op, mode);
     if (s == NULL)
         return;
     s->q = q;
@@ -587,35 +587,35 @@ static void check_start(coord *co, rs_req *r, int mode, uint64_t q, size_t di, u
     s->pairs[0].fp = q;
     s->pairs[0].docid = docid;
     s->pairs[0].len = n;
-    query_start(op);
+    coord_query_start(op);
 }
 
-static void cmd_check(rs_req *r)
+static void coord_cmd_check(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     uint64_t q;
     unsigned d;
     size_t limit;
-    if (arg_fp(r, 1, &q) != 0 || arg_docid(r, 2) != 0 ||
-        query_options(co, r, 3, 0, &d, &limit) != 0 || need_routing(co, r) != 0)
+    if (coord_arg_fp(r, 1, &q) != 0 || coord_arg_docid(r, 2) != 0 ||
+        coord_query_options(co, r, 3, 0, &d, &limit) != 0 || coord_need_routing(co, r) != 0)
         return;
-    check_start(co, r, M_CHECK, q, 2, d);
+    coord_check_start(co, r, M_CHECK, q, 2, d);
 }
 
-static void cmd_checktext(rs_req *r)
+static void coord_cmd_checktext(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     size_t n;
-    if (arg_docid(r, 1) != 0 || need_routing(co, r) != 0)
+    if (coord_arg_docid(r, 1) != 0 || coord_need_routing(co, r) != 0)
         return;
     const char *text = rs_req_arg(r, 2, &n);
     co->st.fingerprints++;
-    check_start(co, r, M_CHECKTEXT, fp_text(text, n, FP_WINDOW_DEFAULT), 1, co->cfg.distance);
+    coord_check_start(co, r, M_CHECKTEXT, fp_text(text, n, FP_WINDOW_DEFAULT), 1, co->cfg.distance);
 }
 
 /* ---- ADD, DEL (write.c runs them) ---- */
 
-static void cmd_add(rs_req *r)
+static void coord_cmd_add(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     size_t argc = rs_req_argc(r);
@@ -631,13 +631,13 @@ static void cmd_add(rs_req *r)
         return;
     }
     for (size_t i = 0; i < np; i++) {
-        if (arg_fp(r, 1 + 2 * i, &pairs[i].fp) != 0 || arg_docid(r, 2 + 2 * i) != 0) {
+        if (coord_arg_fp(r, 1 + 2 * i, &pairs[i].fp) != 0 || coord_arg_docid(r, 2 + 2 * i) != 0) {
             free(pairs);
             return;
         }
         pairs[i].docid = rs_req_arg(r, 2 + 2 * i, &pairs[i].len);
     }
-    if (need_routing(co, r) != 0) {
+    if (coord_need_routing(co, r) != 0) {
         free(pairs);
         return;
     }
@@ -651,7 +651,7 @@ static void cmd_add(rs_req *r)
         coord_write_start(op);
 }
 
-static void cmd_del(rs_req *r)
+static void coord_cmd_del(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     size_t argc = rs_req_argc(r);
@@ -667,8 +667,8 @@ static void cmd_del(rs_req *r)
     }
     p->docid = NULL;
     p->len = 0;
-    if (arg_fp(r, 1, &p->fp) != 0 || (argc == 3 && arg_docid(r, 2) != 0) ||
-        need_routing(co, r) != 0) {
+    if (coord_arg_fp(r, 1, &p->fp) != 0 || (argc == 3 && coord_arg_docid(r, 2) != 0) ||
+        coord_need_routing(co, r) != 0) {
         free(p);
         return;
     }
@@ -690,11 +690,11 @@ static void cmd_del(rs_req *r)
 const rs_command coord_commands[] = {
     /* pipelined ADDs of one client overlap (their locks order them per fingerprint);
      * a later request of the client starts after them, so it sees them */
-    { "SIMHASH.ADD", -3, RS_CMD_ORDERED, cmd_add },
-    { "SIMHASH.DEL", -2, RS_CMD_WRITE, cmd_del },
-    { "SIMHASH.QUERY", -2, 0, cmd_query },
-    { "SIMHASH.CHECK", -3, RS_CMD_WRITE, cmd_check },
-    { "SIMHASH.CHECKTEXT", 3, RS_CMD_WRITE, cmd_checktext },
+    { "SIMHASH.ADD", -3, RS_CMD_ORDERED, coord_cmd_add },
+    { "SIMHASH.DEL", -2, RS_CMD_WRITE, coord_cmd_del },
+    { "SIMHASH.QUERY", -2, 0, coord_cmd_query },
+    { "SIMHASH.CHECK", -3, RS_CMD_WRITE, coord_cmd_check },
+    { "SIMHASH.CHECKTEXT", 3, RS_CMD_WRITE, coord_cmd_checktext },
     { "SIMHASH.FINGERPRINT", 2, 0, coord_cmd_fingerprint },
     { "SIMHASH.INFO", -1, 0, coord_cmd_info },
 };

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "perm.h"
+#include "rasync.h"
 #include "rserver.h"
 
 struct event_base;
@@ -59,7 +60,7 @@ typedef struct coord_worker {
     unsigned inflight;              /* requests sent, callback not yet run */
     unsigned long long requests, errors, timeouts, connects;
     double latency_us;              /* EWMA of reply times */
-    unsigned backoff_ms;
+    ra_backoff backoff;
     struct event *reconnect_ev;
     struct event *health_ev;
     int health_pending;
@@ -127,8 +128,6 @@ void coord_workers_info(coord *co, resp_buf *b);
  * distinct redis_addr the workers report, leaving out nodes that report the replica
  * role. Returns the sum, or -1 when a worker's node memory is unknown. */
 long long coord_redis_used_memory(const coord *co);
-/* Microseconds on a monotonic clock. */
-uint64_t coord_now_us(void);
 
 /* ---- ops.c: fan-out operations ---- */
 
@@ -207,22 +206,19 @@ void coord_cmd_fingerprint(rs_req *r);
 /* SIMHASH.INFO: answers the coordinator's INFO text. */
 void coord_cmd_info(rs_req *r);
 
-/* Worker owning the shard of permuted value p of table t, or NULL when routing is
- * not complete (workers.c; by first byte with one Redis, by slot in a cluster). */
-coord_worker *coord_route(coord *co, unsigned t, uint64_t p);
+/* ---- route.c: routing in both modes, and the Redis Cluster slot map ---- */
 
-/* ---- route.c: Redis Cluster slot map and routing ---- */
+/* Worker owning the shard of permuted value p of table t, or NULL when routing is
+ * not complete (by first byte with one Redis, by slot in a cluster). */
+coord_worker *coord_route(coord *co, unsigned t, uint64_t p);
+/* Rebuild the routes after a worker or the slot map changed; sets routing_ok. */
+void coord_routing_update(coord *co);
 
 /* Cluster mode (cluster-node given): set up the map refresh. Returns 0, or -1 with err. */
 int coord_cluster_start(coord *co, char *err, size_t errlen);
 void coord_cluster_stop(coord *co);
 /* Ask for a slot map refresh (at most one in flight, at most one per 100 ms). */
 void coord_cluster_refresh(coord *co, const char *why);
-/* Rebuild the (table, byte) -> worker routes from the map and the workers' nodes.
- * Returns 1 when every route has a worker that is up, else 0 with a reason in why. */
-int coord_cluster_routing(coord *co, char *why, size_t whylen);
-/* Worker of table t's shard of permuted value p, or NULL. */
-coord_worker *coord_cluster_route(coord *co, unsigned t, uint64_t p);
 /* Append the # Cluster section. */
 void coord_cluster_info(coord *co, resp_buf *b);
 

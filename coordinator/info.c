@@ -34,7 +34,7 @@ void coord_cmd_info(rs_req *r)
     resp_buf_printf(&b, "# Server\r\nsimhash_version:%s\r\nprocess_id:%ld\r\ntcp_port:%u\r\n"
                     "uptime_in_seconds:%lld\r\n",
                     SIMHASH_VERSION, (long)getpid(), rs_port(co->srv),
-                    (long long)((coord_now_us() / 1000000) - co->start_time));
+                    (long long)((ra_now_us() / 1000000) - co->start_time));
     resp_buf_printf(&b, "\r\n# Clients\r\n");
     rs_info_clients(co->srv, &b);
     for (size_t i = 0; i < co->nw; i++) {

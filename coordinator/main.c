@@ -120,7 +120,7 @@ static void coord_lock_id(char *buf, size_t cap)
     if (f)
         fclose(f);
     if (got != sizeof(r)) {
-        uint64_t v = coord_now_us() ^ ((uint64_t)getpid() << 40);
+        uint64_t v = ra_now_us() ^ ((uint64_t)getpid() << 40);
         memcpy(r, &v, sizeof(r));
     }
     snprintf(buf, cap, "%02x%02x%02x%02x%02x%02x%02x%02x", r[0], r[1], r[2], r[3], r[4], r[5],
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
         log_error("cannot create the event loop");
         return 1;
     }
-    co.start_time = (long long)(coord_now_us() / 1000000);
+    co.start_time = (long long)(ra_now_us() / 1000000);
     coord_lock_id(co.lock_id, sizeof(co.lock_id));
 
     rs_options ro;

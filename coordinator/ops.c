@@ -2,7 +2,7 @@
  *
  * An operation answers one client request through one or more rounds of requests
  * to shard workers. It holds the child count of the current round, the done count,
- * one deadline timer for the whole request, and a failed flag. child_done() is the
+ * one deadline timer for the whole request, and a failed flag. coord_child_done() is the
  * only place that marks a child done, on every path: a reply, an error reply, a lost
  * connection (hiredis calls back with NULL), the deadline, or a failure elsewhere.
  * The op is reference-counted: one reference while it runs plus one per hiredis
@@ -48,7 +48,7 @@ struct coord_op {
     void (*cleanup)(void *);
 };
 
-static void op_unref(coord_op *op)
+static void coord_op_unref(coord_op *op)
 {
     if (--op->refs > 0)
         return;
@@ -61,7 +61,7 @@ static void op_unref(coord_op *op)
 
 /* Forget the children of a finished round. A child is freed by whichever lets go
  * of it last: this list, or its hiredis callback. */
-static void op_clear_round(coord_op *op)
+static void coord_op_clear_round(coord_op *op)
 {
     for (size_t i = 0; i < op->nkids; i++) {
         coord_child *ch = op->kids[i];
@@ -77,7 +77,7 @@ static void op_clear_round(coord_op *op)
 }
 
 /* End the op: no more rounds; drop the running reference. */
-static void op_end(coord_op *op)
+static void coord_op_end(coord_op *op)
 {
     if (op->ended)
         return;
@@ -94,8 +94,8 @@ static void op_end(coord_op *op)
     for (size_t i = 0; i < op->nkids; i++)
         if (op->kids[i])
             op->kids[i]->done = 1;
-    op_clear_round(op);
-    op_unref(op);
+    coord_op_clear_round(op);
+    coord_op_unref(op);
 }
 
 void coord_op_fail(coord_op *op, rs_errcode code, const char *fmt, ...)
@@ -119,7 +119,7 @@ void coord_op_fail(coord_op *op, rs_errcode code, const char *fmt, ...)
     }
     rs_req *req = op->req;
     op->req = NULL;
-    op_end(op);
+    coord_op_end(op);
     if (req)
         rs_req_fail(req, code, "%s%s%s%s", text, note[0] ? " (" : "", note, note[0] ? ")" : "");
 }
@@ -130,13 +130,13 @@ void coord_op_finish(coord_op *op)
         return;
     rs_req *req = op->req;
     op->req = NULL;
-    op_end(op);
+    coord_op_end(op);
     if (req)
         rs_req_finish(req);
 }
 
 /* Deadline of the whole request. */
-static void on_deadline(evutil_socket_t fd, short what, void *arg)
+static void coord_op_on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     coord_op *op = arg;
     coord_worker *late = NULL;
@@ -162,7 +162,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 }
 
 /* coord_op_later's timer: run the next step with the op held. */
-static void on_later(evutil_socket_t fd, short what, void *arg)
+static void coord_op_on_later(evutil_socket_t fd, short what, void *arg)
 {
     coord_op *op = arg;
     (void)fd;
@@ -173,16 +173,16 @@ static void on_later(evutil_socket_t fd, short what, void *arg)
         return;
     op->refs++;
     next(op);
-    op_unref(op);
+    coord_op_unref(op);
 }
 
 void coord_op_later(coord_op *op, unsigned ms, coord_round_fn next)
 {
     if (op->ended)
         return;
-    struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+    struct timeval tv = ra_tv_ms(ms);
     if (op->later == NULL)
-        op->later = evtimer_new(op->co->base, on_later, op);
+        op->later = evtimer_new(op->co->base, coord_op_on_later, op);
     if (op->later == NULL || evtimer_add(op->later, &tv) != 0) {
         coord_op_fail(op, RS_OOM, "out of memory");
         return;
@@ -192,7 +192,7 @@ void coord_op_later(coord_op *op, unsigned ms, coord_round_fn next)
 
 void coord_op_rearm(coord_op *op)
 {
-    struct timeval tv = { op->co->cfg.timeout_ms / 1000, (op->co->cfg.timeout_ms % 1000) * 1000 };
+    struct timeval tv = ra_tv_ms(op->co->cfg.timeout_ms);
     if (!op->ended && op->timer)
         evtimer_add(op->timer, &tv);
 }
@@ -205,7 +205,7 @@ void coord_op_set_note(coord_op *op, coord_note_fn fn)
 coord_op *coord_op_new(coord *co, rs_req *req)
 {
     coord_op *op = calloc(1, sizeof(*op));
-    struct timeval tv = { co->cfg.timeout_ms / 1000, (co->cfg.timeout_ms % 1000) * 1000 };
+    struct timeval tv = ra_tv_ms(co->cfg.timeout_ms);
 
     if (op == NULL) {
         rs_req_fail(req, RS_OOM, "out of memory");
@@ -214,7 +214,7 @@ coord_op *coord_op_new(coord *co, rs_req *req)
     op->co = co;
     op->req = req;
     op->refs = 1;
-    op->timer = evtimer_new(co->base, on_deadline, op);
+    op->timer = evtimer_new(co->base, coord_op_on_deadline, op);
     if (op->timer == NULL || evtimer_add(op->timer, &tv) != 0) {
         if (op->timer)
             event_free(op->timer);
@@ -256,24 +256,24 @@ void *coord_op_data(coord_op *op)
 }
 
 /* Run the next round when every child of this one is done. */
-static void op_maybe_advance(coord_op *op)
+static void coord_op_maybe_advance(coord_op *op)
 {
     if (op->ended || !op->waiting || op->ndone < op->nkids)
         return;
     op->waiting = 0;
     coord_round_fn next = op->next;
     op->next = NULL;
-    op_clear_round(op);
+    coord_op_clear_round(op);
     /* a client that left still gets its writes completed (the reply is dropped):
      * stopping between the lock and the unlock would leave a lock to go stale */
     op->refs++;             /* next() may end the op */
     next(op);
-    op_unref(op);
+    coord_op_unref(op);
 }
 
 /* The one place a child becomes done. reply is NULL when the connection was lost
  * or the child is abandoned. Returns nothing; may end the op. */
-static void child_done(coord_child *ch, redisReply *reply)
+static void coord_child_done(coord_child *ch, redisReply *reply)
 {
     coord_op *op = ch->op;
     coord_worker *w = ch->w;
@@ -313,11 +313,11 @@ static void child_done(coord_child *ch, redisReply *reply)
     }
     if (ch->fn(op, w, reply, ch->arg) != 0)
         return;             /* the callback failed the op */
-    op_maybe_advance(op);
+    coord_op_maybe_advance(op);
 }
 
 /* hiredis callback of every child request. */
-static void on_child_reply(redisAsyncContext *ac, void *r, void *priv)
+static void coord_child_on_reply(redisAsyncContext *ac, void *r, void *priv)
 {
     coord_child *ch = priv;
     coord_worker *w = ch->w;
@@ -327,14 +327,14 @@ static void on_child_reply(redisAsyncContext *ac, void *r, void *priv)
     if (w->inflight > 0)
         w->inflight--;
     if (r != NULL) {
-        double us = (double)(coord_now_us() - ch->t0);
+        double us = (double)(ra_now_us() - ch->t0);
         w->latency_us = w->latency_us == 0 ? us : 0.8 * w->latency_us + 0.2 * us;
     }
-    child_done(ch, r);
+    coord_child_done(ch, r);
     ch->cb_ran = 1;
     if (!ch->in_round)
         free(ch);
-    op_unref(op);
+    coord_op_unref(op);
 }
 
 int coord_op_send(coord_op *op, coord_worker *w, int argc, const char **argv,
@@ -376,13 +376,13 @@ int coord_op_send(coord_op *op, coord_worker *w, int argc, const char **argv,
     ch->w = w;
     ch->fn = fn;
     ch->arg = arg;
-    ch->t0 = coord_now_us();
+    ch->t0 = ra_now_us();
     /* the usual request is formatted on the stack, without hiredis's printf-style
      * formatter; a large one (ADD of many fingerprints) by hiredis */
     char small[1024];
     size_t len = resp_format_command(small, sizeof small, argc, argv, argvlen);
-    if ((len > 0 ? redisAsyncFormattedCommand(w->ac, on_child_reply, ch, small, len)
-                 : redisAsyncCommandArgv(w->ac, on_child_reply, ch, argc, argv, argvlen))
+    if ((len > 0 ? redisAsyncFormattedCommand(w->ac, coord_child_on_reply, ch, small, len)
+                 : redisAsyncCommandArgv(w->ac, coord_child_on_reply, ch, argc, argv, argvlen))
         != REDIS_OK) {
         free(ch);
         coord_op_fail(op, RS_SHARDDOWN, "shard worker %s unavailable (disconnecting)", w->addr);
@@ -402,5 +402,5 @@ void coord_op_round_end(coord_op *op, coord_round_fn next)
         return;
     op->next = next;
     op->waiting = 1;
-    op_maybe_advance(op);
+    coord_op_maybe_advance(op);
 }

@@ -1,8 +1,11 @@
-/* route.c: Redis Cluster mode of simhash-coordinator (docs/cluster.md): reads the
- * slot map with CLUSTER SLOTS from a seed node (one request in flight, a deadline,
- * rate-limited, periodic), and routes every (table t, first byte xx) to the shard
- * worker attached to the master of the slot of "{t:xx}". */
-#include "hiredis_guard.h"
+/* route.c: routing of simhash-coordinator, both modes behind coord_route() and
+ * coord_routing_update(). With one Redis, every first byte of a permuted value goes
+ * to the worker whose configured range holds it. In Redis Cluster mode
+ * (docs/cluster.md) the slot map is read with CLUSTER SLOTS from a seed node (one
+ * request in flight, a deadline, rate-limited, periodic), and every (table t, first
+ * byte xx) goes to the shard worker attached to the master of the slot of "{t:xx}".
+ * workers.c keeps the connections and their health and calls coord_routing_update()
+ * when a worker comes or goes. */
 #include "coord.h"
 
 #include <stdio.h>
@@ -10,7 +13,6 @@
 #include <string.h>
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
 
 #include "cluster.h"
 #include "log.h"
@@ -41,11 +43,96 @@ struct coord_cluster {
     char seed_addr[CLUSTER_ADDR_MAX + 8];
 };
 
-static void refresh_start(coord *co);
+static void coord_cluster_refresh_start(coord *co);
+static int coord_cluster_routing(coord *co, char *why, size_t whylen);
+static coord_worker *coord_cluster_route(coord *co, unsigned t, uint64_t p);
 
 /* ---- Routes ---- */
 
-int coord_cluster_routing(coord *co, char *why, size_t whylen)
+/* Recompute the routing table from the workers' ranges. Returns 1 when every byte
+ * 0..255 has exactly one worker that is up, else 0 (with a reason in why). */
+static int coord_route_ranges(coord *co, char *why, size_t whylen)
+{
+    int owner[256];
+    for (int b = 0; b < 256; b++)
+        owner[b] = -1;
+    why[0] = '\0';
+    for (size_t i = 0; i < co->nw; i++) {
+        coord_worker *w = &co->w[i];
+        if (!w->have_range)
+            continue;
+        for (unsigned b = w->lo; b <= w->hi && b < 256; b++) {
+            if (owner[b] >= 0 && !why[0])
+                snprintf(why, whylen,
+                         "shard workers %s (shards %u-%u) and %s (shards %u-%u) overlap at shard %u",
+                         co->w[owner[b]].addr, co->w[owner[b]].lo, co->w[owner[b]].hi, w->addr,
+                         w->lo, w->hi, b);
+            owner[b] = (int)i;
+        }
+    }
+    int all_known = 1;
+    for (size_t i = 0; i < co->nw; i++)
+        if (!co->w[i].have_range)
+            all_known = 0;
+    if (!why[0] && all_known)
+        for (int b = 0; b < 256; b++)
+            if (owner[b] < 0) {
+                snprintf(why, whylen, "no shard worker serves first-byte shard %d "
+                         "(the workers' ranges must cover 0-255 exactly once)", b);
+                break;
+            }
+    memcpy(co->route, owner, sizeof(owner));
+    if (why[0])
+        return 0;
+    for (size_t i = 0; i < co->nw; i++)
+        if (co->w[i].health != W_UP)
+            return 0;
+    return 1;
+}
+
+/* Rebuild the routes (single Redis: from the workers' ranges; cluster: from the slot
+ * map) and log the transition between complete and incomplete. A worker overlap or
+ * gap in single-Redis mode before routing was ever complete stops the coordinator
+ * (exit status 2): the configuration is wrong. */
+void coord_routing_update(coord *co)
+{
+    char why[1024];
+    int ok;
+    if (co->cl) {
+        ok = coord_cluster_routing(co, why, sizeof(why));
+    } else {
+        ok = coord_route_ranges(co, why, sizeof(why));
+        if (why[0]) {
+            log_error("%s", why);
+            if (!co->ever_ready) {
+                co->fatal = 2;
+                event_base_loopbreak(co->base);
+            }
+        }
+    }
+    if (ok && !co->routing_ok)
+        log_info("routing complete: %s", co->cl ? "every (table, shard) has a shard worker at "
+                 "its master" : "every first-byte shard has a shard worker that is up");
+    else if (!ok && co->routing_ok)
+        log_warn("routing incomplete: %s", why[0] ? why : "a shard worker is not up");
+    co->routing_ok = ok;
+    if (ok)
+        co->ever_ready = 1;
+}
+
+coord_worker *coord_route(coord *co, unsigned t, uint64_t p)
+{
+    if (co->cl)
+        return coord_cluster_route(co, t, p);
+    int i = co->route[p >> 56];
+    return i >= 0 ? &co->w[i] : NULL;
+}
+
+
+/* Cluster mode: rebuild the (table, byte) -> worker routes from the slot map and the
+ * workers' nodes. Returns 1 when every route has a worker that is up, else 0 with a
+ * reason in why. */
+static int coord_cluster_routing(coord *co, char *why, size_t whylen)
 {
     struct coord_cluster *cl = co->cl;
     int ok = 1;
@@ -84,7 +171,7 @@ int coord_cluster_routing(coord *co, char *why, size_t whylen)
     return ok;
 }
 
-coord_worker *coord_cluster_route(coord *co, unsigned t, uint64_t p)
+static coord_worker *coord_cluster_route(coord *co, unsigned t, uint64_t p)
 {
     struct coord_cluster *cl = co->cl;
     if (t >= cl->ntables)
@@ -96,7 +183,7 @@ coord_worker *coord_cluster_route(coord *co, unsigned t, uint64_t p)
 /* ---- Map refresh ---- */
 
 /* Seeds: the cluster-node list, then the masters of the current map. */
-static void seeds_update(struct coord_cluster *cl)
+static void coord_cluster_seeds_update(struct coord_cluster *cl)
 {
     cl->nseeds = cl->nseeds_cfg;
     if (!cl->have_map)
@@ -114,7 +201,7 @@ static void seeds_update(struct coord_cluster *cl)
 /* End of one attempt: close ac when given (a graceful close, safe from its own
  * callbacks), count a failure and retry with the next seed, or run a refresh that
  * was asked for meanwhile. */
-static void attempt_end(coord *co, redisAsyncContext *ac, int ok, const char *err)
+static void coord_cluster_attempt_end(coord *co, redisAsyncContext *ac, int ok, const char *err)
 {
     struct coord_cluster *cl = co->cl;
     evtimer_del(cl->deadline_ev);
@@ -125,7 +212,7 @@ static void attempt_end(coord *co, redisAsyncContext *ac, int ok, const char *er
         cl->failures++;
         snprintf(cl->last_error, sizeof(cl->last_error), "%s: %.180s", cl->seed_addr, err);
         log_warn_rl("cluster slot map refresh failed: %s", cl->last_error);
-        struct timeval tv = { 0, ROUTE_RETRY_MS * 1000 };
+        struct timeval tv = ra_tv_ms(ROUTE_RETRY_MS);
         evtimer_add(cl->retry_ev, &tv);
         return;
     }
@@ -136,7 +223,7 @@ static void attempt_end(coord *co, redisAsyncContext *ac, int ok, const char *er
 }
 
 /* Installs the map in cl->next; returns 1 when any route changed. */
-static int map_install(coord *co)
+static int coord_cluster_map_install(coord *co)
 {
     struct coord_cluster *cl = co->cl;
     size_t n = cl->ntables * 256;
@@ -157,27 +244,14 @@ static int map_install(coord *co)
     for (size_t i = 0; i < cl->map->nnodes; i++)
         snprintf(cl->master[i], sizeof(cl->master[i]), "%s:%d", cl->map->nodes[i].host,
                  cl->map->nodes[i].port);
-    seeds_update(cl);
-    /* workers.c recomputes routing_ok; compare the routes it produced */
-    char why[512];
-    int ok = coord_cluster_routing(co, why, sizeof(why));
+    coord_cluster_seeds_update(cl);
+    coord_routing_update(co);
     int changed = memcmp(old, cl->route, n * sizeof(*old)) != 0;
     free(old);
-    if (ok != co->routing_ok) {
-        if (ok)
-            log_info("routing complete: every (table, shard) has a shard worker at its master");
-        else
-            log_warn("routing incomplete: %s", why);
-        co->routing_ok = ok;
-        if (ok)
-            co->ever_ready = 1;
-    } else if (!ok && changed) {
-        log_warn("routing incomplete: %s", why);
-    }
     return changed;
 }
 
-static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
+static void coord_cluster_on_slots(redisAsyncContext *ac, void *reply, void *priv)
 {
     coord *co = priv;
     struct coord_cluster *cl = co->cl;
@@ -188,27 +262,27 @@ static void on_slots(redisAsyncContext *ac, void *reply, void *priv)
         return;             /* dropped: the disconnect or deadline path counted it */
     if (r->type == REDIS_REPLY_ERROR) {
         snprintf(err, sizeof(err), "CLUSTER SLOTS: %.*s", (int)(r->len > 200 ? 200 : r->len), r->str);
-        attempt_end(co, ac, 0, err);
+        coord_cluster_attempt_end(co, ac, 0, err);
         return;
     }
     int covered = cluster_map_from_slots(cl->next, r, ac->c.tcp.host ? ac->c.tcp.host : "127.0.0.1",
                                          err, sizeof(err));
     if (covered < 0) {
-        attempt_end(co, ac, 0, err);
+        coord_cluster_attempt_end(co, ac, 0, err);
         return;
     }
     cl->refreshes++;
-    cl->last_ok_us = coord_now_us();
+    cl->last_ok_us = ra_now_us();
     cl->last_error[0] = '\0';
-    if (map_install(co)) {
+    if (coord_cluster_map_install(co)) {
         cl->changes++;
         log_info("cluster slot map from %s: %zu masters, %d of %d slots covered (%s); routes changed",
                  cl->seed_addr, cl->map->nnodes, covered, CLUSTER_SLOTS, cl->reason);
     }
-    attempt_end(co, ac, 1, NULL);
+    coord_cluster_attempt_end(co, ac, 1, NULL);
 }
 
-static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
+static void coord_cluster_on_auth(redisAsyncContext *ac, void *reply, void *priv)
 {
     coord *co = priv;
     redisReply *r = reply;
@@ -216,20 +290,20 @@ static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
     if (r == NULL || co->cl == NULL || co->cl->ac != ac || r->type != REDIS_REPLY_ERROR)
         return;
     snprintf(err, sizeof(err), "AUTH: %.*s", (int)(r->len > 200 ? 200 : r->len), r->str);
-    attempt_end(co, ac, 0, err);
+    coord_cluster_attempt_end(co, ac, 0, err);
 }
 
-static void on_connect(const redisAsyncContext *ac, int status)
+static void coord_cluster_on_connect(const redisAsyncContext *ac, int status)
 {
     coord *co = ac->data;
     if (status == REDIS_OK || co == NULL || co->cl == NULL || co->cl->ac != ac)
         return;
     char err[200];
     snprintf(err, sizeof(err), "cannot connect: %s", ac->errstr);
-    attempt_end(co, NULL, 0, err);     /* hiredis frees ac */
+    coord_cluster_attempt_end(co, NULL, 0, err);     /* hiredis frees ac */
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+static void coord_cluster_on_disconnect(const redisAsyncContext *ac, int status)
 {
     coord *co = ac->data;
     if (co == NULL || co->cl == NULL || co->cl->ac != ac)
@@ -237,10 +311,10 @@ static void on_disconnect(const redisAsyncContext *ac, int status)
     char err[200];
     snprintf(err, sizeof(err), "connection lost%s%s", status != REDIS_OK ? ": " : "",
              status != REDIS_OK ? ac->errstr : "");
-    attempt_end(co, NULL, 0, err);
+    coord_cluster_attempt_end(co, NULL, 0, err);
 }
 
-static void on_deadline(evutil_socket_t fd, short what, void *arg)
+static void coord_cluster_on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     coord *co = arg;
     struct coord_cluster *cl = co->cl;
@@ -254,41 +328,30 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
     redisAsyncFree(ac);     /* callbacks run with NULL replies and find ac->data NULL */
     char err[64];
     snprintf(err, sizeof(err), "no answer within %d ms", ROUTE_DEADLINE_MS);
-    attempt_end(co, NULL, 0, err);
+    coord_cluster_attempt_end(co, NULL, 0, err);
 }
 
 /* One CLUSTER SLOTS attempt against the next seed. */
-static void refresh_start(coord *co)
+static void coord_cluster_refresh_start(coord *co)
 {
     struct coord_cluster *cl = co->cl;
     if (cl->ac || cl->nseeds == 0)
         return;
     const cluster_node *s = &cl->seeds[cl->seed_next++ % cl->nseeds];
     snprintf(cl->seed_addr, sizeof(cl->seed_addr), "%s:%d", s->host, s->port);
-    cl->last_start_us = coord_now_us();
-    redisAsyncContext *ac = redisAsyncConnect(s->host, s->port);
-    if (ac == NULL || ac->err) {
-        char err[200];
-        snprintf(err, sizeof(err), "cannot connect: %s", ac ? ac->errstr : "out of memory");
-        if (ac)
-            redisAsyncFree(ac);
-        attempt_end(co, NULL, 0, err);
-        return;
-    }
-    ac->data = co;
-    hiredis_guard(ac);
-    if (redisLibeventAttach(ac, co->base) != REDIS_OK) {
-        redisAsyncFree(ac);
-        attempt_end(co, NULL, 0, "cannot attach to the event loop");
+    cl->last_start_us = ra_now_us();
+    char err[200];
+    redisAsyncContext *ac = ra_connect(co->base, s->host, s->port, co, coord_cluster_on_connect,
+                                       coord_cluster_on_disconnect, err, sizeof(err));
+    if (ac == NULL) {
+        coord_cluster_attempt_end(co, NULL, 0, err);
         return;
     }
     cl->ac = ac;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
     if (co->cfg.cluster_password && co->cfg.cluster_password[0])
-        redisAsyncCommand(ac, on_auth, co, "AUTH %s", co->cfg.cluster_password);
-    redisAsyncCommand(ac, on_slots, co, "CLUSTER SLOTS");
-    struct timeval tv = { ROUTE_DEADLINE_MS / 1000, (ROUTE_DEADLINE_MS % 1000) * 1000 };
+        redisAsyncCommand(ac, coord_cluster_on_auth, co, "AUTH %s", co->cfg.cluster_password);
+    redisAsyncCommand(ac, coord_cluster_on_slots, co, "CLUSTER SLOTS");
+    struct timeval tv = ra_tv_ms(ROUTE_DEADLINE_MS);
     evtimer_add(cl->deadline_ev, &tv);
 }
 
@@ -301,7 +364,7 @@ void coord_cluster_refresh(coord *co, const char *why)
         cl->want = 1;
         return;
     }
-    uint64_t now = coord_now_us();
+    uint64_t now = ra_now_us();
     if (cl->last_start_us && now - cl->last_start_us < ROUTE_REFRESH_MIN_US) {
         uint64_t wait = ROUTE_REFRESH_MIN_US - (now - cl->last_start_us);
         struct timeval tv = { 0, (suseconds_t)wait };
@@ -310,19 +373,19 @@ void coord_cluster_refresh(coord *co, const char *why)
         return;
     }
     cl->reason = why;
-    refresh_start(co);
+    coord_cluster_refresh_start(co);
 }
 
-static void on_retry(evutil_socket_t fd, short what, void *arg)
+static void coord_cluster_on_retry(evutil_socket_t fd, short what, void *arg)
 {
     coord *co = arg;
     (void)fd;
     (void)what;
     co->cl->want = 0;
-    refresh_start(co);
+    coord_cluster_refresh_start(co);
 }
 
-static void on_period(evutil_socket_t fd, short what, void *arg)
+static void coord_cluster_on_period(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
@@ -346,9 +409,9 @@ int coord_cluster_start(coord *co, char *err, size_t errlen)
     cl->next = malloc(sizeof(*cl->next));
     cl->slot = malloc(cl->ntables * 256 * sizeof(*cl->slot));
     cl->route = malloc(cl->ntables * 256 * sizeof(*cl->route));
-    cl->period_ev = event_new(co->base, -1, EV_PERSIST, on_period, co);
-    cl->deadline_ev = evtimer_new(co->base, on_deadline, co);
-    cl->retry_ev = evtimer_new(co->base, on_retry, co);
+    cl->period_ev = event_new(co->base, -1, EV_PERSIST, coord_cluster_on_period, co);
+    cl->deadline_ev = evtimer_new(co->base, coord_cluster_on_deadline, co);
+    cl->retry_ev = evtimer_new(co->base, coord_cluster_on_retry, co);
     if (!cl->map || !cl->next || !cl->slot || !cl->route || !cl->period_ev ||
         !cl->deadline_ev || !cl->retry_ev) {
         snprintf(err, errlen, "out of memory");
@@ -370,7 +433,7 @@ int coord_cluster_start(coord *co, char *err, size_t errlen)
         }
     }
     cl->nseeds_cfg = cl->nseeds = co->cfg.cluster_nodes.n;
-    struct timeval tv = { co->cfg.cluster_refresh_ms / 1000, (co->cfg.cluster_refresh_ms % 1000) * 1000 };
+    struct timeval tv = ra_tv_ms(co->cfg.cluster_refresh_ms);
     event_add(cl->period_ev, &tv);
     coord_cluster_refresh(co, "start");
     return 0;
@@ -427,6 +490,6 @@ void coord_cluster_info(coord *co, resp_buf *b)
                     "map_last_error:%s\r\n",
                     co->routing_ok ? "ok" : "incomplete", cl->have_map ? cl->map->nnodes : 0,
                     covered, cl->refreshes, cl->failures, cl->changes, moved, ask, re,
-                    cl->last_ok_us ? (long long)((coord_now_us() - cl->last_ok_us) / 1000) : -1LL,
+                    cl->last_ok_us ? (long long)((ra_now_us() - cl->last_ok_us) / 1000) : -1LL,
                     cl->last_error);
 }

@@ -1,8 +1,7 @@
-/* workers.c: connections of the coordinator to its shard workers: hiredis async on
- * libevent, SHARD.HELLO checks (settings and first-byte ranges), routing, periodic
- * SHARD.INFO health checks with latency, reconnect with exponential backoff and
- * jitter. */
-#include "hiredis_guard.h"
+/* workers.c: connections of the coordinator to its shard workers (common/net/rasync.h:
+ * hiredis async on libevent), SHARD.HELLO checks (settings and first-byte ranges),
+ * periodic SHARD.INFO health checks with latency, reconnect with exponential backoff
+ * and jitter. Routing over the workers is in route.c. */
 #include "coord.h"
 
 #include <inttypes.h>
@@ -13,7 +12,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <hiredis/adapters/libevent.h>
 
 #include "layout.h"
 #include "log.h"
@@ -21,16 +19,10 @@
 
 #define BACKOFF_MIN_MS 100
 
-static void worker_connect(coord_worker *w);
+static void coord_worker_connect(coord_worker *w);
 
-uint64_t coord_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
-static const char *health_name(coord_health h)
+static const char *coord_health_name(coord_health h)
 {
     switch (h) {
     case W_CONNECTING: return "connecting";
@@ -41,99 +33,16 @@ static const char *health_name(coord_health h)
     return "?";
 }
 
-/* Recompute the routing table from the workers' ranges. Returns 1 when every byte
- * 0..255 has exactly one worker that is up, else 0 (with a reason in why). */
-static int routing_rebuild(coord *co, char *why, size_t whylen)
-{
-    int owner[256];
-    for (int b = 0; b < 256; b++)
-        owner[b] = -1;
-    why[0] = '\0';
-    for (size_t i = 0; i < co->nw; i++) {
-        coord_worker *w = &co->w[i];
-        if (!w->have_range)
-            continue;
-        for (unsigned b = w->lo; b <= w->hi && b < 256; b++) {
-            if (owner[b] >= 0 && !why[0])
-                snprintf(why, whylen,
-                         "shard workers %s (shards %u-%u) and %s (shards %u-%u) overlap at shard %u",
-                         co->w[owner[b]].addr, co->w[owner[b]].lo, co->w[owner[b]].hi, w->addr,
-                         w->lo, w->hi, b);
-            owner[b] = (int)i;
-        }
-    }
-    int all_known = 1;
-    for (size_t i = 0; i < co->nw; i++)
-        if (!co->w[i].have_range)
-            all_known = 0;
-    if (!why[0] && all_known)
-        for (int b = 0; b < 256; b++)
-            if (owner[b] < 0) {
-                snprintf(why, whylen, "no shard worker serves first-byte shard %d "
-                         "(the workers' ranges must cover 0-255 exactly once)", b);
-                break;
-            }
-    memcpy(co->route, owner, sizeof(owner));
-    if (why[0])
-        return 0;
-    for (size_t i = 0; i < co->nw; i++)
-        if (co->w[i].health != W_UP)
-            return 0;
-    return 1;
-}
-
-static void routing_update(coord *co)
-{
-    char why[1024];
-    if (co->cl) {       /* cluster: routes follow the slot map; never fatal */
-        int ok = coord_cluster_routing(co, why, sizeof(why));
-        if (ok && !co->routing_ok)
-            log_info("routing complete: every (table, shard) has a shard worker at its master");
-        else if (!ok && co->routing_ok)
-            log_warn("routing incomplete: %s", why);
-        co->routing_ok = ok;
-        if (ok)
-            co->ever_ready = 1;
-        return;
-    }
-    int ok = routing_rebuild(co, why, sizeof(why));
-    if (why[0]) {
-        log_error("%s", why);
-        if (!co->ever_ready) {
-            co->fatal = 2;
-            event_base_loopbreak(co->base);
-        }
-    }
-    if (ok && !co->routing_ok)
-        log_info("all %zu shard workers up; routing complete", co->nw);
-    co->routing_ok = ok;
-    if (ok)
-        co->ever_ready = 1;
-}
-
-coord_worker *coord_route(coord *co, unsigned t, uint64_t p)
-{
-    if (co->cl)
-        return coord_cluster_route(co, t, p);
-    int i = co->route[p >> 56];
-    return i >= 0 ? &co->w[i] : NULL;
-}
-
 /* Schedule the next connection attempt: backoff doubles up to reconnect_max_ms, and
  * the delay is drawn from [backoff/2, backoff] so workers do not reconnect in step. */
-static void worker_schedule_reconnect(coord_worker *w)
+static void coord_worker_schedule_reconnect(coord_worker *w)
 {
-    unsigned maxms = w->co->cfg.reconnect_max_ms;
-    if (w->backoff_ms == 0)
-        w->backoff_ms = BACKOFF_MIN_MS;
-    else
-        w->backoff_ms = w->backoff_ms * 2 > maxms ? maxms : w->backoff_ms * 2;
-    unsigned delay = w->backoff_ms / 2 + (unsigned)(random() % (w->backoff_ms / 2 + 1));
-    struct timeval tv = { delay / 1000, (delay % 1000) * 1000 };
+    struct timeval tv = ra_tv_ms(ra_backoff_next(&w->backoff, BACKOFF_MIN_MS,
+                                                 w->co->cfg.reconnect_max_ms));
     evtimer_add(w->reconnect_ev, &tv);
 }
 
-static void worker_lost(coord_worker *w, const char *why)
+static void coord_worker_lost(coord_worker *w, const char *why)
 {
     coord *co = w->co;
     if (w->health == W_UP)
@@ -146,24 +55,24 @@ static void worker_lost(coord_worker *w, const char *why)
     w->errors++;
     w->health_pending = 0;
     w->redis_used_memory = -1;     /* not known until it answers SHARD.INFO again */
-    routing_update(co);
+    coord_routing_update(co);
     if (co->cl)
         coord_cluster_refresh(co, "shard worker lost");
-    worker_schedule_reconnect(w);
+    coord_worker_schedule_reconnect(w);
 }
 
-static void on_disconnect(const redisAsyncContext *ac, int status)
+static void coord_worker_on_disconnect(const redisAsyncContext *ac, int status)
 {
     coord_worker *w = ac->data;
     char why[200];
     snprintf(why, sizeof(why), "%s", status == REDIS_OK ? "disconnected" :
              (ac->errstr[0] ? ac->errstr : "connection lost"));
     w->ac = NULL;           /* hiredis frees the context after this callback */
-    worker_lost(w, why);
+    coord_worker_lost(w, why);
 }
 
 /* Integer element i of a SHARD.HELLO reply, or -1. */
-static long long hello_int(redisReply *r, size_t i)
+static long long coord_hello_int(redisReply *r, size_t i)
 {
     if (i >= r->elements || r->element[i]->type != REDIS_REPLY_INTEGER)
         return -1;
@@ -173,7 +82,7 @@ static long long hello_int(redisReply *r, size_t i)
 /* A worker whose settings or mode differ from the coordinator's (w->problem says
  * how): before the coordinator was ever ready this ends it (exit 2); later the
  * worker is marked mismatched and disconnected, so it never gets traffic. */
-static void worker_mismatch(coord_worker *w)
+static void coord_worker_mismatch(coord_worker *w)
 {
     coord *co = w->co;
 
@@ -187,7 +96,7 @@ static void worker_mismatch(coord_worker *w)
     redisAsyncDisconnect(w->ac);
 }
 
-static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
+static void coord_worker_on_hello(redisAsyncContext *ac, void *reply, void *priv)
 {
     coord_worker *w = priv;
     coord *co = w->co;
@@ -195,7 +104,7 @@ static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
     (void)ac;
 
     if (r == NULL)
-        return;             /* disconnected: on_disconnect handles it */
+        return;             /* disconnected: coord_worker_on_disconnect handles it */
     if (r->type == REDIS_REPLY_ERROR) {
         snprintf(w->problem, sizeof(w->problem), "SHARD.HELLO failed: %.200s", r->str);
         log_error_rl("shard worker %s: %s", w->addr, w->problem);
@@ -208,41 +117,41 @@ static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
         redisAsyncDisconnect(w->ac);
         return;
     }
-    long long blocks = hello_int(r, 0), dist = hello_int(r, 1), layout = hello_int(r, 2);
-    long long lo = hello_int(r, 4), hi = hello_int(r, 5);
+    long long blocks = coord_hello_int(r, 0), dist = coord_hello_int(r, 1), layout = coord_hello_int(r, 2);
+    long long lo = coord_hello_int(r, 4), hi = coord_hello_int(r, 5);
     if (blocks != co->cfg.blocks || dist != co->cfg.distance || layout != LAYOUT_VERSION) {
         snprintf(w->problem, sizeof(w->problem),
                  "settings differ: shard worker has blocks %lld distance %lld layout %lld, "
                  "coordinator has blocks %u distance %u layout %d",
                  blocks, dist, layout, co->cfg.blocks, co->cfg.distance, LAYOUT_VERSION);
-        worker_mismatch(w);
+        coord_worker_mismatch(w);
         return;
     }
     if (co->cl) {
         /* cluster mode: elements 6 and 7 are the cluster flag and the node name */
-        if (r->elements < 8 || hello_int(r, 6) != 1 ||
+        if (r->elements < 8 || coord_hello_int(r, 6) != 1 ||
             r->element[7]->type != REDIS_REPLY_STRING) {
             snprintf(w->problem, sizeof(w->problem),
                      "shard worker is not in cluster mode (start it with cluster yes), "
                      "but the coordinator has cluster-node");
-            worker_mismatch(w);
+            coord_worker_mismatch(w);
             return;
         }
         w->cluster = 1;
         snprintf(w->node, sizeof(w->node), "%.*s", (int)r->element[7]->len, r->element[7]->str);
         w->health = W_UP;
-        w->backoff_ms = 0;
+        ra_backoff_reset(&w->backoff);
         w->problem[0] = '\0';
         w->connects++;
         log_info("shard worker %s up: cluster node %s", w->addr, w->node[0] ? w->node : "(not known yet)");
-        routing_update(co);
+        coord_routing_update(co);
         coord_cluster_refresh(co, "shard worker up");
         return;
     }
-    if (r->elements >= 8 && hello_int(r, 6) == 1) {
+    if (r->elements >= 8 && coord_hello_int(r, 6) == 1) {
         snprintf(w->problem, sizeof(w->problem),
                  "shard worker is in cluster mode, but the coordinator has no cluster-node");
-        worker_mismatch(w);
+        coord_worker_mismatch(w);
         return;
     }
     if (lo < 0 || hi > 255 || lo > hi) {
@@ -258,14 +167,14 @@ static void on_hello(redisAsyncContext *ac, void *reply, void *priv)
     w->hi = (unsigned)hi;
     w->have_range = 1;
     w->health = W_UP;
-    w->backoff_ms = 0;
+    ra_backoff_reset(&w->backoff);
     w->problem[0] = '\0';
     w->connects++;
     log_info("shard worker %s up: shards %u-%u", w->addr, w->lo, w->hi);
-    routing_update(co);
+    coord_routing_update(co);
 }
 
-static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
+static void coord_worker_on_auth(redisAsyncContext *ac, void *reply, void *priv)
 {
     coord_worker *w = priv;
     redisReply *r = reply;
@@ -276,7 +185,7 @@ static void on_auth(redisAsyncContext *ac, void *reply, void *priv)
     }
 }
 
-static void on_connect(const redisAsyncContext *cac, int status)
+static void coord_worker_on_connect(const redisAsyncContext *cac, int status)
 {
     coord_worker *w = cac->data;
     redisAsyncContext *ac = w->ac;
@@ -285,47 +194,34 @@ static void on_connect(const redisAsyncContext *cac, int status)
         char why[200];
         snprintf(why, sizeof(why), "cannot connect: %s", cac->errstr);
         w->ac = NULL;       /* hiredis frees it */
-        worker_lost(w, why);
+        coord_worker_lost(w, why);
         return;
     }
     if (w->co->cfg.worker_password)
-        redisAsyncCommand(ac, on_auth, w, "AUTH %s", w->co->cfg.worker_password);
-    redisAsyncCommand(ac, on_hello, w, "SHARD.HELLO");
+        redisAsyncCommand(ac, coord_worker_on_auth, w, "AUTH %s", w->co->cfg.worker_password);
+    redisAsyncCommand(ac, coord_worker_on_hello, w, "SHARD.HELLO");
 }
 
-static void worker_connect(coord_worker *w)
+static void coord_worker_connect(coord_worker *w)
 {
-    redisAsyncContext *ac = redisAsyncConnect(w->host, (int)w->port);
+    char why[200];
+    redisAsyncContext *ac = ra_connect(w->co->base, w->host, (int)w->port, w,
+                                       coord_worker_on_connect, coord_worker_on_disconnect,
+                                       why, sizeof(why));
     if (ac == NULL) {
-        worker_lost(w, "out of memory");
-        return;
-    }
-    if (ac->err) {
-        char why[200];
-        snprintf(why, sizeof(why), "cannot connect: %s", ac->errstr);
-        redisAsyncFree(ac);
-        worker_lost(w, why);
-        return;
-    }
-    ac->data = w;
-    hiredis_guard(ac);
-    if (redisLibeventAttach(ac, w->co->base) != REDIS_OK) {
-        redisAsyncFree(ac);
-        worker_lost(w, "cannot attach to the event loop");
+        coord_worker_lost(w, why);
         return;
     }
     w->ac = ac;
     if (w->health != W_MISMATCH)
         w->health = W_CONNECTING;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    redisAsyncSetDisconnectCallback(ac, on_disconnect);
 }
 
-static void on_reconnect(evutil_socket_t fd, short what, void *arg)
+static void coord_worker_on_reconnect(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    worker_connect(arg);
+    coord_worker_connect(arg);
 }
 
 long long coord_redis_used_memory(const coord *co)
@@ -347,7 +243,7 @@ long long coord_redis_used_memory(const coord *co)
 }
 
 /* "name:value" lines of SHARD.INFO: value of name, or -1. */
-static long long info_field(const char *s, size_t len, const char *name)
+static long long coord_info_field(const char *s, size_t len, const char *name)
 {
     const char *v;
     size_t vl;
@@ -362,7 +258,7 @@ static long long info_field(const char *s, size_t len, const char *name)
 /* Cluster mode: every worker reads the counters of all 256 shards (through
  * redirections), so the corpus counts are taken from one worker (the first that is
  * up and knows them) and the others count 0 in the sum of SIMHASH.INFO. */
-static void cluster_counts_fix(coord *co)
+static void coord_cluster_counts_fix(coord *co)
 {
     int chosen = 0;
     for (size_t i = 0; i < co->nw; i++) {
@@ -382,24 +278,24 @@ static void cluster_counts_fix(coord *co)
 
 /* Cluster mode: the node, redirection counters and Redis state a worker reports;
  * a new node, new redirections or a Redis that is not up ask for a map refresh. */
-static void worker_cluster_health(coord_worker *w, const char *s, size_t len)
+static void coord_worker_cluster_health(coord_worker *w, const char *s, size_t len)
 {
     coord *co = w->co;
     char node[sizeof(w->node)], state[32];
     w->raw_fingerprints = w->fingerprints;
     w->raw_documents = w->documents;
-    cluster_counts_fix(co);
+    coord_cluster_counts_fix(co);
     if (parse_info_str(s, len, "cluster_node", node, sizeof(node)) == 0 &&
         strcmp(node, w->node) != 0) {
         log_info("shard worker %s now attached to cluster node %s (was %s)", w->addr,
                  node[0] ? node : "(unknown)", w->node[0] ? w->node : "(unknown)");
         snprintf(w->node, sizeof(w->node), "%s", node);
-        routing_update(co);
+        coord_routing_update(co);
         coord_cluster_refresh(co, "a shard worker changed node");
     }
-    long long moved = info_field(s, len, "cluster_moved");
-    long long ask = info_field(s, len, "cluster_ask");
-    long long re = info_field(s, len, "cluster_reattaches");
+    long long moved = coord_info_field(s, len, "cluster_moved");
+    long long ask = coord_info_field(s, len, "cluster_ask");
+    long long re = coord_info_field(s, len, "cluster_reattaches");
     int grew = (moved >= 0 && (unsigned long long)moved > w->moved) ||
                (ask >= 0 && (unsigned long long)ask > w->ask);
     if (moved >= 0)
@@ -414,7 +310,7 @@ static void worker_cluster_health(coord_worker *w, const char *s, size_t len)
         coord_cluster_refresh(co, "a shard worker's Redis node is not up");
 }
 
-static void on_health(redisAsyncContext *ac, void *reply, void *priv)
+static void coord_worker_on_health(redisAsyncContext *ac, void *reply, void *priv)
 {
     coord_worker *w = priv;
     redisReply *r = reply;
@@ -423,10 +319,10 @@ static void on_health(redisAsyncContext *ac, void *reply, void *priv)
     if (r == NULL)
         return;
     if (r->type == REDIS_REPLY_STRING) {
-        w->fingerprints = info_field(r->str, r->len, "fingerprints");
-        w->documents = info_field(r->str, r->len, "documents");
-        w->redis_used_memory = info_field(r->str, r->len, "redis_used_memory");
-        w->repairs = info_field(r->str, r->len, "repairs");
+        w->fingerprints = coord_info_field(r->str, r->len, "fingerprints");
+        w->documents = coord_info_field(r->str, r->len, "documents");
+        w->redis_used_memory = coord_info_field(r->str, r->len, "redis_used_memory");
+        w->repairs = coord_info_field(r->str, r->len, "repairs");
         if (parse_info_str(r->str, r->len, "redis_addr", w->redis_addr,
                            sizeof(w->redis_addr)) != 0)
             w->redis_addr[0] = '\0';
@@ -435,18 +331,18 @@ static void on_health(redisAsyncContext *ac, void *reply, void *priv)
         if (parse_info_str(r->str, r->len, "redis_role", role, sizeof(role)) == 0)
             w->redis_role = strcmp(role, "master") == 0 ? 1 : strcmp(role, "replica") == 0 ? 0 : -1;
         if (w->co->cl)
-            worker_cluster_health(w, r->str, r->len);
+            coord_worker_cluster_health(w, r->str, r->len);
     }
 }
 
-static void on_health_timer(evutil_socket_t fd, short what, void *arg)
+static void coord_worker_on_health_timer(evutil_socket_t fd, short what, void *arg)
 {
     coord_worker *w = arg;
     (void)fd;
     (void)what;
     if (w->health == W_UP && w->ac && !w->health_pending &&
         w->inflight < w->co->cfg.max_inflight_worker) {
-        if (redisAsyncCommand(w->ac, on_health, w, "SHARD.INFO") == REDIS_OK)
+        if (redisAsyncCommand(w->ac, coord_worker_on_health, w, "SHARD.INFO") == REDIS_OK)
             w->health_pending = 1;
     }
 }
@@ -461,7 +357,7 @@ int coord_workers_start(coord *co, char *err, size_t errlen)
     }
     for (int b = 0; b < 256; b++)
         co->route[b] = -1;
-    srandom((unsigned)coord_now_us() ^ (unsigned)getpid());
+    srandom((unsigned)ra_now_us() ^ (unsigned)getpid());
     for (size_t i = 0; i < co->nw; i++) {
         coord_worker *w = &co->w[i];
         const char *spec = co->cfg.workers.v[i];
@@ -493,19 +389,18 @@ int coord_workers_start(coord *co, char *err, size_t errlen)
                 snprintf(err, errlen, "worker '%s' given twice", spec);
                 return -1;
             }
-        w->reconnect_ev = evtimer_new(co->base, on_reconnect, w);
-        w->health_ev = event_new(co->base, -1, EV_PERSIST, on_health_timer, w);
+        w->reconnect_ev = evtimer_new(co->base, coord_worker_on_reconnect, w);
+        w->health_ev = event_new(co->base, -1, EV_PERSIST, coord_worker_on_health_timer, w);
         if (w->host == NULL || w->reconnect_ev == NULL || w->health_ev == NULL) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        struct timeval tv = { co->cfg.health_interval_ms / 1000,
-                              (co->cfg.health_interval_ms % 1000) * 1000 };
+        struct timeval tv = ra_tv_ms(co->cfg.health_interval_ms);
         event_add(w->health_ev, &tv);
         w->health = W_CONNECTING;
     }
     for (size_t i = 0; i < co->nw; i++)
-        worker_connect(&co->w[i]);
+        coord_worker_connect(&co->w[i]);
     return 0;
 }
 
@@ -545,7 +440,7 @@ void coord_workers_info(coord *co, resp_buf *b)
                         "worker%zu:addr=%s,health=%s,shards=%s,latency_us=%.0f,requests=%llu,"
                         "errors=%llu,timeouts=%llu,inflight=%u,connects=%llu,repairs=%lld,"
                         "redis_addr=%s,redis_used_memory=",
-                        i, w->addr, health_name(w->health), range, w->latency_us, w->requests,
+                        i, w->addr, coord_health_name(w->health), range, w->latency_us, w->requests,
                         w->errors, w->timeouts, w->inflight, w->connects, w->repairs,
                         w->redis_addr[0] ? w->redis_addr : "unknown");
         if (w->redis_used_memory >= 0)

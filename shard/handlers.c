@@ -19,6 +19,7 @@
 #include "layout.h"
 #include "log.h"
 #include "parse.h"
+#include "rasync.h"
 #include "shard.h"
 
 /* ---- Jobs ---- */
@@ -169,8 +170,7 @@ static shard_job *shard_job_new(shard_ctx *sc, rs_req *req, shard_job_kind kind,
         if (j->parts)
             resp_buf_init(&j->parts[i], 0);
     }
-    struct timeval tv = {(time_t)(sc->cfg.timeout_ms / 1000),
-                         (suseconds_t)(sc->cfg.timeout_ms % 1000) * 1000};
+    struct timeval tv = ra_tv_ms(sc->cfg.timeout_ms);
     evtimer_add(j->deadline, &tv);
     return j;
 }

@@ -25,6 +25,7 @@
 #include "cluster.h"
 #include "layout.h"
 #include "log.h"
+#include "rasync.h"
 #include "shard.h"
 
 #define SHARD_REPAIR_MAX_ACTIVE 64      /* fingerprints repaired at once */
@@ -329,7 +330,7 @@ int shard_repair_start(shard_ctx *sc)
         return -1;
     rp->sc = sc;
     rp->tick = event_new(sc->base, -1, EV_PERSIST, shard_repair_on_tick, rp);
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000};
+    struct timeval tv = ra_tv_ms(ms);
     if (rp->tick == NULL || event_add(rp->tick, &tv) != 0) {
         if (rp->tick)
             event_free(rp->tick);

@@ -17,6 +17,7 @@
 #include <event2/event.h>
 
 #include "log.h"
+#include "rasync.h"
 #include "shard.h"
 
 struct shard_waiter {
@@ -26,14 +27,6 @@ struct shard_waiter {
     int held;                   /* in a group list, or its CONFIG GET is out */
     struct shard_waiter *next;
 };
-
-/* Milliseconds of a monotonic clock. */
-static uint64_t wait_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* Frees w when it has answered and nothing holds it. */
 static void waiter_release(shard_waiter *w)
@@ -79,8 +72,7 @@ static void waiter_on_deadline(evutil_socket_t fd, short what, void *arg)
 static shard_waiter *waiter_new(shard_ctx *sc, rs_req *req)
 {
     shard_waiter *w = calloc(1, sizeof *w);
-    struct timeval tv = {(time_t)(sc->cfg.timeout_ms / 1000),
-                         (suseconds_t)(sc->cfg.timeout_ms % 1000) * 1000};
+    struct timeval tv = ra_tv_ms(sc->cfg.timeout_ms);
     if (w)
         w->deadline = evtimer_new(sc->base, waiter_on_deadline, w);
     if (w == NULL || w->deadline == NULL || evtimer_add(w->deadline, &tv) != 0) {
@@ -135,7 +127,7 @@ static int aof_absorb(shard_ctx *sc, const redisReply *rep)
     shard_redis_stats rst;
     shard_redis_get_stats(sc->redis, &rst);
     sc->aof_epoch = rst.reconnects;
-    sc->aof_checked_ms = wait_now_ms();
+    sc->aof_checked_ms = ra_now_ms();
     return 0;
 }
 
@@ -249,7 +241,7 @@ void shard_cmd_wait(rs_req *req)
         shard_redis_stats rst;
         shard_redis_get_stats(sc->redis, &rst);
         if (sc->aof_checked_ms != 0 && sc->aof_epoch == rst.reconnects &&
-            wait_now_ms() - sc->aof_checked_ms < 1000) {
+            ra_now_ms() - sc->aof_checked_ms < 1000) {
             if (sc->aof_ok) {
                 resp_add_simple(rs_req_out(req), "OK");
                 rs_req_finish(req);
