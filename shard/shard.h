@@ -126,6 +126,11 @@ void shard_info_reply(rs_req *req, int have_counts, long long fps, long long doc
  * the Redis node (-1: unknown when the reply is missing or malformed). */
 void shard_on_redis_info(void *priv, redisReply *reply, const char *err);
 
+/* ---- query.c ---- */
+
+/* SHARD.QUERY fp d t [t ...] [DOCS] */
+void shard_cmd_query(rs_req *req);
+
 /* The command table of the worker (handlers.c). */
 extern const rs_command shard_commands[];
 extern const size_t shard_ncommands;

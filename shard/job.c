@@ -1,0 +1,180 @@
+/* job.c: the requests of simhash-shard that wait for Redis (see job.h). */
+#include "job.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "rasync.h"
+
+static void shard_job_free(shard_job *j)
+{
+    if (j->deadline)
+        event_free(j->deadline);
+    if (j->state && j->ops->free_state)
+        j->ops->free_state(j->state);
+    free(j->slots);
+    free(j);
+}
+
+int shard_job_release(shard_job *j)
+{
+    if (j->req == NULL && j->pending == 0) {
+        shard_job_free(j);
+        return 1;
+    }
+    return 0;
+}
+
+void shard_job_fail(shard_job *j, rs_errcode code, unsigned long long *counter, const char *text)
+{
+    rs_req *req = j->req;
+    if (req == NULL)
+        return;
+    j->req = NULL;
+    evtimer_del(j->deadline);
+    if (j->ops->failed && j->ops->failed(j, req))
+        return;
+    j->sc->st.errors++;
+    if (counter)
+        (*counter)++;
+    rs_req_fail(req, code, "%s", text);
+}
+
+void shard_job_answer(shard_job *j)
+{
+    rs_req *req = j->req;
+    if (req == NULL)
+        return;
+    j->req = NULL;
+    evtimer_del(j->deadline);
+    rs_req_finish(req);
+}
+
+rs_req *shard_job_handoff(shard_job *j)
+{
+    rs_req *req = j->req;
+    j->req = NULL;
+    j->state = NULL;
+    evtimer_del(j->deadline);
+    return req;
+}
+
+static void shard_job_on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    shard_job *j = arg;
+    shard_ctx *sc = j->sc;
+    char msg[96];
+    snprintf(msg, sizeof msg, "timeout: redis did not answer within %u ms", sc->cfg.timeout_ms);
+    shard_job_fail(j, RS_REDIS, &sc->st.timeouts, msg);
+    if (shard_job_release(j))
+        return;
+    /* may call back (and free) j when it drops a stalled connection */
+    shard_redis_stall_check(sc->redis);
+}
+
+shard_job *shard_job_new(shard_ctx *sc, rs_req *req, const shard_job_ops *ops, void *state,
+                         unsigned n)
+{
+    shard_job *j = calloc(1, sizeof *j);
+    if (j == NULL)
+        return NULL;
+    j->sc = sc;
+    j->req = req;
+    j->ops = ops;
+    j->nslots = n;
+    j->slots = calloc(n ? n : 1, sizeof *j->slots);
+    j->deadline = evtimer_new(sc->base, shard_job_on_deadline, j);
+    if (!j->slots || !j->deadline) {
+        if (j->deadline)
+            event_free(j->deadline);
+        free(j->slots);
+        free(j);
+        return NULL;
+    }
+    j->state = state;
+    for (unsigned i = 0; i < n; i++) {
+        j->slots[i].job = j;
+        j->slots[i].idx = i;
+    }
+    struct timeval tv = ra_tv_ms(sc->cfg.timeout_ms);
+    evtimer_add(j->deadline, &tv);
+    return j;
+}
+
+/* The one place a slot is marked done: every command calls back here exactly once. */
+static void shard_job_on_reply(void *priv, redisReply *reply, const char *err)
+{
+    shard_slot *s = priv;
+    shard_job *j = s->job;
+    shard_ctx *sc = j->sc;
+    j->pending--;
+    if (j->req != NULL) {
+        const char *why = NULL;
+        if (reply == NULL) {
+            shard_job_fail(j, RS_REDIS, &sc->st.lost, err ? err : "connection lost");
+        } else if (reply->type == REDIS_REPLY_ERROR) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%.*s", (int)reply->len, reply->str);
+            shard_job_fail(j, RS_REDIS, &sc->st.redis_err, msg);
+        } else if (j->ops->absorb(j, s, reply, &why) != 0) {
+            shard_job_fail(j, RS_REDIS, &sc->st.redis_err, why);
+        } else if (j->pending == 0) {
+            j->ops->done(j);
+        }
+    }
+    shard_job_release(j);
+}
+
+int shard_job_send(shard_job *j, unsigned i, int argc, const char **argv, const size_t *argvlen)
+{
+    if (j->req == NULL)
+        return -1;
+    if (shard_redis_command(j->sc->redis, shard_job_on_reply, &j->slots[i], argc, argv,
+                            argvlen) != 0) {
+        shard_job_fail(j, RS_REDIS, &j->sc->st.lost, "connection lost");
+        return -1;
+    }
+    j->pending++;
+    return 0;
+}
+
+/* Compares two Redis string replies as byte strings (for sorting document ids). */
+static int shard_reply_cmp(const void *a, const void *b)
+{
+    const redisReply *x = *(redisReply *const *)a, *y = *(redisReply *const *)b;
+    size_t n = x->len < y->len ? x->len : y->len;
+    int c = memcmp(x->str, y->str, n);
+    if (c != 0)
+        return c;
+    return x->len < y->len ? -1 : x->len > y->len;
+}
+
+int shard_reply_docs(resp_buf *b, const redisReply *rep, const char **why)
+{
+    redisReply **v = NULL;
+    for (size_t i = 0; i < rep->elements; i++)
+        if (rep->element[i]->type != REDIS_REPLY_STRING) {
+            *why = "unexpected member in a reply to SMEMBERS";
+            return -1;
+        }
+    if (rep->elements) {
+        v = malloc(rep->elements * sizeof *v);
+        if (v == NULL) {
+            *why = "out of memory";
+            return -1;
+        }
+        memcpy(v, rep->element, rep->elements * sizeof *v);
+        if (rep->elements > 1)
+            qsort(v, rep->elements, sizeof *v, shard_reply_cmp);
+    }
+    resp_add_array(b, rep->elements);
+    for (size_t i = 0; i < rep->elements; i++)
+        resp_add_bulk(b, v[i]->str, v[i]->len);
+    free(v);
+    return 0;
+}

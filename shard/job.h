@@ -1,0 +1,78 @@
+/* job.h: a request of simhash-shard that waits for Redis (job.c). Internal to the
+ * worker.
+ *
+ * A job holds one slot per Redis command, a deadline, and what its kind needs (a
+ * state of its own, freed with the job). Every slot is marked done by exactly one
+ * function (job.c's reply callback), on every path: reply, Redis error, connection
+ * lost, shutdown. The job answers its client once (first error, deadline, or its
+ * kind's done() after the last reply) and is freed when it has answered and no
+ * command is outstanding, so a late reply never touches freed memory. What each kind
+ * does with replies is its shard_job_ops: one table per kind, no switch. */
+#ifndef SIMHASH_SHARD_JOB_H
+#define SIMHASH_SHARD_JOB_H
+
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "shard.h"
+
+typedef struct shard_job shard_job;
+
+typedef struct shard_slot {
+    shard_job *job;
+    uint32_t idx;          /* the kind's index: position in the reply, match, ... */
+    uint32_t table;        /* QUERY: table of the bucket */
+    uint64_t bucket;       /* QUERY: bucket number scanned */
+    uint8_t qdocs;         /* QUERY ... DOCS: the SMEMBERS of q's own document set */
+} shard_slot;
+
+typedef struct shard_job_ops {
+    /* Folds one reply (never an error reply) of slot s into the kind's state.
+     * Returns 0, or -1 with why set (the job answers -REDIS why). */
+    int (*absorb)(shard_job *j, const shard_slot *s, redisReply *rep, const char **why);
+    /* Every command answered without failure: write the reply into
+     * rs_req_out(shard_job_req(j)) and call shard_job_answer, or hand the request
+     * on (shard_job_handoff). */
+    void (*done)(shard_job *j);
+    /* Optional: the job failed (code, text); return 1 when the kind answered the
+     * request itself (SHARD.INFO still answers, without counts), 0 for -CODE text. */
+    int (*failed)(shard_job *j, rs_req *req);
+    /* Optional: frees the state (called with the job). */
+    void (*free_state)(void *state);
+} shard_job_ops;
+
+struct shard_job {
+    shard_ctx *sc;
+    rs_req *req;           /* NULL once answered or handed on */
+    const shard_job_ops *ops;
+    void *state;           /* the kind's own */
+    unsigned nslots;
+    unsigned pending;      /* commands sent and not yet called back */
+    shard_slot *slots;
+    struct event *deadline;
+};
+
+/* A new job of n slots answering req, with its deadline (timeout-ms) running.
+ * NULL: out of memory (state is not freed; req is not answered). */
+shard_job *shard_job_new(shard_ctx *sc, rs_req *req, const shard_job_ops *ops, void *state,
+                         unsigned n);
+/* Sends slot i's command. On failure the job answers -REDIS (commands already sent
+ * still call back). Returns 0 or -1. */
+int shard_job_send(shard_job *j, unsigned i, int argc, const char **argv, const size_t *argvlen);
+/* Drops the starter's hold: frees j when it has answered and nothing is
+ * outstanding. Call once after the last shard_job_send. Returns 1 if freed. */
+int shard_job_release(shard_job *j);
+/* Answers with an error (once); counts it in errors and *counter. */
+void shard_job_fail(shard_job *j, rs_errcode code, unsigned long long *counter, const char *text);
+/* The reply is in rs_req_out: send it. */
+void shard_job_answer(shard_job *j);
+/* Detaches the request (and the state, which the caller now owns) from j, for a
+ * next job; j ends. */
+rs_req *shard_job_handoff(shard_job *j);
+
+/* Writes an SMEMBERS reply (an array) to b as an array of ids sorted bytewise.
+ * Returns 0, or -1 with why set. */
+int shard_reply_docs(resp_buf *b, const redisReply *rep, const char **why);
+
+#endif

@@ -1,0 +1,357 @@
+/* query.c: SHARD.QUERY fp d t [t ...] [DOCS] of simhash-shard (docs/protocol.md),
+ * read top to bottom:
+ *
+ *   shard_cmd_query        checks the arguments, sends one ZRANGEBYLEX per bucket of
+ *                          every table asked for (and, with DOCS, the SMEMBERS of q's
+ *                          own document set behind them): the scan job
+ *   shard_query_absorb     keeps every member within distance d (reverted to its
+ *                          fingerprint)
+ *   shard_query_scanned    the scan is done: matches sorted and unique; with DOCS,
+ *                          the document ids of the matches whose table-0 shard this
+ *                          worker serves are read by a second job (the docs job)
+ *   shard_query_docs_absorb   one SMEMBERS reply per match
+ *   shard_query_answer     [fp, dist] or [fp, dist, [docid ...]] per match, those whose
+ *                          document set turned out empty left out */
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "hamming.h"
+#include "job.h"
+#include "layout.h"
+#include "log.h"
+#include "parse.h"
+
+typedef struct shard_match {
+    uint64_t fp;
+    unsigned dist;
+    uint8_t own;           /* DOCS: document ids read (table 0's shard is ours) */
+    uint8_t empty;         /* DOCS: its document set is empty (dropped) */
+} shard_match;
+
+typedef struct shard_query {
+    uint64_t q;
+    unsigned d;
+    shard_match *m;
+    size_t nm, capm;
+    int withdocs;          /* SHARD.QUERY ... DOCS */
+    int q0shard;           /* shard of perm_0(q) when table 0 was asked for, else -1 */
+    int qdocs_read;        /* q's document set was read with the scan (into qdocs) */
+    int qdocs_empty;       /* ... and it is empty */
+    resp_buf qdocs;
+    resp_buf *parts;       /* DOCS: the ids of match i, as RESP */
+    size_t nparts;
+} shard_query;
+
+static void shard_query_free(void *p)
+{
+    shard_query *qs = p;
+    for (size_t i = 0; i < qs->nparts; i++)
+        resp_buf_free(&qs->parts[i]);
+    free(qs->parts);
+    resp_buf_free(&qs->qdocs);
+    free(qs->m);
+    free(qs);
+}
+
+static int shard_query_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
+                              const char **why);
+static void shard_query_scanned(shard_job *j);
+static int shard_query_docs_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
+                                   const char **why);
+static void shard_query_answer(shard_job *j);
+
+static const shard_job_ops shard_query_scan_ops = {
+    shard_query_absorb, shard_query_scanned, NULL, shard_query_free,
+};
+static const shard_job_ops shard_query_docs_ops = {
+    shard_query_docs_absorb, shard_query_answer, NULL, shard_query_free,
+};
+
+/* ---- The scan ---- */
+
+/* SHARD.QUERY fp d t [t ...] [DOCS] */
+void shard_cmd_query(rs_req *req)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    sc->st.requests++;
+    sc->st.queries++;
+    uint64_t q, dv;
+    size_t argc = rs_req_argc(req), len;
+    const char *last = rs_req_arg(req, argc - 1, &len);
+    int withdocs = len == 4 && strncasecmp(last, "DOCS", 4) == 0;
+    if (withdocs && --argc < 4) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "no table given");
+        return;
+    }
+    if (shard_arg_fp(req, 1, &q) != 0)
+        return;
+    const char *s = rs_req_arg(req, 2, &len);
+    const char *why;
+    if (parse_uint_range(s, len, 0, sc->cfg.distance, &dv, &why) != 0) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "distance '%.40s': %s", s, why);
+        return;
+    }
+    unsigned ntab = (unsigned)(argc - 3);
+    unsigned *tabs = malloc(ntab * sizeof *tabs);
+    layout_range *rg = malloc(ntab * sizeof *rg);
+    shard_query *qs = calloc(1, sizeof *qs);
+    if (!tabs || !rg || !qs) {
+        free(tabs);
+        free(rg);
+        free(qs);
+        shard_oom(req);
+        return;
+    }
+    resp_buf_init(&qs->qdocs, 0);
+    unsigned long long ncmd = 0;
+    for (unsigned i = 0; i < ntab; i++) {
+        if (shard_arg_table(req, 3 + i, &tabs[i]) != 0)
+            goto out;
+        const perm_table *t = &sc->ps.tables[tabs[i]];
+        uint64_t p = perm_apply(t, q);
+        if (shard_check_owner(req, tabs[i], p) != 0)
+            goto out;
+        layout_range_init(&rg[i], p, t->prefix_bits, sc->cfg.bucket_bits);
+        ncmd += rg[i].nbuckets;
+    }
+    /* the shard of perm_0(q) when table 0 was asked for: in cluster mode the only
+     * table-0 shard known to be on our node */
+    uint64_t p0 = perm_apply(&sc->ps.tables[0], q);
+    unsigned sh0 = layout_shard_of(p0);
+    int q0shard = -1;
+    for (unsigned i = 0; i < ntab; i++)
+        if (tabs[i] == 0)
+            q0shard = (int)sh0;
+    /* DOCS: q's own document set is read with the scan when its table-0 shard is
+     * ours (q is the usual match: an exact duplicate), saving a round to Redis */
+    int qdocs = withdocs && (shard_redis_cluster_mode(sc->redis)
+                                 ? q0shard >= 0
+                                 : sh0 >= sc->cfg.lo && sh0 <= sc->cfg.hi);
+    ncmd += (unsigned)qdocs;
+    if (ncmd > UINT32_MAX)
+        ncmd = UINT32_MAX;
+    if (shard_check_redis(req, (unsigned)ncmd) != 0)
+        goto out;
+    qs->q = q;
+    qs->d = (unsigned)dv;
+    qs->withdocs = withdocs;
+    qs->q0shard = q0shard;
+    shard_job *j = shard_job_new(sc, req, &shard_query_scan_ops, qs, (unsigned)ncmd);
+    if (j == NULL) {
+        shard_oom(req);
+        goto out;
+    }
+    qs = NULL;                  /* the job's now */
+    unsigned slot = 0;
+    for (unsigned i = 0; i < ntab && j->req; i++) {
+        for (uint64_t b = 0; b < rg[i].nbuckets && j->req; b++, slot++) {
+            char key[LAYOUT_KEY_MAX];
+            size_t klen = layout_bucket_key(key, sizeof key, tabs[i], rg[i].first_bucket + b,
+                                            sc->cfg.bucket_bits);
+            const char *argv[4] = {"ZRANGEBYLEX", key, (const char *)rg[i].lo,
+                                   (const char *)rg[i].hi};
+            size_t argvlen[4] = {strlen(argv[0]), klen, rg[i].lo_len, rg[i].hi_len};
+            j->slots[slot].table = tabs[i];
+            j->slots[slot].bucket = rg[i].first_bucket + b;
+            shard_job_send(j, slot, 4, argv, argvlen);
+        }
+    }
+    if (qdocs && j->req) {      /* after the scans, as the separate read would be */
+        char key[LAYOUT_KEY_MAX];
+        size_t klen = layout_doc_key(key, sizeof key, q, p0);
+        const char *argv[2] = {"SMEMBERS", key};
+        size_t argvlen[2] = {strlen(argv[0]), klen};
+        j->slots[slot].qdocs = 1;
+        shard_job_send(j, slot, 2, argv, argvlen);
+    }
+    shard_job_release(j);
+out:
+    if (qs)
+        shard_query_free(qs);
+    free(tabs);
+    free(rg);
+}
+
+/* One reply of the scan: a ZRANGEBYLEX (members within distance d kept) or the
+ * SMEMBERS of q's own document set. */
+static int shard_query_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
+                              const char **why)
+{
+    shard_ctx *sc = j->sc;
+    shard_query *qs = j->state;
+    if (s->qdocs) {
+        if (rep->type != REDIS_REPLY_ARRAY) {
+            *why = "unexpected reply to SMEMBERS";
+            return -1;
+        }
+        qs->qdocs_read = 1;
+        qs->qdocs_empty = rep->elements == 0;
+        return shard_reply_docs(&qs->qdocs, rep, why);
+    }
+    if (rep->type != REDIS_REPLY_ARRAY) {
+        *why = "unexpected reply to ZRANGEBYLEX";
+        return -1;
+    }
+    const perm_table *t = &sc->ps.tables[s->table];
+    sc->st.candidates += rep->elements;
+    for (size_t i = 0; i < rep->elements; i++) {
+        const redisReply *e = rep->element[i];
+        uint64_t p;
+        if (e->type != REDIS_REPLY_STRING ||
+            layout_member_decode(e->str, e->len, s->bucket, sc->cfg.bucket_bits, &p) != 0) {
+            log_warn_rl("foreign member of length %zu in a bucket of table %u; ignored",
+                        e->type == REDIS_REPLY_STRING ? e->len : 0, s->table);
+            continue;
+        }
+        uint64_t fp = perm_revert(t, p);
+        unsigned dist = ham_dist(fp, qs->q);
+        if (dist > qs->d)
+            continue;
+        if (qs->nm == qs->capm) {
+            size_t cap = qs->capm ? qs->capm * 2 : 16;
+            shard_match *nm = realloc(qs->m, cap * sizeof *nm);
+            if (nm == NULL) {
+                *why = "out of memory";
+                return -1;
+            }
+            qs->m = nm;
+            qs->capm = cap;
+        }
+        qs->m[qs->nm++] = (shard_match){fp, dist, 0, 0};
+    }
+    return 0;
+}
+
+/* Orders matches by distance, then fingerprint. */
+static int shard_match_cmp(const void *a, const void *b)
+{
+    const shard_match *x = a, *y = b;
+    if (x->dist != y->dist)
+        return x->dist < y->dist ? -1 : 1;
+    return x->fp < y->fp ? -1 : x->fp > y->fp;
+}
+
+/* Match i is q itself and its ids came with the scan. */
+static int shard_match_has_qdocs(const shard_query *qs, size_t i)
+{
+    return qs->qdocs_read && qs->m[i].fp == qs->q;
+}
+
+/* ---- The document ids (DOCS) ---- */
+
+/* Marks the matches whose ids this worker reads: those whose table-0 shard it serves
+ * (in cluster mode: that of q, when table 0 was asked for; other keys would cost a
+ * -MOVED hop each). Returns how many of them need an SMEMBERS (q's own came with the
+ * scan), or 0 with none marked when the parts cannot be allocated. */
+static unsigned shard_query_own(shard_ctx *sc, shard_query *qs)
+{
+    unsigned n = 0;
+    int cl = shard_redis_cluster_mode(sc->redis);
+    qs->parts = calloc(qs->nm ? qs->nm : 1, sizeof *qs->parts);
+    if (qs->parts == NULL)
+        return 0;
+    qs->nparts = qs->nm;
+    for (size_t i = 0; i < qs->nm; i++) {
+        unsigned sh = layout_shard_of(perm_apply(&sc->ps.tables[0], qs->m[i].fp));
+        resp_buf_init(&qs->parts[i], 0);
+        qs->m[i].own = cl ? qs->q0shard >= 0 && sh == (unsigned)qs->q0shard
+                          : sh >= sc->cfg.lo && sh <= sc->cfg.hi;
+        if (qs->m[i].own && shard_match_has_qdocs(qs, i)) {
+            qs->parts[i] = qs->qdocs;   /* moved: freed with the parts */
+            resp_buf_init(&qs->qdocs, 0);
+            qs->m[i].empty = qs->qdocs_empty;
+        } else if (qs->m[i].own) {
+            n++;
+        }
+    }
+    return n;
+}
+
+/* The scan is done: matches sorted by distance and fingerprint, each once. Without
+ * DOCS (or nothing of ours to read) the answer; else the docs job reads the ids of
+ * the matches this worker serves. With no room in Redis for those reads the matches
+ * go without ids, which the coordinator then fetches with SHARD.DOCS. */
+static void shard_query_scanned(shard_job *j)
+{
+    shard_ctx *sc = j->sc;
+    shard_query *qs = j->state;
+    if (qs->nm > 1)
+        qsort(qs->m, qs->nm, sizeof *qs->m, shard_match_cmp);
+    size_t n = 0;
+    for (size_t i = 0; i < qs->nm; i++)
+        if (n == 0 || qs->m[i].fp != qs->m[n - 1].fp)
+            qs->m[n++] = qs->m[i];
+    qs->nm = n;
+    unsigned nread = qs->withdocs ? shard_query_own(sc, qs) : 0;
+    if (nread == 0) {
+        shard_query_answer(j);
+        return;
+    }
+    if (nread > sc->cfg.max_inflight_redis || !shard_redis_room(sc->redis, nread) ||
+        shard_redis_get_state(sc->redis) != SHARD_REDIS_READY) {
+        for (size_t i = 0; i < qs->nm; i++)
+            if (qs->m[i].own && !shard_match_has_qdocs(qs, i))
+                qs->m[i].own = 0;
+        shard_query_answer(j);
+        return;
+    }
+    shard_job *dj = shard_job_new(sc, j->req, &shard_query_docs_ops, qs, nread);
+    if (dj == NULL) {
+        shard_job_fail(j, RS_OOM, NULL, "out of memory");
+        return;
+    }
+    shard_job_handoff(j);       /* the request and qs go on with dj */
+    unsigned k = 0;
+    for (size_t i = 0; i < qs->nm && dj->req; i++) {
+        if (!qs->m[i].own || shard_match_has_qdocs(qs, i))
+            continue;
+        char key[LAYOUT_KEY_MAX];
+        uint64_t p0 = perm_apply(&sc->ps.tables[0], qs->m[i].fp);
+        size_t klen = layout_doc_key(key, sizeof key, qs->m[i].fp, p0);
+        const char *argv[2] = {"SMEMBERS", key};
+        size_t argvlen[2] = {strlen(argv[0]), klen};
+        dj->slots[k].idx = (uint32_t)i;
+        shard_job_send(dj, k, 2, argv, argvlen);
+        k++;
+    }
+    shard_job_release(dj);
+}
+
+/* One SMEMBERS reply of the docs job: the ids of match s->idx. */
+static int shard_query_docs_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
+                                   const char **why)
+{
+    shard_query *qs = j->state;
+    if (rep->type != REDIS_REPLY_ARRAY) {
+        *why = "unexpected reply to SMEMBERS";
+        return -1;
+    }
+    qs->m[s->idx].empty = rep->elements == 0;
+    return shard_reply_docs(&qs->parts[s->idx], rep, why);
+}
+
+/* ---- The answer ---- */
+
+/* [fp, dist] per match, [fp, dist, [docid ...]] for those whose ids were read; a
+ * match whose document set is empty (a DEL under way) is left out. */
+static void shard_query_answer(shard_job *j)
+{
+    shard_query *qs = j->state;
+    resp_buf *out = rs_req_out(j->req);
+    size_t n = 0;
+    for (size_t i = 0; i < qs->nm; i++)
+        n += !qs->m[i].empty;
+    j->sc->st.matches += n;
+    resp_add_array(out, n);
+    for (size_t i = 0; i < qs->nm; i++) {
+        if (qs->m[i].empty)
+            continue;
+        resp_add_array(out, qs->m[i].own ? 3 : 2);
+        resp_add_bulk_u64(out, qs->m[i].fp);
+        resp_add_int(out, qs->m[i].dist);
+        if (qs->m[i].own)
+            resp_buf_append(out, qs->parts[i].data, qs->parts[i].len);
+    }
+    shard_job_answer(j);
+}
