@@ -1,5 +1,5 @@
 /* args.c: the argument checks shared by the SHARD.* commands of simhash-shard
- * (handlers.c): parsing of fingerprints and table numbers, the shard-ownership and
+ * (handlers.c, query.c): parsing of fingerprints and table numbers, the shard-ownership and
  * Redis-availability checks, the document-id checks, and the immediate error replies
  * they answer with (each counted in the worker's stats). */
 #include <stdarg.h>

@@ -66,7 +66,7 @@ typedef struct shard_ctx {
     rserver *srv;
     struct event_base *base;
     shard_stats st;
-    /* SHARD.WAIT (handlers.c): group commit of Redis WAIT; the AOF check cache */
+    /* SHARD.WAIT (wait.c): group commit of Redis WAIT; the AOF check cache */
     struct shard_waiter *wait_sent; /* requests the WAIT in flight answers */
     struct shard_waiter *wait_next; /* requests for the next WAIT */
     int wait_inflight;
