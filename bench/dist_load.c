@@ -39,6 +39,7 @@
 #include "layout.h"
 #include "parse.h"
 #include "perm.h"
+#include "resp.h"
 
 #define DL_MAX_CMDS 4096      /* Redis commands per operation, upper bound */
 #define DL_ARGS_MAX 8
@@ -129,7 +130,7 @@ static unsigned dl_append_raw_query(redisContext *c, uint64_t fp)
             char key[LAYOUT_KEY_MAX];
             size_t klen = layout_bucket_key(key, sizeof key, t, r.first_bucket + b, opt.bucket_bits);
             const char *argv[4] = {"ZRANGEBYLEX", key, (const char *)r.lo, (const char *)r.hi};
-            size_t lens[4] = {11, klen, r.lo_len, r.hi_len};
+            size_t lens[4] = {RESP_LITLEN("ZRANGEBYLEX"), klen, r.lo_len, r.hi_len};
             redisAppendCommandArgv(c, 4, argv, lens);
             n++;
         }
@@ -146,13 +147,13 @@ static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
         size_t klen = layout_key_of(key, sizeof key, t, p, opt.bucket_bits);
         size_t mlen = layout_member(mem, p, opt.bucket_bits);
         const char *argv[4] = {"ZADD", key, "0", (const char *)mem};
-        size_t lens[4] = {4, klen, 1, mlen};
+        size_t lens[4] = {RESP_LITLEN("ZADD"), klen, RESP_LITLEN("0"), mlen};
         redisAppendCommandArgv(c, 4, argv, lens);
     }
     size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
     int dlen = snprintf(doc, sizeof doc, "d%" PRIu64, id);
     const char *argv[3] = {"SADD", key, doc};
-    size_t lens[3] = {4, klen, (size_t)dlen};
+    size_t lens[3] = {RESP_LITLEN("SADD"), klen, (size_t)dlen};
     redisAppendCommandArgv(c, 3, argv, lens);
     return ps.ntables + 1;
 }
@@ -180,7 +181,7 @@ static unsigned dl_append_raw_locked(redisContext *c, uint64_t fp, uint64_t id)
         size_t klen = layout_key_of(key, sizeof key, t, p, opt.bucket_bits);
         size_t mlen = layout_member(mem, p, opt.bucket_bits);
         const char *argv[4] = {"ZADD", key, "0", (const char *)mem};
-        size_t lens[4] = {4, klen, 1, mlen};
+        size_t lens[4] = {RESP_LITLEN("ZADD"), klen, RESP_LITLEN("0"), mlen};
         redisAppendCommandArgv(c, 4, argv, lens);
     }
     const char *ua[6] = {"EVAL", LAYOUT_UNLOCK_LUA, "1", wkey, field, tok};
@@ -342,7 +343,7 @@ static int dl_preload(void)
             int argc = 2;
             size_t klen = layout_bucket_key(key, sizeof key, t, e[i].bucket, opt.bucket_bits);
             argv[0] = "ZADD";
-            lens[0] = 4;
+            lens[0] = RESP_LITLEN("ZADD");
             argv[1] = key;
             lens[1] = klen;
             while (j < n && e[j].bucket == e[i].bucket && j - i < GROUP) {
@@ -381,7 +382,7 @@ static int dl_predocs(void)
         size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
         int dlen = snprintf(doc, sizeof doc, "d%" PRIu64, id);
         const char *argv[3] = {"SADD", key, doc};
-        size_t lens[3] = {4, klen, (size_t)dlen};
+        size_t lens[3] = {RESP_LITLEN("SADD"), klen, (size_t)dlen};
         redisAppendCommandArgv(c, 3, argv, lens);
         pending++;
         dl_drain(c, &pending, 1024, &st);
@@ -463,14 +464,14 @@ static void dl_async_raw_query(redisAsyncContext *ac, uint64_t fp, void *priv)
             char key[LAYOUT_KEY_MAX];
             size_t klen = layout_bucket_key(key, sizeof key, t, r.first_bucket + b, opt.bucket_bits);
             const char *argv[4] = {"ZRANGEBYLEX", key, (const char *)r.lo, (const char *)r.hi};
-            size_t lens[4] = {11, klen, r.lo_len, r.hi_len};
+            size_t lens[4] = {RESP_LITLEN("ZRANGEBYLEX"), klen, r.lo_len, r.hi_len};
             redisAsyncCommandArgv(ac, NULL, NULL, 4, argv, lens);
         }
     }
     char key[LAYOUT_KEY_MAX];
     size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
     const char *argv[2] = {"SMEMBERS", key};
-    size_t lens[2] = {8, klen};
+    size_t lens[2] = {RESP_LITLEN("SMEMBERS"), klen};
     redisAsyncCommandArgv(ac, dl_paced_reply, priv, 2, argv, lens);
 }
 

@@ -455,7 +455,7 @@ static void coord_query_merge(coord_op *op)
             return;
         }
         argv[0] = "SHARD.DOCS";
-        lens[0] = 10;
+        lens[0] = RESP_LITLEN("SHARD.DOCS");
         for (size_t i = 0; i < g->n; i++) {
             lens[i + 1] = coord_fp_str(s->m[s->fetch[g->start + i]].fp, fps[i]);
             argv[i + 1] = fps[i];

@@ -428,7 +428,7 @@ static void cw_lock_round(coord_op *op)
         argv[3] = lease;
         lens[3] = leaselen;
         argv[4] = opstr;
-        lens[4] = 1;
+        lens[4] = RESP_LITLEN("A");
         lens[0] = strlen(argv[0]);
         for (size_t j = 0; withids && j < it->n; j++) {
             const coord_pair *p = &wr->pairs[wr->order[it->first + j]];

@@ -215,11 +215,11 @@ static void shard_cmd_add_del(rs_req *req, int add)
         size_t mlen = layout_member(member, ps[i], sc->cfg.bucket_bits);
         if (add) {
             const char *argv[4] = {"ZADD", key, "0", (const char *)member};
-            size_t argvlen[4] = {4, klen, 1, mlen};
+            size_t argvlen[4] = {RESP_LITLEN("ZADD"), klen, RESP_LITLEN("0"), mlen};
             shard_job_send(j, i, 4, argv, argvlen);
         } else {
             const char *argv[3] = {"ZREM", key, (const char *)member};
-            size_t argvlen[3] = {4, klen, mlen};
+            size_t argvlen[3] = {RESP_LITLEN("ZREM"), klen, mlen};
             shard_job_send(j, i, 3, argv, argvlen);
         }
     }
@@ -338,7 +338,8 @@ static void shard_cmd_unlock(rs_req *req)
         return;
     }
     const char *argv[7] = {"EVAL", LAYOUT_UNLOCK_LUA, "1", wkey, field, token, "abandon"};
-    size_t argvlen[7] = {4, strlen(LAYOUT_UNLOCK_LUA), 1, strlen(wkey), 16, tlen, 7};
+    size_t argvlen[7] = {RESP_LITLEN("EVAL"), strlen(LAYOUT_UNLOCK_LUA), RESP_LITLEN("1"),
+                           strlen(wkey), 16, tlen, RESP_LITLEN("abandon")};
     shard_job_send(j, 0, ab ? 7 : 6, argv, argvlen);
     shard_job_release(j);
 }

@@ -178,7 +178,7 @@ static void shard_fix_on_lock(void *priv, redisReply *reply, const char *err)
         size_t mlen = layout_member(member, p, sc->cfg.bucket_bits);
         const char *argv[4] = {add ? "ZADD" : "ZREM", key, add ? "0" : (const char *)member,
                                (const char *)member};
-        size_t argvlen[4] = {4, klen, add ? 1 : mlen, mlen};
+        size_t argvlen[4] = {RESP_LITLEN("ZADD"), klen, add ? RESP_LITLEN("0") : mlen, mlen};
         f->pending++;
         if (shard_repair_send(rp, shard_fix_on_entry, f, add ? 4 : 3, argv, argvlen) != 0) {
             f->pending--;

@@ -78,7 +78,7 @@ static shc_status do_connect(shc_client *c)
         return conn_failed(c, "cannot set timeout on", errno);
     if (c->password) {
         const char *argv[2] = { "AUTH", c->password };
-        size_t lens[2] = { 4, strlen(c->password) };
+        size_t lens[2] = { SHCI_LITLEN("AUTH"), strlen(c->password) };
         errno = 0;
         r = redisCommandArgv(c->rc, 2, argv, lens);
         if (!r)
@@ -253,7 +253,7 @@ shc_status shc_add(shc_client *c, uint64_t fp, const char *docid, long long *add
         return st;
     snprintf(fps, sizeof(fps), "%" PRIu64, fp);
     const char *argv[3] = { "SIMHASH.ADD", fps, docid };
-    size_t lens[3] = { 11, strlen(fps), strlen(docid) };
+    size_t lens[3] = { SHCI_LITLEN("SIMHASH.ADD"), strlen(fps), strlen(docid) };
     if ((st = run(c, 3, argv, lens, &r)) != SHC_OK)
         return st;
     st = want_integer(c, r, "SIMHASH.ADD", added);
@@ -273,7 +273,7 @@ shc_status shc_del(shc_client *c, uint64_t fp, const char *docid, long long *rem
         return st;
     snprintf(fps, sizeof(fps), "%" PRIu64, fp);
     const char *argv[3] = { "SIMHASH.DEL", fps, docid };
-    size_t lens[3] = { 11, strlen(fps), docid ? strlen(docid) : 0 };
+    size_t lens[3] = { SHCI_LITLEN("SIMHASH.DEL"), strlen(fps), docid ? strlen(docid) : 0 };
     if ((st = run(c, docid ? 3 : 2, argv, lens, &r)) != SHC_OK)
         return st;
     st = want_integer(c, r, "SIMHASH.DEL", removed);
@@ -374,7 +374,7 @@ shc_status shc_check_text(shc_client *c, const char *docid, const char *text, si
     if (!text && len > 0)
         return shci_set_error(c, SHC_ERR_ARG, "no text given");
     const char *argv[3] = { "SIMHASH.CHECKTEXT", docid, text ? text : "" };
-    size_t lens[3] = { 17, strlen(docid), len };
+    size_t lens[3] = { SHCI_LITLEN("SIMHASH.CHECKTEXT"), strlen(docid), len };
     if ((st = run(c, 3, argv, lens, &r)) != SHC_OK)
         return st;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
@@ -399,7 +399,7 @@ shc_status shc_fingerprint(shc_client *c, const char *text, size_t len, uint64_t
     if (!fp || (!text && len > 0))
         return shci_set_error(c, SHC_ERR_ARG, "no text or result pointer given");
     const char *argv[2] = { "SIMHASH.FINGERPRINT", text ? text : "" };
-    size_t lens[2] = { 19, len };
+    size_t lens[2] = { SHCI_LITLEN("SIMHASH.FINGERPRINT"), len };
     if ((st = run(c, 2, argv, lens, &r)) != SHC_OK)
         return st;
     st = shci_parse_fp_reply(c, r, "SIMHASH.FINGERPRINT", &v);
@@ -524,7 +524,7 @@ static int add_build(void *ctx, size_t i, const char **argv, size_t *lens, char 
     argv[0] = "SIMHASH.ADD";
     argv[1] = b1;
     argv[2] = a->docids[i];
-    lens[0] = 11;
+    lens[0] = SHCI_LITLEN("SIMHASH.ADD");
     lens[1] = strlen(b1);
     lens[2] = strlen(a->docids[i]);
     return 3;

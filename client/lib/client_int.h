@@ -2,6 +2,9 @@
 #ifndef SIMHASH_CLIENT_INT_H
 #define SIMHASH_CLIENT_INT_H
 
+/* Length of a string literal (a command name), counted by the compiler. */
+#define SHCI_LITLEN(lit) (sizeof("" lit) - 1)
+
 #include "simhash/client.h"
 
 #include <hiredis/hiredis.h>

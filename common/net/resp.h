@@ -10,6 +10,10 @@
 #ifndef SIMHASH_RESP_H
 #define SIMHASH_RESP_H
 
+/* Length of a string literal (a command name in an argv-length array), counted by
+ * the compiler: RESP_LITLEN("ZADD") is 4. Only literals compile. */
+#define RESP_LITLEN(lit) (sizeof("" lit) - 1)
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
