@@ -12,7 +12,6 @@
 #include <hiredis/hiredis.h>
 
 static redisReplyObjectFunctions *guard_orig;
-static unsigned long guard_refused;
 
 static int guard_unsolicited(const redisReadTask *task)
 {
@@ -22,7 +21,6 @@ static int guard_unsolicited(const redisReadTask *task)
         return 0;
     if (ac->replies.head != NULL || (ac->c.flags & (REDIS_SUBSCRIBED | REDIS_MONITORING)))
         return 0;
-    __atomic_add_fetch(&guard_refused, 1, __ATOMIC_RELAXED);
     log_warn_rl("%s:%d sent a reply nobody asked for: closing the connection "
                 "(hiredis will report it as 'Out of memory')",
                 ac->c.tcp.host ? ac->c.tcp.host : "?", ac->c.tcp.port);
@@ -74,9 +72,4 @@ void hiredis_guard(redisAsyncContext *ac)
         return;                 /* custom functions: leave them alone */
     r->fn = &guard_fns;
     r->privdata = ac;
-}
-
-unsigned long hiredis_guard_refused(void)
-{
-    return __atomic_load_n(&guard_refused, __ATOMIC_RELAXED);
 }

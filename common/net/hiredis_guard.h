@@ -10,7 +10,4 @@ struct redisAsyncContext;
 /* Install the guard on ac (right after redisAsyncConnect). */
 void hiredis_guard(struct redisAsyncContext *ac);
 
-/* Number of unsolicited replies refused so far (all connections). */
-unsigned long hiredis_guard_refused(void);
-
 #endif
