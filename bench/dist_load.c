@@ -138,9 +138,10 @@ static unsigned dl_append_raw_query(redisContext *c, uint64_t fp)
     return n;
 }
 
-static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
+/* One ZADD per table of fp's entries. Returns the number of commands. */
+static unsigned dl_append_zadds(redisContext *c, uint64_t fp)
 {
-    char key[LAYOUT_KEY_MAX], doc[32];
+    char key[LAYOUT_KEY_MAX];
     uint8_t mem[LAYOUT_MEMBER_MAX];
     for (unsigned t = 0; t < ps.ntables; t++) {
         uint64_t p = perm_apply(&ps.tables[t], fp);
@@ -150,12 +151,19 @@ static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
         size_t lens[4] = {RESP_LITLEN("ZADD"), klen, RESP_LITLEN("0"), mlen};
         redisAppendCommandArgv(c, 4, argv, lens);
     }
+    return ps.ntables;
+}
+
+static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
+{
+    char key[LAYOUT_KEY_MAX], doc[32];
+    unsigned n = dl_append_zadds(c, fp);
     size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
     int dlen = snprintf(doc, sizeof doc, "d%" PRIu64, id);
     const char *argv[3] = {"SADD", key, doc};
     size_t lens[3] = {RESP_LITLEN("SADD"), klen, (size_t)dlen};
     redisAppendCommandArgv(c, 3, argv, lens);
-    return ps.ntables + 1;
+    return n + 1;
 }
 
 /* The Redis commands a worker sends for one SIMHASH.ADD of a new fingerprint: the
@@ -174,16 +182,7 @@ static unsigned dl_append_raw_locked(redisContext *c, uint64_t fp, uint64_t id)
     const char *la[11] = {"EVAL", LAYOUT_LOCK_LUA, "3", dkey, wkey, ckey, field, tok, "4000",
                           LAYOUT_LOCK_OP_ADD, doc};
     redisAppendCommandArgv(c, 11, la, NULL);
-    for (unsigned t = 0; t < ps.ntables; t++) {
-        char key[LAYOUT_KEY_MAX];
-        uint8_t mem[LAYOUT_MEMBER_MAX];
-        uint64_t p = perm_apply(&ps.tables[t], fp);
-        size_t klen = layout_key_of(key, sizeof key, t, p, opt.bucket_bits);
-        size_t mlen = layout_member(mem, p, opt.bucket_bits);
-        const char *argv[4] = {"ZADD", key, "0", (const char *)mem};
-        size_t lens[4] = {RESP_LITLEN("ZADD"), klen, RESP_LITLEN("0"), mlen};
-        redisAppendCommandArgv(c, 4, argv, lens);
-    }
+    dl_append_zadds(c, fp);
     const char *ua[6] = {"EVAL", LAYOUT_UNLOCK_LUA, "1", wkey, field, tok};
     redisAppendCommandArgv(c, 6, ua, NULL);
     return ps.ntables + 2;
