@@ -1,5 +1,5 @@
 /* main.c: the `simhash` program: dispatches to its subcommands (offline ones in
- * cmd_*.c here, network ones in cmd_net.c). */
+ * client/tools/cmd_*.c, network ones in cmd_net.c here). */
 #include "cli.h"
 #include "cmd_net.h"
 
