@@ -1,9 +1,8 @@
 /* redis.c: the shard worker's hiredis async connection to Redis (see redis.h):
- * connect, AUTH, SELECT, meta check, backoff reconnect, in-flight bound, stalls; in
- * cluster mode also -MOVED/-ASK following over connections to other nodes and
- * reattaching to the new master after a failover (docs/cluster.md). */
-#include "hiredis_guard.h"
-#include "redis.h"
+ * connect, AUTH, SELECT, meta check, backoff reconnect, in-flight bound, stalls, and
+ * the commands. The cluster side (connections to other nodes for -MOVED/-ASK,
+ * reattaching after a failover) is in redis_cluster.c. */
+#include "redis_int.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -15,85 +14,13 @@
 
 #include <event2/event.h>
 #include <hiredis/async.h>
-#include <hiredis/adapters/libevent.h>
 
 #include "cluster.h"
 #include "layout.h"
 #include "log.h"
 #include "resp.h"
 
-#define SHARD_BACKOFF_MIN_MS 100
-#define SHARD_BACKOFF_MAX_MS 5000
-#define SHARD_REDIRECTS_MAX 5       /* -MOVED/-ASK hops per command */
-#define SHARD_PEERS_MAX 64          /* connections to other cluster nodes */
-#define SHARD_REATTACH_PROBES 16    /* nodes asked for CLUSTER SLOTS after a failure */
-#define SHARD_REATTACH_MS 200       /* per probe */
 
-typedef struct shard_redis shard_redis;
-
-/* A connection to another cluster node, for redirected commands. */
-typedef struct shard_peer {
-    shard_redis *r;
-    cluster_node node;
-    redisAsyncContext *ac;          /* NULL while not connected */
-} shard_peer;
-
-struct shard_redis {
-    struct event_base *base;
-    shard_redis_opts o;
-    char *host, *password, *user;
-    redisAsyncContext *ac;          /* NULL while down */
-    shard_redis_state state;
-    unsigned attempt;               /* failed attempts since the last success */
-    int ever_ready;
-    struct event *retry_ev;         /* backoff timer */
-    struct event *setup_ev;         /* deadline of connect + meta check */
-    unsigned inflight;
-    uint64_t last_activity_ms;      /* last reply or send on an idle connection */
-    shard_redis_stats st;
-    /* cluster mode */
-    unsigned gen;                   /* connection attempts; stale setup replies are ignored */
-    char node[CLUSTER_ADDR_MAX + 8];/* "host:port" as the cluster names the node */
-    int announced;                  /* node comes from redis-announce */
-    int role;                       /* 1 master, 0 replica, -1 unknown */
-    int my_slot;                    /* a slot the node served as master, or -1 */
-    size_t nknown;
-    cluster_node known[CLUSTER_NODES_MAX];
-    shard_peer *peers[SHARD_PEERS_MAX];
-    size_t npeers;
-};
-
-/* One command in flight: hiredis privdata. In cluster mode it keeps the formatted
- * command so that a redirection can send it again. */
-typedef struct shard_rcmd {
-    shard_redis *r;
-    shard_redis_cb fn;
-    void *priv;
-    char *fmt;
-    size_t fmtlen;
-    unsigned hops;
-    int background;         /* not routed by the coordinator (HMGET of the counters for
-                               SHARD.INFO, the meta check): redirections counted apart */
-} shard_rcmd;
-
-/* Setup command of connection attempt gen (cluster mode): hiredis privdata. */
-typedef struct shard_setup {
-    shard_redis *r;
-    unsigned gen;
-} shard_setup;
-
-static int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn,
-                            void *priv, int argc, const char **argv, const size_t *argvlen);
-
-static void shard_redis_connect(shard_redis *r);
-
-/* Milliseconds of a monotonic clock. */
-static uint64_t shard_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 /* ---- Meta check ---- */
 
@@ -311,18 +238,16 @@ out:
 
 /* ---- Connection life cycle ---- */
 
-/* Schedules the next connection attempt after the backoff delay:
- * min(5 s, 100 ms * 2^attempt), drawn uniformly from its upper half (jitter). */
+/* Schedules the next connection attempt after the backoff delay: 100 ms doubling
+ * up to 1 s, drawn uniformly from the upper half of that (jitter). The cap keeps a
+ * restarted Redis unserved for at most about a second; the doubling and jitter keep
+ * a flapping one from being hammered by every worker at once. */
 static void shard_redis_schedule_retry(shard_redis *r)
 {
     r->state = SHARD_REDIS_DOWN;
-    unsigned shift = r->attempt < 6 ? r->attempt : 6;
-    unsigned delay = SHARD_BACKOFF_MIN_MS << shift;
-    if (delay > SHARD_BACKOFF_MAX_MS)
-        delay = SHARD_BACKOFF_MAX_MS;
-    delay = delay / 2 + (unsigned)(random() % (delay / 2 + 1));
+    unsigned delay = ra_backoff_next(&r->backoff, SHARD_BACKOFF_MIN_MS, SHARD_BACKOFF_MAX_MS);
     r->attempt++;
-    struct timeval tv = {(time_t)(delay / 1000), (suseconds_t)(delay % 1000) * 1000};
+    struct timeval tv = ra_tv_ms(delay);
     evtimer_add(r->retry_ev, &tv);
     log_debug("redis %s:%d: next connection attempt in %u ms", r->host, r->o.port, delay);
 }
@@ -400,7 +325,7 @@ static void shard_redis_on_meta(redisAsyncContext *ac, void *reply, void *priv)
         r->ever_ready = 1;
         r->attempt = 0;
         r->state = SHARD_REDIS_READY;
-        r->last_activity_ms = shard_now_ms();
+        r->last_activity_ms = ra_now_ms();
         log_info("redis %s:%d: connected, corpus settings agree", r->host, r->o.port);
         return;
     }
@@ -501,94 +426,32 @@ static void shard_redis_on_setup_timeout(evutil_socket_t fd, short what, void *a
     shard_redis_drop(r);
 }
 
-/* Cluster mode, node unreachable: asks the other known nodes (blocking, at most
- * SHARD_REATTACH_PROBES, SHARD_REATTACH_MS each) who serves my_slot now. Returns 1
- * when the worker switched to another master, else 0. */
-static int shard_redis_reattach(shard_redis *r)
-{
-    cluster_map *map = malloc(sizeof *map);
-    int switched = 0, asked = 0;
-    if (map == NULL)
-        return 0;
-    shard_redis_opts po = r->o;
-    po.timeout_ms = SHARD_REATTACH_MS;
-    for (size_t i = 0; i < r->nknown && asked < SHARD_REATTACH_PROBES; i++) {
-        const cluster_node *k = &r->known[i];
-        if (k->port == r->o.port && strcmp(k->host, r->host) == 0)
-            continue;
-        asked++;
-        char err[256];
-        redisContext *c = shard_sync_connect(&po, k->host, k->port, err, sizeof err, NULL);
-        if (c == NULL)
-            continue;
-        redisReply *rep = redisCommand(c, "CLUSTER SLOTS");
-        int n = -1;
-        if (rep && cluster_map_from_slots(map, rep, k->host, err, sizeof err) >= 0)
-            n = cluster_map_node(map, (unsigned)r->my_slot);
-        if (rep)
-            freeReplyObject(rep);
-        redisFree(c);
-        if (n < 0)
-            continue;
-        const cluster_node *m = &map->nodes[n];
-        if (m->port != r->o.port || strcmp(m->host, r->host) != 0) {
-            char *h = strdup(m->host);
-            if (h != NULL) {
-                log_warn("redis %s:%d unreachable; slot %d is now served by %s:%d: "
-                         "attaching to it", r->host, r->o.port, r->my_slot, m->host, m->port);
-                free(r->host);
-                r->host = h;
-                r->o.host = h;
-                r->o.port = m->port;
-                r->node[0] = '\0';
-                r->announced = 0;   /* redis-announce named the old node */
-                r->attempt = 0;
-                r->st.reattaches++;
-                switched = 1;
-            }
-        }
-        break;      /* one node's view is enough; if unchanged, try again later */
-    }
-    free(map);
-    return switched;
-}
-
 static void shard_redis_on_retry(evutil_socket_t fd, short what, void *arg)
 {
     shard_redis *r = arg;
     (void)fd;
     (void)what;
     if (r->o.cluster && r->attempt >= 2 && r->my_slot >= 0 && r->nknown > 0)
-        shard_redis_reattach(r);
-    shard_redis_connect(r);
+        shard_redis_reattach_start(r);      /* connects when it is done */
+    else
+        shard_redis_connect(r);
 }
 
 /* Starts one connection attempt: connect, then queue AUTH, SELECT, HSETNX x4 and
  * HGETALL (hiredis sends them once the socket is connected). */
-static void shard_redis_connect(shard_redis *r)
+void shard_redis_connect(shard_redis *r)
 {
     r->state = SHARD_REDIS_CONNECTING;
-    redisAsyncContext *ac = redisAsyncConnect(r->host, r->o.port);
-    if (ac == NULL || ac->err) {
+    redisAsyncContext *ac = ra_connect(r->base, r->host, r->o.port, r, shard_redis_on_connect,
+                                       shard_redis_on_disconnect, r->st.last_error,
+                                       sizeof r->st.last_error);
+    if (ac == NULL) {
         r->st.connect_failures++;
-        snprintf(r->st.last_error, sizeof r->st.last_error, "%s",
-                 ac ? ac->errstr : "out of memory");
         log_warn_rl("redis %s:%d: connect failed: %s", r->host, r->o.port, r->st.last_error);
-        if (ac)
-            redisAsyncFree(ac);
-        shard_redis_schedule_retry(r);
-        return;
-    }
-    ac->data = r;
-    hiredis_guard(ac);
-    if (redisLibeventAttach(ac, r->base) != REDIS_OK) {
-        redisAsyncFree(ac);
         shard_redis_schedule_retry(r);
         return;
     }
     r->ac = ac;
-    redisAsyncSetConnectCallback(ac, shard_redis_on_connect);
-    redisAsyncSetDisconnectCallback(ac, shard_redis_on_disconnect);
     const char *argv[4];
     char dbs[16], val[16];
     r->gen++;
@@ -637,7 +500,7 @@ static void shard_redis_connect(shard_redis *r)
     redisAsyncCommandArgv(ac, shard_redis_on_meta, r, 2, argv, NULL);
 deadline:;
     unsigned tmo = r->o.timeout_ms < 1000 ? 1000 : r->o.timeout_ms;
-    struct timeval tv = {(time_t)(tmo / 1000), (suseconds_t)(tmo % 1000) * 1000};
+    struct timeval tv = ra_tv_ms(tmo);
     evtimer_add(r->setup_ev, &tv);
 }
 
@@ -669,7 +532,7 @@ shard_redis *shard_redis_new(struct event_base *base, const shard_redis_opts *o)
         snprintf(r->node, sizeof r->node, "%s", o->announce);
         r->announced = 1;
     }
-    srandom((unsigned)shard_now_ms() ^ (unsigned)getpid());
+    srandom((unsigned)ra_now_ms() ^ (unsigned)getpid());
     shard_redis_connect(r);
     return r;
 }
@@ -678,18 +541,7 @@ void shard_redis_free(shard_redis *r)
 {
     if (r == NULL)
         return;
-    /* each peer leaves the list before its pending commands answer "connection
-     * lost": those callbacks may write SHARD.INFO, which walks the list */
-    while (r->npeers > 0) {
-        shard_peer *p = r->peers[--r->npeers];
-        if (p->ac) {
-            redisAsyncContext *ac = p->ac;
-            p->ac = NULL;
-            ac->data = NULL;
-            redisAsyncFree(ac);
-        }
-        free(p);
-    }
+    shard_redis_cluster_free(r);
     if (r->ac) {
         redisAsyncContext *ac = r->ac;
         r->ac = NULL;           /* callbacks below must not schedule a retry */
@@ -727,94 +579,9 @@ int shard_redis_room(const shard_redis *r, unsigned n)
     return r->inflight + n <= r->o.max_inflight;
 }
 
-/* ---- Connections to other cluster nodes ---- */
-
-static void shard_peer_on_connect(const redisAsyncContext *ac, int status)
-{
-    shard_peer *p = ac->data;
-    if (p == NULL || p->ac != ac || status == REDIS_OK)
-        return;
-    p->ac = NULL;           /* hiredis frees it; pending commands get NULL replies */
-    log_warn_rl("redis %s:%d: connect failed: %s", p->node.host, p->node.port, ac->errstr);
-}
-
-static void shard_peer_on_disconnect(const redisAsyncContext *ac, int status)
-{
-    shard_peer *p = ac->data;
-    (void)status;
-    if (p != NULL && p->ac == ac)
-        p->ac = NULL;
-}
-
-/* The connection to node n (the worker's own node, or a peer connected on demand,
- * with AUTH). Returns NULL when none can be made. */
-static redisAsyncContext *shard_redis_conn_to(shard_redis *r, const cluster_node *n)
-{
-    if (r->ac && n->port == r->o.port && strcmp(n->host, r->host) == 0)
-        return r->ac;
-    shard_peer *p = NULL;
-    for (size_t i = 0; i < r->npeers; i++)
-        if (r->peers[i]->node.port == n->port && strcmp(r->peers[i]->node.host, n->host) == 0)
-            p = r->peers[i];
-    if (p == NULL) {
-        if (r->npeers == SHARD_PEERS_MAX)
-            return NULL;
-        p = calloc(1, sizeof *p);
-        if (p == NULL)
-            return NULL;
-        p->r = r;
-        p->node = *n;
-        r->peers[r->npeers++] = p;
-    }
-    if (p->ac)
-        return p->ac;
-    redisAsyncContext *ac = redisAsyncConnect(n->host, n->port);
-    if (ac == NULL || ac->err) {
-        if (ac)
-            redisAsyncFree(ac);
-        return NULL;
-    }
-    ac->data = p;
-    hiredis_guard(ac);
-    if (redisLibeventAttach(ac, r->base) != REDIS_OK) {
-        redisAsyncFree(ac);
-        return NULL;
-    }
-    redisAsyncSetConnectCallback(ac, shard_peer_on_connect);
-    redisAsyncSetDisconnectCallback(ac, shard_peer_on_disconnect);
-    if (r->password && r->password[0]) {
-        const char *argv[3] = {"AUTH", r->user[0] ? r->user : r->password, r->password};
-        redisAsyncCommandArgv(ac, NULL, NULL, r->user[0] ? 3 : 2, argv, NULL);
-    }
-    p->ac = ac;
-    log_info("redis %s:%d: connecting for redirected commands", n->host, n->port);
-    return ac;
-}
-
-/* ---- Commands ---- */
-
-static void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata);
-
-/* Sends cmd (already formatted) again to node n after a redirection; ASKING first
- * for kind ASK. Returns 0, or -1 when it could not be sent. */
-static int shard_redis_redirect(shard_redis *r, shard_rcmd *cmd, cluster_redir_kind kind,
-                                const cluster_node *n)
-{
-    redisAsyncContext *ac = shard_redis_conn_to(r, n);
-    if (ac == NULL)
-        return -1;
-    if (kind == CLUSTER_REDIR_ASK && redisAsyncCommand(ac, NULL, NULL, "ASKING") != REDIS_OK)
-        return -1;
-    if (redisAsyncFormattedCommand(ac, shard_redis_on_reply, cmd, cmd->fmt, cmd->fmtlen) != REDIS_OK)
-        return -1;
-    cmd->hops++;
-    r->inflight++;
-    return 0;
-}
-
 /* hiredis callback of every command: follow a redirection (cluster mode), else
  * account for it and hand the reply on. */
-static void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
+void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     shard_rcmd *cmd = privdata;
     shard_redis *r = cmd->r;
@@ -844,7 +611,7 @@ static void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privd
         err = r->ac == NULL && r->state == SHARD_REDIS_READY ? "shutting down"
                                                              : "connection lost";
     else
-        r->last_activity_ms = shard_now_ms();
+        r->last_activity_ms = ra_now_ms();
     shard_redis_cb fn = cmd->fn;
     void *priv = cmd->priv;
     free(cmd->fmt);
@@ -852,10 +619,8 @@ static void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privd
     fn(priv, reply, err);
 }
 
-/* Sends one command on ac (the node's connection), keeping it formatted in cluster
- * mode. Returns 0 (fn will be called exactly once), or -1. */
-static int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn,
-                            void *priv, int argc, const char **argv, const size_t *argvlen)
+int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, void *priv,
+                     int argc, const char **argv, const size_t *argvlen)
 {
     shard_rcmd *cmd = calloc(1, sizeof *cmd);
     if (cmd == NULL)
@@ -898,7 +663,7 @@ static int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_c
         return -1;
     }
     if (r->inflight == 0)
-        r->last_activity_ms = shard_now_ms();
+        r->last_activity_ms = ra_now_ms();
     r->inflight++;
     return 0;
 }
@@ -918,7 +683,7 @@ void shard_redis_stall_check(shard_redis *r)
 {
     if (r->ac == NULL || r->state != SHARD_REDIS_READY || r->inflight == 0)
         return;
-    uint64_t idle = shard_now_ms() - r->last_activity_ms;
+    uint64_t idle = ra_now_ms() - r->last_activity_ms;
     if (idle < r->o.timeout_ms)
         return;
     log_warn_rl("redis %s:%d: no reply for %llu ms with %u commands outstanding; "
@@ -944,18 +709,3 @@ const char *shard_redis_node(const shard_redis *r)
     return r->node;
 }
 
-void shard_redis_cluster_info(const shard_redis *r, resp_buf *b)
-{
-    size_t open = 0;
-    for (size_t i = 0; i < r->npeers; i++)
-        open += r->peers[i]->ac != NULL;
-    resp_buf_printf(b, "# Cluster\r\ncluster:%s\r\ncluster_node:%s\r\ncluster_role:%s\r\n"
-                    "cluster_moved:%llu\r\ncluster_ask:%llu\r\ncluster_redirect_errors:%llu\r\n"
-                    "cluster_redirects_background:%llu\r\n"
-                    "cluster_reattaches:%llu\r\ncluster_peers:%zu\r\ncluster_known_nodes:%zu\r\n",
-                    r->o.cluster ? "yes" : "no", r->node,
-                    r->role == 1 ? "master" : r->role == 0 ? "replica" : "unknown",
-                    r->st.moved, r->st.ask, r->st.redirect_errors, r->st.redirects_background,
-                    r->st.reattaches, open,
-                    r->nknown);
-}

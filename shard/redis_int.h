@@ -1,0 +1,103 @@
+/* redis_int.h: the shard worker's Redis connection, internals shared by redis.c
+ * (connection life cycle, commands) and redis_cluster.c (connections to other
+ * cluster nodes, -MOVED/-ASK, reattaching after a failover). Not a public header. */
+#ifndef SIMHASH_SHARD_REDIS_INT_H
+#define SIMHASH_SHARD_REDIS_INT_H
+
+#include <hiredis/async.h>
+
+#include "cluster.h"
+#include "rasync.h"
+#include "redis.h"
+
+#define SHARD_BACKOFF_MIN_MS 100
+#define SHARD_BACKOFF_MAX_MS 1000     /* a restarted Redis is back within about a second */
+#define SHARD_REDIRECTS_MAX 5       /* -MOVED/-ASK hops per command */
+#define SHARD_PEERS_MAX 64          /* connections to other cluster nodes */
+#define SHARD_REATTACH_PROBES 16    /* nodes asked for CLUSTER SLOTS after a failure */
+#define SHARD_REATTACH_MS 200       /* deadline of one probe */
+
+
+/* A connection to another cluster node, for redirected commands. */
+typedef struct shard_peer {
+    shard_redis *r;
+    cluster_node node;
+    redisAsyncContext *ac;          /* NULL while not connected */
+} shard_peer;
+
+struct shard_redis {
+    struct event_base *base;
+    shard_redis_opts o;
+    char *host, *password, *user;
+    redisAsyncContext *ac;          /* NULL while down */
+    shard_redis_state state;
+    unsigned attempt;               /* failed attempts since the last success */
+    int ever_ready;
+    struct event *retry_ev;         /* backoff timer */
+    ra_backoff backoff;
+    struct event *setup_ev;         /* deadline of connect + meta check */
+    unsigned inflight;
+    uint64_t last_activity_ms;      /* last reply or send on an idle connection */
+    shard_redis_stats st;
+    /* cluster mode */
+    unsigned gen;                   /* connection attempts; stale setup replies are ignored */
+    char node[CLUSTER_ADDR_MAX + 8];/* "host:port" as the cluster names the node */
+    int announced;                  /* node comes from redis-announce */
+    int role;                       /* 1 master, 0 replica, -1 unknown */
+    int my_slot;                    /* a slot the node served as master, or -1 */
+    size_t nknown;
+    cluster_node known[CLUSTER_NODES_MAX];
+    shard_peer *peers[SHARD_PEERS_MAX];
+    size_t npeers;
+    /* reattach (redis_cluster.c): one CLUSTER SLOTS probe at a time, asynchronous */
+    redisAsyncContext *probe_ac;    /* the probe in flight, or NULL */
+    struct event *probe_ev;         /* its deadline; also "next probe now" */
+    size_t probe_next;              /* index in known of the next node to ask */
+    unsigned probe_asked;
+    cluster_map *probe_map;
+};
+
+/* One command in flight: hiredis privdata. In cluster mode it keeps the formatted
+ * command so that a redirection can send it again. */
+typedef struct shard_rcmd {
+    shard_redis *r;
+    shard_redis_cb fn;
+    void *priv;
+    char *fmt;
+    size_t fmtlen;
+    unsigned hops;
+    int background;         /* not routed by the coordinator (HMGET of the counters for
+                               SHARD.INFO, the meta check): redirections counted apart */
+} shard_rcmd;
+
+/* Setup command of connection attempt gen (cluster mode): hiredis privdata. */
+typedef struct shard_setup {
+    shard_redis *r;
+    unsigned gen;
+} shard_setup;
+
+/* ---- redis.c ---- */
+
+/* Sends one command on ac (the node's connection), keeping it formatted in cluster
+ * mode. Returns 0 (fn will be called exactly once), or -1. */
+int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, void *priv,
+                     int argc, const char **argv, const size_t *argvlen);
+/* hiredis callback of every command (redirections are followed in redis_cluster.c). */
+void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata);
+/* Starts one connection attempt to r->host:r->o.port. */
+void shard_redis_connect(shard_redis *r);
+
+/* ---- redis_cluster.c ---- */
+
+/* Sends cmd (already formatted) again to node n after a redirection; ASKING first
+ * for kind ASK. Returns 0, or -1 when it could not be sent. */
+int shard_redis_redirect(shard_redis *r, shard_rcmd *cmd, cluster_redir_kind kind,
+                         const cluster_node *n);
+/* Cluster mode, node unreachable twice: asks the other known nodes, one at a time
+ * with a deadline each, who serves my_slot now; attaches to that master if it is
+ * another node; then makes the next connection attempt. Never blocks. */
+void shard_redis_reattach_start(shard_redis *r);
+/* Closes the peer connections and a probe in flight (from shard_redis_free). */
+void shard_redis_cluster_free(shard_redis *r);
+
+#endif
