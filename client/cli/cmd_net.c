@@ -99,16 +99,14 @@ static int net_common_opt(net_opts *o, int c, const char *val)
     }
 }
 
-/* Read the password from path into buf: the first line, without its ending.
- * Returns 0, or -1 with a message printed. */
-static int read_password(const net_opts *o, char *buf, size_t size)
+int net_read_password(const char *prog, const char *path, char *buf, size_t size)
 {
-    int fd = open(o->password_file, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
     size_t len = 0;
     ssize_t r;
 
     if (fd < 0) {
-        fprintf(stderr, "%s: cannot open password file %s: %s\n", o->prog, o->password_file,
+        fprintf(stderr, "%s: cannot open password file %s: %s\n", prog, path,
                 strerror(errno));
         return -1;
     }
@@ -116,8 +114,8 @@ static int read_password(const net_opts *o, char *buf, size_t size)
         if (r < 0) {
             if (errno == EINTR)
                 continue;
-            fprintf(stderr, "%s: cannot read password file %s: %s\n", o->prog,
-                    o->password_file, strerror(errno));
+            fprintf(stderr, "%s: cannot read password file %s: %s\n", prog,
+                    path, strerror(errno));
             close(fd);
             return -1;
         }
@@ -130,17 +128,17 @@ static int read_password(const net_opts *o, char *buf, size_t size)
     if (len > 0 && buf[len - 1] == '\r')
         len--;
     if (len >= size) {
-        fprintf(stderr, "%s: password file %s: password longer than %zu bytes\n", o->prog,
-                o->password_file, size - 1);
+        fprintf(stderr, "%s: password file %s: password longer than %zu bytes\n", prog,
+                path, size - 1);
         return -1;
     }
     if (len == 0) {
-        fprintf(stderr, "%s: password file %s: empty password\n", o->prog, o->password_file);
+        fprintf(stderr, "%s: password file %s: empty password\n", prog, path);
         return -1;
     }
     if (memchr(buf, '\0', len)) {
-        fprintf(stderr, "%s: password file %s: NUL byte in password\n", o->prog,
-                o->password_file);
+        fprintf(stderr, "%s: password file %s: NUL byte in password\n", prog,
+                path);
         return -1;
     }
     buf[len] = '\0';
@@ -154,7 +152,7 @@ static shc_client *net_connect(const net_opts *o)
     shc_client *c = NULL;
     shc_status st;
 
-    if (o->password_file && read_password(o, pw, sizeof(pw)) != 0)
+    if (o->password_file && net_read_password(o->prog, o->password_file, pw, sizeof(pw)) != 0)
         return NULL;
     st = shc_connect(o->host, (int)o->port, (int)o->timeout_ms,
                      o->password_file ? pw : NULL, &c);

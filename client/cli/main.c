@@ -24,6 +24,7 @@ static const cli_command commands[] = {
     {"check", cmd_check, "print the stored near-duplicates of a fingerprint, then add it"},
     {"del", cmd_del, "remove a document id, or a fingerprint with all its documents"},
     {"load", cmd_load, "bulk-load 'fingerprint docid' lines, pipelined"},
+    {"fsck", cmd_fsck, "check (and --repair) a deployment's Redis data: tables, documents, locks, counters"},
 };
 
 static void usage(FILE *f)

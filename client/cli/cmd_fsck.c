@@ -1,0 +1,815 @@
+/* cmd_fsck.c: `simhash fsck [--repair]`: checks a whole deployment's Redis data
+ * (single Redis or Redis Cluster) against the invariant of docs/protocol.md
+ * ("Consistency"): a fingerprint has its entry in every table iff its document set
+ * is non-empty, no write lock is stale, and the counters c:{0:xx} are exact.
+ *
+ * It talks to Redis directly (hiredis, blocking, pipelined in batches), in phases:
+ *   documents  SCAN d:*, SCARD each set, ZSCORE of its entry in every table
+ *   tables     SCAN s:*, every member reverted to its fingerprint; one without a
+ *              document set (EXISTS, checked once per fingerprint) is an orphan
+ *   locks      SCAN w:*, locks whose expiry passed (Redis TIME) are stale
+ *   counters   c:{0:xx} against the recount of the documents phase
+ * With --repair every inconsistent fingerprint is reconciled under its write lock
+ * (the lock script with op F, then ZADD or ZREM in every table, then unlock; a lock
+ * held by a live writer is left to it), and wrong counters are rewritten.
+ * Memory: 8 bytes per fingerprint with documents (a sorted array, to tell orphans
+ * without a Redis lookup per table entry), plus the inconsistent ones. */
+#include "cli.h"
+#include "cmd_net.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "cluster.h"
+#include "layout.h"
+#include "parse.h"
+#include "perm.h"
+
+#define FK_BATCH 256            /* keys per pipelined batch */
+#define FK_MAX_NODES CLUSTER_MAX_NODES
+
+typedef struct fk_node {
+    char host[CLUSTER_ADDR_MAX];
+    int port;
+    redisContext *c;
+    int master;                 /* scanned (single Redis: the one node) */
+} fk_node;
+
+typedef struct fk_counts {
+    unsigned long long fps, docs, fps_missing, entries_missing, orphan_entries, orphan_fps,
+        foreign, stale_locks, live_locks, counter_bad, repaired, repair_busy, repair_errors,
+        counters_fixed, keys;
+} fk_counts;
+
+typedef struct fk_batch {
+    size_t n, cap;
+    size_t *node;
+    redisReply **reply;
+} fk_batch;
+
+/* A batch for FK_BATCH keys of ntables + 2 commands each. Returns 0 or -1. */
+static int fk_batch_init(fk_batch *b, size_t ntables)
+{
+    b->n = 0;
+    b->cap = FK_BATCH * (ntables + 2);
+    b->node = malloc(b->cap * sizeof(*b->node));
+    b->reply = malloc(b->cap * sizeof(*b->reply));
+    return b->node && b->reply ? 0 : -1;
+}
+
+static void fk_batch_free(fk_batch *b)
+{
+    free(b->node);
+    free(b->reply);
+}
+
+typedef struct fk {
+    const char *prog;
+    int cluster, repair, quiet;
+    unsigned lease_ms;
+    char password[512];
+    const char *user;
+    int have_password;
+    fk_node nodes[FK_MAX_NODES];
+    size_t nnodes;
+    cluster_map *map;           /* cluster: slot -> node index into nodes */
+    unsigned blocks, distance, bucket_bits;
+    perm_set ps;
+    uint64_t *have;             /* fingerprints with documents, sorted after phase 1 */
+    size_t nhave, caphave;
+    uint64_t *bad;              /* fingerprints to reconcile */
+    size_t nbad, capbad;
+    long long cnt_fps[256], cnt_docs[256];
+    fk_counts n;
+    cli_progress prog_bar;
+    unsigned long long total_keys;
+    fk_batch b, e;              /* pipelined batches: the main one, EXISTS confirmations */
+} fk;
+
+/* ---- Connections ---- */
+
+static redisContext *fk_connect(fk *f, const char *host, int port)
+{
+    struct timeval tv = {10, 0};
+    redisContext *c = redisConnectWithTimeout(host, port, tv);
+    if (c == NULL || c->err) {
+        fprintf(stderr, "%s: cannot connect to redis %s:%d: %s\n", f->prog, host, port,
+                c ? c->errstr : "out of memory");
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    if (f->have_password) {
+        redisReply *r = f->user ? redisCommand(c, "AUTH %s %s", f->user, f->password)
+                                : redisCommand(c, "AUTH %s", f->password);
+        int bad = r == NULL || r->type == REDIS_REPLY_ERROR;
+        if (bad)
+            fprintf(stderr, "%s: AUTH on redis %s:%d failed: %s\n", f->prog, host, port,
+                    r ? r->str : c->errstr);
+        if (r)
+            freeReplyObject(r);
+        if (bad) {
+            redisFree(c);
+            return NULL;
+        }
+    }
+    return c;
+}
+
+/* The node's connection, made on first use. NULL (message printed) when it fails. */
+static redisContext *fk_node_conn(fk *f, size_t i)
+{
+    if (f->nodes[i].c == NULL)
+        f->nodes[i].c = fk_connect(f, f->nodes[i].host, f->nodes[i].port);
+    return f->nodes[i].c;
+}
+
+/* Index of the node serving key. */
+static size_t fk_node_of(const fk *f, const char *key, size_t len)
+{
+    if (!f->cluster)
+        return 0;
+    int n = cluster_map_node(f->map, cluster_keyslot(key, len));
+    return n < 0 ? 0 : (size_t)n;
+}
+
+/* ---- Pipelined batches routed by key ---- */
+
+/* Queues a command on the node of key (argv[1] unless key is given). */
+static int fk_add(fk *f, fk_batch *b, const char *key, size_t klen, int argc, const char **argv,
+                  const size_t *lens)
+{
+    size_t ni = fk_node_of(f, key, klen);
+    redisContext *c = fk_node_conn(f, ni);
+    if (c == NULL || b->n >= b->cap)
+        return -1;
+    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
+        return -1;
+    b->node[b->n] = ni;
+    b->reply[b->n] = NULL;
+    b->n++;
+    return 0;
+}
+
+/* Reads every reply of the batch (in order per node). Returns 0, or -1 (printed). */
+static int fk_run(fk *f, fk_batch *b)
+{
+    for (size_t ni = 0; ni < f->nnodes; ni++)
+        for (size_t i = 0; i < b->n; i++) {
+            if (b->node[i] != ni)
+                continue;
+            void *r = NULL;
+            if (redisGetReply(f->nodes[ni].c, &r) != REDIS_OK || r == NULL) {
+                fprintf(stderr, "%s: redis %s:%d: %s\n", f->prog, f->nodes[ni].host,
+                        f->nodes[ni].port, f->nodes[ni].c->errstr);
+                return -1;
+            }
+            b->reply[i] = r;
+        }
+    return 0;
+}
+
+static void fk_batch_clear(fk_batch *b)
+{
+    for (size_t i = 0; i < b->n; i++)
+        if (b->reply[i])
+            freeReplyObject(b->reply[i]);
+    b->n = 0;
+}
+
+/* ---- Lists of fingerprints ---- */
+
+static int fk_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
+{
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 1024;
+        uint64_t *nv = realloc(*v, nc * sizeof(*nv));
+        if (nv == NULL)
+            return -1;
+        *v = nv;
+        *cap = nc;
+    }
+    (*v)[(*n)++] = x;
+    return 0;
+}
+
+static int fk_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int fk_have(const fk *f, uint64_t fp)
+{
+    return f->nhave > 0 &&
+           bsearch(&fp, f->have, f->nhave, sizeof(*f->have), fk_cmp_u64) != NULL;
+}
+
+/* ---- Phases ---- */
+
+/* Parses 16 lower-case hex digits. */
+static int fk_hex16(const char *s, size_t n, uint64_t *out)
+{
+    uint64_t v = 0;
+    if (n != 16)
+        return -1;
+    for (size_t i = 0; i < 16; i++) {
+        char c = s[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return -1;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return 0;
+}
+
+typedef int (*fk_keys_fn)(fk *f, redisReply **keys, size_t n);
+
+/* SCAN every master for pattern and hand the keys over in batches. */
+static int fk_scan(fk *f, const char *pattern, fk_keys_fn fn)
+{
+    for (size_t ni = 0; ni < f->nnodes; ni++) {
+        if (!f->nodes[ni].master)
+            continue;
+        redisContext *c = fk_node_conn(f, ni);
+        if (c == NULL)
+            return -1;
+        char cursor[32] = "0";
+        do {
+            redisReply *r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
+            if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+                fprintf(stderr, "%s: SCAN on redis %s:%d failed: %s\n", f->prog,
+                        f->nodes[ni].host, f->nodes[ni].port,
+                        r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+                if (r)
+                    freeReplyObject(r);
+                return -1;
+            }
+            snprintf(cursor, sizeof(cursor), "%s", r->element[0]->str);
+            redisReply *ks = r->element[1];
+            for (size_t i = 0; i < ks->elements; i += FK_BATCH) {
+                size_t m = ks->elements - i < FK_BATCH ? ks->elements - i : FK_BATCH;
+                if (fn(f, ks->element + i, m) != 0) {
+                    freeReplyObject(r);
+                    return -1;
+                }
+                f->n.keys += m;
+                cli_progress_update(&f->prog_bar, f->n.keys);
+            }
+            freeReplyObject(r);
+        } while (strcmp(cursor, "0") != 0);
+    }
+    return 0;
+}
+
+/* Documents: SCARD, and ZSCORE of the entry in every table. */
+static int fk_docs(fk *f, redisReply **keys, size_t n)
+{
+    fk_batch *bp = &f->b;
+    uint64_t fps[FK_BATCH];
+    int ok[FK_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *k = keys[i];
+        uint64_t fp;
+        ok[i] = k->len == 25 && fk_hex16(k->str + 9, 16, &fp) == 0;
+        if (ok[i]) {
+            char want[LAYOUT_KEY_MAX];
+            layout_doc_key(want, sizeof(want), fp, perm_apply(&f->ps.tables[0], fp));
+            ok[i] = memcmp(want, k->str, 25) == 0;
+        }
+        if (!ok[i]) {
+            f->n.foreign++;
+            continue;
+        }
+        fps[i] = fp;
+        const char *argv[2] = {"SCARD", k->str};
+        size_t lens[2] = {5, k->len};
+        if (fk_add(f, bp, k->str, k->len, 2, argv, lens) != 0)
+            return -1;
+        for (unsigned t = 0; t < f->ps.ntables; t++) {
+            char key[LAYOUT_KEY_MAX];
+            uint8_t mem[LAYOUT_MEMBER_MAX];
+            uint64_t p = perm_apply(&f->ps.tables[t], fp);
+            size_t kl = layout_key_of(key, sizeof(key), t, p, f->bucket_bits);
+            size_t ml = layout_member(mem, p, f->bucket_bits);
+            const char *za[3] = {"ZSCORE", key, (const char *)mem};
+            size_t zl[3] = {6, kl, ml};
+            if (fk_add(f, bp, key, kl, 3, za, zl) != 0)
+                return -1;
+        }
+    }
+    if (fk_run(f, bp) != 0)
+        return -1;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!ok[i])
+            continue;
+        long long cnt = bp->reply[j]->type == REDIS_REPLY_INTEGER ? bp->reply[j]->integer : 0;
+        j++;
+        unsigned missing = 0;
+        for (unsigned t = 0; t < f->ps.ntables; t++, j++)
+            missing += bp->reply[j]->type == REDIS_REPLY_NIL;
+        if (cnt <= 0)
+            continue;       /* emptied meanwhile */
+        unsigned xx = layout_shard_of(perm_apply(&f->ps.tables[0], fps[i]));
+        f->n.fps++;
+        f->n.docs += (unsigned long long)cnt;
+        f->cnt_fps[xx]++;
+        f->cnt_docs[xx] += cnt;
+        if (fk_push(&f->have, &f->nhave, &f->caphave, fps[i]) != 0)
+            return -1;
+        if (missing) {
+            f->n.fps_missing++;
+            f->n.entries_missing += missing;
+            if (fk_push(&f->bad, &f->nbad, &f->capbad, fps[i]) != 0)
+                return -1;
+        }
+    }
+    fk_batch_clear(bp);
+    return 0;
+}
+
+/* Parses a bucket key s:{t:xx}:yy..: table and bucket number. */
+static int fk_bucket_key(const fk *f, const char *s, size_t n, unsigned *t, uint64_t *bucket)
+{
+    char buf[LAYOUT_KEY_MAX];
+    unsigned tt;
+    if (n < 8 || n >= sizeof(buf) || memcmp(s, "s:{", 3) != 0)
+        return -1;
+    const char *colon = memchr(s + 3, ':', n - 3);
+    if (colon == NULL)
+        return -1;
+    uint64_t v;
+    const char *why;
+    if (parse_u64(s + 3, (size_t)(colon - s - 3), &v, &why) != 0 || v >= f->ps.ntables)
+        return -1;
+    tt = (unsigned)v;
+    size_t hexlen = (f->bucket_bits - 8u) / 4u;
+    /* the key of bucket 0 of table tt tells the layout; rebuild and compare */
+    const char *hex = colon + 1;
+    if ((size_t)(s + n - hex) != 2 + 2 + hexlen)
+        return -1;
+    uint64_t b = 0;
+    for (size_t i = 0; i < 2 + hexlen + 2; i++) {
+        if (i == 2 || i == 3)
+            continue;   /* "}:" */
+        char c = hex[i];
+        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+        if (d < 0)
+            return -1;
+        b = b << 4 | (uint64_t)d;
+    }
+    size_t kl = layout_bucket_key(buf, sizeof(buf), tt, b, f->bucket_bits);
+    if (kl != n || memcmp(buf, s, n) != 0)
+        return -1;
+    *t = tt;
+    *bucket = b;
+    return 0;
+}
+
+/* Tables: every member of every bucket; fingerprints without documents are orphans
+ * (confirmed with EXISTS, in case one was added meanwhile). */
+static int fk_tables(fk *f, redisReply **keys, size_t n)
+{
+    fk_batch *bp = &f->b, *ep = &f->e;
+    unsigned tab[FK_BATCH];
+    uint64_t bucket[FK_BATCH];
+    int ok[FK_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        ok[i] = fk_bucket_key(f, keys[i]->str, keys[i]->len, &tab[i], &bucket[i]) == 0;
+        if (!ok[i]) {
+            f->n.foreign++;
+            continue;
+        }
+        const char *argv[4] = {"ZRANGE", keys[i]->str, "0", "-1"};
+        size_t lens[4] = {6, keys[i]->len, 1, 2};
+        if (fk_add(f, bp, keys[i]->str, keys[i]->len, 4, argv, lens) != 0)
+            return -1;
+    }
+    if (fk_run(f, bp) != 0)
+        return -1;
+    uint64_t cand[FK_BATCH * 64];
+    size_t ncand = 0, j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!ok[i])
+            continue;
+        redisReply *r = bp->reply[j++];
+        for (size_t m = 0; r->type == REDIS_REPLY_ARRAY && m < r->elements; m++) {
+            uint64_t p;
+            if (layout_member_decode(r->element[m]->str, r->element[m]->len, bucket[i],
+                                     f->bucket_bits, &p) != 0) {
+                f->n.foreign++;
+                continue;
+            }
+            uint64_t fp = perm_revert(&f->ps.tables[tab[i]], p);
+            if (fk_have(f, fp))
+                continue;
+            if (ncand < sizeof(cand) / sizeof(cand[0])) {
+                cand[ncand++] = fp;
+            } else {
+                f->n.orphan_entries++;      /* too many at once to confirm: count it */
+                if (fk_push(&f->bad, &f->nbad, &f->capbad, fp) != 0)
+                    return -1;
+            }
+        }
+    }
+    fk_batch_clear(bp);
+    for (size_t i = 0; i < ncand; i++) {
+        char key[LAYOUT_KEY_MAX];
+        size_t kl = layout_doc_key(key, sizeof(key), cand[i], perm_apply(&f->ps.tables[0], cand[i]));
+        const char *argv[2] = {"EXISTS", key};
+        size_t lens[2] = {6, kl};
+        if (fk_add(f, ep, key, kl, 2, argv, lens) != 0)
+            return -1;
+        if (ep->n == FK_BATCH || i + 1 == ncand) {
+            if (fk_run(f, ep) != 0)
+                return -1;
+            for (size_t k = 0; k < ep->n; k++) {
+                if (ep->reply[k]->type == REDIS_REPLY_INTEGER && ep->reply[k]->integer == 0) {
+                    f->n.orphan_entries++;
+                    if (fk_push(&f->bad, &f->nbad, &f->capbad, cand[i + 1 - ep->n + k]) != 0)
+                        return -1;
+                }
+            }
+            fk_batch_clear(ep);
+        }
+    }
+    return 0;
+}
+
+/* Milliseconds of Redis's clock on node ni, or 0. */
+static unsigned long long fk_redis_ms(fk *f, size_t ni)
+{
+    redisReply *r = redisCommand(f->nodes[ni].c, "TIME");
+    unsigned long long ms = 0;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
+        ms = strtoull(r->element[0]->str, NULL, 10) * 1000ull +
+             strtoull(r->element[1]->str, NULL, 10) / 1000ull;
+    if (r)
+        freeReplyObject(r);
+    return ms;
+}
+
+/* Locks: stale ones (expiry passed by Redis's clock) and live ones. */
+static int fk_locks(fk *f, redisReply **keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t ni = fk_node_of(f, keys[i]->str, keys[i]->len);
+        redisContext *c = fk_node_conn(f, ni);
+        if (c == NULL)
+            return -1;
+        unsigned long long now = fk_redis_ms(f, ni);
+        redisReply *r = redisCommand(c, "HGETALL %b", keys[i]->str, keys[i]->len);
+        for (size_t m = 0; r && r->type == REDIS_REPLY_ARRAY && m + 1 < r->elements; m += 2) {
+            uint64_t fp;
+            if (fk_hex16(r->element[m]->str, r->element[m]->len, &fp) != 0) {
+                f->n.foreign++;
+                continue;
+            }
+            if (strtoull(r->element[m + 1]->str, NULL, 10) <= now) {
+                f->n.stale_locks++;
+                if (fk_push(&f->bad, &f->nbad, &f->capbad, fp) != 0) {
+                    freeReplyObject(r);
+                    return -1;
+                }
+            } else {
+                f->n.live_locks++;
+            }
+        }
+        if (r)
+            freeReplyObject(r);
+    }
+    return 0;
+}
+
+/* Counters: every c:{0:xx} against the recount; with --repair rewritten. */
+static int fk_counters(fk *f)
+{
+    for (unsigned xx = 0; xx < 256; xx++) {
+        char key[LAYOUT_KEY_MAX];
+        size_t kl = layout_count_key(key, sizeof(key), xx);
+        size_t ni = fk_node_of(f, key, kl);
+        redisContext *c = fk_node_conn(f, ni);
+        if (c == NULL)
+            return -1;
+        redisReply *r = redisCommand(c, "HMGET %s fingerprints documents", key);
+        long long have[2] = {0, 0};
+        for (int i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 2 && (size_t)i < r->elements; i++)
+            if (r->element[i]->type == REDIS_REPLY_STRING)
+                have[i] = strtoll(r->element[i]->str, NULL, 10);
+        if (r)
+            freeReplyObject(r);
+        if (have[0] == f->cnt_fps[xx] && have[1] == f->cnt_docs[xx])
+            continue;
+        f->n.counter_bad++;
+        if (f->repair) {
+            r = redisCommand(c, "HSET %s fingerprints %lld documents %lld", key, f->cnt_fps[xx],
+                             f->cnt_docs[xx]);
+            if (r && r->type != REDIS_REPLY_ERROR)
+                f->n.counters_fixed++;
+            if (r)
+                freeReplyObject(r);
+        }
+    }
+    return 0;
+}
+
+/* Reconciles fp under its write lock: 1 repaired, 0 busy (a live writer has it),
+ * -1 failed. */
+static int fk_fix(fk *f, uint64_t fp, unsigned seq)
+{
+    fk_batch *bp = &f->b;
+    uint64_t p0 = perm_apply(&f->ps.tables[0], fp);
+    char dkey[LAYOUT_KEY_MAX], wkey[LAYOUT_KEY_MAX], ckey[LAYOUT_KEY_MAX], field[17], tok[48],
+        lease[16];
+    size_t dl = layout_doc_key(dkey, sizeof(dkey), fp, p0);
+    layout_lock_key(wkey, sizeof(wkey), layout_shard_of(p0));
+    layout_count_key(ckey, sizeof(ckey), layout_shard_of(p0));
+    layout_lock_field(field, fp);
+    snprintf(tok, sizeof(tok), "fsck-%d-%u", (int)getpid(), seq);
+    snprintf(lease, sizeof(lease), "%u", f->lease_ms);
+    redisContext *c = fk_node_conn(f, fk_node_of(f, dkey, dl));
+    if (c == NULL)
+        return -1;
+    const char *la[10] = {"EVAL", LAYOUT_LOCK_LUA, "3", dkey, wkey, ckey, field, tok, lease,
+                          LAYOUT_LOCK_OP_FIX};
+    redisReply *r = redisCommandArgv(c, 10, la, NULL);
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
+        if (r)
+            freeReplyObject(r);
+        return -1;
+    }
+    int taken = r->element[0]->integer == 1 && r->elements >= 3;
+    long long after = taken ? r->element[2]->integer : 0;
+    freeReplyObject(r);
+    if (!taken)
+        return 0;
+    for (unsigned t = 0; t < f->ps.ntables; t++) {
+        char key[LAYOUT_KEY_MAX];
+        uint8_t mem[LAYOUT_MEMBER_MAX];
+        uint64_t p = perm_apply(&f->ps.tables[t], fp);
+        size_t kl = layout_key_of(key, sizeof(key), t, p, f->bucket_bits);
+        size_t ml = layout_member(mem, p, f->bucket_bits);
+        const char *za[4] = {after > 0 ? "ZADD" : "ZREM", key, after > 0 ? "0" : (const char *)mem,
+                             (const char *)mem};
+        size_t zl[4] = {4, kl, after > 0 ? 1 : ml, ml};
+        if (fk_add(f, bp, key, kl, after > 0 ? 4 : 3, za, zl) != 0)
+            return -1;
+    }
+    int rc = fk_run(f, bp);
+    for (size_t i = 0; rc == 0 && i < bp->n; i++)
+        if (bp->reply[i]->type == REDIS_REPLY_ERROR)
+            rc = -1;
+    fk_batch_clear(bp);
+    if (rc != 0)
+        return -1;      /* the lock stays; it goes stale and the workers repair it */
+    const char *ua[6] = {"EVAL", LAYOUT_UNLOCK_LUA, "1", wkey, field, tok};
+    r = redisCommandArgv(c, 6, ua, NULL);
+    if (r)
+        freeReplyObject(r);
+    return 1;
+}
+
+/* ---- Setup ---- */
+
+static int fk_setup(fk *f, const char *host, int port)
+{
+    redisContext *c = fk_connect(f, host, port);
+    if (c == NULL)
+        return -1;
+    if (!f->cluster) {
+        snprintf(f->nodes[0].host, sizeof(f->nodes[0].host), "%s", host);
+        f->nodes[0].port = port;
+        f->nodes[0].c = c;
+        f->nodes[0].master = 1;
+        f->nnodes = 1;
+        return 0;
+    }
+    char err[256];
+    redisReply *r = redisCommand(c, "CLUSTER SLOTS");
+    f->map = calloc(1, sizeof(*f->map));
+    if (r == NULL || f->map == NULL || cluster_map_from_slots(f->map, r, host, err, sizeof(err)) < 0) {
+        fprintf(stderr, "%s: CLUSTER SLOTS on %s:%d: %s\n", f->prog, host, port,
+                r == NULL ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str : err);
+        if (r)
+            freeReplyObject(r);
+        redisFree(c);
+        return -1;
+    }
+    freeReplyObject(r);
+    redisFree(c);
+    for (size_t i = 0; i < f->map->nnodes && i < FK_MAX_NODES; i++) {
+        snprintf(f->nodes[i].host, sizeof(f->nodes[i].host), "%s", f->map->nodes[i].host);
+        f->nodes[i].port = f->map->nodes[i].port;
+        f->nodes[i].master = 1;
+    }
+    f->nnodes = f->map->nnodes;
+    return 0;
+}
+
+/* Reads simhash:meta. Returns 0, or -1 (printed). */
+static int fk_meta(fk *f)
+{
+    size_t ni = fk_node_of(f, LAYOUT_META_KEY, strlen(LAYOUT_META_KEY));
+    redisContext *c = fk_node_conn(f, ni);
+    if (c == NULL)
+        return -1;
+    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout bucket_bits", LAYOUT_META_KEY);
+    long v[4] = {-1, -1, -1, -1};
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 4 && i < r->elements; i++)
+        if (r->element[i]->type == REDIS_REPLY_STRING)
+            v[i] = strtol(r->element[i]->str, NULL, 10);
+    if (r)
+        freeReplyObject(r);
+    if (v[0] < 0) {
+        fprintf(stderr, "%s: no corpus here: %s is missing on redis %s:%d\n", f->prog,
+                LAYOUT_META_KEY, f->nodes[ni].host, f->nodes[ni].port);
+        return -1;
+    }
+    if (v[2] != LAYOUT_VERSION || !layout_bucket_bits_ok((unsigned)v[3])) {
+        fprintf(stderr, "%s: %s says layout %ld, bucket_bits %ld; this fsck reads layout %d\n",
+                f->prog, LAYOUT_META_KEY, v[2], v[3], LAYOUT_VERSION);
+        return -1;
+    }
+    f->blocks = (unsigned)v[0];
+    f->distance = (unsigned)v[1];
+    f->bucket_bits = (unsigned)v[3];
+    char err[256];
+    if (perm_set_init(&f->ps, f->blocks, f->distance, err, sizeof(err)) != 0) {
+        fprintf(stderr, "%s: %s\n", f->prog, err);
+        return -1;
+    }
+    return 0;
+}
+
+static void fk_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: simhash fsck [--repair] [--redis HOST:PORT] [--cluster] [options]\n"
+            "Check a deployment's Redis data: every fingerprint with documents has its entry\n"
+            "in every table, no table entry lacks documents, no write lock is stale, and the\n"
+            "counters are exact. Prints name:value lines; exit 0 clean (or all repaired),\n"
+            "1 inconsistencies left, 2 usage or connection errors.\n"
+            "  --redis HOST:PORT     the Redis node (a seed node with --cluster; default 127.0.0.1:6379)\n"
+            "  --cluster             a Redis Cluster: scan every master\n"
+            "  --repair              reconcile every inconsistent fingerprint under its write\n"
+            "                        lock and rewrite wrong counters\n"
+            "  --password-file FILE  AUTH with the password in FILE\n"
+            "  --user USER           AUTH as this ACL user\n"
+            "  --lease-ms MS         lease of the locks fsck takes (default %d)\n"
+            "  -q, --quiet           no progress bar\n"
+            "  -h, --help            show this help\n", LAYOUT_LOCK_LEASE_MS);
+}
+
+static void fk_free(fk *f)
+{
+    for (size_t i = 0; i < f->nnodes; i++)
+        if (f->nodes[i].c)
+            redisFree(f->nodes[i].c);
+    fk_batch_free(&f->b);
+    fk_batch_free(&f->e);
+    free(f->map);
+    free(f->have);
+    free(f->bad);
+    if (f->ps.tables)
+        perm_set_free(&f->ps);
+}
+
+int cmd_fsck(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        {"redis", required_argument, NULL, 'r'},    {"cluster", no_argument, NULL, 'c'},
+        {"repair", no_argument, NULL, 'R'},         {"password-file", required_argument, NULL, 'p'},
+        {"user", required_argument, NULL, 'u'},     {"lease-ms", required_argument, NULL, 'l'},
+        {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    fk *f = calloc(1, sizeof(*f));
+    const char *addr = "127.0.0.1:6379", *pwfile = NULL;
+    int o, rc = CLI_EXIT_USAGE;
+    if (f == NULL) {
+        fprintf(stderr, "simhash fsck: out of memory\n");
+        return CLI_EXIT_FAIL;
+    }
+    f->prog = "simhash fsck";
+    f->lease_ms = LAYOUT_LOCK_LEASE_MS;
+    opterr = 0;
+    optind = 1;
+    while ((o = getopt_long(argc, argv, ":qh", lo, NULL)) != -1) {
+        uint64_t v;
+        const char *why;
+        switch (o) {
+        case 'r': addr = optarg; break;
+        case 'c': f->cluster = 1; break;
+        case 'R': f->repair = 1; break;
+        case 'p': pwfile = optarg; break;
+        case 'u': f->user = optarg; break;
+        case 'q': f->quiet = 1; break;
+        case 'l':
+            if (parse_uint_range(optarg, strlen(optarg), 100, 3600000, &v, &why) != 0) {
+                fprintf(stderr, "%s: --lease-ms '%s': %s (100..3600000)\n", f->prog, optarg, why);
+                goto out;
+            }
+            f->lease_ms = (unsigned)v;
+            break;
+        case 'h': fk_usage(stdout); rc = CLI_EXIT_OK; goto out;
+        default: rc = cli_opt_error(f->prog, o, argv); goto out;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "%s: unexpected argument '%s'\n", f->prog, argv[optind]);
+        fk_usage(stderr);
+        goto out;
+    }
+    cluster_node seed;
+    if (cluster_parse_addr(addr, strlen(addr), &seed) != 0) {
+        fprintf(stderr, "%s: --redis '%s': expected HOST:PORT\n", f->prog, addr);
+        goto out;
+    }
+    if (pwfile) {
+        if (net_read_password(f->prog, pwfile, f->password, sizeof(f->password)) != 0)
+            goto out;
+        f->have_password = 1;
+    }
+    if (f->user && !pwfile) {
+        fprintf(stderr, "%s: --user needs --password-file\n", f->prog);
+        goto out;
+    }
+    if (fk_setup(f, seed.host, seed.port) != 0 || fk_meta(f) != 0)
+        goto out;
+    if (fk_batch_init(&f->b, f->ps.ntables) != 0 || fk_batch_init(&f->e, 0) != 0) {
+        fprintf(stderr, "%s: out of memory\n", f->prog);
+        goto out;
+    }
+    rc = CLI_EXIT_FAIL;
+    for (size_t i = 0; i < f->nnodes; i++) {
+        redisContext *c = fk_node_conn(f, i);
+        redisReply *r = c ? redisCommand(c, "DBSIZE") : NULL;
+        if (r && r->type == REDIS_REPLY_INTEGER)
+            f->total_keys += (unsigned long long)r->integer;
+        if (r)
+            freeReplyObject(r);
+        if (c == NULL)
+            goto out;
+    }
+    cli_progress_init(&f->prog_bar, "simhash fsck", (size_t)f->total_keys);
+    if (f->quiet)
+        f->prog_bar.enabled = 0;
+    if (fk_scan(f, "d:*", fk_docs) != 0)
+        goto out;
+    if (f->nhave > 1)
+        qsort(f->have, f->nhave, sizeof(*f->have), fk_cmp_u64);
+    if (fk_scan(f, "s:*", fk_tables) != 0 || fk_scan(f, "w:*", fk_locks) != 0)
+        goto out;
+    cli_progress_end(&f->prog_bar);
+    if (f->nbad > 1)
+        qsort(f->bad, f->nbad, sizeof(*f->bad), fk_cmp_u64);
+    size_t nb = 0;
+    for (size_t i = 0; i < f->nbad; i++)
+        if (nb == 0 || f->bad[i] != f->bad[nb - 1])
+            f->bad[nb++] = f->bad[i];
+    f->nbad = nb;
+    for (size_t i = 0; i < nb; i++)
+        f->n.orphan_fps += !fk_have(f, f->bad[i]);
+    if (f->repair) {
+        for (size_t i = 0; i < nb; i++) {
+            int r = fk_fix(f, f->bad[i], (unsigned)i);
+            if (r > 0)
+                f->n.repaired++;
+            else if (r == 0)
+                f->n.repair_busy++;
+            else
+                f->n.repair_errors++;
+        }
+    }
+    if (fk_counters(f) != 0)
+        goto out;
+    const fk_counts *n = &f->n;
+    int problems = n->fps_missing || n->orphan_entries || n->stale_locks || n->counter_bad ||
+                   n->foreign;
+    int left = n->repair_busy || n->repair_errors || n->foreign ||
+               (n->counter_bad > n->counters_fixed) || (!f->repair && problems);
+    printf("keys_scanned:%llu\nfingerprints:%llu\ndocuments:%llu\n"
+           "fingerprints_missing_entries:%llu\nmissing_entries:%llu\norphan_entries:%llu\n"
+           "orphan_fingerprints:%llu\nforeign_keys_or_members:%llu\nstale_locks:%llu\n"
+           "live_locks:%llu\ncounter_mismatches:%llu\n",
+           n->keys, n->fps, n->docs, n->fps_missing, n->entries_missing, n->orphan_entries,
+           n->orphan_fps, n->foreign, n->stale_locks, n->live_locks, n->counter_bad);
+    if (f->repair)
+        printf("repaired_fingerprints:%llu\nrepair_busy:%llu\nrepair_errors:%llu\n"
+               "counters_rewritten:%llu\n", n->repaired, n->repair_busy, n->repair_errors,
+               n->counters_fixed);
+    printf("status:%s\n", !problems ? "clean" : left ? "inconsistent" : "repaired");
+    rc = left ? CLI_EXIT_FAIL : CLI_EXIT_OK;
+out:
+    fk_free(f);
+    free(f);
+    return rc;
+}
