@@ -29,6 +29,9 @@ typedef struct coord_config {
     int loglevel;
     size_t max_arg_bytes, max_request_bytes, max_reply_bytes, out_high_watermark;
     unsigned max_args, max_pending, max_clients, max_per_event;
+    size_t max_output_bytes;        /* unread reply bytes before a client is disconnected */
+    unsigned max_inflight_client;   /* requests of one client running at once */
+    unsigned idle_timeout_s, auth_timeout_s; /* timeout, auth-timeout (0: never) */
     unsigned max_inflight_worker;   /* per worker; past it requests fail with -BUSY */
     unsigned reconnect_max_ms;      /* backoff cap */
     unsigned health_interval_ms;

@@ -46,6 +46,15 @@ static const cfg_option coord_options[] = {
         "unsent reply bytes per client before reading pauses"),
     OPT("max-per-event", CFG_UINT, max_per_event, 1, 100000, "32", 0,
         "requests started per read event of one client"),
+    OPT("max-output-bytes", CFG_SIZE, max_output_bytes, 0, 64ull << 30, "128m", 0,
+        "unread reply bytes past which a client is disconnected (0: no limit)"),
+    OPT("max-inflight-client", CFG_UINT, max_inflight_client, 1, 100000, "32", 0,
+        "requests of one client running at once; later ones wait (a share of the workers "
+        "for every client)"),
+    OPT("timeout", CFG_UINT, idle_timeout_s, 0, 31536000, "300", 0,
+        "seconds a client may stay idle before it is disconnected (0: never)"),
+    OPT("auth-timeout", CFG_UINT, auth_timeout_s, 0, 3600, "10", 0,
+        "seconds a client may stay connected without AUTH when a password is set (0: no limit)"),
     OPT("max-inflight-worker", CFG_UINT, max_inflight_worker, 1, 1000000, "10000", 0,
         "requests in flight per worker; past it requests fail with -BUSY"),
     OPT("reconnect-max-ms", CFG_UINT, reconnect_max_ms, 100, 600000, "2000", 0,
@@ -172,6 +181,10 @@ int main(int argc, char **argv)
     ro.limits.out_high_watermark = co.cfg.out_high_watermark;
     ro.limits.max_clients = co.cfg.max_clients;
     ro.limits.max_per_event = co.cfg.max_per_event;
+    ro.limits.max_output_bytes = co.cfg.max_output_bytes;
+    ro.limits.max_inflight_client = co.cfg.max_inflight_client;
+    ro.limits.idle_timeout_s = co.cfg.idle_timeout_s;
+    ro.limits.auth_timeout_s = co.cfg.auth_timeout_s;
     ro.commands = coord_commands;
     ro.ncommands = coord_ncommands;
     ro.ctx = &co;

@@ -60,6 +60,15 @@ static const cfg_option shard_options[] = {
               "appendfsync always"),
     SHARD_OPT("wait-timeout-ms", CFG_UINT, wait_timeout_ms, 1, 600000, "100",
               "SHARD.WAIT: how long Redis WAIT waits for the replicas"),
+    SHARD_OPT("max-output-bytes", CFG_SIZE, max_output_bytes, 0, 64ull << 30, "128m",
+              "unread reply bytes past which a client is disconnected (0: no limit)"),
+    SHARD_OPT("max-inflight-client", CFG_UINT, max_inflight_client, 1, 1000000, "100000",
+              "requests of one client (a coordinator) running at once"),
+    SHARD_OPT("timeout", CFG_UINT, idle_timeout_s, 0, 31536000, "0",
+              "seconds a client may stay idle before it is disconnected (0: never; the "
+              "coordinators keep their connections)"),
+    SHARD_OPT("auth-timeout", CFG_UINT, auth_timeout_s, 0, 3600, "10",
+              "seconds a client may stay connected without AUTH when a password is set"),
     SHARD_OPT("repair-interval-ms", CFG_UINT, repair_interval_ms, 0, 600000, "1000",
               "how often stale write locks are looked for and their writes completed or "
               "rolled back (0: never; then only writers and simhash fsck repair)"),
@@ -257,6 +266,10 @@ int main(int argc, char **argv)
     so.port = c->port;
     so.password = mc.password;
     rs_limits_default(&so.limits);
+    so.limits.max_output_bytes = c->max_output_bytes;
+    so.limits.max_inflight_client = c->max_inflight_client;
+    so.limits.idle_timeout_s = c->idle_timeout_s;
+    so.limits.auth_timeout_s = c->auth_timeout_s;
     so.commands = shard_commands;
     so.ncommands = shard_ncommands;
     so.ctx = &sc;

@@ -28,6 +28,8 @@ typedef struct shard_config {
     unsigned wait_replicas;     /* SHARD.WAIT: Redis WAIT for this many replicas (0: AOF) */
     unsigned wait_timeout_ms;   /* SHARD.WAIT: WAIT timeout */
     unsigned repair_interval_ms; /* repair pass period; 0: none */
+    size_t max_output_bytes;    /* client limits of the RESP server (rserver.h) */
+    unsigned max_inflight_client, idle_timeout_s, auth_timeout_s;
     unsigned lo, hi;            /* parsed from shards by the validation */
 } shard_config;
 

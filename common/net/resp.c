@@ -315,6 +315,11 @@ void resp_parser_free(resp_parser *p)
     free(p);
 }
 
+void resp_parser_set_limits(resp_parser *p, const resp_limits *l)
+{
+    p->lim = *l;
+}
+
 const char *resp_parser_error(const resp_parser *p)
 {
     return p->err[0] ? p->err : "no error";
@@ -338,7 +343,9 @@ static int parser_add_arg(resp_parser *p, size_t n)
     if (p->req.argc >= p->lim.max_args)
         return parser_fail(p, "Protocol error: too many arguments (limit max-args)%s", "");
     if (n > p->lim.max_arg_bytes)
-        return parser_fail(p, "Protocol error: argument too large (limit %s)", "max-arg-bytes");
+        return p->lim.unauth ? parser_fail(p, "Protocol error: unauthenticated bulk length%s", "")
+                             : parser_fail(p, "Protocol error: argument too large (limit %s)",
+                                           "max-arg-bytes");
     if (n > p->lim.max_req_bytes - p->req.bytes)
         return parser_fail(p, "Protocol error: request too large (limit %s)", "max-request-bytes");
     if (p->req.argc == p->cap) {
@@ -457,8 +464,10 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
                 break;
             }
             if (p->num > p->lim.max_args)
-                return parser_fail(p, "Protocol error: invalid multibulk length (limit %s)",
-                                   "max-args");
+                return p->lim.unauth
+                           ? parser_fail(p, "Protocol error: unauthenticated multibulk length%s", "")
+                           : parser_fail(p, "Protocol error: invalid multibulk length (limit %s)",
+                                         "max-args");
             p->nexpect = (size_t)p->num;
             p->state = PS_BULKSIGN;
             break;
@@ -512,7 +521,8 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
             size_t take = nl ? (size_t)(nl - (buf + i)) : len - i;
             if (take > p->lim.max_inline_bytes - p->line_len)
                 return parser_fail(p, "Protocol error: too big inline request (limit %s)",
-                                   "max-inline-bytes");
+                                   p->lim.unauth ? "for unauthenticated clients"
+                                                 : "max-inline-bytes");
             if (p->line_len + take > p->line_cap) {
                 size_t cap = p->line_cap ? p->line_cap : 128;
                 while (cap < p->line_len + take)

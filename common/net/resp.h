@@ -69,6 +69,8 @@ typedef struct resp_limits {
     size_t max_req_bytes;      /* all arguments of one request together */
     size_t max_args;           /* arguments per request */
     size_t max_inline_bytes;   /* one inline command line */
+    int unauth;                /* the limits of a client that has not authenticated: the
+                                  errors say so, as Redis's do */
 } resp_limits;
 
 #define RESP_DEFAULT_MAX_ARG_BYTES (1u << 20)
@@ -93,6 +95,8 @@ typedef struct resp_parser resp_parser;
 
 resp_parser *resp_parser_new(const resp_limits *l);
 void resp_parser_free(resp_parser *p);
+/* Replaces the limits (between requests: after AUTH, say). */
+void resp_parser_set_limits(resp_parser *p, const resp_limits *l);
 
 /* Feed up to len bytes. Stops after the first complete request.
  * Returns 1: a request is complete (take it with resp_parser_take), *used bytes

@@ -21,6 +21,7 @@
 #include <event2/listener.h>
 
 #include "log.h"
+#include "rasync.h"
 
 #define RS_READ_HIGH_WATERMARK (64u << 10)   /* unparsed input kept per client */
 
@@ -54,6 +55,9 @@ struct rs_client {
     int eof;                    /* peer closed its side: answer what came, then close */
     int closing;                /* QUIT or protocol error: close once replies are sent */
     int paused;                 /* reading stopped by a limit */
+    unsigned auth_failures;
+    uint64_t connected_ms;      /* monotonic */
+    uint64_t active_ms;         /* last input or finished request */
     struct event *resume_ev;    /* continue parsing in a later loop iteration */
     rs_client *prev, *next;     /* server's client list */
 };
@@ -69,6 +73,7 @@ struct rserver {
     rs_client *clients;
     uint64_t next_id;
     rs_stats st;
+    struct event *sweep_ev;     /* once a second: idle and auth timeouts */
 };
 
 static const char *const rs_err_strings[] = {
@@ -93,6 +98,34 @@ void rs_limits_default(rs_limits *l)
     l->out_high_watermark = 1u << 20;
     l->max_clients = 1024;
     l->max_per_event = 32;
+    l->max_output_bytes = 128u << 20;
+    l->max_inflight_client = 32;
+    l->idle_timeout_s = 300;
+    l->auth_timeout_s = 10;
+}
+
+/* The parser limits of a client: the configured ones, or, before AUTH, Redis's
+ * limits for unauthenticated clients. */
+static resp_limits rs_parser_limits(const rserver *s, int authed)
+{
+    resp_limits pl = {
+        .max_arg_bytes = s->opt.limits.max_arg_bytes,
+        .max_req_bytes = s->opt.limits.max_req_bytes,
+        .max_args = s->opt.limits.max_args,
+        .max_inline_bytes = s->opt.limits.max_inline_bytes,
+    };
+    if (!authed) {
+        pl.unauth = 1;
+        if (pl.max_args > RS_UNAUTH_MAX_ARGS)
+            pl.max_args = RS_UNAUTH_MAX_ARGS;
+        if (pl.max_arg_bytes > RS_UNAUTH_MAX_ARG_BYTES)
+            pl.max_arg_bytes = RS_UNAUTH_MAX_ARG_BYTES;
+        if (pl.max_inline_bytes > RS_UNAUTH_MAX_ARG_BYTES)
+            pl.max_inline_bytes = RS_UNAUTH_MAX_ARG_BYTES;
+        if (pl.max_req_bytes > RS_UNAUTH_MAX_ARGS * RS_UNAUTH_MAX_ARG_BYTES)
+            pl.max_req_bytes = RS_UNAUTH_MAX_ARGS * RS_UNAUTH_MAX_ARG_BYTES;
+    }
+    return pl;
 }
 
 /* ---- Request accessors ---- */
@@ -270,6 +303,15 @@ static void client_flush(rs_client *c)
     }
     if (c->bev == NULL)
         return;
+    if (c->s && c->s->opt.limits.max_output_bytes &&
+        client_outlen(c) > c->s->opt.limits.max_output_bytes) {
+        c->s->st.closed_output++;
+        log_warn_rl("client %llu: %zu bytes of replies unread, more than max-output-bytes "
+                    "(%zu); closing the connection", (unsigned long long)c->id,
+                    client_outlen(c), c->s->opt.limits.max_output_bytes);
+        client_close(c);
+        return;
+    }
     /* QUIT / protocol error: close once everything queued is sent; end of input:
      * close once every complete request was answered and sent */
     if ((c->closing || c->eof) && c->head == NULL && client_outlen(c) == 0 &&
@@ -293,6 +335,7 @@ void rs_req_finish(rs_req *r)
     }
     c->npending--;
     c->pending_bytes -= r->rq.bytes;
+    c->active_ms = ra_now_ms();
     if (c->s)
         c->s->st.inflight--;
     /* arguments are not needed once the handler is done */
@@ -370,6 +413,60 @@ static int secret_equal(const char *a, size_t alen, const char *b)
     return d == 0;
 }
 
+/* A delayed -WRONGPASS (see rs_auth_failed). */
+typedef struct rs_auth_delay {
+    rs_req *r;
+    struct event *ev;
+    int close;
+} rs_auth_delay;
+
+static void rs_auth_on_delay(evutil_socket_t fd, short what, void *arg)
+{
+    rs_auth_delay *d = arg;
+    (void)fd;
+    (void)what;
+    if (d->close)
+        d->r->c->closing = 1;       /* closes once this reply is sent */
+    rs_req_fail(d->r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
+    event_free(d->ev);
+    free(d);
+}
+
+/* A wrong password: counted, answered after RS_AUTH_FAIL_DELAY_MS (a timer; other
+ * clients go on being served), and the connection closed after the reply of the
+ * RS_AUTH_MAX_FAILURES-th failure. So one connection tries at most a few passwords a
+ * second, and reconnecting costs a round trip each time. */
+static void rs_auth_failed(rs_req *r)
+{
+    rs_client *c = r->c;
+    if (c->authed && c->s->password) {     /* logged out again: the small limits again */
+        resp_limits pl = rs_parser_limits(c->s, 0);
+        resp_parser_set_limits(c->parser, &pl);
+    }
+    c->authed = c->s->password == NULL;
+    c->auth_failures++;
+    c->s->st.auth_failures++;
+    int close = c->auth_failures >= RS_AUTH_MAX_FAILURES;
+    if (close)
+        c->s->st.closed_auth_failures++;
+    log_warn_rl("client %llu: wrong password (%u on this connection)%s",
+                (unsigned long long)c->id, c->auth_failures, close ? "; closing it" : "");
+    rs_auth_delay *d = calloc(1, sizeof(*d));
+    struct timeval tv = ra_tv_ms(RS_AUTH_FAIL_DELAY_MS);
+    if (d == NULL || (d->ev = evtimer_new(c->s->base, rs_auth_on_delay, d)) == NULL ||
+        evtimer_add(d->ev, &tv) != 0) {
+        if (d && d->ev)
+            event_free(d->ev);
+        free(d);
+        if (close)
+            c->closing = 1;
+        rs_req_fail(r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
+        return;
+    }
+    d->r = r;
+    d->close = close;
+}
+
 static void cmd_auth(rs_req *r)
 {
     rs_client *c = r->c;
@@ -389,17 +486,20 @@ static void cmd_auth(rs_req *r)
         size_t ulen;
         const char *user = rs_req_arg(r, 1, &ulen);
         if (ulen != 7 || memcmp(user, "default", 7) != 0) {
-            rs_req_fail(r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
+            rs_auth_failed(r);
             return;
         }
     }
     if (!secret_equal(pass, plen, c->s->password)) {
-        c->authed = 0;
-        log_warn_rl("client %llu: wrong password", (unsigned long long)c->id);
-        rs_req_fail(r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
+        rs_auth_failed(r);
         return;
     }
+    if (!c->authed) {
+        resp_limits pl = rs_parser_limits(c->s, 1);
+        resp_parser_set_limits(c->parser, &pl);
+    }
     c->authed = 1;
+    c->auth_failures = 0;
     resp_add_simple(rs_req_out(r), "OK");
     rs_req_finish(r);
 }
@@ -505,6 +605,8 @@ static void client_dispatch(rs_client *c, rs_req *r)
 static int req_can_start(const rs_client *c, const rs_req *r)
 {
     if (c->nwrites > 0)
+        return 0;
+    if (c->s && c->nstarted >= c->s->opt.limits.max_inflight_client)
         return 0;
     if (r->cmd->flags & RS_CMD_WRITE)
         return c->nstarted == 0;
@@ -613,8 +715,10 @@ static void on_resume(evutil_socket_t fd, short what, void *arg)
 
 static void on_read(struct bufferevent *bev, void *arg)
 {
+    rs_client *c = arg;
     (void)bev;
-    client_process(arg);
+    c->active_ms = ra_now_ms();
+    client_process(c);
 }
 
 static void on_write(struct bufferevent *bev, void *arg)
@@ -660,12 +764,7 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
 static rs_client *client_new(rserver *s, struct bufferevent *bev)
 {
     rs_client *c = calloc(1, sizeof(*c));
-    resp_limits pl = {
-        .max_arg_bytes = s->opt.limits.max_arg_bytes,
-        .max_req_bytes = s->opt.limits.max_req_bytes,
-        .max_args = s->opt.limits.max_args,
-        .max_inline_bytes = s->opt.limits.max_inline_bytes,
-    };
+    resp_limits pl = rs_parser_limits(s, s->password == NULL);
     if (c == NULL || (c->parser = resp_parser_new(&pl)) == NULL ||
         (c->resume_ev = event_new(s->base, -1, 0, on_resume, c)) == NULL) {
         if (c != NULL)
@@ -679,6 +778,7 @@ static rs_client *client_new(rserver *s, struct bufferevent *bev)
     c->id = ++s->next_id;
     c->refs = 1;
     c->authed = s->password == NULL;
+    c->connected_ms = c->active_ms = ra_now_ms();
     c->next = s->clients;
     if (s->clients)
         s->clients->prev = c;
@@ -744,6 +844,34 @@ static void on_accept_error(struct evconnlistener *lis, void *arg)
 
 /* ---- Server ---- */
 
+/* Once a second: close clients that did not authenticate within auth_timeout_s, and
+ * clients idle (nothing running, nothing received) for idle_timeout_s. */
+static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
+{
+    rserver *s = arg;
+    const rs_limits *l = &s->opt.limits;
+    uint64_t now = ra_now_ms();
+    (void)fd;
+    (void)what;
+    for (rs_client *c = s->clients, *next; c; c = next) {
+        next = c->next;
+        if (s->password && !c->authed && l->auth_timeout_s &&
+            now - c->connected_ms >= (uint64_t)l->auth_timeout_s * 1000u) {
+            s->st.closed_auth_timeout++;
+            log_info("client %llu: not authenticated within %u s (auth-timeout); closing",
+                     (unsigned long long)c->id, l->auth_timeout_s);
+            client_close(c);
+        } else if (l->idle_timeout_s && c->npending == 0 && c->bev &&
+                   evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
+                   now - c->active_ms >= (uint64_t)l->idle_timeout_s * 1000u) {
+            s->st.closed_idle++;
+            log_debug("client %llu: idle for %u s (timeout); closing", (unsigned long long)c->id,
+                      l->idle_timeout_s);
+            client_close(c);
+        }
+    }
+}
+
 rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_t errlen)
 {
     struct addrinfo hints, *ai = NULL;
@@ -805,6 +933,18 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
                 s->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
         }
     }
+    if (s->opt.limits.idle_timeout_s || (s->password && s->opt.limits.auth_timeout_s)) {
+        struct timeval tv = ra_tv_ms(1000);
+        s->sweep_ev = event_new(base, -1, EV_PERSIST, rs_on_sweep, s);
+        if (s->sweep_ev == NULL || event_add(s->sweep_ev, &tv) != 0) {
+            snprintf(err, errlen, "out of memory");
+            if (s->sweep_ev)
+                event_free(s->sweep_ev);
+            evconnlistener_free(s->lis);
+            s->lis = NULL;
+            goto fail;
+        }
+    }
     return s;
 fail:
     if (s->accept_retry)
@@ -828,6 +968,8 @@ void rs_free(rserver *s)
     }
     if (s->lis)
         evconnlistener_free(s->lis);
+    if (s->sweep_ev)
+        event_free(s->sweep_ev);
     event_free(s->accept_retry);
     free(s->bind);
     free(s->password);
@@ -853,9 +995,16 @@ void rs_info_clients(const rserver *s, resp_buf *b)
                     "total_commands_processed:%llu\r\n"
                     "protocol_errors:%llu\r\n"
                     "client_read_pauses:%llu\r\n"
-                    "inflight_requests:%llu\r\n",
+                    "inflight_requests:%llu\r\n"
+                    "auth_failures:%llu\r\n"
+                    "closed_auth_failures:%llu\r\n"
+                    "closed_auth_timeout:%llu\r\n"
+                    "closed_idle:%llu\r\n"
+                    "closed_output_limit:%llu\r\n",
                     s->st.clients, s->st.connections, s->st.rejected, s->st.commands,
-                    s->st.proto_errors, s->st.read_pauses, s->st.inflight);
+                    s->st.proto_errors, s->st.read_pauses, s->st.inflight, s->st.auth_failures,
+                    s->st.closed_auth_failures, s->st.closed_auth_timeout, s->st.closed_idle,
+                    s->st.closed_output);
 }
 
 /* ---- Process helpers ---- */

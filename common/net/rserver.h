@@ -61,7 +61,25 @@ typedef struct rs_limits {
     size_t out_high_watermark;  /* stop reading a client whose unsent output passes this (1 MiB) */
     unsigned max_clients;       /* connections at once (default 1024) */
     unsigned max_per_event;     /* requests started per read event (default 32) */
+    size_t max_output_bytes;    /* unsent output past which a client is disconnected, as
+                                   Redis's client-output-buffer-limit (default 128 MiB) */
+    unsigned max_inflight_client; /* requests of one client running at once; the rest
+                                   wait in its queue (default 32) */
+    unsigned idle_timeout_s;    /* close a client idle this long (nothing running or
+                                   received); 0: never (default 300) */
+    unsigned auth_timeout_s;    /* close a client not authenticated after this long, when
+                                   a password is set; 0: never (default 10) */
 } rs_limits;
+
+/* Before AUTH (when a password is set) a client may send requests of at most this many
+ * arguments and bytes per argument or inline line, as Redis allows unauthenticated
+ * clients; a larger one is a protocol error and closes the connection. */
+#define RS_UNAUTH_MAX_ARGS 10
+#define RS_UNAUTH_MAX_ARG_BYTES 16384
+/* A failed AUTH is answered after this delay, and the connection closed after this
+ * many failures. */
+#define RS_AUTH_FAIL_DELAY_MS 200
+#define RS_AUTH_MAX_FAILURES 3
 
 void rs_limits_default(rs_limits *l);
 
@@ -147,6 +165,11 @@ typedef struct rs_stats {
     unsigned long long proto_errors;    /* connections closed for a protocol error / limit */
     unsigned long long read_pauses;     /* times reading a client was paused (backpressure) */
     unsigned long long inflight;        /* requests started and not finished */
+    unsigned long long auth_failures;   /* AUTH with a wrong password */
+    unsigned long long closed_auth_failures; /* closed after RS_AUTH_MAX_FAILURES */
+    unsigned long long closed_auth_timeout;  /* closed: not authenticated in time */
+    unsigned long long closed_idle;     /* closed: idle_timeout_s */
+    unsigned long long closed_output;   /* closed: max_output_bytes */
 } rs_stats;
 
 void rs_get_stats(const rserver *s, rs_stats *st);
