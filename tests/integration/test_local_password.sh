@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# test_local_password.sh: `deploy/simhash-local up --password-file F` protects every
+# piece: the coordinator, the workers and Redis all answer NOAUTH without the password
+# (so the coordinator's password cannot be bypassed by talking to a worker or to Redis
+# directly), clients that AUTH add and query end to end, `status` sees everything up,
+# no daemon carries the password in its environment, and `down` leaves no process.
+# Single Redis, then a 3-master Redis Cluster with a node added (`add-node`).
+set -u
+. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/deploy_lib.sh"
+th_init local-password
+th_need_bins simhash-shard simhash-coordinator
+# both deployments are brought down by PID (simhash-local down) on every exit path
+trap 'rc=$?; for d in "$TH_DIR/single" "$TH_DIR/cluster"; do
+          [ -d "$d" ] && timeout 120 bash "$DL_LOCAL" down --dir "$d" >/dev/null 2>&1
+      done; (exit $rc); th_cleanup' EXIT
+PW=pw-$RANDOM$RANDOM
+printf '%s\n' "$PW" >"$TH_DIR/pw"
+chmod 600 "$TH_DIR/pw"
+
+noauth() { # noauth WHAT PORT CMD..: the server on PORT answers NOAUTH without AUTH
+    local what=$1 port=$2 out
+    shift 2
+    out=$(env -u REDISCLI_AUTH timeout 5 redis-cli -p "$port" "$@" 2>&1)
+    case "$out" in NOAUTH*) ;; *) th_fail "$what without AUTH answered: $out";; esac
+}
+auth() { REDISCLI_AUTH=$PW timeout 10 redis-cli -p "$1" "${@:2}" 2>&1; }
+
+# check_deployment DIR COORD_PORT WORKER_PORTS.. -- REDIS_PORTS..
+check_deployment() {
+    local dir=$1 cport=$2 p pid
+    shift 2
+    noauth coordinator "$cport" SIMHASH.QUERY 5
+    while [ "$1" != -- ]; do
+        noauth "worker $1" "$1" SHARD.HELLO
+        noauth "worker $1" "$1" SHARD.QUERY 5 3 0
+        shift
+    done
+    shift
+    for p in "$@"; do
+        noauth "redis $p" "$p" KEYS '*'
+        noauth "redis $p" "$p" HGETALL simhash:meta
+    done
+    dl_wait_routing_auth "$cport" || th_fail "coordinator never took an authenticated ADD: $DL_REPLY"
+    [ "$(auth "$cport" SIMHASH.ADD 12345 doc-p)" = 1 ] || th_fail "authenticated ADD"
+    auth "$cport" SIMHASH.QUERY 12344 | grep -qx doc-p || th_fail "authenticated QUERY"
+    for f in "$dir"/*.pid; do
+        pid=$(cat "$f")
+        for q in $pid $(pgrep -P "$pid" 2>/dev/null); do
+            [ -r "/proc/$q/environ" ] || continue
+            tr '\0' '\n' <"/proc/$q/environ" | grep -q "^REDISCLI_AUTH=" &&
+                th_fail "$(basename "$f" .pid) has the password in its environment"
+        done
+    done
+    [ "$(stat -c %a "$dir/secret")" = 600 ] || th_fail "secret is not mode 0600"
+    timeout 60 bash "$DL_LOCAL" status --dir "$dir" >"$TH_DIR/status.out" 2>&1 ||
+        th_fail "status: $(cat "$TH_DIR/status.out")"
+}
+dl_wait_routing_auth() {
+    local i
+    for i in $(seq 1 150); do
+        DL_REPLY=$(auth "$1" SIMHASH.ADD 1 ready | tr -d '\r')
+        [[ $DL_REPLY =~ ^[01]$ ]] && return 0
+        sleep 0.2
+    done
+    return 1
+}
+no_process_left() {
+    local f pid
+    for f in "$1"/*.pid; do
+        pid=$(cat "$f")
+        kill -0 "$pid" 2>/dev/null && th_fail "$(basename "$f" .pid) (pid $pid) still runs after down"
+    done
+    return 0
+}
+
+# ---- single Redis ----
+base=$(dl_free_base 1 2)
+[ -n "$base" ] || th_fail "no free port range"
+S="$TH_DIR/single"
+mkdir -p "$S"
+DL_DIR=$S dl_sl up --port $((base + 200)) --redis-port "$base" --shard-port $((base + 100)) \
+    --no-aof --fresh --lifetime 600 --password-file "$TH_DIR/pw" >"$TH_DIR/up.out" 2>&1 ||
+    th_fail "up --password-file: $(cat "$TH_DIR/up.out")"
+check_deployment "$S" $((base + 200)) $((base + 100)) $((base + 101)) -- "$base"
+DL_DIR=$S dl_sl down >/dev/null 2>&1
+no_process_left "$S"
+th_log "single Redis: coordinator, workers and Redis refuse clients without the password"
+
+# ---- Redis Cluster, and a node added ----
+C="$TH_DIR/cluster"
+mkdir -p "$C"
+DL_DIR=$C dl_up_cluster "up --cluster --password-file" --masters 3 --no-aof --fresh \
+    --lifetime 600 --password-file "$TH_DIR/pw"
+check_deployment "$C" "$cport" "$sport" $((sport + 1)) $((sport + 2)) -- \
+    "$rport" $((rport + 1)) $((rport + 2))
+DL_DIR=$C dl_sl add-node >"$TH_DIR/add.out" 2>&1 || th_fail "add-node: $(tail -5 "$TH_DIR/add.out")"
+noauth "new redis node" $((rport + 3)) KEYS '*'
+noauth "new worker" $((sport + 3)) SHARD.HELLO
+auth "$cport" SIMHASH.QUERY 12344 | grep -qx doc-p || th_fail "QUERY after add-node"
+DL_DIR=$C dl_sl down >/dev/null 2>&1
+no_process_left "$C"
+th_log "cluster: the same, also for a node added with add-node"
+th_log PASS
