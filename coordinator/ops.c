@@ -108,7 +108,7 @@ void coord_op_fail(coord_op *op, rs_errcode code, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(text, sizeof(text), fmt, ap);
     va_end(ap);
-    char note[600] = "";
+    char note[RESP_ERROR_TEXT_MAX - 512] = "";
     if (op->note)
         op->note(op, note, sizeof(note));
     switch (code) {

@@ -170,16 +170,16 @@ static void cw_answer(coord_op *op)
     coord_op_finish(op);
 }
 
-/* Appends "a-b" or "a" (1-based pair numbers) to buf, comma-separated. */
+/* Appends "a-b" or "a" (1-based pair numbers) to buf, comma-separated. A window
+ * holds at most CW_WINDOW pairs, so the lists of one failure fit their buffers:
+ * the stored pairs are 1-N before the window plus at most CW_WINDOW numbers of 6
+ * characters. */
 static void cw_note_range(char *buf, size_t cap, size_t a, size_t b)
 {
     size_t len = strlen(buf);
-    if (len + 48 >= cap) {
-        if (len + 5 < cap && strcmp(buf + len - 3, "...") != 0)
-            snprintf(buf + len, cap - len, ",...");
-        return;
-    }
-    snprintf(buf + len, cap - len, "%s%zu", len && buf[len - 1] != ' ' ? "," : "", a + 1);
+    if (len + 48 >= cap)
+        return;             /* cannot happen with the sizes below; stay bounded anyway */
+    snprintf(buf + len, cap - len, "%s%zu", len ? "," : "", a + 1);
     len = strlen(buf);
     if (b > a)
         snprintf(buf + len, cap - len, "-%zu", b + 1);
@@ -205,9 +205,9 @@ static int cw_pair_status(const coord_write *wr, size_t i)
 static void cw_note(coord_op *op, char *buf, size_t cap)
 {
     coord_write *wr = coord_op_data(op);
-    if (wr->kind != CW_ADD || wr->npairs < 2 || cap < 64)
+    char stored[CW_WINDOW * 7 + 64] = "", unknown[CW_WINDOW * 7 + 64] = "";
+    if (wr->kind != CW_ADD || wr->npairs < 2 || cap < sizeof(stored) * 2 + 256)
         return;
-    char stored[256] = "", unknown[256] = "";
     size_t nstored = 0, nunknown = 0;
     for (int want = 1; want >= -1; want -= 2) {
         char *dst = want == 1 ? stored : unknown;

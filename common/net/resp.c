@@ -142,7 +142,7 @@ int resp_add_simple(resp_buf *b, const char *s)
 
 int resp_add_error(resp_buf *b, const char *code, const char *fmt, ...)
 {
-    char text[512];
+    char text[RESP_ERROR_TEXT_MAX];
     va_list ap;
 
     va_start(ap, fmt);

@@ -73,6 +73,9 @@ typedef struct resp_limits {
                                   errors say so, as Redis's do */
 } resp_limits;
 
+/* Longest text of an error reply (a failed batch lists the pairs it stored). */
+#define RESP_ERROR_TEXT_MAX 8192
+
 #define RESP_DEFAULT_MAX_ARG_BYTES (1u << 20)
 #define RESP_DEFAULT_MAX_REQ_BYTES (8u << 20)
 #define RESP_DEFAULT_MAX_ARGS 65536

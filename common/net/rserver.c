@@ -374,7 +374,7 @@ void rs_req_finish(rs_req *r)
 
 void rs_req_fail(rs_req *r, rs_errcode code, const char *fmt, ...)
 {
-    char text[512];
+    char text[RESP_ERROR_TEXT_MAX];
     va_list ap;
 
     va_start(ap, fmt);
