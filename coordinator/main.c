@@ -113,12 +113,6 @@ static const cfg_spec coord_spec = {
     coord_options, sizeof(coord_options) / sizeof(coord_options[0]), coord_validate
 };
 
-static void on_stop(void *arg)
-{
-    coord *co = arg;
-    (void)co;
-}
-
 /* A prefix for this process's write-lock tokens, unique across coordinators and
  * restarts: random bytes, else the pid and the clock. */
 static void coord_lock_id(char *buf, size_t cap)
@@ -209,7 +203,7 @@ int main(int argc, char **argv)
     log_info("simhash-coordinator %s listening on %s:%u; blocks %u distance %u (%u tables); "
              "%zu workers", SIMHASH_VERSION, co.cfg.bind, rs_port(co.srv), co.cfg.blocks,
              co.cfg.distance, co.ps.ntables, co.cfg.workers.n);
-    if (rs_run(co.base, on_stop, &co) != 0)
+    if (rs_run(co.base, NULL, NULL) != 0)
         rc = 1;
     if (co.fatal) {
         log_error("refusing to run: the shard workers' settings or ranges do not match "

@@ -10,6 +10,7 @@
  * finds the op alive and is dropped. Completion is decided by counting. */
 #include "coord.h"
 
+#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -282,6 +283,7 @@ static void coord_child_done(coord_child *ch, redisReply *reply)
         return;
     ch->done = 1;
     op->ndone++;
+    assert(op->ndone <= op->nkids || !ch->in_round);
     if (op->ended)
         return;
     if (reply == NULL) {

@@ -1,6 +1,7 @@
 /* job.c: the requests of simhash-shard that wait for Redis (see job.h). */
 #include "job.h"
 
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,7 @@ static void shard_job_on_reply(void *priv, redisReply *reply, const char *err)
     shard_slot *s = priv;
     shard_job *j = s->job;
     shard_ctx *sc = j->sc;
+    assert(j->pending > 0);
     j->pending--;
     if (j->req != NULL) {
         const char *why = NULL;

@@ -20,6 +20,8 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+#include <assert.h>
+
 #include "log.h"
 #include "rasync.h"
 
@@ -152,25 +154,11 @@ resp_buf *rs_req_out(rs_req *r)
     return &r->out;
 }
 
-int rs_req_orphaned(const rs_req *r)
-{
-    return r->c->bev == NULL;
-}
-
 void *rs_req_ctx(const rs_req *r)
 {
     return r->c->ctx;
 }
 
-rserver *rs_req_server(const rs_req *r)
-{
-    return r->c->s;
-}
-
-uint64_t rs_req_client_id(const rs_req *r)
-{
-    return r->c->id;
-}
 
 /* ---- Client lifetime ---- */
 
@@ -326,7 +314,9 @@ void rs_req_finish(rs_req *r)
     if (r->finished)
         return;
     r->finished = 1;
+    assert(c->npending > 0);
     if (r->started) {
+        assert(c->nstarted > 0);
         c->nstarted--;
         if (r->cmd && (r->cmd->flags & RS_CMD_WRITE))
             c->nwrites--;
@@ -979,11 +969,6 @@ void rs_free(rserver *s)
 unsigned rs_port(const rserver *s)
 {
     return s->port;
-}
-
-void rs_get_stats(const rserver *s, rs_stats *st)
-{
-    *st = s->st;
 }
 
 void rs_info_clients(const rserver *s, resp_buf *b)

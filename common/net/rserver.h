@@ -6,8 +6,7 @@
  * writes its reply into rs_req_out() and calls rs_req_finish(); replies leave strictly
  * in request order. Every resource is bounded (see rs_limits). When a client
  * disconnects while requests are in flight, those requests stay valid until their
- * handler finishes them; the reply is then dropped (rs_req_orphaned() tells a handler
- * that it may stop early).
+ * handler finishes them; the reply is then dropped.
  *
  * Built-in commands, used unless the command table defines the same name:
  *   PING [msg], AUTH [user] password, QUIT, COMMAND [...] (empty array / count 0).
@@ -124,15 +123,10 @@ void rs_req_finish(rs_req *r);
 void rs_req_fail(rs_req *r, rs_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* 1 when the client has gone: the reply will be dropped. */
-int rs_req_orphaned(const rs_req *r);
 
 /* The ctx given in rs_options (also for a request answered after rs_free, from a
- * callback that outlived the server); the server (NULL after rs_free); an id of the
- * connection (for logs). */
+ * callback that outlived the server). */
 void *rs_req_ctx(const rs_req *r);
-rserver *rs_req_server(const rs_req *r);
-uint64_t rs_req_client_id(const rs_req *r);
 
 /* ---- Server ---- */
 
@@ -172,7 +166,6 @@ typedef struct rs_stats {
     unsigned long long closed_output;   /* closed: max_output_bytes */
 } rs_stats;
 
-void rs_get_stats(const rserver *s, rs_stats *st);
 
 /* Append the INFO lines of the server ("connected_clients:3\r\n" ...) to b. */
 void rs_info_clients(const rserver *s, resp_buf *b);
