@@ -184,6 +184,25 @@ static void fk_batch_clear(fk_batch *b)
     b->n = 0;
 }
 
+/* Queues `cmd key [0] member` for fp's entry in every table: ZSCORE (read), ZADD
+ * (with score 0) or ZREM. Returns 0, or -1. */
+static int fk_add_entries(fk *f, fk_batch *b, uint64_t fp, const char *cmd)
+{
+    int zadd = strcmp(cmd, "ZADD") == 0;
+    for (unsigned t = 0; t < f->ps.ntables; t++) {
+        char key[LAYOUT_KEY_MAX];
+        uint8_t mem[LAYOUT_MEMBER_MAX];
+        uint64_t p = perm_apply(&f->ps.tables[t], fp);
+        size_t kl = layout_key_of(key, sizeof(key), t, p, f->bucket_bits);
+        size_t ml = layout_member(mem, p, f->bucket_bits);
+        const char *argv[4] = {cmd, key, zadd ? "0" : (const char *)mem, (const char *)mem};
+        size_t lens[4] = {strlen(cmd), kl, zadd ? 1 : ml, ml};
+        if (fk_add(f, b, key, kl, zadd ? 4 : 3, argv, lens) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* ---- Lists of fingerprints ---- */
 
 static int fk_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
@@ -294,17 +313,8 @@ static int fk_docs(fk *f, redisReply **keys, size_t n)
         size_t lens[2] = {5, k->len};
         if (fk_add(f, bp, k->str, k->len, 2, argv, lens) != 0)
             return -1;
-        for (unsigned t = 0; t < f->ps.ntables; t++) {
-            char key[LAYOUT_KEY_MAX];
-            uint8_t mem[LAYOUT_MEMBER_MAX];
-            uint64_t p = perm_apply(&f->ps.tables[t], fp);
-            size_t kl = layout_key_of(key, sizeof(key), t, p, f->bucket_bits);
-            size_t ml = layout_member(mem, p, f->bucket_bits);
-            const char *za[3] = {"ZSCORE", key, (const char *)mem};
-            size_t zl[3] = {6, kl, ml};
-            if (fk_add(f, bp, key, kl, 3, za, zl) != 0)
-                return -1;
-        }
+        if (fk_add_entries(f, bp, fp, "ZSCORE") != 0)
+            return -1;
     }
     if (fk_run(f, bp) != 0)
         return -1;
@@ -552,18 +562,8 @@ static int fk_fix(fk *f, uint64_t fp, unsigned seq)
     freeReplyObject(r);
     if (!taken)
         return 0;
-    for (unsigned t = 0; t < f->ps.ntables; t++) {
-        char key[LAYOUT_KEY_MAX];
-        uint8_t mem[LAYOUT_MEMBER_MAX];
-        uint64_t p = perm_apply(&f->ps.tables[t], fp);
-        size_t kl = layout_key_of(key, sizeof(key), t, p, f->bucket_bits);
-        size_t ml = layout_member(mem, p, f->bucket_bits);
-        const char *za[4] = {after > 0 ? "ZADD" : "ZREM", key, after > 0 ? "0" : (const char *)mem,
-                             (const char *)mem};
-        size_t zl[4] = {4, kl, after > 0 ? 1 : ml, ml};
-        if (fk_add(f, bp, key, kl, after > 0 ? 4 : 3, za, zl) != 0)
-            return -1;
-    }
+    if (fk_add_entries(f, bp, fp, after > 0 ? "ZADD" : "ZREM") != 0)
+        return -1;
     int rc = fk_run(f, bp);
     for (size_t i = 0; rc == 0 && i < bp->n; i++)
         if (bp->reply[i]->type == REDIS_REPLY_ERROR)

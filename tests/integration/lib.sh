@@ -9,6 +9,8 @@
 #   th_stop PID              SIGTERM a process started by th_start, wait for it (SIGKILL
 #                            after 5 s)
 #   th_wait_port PORT [SECS] wait until something accepts connections on 127.0.0.1:PORT
+#   th_start_redis_on NAME PORT [opts..]  the same on PORT (a restart: same NAME, same
+#                            data), with extra redis-server options
 #   th_start_redis NAME      start redis-server on a free port in $TH_DIR/NAME (no
 #                            persistence) and wait for a literal PONG; sets TH_REDIS_PORT
 #                            and TH_REDIS_PID
@@ -133,12 +135,19 @@ th_wait_port() {
 }
 
 th_start_redis() {
-    local name=${1:-redis} port dir i=0 reply
-    port=$(th_free_port)
+    th_start_redis_on "${1:-redis}" "$(th_free_port)"
+}
+
+#   th_start_redis_on NAME PORT [redis-server options..]
+#       the same on a given port (again after a restart: same NAME, same data dir
+#       $TH_DIR/NAME); options after PORT are added (e.g. --appendonly yes)
+th_start_redis_on() {
+    local name=$1 port=$2 dir i=0 reply
+    shift 2
     dir="$TH_DIR/$name"
     mkdir -p "$dir"
     th_start "$name" 600 redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
-        --save '' --appendonly no --daemonize no --protected-mode yes
+        --save '' --appendonly no --daemonize no --protected-mode yes "$@"
     TH_REDIS_PID=$TH_PID
     TH_REDIS_PORT=$port
     while [ $i -lt 200 ]; do

@@ -65,19 +65,9 @@ jepsen cluster "$cc" "${masters%,}" --clients 12 --ops 6000 --docs 2 --seconds 6
 
 # ---- faults: processes killed and restarted during the run ----
 fport=$(th_free_port)
-fdir="$TH_DIR/fredis"
-mkdir -p "$fdir"
-start_fredis() {
-    local i=0
-    th_start fredis 600 redis-server --bind 127.0.0.1 --port "$fport" --dir "$fdir" --save '' \
-        --appendonly yes --appendfsync always --daemonize no
-    FRPID=$TH_PID
-    while [ $i -lt 400 ]; do
-        [ "$(timeout 2 redis-cli -p "$fport" ping 2>/dev/null)" = PONG ] && return 0
-        sleep 0.05
-        i=$((i + 1))
-    done
-    th_fail "redis-server on $fport did not come back"
+start_fredis() {   # the same data directory every time: the AOF keeps what was acknowledged
+    th_start_redis_on fredis "$fport" --appendonly yes --appendfsync always
+    FRPID=$TH_REDIS_PID
 }
 start_fredis
 fa=$(th_free_port) fb=$(th_free_port) fc1=$(th_free_port) fc2=$(th_free_port)

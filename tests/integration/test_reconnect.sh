@@ -13,21 +13,11 @@ th_init reconnect
 th_need_bins simhash-shard simhash-coordinator
 B=6 K=3
 rport=$(th_free_port)
-rdir="$TH_DIR/redis"
-mkdir -p "$rdir"
 
 # start_redis: redis-server on $rport (no persistence), until a literal PONG
 start_redis() {
-    local i=0
-    th_start redis 600 redis-server --bind 127.0.0.1 --port "$rport" --dir "$rdir" \
-        --save '' --appendonly no --daemonize no
-    RPID=$TH_PID
-    while [ $i -lt 400 ]; do
-        [ "$(timeout 2 redis-cli -p "$rport" ping 2>/dev/null)" = PONG ] && return 0
-        sleep 0.02
-        i=$((i + 1))
-    done
-    th_fail "redis-server on port $rport did not answer PONG"
+    th_start_redis_on redis "$rport"
+    RPID=$TH_REDIS_PID
 }
 
 start_redis
