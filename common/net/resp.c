@@ -274,6 +274,7 @@ void resp_limits_default(resp_limits *l)
     l->max_req_bytes = RESP_DEFAULT_MAX_REQ_BYTES;
     l->max_args = RESP_DEFAULT_MAX_ARGS;
     l->max_inline_bytes = RESP_DEFAULT_MAX_INLINE_BYTES;
+    l->unauth = 0;
 }
 
 void resp_request_free(resp_request *r)

@@ -235,6 +235,13 @@ static void test_parser_errors(void **state)
     resp_limits_default(&l);
     l.max_inline_bytes = 8;
     expect_error(&l, "PING 123456789\r\n", "max-inline-bytes");
+    /* the limits of a client before AUTH say so, in Redis's words */
+    resp_limits_default(&l);
+    l.unauth = 1;
+    l.max_args = 10;
+    l.max_arg_bytes = 16384;
+    expect_error(&l, "*11\r\n", "unauthenticated multibulk length");
+    expect_error(&l, "*2\r\n$4\r\nPING\r\n$16385\r\n", "unauthenticated bulk length");
 }
 
 static void test_parser_limits_exact(void **state)
