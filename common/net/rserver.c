@@ -104,6 +104,7 @@ void rs_limits_default(rs_limits *l)
     l->max_inflight_client = 32;
     l->idle_timeout_s = 300;
     l->auth_timeout_s = 10;
+    l->auth_fail_delay_ms = RS_AUTH_FAIL_DELAY_MS;
 }
 
 /* The parser limits of a client: the configured ones, or, before AUTH, Redis's
@@ -422,7 +423,7 @@ static void rs_auth_on_delay(evutil_socket_t fd, short what, void *arg)
     free(d);
 }
 
-/* A wrong password: counted, answered after RS_AUTH_FAIL_DELAY_MS (a timer; other
+/* A wrong password: counted, answered after auth_fail_delay_ms (a timer; other
  * clients go on being served), and the connection closed after the reply of the
  * RS_AUTH_MAX_FAILURES-th failure. So one connection tries at most a few passwords a
  * second, and reconnecting costs a round trip each time. */
@@ -441,8 +442,9 @@ static void rs_auth_failed(rs_req *r)
         c->s->st.closed_auth_failures++;
     log_warn_rl("client %llu: wrong password (%u on this connection)%s",
                 (unsigned long long)c->id, c->auth_failures, close ? "; closing it" : "");
-    rs_auth_delay *d = calloc(1, sizeof(*d));
-    struct timeval tv = ra_tv_ms(RS_AUTH_FAIL_DELAY_MS);
+    unsigned ms = c->s->opt.limits.auth_fail_delay_ms;
+    rs_auth_delay *d = ms ? calloc(1, sizeof(*d)) : NULL;
+    struct timeval tv = ra_tv_ms(ms);
     if (d == NULL || (d->ev = evtimer_new(c->s->base, rs_auth_on_delay, d)) == NULL ||
         evtimer_add(d->ev, &tv) != 0) {
         if (d && d->ev)

@@ -68,6 +68,8 @@ typedef struct rs_limits {
                                    received); 0: never (default 300) */
     unsigned auth_timeout_s;    /* close a client not authenticated after this long, when
                                    a password is set; 0: never (default 10) */
+    unsigned auth_fail_delay_ms; /* a failed AUTH is answered after this long (default
+                                   RS_AUTH_FAIL_DELAY_MS; 0: at once) */
 } rs_limits;
 
 /* Before AUTH (when a password is set) a client may send requests of at most this many
@@ -75,8 +77,8 @@ typedef struct rs_limits {
  * clients; a larger one is a protocol error and closes the connection. */
 #define RS_UNAUTH_MAX_ARGS 10
 #define RS_UNAUTH_MAX_ARG_BYTES 16384
-/* A failed AUTH is answered after this delay, and the connection closed after this
- * many failures. */
+/* A failed AUTH is answered after this delay (by default), and the connection closed
+ * after this many failures. */
 #define RS_AUTH_FAIL_DELAY_MS 200
 #define RS_AUTH_MAX_FAILURES 3
 
