@@ -6,7 +6,8 @@
  *   lock     SHARD.LOCK to the worker of table 0's shard of fp: one Lua call takes
  *            fp's lock in Redis and changes its document set (add or remove ids);
  *            it answers the set's size before and after. A lock held by another
- *            writer answers "busy, n ms left": the item waits and tries again.
+ *            writer answers "busy, n ms left": the item tries again after 2, 4, 8 ..
+ *            ms (at most CW_RETRY_MAX_MS, never past the expiry).
  *   entries  SHARD.ADD (ZADD) or SHARD.DEL (ZREM) to the owners of fp's tables, so
  *            that fp has an entry in every table iff its set is non-empty: ZADD after
  *            an add, ZREM when the set became empty, both when the lock was taken
@@ -301,7 +302,12 @@ static int cw_on_lock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
         long long ms = r->element[1]->integer;
         it->state = CW_WAIT;
         coord_op_coord(op)->st.lock_waits++;
-        it->wait_ms = ms < 1 ? 1 : ms > CW_RETRY_MAX_MS ? CW_RETRY_MAX_MS : (unsigned)ms;
+        /* a lock is usually held for one round trip: ask again after 1, 2, 4 .. ms,
+         * at most CW_RETRY_MAX_MS, never later than the lock's expiry */
+        unsigned back = 1u << (it->tries < 6 ? it->tries : 6);
+        if (back > CW_RETRY_MAX_MS)
+            back = CW_RETRY_MAX_MS;
+        it->wait_ms = ms < 1 ? 1 : (long long)back > ms ? (unsigned)ms : back;
         return 0;
     }
     if (r->elements != 5)
