@@ -51,7 +51,7 @@ typedef struct cw_item {
     int unknown;                /* a SHARD.LOCK is out and its reply not seen */
     int entries;                /* +1 ZADD, -1 ZREM, 0 none */
     unsigned wait_ms, tries;
-    char token[48];
+    char token[64];             /* 16 + 3 separators + at most 16 + 16 + 8 hex digits */
 } cw_item;
 
 struct coord_write {
@@ -426,8 +426,9 @@ static void cw_lock_round(coord_op *op)
         }
         char fps[24], opstr[2] = {it->op, '\0'};
         it->tries++;
-        size_t toklen = (size_t)snprintf(it->token, sizeof(it->token), "%s.%llx.%zx.%x",
-                                         co->lock_id, wr->opid, wr->wbeg + k, it->tries);
+        snprintf(it->token, sizeof(it->token), "%s.%llx.%zx.%x", co->lock_id, wr->opid,
+                 wr->wbeg + k, it->tries);
+        size_t toklen = strlen(it->token);
         argv[0] = "SHARD.LOCK";
         argv[1] = fps;
         lens[1] = resp_u64_dec(fps, it->fp);
