@@ -6,7 +6,7 @@
  *
  * The framework's connection internals are static in common/net/rserver.c, so this file
  * includes that source (and is linked without the library's copy of it) to create a
- * client with client_new, as on_accept does; nothing in rserver.c changes for fuzzing.
+ * client with rs_client_new, as rs_on_accept does; nothing in rserver.c changes for fuzzing.
  *
  * The first input byte picks the setup: bit 0 a password ("pw"), bit 1 complete
  * routing to two shard workers that are "up", bit 2 tiny limits, bit 3 worker
@@ -302,15 +302,15 @@ static void fz_configure(unsigned mode)
     }
 }
 
-/* A client on one end of a bufferevent pair, set up by rserver's own client_new as
- * on_accept does for a socket. *peer gets the other end (where replies arrive). */
+/* A client on one end of a bufferevent pair, set up by rserver's own rs_client_new as
+ * rs_on_accept does for a socket. *peer gets the other end (where replies arrive). */
 static rs_client *fz_client_new(struct bufferevent **peer)
 {
     rserver *s = &fz_srv;
     struct bufferevent *pair[2];
     if (bufferevent_pair_new(s->base, BEV_OPT_CLOSE_ON_FREE, pair) != 0)
         abort();
-    rs_client *c = client_new(s, pair[0]);
+    rs_client *c = rs_client_new(s, pair[0]);
     if (c == NULL)
         abort();
     *peer = pair[1];
@@ -413,13 +413,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             abort();
         fz_drain();
         if (c->bev)
-            client_process(c);
+            rs_client_process(c);
         fz_drain();
     }
     fz_run_workers(&sc);
     /* end of input: answer what came, then close */
     if (c->bev)
-        on_event(c->bev, BEV_EVENT_EOF | BEV_EVENT_READING, c);
+        rs_on_event(c->bev, BEV_EVENT_EOF | BEV_EVENT_READING, c);
     fz_drain();
     fz_workers_disconnect();
     size_t nreplies = fz_check_replies(peer);
@@ -429,13 +429,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     }
     if (c->bev)
-        client_close(c);
+        rs_client_close(c);
     fz_drain();
     if (c->refs != 1 || c->head != NULL) {
         fprintf(stderr, "requests left unfinished after the client closed (refs %u)\n", c->refs);
         abort();
     }
-    client_unref(c);
+    rs_client_unref(c);
     bufferevent_free(peer);
     fz_drain();
     return 0;

@@ -163,18 +163,18 @@ void *rs_req_ctx(const rs_req *r)
 
 /* ---- Client lifetime ---- */
 
-static void client_process(rs_client *c);
-static int req_can_start(const rs_client *c, const rs_req *r);
-static void req_start(rs_client *c, rs_req *r);
+static void rs_client_process(rs_client *c);
+static int rs_req_can_start(const rs_client *c, const rs_req *r);
+static void rs_req_start(rs_client *c, rs_req *r);
 
-static void req_free(rs_req *r)
+static void rs_req_free(rs_req *r)
 {
     resp_request_free(&r->rq);
     resp_buf_free(&r->out);
     free(r);
 }
 
-static void queue_unlink(rs_client *c, rs_req *r)
+static void rs_queue_unlink(rs_client *c, rs_req *r)
 {
     if (r->prev)
         r->prev->next = r->next;
@@ -188,14 +188,14 @@ static void queue_unlink(rs_client *c, rs_req *r)
 }
 
 /* Drop one reference; frees the client when none is left. */
-static void client_unref(rs_client *c)
+static void rs_client_unref(rs_client *c)
 {
     if (--c->refs > 0)
         return;
     while (c->head) {
         rs_req *r = c->head;
-        queue_unlink(c, r);
-        req_free(r);
+        rs_queue_unlink(c, r);
+        rs_req_free(r);
     }
     if (c->resume_ev)
         event_free(c->resume_ev);
@@ -205,7 +205,7 @@ static void client_unref(rs_client *c)
 
 /* Close the connection now. Unfinished requests keep the client struct alive; their
  * replies are dropped when they finish. */
-static void client_close(rs_client *c)
+static void rs_client_close(rs_client *c)
 {
     if (c->bev == NULL)
         return;
@@ -228,29 +228,29 @@ static void client_close(rs_client *c)
     while (r) {
         rs_req *nx = r->next;
         if (r->finished) {
-            queue_unlink(c, r);
-            req_free(r);
+            rs_queue_unlink(c, r);
+            rs_req_free(r);
         }
         r = nx;
     }
-    client_unref(c);
+    rs_client_unref(c);
 }
 
-static size_t client_outlen(rs_client *c)
+static size_t rs_client_outlen(rs_client *c)
 {
     return evbuffer_get_length(bufferevent_get_output(c->bev));
 }
 
 /* Reading stops while too many requests are pending, they hold too many bytes, or
  * the client does not read its replies. Returns 1 when a limit holds. */
-static int client_over_limits(rs_client *c)
+static int rs_client_over_limits(rs_client *c)
 {
     const rs_limits *l = &c->s->opt.limits;
     return c->npending >= l->max_pending || c->pending_bytes >= l->max_req_bytes ||
-           client_outlen(c) > l->out_high_watermark;
+           rs_client_outlen(c) > l->out_high_watermark;
 }
 
-static void client_pause(rs_client *c)
+static void rs_client_pause(rs_client *c)
 {
     if (c->paused)
         return;
@@ -260,11 +260,11 @@ static void client_pause(rs_client *c)
 }
 
 /* Resume reading when no limit holds (or nothing else is expected). */
-static void client_maybe_resume(rs_client *c)
+static void rs_client_maybe_resume(rs_client *c)
 {
     if (c->bev == NULL || c->s == NULL || c->closing)
         return;
-    if (c->paused && !client_over_limits(c)) {
+    if (c->paused && !rs_client_over_limits(c)) {
         c->paused = 0;
         if (!c->eof)
             bufferevent_enable(c->bev, EV_READ);
@@ -273,11 +273,11 @@ static void client_maybe_resume(rs_client *c)
 }
 
 /* Move finished replies at the head of the queue to the socket, in order. */
-static void client_flush(rs_client *c)
+static void rs_client_flush(rs_client *c)
 {
     while (c->head && c->head->finished) {
         rs_req *r = c->head;
-        queue_unlink(c, r);
+        rs_queue_unlink(c, r);
         if (c->bev) {
             if (r->out.overflow) {
                 resp_buf_clear(&r->out);
@@ -288,24 +288,24 @@ static void client_flush(rs_client *c)
             if (r->out.len > 0)
                 evbuffer_add(bufferevent_get_output(c->bev), r->out.data, r->out.len);
         }
-        req_free(r);
+        rs_req_free(r);
     }
     if (c->bev == NULL)
         return;
     if (c->s && c->s->opt.limits.max_output_bytes &&
-        client_outlen(c) > c->s->opt.limits.max_output_bytes) {
+        rs_client_outlen(c) > c->s->opt.limits.max_output_bytes) {
         c->s->st.closed_output++;
         log_warn_rl("client %llu: %zu bytes of replies unread, more than max-output-bytes "
                     "(%zu); closing the connection", (unsigned long long)c->id,
-                    client_outlen(c), c->s->opt.limits.max_output_bytes);
-        client_close(c);
+                    rs_client_outlen(c), c->s->opt.limits.max_output_bytes);
+        rs_client_close(c);
         return;
     }
     /* QUIT / protocol error: close once everything queued is sent; end of input:
      * close once every complete request was answered and sent */
-    if ((c->closing || c->eof) && c->head == NULL && client_outlen(c) == 0 &&
+    if ((c->closing || c->eof) && c->head == NULL && rs_client_outlen(c) == 0 &&
         (c->closing || evbuffer_get_length(bufferevent_get_input(c->bev)) == 0))
-        client_close(c);
+        rs_client_close(c);
 }
 
 void rs_req_finish(rs_req *r)
@@ -332,35 +332,35 @@ void rs_req_finish(rs_req *r)
     /* arguments are not needed once the handler is done */
     resp_request_free(&r->rq);
     if (c->bev == NULL) {
-        queue_unlink(c, r);
-        req_free(r);
-        if (c->waiting && req_can_start(c, c->waiting)) {
+        rs_queue_unlink(c, r);
+        rs_req_free(r);
+        if (c->waiting && rs_req_can_start(c, c->waiting)) {
             rs_req *w = c->waiting;
             c->waiting = NULL;
             if (c->s)
-                req_start(c, w);    /* its reply is dropped, but a write completes */
+                rs_req_start(c, w);    /* its reply is dropped, but a write completes */
             else
                 rs_req_finish(w);   /* the server is gone: drop it unstarted */
         }
     } else {
-        if (c->waiting && req_can_start(c, c->waiting)) {
+        if (c->waiting && rs_req_can_start(c, c->waiting)) {
             rs_req *w = c->waiting;
             c->waiting = NULL;
             c->refs++;
-            req_start(c, w);
+            rs_req_start(c, w);
             if (c->bev)
                 event_active(c->resume_ev, EV_TIMEOUT, 0);
-            client_unref(c);
+            rs_client_unref(c);
         }
-        client_flush(c);
+        rs_client_flush(c);
         if (c->bev && c->s) {
-            if (client_outlen(c) > c->s->opt.limits.out_high_watermark)
-                client_pause(c);
+            if (rs_client_outlen(c) > c->s->opt.limits.out_high_watermark)
+                rs_client_pause(c);
             else
-                client_maybe_resume(c);
+                rs_client_maybe_resume(c);
         }
     }
-    client_unref(c);
+    rs_client_unref(c);
 }
 
 void rs_req_fail(rs_req *r, rs_errcode code, const char *fmt, ...)
@@ -379,7 +379,7 @@ void rs_req_fail(rs_req *r, rs_errcode code, const char *fmt, ...)
 
 /* ---- Built-in commands ---- */
 
-static void cmd_ping(rs_req *r)
+static void rs_cmd_ping(rs_req *r)
 {
     size_t n;
     const char *m = rs_req_arg(r, 1, &n);
@@ -395,7 +395,7 @@ static void cmd_ping(rs_req *r)
 }
 
 /* Compare without an early exit, so timing does not tell how much matched. */
-static int secret_equal(const char *a, size_t alen, const char *b)
+static int rs_secret_equal(const char *a, size_t alen, const char *b)
 {
     size_t blen = strlen(b);
     unsigned char d = (unsigned char)(alen != blen);
@@ -459,7 +459,7 @@ static void rs_auth_failed(rs_req *r)
     d->close = close;
 }
 
-static void cmd_auth(rs_req *r)
+static void rs_cmd_auth(rs_req *r)
 {
     rs_client *c = r->c;
     size_t argc = rs_req_argc(r), plen;
@@ -482,7 +482,7 @@ static void cmd_auth(rs_req *r)
             return;
         }
     }
-    if (!secret_equal(pass, plen, c->s->password)) {
+    if (!rs_secret_equal(pass, plen, c->s->password)) {
         rs_auth_failed(r);
         return;
     }
@@ -496,14 +496,14 @@ static void cmd_auth(rs_req *r)
     rs_req_finish(r);
 }
 
-static void cmd_quit(rs_req *r)
+static void rs_cmd_quit(rs_req *r)
 {
     r->c->closing = 1;
     resp_add_simple(rs_req_out(r), "OK");
     rs_req_finish(r);
 }
 
-static void cmd_command(rs_req *r)
+static void rs_cmd_command(rs_req *r)
 {
     size_t n;
     const char *sub = rs_req_arg(r, 1, &n);
@@ -515,15 +515,15 @@ static void cmd_command(rs_req *r)
 }
 
 static const rs_command rs_builtin[] = {
-    { "PING", -1, RS_CMD_NOAUTH, cmd_ping },
-    { "AUTH", -2, RS_CMD_NOAUTH, cmd_auth },
-    { "QUIT", -1, RS_CMD_NOAUTH, cmd_quit },
-    { "COMMAND", -1, 0, cmd_command },
+    { "PING", -1, RS_CMD_NOAUTH, rs_cmd_ping },
+    { "AUTH", -2, RS_CMD_NOAUTH, rs_cmd_auth },
+    { "QUIT", -1, RS_CMD_NOAUTH, rs_cmd_quit },
+    { "COMMAND", -1, 0, rs_cmd_command },
 };
 
 /* ---- Dispatch ---- */
 
-static const rs_command *find_command(const rserver *s, const char *name, size_t len)
+static const rs_command *rs_find_command(const rserver *s, const char *name, size_t len)
 {
     for (size_t i = 0; i < s->opt.ncommands; i++) {
         const rs_command *c = &s->opt.commands[i];
@@ -539,7 +539,7 @@ static const rs_command *find_command(const rserver *s, const char *name, size_t
 }
 
 /* Printable copy of at most 64 bytes of a peer's text for an error message. */
-static void printable(char *dst, size_t cap, const char *src, size_t len)
+static void rs_printable(char *dst, size_t cap, const char *src, size_t len)
 {
     size_t j = 0;
     for (size_t i = 0; i < len && j + 4 < cap && i < 64; i++) {
@@ -553,17 +553,17 @@ static void printable(char *dst, size_t cap, const char *src, size_t len)
     dst[j] = '\0';
 }
 
-static void client_dispatch(rs_client *c, rs_req *r)
+static void rs_client_dispatch(rs_client *c, rs_req *r)
 {
     rserver *s = c->s;
     size_t nlen;
     const char *name = rs_req_arg(r, 0, &nlen);
-    const rs_command *cmd = find_command(s, name, nlen);
+    const rs_command *cmd = rs_find_command(s, name, nlen);
     char shown[80];
 
     s->st.commands++;
     if (cmd == NULL) {
-        printable(shown, sizeof(shown), name, nlen);
+        rs_printable(shown, sizeof(shown), name, nlen);
         rs_req_fail(r, RS_ERR, "unknown command '%s'", shown);
         return;
     }
@@ -584,17 +584,17 @@ static void client_dispatch(rs_client *c, rs_req *r)
         return;
     }
     r->cmd = cmd;
-    if (!req_can_start(c, r)) {
+    if (!rs_req_can_start(c, r)) {
         c->waiting = r;         /* parsing stops until it starts */
         return;
     }
-    req_start(c, r);
+    rs_req_start(c, r);
 }
 
 /* 1 when r may start now: no write of this client runs; a write starts when nothing
  * of this client runs, an ordered write when no write runs, anything else when no
  * ordered write runs either. */
-static int req_can_start(const rs_client *c, const rs_req *r)
+static int rs_req_can_start(const rs_client *c, const rs_req *r)
 {
     if (c->nwrites > 0)
         return 0;
@@ -605,7 +605,7 @@ static int req_can_start(const rs_client *c, const rs_req *r)
     return (r->cmd->flags & RS_CMD_ORDERED) || c->nordered == 0;
 }
 
-static void req_start(rs_client *c, rs_req *r)
+static void rs_req_start(rs_client *c, rs_req *r)
 {
     r->started = 1;
     c->nstarted++;
@@ -617,7 +617,7 @@ static void req_start(rs_client *c, rs_req *r)
 }
 
 /* Queue a new request (finished or not). Takes a reference for it. */
-static rs_req *client_enqueue(rs_client *c, resp_request *rq)
+static rs_req *rs_client_enqueue(rs_client *c, resp_request *rq)
 {
     rs_req *r = calloc(1, sizeof(*r));
     if (r == NULL)
@@ -640,7 +640,7 @@ static rs_req *client_enqueue(rs_client *c, resp_request *rq)
 }
 
 /* Parse and start requests from the buffered input, at most max_per_event of them. */
-static void client_process(rs_client *c)
+static void rs_client_process(rs_client *c)
 {
     if (c->bev == NULL || c->s == NULL || c->closing)
         return;
@@ -650,8 +650,8 @@ static void client_process(rs_client *c)
 
     c->refs++;              /* handlers may close the connection under us */
     while (c->bev && !c->closing && !c->waiting && evbuffer_get_length(in) > 0) {
-        if (client_over_limits(c)) {
-            client_pause(c);
+        if (rs_client_over_limits(c)) {
+            rs_client_pause(c);
             break;
         }
         if (started >= s->opt.limits.max_per_event) {
@@ -670,72 +670,72 @@ static void client_process(rs_client *c)
             s->st.proto_errors++;
             log_warn_rl("client %llu: %s; closing", (unsigned long long)c->id,
                         resp_parser_error(c->parser));
-            rs_req *r = client_enqueue(c, NULL);
+            rs_req *r = rs_client_enqueue(c, NULL);
             c->closing = 1;
             bufferevent_disable(c->bev, EV_READ);
             bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
             if (r)
                 rs_req_fail(r, RS_ERR, "%s", resp_parser_error(c->parser));
             else
-                client_close(c);
+                rs_client_close(c);
             break;
         }
         resp_request rq;
         resp_parser_take(c->parser, &rq);
-        rs_req *r = client_enqueue(c, &rq);
+        rs_req *r = rs_client_enqueue(c, &rq);
         if (r == NULL) {
             resp_request_free(&rq);
-            client_close(c);
+            rs_client_close(c);
             break;
         }
         started++;
-        client_dispatch(c, r);
+        rs_client_dispatch(c, r);
     }
     if (c->bev && c->eof)
-        client_flush(c);
-    client_unref(c);
+        rs_client_flush(c);
+    rs_client_unref(c);
 }
 
 /* ---- libevent callbacks ---- */
 
-static void on_resume(evutil_socket_t fd, short what, void *arg)
+static void rs_on_resume(evutil_socket_t fd, short what, void *arg)
 {
     (void)fd;
     (void)what;
-    client_process(arg);
+    rs_client_process(arg);
 }
 
-static void on_read(struct bufferevent *bev, void *arg)
+static void rs_on_read(struct bufferevent *bev, void *arg)
 {
     rs_client *c = arg;
     (void)bev;
     c->active_ms = ra_now_ms();
-    client_process(c);
+    rs_client_process(c);
 }
 
-static void on_write(struct bufferevent *bev, void *arg)
+static void rs_on_write(struct bufferevent *bev, void *arg)
 {
     rs_client *c = arg;
     (void)bev;
     if (c->closing || c->eof) {
-        client_flush(c);        /* closes when everything is sent */
+        rs_client_flush(c);        /* closes when everything is sent */
         return;
     }
-    client_maybe_resume(c);
+    rs_client_maybe_resume(c);
 }
 
-static void on_event(struct bufferevent *bev, short what, void *arg)
+static void rs_on_event(struct bufferevent *bev, short what, void *arg)
 {
     rs_client *c = arg;
     (void)bev;
     if (what & BEV_EVENT_ERROR) {
         log_debug("client %llu: %s", (unsigned long long)c->id, strerror(EVUTIL_SOCKET_ERROR()));
-        client_close(c);
+        rs_client_close(c);
         return;
     }
     if (what & BEV_EVENT_EOF) {
         if (what & BEV_EVENT_WRITING) {
-            client_close(c);
+            rs_client_close(c);
             return;
         }
         /* the peer will send nothing more: answer what it sent, then close */
@@ -743,22 +743,22 @@ static void on_event(struct bufferevent *bev, short what, void *arg)
         bufferevent_disable(c->bev, EV_READ);
         bufferevent_setwatermark(c->bev, EV_WRITE, 0, 0);
         c->refs++;
-        client_process(c);
+        rs_client_process(c);
         if (c->bev)
-            client_flush(c);
-        client_unref(c);
+            rs_client_flush(c);
+        rs_client_unref(c);
     }
 }
 
 /* A client on bev (a connected socket, or one end of a pair in the fuzz harness):
  * parser, resume event, server list, callbacks. Returns it, or NULL (out of memory;
  * bev is left to the caller). */
-static rs_client *client_new(rserver *s, struct bufferevent *bev)
+static rs_client *rs_client_new(rserver *s, struct bufferevent *bev)
 {
     rs_client *c = calloc(1, sizeof(*c));
     resp_limits pl = rs_parser_limits(s, s->password == NULL);
     if (c == NULL || (c->parser = resp_parser_new(&pl)) == NULL ||
-        (c->resume_ev = event_new(s->base, -1, 0, on_resume, c)) == NULL) {
+        (c->resume_ev = event_new(s->base, -1, 0, rs_on_resume, c)) == NULL) {
         if (c != NULL)
             resp_parser_free(c->parser);
         free(c);
@@ -777,14 +777,14 @@ static rs_client *client_new(rserver *s, struct bufferevent *bev)
     s->clients = c;
     s->st.clients++;
     s->st.connections++;
-    bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+    bufferevent_setcb(c->bev, rs_on_read, rs_on_write, rs_on_event, c);
     bufferevent_setwatermark(c->bev, EV_READ, 0, RS_READ_HIGH_WATERMARK);
     bufferevent_setwatermark(c->bev, EV_WRITE, s->opt.limits.out_high_watermark / 2, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
     return c;
 }
 
-static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+static void rs_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
                       int salen, void *arg)
 {
     rserver *s = arg;
@@ -807,7 +807,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
         evutil_closesocket(fd);
         return;
     }
-    if (client_new(s, bev) == NULL) {
+    if (rs_client_new(s, bev) == NULL) {
         bufferevent_free(bev);      /* closes fd */
         return;
     }
@@ -815,7 +815,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct soc
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
+static void rs_on_accept_retry(evutil_socket_t fd, short what, void *arg)
 {
     rserver *s = arg;
     (void)fd;
@@ -823,7 +823,7 @@ static void on_accept_retry(evutil_socket_t fd, short what, void *arg)
     evconnlistener_enable(s->lis);
 }
 
-static void on_accept_error(struct evconnlistener *lis, void *arg)
+static void rs_on_accept_error(struct evconnlistener *lis, void *arg)
 {
     rserver *s = arg;
     int e = EVUTIL_SOCKET_ERROR();
@@ -852,14 +852,14 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
             s->st.closed_auth_timeout++;
             log_info("client %llu: not authenticated within %u s (auth-timeout); closing",
                      (unsigned long long)c->id, l->auth_timeout_s);
-            client_close(c);
+            rs_client_close(c);
         } else if (l->idle_timeout_s && c->npending == 0 && c->bev &&
                    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
                    now - c->active_ms >= (uint64_t)l->idle_timeout_s * 1000u) {
             s->st.closed_idle++;
             log_debug("client %llu: idle for %u s (timeout); closing", (unsigned long long)c->id,
                       l->idle_timeout_s);
-            client_close(c);
+            rs_client_close(c);
         }
     }
 }
@@ -885,7 +885,7 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
         s->opt.limits.max_pending = 1;
     if (s->opt.limits.max_per_event == 0)
         s->opt.limits.max_per_event = 1;
-    s->accept_retry = evtimer_new(base, on_accept_retry, s);
+    s->accept_retry = evtimer_new(base, rs_on_accept_retry, s);
     if (s->bind == NULL || s->accept_retry == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
@@ -901,7 +901,7 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
                  s->bind, gai_strerror(gai));
         goto fail;
     }
-    s->lis = evconnlistener_new_bind(base, on_accept, s,
+    s->lis = evconnlistener_new_bind(base, rs_on_accept, s,
                                      LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
                                          LEV_OPT_CLOSE_ON_EXEC,
                                      511, ai->ai_addr, (int)ai->ai_addrlen);
@@ -912,7 +912,7 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
         goto fail;
     }
     freeaddrinfo(ai);
-    evconnlistener_set_error_cb(s->lis, on_accept_error);
+    evconnlistener_set_error_cb(s->lis, rs_on_accept_error);
     {
         struct sockaddr_storage ss;
         socklen_t sl = sizeof(ss);
@@ -954,9 +954,9 @@ void rs_free(rserver *s)
     while (s->clients) {
         rs_client *c = s->clients;
         c->refs++;
-        client_close(c);        /* unlinks c */
+        rs_client_close(c);        /* unlinks c */
         c->s = NULL;            /* kept alive by unfinished requests: must not touch s */
-        client_unref(c);
+        rs_client_unref(c);
     }
     if (s->lis)
         evconnlistener_free(s->lis);
