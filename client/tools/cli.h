@@ -137,6 +137,18 @@ size_t cli_u64_to_dec(uint64_t v, char *dst);
 
 /* ---- Options (cli_opts.c) ---- */
 
+/* The matching options of find-all, find-clusters and dedup: -b/--blocks,
+ * -d/--distance, -t/--threads, with their defaults. */
+typedef struct cli_match_opts {
+    uint64_t blocks, distance, threads;
+} cli_match_opts;
+
+void cli_match_opts_init(cli_match_opts *o);
+/* Handles getopt's option c (value arg) when it is one of -b, -d, -t. Returns 1 when
+ * it was, 0 when c is another option, -1 after printing an error (exit status
+ * CLI_EXIT_USAGE). */
+int cli_match_opt(const char *prog, int c, const char *arg, cli_match_opts *o);
+
 /* Parse a number option value with parse_uint_range; on error print
  * "<prog>: option <opt>: <reason>: '<val>'" and return -1. */
 int cli_opt_uint(const char *prog, const char *opt, const char *val,

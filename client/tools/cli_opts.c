@@ -88,3 +88,21 @@ int cli_opt_error(const char *prog, int ret, char **argv)
     fprintf(stderr, "Try '%s --help'.\n", prog);
     return CLI_EXIT_USAGE;
 }
+
+void cli_match_opts_init(cli_match_opts *o)
+{
+    o->blocks = CLI_BLOCKS_DEFAULT;
+    o->distance = CLI_DISTANCE_DEFAULT;
+    o->threads = 0;
+}
+
+int cli_match_opt(const char *prog, int c, const char *arg, cli_match_opts *o)
+{
+    switch (c) {
+    case 'b': return cli_opt_uint(prog, "--blocks", arg, 1, 64, &o->blocks) != 0 ? -1 : 1;
+    case 'd': return cli_opt_uint(prog, "--distance", arg, 0, 63, &o->distance) != 0 ? -1 : 1;
+    case 't':
+        return cli_opt_uint(prog, "--threads", arg, 0, CLI_THREADS_MAX, &o->threads) != 0 ? -1 : 1;
+    default: return 0;
+    }
+}

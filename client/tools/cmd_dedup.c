@@ -518,32 +518,26 @@ int cmd_dedup(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *prog = "simhash dedup";
-    uint64_t blocks = CLI_BLOCKS_DEFAULT, distance = CLI_DISTANCE_DEFAULT;
-    uint64_t window = FP_WINDOW_DEFAULT, threads = 0;
-    int json = 0, verbose = 0, c;
+    cli_match_opts mo;
+    uint64_t window = FP_WINDOW_DEFAULT;
+    int json = 0, verbose = 0, c, r;
 
+    cli_match_opts_init(&mo);
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":b:d:w:jvt:h", longopts, NULL)) != -1) {
+        if ((r = cli_match_opt(prog, c, optarg, &mo)) != 0) {
+            if (r < 0)
+                return CLI_EXIT_USAGE;
+            continue;
+        }
         switch (c) {
-        case 'b':
-            if (cli_opt_uint(prog, "--blocks", optarg, 1, 64, &blocks) != 0)
-                return CLI_EXIT_USAGE;
-            break;
-        case 'd':
-            if (cli_opt_uint(prog, "--distance", optarg, 0, 63, &distance) != 0)
-                return CLI_EXIT_USAGE;
-            break;
         case 'w':
             if (cli_opt_uint(prog, "--window", optarg, 1, FP_WINDOW_MAX, &window) != 0)
                 return CLI_EXIT_USAGE;
             break;
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
-        case 't':
-            if (cli_opt_uint(prog, "--threads", optarg, 0, CLI_THREADS_MAX, &threads) != 0)
-                return CLI_EXIT_USAGE;
-            break;
         case 'h': dedup_usage(stdout); return CLI_EXIT_OK;
         case 'V': printf("simhash %s\n", SIMHASH_VERSION); return CLI_EXIT_OK;
         default: return cli_opt_error(prog, c, argv);
@@ -553,7 +547,7 @@ int cmd_dedup(int argc, char **argv)
         fprintf(stderr, "%s: no PATH given\nTry '%s --help'.\n", prog, prog);
         return CLI_EXIT_USAGE;
     }
-    if (cli_check_tables(prog, (unsigned)blocks, (unsigned)distance) != 0)
+    if (cli_check_tables(prog, (unsigned)mo.blocks, (unsigned)mo.distance) != 0)
         return CLI_EXIT_USAGE;
 
     dedup_walk w;
@@ -578,7 +572,7 @@ int cmd_dedup(int argc, char **argv)
     fps = malloc((w.n ? w.n : 1) * sizeof(*fps));
     if (!wk.fps || !wk.errs || !idx || !fps)
         goto oom;
-    if (dedup_fingerprint(&wk, threads ? (unsigned)threads : cli_ncpus()) != 0) {
+    if (dedup_fingerprint(&wk, mo.threads ? (unsigned)mo.threads : cli_ncpus()) != 0) {
         fprintf(stderr, "%s: cannot start threads\n", prog);
         status = CLI_EXIT_FAIL;
         goto done;
@@ -593,8 +587,8 @@ int cmd_dedup(int argc, char **argv)
         idx[m].path = w.paths[i];
         fps[m++] = wk.fps[i];
     }
-    if (m > 1 && match_find_clusters(fps, m, (unsigned)blocks, (unsigned)distance,
-                                     (unsigned)threads, &values, &offsets, &nclusters,
+    if (m > 1 && match_find_clusters(fps, m, (unsigned)mo.blocks, (unsigned)mo.distance,
+                                     (unsigned)mo.threads, &values, &offsets, &nclusters,
                                      err, sizeof(err)) != 0) {
         fprintf(stderr, "%s: %s\n", prog, err[0] ? err : "matching failed");
         status = CLI_EXIT_FAIL;

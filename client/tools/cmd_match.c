@@ -74,28 +74,22 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    uint64_t blocks = CLI_BLOCKS_DEFAULT, distance = CLI_DISTANCE_DEFAULT, threads = 0;
+    cli_match_opts mo;
     const char *input = "-", *output = "-";
-    int c;
+    int c, r;
 
+    cli_match_opts_init(&mo);
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":b:d:i:o:t:h", longopts, NULL)) != -1) {
+        if ((r = cli_match_opt(prog, c, optarg, &mo)) != 0) {
+            if (r < 0)
+                return CLI_EXIT_USAGE;
+            continue;
+        }
         switch (c) {
-        case 'b':
-            if (cli_opt_uint(prog, "--blocks", optarg, 1, 64, &blocks) != 0)
-                return CLI_EXIT_USAGE;
-            break;
-        case 'd':
-            if (cli_opt_uint(prog, "--distance", optarg, 0, 63, &distance) != 0)
-                return CLI_EXIT_USAGE;
-            break;
         case 'i': input = optarg; break;
         case 'o': output = optarg; break;
-        case 't':
-            if (cli_opt_uint(prog, "--threads", optarg, 0, CLI_THREADS_MAX, &threads) != 0)
-                return CLI_EXIT_USAGE;
-            break;
         case 'h':
             match_usage(prog, clusters, stdout);
             return CLI_EXIT_OK;
@@ -111,7 +105,7 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
                 "Try '%s --help'.\n", prog, argv[optind], prog);
         return CLI_EXIT_USAGE;
     }
-    if (cli_check_tables(prog, (unsigned)blocks, (unsigned)distance) != 0)
+    if (cli_check_tables(prog, (unsigned)mo.blocks, (unsigned)mo.distance) != 0)
         return CLI_EXIT_USAGE;
 
     /* Read and parse everything, and match, before touching the output: a failure
@@ -128,11 +122,11 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
     uint64_t *values = NULL;
     size_t *offsets = NULL, nclusters = 0;
     if (n > 0 && !clusters)
-        rc = match_find_all(hashes, n, (unsigned)blocks, (unsigned)distance,
-                            (unsigned)threads, &pairs, &npairs, err, sizeof(err));
+        rc = match_find_all(hashes, n, (unsigned)mo.blocks, (unsigned)mo.distance,
+                            (unsigned)mo.threads, &pairs, &npairs, err, sizeof(err));
     else if (n > 0)
-        rc = match_find_clusters(hashes, n, (unsigned)blocks, (unsigned)distance,
-                                 (unsigned)threads, &values, &offsets, &nclusters,
+        rc = match_find_clusters(hashes, n, (unsigned)mo.blocks, (unsigned)mo.distance,
+                                 (unsigned)mo.threads, &values, &offsets, &nclusters,
                                  err, sizeof(err));
     free(hashes);
     if (rc != 0) {
