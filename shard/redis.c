@@ -683,8 +683,11 @@ void shard_redis_stall_check(shard_redis *r)
 {
     if (r->ac == NULL || r->state != SHARD_REDIS_READY || r->inflight == 0)
         return;
+    /* the caller is a request deadline of timeout_ms: the event loop's clock may run
+     * a few ms behind ours (libevent can read a coarse clock), so a connection
+     * silent for nearly the whole deadline counts as stalled */
     uint64_t idle = ra_now_ms() - r->last_activity_ms;
-    if (idle < r->o.timeout_ms)
+    if (idle + r->o.timeout_ms / 20 < r->o.timeout_ms)
         return;
     log_warn_rl("redis %s:%d: no reply for %llu ms with %u commands outstanding; "
                 "dropping the connection", r->host, r->o.port, (unsigned long long)idle,

@@ -76,8 +76,8 @@ int shard_redis_command(shard_redis *r, shard_redis_cb fn, void *priv,
                         int argc, const char **argv, const size_t *argvlen);
 
 /* A request deadline passed: when commands are outstanding and Redis has not
- * answered anything for timeout_ms, drop the connection (its pending commands get
- * "connection lost") and reconnect. */
+ * answered anything for (all but 5% of) timeout_ms, drop the connection (its
+ * pending commands get "connection lost") and reconnect. */
 void shard_redis_stall_check(shard_redis *r);
 
 typedef struct shard_redis_stats {
