@@ -41,6 +41,8 @@
 #include "perm.h"
 #include "resp.h"
 
+#include "bench_util.h"
+
 #define DL_MAX_CMDS 4096      /* Redis commands per operation, upper bound */
 #define DL_ARGS_MAX 8
 
@@ -61,25 +63,10 @@ static perm_set ps;
 
 /* ---- helpers ---- */
 
-static double dl_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static uint64_t dl_splitmix(uint64_t x)
-{
-    x += 0x9e3779b97f4a7c15ULL;
-    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-    return x ^ (x >> 31);
-}
-
 /* Fingerprint number i of the corpus. */
 static uint64_t dl_fp(uint64_t i)
 {
-    return dl_splitmix((opt.seed << 32) + i);
+    return bench_splitmix((opt.seed << 32) + i);
 }
 
 static uint64_t dl_rng_state = 88172645463325252ULL;
@@ -234,7 +221,7 @@ static dl_stats dl_run(int kind)
     dl_stats st = {0};
     if (ring == NULL)
         die("memory", "ring");
-    double t0 = dl_now(), end = t0 + opt.seconds;
+    double t0 = bench_now(), end = t0 + opt.seconds;
     int stop = 0;
     while (!stop || tail < head) {
         while (!stop && head - tail < depth && issued < opt.count) {
@@ -259,12 +246,12 @@ static dl_stats dl_run(int kind)
         for (unsigned i = 0; i < n; i++)
             dl_read_one(c, &st);
         st.ops++;
-        if ((st.ops & 63) == 0 && dl_now() >= end)
+        if ((st.ops & 63) == 0 && bench_now() >= end)
             stop = 1;
         if (issued >= opt.count)
             stop = 1;
     }
-    st.secs = dl_now() - t0;
+    st.secs = bench_now() - t0;
     free(ring);
     redisFree(c);
     return st;
@@ -325,7 +312,7 @@ static int dl_preload(void)
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s bucket_bits %u", LAYOUT_META_KEY, opt.bucket_bits);
     freeReplyObject(r);
-    double t0 = dl_now();
+    double t0 = bench_now();
     enum { GROUP = 256 };
     const char *argv[2 + 2 * GROUP];
     size_t lens[2 + 2 * GROUP];
@@ -360,7 +347,7 @@ static int dl_preload(void)
         }
     }
     dl_drain(c, &pending, 0, &st);
-    double secs = dl_now() - t0;
+    double secs = bench_now() - t0;
     dl_metric("preload_entries_per_sec", (double)n * ps.ntables / secs);
     free(e);
     redisFree(c);
@@ -375,7 +362,7 @@ static int dl_predocs(void)
     dl_stats st = {0};
     uint64_t pending = 0;
     char key[LAYOUT_KEY_MAX], doc[32];
-    double t0 = dl_now();
+    double t0 = bench_now();
     for (uint64_t i = 0; i < opt.count; i++) {
         uint64_t id = opt.offset + i, fp = dl_fp(id);
         size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
@@ -388,7 +375,7 @@ static int dl_predocs(void)
     }
     dl_drain(c, &pending, 0, &st);
     st.ops = opt.count;
-    st.secs = dl_now() - t0;
+    st.secs = bench_now() - t0;
     redisFree(c);
     return dl_report(&st, "predocs_fp");
 }
@@ -444,7 +431,7 @@ static void dl_paced_reply(redisAsyncContext *ac, void *reply, void *priv)
     }
     if (r->type == REDIS_REPLY_ERROR)
         pc->errors++;
-    pc->lat[idx] = dl_now() - (pc->start + (double)idx / opt.rate);
+    pc->lat[idx] = bench_now() - (pc->start + (double)idx / opt.rate);
     if (++pc->received == pc->total)
         event_base_loopbreak(pc->base);
 }
@@ -479,7 +466,7 @@ static void dl_paced_tick(evutil_socket_t fd, short what, void *arg)
     dl_paced *pc = arg;
     (void)fd;
     (void)what;
-    double el = dl_now() - pc->start;
+    double el = bench_now() - pc->start;
     uint64_t due = (uint64_t)(el * opt.rate) + 1;
     if (due > pc->total)
         due = pc->total;
@@ -535,9 +522,9 @@ static int dl_paced_run(int raw)
     pc.tick = event_new(pc.base, -1, EV_PERSIST, dl_paced_tick, &pc);
     struct timeval iv = {0, 200};   /* 0.2 ms: sends stay within 0.2 ms of schedule */
     event_add(pc.tick, &iv);
-    pc.start = dl_now();
+    pc.start = bench_now();
     event_base_dispatch(pc.base);
-    double secs = dl_now() - pc.start;
+    double secs = bench_now() - pc.start;
     event_free(pc.tick);
     redisAsyncFree(pc.ac);
     event_base_free(pc.base);

@@ -20,25 +20,16 @@
 #include "parse.h"
 #include "perm.h"
 
+#include "bench_util.h"
+
 /* ---- Helpers ---- */
 
 static uint64_t bench_rng = 0x5eed5eed5eed5eedULL;
 
-/* splitmix64: returns the next pseudo-random 64-bit value. */
+/* The next pseudo-random 64-bit value of the fixed sequence. */
 static uint64_t bench_rand(void)
 {
-    uint64_t z = (bench_rng += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Monotonic seconds. */
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return bench_next(&bench_rng);
 }
 
 /* CPU seconds (user + system) used by this process so far, all threads. */

@@ -15,17 +15,16 @@
 #include "fingerprint.h"
 #include "parse.h"
 
+#include "bench_util.h"
+
 /* ---- Deterministic text ---- */
 
 static uint64_t bench_rng = 0x9E3779B97F4A7C15ull;
 
-/* splitmix64: the next pseudo-random number of the fixed sequence. */
+/* The next pseudo-random number of the fixed sequence. */
 static uint64_t bench_rand(void)
 {
-    uint64_t z = (bench_rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
+    return bench_next(&bench_rng);
 }
 
 /* Index in [0, n) drawn with weight 1/(i+1) (Zipf s=1) through the cumulative table. */
@@ -254,20 +253,11 @@ static uint64_t bench_seomoz(const char *text, size_t len)
 
 /* ---- Timing ---- */
 
-static double bench_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* CPU time of this thread: unlike wall time, not inflated while other processes
  * hold the core, so it shows one core's throughput on a shared machine. */
 static double bench_cpu_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return bench_clock(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static int bench_cmp_double(const void *a, const void *b)

@@ -19,22 +19,6 @@
 
 /* ---- Argument helpers ---- */
 
-/* Printable, truncated copy of an argument for error messages. */
-static const char *coord_shown(const char *s, size_t n, char *buf, size_t cap)
-{
-    size_t j = 0;
-    for (size_t i = 0; i < n && j + 4 < cap && i < 40; i++) {
-        unsigned char c = (unsigned char)s[i];
-        buf[j++] = (c >= 32 && c < 127 && c != '\'') ? (char)c : '?';
-    }
-    if (n > 40 && j + 4 < cap) {
-        memcpy(buf + j, "...", 3);
-        j += 3;
-    }
-    buf[j] = '\0';
-    return buf;
-}
-
 /* Fingerprint in argument i. Returns 0, or -1 after answering an error. */
 static int coord_arg_fp(rs_req *r, size_t i, uint64_t *fp)
 {
@@ -43,7 +27,8 @@ static int coord_arg_fp(rs_req *r, size_t i, uint64_t *fp)
     char b[64];
     if (parse_u64(s, n, fp, &why) != 0) {
         rs_req_fail(r, RS_ERR, "invalid fingerprint '%s' (argument %zu): %s; fingerprints are "
-                    "unsigned 64-bit decimal numbers", coord_shown(s, n, b, sizeof(b)), i, why);
+                    "unsigned 64-bit decimal numbers",
+                    rs_printable(b, sizeof(b), s, n, 40), i, why);
         return -1;
     }
     return 0;
@@ -513,7 +498,7 @@ static int coord_query_options(coord *co, rs_req *r, size_t from, int allow_limi
         int is_l = allow_limit && n == 5 && strncasecmp(opt, "LIMIT", 5) == 0;
         if (!is_d && !is_l) {
             rs_req_fail(r, RS_ERR, "unknown option '%s' (argument %zu); expected %s",
-                        coord_shown(opt, n, b, sizeof(b)), i,
+                        rs_printable(b, sizeof(b), opt, n, 40), i,
                         allow_limit ? "DISTANCE d or LIMIT n" : "DISTANCE d");
             return -1;
         }
@@ -526,7 +511,7 @@ static int coord_query_options(coord *co, rs_req *r, size_t from, int allow_limi
         if (is_d) {
             if (parse_uint_range(val, vn, 0, co->cfg.distance, &v, &why) != 0) {
                 rs_req_fail(r, RS_ERR, "invalid DISTANCE '%s' (argument %zu): %s; the corpus "
-                            "distance is %u", coord_shown(val, vn, b, sizeof(b)), i + 1, why,
+                            "distance is %u", rs_printable(b, sizeof(b), val, vn, 40), i + 1, why,
                             co->cfg.distance);
                 return -1;
             }
@@ -534,7 +519,7 @@ static int coord_query_options(coord *co, rs_req *r, size_t from, int allow_limi
         } else {
             if (parse_uint_range(val, vn, 1, 1000000000, &v, &why) != 0) {
                 rs_req_fail(r, RS_ERR, "invalid LIMIT '%s' (argument %zu): %s",
-                            coord_shown(val, vn, b, sizeof(b)), i + 1, why);
+                            rs_printable(b, sizeof(b), val, vn, 40), i + 1, why);
                 return -1;
             }
             *limit = (size_t)v;

@@ -29,7 +29,7 @@ struct shard_waiter {
 };
 
 /* Frees w when it has answered and nothing holds it. */
-static void waiter_release(shard_waiter *w)
+static void shard_waiter_release(shard_waiter *w)
 {
     if (w->req != NULL || w->held)
         return;
@@ -39,7 +39,7 @@ static void waiter_release(shard_waiter *w)
 }
 
 /* Answers w once: +OK when msg is NULL, else -REDIS msg (counted in *counter). */
-static void waiter_answer(shard_waiter *w, const char *msg, unsigned long long *counter)
+static void shard_waiter_answer(shard_waiter *w, const char *msg, unsigned long long *counter)
 {
     if (w->req == NULL)
         return;
@@ -56,7 +56,7 @@ static void waiter_answer(shard_waiter *w, const char *msg, unsigned long long *
     w->req = NULL;
 }
 
-static void waiter_on_deadline(evutil_socket_t fd, short what, void *arg)
+static void shard_waiter_on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     shard_waiter *w = arg;
     char msg[96];
@@ -64,17 +64,17 @@ static void waiter_on_deadline(evutil_socket_t fd, short what, void *arg)
     (void)what;
     snprintf(msg, sizeof msg, "timeout: redis did not answer within %u ms",
              w->sc->cfg.timeout_ms);
-    waiter_answer(w, msg, &w->sc->st.timeouts);
-    waiter_release(w);
+    shard_waiter_answer(w, msg, &w->sc->st.timeouts);
+    shard_waiter_release(w);
 }
 
 /* Returns a new waiter for req with the request deadline, or NULL (answered -OOM). */
-static shard_waiter *waiter_new(shard_ctx *sc, rs_req *req)
+static shard_waiter *shard_waiter_new(shard_ctx *sc, rs_req *req)
 {
     shard_waiter *w = calloc(1, sizeof *w);
     struct timeval tv = ra_tv_ms(sc->cfg.timeout_ms);
     if (w)
-        w->deadline = evtimer_new(sc->base, waiter_on_deadline, w);
+        w->deadline = evtimer_new(sc->base, shard_waiter_on_deadline, w);
     if (w == NULL || w->deadline == NULL || evtimer_add(w->deadline, &tv) != 0) {
         if (w && w->deadline)
             event_free(w->deadline);
@@ -91,7 +91,7 @@ static shard_waiter *waiter_new(shard_ctx *sc, rs_req *req)
 /* ---- appendfsync always (wait-replicas 0) ---- */
 
 /* The refusal text for a Redis without appendonly yes + appendfsync always. */
-static void aof_refusal(shard_ctx *sc, char *msg, size_t cap)
+static void shard_aof_refusal(shard_ctx *sc, char *msg, size_t cap)
 {
     snprintf(msg, cap, "durable writes need appendonly yes and appendfsync always on redis "
              "%s:%u (it has %s) or wait-replicas > 0", sc->cfg.redis_host, sc->cfg.redis_port,
@@ -101,7 +101,7 @@ static void aof_refusal(shard_ctx *sc, char *msg, size_t cap)
 
 /* Reads a CONFIG GET appendonly appendfsync reply into the cache. Returns 0, or -1
  * when it is not a list of name/value pairs. */
-static int aof_absorb(shard_ctx *sc, const redisReply *rep)
+static int shard_aof_absorb(shard_ctx *sc, const redisReply *rep)
 {
     if (rep->type != REDIS_REPLY_ARRAY || rep->elements % 2 != 0)
         return -1;
@@ -131,37 +131,37 @@ static int aof_absorb(shard_ctx *sc, const redisReply *rep)
     return 0;
 }
 
-static void aof_on_reply(void *priv, redisReply *reply, const char *err)
+static void shard_aof_on_reply(void *priv, redisReply *reply, const char *err)
 {
     shard_waiter *w = priv;
     shard_ctx *sc = w->sc;
     char msg[300];
     w->held = 0;
     if (reply == NULL) {
-        waiter_answer(w, err ? err : "connection lost", &sc->st.lost);
+        shard_waiter_answer(w, err ? err : "connection lost", &sc->st.lost);
     } else if (reply->type == REDIS_REPLY_ERROR) {
         snprintf(msg, sizeof msg, "CONFIG GET appendonly appendfsync: %.*s",
                  (int)(reply->len > 200 ? 200 : reply->len), reply->str);
-        waiter_answer(w, msg, &sc->st.wait_fail);
-    } else if (aof_absorb(sc, reply) != 0) {
-        waiter_answer(w, "unexpected reply to CONFIG GET appendonly appendfsync",
+        shard_waiter_answer(w, msg, &sc->st.wait_fail);
+    } else if (shard_aof_absorb(sc, reply) != 0) {
+        shard_waiter_answer(w, "unexpected reply to CONFIG GET appendonly appendfsync",
                       &sc->st.redis_err);
     } else if (!sc->aof_ok) {
-        aof_refusal(sc, msg, sizeof msg);
-        waiter_answer(w, msg, &sc->st.wait_fail);
+        shard_aof_refusal(sc, msg, sizeof msg);
+        shard_waiter_answer(w, msg, &sc->st.wait_fail);
     } else {
-        waiter_answer(w, NULL, NULL);
+        shard_waiter_answer(w, NULL, NULL);
     }
-    waiter_release(w);
+    shard_waiter_release(w);
 }
 
 /* ---- Redis WAIT, group commit (wait-replicas > 0) ---- */
 
-static void wait_send(shard_ctx *sc);
+static void shard_wait_send(shard_ctx *sc);
 
 /* Reply to a Redis WAIT: answers every waiter of the group it covered, then sends the
  * next group's WAIT. */
-static void wait_on_reply(void *priv, redisReply *reply, const char *err)
+static void shard_wait_on_reply(void *priv, redisReply *reply, const char *err)
 {
     shard_ctx *sc = priv;
     shard_waiter *list = sc->wait_sent;
@@ -184,23 +184,23 @@ static void wait_on_reply(void *priv, redisReply *reply, const char *err)
         shard_waiter *w = list;
         list = w->next;
         w->held = 0;
-        waiter_answer(w, msg[0] ? msg : NULL, counter);
-        waiter_release(w);
+        shard_waiter_answer(w, msg[0] ? msg : NULL, counter);
+        shard_waiter_release(w);
     }
     if (sc->wait_next == NULL)
         return;
     if (reply == NULL) {    /* their writes went on the lost connection */
         sc->wait_sent = sc->wait_next;
         sc->wait_next = NULL;
-        wait_on_reply(sc, NULL, err);
+        shard_wait_on_reply(sc, NULL, err);
         return;
     }
-    wait_send(sc);
+    shard_wait_send(sc);
 }
 
 /* Sends one Redis WAIT for every waiter in wait_next: they all wrote before it on
  * this connection. */
-static void wait_send(shard_ctx *sc)
+static void shard_wait_send(shard_ctx *sc)
 {
     char n[16], t[16];
     const char *argv[3] = {"WAIT", n, t};
@@ -210,8 +210,8 @@ static void wait_send(shard_ctx *sc)
     sc->wait_next = NULL;
     sc->wait_inflight = 1;
     sc->st.wait_cmds++;
-    if (shard_redis_command(sc->redis, wait_on_reply, sc, 3, argv, NULL) != 0)
-        wait_on_reply(sc, NULL, "connection lost");
+    if (shard_redis_command(sc->redis, shard_wait_on_reply, sc, 3, argv, NULL) != 0)
+        shard_wait_on_reply(sc, NULL, "connection lost");
 }
 
 /* ---- The command ---- */
@@ -246,28 +246,28 @@ void shard_cmd_wait(rs_req *req)
                 resp_add_simple(rs_req_out(req), "OK");
                 rs_req_finish(req);
             } else {
-                aof_refusal(sc, msg, sizeof msg);
+                shard_aof_refusal(sc, msg, sizeof msg);
                 sc->st.errors++;
                 sc->st.wait_fail++;
                 rs_req_fail(req, RS_REDIS, "%s", msg);
             }
             return;
         }
-        shard_waiter *w = waiter_new(sc, req);
+        shard_waiter *w = shard_waiter_new(sc, req);
         if (w == NULL)
             return;
         const char *argv[4] = {"CONFIG", "GET", "appendonly", "appendfsync"};
         w->held = 1;
-        if (shard_redis_command(sc->redis, aof_on_reply, w, 4, argv, NULL) != 0)
-            aof_on_reply(w, NULL, "connection lost");
+        if (shard_redis_command(sc->redis, shard_aof_on_reply, w, 4, argv, NULL) != 0)
+            shard_aof_on_reply(w, NULL, "connection lost");
         return;
     }
-    shard_waiter *w = waiter_new(sc, req);
+    shard_waiter *w = shard_waiter_new(sc, req);
     if (w == NULL)
         return;
     w->held = 1;
     w->next = sc->wait_next;
     sc->wait_next = w;
     if (!sc->wait_inflight)
-        wait_send(sc);
+        shard_wait_send(sc);
 }

@@ -174,7 +174,7 @@ static int net_fail(const net_opts *o, shc_client *c)
 }
 
 /* Parse a fingerprint argument. Returns 0, or -1 with a message printed. */
-static int parse_fp_arg(const char *prog, const char *s, uint64_t *fp)
+static int net_parse_fp_arg(const char *prog, const char *s, uint64_t *fp)
 {
     const char *why = NULL;
 
@@ -186,7 +186,7 @@ static int parse_fp_arg(const char *prog, const char *s, uint64_t *fp)
 }
 
 /* Check a document id argument. Returns 0, or -1 with a message printed. */
-static int check_docid_arg(const char *prog, const char *s)
+static int net_check_docid_arg(const char *prog, const char *s)
 {
     size_t len = strlen(s);
 
@@ -197,7 +197,7 @@ static int check_docid_arg(const char *prog, const char *s)
     return 0;
 }
 
-static int usage_error(const char *prog, const char *msg)
+static int net_usage_error(const char *prog, const char *msg)
 {
     fprintf(stderr, "%s: %s\nTry '%s --help'.\n", prog, msg, prog);
     return CLI_EXIT_USAGE;
@@ -206,14 +206,14 @@ static int usage_error(const char *prog, const char *msg)
 /* ---- Output of matches ---- */
 
 /* Text bytes of a document id: control bytes shown as '?'. */
-static void out_docid_text(cli_out *out, const char *s, size_t n)
+static void net_out_docid_text(cli_out *out, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         cli_out_char(out, (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i]);
 }
 
 /* Print r as "fp<TAB>distance<TAB>docid,docid" lines, or as one JSON array. */
-static void print_result(cli_out *out, const shc_result *r, int json)
+static void net_print_result(cli_out *out, const shc_result *r, int json)
 {
     if (json)
         cli_out_char(out, '[');
@@ -239,7 +239,7 @@ static void print_result(cli_out *out, const shc_result *r, int json)
             for (size_t j = 0; j < m->ndocids; j++) {
                 if (j)
                     cli_out_char(out, ',');
-                out_docid_text(out, m->docids[j], m->docid_lens[j]);
+                net_out_docid_text(out, m->docids[j], m->docid_lens[j]);
             }
             cli_out_char(out, '\n');
         }
@@ -249,7 +249,7 @@ static void print_result(cli_out *out, const shc_result *r, int json)
 }
 
 /* Write r to stdout. Returns the exit status. */
-static int emit_result(const char *prog, const shc_result *r, int json)
+static int net_emit_result(const char *prog, const shc_result *r, int json)
 {
     cli_out out;
 
@@ -257,7 +257,7 @@ static int emit_result(const char *prog, const shc_result *r, int json)
         fprintf(stderr, "%s: cannot write output: %s\n", prog, strerror(errno));
         return CLI_EXIT_FAIL;
     }
-    print_result(&out, r, json);
+    net_print_result(&out, r, json);
     if (cli_out_close(&out) != 0) {
         fprintf(stderr, "%s: cannot write output: %s\n", prog, strerror(errno));
         return CLI_EXIT_FAIL;
@@ -310,7 +310,7 @@ int cmd_add(int argc, char **argv)
         return rc;
     int npos = argc - optind;
     if (npos == 0 || npos % 2 != 0)
-        return usage_error(prog, "expected pairs of FP DOCID");
+        return net_usage_error(prog, "expected pairs of FP DOCID");
     size_t n = (size_t)npos / 2;
     uint64_t *fps = calloc(n, sizeof(*fps));
     const char **docids = calloc(n, sizeof(*docids));
@@ -322,8 +322,8 @@ int cmd_add(int argc, char **argv)
     }
     rc = CLI_EXIT_OK;
     for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
-        if (parse_fp_arg(prog, argv[optind + 2 * i], &fps[i]) != 0 ||
-            check_docid_arg(prog, argv[optind + 2 * i + 1]) != 0)
+        if (net_parse_fp_arg(prog, argv[optind + 2 * i], &fps[i]) != 0 ||
+            net_check_docid_arg(prog, argv[optind + 2 * i + 1]) != 0)
             rc = CLI_EXIT_USAGE;
         docids[i] = argv[optind + 2 * i + 1];
     }
@@ -347,7 +347,7 @@ int cmd_add(int argc, char **argv)
 /* ---- simhash query / check ---- */
 
 /* Shared by query and check: parse options and run. check != 0 for check. */
-static int query_or_check(int argc, char **argv, int check)
+static int net_query_or_check(int argc, char **argv, int check)
 {
     static const struct option longopts[] = {
         NET_LONGOPTS,
@@ -397,7 +397,7 @@ static int query_or_check(int argc, char **argv, int check)
             break;
         case OPT_LIMIT:
             if (check)
-                return usage_error(prog, "--limit is for query only");
+                return net_usage_error(prog, "--limit is for query only");
             if (cli_opt_uint(prog, "--limit", optarg, 1, 1000000000, &limit) != 0)
                 return CLI_EXIT_USAGE;
             break;
@@ -406,7 +406,7 @@ static int query_or_check(int argc, char **argv, int check)
             break;
         case OPT_TEXT:
             if (!check)
-                return usage_error(prog, "--text is for check only");
+                return net_usage_error(prog, "--text is for check only");
             text_path = optarg;
             break;
         default:
@@ -422,21 +422,21 @@ static int query_or_check(int argc, char **argv, int check)
     const char *docid = NULL;
     if (!check) {
         if (npos != 1)
-            return usage_error(prog, "expected one FP");
-        if (parse_fp_arg(prog, argv[optind], &fp) != 0)
+            return net_usage_error(prog, "expected one FP");
+        if (net_parse_fp_arg(prog, argv[optind], &fp) != 0)
             return CLI_EXIT_USAGE;
     } else if (text_path) {
         if (npos != 1)
-            return usage_error(prog, "expected DOCID after --text FILE");
+            return net_usage_error(prog, "expected DOCID after --text FILE");
         docid = argv[optind];
     } else {
         if (npos != 2)
-            return usage_error(prog, "expected FP DOCID");
-        if (parse_fp_arg(prog, argv[optind], &fp) != 0)
+            return net_usage_error(prog, "expected FP DOCID");
+        if (net_parse_fp_arg(prog, argv[optind], &fp) != 0)
             return CLI_EXIT_USAGE;
         docid = argv[optind + 1];
     }
-    if (docid && check_docid_arg(prog, docid) != 0)
+    if (docid && net_check_docid_arg(prog, docid) != 0)
         return CLI_EXIT_USAGE;
     if (text_path) {
         cli_buf b;
@@ -461,7 +461,7 @@ static int query_or_check(int argc, char **argv, int check)
     if (st != SHC_OK) {
         rc = net_fail(&o, cl);
     } else {
-        rc = emit_result(prog, r, json);
+        rc = net_emit_result(prog, r, json);
     }
     shc_result_free(r);
     shc_free(cl);
@@ -470,12 +470,12 @@ static int query_or_check(int argc, char **argv, int check)
 
 int cmd_query(int argc, char **argv)
 {
-    return query_or_check(argc, argv, 0);
+    return net_query_or_check(argc, argv, 0);
 }
 
 int cmd_check(int argc, char **argv)
 {
-    return query_or_check(argc, argv, 1);
+    return net_query_or_check(argc, argv, 1);
 }
 
 /* ---- simhash del ---- */
@@ -496,11 +496,11 @@ int cmd_del(int argc, char **argv)
         return rc;
     int npos = argc - optind;
     if (npos < 1 || npos > 2)
-        return usage_error(prog, "expected FP [DOCID]");
-    if (parse_fp_arg(prog, argv[optind], &fp) != 0)
+        return net_usage_error(prog, "expected FP [DOCID]");
+    if (net_parse_fp_arg(prog, argv[optind], &fp) != 0)
         return CLI_EXIT_USAGE;
     const char *docid = npos == 2 ? argv[optind + 1] : NULL;
-    if (docid && check_docid_arg(prog, docid) != 0)
+    if (docid && net_check_docid_arg(prog, docid) != 0)
         return CLI_EXIT_USAGE;
 
     shc_client *cl = net_connect(&o);
@@ -527,7 +527,7 @@ typedef struct load_input {
     char *arena;
 } load_input;
 
-static void load_input_free(load_input *in)
+static void net_load_input_free(load_input *in)
 {
     free(in->fps);
     free(in->docids);
@@ -536,7 +536,7 @@ static void load_input_free(load_input *in)
 
 /* Parse "fingerprint docid" lines (fields separated by spaces or tabs, lines end in
  * "\n" or "\r\n", the last may lack it). Returns 0, or -1 with *e filled. */
-static int load_parse(const char *data, size_t len, load_input *in, cli_parse_error *e)
+static int net_load_parse(const char *data, size_t len, load_input *in, cli_parse_error *e)
 {
     size_t cap = 1, pos = 0, apos = 0;
 
@@ -606,7 +606,7 @@ static int load_parse(const char *data, size_t len, load_input *in, cli_parse_er
     return 0;
 }
 
-static double now_s(void)
+static double net_now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -630,11 +630,11 @@ int cmd_load(int argc, char **argv)
     if (rc >= 0)
         return rc;
     if (argc - optind > 1)
-        return usage_error(prog, "expected at most one FILE");
+        return net_usage_error(prog, "expected at most one FILE");
     if (optind < argc)
         path = argv[optind];
 
-    double t0 = now_s();
+    double t0 = net_now_s();
     cli_buf b;
     if (cli_buf_read_path(path, &b) != 0) {
         fprintf(stderr, "%s: cannot read %s: %s\n", prog, cli_input_name(path),
@@ -643,12 +643,12 @@ int cmd_load(int argc, char **argv)
     }
     load_input in;
     cli_parse_error e;
-    if (load_parse(b.data, b.len, &in, &e) != 0) {
+    if (net_load_parse(b.data, b.len, &in, &e) != 0) {
         if (e.line == 0)
             fprintf(stderr, "%s: %s\n", prog, e.why);
         else
             cli_report_parse_error(prog, cli_input_name(path), &e);
-        load_input_free(&in);
+        net_load_input_free(&in);
         cli_buf_free(&b);
         return CLI_EXIT_FAIL;
     }
@@ -656,14 +656,14 @@ int cmd_load(int argc, char **argv)
 
     shc_client *cl = net_connect(&o);
     if (!cl) {
-        load_input_free(&in);
+        net_load_input_free(&in);
         return CLI_EXIT_FAIL;
     }
     shc_status *item = malloc((in.n ? in.n : 1) * sizeof(*item));
     if (!item) {
         fprintf(stderr, "%s: out of memory\n", prog);
         shc_free(cl);
-        load_input_free(&in);
+        net_load_input_free(&in);
         return CLI_EXIT_FAIL;
     }
     cli_progress prog_bar;
@@ -707,9 +707,9 @@ int cmd_load(int argc, char **argv)
     cli_progress_end(&prog_bar);
     if (failed > 0)
         fprintf(stderr, "%s: %zu entries failed\n", prog, failed);
-    printf("loaded %zu entries (%lld new) in %.2f s\n", loaded, added, now_s() - t0);
+    printf("loaded %zu entries (%lld new) in %.2f s\n", loaded, added, net_now_s() - t0);
     free(item);
     shc_free(cl);
-    load_input_free(&in);
+    net_load_input_free(&in);
     return rc;
 }

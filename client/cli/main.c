@@ -27,7 +27,7 @@ static const cli_command commands[] = {
     {"fsck", cmd_fsck, "check (and --repair) a deployment's Redis data: tables, documents, locks, counters"},
 };
 
-static void usage(FILE *f)
+static void cli_usage(FILE *f)
 {
     fprintf(f,
             "Usage: simhash COMMAND [OPTIONS] [ARGS]\n"
@@ -47,12 +47,12 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        cli_usage(stderr);
         return CLI_EXIT_USAGE;
     }
     const char *name = argv[1];
     if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 || strcmp(name, "help") == 0) {
-        usage(stdout);
+        cli_usage(stdout);
         return CLI_EXIT_OK;
     }
     if (strcmp(name, "--version") == 0) {

@@ -16,7 +16,7 @@
 
 /* Record the hiredis context error of c->rc and close the connection (the stream
  * position is unknown after any I/O error). Returns the status. */
-static shc_status conn_failed(shc_client *c, const char *doing, int saved_errno)
+static shc_status shci_conn_failed(shc_client *c, const char *doing, int saved_errno)
 {
     shc_status st = SHC_ERR_IO;
     const char *why = c->rc ? c->rc->errstr : "not connected";
@@ -57,7 +57,7 @@ static shc_status conn_failed(shc_client *c, const char *doing, int saved_errno)
 }
 
 /* Open the connection and authenticate. Returns a status. */
-static shc_status do_connect(shc_client *c)
+static shc_status shci_do_connect(shc_client *c)
 {
     struct timeval tv = { c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000 };
     redisReply *r;
@@ -73,16 +73,16 @@ static shc_status do_connect(shc_client *c)
         return shci_set_error(c, SHC_ERR_NOMEM, "out of memory connecting to %s:%d",
                              c->host, c->port);
     if (c->rc->err)
-        return conn_failed(c, "cannot connect to", errno);
+        return shci_conn_failed(c, "cannot connect to", errno);
     if (c->timeout_ms > 0 && redisSetTimeout(c->rc, tv) != REDIS_OK)
-        return conn_failed(c, "cannot set timeout on", errno);
+        return shci_conn_failed(c, "cannot set timeout on", errno);
     if (c->password) {
         const char *argv[2] = { "AUTH", c->password };
         size_t lens[2] = { SHCI_LITLEN("AUTH"), strlen(c->password) };
         errno = 0;
         r = redisCommandArgv(c->rc, 2, argv, lens);
         if (!r)
-            return conn_failed(c, "AUTH failed on", errno);
+            return shci_conn_failed(c, "AUTH failed on", errno);
         if (r->type == REDIS_REPLY_ERROR) {
             shc_status st = shci_reply_error(c, r, "AUTH failed: ");
             freeReplyObject(r);
@@ -116,7 +116,7 @@ shc_status shc_connect(const char *host, int port, int timeout_ms, const char *p
         return shci_set_error(c, SHC_ERR_ARG, "port %d out of range (1..65535)", port);
     if (timeout_ms < 0)
         return shci_set_error(c, SHC_ERR_ARG, "timeout %d ms is negative", timeout_ms);
-    return do_connect(c);
+    return shci_do_connect(c);
 }
 
 void shc_free(shc_client *c)
@@ -147,36 +147,36 @@ shc_status shc_reconnect(shc_client *c)
 {
     if (!c)
         return SHC_ERR_ARG;
-    return do_connect(c);
+    return shci_do_connect(c);
 }
 
 /* Make sure c is connected, reconnecting once after an earlier failure. Returns a
  * status. */
-static shc_status ensure_connected(shc_client *c)
+static shc_status shci_ensure_connected(shc_client *c)
 {
     if (c->rc)
         return SHC_OK;
     if (!c->host || !c->host[0] || c->port < 1 || c->port > 65535)
         return shci_set_error(c, SHC_ERR_ARG, "handle was never connected");
-    return do_connect(c);
+    return shci_do_connect(c);
 }
 
 /* Send one command and read its reply into *out (never an error reply: those are
  * turned into a status). Returns a status. */
-static shc_status run(shc_client *c, int argc, const char **argv, const size_t *lens,
+static shc_status shci_run(shc_client *c, int argc, const char **argv, const size_t *lens,
                       redisReply **out)
 {
     shc_status st;
     redisReply *r;
 
     *out = NULL;
-    st = ensure_connected(c);
+    st = shci_ensure_connected(c);
     if (st != SHC_OK)
         return st;
     errno = 0;
     r = redisCommandArgv(c->rc, argc, argv, lens);
     if (!r)
-        return conn_failed(c, "lost connection to", errno);
+        return shci_conn_failed(c, "lost connection to", errno);
     if (r->type == REDIS_REPLY_ERROR) {
         st = shci_reply_error(c, r, "");
         freeReplyObject(r);
@@ -189,7 +189,7 @@ static shc_status run(shc_client *c, int argc, const char **argv, const size_t *
 /* ---- Argument helpers ---- */
 
 /* Put prefix in front of c->errstr, cutting the end to fit. */
-static void errstr_prefix(shc_client *c, const char *prefix)
+static void shci_errstr_prefix(shc_client *c, const char *prefix)
 {
     size_t pl = strlen(prefix), el = strlen(c->errstr);
 
@@ -203,7 +203,7 @@ static void errstr_prefix(shc_client *c, const char *prefix)
 }
 
 /* Check a document id. Returns SHC_OK or SHC_ERR_ARG with text. */
-static shc_status check_docid(shc_client *c, const char *docid)
+static shc_status shci_check_docid(shc_client *c, const char *docid)
 {
     size_t len;
 
@@ -219,7 +219,7 @@ static shc_status check_docid(shc_client *c, const char *docid)
 }
 
 /* Check a distance argument (-1 or 0..64). Returns SHC_OK or SHC_ERR_ARG. */
-static shc_status check_distance(shc_client *c, int distance)
+static shc_status shci_check_distance(shc_client *c, int distance)
 {
     if (distance < -1 || distance > 64)
         return shci_set_error(c, SHC_ERR_ARG, "distance %d out of range (0..64, or -1 for "
@@ -228,7 +228,7 @@ static shc_status check_distance(shc_client *c, int distance)
 }
 
 /* Expect an integer reply; returns SHC_OK with *v, or SHC_ERR_PROTOCOL. */
-static shc_status want_integer(shc_client *c, const redisReply *r, const char *cmd,
+static shc_status shci_want_integer(shc_client *c, const redisReply *r, const char *cmd,
                                long long *v)
 {
     if (r->type != REDIS_REPLY_INTEGER)
@@ -241,7 +241,10 @@ static shc_status want_integer(shc_client *c, const redisReply *r, const char *c
 
 /* ---- Commands ---- */
 
-shc_status shc_add(shc_client *c, uint64_t fp, const char *docid, long long *added)
+/* SIMHASH.ADD / SIMHASH.DEL of one fingerprint (docid optional for DEL only) with an
+ * integer reply in *n. */
+static shc_status shci_write_one(shc_client *c, const char *cmd, uint64_t fp, const char *docid,
+                                 long long *n)
 {
     char fps[24];
     redisReply *r;
@@ -249,41 +252,33 @@ shc_status shc_add(shc_client *c, uint64_t fp, const char *docid, long long *add
 
     if (!c)
         return SHC_ERR_ARG;
-    if ((st = check_docid(c, docid)) != SHC_OK)
+    if (docid && (st = shci_check_docid(c, docid)) != SHC_OK)
         return st;
     snprintf(fps, sizeof(fps), "%" PRIu64, fp);
-    const char *argv[3] = { "SIMHASH.ADD", fps, docid };
-    size_t lens[3] = { SHCI_LITLEN("SIMHASH.ADD"), strlen(fps), strlen(docid) };
-    if ((st = run(c, 3, argv, lens, &r)) != SHC_OK)
+    const char *argv[3] = { cmd, fps, docid };
+    size_t lens[3] = { strlen(cmd), strlen(fps), docid ? strlen(docid) : 0 };
+    if ((st = shci_run(c, docid ? 3 : 2, argv, lens, &r)) != SHC_OK)
         return st;
-    st = want_integer(c, r, "SIMHASH.ADD", added);
+    st = shci_want_integer(c, r, cmd, n);
     freeReplyObject(r);
     return st;
+}
+
+shc_status shc_add(shc_client *c, uint64_t fp, const char *docid, long long *added)
+{
+    if (c && !docid)
+        return shci_check_docid(c, docid);
+    return shci_write_one(c, "SIMHASH.ADD", fp, docid, added);
 }
 
 shc_status shc_del(shc_client *c, uint64_t fp, const char *docid, long long *removed)
 {
-    char fps[24];
-    redisReply *r;
-    shc_status st;
-
-    if (!c)
-        return SHC_ERR_ARG;
-    if (docid && (st = check_docid(c, docid)) != SHC_OK)
-        return st;
-    snprintf(fps, sizeof(fps), "%" PRIu64, fp);
-    const char *argv[3] = { "SIMHASH.DEL", fps, docid };
-    size_t lens[3] = { SHCI_LITLEN("SIMHASH.DEL"), strlen(fps), docid ? strlen(docid) : 0 };
-    if ((st = run(c, docid ? 3 : 2, argv, lens, &r)) != SHC_OK)
-        return st;
-    st = want_integer(c, r, "SIMHASH.DEL", removed);
-    freeReplyObject(r);
-    return st;
+    return shci_write_one(c, "SIMHASH.DEL", fp, docid, removed);
 }
 
 /* Build the arguments of SIMHASH.QUERY / CHECK in argv (room for 7) using the
  * caller's buffers; returns argc. */
-static int query_args(const char **argv, size_t *lens, const char *cmd, const char *fps,
+static int shci_query_args(const char **argv, size_t *lens, const char *cmd, const char *fps,
                       const char *docid, int distance, size_t limit, char *dbuf, char *lbuf)
 {
     int n = 0;
@@ -321,11 +316,12 @@ shc_status shc_query(shc_client *c, uint64_t fp, int distance, size_t limit,
     *out = NULL;
     if (!c)
         return SHC_ERR_ARG;
-    if ((st = check_distance(c, distance)) != SHC_OK)
+    if ((st = shci_check_distance(c, distance)) != SHC_OK)
         return st;
     snprintf(fps, sizeof(fps), "%" PRIu64, fp);
-    int argc = query_args(argv, lens, "SIMHASH.QUERY", fps, NULL, distance, limit, dbuf, lbuf);
-    if ((st = run(c, argc, argv, lens, &r)) != SHC_OK)
+    int argc =
+        shci_query_args(argv, lens, "SIMHASH.QUERY", fps, NULL, distance, limit, dbuf, lbuf);
+    if ((st = shci_run(c, argc, argv, lens, &r)) != SHC_OK)
         return st;
     st = shci_parse_result(c, r, out);
     freeReplyObject(r);
@@ -346,11 +342,12 @@ shc_status shc_check(shc_client *c, uint64_t fp, const char *docid, int distance
     *out = NULL;
     if (!c)
         return SHC_ERR_ARG;
-    if ((st = check_docid(c, docid)) != SHC_OK || (st = check_distance(c, distance)) != SHC_OK)
+    if ((st = shci_check_docid(c, docid)) != SHC_OK ||
+        (st = shci_check_distance(c, distance)) != SHC_OK)
         return st;
     snprintf(fps, sizeof(fps), "%" PRIu64, fp);
-    int argc = query_args(argv, lens, "SIMHASH.CHECK", fps, docid, distance, 0, dbuf, lbuf);
-    if ((st = run(c, argc, argv, lens, &r)) != SHC_OK)
+    int argc = shci_query_args(argv, lens, "SIMHASH.CHECK", fps, docid, distance, 0, dbuf, lbuf);
+    if ((st = shci_run(c, argc, argv, lens, &r)) != SHC_OK)
         return st;
     st = shci_parse_result(c, r, out);
     freeReplyObject(r);
@@ -369,13 +366,13 @@ shc_status shc_check_text(shc_client *c, const char *docid, const char *text, si
     *out = NULL;
     if (!c)
         return SHC_ERR_ARG;
-    if ((st = check_docid(c, docid)) != SHC_OK)
+    if ((st = shci_check_docid(c, docid)) != SHC_OK)
         return st;
     if (!text && len > 0)
         return shci_set_error(c, SHC_ERR_ARG, "no text given");
     const char *argv[3] = { "SIMHASH.CHECKTEXT", docid, text ? text : "" };
     size_t lens[3] = { SHCI_LITLEN("SIMHASH.CHECKTEXT"), strlen(docid), len };
-    if ((st = run(c, 3, argv, lens, &r)) != SHC_OK)
+    if ((st = shci_run(c, 3, argv, lens, &r)) != SHC_OK)
         return st;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
         st = shci_set_error(c, SHC_ERR_PROTOCOL,
@@ -400,7 +397,7 @@ shc_status shc_fingerprint(shc_client *c, const char *text, size_t len, uint64_t
         return shci_set_error(c, SHC_ERR_ARG, "no text or result pointer given");
     const char *argv[2] = { "SIMHASH.FINGERPRINT", text ? text : "" };
     size_t lens[2] = { SHCI_LITLEN("SIMHASH.FINGERPRINT"), len };
-    if ((st = run(c, 2, argv, lens, &r)) != SHC_OK)
+    if ((st = shci_run(c, 2, argv, lens, &r)) != SHC_OK)
         return st;
     st = shci_parse_fp_reply(c, r, "SIMHASH.FINGERPRINT", &v);
     if (st == SHC_OK)
@@ -430,7 +427,7 @@ typedef struct bulk_ops {
 /* Send n commands in batches of SHC_BATCH, pipelined, and hand every reply to ops.
  * Error replies and bad shapes are per-item failures; I/O errors stop the call and
  * mark the remaining items. Returns the overall status described in client.h. */
-static shc_status run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
+static shc_status shci_run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
                            shc_status *item_status, shc_bulk_report *rep)
 {
     char first_err[SHC_ERRSTR_MAX] = "";
@@ -442,7 +439,7 @@ static shc_status run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
     for (start = 0; start < n; start += SHC_BATCH) {
         size_t end = n - start > SHC_BATCH ? start + SHC_BATCH : n;
 
-        if ((st = ensure_connected(c)) != SHC_OK)
+        if ((st = shci_ensure_connected(c)) != SHC_OK)
             goto fatal_from_start;
         for (size_t i = start; i < end; i++) {
             char b1[24], b2[24], b3[24];
@@ -460,7 +457,7 @@ static shc_status run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
             redisReply *r = NULL;
             errno = 0;
             if (redisGetReply(c->rc, (void **)&r) != REDIS_OK || !r) {
-                st = conn_failed(c, "lost connection to", errno);
+                st = shci_conn_failed(c, "lost connection to", errno);
                 start = i;
                 goto fatal_from_start;
             }
@@ -473,7 +470,7 @@ static shc_status run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
                 if (st != SHC_OK) {
                     char prefix[48];
                     snprintf(prefix, sizeof(prefix), "item %zu: ", i);
-                    errstr_prefix(c, prefix);
+                    shci_errstr_prefix(c, prefix);
                 }
             }
             freeReplyObject(r);
@@ -514,7 +511,7 @@ typedef struct add_ctx {
     shc_bulk_report *rep;
 } add_ctx;
 
-static int add_build(void *ctx, size_t i, const char **argv, size_t *lens, char *b1,
+static int shci_add_build(void *ctx, size_t i, const char **argv, size_t *lens, char *b1,
                      char *b2, char *b3)
 {
     add_ctx *a = ctx;
@@ -530,11 +527,11 @@ static int add_build(void *ctx, size_t i, const char **argv, size_t *lens, char 
     return 3;
 }
 
-static shc_status add_reply(void *ctx, shc_client *c, size_t i, const redisReply *r)
+static shc_status shci_add_reply(void *ctx, shc_client *c, size_t i, const redisReply *r)
 {
     add_ctx *a = ctx;
     long long v = 0;
-    shc_status st = want_integer(c, r, "SIMHASH.ADD", &v);
+    shc_status st = shci_want_integer(c, r, "SIMHASH.ADD", &v);
     (void)i;
     if (st == SHC_OK)
         a->rep->added += v;
@@ -554,17 +551,17 @@ shc_status shc_add_many(shc_client *c, const uint64_t *fps, const char *const *d
     if (n > 0 && (!fps || !docids))
         return shci_set_error(c, SHC_ERR_ARG, "no fingerprints or document ids given");
     for (size_t i = 0; i < n; i++) {
-        if ((st = check_docid(c, docids[i])) != SHC_OK) {
+        if ((st = shci_check_docid(c, docids[i])) != SHC_OK) {
             char prefix[64];
             snprintf(prefix, sizeof(prefix), "nothing sent: item %zu: ", i);
-            errstr_prefix(c, prefix);
+            shci_errstr_prefix(c, prefix);
             return st;
         }
     }
     add_ctx a = { fps, docids, rep };
-    bulk_ops ops = { add_build, add_reply, &a };
+    bulk_ops ops = { shci_add_build, shci_add_reply, &a };
     shc_bulk_report got;
-    st = run_bulk(c, n, &ops, item_status, &got);
+    st = shci_run_bulk(c, n, &ops, item_status, &got);
     got.added = rep->added;
     *rep = got;
     return st;
@@ -577,15 +574,15 @@ typedef struct query_ctx {
     shc_result **results;
 } query_ctx;
 
-static int query_build(void *ctx, size_t i, const char **argv, size_t *lens, char *b1,
+static int shci_query_build(void *ctx, size_t i, const char **argv, size_t *lens, char *b1,
                        char *b2, char *b3)
 {
     query_ctx *q = ctx;
     snprintf(b1, 24, "%" PRIu64, q->fps[i]);
-    return query_args(argv, lens, "SIMHASH.QUERY", b1, NULL, q->distance, q->limit, b2, b3);
+    return shci_query_args(argv, lens, "SIMHASH.QUERY", b1, NULL, q->distance, q->limit, b2, b3);
 }
 
-static shc_status query_reply(void *ctx, shc_client *c, size_t i, const redisReply *r)
+static shc_status shci_query_reply(void *ctx, shc_client *c, size_t i, const redisReply *r)
 {
     query_ctx *q = ctx;
     return shci_parse_result(c, r, &q->results[i]);
@@ -606,9 +603,9 @@ shc_status shc_query_many(shc_client *c, const uint64_t *fps, size_t n, int dist
         return shci_set_error(c, SHC_ERR_ARG, "no fingerprints or result array given");
     for (size_t i = 0; i < n; i++)
         results[i] = NULL;
-    if ((st = check_distance(c, distance)) != SHC_OK)
+    if ((st = shci_check_distance(c, distance)) != SHC_OK)
         return st;
     query_ctx q = { fps, distance, limit, results };
-    bulk_ops ops = { query_build, query_reply, &q };
-    return run_bulk(c, n, &ops, item_status, rep);
+    bulk_ops ops = { shci_query_build, shci_query_reply, &q };
+    return shci_run_bulk(c, n, &ops, item_status, rep);
 }

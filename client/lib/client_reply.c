@@ -30,7 +30,7 @@ shc_status shci_set_ok(shc_client *c)
 }
 
 /* Name of a reply type for messages. */
-static const char *reply_type_name(int type)
+static const char *shci_reply_type_name(int type)
 {
     switch (type) {
     case REDIS_REPLY_STRING:  return "bulk string";
@@ -63,7 +63,7 @@ shc_status shci_parse_fp_reply(shc_client *c, const redisReply *r, const char *w
 
     if (r->type != REDIS_REPLY_STRING)
         return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: expected a bulk string, got %s",
-                             what, reply_type_name(r->type));
+                             what, shci_reply_type_name(r->type));
     if (parse_u64(r->str, r->len, fp, &why) != 0)
         return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: bad fingerprint \"%.*s\": %s", what,
                              r->len > 40 ? 40 : (int)r->len, r->str, why);
@@ -71,7 +71,7 @@ shc_status shci_parse_fp_reply(shc_client *c, const redisReply *r, const char *w
 }
 
 /* Decode one [fp, distance, [docid ...]] element into m. Returns a status. */
-static shc_status parse_match(shc_client *c, const redisReply *e, size_t i, shc_match *m)
+static shc_status shci_parse_match(shc_client *c, const redisReply *e, size_t i, shc_match *m)
 {
     char what[64];
 
@@ -79,7 +79,7 @@ static shc_status parse_match(shc_client *c, const redisReply *e, size_t i, shc_
     if (e->type != REDIS_REPLY_ARRAY || e->elements != 3)
         return shci_set_error(c, SHC_ERR_PROTOCOL,
                              "%s: expected an array of 3 (fp, distance, docids), got %s of %zu",
-                             what, reply_type_name(e->type),
+                             what, shci_reply_type_name(e->type),
                              e->type == REDIS_REPLY_ARRAY ? e->elements : (size_t)0);
     if (shci_parse_fp_reply(c, e->element[0], what, &m->fp) != SHC_OK)
         return SHC_ERR_PROTOCOL;
@@ -87,13 +87,13 @@ static shc_status parse_match(shc_client *c, const redisReply *e, size_t i, shc_
         e->element[1]->integer > 64)
         return shci_set_error(c, SHC_ERR_PROTOCOL,
                              "%s: expected a distance 0..64, got %s", what,
-                             reply_type_name(e->element[1]->type));
+                             shci_reply_type_name(e->element[1]->type));
     m->distance = (unsigned)e->element[1]->integer;
 
     const redisReply *d = e->element[2];
     if (d->type != REDIS_REPLY_ARRAY)
         return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: expected an array of docids, got %s",
-                             what, reply_type_name(d->type));
+                             what, shci_reply_type_name(d->type));
     if (d->elements == 0)
         return SHC_OK;
     m->docids = calloc(d->elements, sizeof(*m->docids));
@@ -105,7 +105,7 @@ static shc_status parse_match(shc_client *c, const redisReply *e, size_t i, shc_
         const redisReply *s = d->element[j];
         if (s->type != REDIS_REPLY_STRING)
             return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: docid %zu is a %s, not a string",
-                                 what, j, reply_type_name(s->type));
+                                 what, j, shci_reply_type_name(s->type));
         m->docids[j] = malloc(s->len + 1);
         if (!m->docids[j])
             return shci_set_error(c, SHC_ERR_NOMEM, "out of memory decoding docids");
@@ -125,7 +125,7 @@ shc_status shci_parse_result(shc_client *c, const redisReply *r, shc_result **ou
     *out = NULL;
     if (r->type != REDIS_REPLY_ARRAY)
         return shci_set_error(c, SHC_ERR_PROTOCOL, "expected an array of matches, got %s",
-                             reply_type_name(r->type));
+                             shci_reply_type_name(r->type));
     res = calloc(1, sizeof(*res));
     if (!res)
         return shci_set_error(c, SHC_ERR_NOMEM, "out of memory");
@@ -139,7 +139,7 @@ shc_status shci_parse_result(shc_client *c, const redisReply *r, shc_result **ou
     }
     for (size_t i = 0; i < r->elements; i++) {
         res->nmatches = i + 1;
-        st = parse_match(c, r->element[i], i, &res->matches[i]);
+        st = shci_parse_match(c, r->element[i], i, &res->matches[i]);
         if (st != SHC_OK) {
             shc_result_free(res);
             return st;

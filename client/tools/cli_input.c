@@ -17,7 +17,7 @@
 /* ---- Reading ---- */
 
 /* Non-zero when two fstat results of one file differ in size or modification time. */
-static int stat_changed(const struct stat *a, const struct stat *b)
+static int cli_in_stat_changed(const struct stat *a, const struct stat *b)
 {
     return a->st_size != b->st_size || a->st_mtim.tv_sec != b->st_mtim.tv_sec ||
            a->st_mtim.tv_nsec != b->st_mtim.tv_nsec;
@@ -73,7 +73,7 @@ int cli_buf_read_fd(int fd, cli_buf *b)
             break;
         len += (size_t)r;
     }
-    if (S_ISREG(st.st_mode) && (fstat(fd, &st2) != 0 || stat_changed(&st, &st2))) {
+    if (S_ISREG(st.st_mode) && (fstat(fd, &st2) != 0 || cli_in_stat_changed(&st, &st2))) {
         free(buf);
         errno = EIO;
         return -1;
@@ -202,7 +202,7 @@ const char *cli_input_name(const char *path)
 
 static const char too_long_why[] = "line too long (over 64 bytes)";
 
-static void set_error(cli_parse_error *e, size_t line, const char *why, const char *text,
+static void cli_in_set_error(cli_parse_error *e, size_t line, const char *why, const char *text,
                       size_t textlen)
 {
     e->line = line;
@@ -212,7 +212,7 @@ static void set_error(cli_parse_error *e, size_t line, const char *why, const ch
 }
 
 /* Make room for one more value; returns 0, or -1 out of memory. */
-static int lines_grow(cli_lines *s)
+static int cli_in_lines_grow(cli_lines *s)
 {
     size_t ncap = s->cap ? s->cap * 2 : CLI_PARSE_INITIAL;
     if (ncap <= s->cap || ncap > SIZE_MAX / sizeof(*s->v))
@@ -228,7 +228,7 @@ static int lines_grow(cli_lines *s)
 
 /* Parse the lines of data[0..len) into s: every line but possibly the last ends in
  * '\n'; a last line without ending counts as a line. Returns 0, or -1 with *e. */
-static int parse_block(cli_lines *s, const char *data, size_t len, cli_parse_error *e)
+static int cli_in_parse_block(cli_lines *s, const char *data, size_t len, cli_parse_error *e)
 {
     const unsigned char *p = (const unsigned char *)data;
     const unsigned char *end = p + len;
@@ -244,8 +244,8 @@ static int parse_block(cli_lines *s, const char *data, size_t len, cli_parse_err
         line++;
         if (count == cap) {
             s->n = count;
-            if (lines_grow(s) != 0) {
-                set_error(e, line, "out of memory", NULL, 0);
+            if (cli_in_lines_grow(s) != 0) {
+                cli_in_set_error(e, line, "out of memory", NULL, 0);
                 rc = -1;
                 break;
             }
@@ -282,12 +282,12 @@ static int parse_block(cli_lines *s, const char *data, size_t len, cli_parse_err
             l--;
         const char *why = NULL;
         if (s->maxline && l > s->maxline) {
-            set_error(e, line, too_long_why, (const char *)start, l);
+            cli_in_set_error(e, line, too_long_why, (const char *)start, l);
             rc = -1;
             break;
         }
         if (parse_u64((const char *)start, l, &x, &why) != 0) {
-            set_error(e, line, why, (const char *)start, l);
+            cli_in_set_error(e, line, why, (const char *)start, l);
             rc = -1;
             break;
         }
@@ -326,7 +326,7 @@ int cli_lines_feed(cli_lines *s, const char *data, size_t len, cli_parse_error *
         size_t room = carrymax - s->carrylen;
         memcpy(s->carry + s->carrylen, p, take < room ? take : room);
         if (take > room) {
-            set_error(e, s->line + 1, too_long_why, s->carry, s->carrylen + take);
+            cli_in_set_error(e, s->line + 1, too_long_why, s->carry, s->carrylen + take);
             return -1;
         }
         s->carrylen += take;
@@ -334,19 +334,19 @@ int cli_lines_feed(cli_lines *s, const char *data, size_t len, cli_parse_error *
             return 0;
         size_t cl = s->carrylen;
         s->carrylen = 0;
-        if (parse_block(s, s->carry, cl, e) != 0)
+        if (cli_in_parse_block(s, s->carry, cl, e) != 0)
             return -1;
         p = nl + 1;
     }
     const char *last = memrchr(p, '\n', (size_t)(end - p));
     if (last) {
-        if (parse_block(s, p, (size_t)(last + 1 - p), e) != 0)
+        if (cli_in_parse_block(s, p, (size_t)(last + 1 - p), e) != 0)
             return -1;
         p = last + 1;
     }
     size_t tail = (size_t)(end - p);
     if (tail > carrymax) {
-        set_error(e, s->line + 1, too_long_why, p, tail);
+        cli_in_set_error(e, s->line + 1, too_long_why, p, tail);
         return -1;
     }
     memcpy(s->carry, p, tail);
@@ -361,7 +361,7 @@ int cli_lines_end(cli_lines *s, uint64_t **out, size_t *n, cli_parse_error *e)
     if (s->carrylen > 0) {
         size_t cl = s->carrylen;
         s->carrylen = 0;
-        if (parse_block(s, s->carry, cl, e) != 0) {
+        if (cli_in_parse_block(s, s->carry, cl, e) != 0) {
             cli_lines_free(s);
             return -1;
         }
@@ -392,12 +392,12 @@ int cli_parse_u64_lines(const char *data, size_t len, uint64_t **out, size_t *n,
     if (len > 0 && maxcap < CLI_PARSE_INITIAL) {
         s.v = malloc(maxcap * sizeof(*s.v));
         if (!s.v) {
-            set_error(e, 0, "out of memory", NULL, 0);
+            cli_in_set_error(e, 0, "out of memory", NULL, 0);
             return -1;
         }
         s.cap = maxcap;
     }
-    if (parse_block(&s, data, len, e) != 0) {
+    if (cli_in_parse_block(&s, data, len, e) != 0) {
         cli_lines_free(&s);
         return -1;
     }

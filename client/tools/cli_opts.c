@@ -49,7 +49,7 @@ unsigned cli_ncpus(void)
 /* Non-zero when the failing option was the long option argv[optind - 1]: it
  * starts with "--" and getopt is not in the middle of a short-option cluster
  * argv[optind] that holds optopt (getopt leaves optind on such a cluster). */
-static int opt_error_is_long(char **argv)
+static int cli_opt_error_is_long(char **argv)
 {
     if (optind < 1 || !argv[optind - 1] || strncmp(argv[optind - 1], "--", 2) != 0 ||
         argv[optind - 1][2] == '\0')
@@ -65,7 +65,7 @@ static int opt_error_is_long(char **argv)
 
 int cli_opt_error(const char *prog, int ret, char **argv)
 {
-    if (opt_error_is_long(argv)) {
+    if (cli_opt_error_is_long(argv)) {
         /* the option as typed, without any "=value" */
         const char *arg = argv[optind - 1];
         const char *eq = strchr(arg, '=');

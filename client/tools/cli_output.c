@@ -38,7 +38,7 @@ size_t cli_u64_to_dec(uint64_t v, char *dst)
 }
 
 /* Write all of s[0..n) to fd. Returns 0, or -1 with errno. */
-static int write_all(int fd, const char *s, size_t n)
+static int cli_out_write_all(int fd, const char *s, size_t n)
 {
     while (n > 0) {
         ssize_t w = write(fd, s, n);
@@ -53,9 +53,9 @@ static int write_all(int fd, const char *s, size_t n)
     return 0;
 }
 
-static void out_flush(cli_out *o)
+static void cli_out_flush(cli_out *o)
 {
-    if (o->len && !o->err && write_all(o->fd, o->buf, o->len) != 0)
+    if (o->len && !o->err && cli_out_write_all(o->fd, o->buf, o->len) != 0)
         o->err = errno ? errno : EIO;
     o->len = 0;
 }
@@ -86,9 +86,9 @@ int cli_out_open(cli_out *o, const char *path)
 void cli_out_bytes(cli_out *o, const char *s, size_t n)
 {
     if (n > o->cap - o->len) {
-        out_flush(o);
+        cli_out_flush(o);
         if (n > o->cap) {
-            if (!o->err && write_all(o->fd, s, n) != 0)
+            if (!o->err && cli_out_write_all(o->fd, s, n) != 0)
                 o->err = errno ? errno : EIO;
             return;
         }
@@ -105,19 +105,19 @@ void cli_out_str(cli_out *o, const char *s)
 void cli_out_char(cli_out *o, char c)
 {
     if (o->len == o->cap)
-        out_flush(o);
+        cli_out_flush(o);
     o->buf[o->len++] = c;
 }
 
 void cli_out_u64(cli_out *o, uint64_t v)
 {
     if (o->cap - o->len < 20)
-        out_flush(o);
+        cli_out_flush(o);
     o->len += cli_u64_to_dec(v, o->buf + o->len);
 }
 
 /* Length of the valid UTF-8 sequence at s[0..n) (1..4), or 0 if invalid. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
+static size_t cli_out_utf8_seq_len(const unsigned char *s, size_t n)
 {
     unsigned c = s[0];
     size_t need;
@@ -175,7 +175,7 @@ void cli_out_json_str(cli_out *o, const char *s, size_t n)
             }
             i++;
         } else {
-            size_t l = utf8_seq_len(p + i, n - i);
+            size_t l = cli_out_utf8_seq_len(p + i, n - i);
             if (l == 0) {
                 cli_out_bytes(o, "\\ufffd", 6);
                 i++;
@@ -219,7 +219,7 @@ int cli_out_close(cli_out *o)
 {
     int err;
 
-    out_flush(o);
+    cli_out_flush(o);
     err = o->err;
     if (o->owns_fd && close(o->fd) != 0 && !err)
         err = errno;

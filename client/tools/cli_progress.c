@@ -8,7 +8,7 @@
 
 #define CLI_BAR_WIDTH 40
 
-static long long now_ms(void)
+static long long cli_prog_now_ms(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -30,7 +30,7 @@ void cli_progress_update(cli_progress *p, size_t done)
 
     if (!p->enabled || p->total == 0)
         return;
-    t = now_ms();
+    t = cli_prog_now_ms();
     if (done < p->total && t - p->last_ms < 100)
         return;
     p->last_ms = t;

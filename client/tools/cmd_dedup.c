@@ -29,14 +29,14 @@ typedef struct inode_set {
     size_t cap, count;
 } inode_set;
 
-static size_t inode_hash(dev_t dev, ino_t ino)
+static size_t dedup_inode_hash(dev_t dev, ino_t ino)
 {
     uint64_t h = (uint64_t)ino * 0x9e3779b97f4a7c15ull ^ (uint64_t)dev * 0xc2b2ae3d27d4eb4full;
     return (size_t)(h ^ (h >> 29));
 }
 
 /* 1 if added, 0 if already there, -1 out of memory. */
-static int inode_set_add(inode_set *s, dev_t dev, ino_t ino)
+static int dedup_inode_set_add(inode_set *s, dev_t dev, ino_t ino)
 {
     if ((s->count + 1) * 2 > s->cap) {
         size_t ncap = s->cap ? s->cap * 2 : 256;
@@ -45,11 +45,11 @@ static int inode_set_add(inode_set *s, dev_t dev, ino_t ino)
             return -1;
         for (size_t i = 0; i < s->cap; i++)
             if (s->slots[i].used)
-                inode_set_add(&ns, s->slots[i].dev, s->slots[i].ino);
+                dedup_inode_set_add(&ns, s->slots[i].dev, s->slots[i].ino);
         free(s->slots);
         *s = ns;
     }
-    size_t i = inode_hash(dev, ino) & (s->cap - 1);
+    size_t i = dedup_inode_hash(dev, ino) & (s->cap - 1);
     while (s->slots[i].used) {
         if (s->slots[i].dev == dev && s->slots[i].ino == ino)
             return 0;
@@ -72,9 +72,9 @@ typedef struct dedup_walk {
     int oom;
 } dedup_walk;
 
-static void walk_add_file(dedup_walk *w, const char *path, const struct stat *st)
+static void dedup_walk_add_file(dedup_walk *w, const char *path, const struct stat *st)
 {
-    int r = inode_set_add(&w->files, st->st_dev, st->st_ino);
+    int r = dedup_inode_set_add(&w->files, st->st_dev, st->st_ino);
     if (r <= 0) {
         w->oom |= r < 0;
         return;
@@ -97,15 +97,15 @@ static void walk_add_file(dedup_walk *w, const char *path, const struct stat *st
     w->paths[w->n++] = copy;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int dedup_cmp_str(const void *a, const void *b)
 {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static void walk_path(dedup_walk *w, const char *path, int depth, int top);
+static void dedup_walk_path(dedup_walk *w, const char *path, int depth, int top);
 
 /* Walk the entries of directory path in name order. */
-static void walk_dir(dedup_walk *w, const char *path, int depth)
+static void dedup_walk_dir(dedup_walk *w, const char *path, int depth)
 {
     DIR *d = opendir(path);
     char **names = NULL;
@@ -147,7 +147,7 @@ static void walk_dir(dedup_walk *w, const char *path, int depth)
     }
     closedir(d);
     if (n)
-        qsort(names, n, sizeof(*names), cmp_str);
+        qsort(names, n, sizeof(*names), dedup_cmp_str);
     size_t plen = strlen(path);
     int slash = plen > 0 && path[plen - 1] == '/';
     for (size_t i = 0; i < n; i++) {
@@ -158,7 +158,7 @@ static void walk_dir(dedup_walk *w, const char *path, int depth)
         } else {
             snprintf(child, len, "%s%s%s", path, slash ? "" : "/", names[i]);
             if (!w->oom)
-                walk_path(w, child, depth + 1, 0);
+                dedup_walk_path(w, child, depth + 1, 0);
             free(child);
         }
         free(names[i]);
@@ -168,7 +168,7 @@ static void walk_dir(dedup_walk *w, const char *path, int depth)
 
 /* Add path (following symbolic links) if it is a regular file, walk it if it is
  * a directory not seen before (so symbolic link loops end). */
-static void walk_path(dedup_walk *w, const char *path, int depth, int top)
+static void dedup_walk_path(dedup_walk *w, const char *path, int depth, int top)
 {
     struct stat st;
 
@@ -187,7 +187,7 @@ static void walk_path(dedup_walk *w, const char *path, int depth, int top)
         return;
     }
     if (S_ISREG(st.st_mode)) {
-        walk_add_file(w, path, &st);
+        dedup_walk_add_file(w, path, &st);
     } else if (S_ISDIR(st.st_mode)) {
         if (depth >= DEDUP_MAX_DEPTH) {
             fprintf(stderr, "simhash dedup: %s: deeper than %d levels, skipped\n", path,
@@ -195,11 +195,11 @@ static void walk_path(dedup_walk *w, const char *path, int depth, int top)
             w->failed = 1;
             return;
         }
-        int r = inode_set_add(&w->dirs, st.st_dev, st.st_ino);
+        int r = dedup_inode_set_add(&w->dirs, st.st_dev, st.st_ino);
         if (r < 0)
             w->oom = 1;
         if (r > 0)
-            walk_dir(w, path, depth);
+            dedup_walk_dir(w, path, depth);
     } else if (top) {
         fprintf(stderr, "simhash dedup: %s: not a regular file or directory\n", path);
         w->failed = 1;
@@ -221,7 +221,7 @@ typedef struct dedup_work {
 #define DEDUP_ERR_NOTREG (-1)     /* no longer a regular file */
 #define DEDUP_ERR_CHANGED (-2)    /* size or time changed while read */
 
-/* Message for an error code of fingerprint_file. */
+/* Message for an error code of dedup_fingerprint_file. */
 static const char *dedup_strerror(int err)
 {
     if (err == DEDUP_ERR_NOTREG)
@@ -236,7 +236,7 @@ static const char *dedup_strerror(int err)
  * truncated meanwhile cannot fault). The open does not block (the path may have
  * been replaced by a FIFO since the walk) and anything but a regular file is
  * refused. Returns 0, an errno value, or DEDUP_ERR_*. */
-static int fingerprint_file(const char *path, char *buf, fp_state *fs, unsigned window,
+static int dedup_fingerprint_file(const char *path, char *buf, fp_state *fs, unsigned window,
                             uint64_t *fp)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
@@ -304,7 +304,7 @@ static void *dedup_worker(void *arg)
         if (i >= wk->n)
             break;
         if (buf && fs)
-            wk->errs[i] = fingerprint_file(wk->paths[i], buf, fs, wk->window, &wk->fps[i]);
+            wk->errs[i] = dedup_fingerprint_file(wk->paths[i], buf, fs, wk->window, &wk->fps[i]);
         else
             wk->errs[i] = ENOMEM;
         __atomic_fetch_add(&wk->done, 1, __ATOMIC_RELEASE);
@@ -352,7 +352,7 @@ typedef struct fp_index {
     const char *path;
 } fp_index;
 
-static int cmp_fp_index(const void *a, const void *b)
+static int dedup_cmp_fp_index(const void *a, const void *b)
 {
     const fp_index *x = a, *y = b;
     if (x->fp != y->fp)
@@ -360,12 +360,12 @@ static int cmp_fp_index(const void *a, const void *b)
     return strcmp(x->path, y->path);
 }
 
-static int cmp_fp_index_path(const void *a, const void *b)
+static int dedup_cmp_fp_index_path(const void *a, const void *b)
 {
     return strcmp(((const fp_index *)a)->path, ((const fp_index *)b)->path);
 }
 
-static void out_binary(cli_out *o, uint64_t v)
+static void dedup_out_binary(cli_out *o, uint64_t v)
 {
     char s[64];
     for (int i = 0; i < 64; i++)
@@ -373,7 +373,7 @@ static void out_binary(cli_out *o, uint64_t v)
     cli_out_bytes(o, s, 64);
 }
 
-static void print_group(cli_out *o, size_t group, const fp_index *g, size_t n, int json,
+static void dedup_print_group(cli_out *o, size_t group, const fp_index *g, size_t n, int json,
                         int verbose)
 {
     if (json) {
@@ -423,7 +423,7 @@ static void print_group(cli_out *o, size_t group, const fp_index *g, size_t n, i
     for (size_t i = 0; i < n; i++) {
         cli_out_str(o, "  ");
         if (verbose) {
-            out_binary(o, g[i].fp);
+            dedup_out_binary(o, g[i].fp);
             cli_out_str(o, "  ");
         }
         cli_out_text_str(o, g[i].path, strlen(g[i].path));
@@ -448,13 +448,13 @@ static void print_group(cli_out *o, size_t group, const fp_index *g, size_t n, i
 }
 
 /* Print every cluster as a group of files; returns 0, or -1 out of memory. */
-static int print_groups(cli_out *o, fp_index *idx, size_t n, const uint64_t *values,
+static int dedup_print_groups(cli_out *o, fp_index *idx, size_t n, const uint64_t *values,
                         const size_t *offsets, size_t nclusters, int json, int verbose)
 {
     fp_index *g = malloc((n ? n : 1) * sizeof(*g));
     if (!g)
         return -1;
-    qsort(idx, n, sizeof(*idx), cmp_fp_index);
+    qsort(idx, n, sizeof(*idx), dedup_cmp_fp_index);
     for (size_t c = 0; c < nclusters; c++) {
         size_t gn = 0;
         for (size_t j = offsets[c]; j < offsets[c + 1]; j++) {
@@ -472,8 +472,8 @@ static int print_groups(cli_out *o, fp_index *idx, size_t n, const uint64_t *val
             for (; lo < n && idx[lo].fp == values[j]; lo++)
                 g[gn++] = idx[lo];
         }
-        qsort(g, gn, sizeof(*g), cmp_fp_index_path);
-        print_group(o, c + 1, g, gn, json, verbose);
+        qsort(g, gn, sizeof(*g), dedup_cmp_fp_index_path);
+        dedup_print_group(o, c + 1, g, gn, json, verbose);
     }
     free(g);
     return 0;
@@ -553,7 +553,7 @@ int cmd_dedup(int argc, char **argv)
     dedup_walk w;
     memset(&w, 0, sizeof(w));
     for (int i = optind; i < argc && !w.oom; i++)
-        walk_path(&w, argv[i], 0, 1);
+        dedup_walk_path(&w, argv[i], 0, 1);
 
     int status = CLI_EXIT_OK;
     dedup_work wk = {w.paths, w.n, (unsigned)window, NULL, NULL, 0, 0};
@@ -597,7 +597,8 @@ int cmd_dedup(int argc, char **argv)
     if (cli_out_open(&out, "-") != 0)
         goto oom;
     out_open = 1;
-    if (nclusters && print_groups(&out, idx, m, values, offsets, nclusters, json, verbose) != 0)
+    if (nclusters &&
+        dedup_print_groups(&out, idx, m, values, offsets, nclusters, json, verbose) != 0)
         goto oom;
     out_open = 0;
     if (cli_out_close(&out) != 0) {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void fingerprint_usage(FILE *f)
+static void fpcmd_usage(FILE *f)
 {
     fprintf(f,
             "Usage: simhash fingerprint [--window W] [--lines] [FILE|-]...\n"
@@ -27,7 +27,7 @@ static void fingerprint_usage(FILE *f)
 }
 
 /* One output line: "<fp>\t<name>" or "<fp>\t<name>:<line>", the name escaped. */
-static void print_fp(cli_out *o, uint64_t fp, const char *path, size_t lineno)
+static void fpcmd_print_fp(cli_out *o, uint64_t fp, const char *path, size_t lineno)
 {
     cli_out_u64(o, fp);
     cli_out_char(o, '\t');
@@ -43,7 +43,7 @@ static void print_fp(cli_out *o, uint64_t fp, const char *path, size_t lineno)
  * streaming fingerprint (memory is constant whatever the size). Returns 0, or -1
  * if it could not be read (with --lines, the lines before a read error stay
  * printed; without, nothing is printed for it). */
-static int fingerprint_one(cli_out *o, fp_state *fs, const char *path, int lines)
+static int fpcmd_one(cli_out *o, fp_state *fs, const char *path, int lines)
 {
     cli_reader r;
     long got;
@@ -82,7 +82,7 @@ static int fingerprint_one(cli_out *o, fp_state *fs, const char *path, int lines
             if (l > 0 && p[l - 1] == '\r')
                 l--;
             fp_state_update(fs, p, l);
-            print_fp(o, fp_state_final(fs), path, ++lineno);
+            fpcmd_print_fp(o, fp_state_final(fs), path, ++lineno);
             open_line = 0;
             p = nl + 1;
         }
@@ -95,9 +95,9 @@ static int fingerprint_one(cli_out *o, fp_state *fs, const char *path, int lines
     }
     cli_reader_close(&r);
     if (!lines) {
-        print_fp(o, fp_state_final(fs), path, 0);
+        fpcmd_print_fp(o, fp_state_final(fs), path, 0);
     } else if (open_line || pending_cr) {
-        print_fp(o, fp_state_final(fs), path, ++lineno);   /* last line without '\n' */
+        fpcmd_print_fp(o, fp_state_final(fs), path, ++lineno);   /* last line without '\n' */
     }
     return 0;
 }
@@ -124,7 +124,7 @@ int cmd_fingerprint(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             break;
         case 'l': lines = 1; break;
-        case 'h': fingerprint_usage(stdout); return CLI_EXIT_OK;
+        case 'h': fpcmd_usage(stdout); return CLI_EXIT_OK;
         case 'V': printf("simhash %s\n", SIMHASH_VERSION); return CLI_EXIT_OK;
         default: return cli_opt_error(prog, c, argv);
         }
@@ -141,10 +141,10 @@ int cmd_fingerprint(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     if (optind >= argc) {
-        failed |= fingerprint_one(&out, fs, "-", lines) != 0;
+        failed |= fpcmd_one(&out, fs, "-", lines) != 0;
     } else {
         for (int i = optind; i < argc; i++)
-            failed |= fingerprint_one(&out, fs, argv[i], lines) != 0;
+            failed |= fpcmd_one(&out, fs, argv[i], lines) != 0;
     }
     fp_state_free(fs);
     if (cli_out_close(&out) != 0) {
@@ -154,7 +154,7 @@ int cmd_fingerprint(int argc, char **argv)
     return failed ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }
 
-static void compute_usage(FILE *f)
+static void fpcmd_compute_usage(FILE *f)
 {
     fprintf(f,
             "Usage: simhash compute [FILE|-]\n"
@@ -181,7 +181,7 @@ int cmd_compute(int argc, char **argv)
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
         switch (c) {
-        case 'h': compute_usage(stdout); return CLI_EXIT_OK;
+        case 'h': fpcmd_compute_usage(stdout); return CLI_EXIT_OK;
         case 'V': printf("simhash %s\n", SIMHASH_VERSION); return CLI_EXIT_OK;
         default: return cli_opt_error(prog, c, argv);
         }

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void match_usage(const char *prog, int clusters, FILE *f)
+static void mcmd_usage(const char *prog, int clusters, FILE *f)
 {
     fprintf(f,
             "Usage: %s [-b BLOCKS] [-d DISTANCE] [-i INPUT] [-o OUTPUT] [-t THREADS]\n"
@@ -37,7 +37,7 @@ static void match_usage(const char *prog, int clusters, FILE *f)
 }
 
 /* Write the pairs; returns nothing, errors stay in o->err. */
-static void write_pairs(cli_out *o, const match_pair *pairs, size_t n)
+static void mcmd_write_pairs(cli_out *o, const match_pair *pairs, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         cli_out_char(o, '[');
@@ -48,7 +48,7 @@ static void write_pairs(cli_out *o, const match_pair *pairs, size_t n)
     }
 }
 
-static void write_clusters(cli_out *o, const uint64_t *values, const size_t *offsets,
+static void mcmd_write_clusters(cli_out *o, const uint64_t *values, const size_t *offsets,
                            size_t nclusters)
 {
     for (size_t c = 0; c < nclusters; c++) {
@@ -91,7 +91,7 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         case 'i': input = optarg; break;
         case 'o': output = optarg; break;
         case 'h':
-            match_usage(prog, clusters, stdout);
+            mcmd_usage(prog, clusters, stdout);
             return CLI_EXIT_OK;
         case 'V':
             printf("simhash %s\n", SIMHASH_VERSION);
@@ -146,9 +146,9 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         return CLI_EXIT_FAIL;
     }
     if (!clusters)
-        write_pairs(&out, pairs, npairs);
+        mcmd_write_pairs(&out, pairs, npairs);
     else
-        write_clusters(&out, values, offsets, nclusters);
+        mcmd_write_clusters(&out, values, offsets, nclusters);
     free(pairs);
     free(values);
     free(offsets);

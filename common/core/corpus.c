@@ -282,14 +282,15 @@ static void corpus_range(const corpus *c, unsigned t, uint64_t pq, size_t *b0, s
     *b1 = corpus_bucket_of(c->bits, *hi);
 }
 
-int corpus_find_first(const corpus *c, uint64_t q, unsigned d, uint64_t *found)
+/* Calls visit(ctx, t, value, dist) for every stored value within d bits of q, table by
+ * table, in each table's range of q's leading blocks; the same value can be visited
+ * once per table it shares blocks with q in. Stops at visit's first non-zero return
+ * and returns it; 0 when every value was visited. static inline: each caller gets its
+ * own copy with visit inlined. */
+static inline int corpus_scan(const corpus *c, uint64_t q, unsigned d,
+                              int (*visit)(void *ctx, unsigned t, uint64_t v, unsigned dist),
+                              void *ctx)
 {
-    if (d > c->ps.distance)
-        return -1;
-    if (corpus_contains(c, q)) {
-        *found = q;
-        return 1;
-    }
     for (unsigned t = 0; t < c->ps.ntables; t++) {
         const perm_table *pt = &c->ps.tables[t];
         uint64_t pq = perm_apply(pt, q), lo, hi;
@@ -298,14 +299,35 @@ int corpus_find_first(const corpus *c, uint64_t q, unsigned d, uint64_t *found)
         for (size_t bi = b0; bi <= b1; bi++) {
             const corpus_bucket *b = &c->tab[t][bi];
             for (uint32_t i = corpus_lower(b, lo); i < b->n && b->v[i] <= hi; i++) {
-                if (ham_dist(b->v[i], pq) <= d) {
-                    *found = perm_revert(pt, b->v[i]);
-                    return 1;
-                }
+                unsigned dist = ham_dist(b->v[i], pq);
+                if (dist > d)
+                    continue;
+                int rc = visit(ctx, t, perm_revert(pt, b->v[i]), dist);
+                if (rc != 0)
+                    return rc;
             }
         }
     }
     return 0;
+}
+
+static int corpus_visit_first(void *ctx, unsigned t, uint64_t v, unsigned dist)
+{
+    (void)t;
+    (void)dist;
+    *(uint64_t *)ctx = v;
+    return 1;
+}
+
+int corpus_find_first(const corpus *c, uint64_t q, unsigned d, uint64_t *found)
+{
+    if (d > c->ps.distance)
+        return -1;
+    if (corpus_contains(c, q)) {
+        *found = q;
+        return 1;
+    }
+    return corpus_scan(c, q, d, corpus_visit_first, found);
 }
 
 /* A result and its distance to the query; ordered by distance, then value. */
@@ -322,54 +344,56 @@ static int corpus_hit_cmp(const void *x, const void *y)
     return a->v < b->v ? -1 : a->v > b->v;
 }
 
+/* The growing list of corpus_find_all. */
+typedef struct corpus_hits {
+    const corpus *c;
+    uint64_t q;
+    corpus_hit *v;
+    size_t n, cap;
+} corpus_hits;
+
+/* Keeps v when t is the first table in which v and q share their leading blocks (so
+ * every value is listed once); -1 when out of memory. */
+static int corpus_visit_all(void *ctx, unsigned t, uint64_t v, unsigned dist)
+{
+    corpus_hits *h = ctx;
+    if (perm_first_table(&h->c->ps, h->q, v) != (int)t)
+        return 0;
+    if (h->n == h->cap) {
+        size_t nc = h->cap ? h->cap * 2 : 16;
+        corpus_hit *nv = realloc(h->v, nc * sizeof(*nv));
+        if (!nv)
+            return -1;
+        h->v = nv;
+        h->cap = nc;
+    }
+    h->v[h->n++] = (corpus_hit){dist, v};
+    return 0;
+}
+
 long corpus_find_all(const corpus *c, uint64_t q, unsigned d, uint64_t **out)
 {
     *out = NULL;
     if (d > c->ps.distance)
         return -1;
-    corpus_hit *hits = NULL;
-    size_t nh = 0, cap = 0;
-    for (unsigned t = 0; t < c->ps.ntables; t++) {
-        const perm_table *pt = &c->ps.tables[t];
-        uint64_t pq = perm_apply(pt, q), lo, hi;
-        size_t b0, b1;
-        corpus_range(c, t, pq, &b0, &b1, &lo, &hi);
-        for (size_t bi = b0; bi <= b1; bi++) {
-            const corpus_bucket *b = &c->tab[t][bi];
-            for (uint32_t i = corpus_lower(b, lo); i < b->n && b->v[i] <= hi; i++) {
-                unsigned dist = ham_dist(b->v[i], pq);
-                if (dist > d)
-                    continue;
-                uint64_t r = perm_revert(pt, b->v[i]);
-                if (perm_first_table(&c->ps, q, r) != (int)t)
-                    continue;
-                if (nh == cap) {
-                    size_t nc = cap ? cap * 2 : 16;
-                    corpus_hit *nhits = realloc(hits, nc * sizeof *nhits);
-                    if (!nhits) {
-                        free(hits);
-                        return -1;
-                    }
-                    hits = nhits;
-                    cap = nc;
-                }
-                hits[nh++] = (corpus_hit){dist, r};
-            }
-        }
-    }
-    if (nh == 0)
-        return 0;
-    qsort(hits, nh, sizeof *hits, corpus_hit_cmp);
-    uint64_t *res = malloc(nh * sizeof *res);
-    if (!res) {
-        free(hits);
+    corpus_hits h = {c, q, NULL, 0, 0};
+    if (corpus_scan(c, q, d, corpus_visit_all, &h) != 0) {
+        free(h.v);
         return -1;
     }
-    for (size_t i = 0; i < nh; i++)
-        res[i] = hits[i].v;
-    free(hits);
+    if (h.n == 0)
+        return 0;
+    qsort(h.v, h.n, sizeof(*h.v), corpus_hit_cmp);
+    uint64_t *res = malloc(h.n * sizeof(*res));
+    if (!res) {
+        free(h.v);
+        return -1;
+    }
+    for (size_t i = 0; i < h.n; i++)
+        res[i] = h.v[i].v;
+    free(h.v);
     *out = res;
-    return (long)nh;
+    return (long)h.n;
 }
 
 int corpus_find_first_many(const corpus *c, const uint64_t *qs, size_t n, unsigned d,

@@ -12,7 +12,7 @@
 #define SORT_DIGITS 6 /* ceil(64 / 11) */
 
 /* True when every key has the same digit (one counter holds all n). */
-static int sort_trivial(const size_t *h, size_t n)
+static int msort_trivial(const size_t *h, size_t n)
 {
     for (unsigned d = 0; d < SORT_RADIX; d++)
         if (h[d])
@@ -21,7 +21,7 @@ static int sort_trivial(const size_t *h, size_t n)
 }
 
 /* Turn counts into start positions. */
-static void sort_prefix(size_t *h)
+static void msort_prefix(size_t *h)
 {
     size_t sum = 0;
     for (unsigned d = 0; d < SORT_RADIX; d++) {
@@ -34,7 +34,7 @@ static void sort_prefix(size_t *h)
 #define MSD_CUTOFF 16 /* insertion sort up to this many values */
 
 /* Insertion sort of a[0..n) by v >> lo. */
-static void msd_insertion(uint64_t *a, size_t n, unsigned lo)
+static void msort_msd_insertion(uint64_t *a, size_t n, unsigned lo)
 {
     for (size_t i = 1; i < n; i++) {
         uint64_t v = a[i], key = v >> lo;
@@ -51,7 +51,7 @@ void match_msd_sort(uint64_t *a, uint64_t *tmp, size_t n, unsigned lo, unsigned 
 {
     while (n >= 2 && hi > lo) {
         if (n <= MSD_CUTOFF) {
-            msd_insertion(a, n, lo);
+            msort_msd_insertion(a, n, lo);
             return;
         }
         /* a digit of about log2(n) - 3 bits leaves sub-ranges of about 8 values */
@@ -116,7 +116,7 @@ typedef struct sort_part {
 } sort_part;
 
 /* Run the current phase of one share. Returns NULL. */
-static void *sort_part_run(void *arg)
+static void *msort_part_run(void *arg)
 {
     sort_part *sp = arg;
     const uint64_t *src = sp->src;
@@ -145,21 +145,21 @@ static void *sort_part_run(void *arg)
 
 /* Run phase `phase` of every share, shares 1.. on their own threads (in this thread
  * when a thread cannot start). Returns 0, or -1 when a share failed. */
-static int sort_run_phase(sort_part *parts, unsigned nparts, int phase)
+static int msort_run_phase(sort_part *parts, unsigned nparts, int phase)
 {
     pthread_t tids[16];
     int started[16] = {0};
     for (unsigned p = 0; p < nparts; p++)
         parts[p].phase = phase;
     for (unsigned p = 1; p < nparts; p++)
-        started[p] = pthread_create(&tids[p], NULL, sort_part_run, &parts[p]) == 0;
-    sort_part_run(&parts[0]);
+        started[p] = pthread_create(&tids[p], NULL, msort_part_run, &parts[p]) == 0;
+    msort_part_run(&parts[0]);
     int rc = parts[0].rc;
     for (unsigned p = 1; p < nparts; p++) {
         if (started[p])
             pthread_join(tids[p], NULL);
         else
-            sort_part_run(&parts[p]);
+            msort_part_run(&parts[p]);
         rc |= parts[p].rc;
     }
     return rc ? -1 : 0;
@@ -184,7 +184,7 @@ int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n, unsigned thread
         parts[p] = (sort_part){.src = src, .dst = dst, .i0 = n / threads * p,
                                .i1 = p + 1 == threads ? n : n / threads * (p + 1),
                                .pos = counts + nb * p, .end = end, .sh = sh};
-    sort_run_phase(parts, threads, 0);
+    msort_run_phase(parts, threads, 0);
     /* Bucket d holds share 0's values, then share 1's, ... */
     size_t sum = 0, biggest = 0;
     for (size_t d = 0; d < nb; d++) {
@@ -198,7 +198,7 @@ int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n, unsigned thread
         if (sum - first > biggest)
             biggest = sum - first;
     }
-    sort_run_phase(parts, threads, 1);
+    msort_run_phase(parts, threads, 1);
     /* Phase 2: shares of about n / threads values, whole buckets each. */
     size_t d = 0;
     for (unsigned p = 0; p < threads; p++) {
@@ -209,13 +209,13 @@ int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n, unsigned thread
         parts[p].d1 = d;
         parts[p].biggest = biggest;
     }
-    int rc = sort_run_phase(parts, threads, 2);
+    int rc = msort_run_phase(parts, threads, 2);
     free(counts);
     return rc;
 }
 
 /* Digit d of a pair: digits 0..5 come from b, 6..11 from a. */
-static inline unsigned sort_pair_digit(const match_pair *p, unsigned d)
+static inline unsigned msort_pair_digit(const match_pair *p, unsigned d)
 {
     uint64_t v = d < SORT_DIGITS ? p->b : p->a;
     return (unsigned)((v >> ((d % SORT_DIGITS) * SORT_BITS)) & (SORT_RADIX - 1));
@@ -230,15 +230,15 @@ int match_sort_pairs(match_pair *p, match_pair *tmp, size_t n)
         return -1;
     for (size_t i = 0; i < n; i++)
         for (unsigned d = 0; d < 2 * SORT_DIGITS; d++)
-            hist[d * SORT_RADIX + sort_pair_digit(&p[i], d)]++;
+            hist[d * SORT_RADIX + msort_pair_digit(&p[i], d)]++;
     match_pair *src = p, *dst = tmp;
     for (unsigned d = 0; d < 2 * SORT_DIGITS; d++) {
         size_t *h = hist + d * SORT_RADIX;
-        if (sort_trivial(h, n))
+        if (msort_trivial(h, n))
             continue;
-        sort_prefix(h);
+        msort_prefix(h);
         for (size_t i = 0; i < n; i++)
-            dst[h[sort_pair_digit(&src[i], d)]++] = src[i];
+            dst[h[msort_pair_digit(&src[i], d)]++] = src[i];
         match_pair *t = src;
         src = dst;
         dst = t;

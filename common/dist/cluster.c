@@ -44,7 +44,7 @@ unsigned cluster_keyslot(const char *key, size_t len)
 
 /* ---- Slot map ---- */
 
-static int node_index(cluster_map *map, const char *host, int port)
+static int cluster_node_index(cluster_map *map, const char *host, int port)
 {
     for (size_t i = 0; i < map->nnodes; i++)
         if (map->nodes[i].port == port && strcmp(map->nodes[i].host, host) == 0)
@@ -92,7 +92,7 @@ int cluster_map_from_slots(cluster_map *map, const redisReply *r,
             snprintf(err, errlen, "CLUSTER SLOTS: host name too long in entry %zu", i);
             return -1;
         }
-        int n = node_index(map, host, (int)port);
+        int n = cluster_node_index(map, host, (int)port);
         if (n < 0) {
             snprintf(err, errlen, "CLUSTER SLOTS: more than %d masters", CLUSTER_MAX_NODES);
             return -1;
@@ -190,7 +190,7 @@ int cluster_parse_addr(const char *s, size_t len, cluster_node *node)
 }
 
 /* Splits line [p, end) into at most max space-separated fields. Returns the count. */
-static size_t split_fields(const char *p, const char *end, const char **f, size_t *flen,
+static size_t cluster_split_fields(const char *p, const char *end, const char **f, size_t *flen,
                            size_t max)
 {
     size_t n = 0;
@@ -209,7 +209,7 @@ static size_t split_fields(const char *p, const char *end, const char **f, size_
 }
 
 /* First slot of a slot field ("5", "0-5460"); -1 for "[...]" migration entries. */
-static int slot_field_first(const char *s, size_t len)
+static int cluster_slot_field_first(const char *s, size_t len)
 {
     unsigned v = 0;
     size_t i = 0;
@@ -235,7 +235,7 @@ int cluster_parse_nodes(const char *text, size_t len, const char *default_host,
             le--;
         const char *f[10];
         size_t fl[10];
-        size_t nf = split_fields(p, le, f, fl, 10);
+        size_t nf = cluster_split_fields(p, le, f, fl, 10);
         p = eol ? eol + 1 : end;
         if (nf < 8)
             continue;
@@ -273,7 +273,7 @@ int cluster_parse_nodes(const char *text, size_t len, const char *default_host,
         out->myself = node;
         out->is_master = master;
         if (master && nf >= 9)
-            out->my_slot = slot_field_first(f[8], fl[8]);
+            out->my_slot = cluster_slot_field_first(f[8], fl[8]);
     }
     if (good == 0) {
         snprintf(err, errlen, "CLUSTER NODES: no line of the form <id> <ip:port@cport> <flags> ...");

@@ -49,7 +49,7 @@ void cfg_state_free(cfg_state *st)
     free(st);
 }
 
-static const cfg_option *find_option(const cfg_spec *spec, const char *name, size_t *idx)
+static const cfg_option *cfg_find_option(const cfg_spec *spec, const char *name, size_t *idx)
 {
     for (size_t i = 0; i < spec->noptions; i++)
         if (strcmp(spec->options[i].name, name) == 0) {
@@ -59,7 +59,7 @@ static const cfg_option *find_option(const cfg_spec *spec, const char *name, siz
     return NULL;
 }
 
-static void list_clear(cfg_list *l)
+static void cfg_list_clear(cfg_list *l)
 {
     for (size_t i = 0; i < l->n; i++)
         free(l->v[i]);
@@ -70,7 +70,7 @@ static void list_clear(cfg_list *l)
 
 /* Read the first line of a secret file into a malloc'ed string.
  * Returns NULL with err set (unreadable, empty, too long). */
-static char *read_secret(const char *path, char *err, size_t errlen)
+static char *cfg_read_secret(const char *path, char *err, size_t errlen)
 {
     char buf[CFG_MAX_SECRET + 2];
     FILE *f = fopen(path, "r");
@@ -130,7 +130,7 @@ int cfg_set(cfg_state *st, const char *name, const char *value, const char *wher
             char *err, size_t errlen)
 {
     size_t idx;
-    const cfg_option *o = find_option(st->spec, name, &idx);
+    const cfg_option *o = cfg_find_option(st->spec, name, &idx);
     char *field;
     const char *why = NULL;
     uint64_t n;
@@ -140,7 +140,7 @@ int cfg_set(cfg_state *st, const char *name, const char *value, const char *wher
         char secret[128];
         size_t j;
         snprintf(secret, sizeof(secret), "%s-file", name);
-        if (find_option(st->spec, secret, &j) && st->spec->options[j].type == CFG_SECRET)
+        if (cfg_find_option(st->spec, secret, &j) && st->spec->options[j].type == CFG_SECRET)
             snprintf(err, errlen, "%s: unknown option '%s' (secrets are read from a file: use %s)",
                      where, name, secret);
         else
@@ -207,7 +207,7 @@ int cfg_set(cfg_state *st, const char *name, const char *value, const char *wher
         cfg_list *l = (cfg_list *)field;
         /* the command line replaces the file's list */
         if (from_cli && st->set[idx] == 1)
-            list_clear(l);
+            cfg_list_clear(l);
         if (o->max > 0 && l->n >= o->max) {
             snprintf(err, errlen, "%s: too many '%s' options (at most %llu)", where, name,
                      (unsigned long long)o->max);
@@ -335,7 +335,7 @@ int cfg_finish(cfg_state *st, char *err, size_t errlen)
         }
         if (o->type == CFG_SECRET && *(char **)field != NULL) {
             char *path = *(char **)field;
-            char *secret = read_secret(path, e2, sizeof(e2));
+            char *secret = cfg_read_secret(path, e2, sizeof(e2));
             if (secret == NULL) {
                 snprintf(err, errlen, "%s: %s: %s", st->where[i] ? st->where[i] : o->name,
                          o->name, e2);
@@ -370,12 +370,12 @@ void cfg_free_values(const cfg_spec *spec, void *obj)
             free(*s);
             *s = NULL;
         } else if (o->type == CFG_LIST) {
-            list_clear((cfg_list *)field);
+            cfg_list_clear((cfg_list *)field);
         }
     }
 }
 
-static const char *type_hint(cfg_type t)
+static const char *cfg_type_hint(cfg_type t)
 {
     switch (t) {
     case CFG_STR: return "TEXT";
@@ -389,7 +389,7 @@ static const char *type_hint(cfg_type t)
     return "X";
 }
 
-static void print_help(const cfg_spec *spec)
+static void cfg_print_help(const cfg_spec *spec)
 {
     printf("Usage: %s [--config FILE] [--check-config] [--OPTION VALUE ...]\n\n%s\n\n",
            spec->program, spec->usage ? spec->usage : "");
@@ -400,7 +400,7 @@ static void print_help(const cfg_spec *spec)
     for (size_t i = 0; i < spec->noptions; i++) {
         const cfg_option *o = &spec->options[i];
         char head[64];
-        snprintf(head, sizeof(head), "--%s %s", o->name, type_hint(o->type));
+        snprintf(head, sizeof(head), "--%s %s", o->name, cfg_type_hint(o->type));
         printf("  %-22s %s", head, o->help ? o->help : "");
         if (o->flags & CFG_REQUIRED)
             printf(" (required)");
@@ -424,7 +424,7 @@ cfg_result cfg_load(const cfg_spec *spec, void *obj, int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            print_help(spec);
+            cfg_print_help(spec);
             return CFG_EXIT_OK;
         }
         if (!strcmp(a, "--version")) {

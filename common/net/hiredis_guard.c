@@ -13,7 +13,7 @@
 
 static redisReplyObjectFunctions *guard_orig;
 
-static int guard_unsolicited(const redisReadTask *task)
+static int hg_unsolicited(const redisReadTask *task)
 {
     const redisAsyncContext *ac = task->privdata;
 
@@ -27,36 +27,36 @@ static int guard_unsolicited(const redisReadTask *task)
     return 1;
 }
 
-static void *guard_string(const redisReadTask *task, char *str, size_t len)
+static void *hg_string(const redisReadTask *task, char *str, size_t len)
 {
     /* An error reply takes hiredis's own path (it disconnects with the error text). */
-    if (task->type != REDIS_REPLY_ERROR && guard_unsolicited(task))
+    if (task->type != REDIS_REPLY_ERROR && hg_unsolicited(task))
         return NULL;
     return guard_orig->createString(task, str, len);
 }
 
-static void *guard_array(const redisReadTask *task, int elements)
+static void *hg_array(const redisReadTask *task, int elements)
 {
-    return guard_unsolicited(task) ? NULL : guard_orig->createArray(task, elements);
+    return hg_unsolicited(task) ? NULL : guard_orig->createArray(task, elements);
 }
 
-static void *guard_integer(const redisReadTask *task, long long value)
+static void *hg_integer(const redisReadTask *task, long long value)
 {
-    return guard_unsolicited(task) ? NULL : guard_orig->createInteger(task, value);
+    return hg_unsolicited(task) ? NULL : guard_orig->createInteger(task, value);
 }
 
-static void *guard_nil(const redisReadTask *task)
+static void *hg_nil(const redisReadTask *task)
 {
-    return guard_unsolicited(task) ? NULL : guard_orig->createNil(task);
+    return hg_unsolicited(task) ? NULL : guard_orig->createNil(task);
 }
 
-static void guard_free(void *obj)
+static void hg_free(void *obj)
 {
     guard_orig->freeObject(obj);
 }
 
 static redisReplyObjectFunctions guard_fns = {
-    guard_string, guard_array, guard_integer, guard_nil, guard_free,
+    hg_string, hg_array, hg_integer, hg_nil, hg_free,
 };
 
 void hiredis_guard(redisAsyncContext *ac)

@@ -33,7 +33,7 @@ void resp_buf_clear(resp_buf *b)
 }
 
 /* Make room for n more bytes (plus a NUL). Returns 0, or -1 with overflow set. */
-static int buf_reserve(resp_buf *b, size_t n)
+static int resp_buf_reserve(resp_buf *b, size_t n)
 {
     if (b->overflow)
         return -1;
@@ -59,7 +59,7 @@ static int buf_reserve(resp_buf *b, size_t n)
 
 int resp_buf_append(resp_buf *b, const void *p, size_t n)
 {
-    if (buf_reserve(b, n) != 0)
+    if (resp_buf_reserve(b, n) != 0)
         return -1;
     if (n > 0)
         memcpy(b->data + b->len, p, n);
@@ -82,7 +82,7 @@ int resp_buf_vprintf(resp_buf *b, const char *fmt, va_list ap)
     }
     if ((size_t)n < sizeof(small))
         return resp_buf_append(b, small, (size_t)n);
-    if (buf_reserve(b, (size_t)n) != 0)
+    if (resp_buf_reserve(b, (size_t)n) != 0)
         return -1;
     vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
     b->len += (size_t)n;
@@ -112,7 +112,7 @@ size_t resp_u64_dec(char *out, uint64_t v)
 }
 
 /* Writes <c><n>\r\n at out (room for 23 bytes); returns its length. */
-static size_t put_header(char *out, char c, uint64_t n)
+static size_t resp_put_header(char *out, char c, uint64_t n)
 {
     out[0] = c;
     size_t len = 1 + resp_u64_dec(out + 1, n);
@@ -122,7 +122,7 @@ static size_t put_header(char *out, char c, uint64_t n)
 }
 
 /* Append s with CR and LF turned into spaces (simple strings and errors are one line). */
-static int append_line_safe(resp_buf *b, const char *s, size_t n)
+static int resp_put_line(resp_buf *b, const char *s, size_t n)
 {
     size_t start = b->len;
     if (resp_buf_append(b, s, n) != 0)
@@ -135,7 +135,7 @@ static int append_line_safe(resp_buf *b, const char *s, size_t n)
 
 int resp_add_simple(resp_buf *b, const char *s)
 {
-    if (resp_buf_append(b, "+", 1) != 0 || append_line_safe(b, s, strlen(s)) != 0)
+    if (resp_buf_append(b, "+", 1) != 0 || resp_put_line(b, s, strlen(s)) != 0)
         return -1;
     return resp_buf_append(b, "\r\n", 2);
 }
@@ -152,9 +152,9 @@ int resp_add_error(resp_buf *b, const char *code, const char *fmt, ...)
         n = 0;
     if ((size_t)n >= sizeof(text))
         n = sizeof(text) - 1;
-    if (resp_buf_append(b, "-", 1) != 0 || append_line_safe(b, code, strlen(code)) != 0)
+    if (resp_buf_append(b, "-", 1) != 0 || resp_put_line(b, code, strlen(code)) != 0)
         return -1;
-    if (n > 0 && (resp_buf_append(b, " ", 1) != 0 || append_line_safe(b, text, (size_t)n) != 0))
+    if (n > 0 && (resp_buf_append(b, " ", 1) != 0 || resp_put_line(b, text, (size_t)n) != 0))
         return -1;
     return resp_buf_append(b, "\r\n", 2);
 }
@@ -170,7 +170,7 @@ int resp_add_int(resp_buf *b, long long v)
         tmp[n++] = '\r';
         tmp[n++] = '\n';
     } else {
-        n = put_header(tmp, ':', (uint64_t)v);
+        n = resp_put_header(tmp, ':', (uint64_t)v);
     }
     return resp_buf_append(b, tmp, n);
 }
@@ -178,8 +178,8 @@ int resp_add_int(resp_buf *b, long long v)
 int resp_add_bulk(resp_buf *b, const void *p, size_t n)
 {
     char tmp[32];
-    size_t h = put_header(tmp, '$', n);
-    if (buf_reserve(b, h + n + 2) != 0)
+    size_t h = resp_put_header(tmp, '$', n);
+    if (resp_buf_reserve(b, h + n + 2) != 0)
         return -1;
     resp_buf_append(b, tmp, h);
     resp_buf_append(b, p, n);
@@ -205,20 +205,20 @@ int resp_add_null(resp_buf *b)
 int resp_add_array(resp_buf *b, size_t n)
 {
     char tmp[32];
-    return resp_buf_append(b, tmp, put_header(tmp, '*', n));
+    return resp_buf_append(b, tmp, resp_put_header(tmp, '*', n));
 }
 
 size_t resp_format_command(char *buf, size_t cap, int argc, const char *const *argv,
                            const size_t *argvlen)
 {
     char hdr[32];
-    size_t len = put_header(hdr, '*', (uint64_t)argc);
+    size_t len = resp_put_header(hdr, '*', (uint64_t)argc);
     if (argc < 0 || len > cap)
         return 0;
     memcpy(buf, hdr, len);
     for (int i = 0; i < argc; i++) {
         size_t n = argvlen ? argvlen[i] : strlen(argv[i]);
-        size_t h = put_header(hdr, '$', n);
+        size_t h = resp_put_header(hdr, '$', n);
         if (n > cap || cap - len < h + 2 || cap - len - h - 2 < n)
             return 0;
         memcpy(buf + len, hdr, h);
@@ -299,7 +299,7 @@ resp_parser *resp_parser_new(const resp_limits *l)
     return p;
 }
 
-static void parser_reset_request(resp_parser *p)
+static void resp_parser_reset_request(resp_parser *p)
 {
     resp_request_free(&p->req);
     p->cap = 0;
@@ -311,7 +311,7 @@ void resp_parser_free(resp_parser *p)
 {
     if (p == NULL)
         return;
-    parser_reset_request(p);
+    resp_parser_reset_request(p);
     free(p->line);
     free(p);
 }
@@ -331,7 +331,7 @@ size_t resp_parser_pending_bytes(const resp_parser *p)
     return p->req.bytes + p->line_len + p->req.argc * sizeof(char *);
 }
 
-static int parser_fail(resp_parser *p, const char *fmt, const char *arg)
+static int resp_fail(resp_parser *p, const char *fmt, const char *arg)
 {
     snprintf(p->err, sizeof(p->err), fmt, arg);
     p->state = PS_ERROR;
@@ -339,31 +339,31 @@ static int parser_fail(resp_parser *p, const char *fmt, const char *arg)
 }
 
 /* Append an empty argument slot of n bytes. Returns 0, or -1 (limit, no memory). */
-static int parser_add_arg(resp_parser *p, size_t n)
+static int resp_parser_add_arg(resp_parser *p, size_t n)
 {
     if (p->req.argc >= p->lim.max_args)
-        return parser_fail(p, "Protocol error: too many arguments (limit max-args)%s", "");
+        return resp_fail(p, "Protocol error: too many arguments (limit max-args)%s", "");
     if (n > p->lim.max_arg_bytes)
-        return p->lim.unauth ? parser_fail(p, "Protocol error: unauthenticated bulk length%s", "")
-                             : parser_fail(p, "Protocol error: argument too large (limit %s)",
+        return p->lim.unauth ? resp_fail(p, "Protocol error: unauthenticated bulk length%s", "")
+                             : resp_fail(p, "Protocol error: argument too large (limit %s)",
                                            "max-arg-bytes");
     if (n > p->lim.max_req_bytes - p->req.bytes)
-        return parser_fail(p, "Protocol error: request too large (limit %s)", "max-request-bytes");
+        return resp_fail(p, "Protocol error: request too large (limit %s)", "max-request-bytes");
     if (p->req.argc == p->cap) {
         size_t cap = p->cap ? p->cap * 2 : 8;
         char **v = realloc(p->req.argv, cap * sizeof(*v));
         if (v == NULL)
-            return parser_fail(p, "Protocol error: out of memory%s", "");
+            return resp_fail(p, "Protocol error: out of memory%s", "");
         p->req.argv = v;
         size_t *lv = realloc(p->req.argvlen, cap * sizeof(*lv));
         if (lv == NULL)
-            return parser_fail(p, "Protocol error: out of memory%s", "");
+            return resp_fail(p, "Protocol error: out of memory%s", "");
         p->req.argvlen = lv;
         p->cap = cap;
     }
     char *a = malloc(n + 1);
     if (a == NULL)
-        return parser_fail(p, "Protocol error: out of memory%s", "");
+        return resp_fail(p, "Protocol error: out of memory%s", "");
     a[n] = '\0';
     p->req.argv[p->req.argc] = a;
     p->req.argvlen[p->req.argc] = n;
@@ -374,7 +374,7 @@ static int parser_add_arg(resp_parser *p, size_t n)
 
 /* Read a "<digits>\r\n" number one byte at a time.
  * Returns 1 when complete (p->num, p->num_neg), 0 need more, -1 bad byte. */
-static int parser_num_byte(resp_parser *p, char c)
+static int resp_parser_num_byte(resp_parser *p, char c)
 {
     if (p->num_cr) {
         if (c != '\n')
@@ -398,7 +398,7 @@ static int parser_num_byte(resp_parser *p, char c)
     return 0;
 }
 
-static void parser_num_start(resp_parser *p, int state)
+static void resp_parser_num_start(resp_parser *p, int state)
 {
     p->state = state;
     p->num = 0;
@@ -409,7 +409,7 @@ static void parser_num_start(resp_parser *p, int state)
 
 /* Split the inline line into arguments. Returns 0 (state DONE, or START for an empty
  * line), or -1. */
-static int parser_inline_done(resp_parser *p)
+static int resp_parser_inline_done(resp_parser *p)
 {
     size_t n = p->line_len;
     if (n > 0 && p->line[n - 1] == '\r')
@@ -423,7 +423,7 @@ static int parser_inline_done(resp_parser *p)
         size_t s = i;
         while (i < n && p->line[i] != ' ' && p->line[i] != '\t')
             i++;
-        if (parser_add_arg(p, i - s) != 0)
+        if (resp_parser_add_arg(p, i - s) != 0)
             return -1;
         memcpy(p->req.argv[p->req.argc - 1], p->line + s, i - s);
     }
@@ -447,7 +447,7 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
         switch (p->state) {
         case PS_START:
             if (c == '*') {
-                parser_num_start(p, PS_MBLEN);
+                resp_parser_num_start(p, PS_MBLEN);
                 i++;
             } else {
                 p->state = PS_INLINE;
@@ -455,9 +455,9 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
             break;
         case PS_MBLEN:
             i++;
-            r = parser_num_byte(p, c);
+            r = resp_parser_num_byte(p, c);
             if (r < 0)
-                return parser_fail(p, "Protocol error: invalid multibulk length%s", "");
+                return resp_fail(p, "Protocol error: invalid multibulk length%s", "");
             if (r == 0)
                 break;
             if (p->num_neg || p->num == 0) {          /* *0 / *-1: nothing to do */
@@ -466,9 +466,9 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
             }
             if (p->num > p->lim.max_args)
                 return p->lim.unauth
-                           ? parser_fail(p, "Protocol error: unauthenticated multibulk length%s", "")
-                           : parser_fail(p, "Protocol error: invalid multibulk length (limit %s)",
-                                         "max-args");
+                    ? resp_fail(p, "Protocol error: unauthenticated multibulk length%s", "")
+                    : resp_fail(p, "Protocol error: invalid multibulk length (limit %s)",
+                                "max-args");
             p->nexpect = (size_t)p->num;
             p->state = PS_BULKSIGN;
             break;
@@ -477,18 +477,18 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
             if (c != '$') {
                 char tmp[8];
                 snprintf(tmp, sizeof(tmp), "%c", (c >= 32 && c < 127) ? c : '?');
-                return parser_fail(p, "Protocol error: expected '$', got '%s'", tmp);
+                return resp_fail(p, "Protocol error: expected '$', got '%s'", tmp);
             }
-            parser_num_start(p, PS_BULKLEN);
+            resp_parser_num_start(p, PS_BULKLEN);
             break;
         case PS_BULKLEN:
             i++;
-            r = parser_num_byte(p, c);
+            r = resp_parser_num_byte(p, c);
             if (r < 0 || (r == 1 && p->num_neg))
-                return parser_fail(p, "Protocol error: invalid bulk length%s", "");
+                return resp_fail(p, "Protocol error: invalid bulk length%s", "");
             if (r == 0)
                 break;
-            if (parser_add_arg(p, (size_t)p->num) != 0)
+            if (resp_parser_add_arg(p, (size_t)p->num) != 0)
                 return -1;
             p->cur_len = (size_t)p->num;
             p->cur_pos = 0;
@@ -508,20 +508,20 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
         case PS_BULKCR:
             i++;
             if (c != '\r')
-                return parser_fail(p, "Protocol error: bulk string not followed by CRLF%s", "");
+                return resp_fail(p, "Protocol error: bulk string not followed by CRLF%s", "");
             p->state = PS_BULKLF;
             break;
         case PS_BULKLF:
             i++;
             if (c != '\n')
-                return parser_fail(p, "Protocol error: bulk string not followed by CRLF%s", "");
+                return resp_fail(p, "Protocol error: bulk string not followed by CRLF%s", "");
             p->state = p->req.argc == p->nexpect ? PS_DONE : PS_BULKSIGN;
             break;
         case PS_INLINE: {
             const char *nl = memchr(buf + i, '\n', len - i);
             size_t take = nl ? (size_t)(nl - (buf + i)) : len - i;
             if (take > p->lim.max_inline_bytes - p->line_len)
-                return parser_fail(p, "Protocol error: too big inline request (limit %s)",
+                return resp_fail(p, "Protocol error: too big inline request (limit %s)",
                                    p->lim.unauth ? "for unauthenticated clients"
                                                  : "max-inline-bytes");
             if (p->line_len + take > p->line_cap) {
@@ -530,7 +530,7 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
                     cap *= 2;
                 char *l = realloc(p->line, cap);
                 if (l == NULL)
-                    return parser_fail(p, "Protocol error: out of memory%s", "");
+                    return resp_fail(p, "Protocol error: out of memory%s", "");
                 p->line = l;
                 p->line_cap = cap;
             }
@@ -540,13 +540,13 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
             i += take;
             if (nl) {
                 i++;
-                if (parser_inline_done(p) != 0)
+                if (resp_parser_inline_done(p) != 0)
                     return -1;
             }
             break;
         }
         default:
-            return parser_fail(p, "parser in a bad state%s", "");
+            return resp_fail(p, "parser in a bad state%s", "");
         }
         if (p->state == PS_DONE) {
             *used = i;

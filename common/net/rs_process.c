@@ -47,7 +47,7 @@ struct rs_run_state {
     int stopped;
 };
 
-static void on_signal(evutil_socket_t sig, short what, void *arg)
+static void rs_on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct rs_run_state *rs = arg;
     (void)what;
@@ -79,8 +79,8 @@ int rs_run(struct event_base *base, void (*on_stop)(void *arg), void *arg)
     int rc;
 
     signal(SIGPIPE, SIG_IGN);
-    eterm = evsignal_new(base, SIGTERM, on_signal, &st);
-    eint = evsignal_new(base, SIGINT, on_signal, &st);
+    eterm = evsignal_new(base, SIGTERM, rs_on_signal, &st);
+    eint = evsignal_new(base, SIGINT, rs_on_signal, &st);
     if (eterm == NULL || eint == NULL || evsignal_add(eterm, NULL) != 0 ||
         evsignal_add(eint, NULL) != 0) {
         log_error("cannot install signal handlers");

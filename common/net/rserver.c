@@ -538,19 +538,19 @@ static const rs_command *rs_find_command(const rserver *s, const char *name, siz
     return NULL;
 }
 
-/* Printable copy of at most 64 bytes of a peer's text for an error message. */
-static void rs_printable(char *dst, size_t cap, const char *src, size_t len)
+const char *rs_printable(char *dst, size_t cap, const char *src, size_t len, size_t max)
 {
     size_t j = 0;
-    for (size_t i = 0; i < len && j + 4 < cap && i < 64; i++) {
+    for (size_t i = 0; i < len && j + 4 < cap && i < max; i++) {
         unsigned char ch = (unsigned char)src[i];
         dst[j++] = (ch >= 32 && ch < 127 && ch != '\'') ? (char)ch : '?';
     }
-    if (len > 64 && j + 4 < cap) {
+    if (len > max && j + 4 < cap) {
         memcpy(dst + j, "...", 3);
         j += 3;
     }
     dst[j] = '\0';
+    return dst;
 }
 
 static void rs_client_dispatch(rs_client *c, rs_req *r)
@@ -563,7 +563,7 @@ static void rs_client_dispatch(rs_client *c, rs_req *r)
 
     s->st.commands++;
     if (cmd == NULL) {
-        rs_printable(shown, sizeof(shown), name, nlen);
+        rs_printable(shown, sizeof(shown), name, nlen, 64);
         rs_req_fail(r, RS_ERR, "unknown command '%s'", shown);
         return;
     }

@@ -113,6 +113,10 @@ typedef struct rs_command {
 size_t rs_req_argc(const rs_req *r);
 /* Argument i (0 = command name): len bytes, NUL-terminated, binary-safe. */
 const char *rs_req_arg(const rs_req *r, size_t i, size_t *len);
+/* Printable copy of the first max bytes of src (len bytes) into dst (cap bytes, always
+ * terminated): bytes outside printable ASCII and quotes become '?', a cut adds "...".
+ * Returns dst. For echoing a peer's text in an error message. */
+const char *rs_printable(char *dst, size_t cap, const char *src, size_t len, size_t max);
 
 /* Where the handler writes its reply (bounded by max_reply_bytes). */
 resp_buf *rs_req_out(rs_req *r);
