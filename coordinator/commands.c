@@ -76,10 +76,14 @@ typedef struct grp {
     size_t start, n;        /* slice of matches / pairs */
 } grp;
 
-enum { M_QUERY, M_CHECK, M_CHECKTEXT };
+typedef struct coord_qstate coord_qstate;
 
-typedef struct coord_qstate {
-    int mode;
+/* What a query does with its matches: QUERY answers them; CHECK and CHECKTEXT keep the
+ * answer and add the document (write.c). */
+typedef void (*coord_query_done_fn)(coord_op *op, coord_qstate *s);
+
+struct coord_qstate {
+    coord_query_done_fn done;
     uint64_t q;
     unsigned d;
     size_t limit;           /* 0: all */
@@ -87,8 +91,9 @@ typedef struct coord_qstate {
     size_t n, cap;
     grp *groups;            /* per worker: the matches whose ids SHARD.DOCS fetches */
     size_t *fetch;          /* DOCS: indexes into m of the matches to fetch, by worker */
-    coord_pair *pairs;      /* CHECK: the pair added after the query */
-} coord_qstate;
+    coord_write_kind check_kind; /* CHECK / CHECKTEXT: CW_CHECK or CW_CHECKTEXT */
+    coord_pair *pairs;      /* CHECK / CHECKTEXT: the pair added after the query */
+};
 
 static void coord_qstate_cleanup(void *p)
 {
@@ -101,14 +106,14 @@ static void coord_qstate_cleanup(void *p)
     free(s->pairs);
 }
 
-static coord_qstate *coord_qstate_new(coord_op *op, int mode)
+static coord_qstate *coord_qstate_new(coord_op *op, coord_query_done_fn done)
 {
     coord_qstate *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         coord_op_fail(op, RS_OOM, "out of memory");
         return NULL;
     }
-    s->mode = mode;
+    s->done = done;
     coord_op_set_data(op, s, coord_qstate_cleanup);
     return s;
 }
@@ -338,25 +343,23 @@ static void coord_write_matches(coord_qstate *s, resp_buf *b)
     }
 }
 
-static void coord_query_answer(coord_op *op)
+/* QUERY: answer the matches. */
+static void coord_query_reply(coord_op *op, coord_qstate *s)
 {
-    coord_qstate *s = coord_op_data(op);
-    coord *co = coord_op_coord(op);
-    rs_req *r = coord_op_req(op);
-    co->st.matches += s->n;
-    if (s->mode == M_QUERY) {
-        coord_write_matches(s, rs_req_out(r));
-        coord_op_finish(op);
-        return;
-    }
-    /* CHECK / CHECKTEXT: keep the answer, then add (write.c) */
+    coord_write_matches(s, rs_req_out(coord_op_req(op)));
+    coord_op_finish(op);
+}
+
+/* CHECK / CHECKTEXT: keep the answer, then add the document (write.c), which answers. */
+static void coord_check_write(coord_op *op, coord_qstate *s)
+{
     resp_buf saved;
     resp_buf_init(&saved, 0);
     coord_write_matches(s, &saved);
     uint64_t q = s->q;
     coord_pair *p = s->pairs;
     s->pairs = NULL;
-    coord_write *wr = coord_write_new(op, s->mode == M_CHECK ? CW_CHECK : CW_CHECKTEXT, p, 1);
+    coord_write *wr = coord_write_new(op, s->check_kind, p, 1);
     if (wr != NULL) {
         resp_buf_append(coord_write_saved(wr, q), saved.data, saved.len);
         coord_write_start(op);
@@ -469,7 +472,8 @@ static void coord_query_sort_answer_fn(coord_op *op)
     s->n = k;
     if (s->n > 1)
         qsort(s->m, s->n, sizeof(*s->m), coord_cmp_dist_fp);
-    coord_query_answer(op);
+    coord_op_coord(op)->st.matches += s->n;
+    s->done(op, s);
 }
 
 /* Start the query round for s->q within s->d. */
@@ -541,7 +545,7 @@ static void coord_cmd_query(rs_req *r)
     coord_op *op = coord_op_new(co, r);
     if (op == NULL)
         return;
-    coord_qstate *s = coord_qstate_new(op, M_QUERY);
+    coord_qstate *s = coord_qstate_new(op, coord_query_reply);
     if (s == NULL)
         return;
     s->q = q;
@@ -551,7 +555,8 @@ static void coord_cmd_query(rs_req *r)
 }
 
 /* CHECK / CHECKTEXT: docid at argument di; fingerprint q. */
-static void coord_check_start(coord *co, rs_req *r, int mode, uint64_t q, size_t di, unsigned d)
+static void coord_check_start(coord *co, rs_req *r, coord_write_kind kind, uint64_t q, size_t di,
+                              unsigned d)
 {
     size_t n;
     const char *docid = rs_req_arg(r, di, &n);
@@ -559,9 +564,10 @@ static void coord_check_start(coord *co, rs_req *r, int mode, uint64_t q, size_t
     coord_op *op = coord_op_new(co, r);
     if (op == NULL)
         return;
-    coord_qstate *s = coord_qstate_new(op, mode);
+    coord_qstate *s = coord_qstate_new(op, coord_check_write);
     if (s == NULL)
         return;
+    s->check_kind = kind;
     s->q = q;
     s->d = d;
     s->pairs = malloc(sizeof(*s->pairs));
@@ -584,7 +590,7 @@ static void coord_cmd_check(rs_req *r)
     if (coord_arg_fp(r, 1, &q) != 0 || coord_arg_docid(r, 2) != 0 ||
         coord_query_options(co, r, 3, 0, &d, &limit) != 0 || coord_need_routing(co, r) != 0)
         return;
-    coord_check_start(co, r, M_CHECK, q, 2, d);
+    coord_check_start(co, r, CW_CHECK, q, 2, d);
 }
 
 static void coord_cmd_checktext(rs_req *r)
@@ -595,7 +601,8 @@ static void coord_cmd_checktext(rs_req *r)
         return;
     const char *text = rs_req_arg(r, 2, &n);
     co->st.fingerprints++;
-    coord_check_start(co, r, M_CHECKTEXT, fp_text(text, n, FP_WINDOW_DEFAULT), 1, co->cfg.distance);
+    coord_check_start(co, r, CW_CHECKTEXT, fp_text(text, n, FP_WINDOW_DEFAULT), 1,
+                      co->cfg.distance);
 }
 
 /* ---- ADD, DEL (write.c runs them) ---- */
