@@ -145,7 +145,7 @@ static void shard_aof_on_reply(void *priv, redisReply *reply, const char *err)
         shard_waiter_answer(w, msg, &sc->st.wait_fail);
     } else if (shard_aof_absorb(sc, reply) != 0) {
         shard_waiter_answer(w, "unexpected reply to CONFIG GET appendonly appendfsync",
-                      &sc->st.redis_err);
+                            &sc->st.redis_err);
     } else if (!sc->aof_ok) {
         shard_aof_refusal(sc, msg, sizeof msg);
         shard_waiter_answer(w, msg, &sc->st.wait_fail);

@@ -164,7 +164,7 @@ static shc_status shci_ensure_connected(shc_client *c)
 /* Send one command and read its reply into *out (never an error reply: those are
  * turned into a status). Returns a status. */
 static shc_status shci_run(shc_client *c, int argc, const char **argv, const size_t *lens,
-                      redisReply **out)
+                           redisReply **out)
 {
     shc_status st;
     redisReply *r;
@@ -229,7 +229,7 @@ static shc_status shci_check_distance(shc_client *c, int distance)
 
 /* Expect an integer reply; returns SHC_OK with *v, or SHC_ERR_PROTOCOL. */
 static shc_status shci_want_integer(shc_client *c, const redisReply *r, const char *cmd,
-                               long long *v)
+                                    long long *v)
 {
     if (r->type != REDIS_REPLY_INTEGER)
         return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: expected an integer reply (type %d)",
@@ -279,7 +279,7 @@ shc_status shc_del(shc_client *c, uint64_t fp, const char *docid, long long *rem
 /* Build the arguments of SIMHASH.QUERY / CHECK in argv (room for 7) using the
  * caller's buffers; returns argc. */
 static int shci_query_args(const char **argv, size_t *lens, const char *cmd, const char *fps,
-                      const char *docid, int distance, size_t limit, char *dbuf, char *lbuf)
+                           const char *docid, int distance, size_t limit, char *dbuf, char *lbuf)
 {
     int n = 0;
 
@@ -302,8 +302,9 @@ static int shci_query_args(const char **argv, size_t *lens, const char *cmd, con
     return n;
 }
 
-shc_status shc_query(shc_client *c, uint64_t fp, int distance, size_t limit,
-                     shc_result **out)
+/* SIMHASH.QUERY (docid NULL) or SIMHASH.CHECK (docid given) of fp; matches in *out. */
+static shc_status shci_query_one(shc_client *c, uint64_t fp, const char *docid, int distance,
+                                 size_t limit, shc_result **out)
 {
     char fps[24], dbuf[12], lbuf[24];
     const char *argv[7];
@@ -316,11 +317,13 @@ shc_status shc_query(shc_client *c, uint64_t fp, int distance, size_t limit,
     *out = NULL;
     if (!c)
         return SHC_ERR_ARG;
+    if (docid && (st = shci_check_docid(c, docid)) != SHC_OK)
+        return st;
     if ((st = shci_check_distance(c, distance)) != SHC_OK)
         return st;
     snprintf(fps, sizeof(fps), "%" PRIu64, fp);
-    int argc =
-        shci_query_args(argv, lens, "SIMHASH.QUERY", fps, NULL, distance, limit, dbuf, lbuf);
+    int argc = shci_query_args(argv, lens, docid ? "SIMHASH.CHECK" : "SIMHASH.QUERY", fps,
+                               docid, distance, limit, dbuf, lbuf);
     if ((st = shci_run(c, argc, argv, lens, &r)) != SHC_OK)
         return st;
     st = shci_parse_result(c, r, out);
@@ -328,30 +331,20 @@ shc_status shc_query(shc_client *c, uint64_t fp, int distance, size_t limit,
     return st;
 }
 
+shc_status shc_query(shc_client *c, uint64_t fp, int distance, size_t limit,
+                     shc_result **out)
+{
+    return shci_query_one(c, fp, NULL, distance, limit, out);
+}
+
 shc_status shc_check(shc_client *c, uint64_t fp, const char *docid, int distance,
                      shc_result **out)
 {
-    char fps[24], dbuf[12], lbuf[24];
-    const char *argv[7];
-    size_t lens[7];
-    redisReply *r;
-    shc_status st;
-
-    if (!out)
-        return c ? shci_set_error(c, SHC_ERR_ARG, "no result pointer given") : SHC_ERR_ARG;
-    *out = NULL;
-    if (!c)
-        return SHC_ERR_ARG;
-    if ((st = shci_check_docid(c, docid)) != SHC_OK ||
-        (st = shci_check_distance(c, distance)) != SHC_OK)
-        return st;
-    snprintf(fps, sizeof(fps), "%" PRIu64, fp);
-    int argc = shci_query_args(argv, lens, "SIMHASH.CHECK", fps, docid, distance, 0, dbuf, lbuf);
-    if ((st = shci_run(c, argc, argv, lens, &r)) != SHC_OK)
-        return st;
-    st = shci_parse_result(c, r, out);
-    freeReplyObject(r);
-    return st;
+    if (c && out && !docid) {
+        *out = NULL;
+        return shci_check_docid(c, docid);
+    }
+    return shci_query_one(c, fp, docid, distance, 0, out);
 }
 
 shc_status shc_check_text(shc_client *c, const char *docid, const char *text, size_t len,
@@ -428,7 +421,7 @@ typedef struct bulk_ops {
  * Error replies and bad shapes are per-item failures; I/O errors stop the call and
  * mark the remaining items. Returns the overall status described in client.h. */
 static shc_status shci_run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
-                           shc_status *item_status, shc_bulk_report *rep)
+                                shc_status *item_status, shc_bulk_report *rep)
 {
     char first_err[SHC_ERRSTR_MAX] = "";
     shc_status first_st = SHC_OK;
@@ -512,7 +505,7 @@ typedef struct add_ctx {
 } add_ctx;
 
 static int shci_add_build(void *ctx, size_t i, const char **argv, size_t *lens, char *b1,
-                     char *b2, char *b3)
+                          char *b2, char *b3)
 {
     add_ctx *a = ctx;
     (void)b2;
@@ -575,7 +568,7 @@ typedef struct query_ctx {
 } query_ctx;
 
 static int shci_query_build(void *ctx, size_t i, const char **argv, size_t *lens, char *b1,
-                       char *b2, char *b3)
+                            char *b2, char *b3)
 {
     query_ctx *q = ctx;
     snprintf(b1, 24, "%" PRIu64, q->fps[i]);

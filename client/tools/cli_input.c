@@ -203,7 +203,7 @@ const char *cli_input_name(const char *path)
 static const char too_long_why[] = "line too long (over 64 bytes)";
 
 static void cli_in_set_error(cli_parse_error *e, size_t line, const char *why, const char *text,
-                      size_t textlen)
+                             size_t textlen)
 {
     e->line = line;
     e->why = why;

@@ -237,7 +237,7 @@ static const char *dedup_strerror(int err)
  * been replaced by a FIFO since the walk) and anything but a regular file is
  * refused. Returns 0, an errno value, or DEDUP_ERR_*. */
 static int dedup_fingerprint_file(const char *path, char *buf, fp_state *fs, unsigned window,
-                            uint64_t *fp)
+                                  uint64_t *fp)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     struct stat st, st2;
@@ -374,7 +374,7 @@ static void dedup_out_binary(cli_out *o, uint64_t v)
 }
 
 static void dedup_print_group(cli_out *o, size_t group, const fp_index *g, size_t n, int json,
-                        int verbose)
+                              int verbose)
 {
     if (json) {
         cli_out_str(o, "{\"group\":");
@@ -449,7 +449,7 @@ static void dedup_print_group(cli_out *o, size_t group, const fp_index *g, size_
 
 /* Print every cluster as a group of files; returns 0, or -1 out of memory. */
 static int dedup_print_groups(cli_out *o, fp_index *idx, size_t n, const uint64_t *values,
-                        const size_t *offsets, size_t nclusters, int json, int verbose)
+                              const size_t *offsets, size_t nclusters, int json, int verbose)
 {
     fp_index *g = malloc((n ? n : 1) * sizeof(*g));
     if (!g)

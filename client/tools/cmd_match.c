@@ -49,7 +49,7 @@ static void mcmd_write_pairs(cli_out *o, const match_pair *pairs, size_t n)
 }
 
 static void mcmd_write_clusters(cli_out *o, const uint64_t *values, const size_t *offsets,
-                           size_t nclusters)
+                                size_t nclusters)
 {
     for (size_t c = 0; c < nclusters; c++) {
         cli_out_char(o, '[');

@@ -191,7 +191,7 @@ int cluster_parse_addr(const char *s, size_t len, cluster_node *node)
 
 /* Splits line [p, end) into at most max space-separated fields. Returns the count. */
 static size_t cluster_split_fields(const char *p, const char *end, const char **f, size_t *flen,
-                           size_t max)
+                                   size_t max)
 {
     size_t n = 0;
     while (p < end && n < max) {

@@ -346,7 +346,7 @@ static int resp_parser_add_arg(resp_parser *p, size_t n)
     if (n > p->lim.max_arg_bytes)
         return p->lim.unauth ? resp_fail(p, "Protocol error: unauthenticated bulk length%s", "")
                              : resp_fail(p, "Protocol error: argument too large (limit %s)",
-                                           "max-arg-bytes");
+                                         "max-arg-bytes");
     if (n > p->lim.max_req_bytes - p->req.bytes)
         return resp_fail(p, "Protocol error: request too large (limit %s)", "max-request-bytes");
     if (p->req.argc == p->cap) {
@@ -522,8 +522,8 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
             size_t take = nl ? (size_t)(nl - (buf + i)) : len - i;
             if (take > p->lim.max_inline_bytes - p->line_len)
                 return resp_fail(p, "Protocol error: too big inline request (limit %s)",
-                                   p->lim.unauth ? "for unauthenticated clients"
-                                                 : "max-inline-bytes");
+                                 p->lim.unauth ? "for unauthenticated clients"
+                                             : "max-inline-bytes");
             if (p->line_len + take > p->line_cap) {
                 size_t cap = p->line_cap ? p->line_cap : 128;
                 while (cap < p->line_len + take)
