@@ -523,7 +523,7 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
             if (take > p->lim.max_inline_bytes - p->line_len)
                 return resp_fail(p, "Protocol error: too big inline request (limit %s)",
                                  p->lim.unauth ? "for unauthenticated clients"
-                                             : "max-inline-bytes");
+                                               : "max-inline-bytes");
             if (p->line_len + take > p->line_cap) {
                 size_t cap = p->line_cap ? p->line_cap : 128;
                 while (cap < p->line_len + take)
