@@ -208,6 +208,9 @@ extern const size_t coord_ncommands;
 void coord_cmd_fingerprint(rs_req *r);
 /* SIMHASH.INFO: answers the coordinator's INFO text. */
 void coord_cmd_info(rs_req *r);
+/* INFO's program sections (rs_options.info; ctx is the coord): Corpus, Limits,
+ * Coordinator (counters), Workers, Keyspace. */
+void coord_info_sections(void *ctx, resp_buf *b);
 
 /* ---- route.c: routing in both modes, and the Redis Cluster slot map ---- */
 

@@ -22,46 +22,37 @@ void coord_cmd_fingerprint(rs_req *r)
     rs_req_finish(r);
 }
 
-/* SIMHASH.INFO: the coordinator's INFO text (server, clients, corpus, limits,
- * stats, workers) as one bulk string. */
-void coord_cmd_info(rs_req *r)
+/* The coordinator's sections in b: Corpus, Limits, the counters under stats_title,
+ * Workers, and with keyspace a Redis-style Keyspace line (db0:keys=fingerprints). */
+static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int keyspace)
 {
-    coord *co = rs_req_ctx(r);
-    resp_buf b;
     long long fps = 0, docs = 0;
 
-    resp_buf_init(&b, 0);
-    resp_buf_printf(&b, "# Server\r\nsimhash_version:%s\r\nprocess_id:%ld\r\ntcp_port:%u\r\n"
-                    "uptime_in_seconds:%lld\r\n",
-                    SIMHASH_VERSION, (long)getpid(), rs_port(co->srv),
-                    (long long)((ra_now_us() / 1000000) - co->start_time));
-    resp_buf_printf(&b, "\r\n# Clients\r\n");
-    rs_info_clients(co->srv, &b);
     for (size_t i = 0; i < co->nw; i++) {
         if (fps >= 0)
             fps = co->w[i].fingerprints < 0 ? -1 : fps + co->w[i].fingerprints;
         if (docs >= 0)
             docs = co->w[i].documents < 0 ? -1 : docs + co->w[i].documents;
     }
-    resp_buf_printf(&b, "\r\n# Corpus\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\nlayout:%d\r\n",
+    resp_buf_printf(b, "\r\n# Corpus\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\nlayout:%d\r\n",
                     co->cfg.blocks, co->cfg.distance, co->ps.ntables, LAYOUT_VERSION);
     if (fps >= 0)
-        resp_buf_printf(&b, "fingerprints:%lld\r\n", fps);
+        resp_buf_printf(b, "fingerprints:%lld\r\n", fps);
     else
-        resp_buf_printf(&b, "fingerprints:unknown\r\n");
+        resp_buf_printf(b, "fingerprints:unknown\r\n");
     if (docs >= 0)
-        resp_buf_printf(&b, "documents:%lld\r\n", docs);
+        resp_buf_printf(b, "documents:%lld\r\n", docs);
     else
-        resp_buf_printf(&b, "documents:unknown\r\n");
+        resp_buf_printf(b, "documents:unknown\r\n");
     /* the Redis nodes behind the workers, each counted once (replicas left out) */
     long long mem = coord_redis_used_memory(co);
     if (mem >= 0)
-        resp_buf_printf(&b, "redis_used_memory:%lld\r\nredis_used_memory_human:%.2fM\r\n", mem,
+        resp_buf_printf(b, "redis_used_memory:%lld\r\nredis_used_memory_human:%.2fM\r\n", mem,
                         (double)mem / (1024.0 * 1024.0));
     else
-        resp_buf_printf(&b, "redis_used_memory:unknown\r\nredis_used_memory_human:unknown\r\n");
+        resp_buf_printf(b, "redis_used_memory:unknown\r\nredis_used_memory_human:unknown\r\n");
     /* every configured limit, then each worker's requests in flight against its cap */
-    resp_buf_printf(&b, "\r\n# Limits\r\ntimeout_ms:%u\r\nmax_inflight_worker:%u\r\n"
+    resp_buf_printf(b, "\r\n# Limits\r\ntimeout_ms:%u\r\nmax_inflight_worker:%u\r\n"
                     "max_clients:%u\r\nmax_pending:%u\r\nmax_args:%u\r\nmax_arg_bytes:%zu\r\n"
                     "max_request_bytes:%zu\r\nmax_reply_bytes:%zu\r\nout_high_watermark:%zu\r\n"
                     "max_per_event:%u\r\nmax_inline_bytes:%u\r\nreconnect_max_ms:%u\r\n"
@@ -74,15 +65,39 @@ void coord_cmd_info(rs_req *r)
                     co->cfg.health_interval_ms,
                     co->cfg.password && co->cfg.password[0] ? "yes" : "no");
     for (size_t i = 0; i < co->nw; i++)
-        resp_buf_printf(&b, "worker%zu_inflight:%u\r\nworker%zu_inflight_max:%u\r\n", i,
+        resp_buf_printf(b, "worker%zu_inflight:%u\r\nworker%zu_inflight_max:%u\r\n", i,
                         co->w[i].inflight, i, co->cfg.max_inflight_worker);
-    resp_buf_printf(&b, "\r\n# Stats\r\n");
-#define COORD_STAT_PRINT_(f, name) resp_buf_printf(&b, name ":%llu\r\n", co->st.f);
+    resp_buf_printf(b, "\r\n# %s\r\n", stats_title);
+#define COORD_STAT_PRINT_(f, name) resp_buf_printf(b, name ":%llu\r\n", co->st.f);
     COORD_STATS(COORD_STAT_PRINT_)
 #undef COORD_STAT_PRINT_
-    resp_buf_printf(&b, "\r\n# Workers\r\n");
-    coord_workers_info(co, &b);
+    resp_buf_printf(b, "\r\n# Workers\r\n");
+    coord_workers_info(co, b);
+    if (keyspace && fps >= 0)
+        resp_buf_printf(b, "\r\n# Keyspace\r\ndb0:keys=%lld,expires=0,avg_ttl=0\r\n", fps);
+}
+
+/* SIMHASH.INFO: the coordinator's INFO text (server, clients, corpus, limits,
+ * stats, workers) as one bulk string. */
+void coord_cmd_info(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    resp_buf b;
+
+    resp_buf_init(&b, 0);
+    resp_buf_printf(&b, "# Server\r\nsimhash_version:%s\r\nprocess_id:%ld\r\ntcp_port:%u\r\n"
+                    "uptime_in_seconds:%lld\r\n",
+                    SIMHASH_VERSION, (long)getpid(), rs_port(co->srv),
+                    (long long)((ra_now_us() / 1000000) - co->start_time));
+    resp_buf_printf(&b, "\r\n# Clients\r\n");
+    rs_info_clients(co->srv, &b);
+    coord_info_text(co, &b, "Stats", 0);
     resp_add_bulk(rs_req_out(r), b.data, b.len);
     resp_buf_free(&b);
     rs_req_finish(r);
+}
+
+void coord_info_sections(void *ctx, resp_buf *b)
+{
+    coord_info_text(ctx, b, "Coordinator", 1);
 }

@@ -182,6 +182,8 @@ int main(int argc, char **argv)
     ro.commands = coord_commands;
     ro.ncommands = coord_ncommands;
     ro.ctx = &co;
+    ro.group = "simhash";
+    ro.info = coord_info_sections;
 
     if (coord_workers_start(&co, err, sizeof(err)) != 0 ||
         coord_cluster_start(&co, err, sizeof(err)) != 0) {

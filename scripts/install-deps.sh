@@ -5,13 +5,28 @@ set -euo pipefail
 
 PKGS=(build-essential cmake pkg-config libhiredis-dev libevent-dev libxxhash-dev
       libcmocka-dev redis-server redis-tools clang libclang-rt-14-dev valgrind
-      python3 procps iproute2 netcat-openbsd)
+      python3 python3-redis procps iproute2 netcat-openbsd bsdutils)
+# node and npm: only for the tests that run ioredis and node-redis (tests/clients)
+command -v node >/dev/null && command -v npm >/dev/null || PKGS+=(nodejs npm)
 
 missing=()
 for p in "${PKGS[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+# tests/clients: the npm clients, at the versions package-lock.json names
+install_node_clients() {
+    local d
+    d="$(cd "$(dirname "$0")/.." && pwd)/tests/clients"
+    if [ ! -d "$d/node_modules/ioredis" ] || [ ! -d "$d/node_modules/redis" ] ||
+       [ "$d/package-lock.json" -nt "$d/node_modules" ]; then
+        echo "install-deps: npm ci in $d" >&2
+        (cd "$d" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+    fi
+}
+if [ ${#missing[@]} -eq 0 ]; then
+    install_node_clients
+    exit 0
+fi
 
 echo "install-deps: installing ${missing[*]}" >&2
 SUDO=""
@@ -22,3 +37,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+install_node_clients

@@ -418,15 +418,56 @@ static void shard_cmd_info(rs_req *req)
     shard_job_release(j);
 }
 
+#define SHARD_ARGS_END { NULL, NULL, NULL, 0, NULL }
+static const rs_arg shard_args_fp_tables[] = {
+    { "fingerprint", "integer", NULL, 0, NULL },
+    { "table", "integer", NULL, RS_ARG_MULTIPLE, NULL },
+    SHARD_ARGS_END };
+static const rs_arg shard_args_query[] = {
+    { "fingerprint", "integer", NULL, 0, NULL },
+    { "distance", "integer", NULL, 0, NULL },
+    { "table", "integer", NULL, RS_ARG_MULTIPLE, NULL },
+    { "docs", "pure-token", "DOCS", RS_ARG_OPTIONAL, NULL },
+    SHARD_ARGS_END };
+static const rs_arg shard_args_lock[] = {
+    { "fingerprint", "integer", NULL, 0, NULL },
+    { "token", "string", NULL, 0, NULL },
+    { "lease-ms", "integer", NULL, 0, NULL },
+    { "op", "string", NULL, 0, NULL },
+    { "docid", "string", NULL, RS_ARG_OPTIONAL | RS_ARG_MULTIPLE, NULL },
+    SHARD_ARGS_END };
+static const rs_arg shard_args_unlock[] = {
+    { "fingerprint", "integer", NULL, 0, NULL },
+    { "token", "string", NULL, 0, NULL },
+    { "abandon", "pure-token", "ABANDON", RS_ARG_OPTIONAL, NULL },
+    SHARD_ARGS_END };
+static const rs_arg shard_args_docs[] = {
+    { "fingerprint", "integer", NULL, RS_ARG_MULTIPLE, NULL },
+    SHARD_ARGS_END };
+
 const rs_command shard_commands[] = {
-    {"SHARD.HELLO", 1, 0, shard_cmd_hello},
-    {"SHARD.QUERY", -4, 0, shard_cmd_query},
-    {"SHARD.ADD", -3, 0, shard_cmd_add},
-    {"SHARD.DEL", -3, 0, shard_cmd_del},
-    {"SHARD.LOCK", -5, 0, shard_cmd_lock},
-    {"SHARD.UNLOCK", -3, 0, shard_cmd_unlock},
-    {"SHARD.DOCS", -2, 0, shard_cmd_docs},
-    {"SHARD.INFO", 1, 0, shard_cmd_info},
-    {"SHARD.WAIT", 1, 0, shard_cmd_wait},
+    {"SHARD.HELLO", 1, RS_CMD_READONLY, shard_cmd_hello,
+     "The worker's settings: blocks, distance, layout, bucket bits, shard range.", NULL},
+    {"SHARD.QUERY", -4, RS_CMD_READONLY, shard_cmd_query,
+     "Matches of a fingerprint in the listed tables (DOCS: with their document ids).",
+     shard_args_query},
+    {"SHARD.ADD", -3, RS_CMD_CHANGES, shard_cmd_add,
+     "Adds a fingerprint to the listed tables (the caller holds its write lock).",
+     shard_args_fp_tables},
+    {"SHARD.DEL", -3, RS_CMD_CHANGES, shard_cmd_del,
+     "Removes a fingerprint from the listed tables (the caller holds its write lock).",
+     shard_args_fp_tables},
+    {"SHARD.LOCK", -5, RS_CMD_CHANGES, shard_cmd_lock,
+     "Takes a fingerprint's write lock and changes its document set (op A, R, X, F, S).",
+     shard_args_lock},
+    {"SHARD.UNLOCK", -3, RS_CMD_CHANGES, shard_cmd_unlock,
+     "Releases (or abandons) a fingerprint's write lock.", shard_args_unlock},
+    {"SHARD.DOCS", -2, RS_CMD_READONLY, shard_cmd_docs,
+     "The document ids of each fingerprint.", shard_args_docs},
+    {"SHARD.INFO", 1, RS_CMD_READONLY, shard_cmd_info,
+     "The worker's state, counters and Redis connection.", NULL},
+    {"SHARD.WAIT", 1, 0, shard_cmd_wait,
+     "Answers once every earlier write of the worker is durable.", NULL},
 };
+#undef SHARD_ARGS_END
 const size_t shard_ncommands = sizeof shard_commands / sizeof shard_commands[0];

@@ -11,25 +11,24 @@
 #include "parse.h"
 #include "shard.h"
 
-/* Answers a SHARD.INFO request: name:value lines about this worker and its Redis
- * connection; fingerprints / documents of its shards when have_counts. */
-void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs)
+/* The worker's INFO sections in b: Shard (fingerprints / documents of its shards when
+ * have_counts >= 0: have_counts 1 with fps and docs, 0 unknown), the counters under
+ * stats_title, Redis (and Cluster). */
+static void shard_info_text(shard_ctx *sc, resp_buf *b, int have_counts, long long fps,
+                            long long docs, const char *stats_title)
 {
-    shard_ctx *sc = rs_req_ctx(req);
     shard_redis_stats rst;
     shard_redis_get_stats(sc->redis, &rst);
-    resp_buf b;
-    resp_buf_init(&b, 1 << 16);
-    resp_buf_printf(&b, "# Shard\r\nshards:%u-%u\r\nblocks:%u\r\ndistance:%u\r\n"
+    resp_buf_printf(b, "# Shard\r\nshards:%u-%u\r\nblocks:%u\r\ndistance:%u\r\n"
                     "bucket_bits:%u\r\nlayout:%d\r\ntables:%u\r\nversion:%s\r\n",
                     sc->cfg.lo, sc->cfg.hi, sc->cfg.blocks, sc->cfg.distance,
                     sc->cfg.bucket_bits, LAYOUT_VERSION, sc->ps.ntables, SIMHASH_VERSION);
-    if (have_counts)
-        resp_buf_printf(&b, "fingerprints:%lld\r\ndocuments:%lld\r\n", fps, docs);
-    else
-        resp_buf_printf(&b, "fingerprints:unknown\r\ndocuments:unknown\r\n");
-    resp_buf_printf(&b, "# Stats\r\n");
-#define SHARD_STAT_LINE_(f, n) resp_buf_printf(&b, "%s:%llu\r\n", n, sc->st.f);
+    if (have_counts > 0)
+        resp_buf_printf(b, "fingerprints:%lld\r\ndocuments:%lld\r\n", fps, docs);
+    else if (have_counts == 0)
+        resp_buf_printf(b, "fingerprints:unknown\r\ndocuments:unknown\r\n");
+    resp_buf_printf(b, "# %s\r\n", stats_title);
+#define SHARD_STAT_LINE_(f, n) resp_buf_printf(b, "%s:%llu\r\n", n, sc->st.f);
     SHARD_STATS(SHARD_STAT_LINE_)
 #undef SHARD_STAT_LINE_
     /* the node it is attached to: in cluster mode as the cluster names it (it
@@ -40,7 +39,7 @@ void shard_info_reply(rs_req *req, int have_counts, long long fps, long long doc
         snprintf(addr, sizeof addr, "%s", node);
     else
         snprintf(addr, sizeof addr, "%s:%u", sc->cfg.redis_host, sc->cfg.redis_port);
-    resp_buf_printf(&b, "# Redis\r\nredis:%s\r\nredis_addr:%s\r\nredis_db:%u\r\n"
+    resp_buf_printf(b, "# Redis\r\nredis:%s\r\nredis_addr:%s\r\nredis_db:%u\r\n"
                     "redis_reconnects:%llu\r\nredis_connect_failures:%llu\r\n"
                     "redis_inflight:%u\r\nredis_max_inflight:%u\r\nredis_commands:%llu\r\n"
                     "redis_last_error:%s\r\n",
@@ -49,18 +48,35 @@ void shard_info_reply(rs_req *req, int have_counts, long long fps, long long doc
                     rst.reconnects, rst.connect_failures, rst.inflight,
                     sc->cfg.max_inflight_redis, rst.commands, rst.last_error);
     if (sc->redis_used_memory >= 0)
-        resp_buf_printf(&b, "redis_used_memory:%lld\r\n", sc->redis_used_memory);
+        resp_buf_printf(b, "redis_used_memory:%lld\r\n", sc->redis_used_memory);
     else
-        resp_buf_printf(&b, "redis_used_memory:unknown\r\n");
-    resp_buf_printf(&b, "redis_role:%s\r\n", sc->redis_role == 1 ? "master"
+        resp_buf_printf(b, "redis_used_memory:unknown\r\n");
+    resp_buf_printf(b, "redis_role:%s\r\n", sc->redis_role == 1 ? "master"
                     : sc->redis_role == 0 ? "replica" : "unknown");
-    shard_redis_cluster_info(sc->redis, &b);
+    shard_redis_cluster_info(sc->redis, b);
+}
+
+/* Answers a SHARD.INFO request: name:value lines about this worker and its Redis
+ * connection; fingerprints / documents of its shards when have_counts. */
+void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    resp_buf b;
+    resp_buf_init(&b, 1 << 16);
+    shard_info_text(sc, &b, have_counts != 0, fps, docs, "Stats");
     resp_buf_printf(&b, "# Clients\r\n");
     if (sc->srv)
         rs_info_clients(sc->srv, &b);
     resp_add_bulk(rs_req_out(req), b.data, b.len);
     resp_buf_free(&b);
     rs_req_finish(req);
+}
+
+/* The worker's own sections of INFO (rs_options.info): as SHARD.INFO without the
+ * corpus counts (they need a round to Redis) and with the counters under "Worker". */
+void shard_info_sections(void *ctx, resp_buf *b)
+{
+    shard_info_text(ctx, b, -1, 0, 0, "Worker");
 }
 
 /* Reply of the INFO sent with every SHARD.INFO: keeps used_memory and the role of

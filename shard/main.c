@@ -273,6 +273,8 @@ int main(int argc, char **argv)
     so.commands = shard_commands;
     so.ncommands = shard_ncommands;
     so.ctx = &sc;
+    so.group = "shard";
+    so.info = shard_info_sections;
     sc.srv = rs_new(sc.base, &so, err, sizeof err);
     if (sc.srv == NULL) {
         log_error("%s", err);

@@ -124,6 +124,8 @@ int shard_check_docids(rs_req *req, size_t from, size_t n);
 /* Answers a SHARD.INFO request: name:value lines about this worker and its Redis
  * connection; fingerprints / documents of its shards when have_counts. */
 void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs);
+/* INFO's program sections (rs_options.info; ctx is the shard_ctx). */
+void shard_info_sections(void *ctx, resp_buf *b);
 /* Reply of the INFO sent with every SHARD.INFO: keeps used_memory and the role of
  * the Redis node (-1: unknown when the reply is missing or malformed). */
 void shard_on_redis_info(void *priv, redisReply *reply, const char *err);

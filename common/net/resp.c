@@ -16,6 +16,7 @@ void resp_buf_init(resp_buf *b, size_t max)
     b->cap = 0;
     b->max = max;
     b->overflow = 0;
+    b->resp3 = 0;
 }
 
 void resp_buf_free(resp_buf *b)
@@ -199,7 +200,7 @@ int resp_add_bulk_u64(resp_buf *b, uint64_t v)
 
 int resp_add_null(resp_buf *b)
 {
-    return resp_buf_append(b, "$-1\r\n", 5);
+    return b->resp3 ? resp_buf_append(b, "_\r\n", 3) : resp_buf_append(b, "$-1\r\n", 5);
 }
 
 int resp_add_array(resp_buf *b, size_t n)
@@ -231,7 +232,16 @@ size_t resp_format_command(char *buf, size_t cap, int argc, const char *const *a
 
 int resp_add_null_array(resp_buf *b)
 {
-    return resp_buf_append(b, "*-1\r\n", 5);
+    return b->resp3 ? resp_buf_append(b, "_\r\n", 3) : resp_buf_append(b, "*-1\r\n", 5);
+}
+
+int resp_add_map(resp_buf *b, size_t n)
+{
+    if (!b->resp3)
+        return resp_add_array(b, 2 * n);
+    char head[32];
+    int len = snprintf(head, sizeof(head), "%%%zu\r\n", n);
+    return resp_buf_append(b, head, (size_t)len);
 }
 
 /* ---- Request parser ---- */

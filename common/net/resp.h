@@ -29,6 +29,8 @@ typedef struct resp_buf {
     size_t cap;
     size_t max;
     int overflow;          /* an append was refused (too large or out of memory) */
+    int resp3;             /* the reader speaks RESP3 (HELLO 3): nulls and maps in its
+                              encoding; everything else is the same in both */
 } resp_buf;
 
 /* max == 0 means no limit beyond memory. */
@@ -52,6 +54,8 @@ int resp_add_bulk_u64(resp_buf *b, uint64_t v);             /* decimal text as a
 int resp_add_null(resp_buf *b);                             /* $-1\r\n */
 int resp_add_array(resp_buf *b, size_t n);                  /* *n\r\n, then n values */
 int resp_add_null_array(resp_buf *b);                       /* *-1\r\n */
+/* A map of n pairs: %n in RESP3, an array of 2n in RESP2; then 2n values. */
+int resp_add_map(resp_buf *b, size_t n);
 
 /* Writes v in decimal at out (room for 20 bytes); returns the number of digits. */
 size_t resp_u64_dec(char *out, uint64_t v);

@@ -1,5 +1,6 @@
 /* rserver.c: the RESP server framework (libevent 2.1): connections, ordered request
- * queues, backpressure and limits, built-in PING/AUTH/QUIT/COMMAND; see rserver.h. */
+ * queues, backpressure and limits, built-in PING/AUTH/QUIT; the other built-in
+ * commands (HELLO, CLIENT, INFO, COMMAND, ...) are in rs_redis.c. See rserver.h. */
 #include "rserver.h"
 
 #include <errno.h>
@@ -7,6 +8,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,59 +26,7 @@
 
 #include "log.h"
 #include "rasync.h"
-
-#define RS_READ_HIGH_WATERMARK (64u << 10)   /* unparsed input kept per client */
-
-typedef struct rs_client rs_client;
-
-struct rs_req {
-    rs_client *c;
-    rs_req *prev, *next;        /* the client's queue, in request order */
-    resp_request rq;
-    resp_buf out;
-    const rs_command *cmd;      /* set once resolved */
-    int started;
-    int finished;
-};
-
-struct rs_client {
-    rserver *s;                 /* NULL after rs_free */
-    void *ctx;                  /* the server's ctx, kept for requests answered after rs_free */
-    uint64_t id;
-    struct bufferevent *bev;    /* NULL once the connection is closed */
-    resp_parser *parser;
-    rs_req *head, *tail;
-    unsigned npending;          /* unfinished requests */
-    unsigned nstarted;          /* started and unfinished */
-    unsigned nwrites;           /* started and unfinished RS_CMD_WRITE requests */
-    unsigned nordered;          /* started and unfinished RS_CMD_ORDERED requests */
-    rs_req *waiting;            /* resolved, waits for a write barrier */
-    size_t pending_bytes;       /* argument bytes held by unfinished requests */
-    unsigned refs;              /* 1 while connected + 1 per unfinished request + 1 while processing */
-    int authed;
-    int eof;                    /* peer closed its side: answer what came, then close */
-    int closing;                /* QUIT or protocol error: close once replies are sent */
-    int paused;                 /* reading stopped by a limit */
-    unsigned auth_failures;
-    uint64_t connected_ms;      /* monotonic */
-    uint64_t active_ms;         /* last input or finished request */
-    struct event *resume_ev;    /* continue parsing in a later loop iteration */
-    rs_client *prev, *next;     /* server's client list */
-};
-
-struct rserver {
-    struct event_base *base;
-    struct evconnlistener *lis;
-    struct event *accept_retry;
-    rs_options opt;
-    char *bind;
-    char *password;
-    unsigned port;
-    rs_client *clients;
-    uint64_t next_id;
-    rs_stats st;
-    struct event *sweep_ev;     /* once a second: idle and auth timeouts */
-};
+#include "rs_int.h"
 
 static const char *const rs_err_strings[] = {
 #define RS_ERR_STR_(e, s) s,
@@ -200,6 +150,9 @@ static void rs_client_unref(rs_client *c)
     if (c->resume_ev)
         event_free(c->resume_ev);
     resp_parser_free(c->parser);
+    free(c->name);
+    free(c->lib_name);
+    free(c->lib_ver);
     free(c);
 }
 
@@ -316,6 +269,11 @@ void rs_req_finish(rs_req *r)
         return;
     r->finished = 1;
     assert(c->npending > 0);
+    if (r->started && c->s) {
+        rs_cmdstat *st = rs_cmdstat_of(c->s, r->cmd);
+        if (st)
+            rs_cmdstat_add(st, ra_now_us() - r->start_us, r->out.len > 0 && r->out.data[0] == '-');
+    }
     if (r->started) {
         assert(c->nstarted > 0);
         c->nstarted--;
@@ -459,32 +417,17 @@ static void rs_auth_failed(rs_req *r)
     d->close = close;
 }
 
-static void rs_cmd_auth(rs_req *r)
+int rs_auth_check(rs_req *r, const char *user, size_t ulen, const char *pass, size_t plen)
 {
     rs_client *c = r->c;
-    size_t argc = rs_req_argc(r), plen;
-    const char *pass;
-
-    if (argc < 2 || argc > 3) {
-        rs_req_fail(r, RS_ERR, "wrong number of arguments for 'auth' command");
-        return;
-    }
     if (c->s == NULL || c->s->password == NULL) {
         rs_req_fail(r, RS_ERR, "AUTH called without any password configured");
-        return;
+        return 0;
     }
-    pass = rs_req_arg(r, argc - 1, &plen);
-    if (argc == 3) {
-        size_t ulen;
-        const char *user = rs_req_arg(r, 1, &ulen);
-        if (ulen != 7 || memcmp(user, "default", 7) != 0) {
-            rs_auth_failed(r);
-            return;
-        }
-    }
-    if (!rs_secret_equal(pass, plen, c->s->password)) {
+    if ((user && (ulen != 7 || memcmp(user, "default", 7) != 0)) ||
+        !rs_secret_equal(pass, plen, c->s->password)) {
         rs_auth_failed(r);
-        return;
+        return 0;
     }
     if (!c->authed) {
         resp_limits pl = rs_parser_limits(c->s, 1);
@@ -492,6 +435,21 @@ static void rs_cmd_auth(rs_req *r)
     }
     c->authed = 1;
     c->auth_failures = 0;
+    return 1;
+}
+
+static void rs_cmd_auth(rs_req *r)
+{
+    size_t argc = rs_req_argc(r), plen, ulen = 0;
+
+    if (argc < 2 || argc > 3) {
+        rs_req_fail(r, RS_ERR, "wrong number of arguments for 'auth' command");
+        return;
+    }
+    const char *pass = rs_req_arg(r, argc - 1, &plen);
+    const char *user = argc == 3 ? rs_req_arg(r, 1, &ulen) : NULL;
+    if (!rs_auth_check(r, user, ulen, pass, plen))
+        return;
     resp_add_simple(rs_req_out(r), "OK");
     rs_req_finish(r);
 }
@@ -503,23 +461,75 @@ static void rs_cmd_quit(rs_req *r)
     rs_req_finish(r);
 }
 
-static void rs_cmd_command(rs_req *r)
-{
-    size_t n;
-    const char *sub = rs_req_arg(r, 1, &n);
-    if (sub && n == 5 && strncasecmp(sub, "COUNT", 5) == 0)
-        resp_add_int(rs_req_out(r), 0);
-    else
-        resp_add_array(rs_req_out(r), 0);
-    rs_req_finish(r);
-}
+/* Name, arity, flags, handler, summary, arguments (COMMAND DOCS); the program's own
+ * commands come first in lookups. */
+static const rs_arg rs_args_ping[] = { { "message", "string", NULL, RS_ARG_OPTIONAL, NULL },
+                                       { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_auth[] = { { "username", "string", NULL, RS_ARG_OPTIONAL, NULL },
+                                       { "password", "string", NULL, 0, NULL },
+                                       { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_hello_auth[] = { { "username", "string", NULL, 0, NULL },
+                                             { "password", "string", NULL, 0, NULL },
+                                             { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_hello_proto[] = {
+    { "protover", "integer", NULL, 0, NULL },
+    { "auth", "block", "AUTH", RS_ARG_OPTIONAL, rs_args_hello_auth },
+    { "clientname", "string", "SETNAME", RS_ARG_OPTIONAL, NULL },
+    { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_hello[] = {
+    { "arguments", "block", NULL, RS_ARG_OPTIONAL, rs_args_hello_proto },
+    { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_sub[] = { { "subcommand", "string", NULL, 0, NULL },
+                                      { "arg", "string", NULL, RS_ARG_OPTIONAL | RS_ARG_MULTIPLE,
+                                        NULL },
+                                      { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_select[] = { { "index", "integer", NULL, 0, NULL },
+                                         { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_echo[] = { { "message", "string", NULL, 0, NULL },
+                                       { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_info[] = { { "section", "string", NULL,
+                                         RS_ARG_OPTIONAL | RS_ARG_MULTIPLE, NULL },
+                                       { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_command[] = { { "subcommand", "string", NULL, RS_ARG_OPTIONAL,
+                                            NULL },
+                                          { "arg", "string", NULL,
+                                            RS_ARG_OPTIONAL | RS_ARG_MULTIPLE, NULL },
+                                          { NULL, NULL, NULL, 0, NULL } };
 
-static const rs_command rs_builtin[] = {
-    { "PING", -1, RS_CMD_NOAUTH, rs_cmd_ping },
-    { "AUTH", -2, RS_CMD_NOAUTH, rs_cmd_auth },
-    { "QUIT", -1, RS_CMD_NOAUTH, rs_cmd_quit },
-    { "COMMAND", -1, 0, rs_cmd_command },
+#define RS_CONN (RS_CMD_NOAUTH | RS_CMD_CONN)
+const rs_command rs_builtin[] = {
+    { "PING", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_ping,
+      "Returns PONG, or the message given.", rs_args_ping },
+    { "AUTH", -2, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_auth,
+      "Authenticates the connection (user 'default' only).", rs_args_auth },
+    { "QUIT", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_quit,
+      "Closes the connection once the replies before it are sent.", NULL },
+    { "HELLO", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_hello,
+      "Handshake: protocol 2 or 3, optional AUTH and SETNAME; returns the server's "
+      "properties.", rs_args_hello },
+    { "CLIENT", -2, RS_CMD_CONN, rs_cmd_client,
+      "Connection commands: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, NO-EVICT, "
+      "NO-TOUCH, REPLY ON, HELP.", rs_args_sub },
+    { "SELECT", 2, RS_CMD_CONN, rs_cmd_select,
+      "Selects database 0, the only one.", rs_args_select },
+    { "ECHO", 2, RS_CMD_CONN, rs_cmd_echo, "Returns the message given.", rs_args_echo },
+    { "INFO", -1, RS_CMD_SERVER, rs_cmd_info,
+      "Server information and statistics by section, as Redis's INFO.", rs_args_info },
+    { "COMMAND", -1, RS_CMD_SERVER, rs_cmd_command,
+      "The command table: COUNT, LIST, INFO [name ...], DOCS [name ...].", rs_args_command },
+    { "CONFIG", -2, RS_CMD_SERVER, rs_cmd_config,
+      "CONFIG GET: the Redis settings that describe this server (save, appendonly, "
+      "databases, maxclients, timeout, port, bind, maxmemory); CONFIG SET is refused.",
+      rs_args_sub },
+    { "MULTI", 1, RS_CMD_CONN, rs_cmd_notx,
+      "Not supported: transactions. Send the commands as a plain pipeline.", NULL },
+    { "EXEC", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "DISCARD", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "WATCH", -2, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "UNWATCH", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
 };
+const size_t rs_nbuiltin = sizeof(rs_builtin) / sizeof(rs_builtin[0]);
+#undef RS_CONN
 
 /* ---- Dispatch ---- */
 
@@ -530,7 +540,7 @@ static const rs_command *rs_find_command(const rserver *s, const char *name, siz
         if (strlen(c->name) == len && strncasecmp(c->name, name, len) == 0)
             return c;
     }
-    for (size_t i = 0; i < sizeof(rs_builtin) / sizeof(rs_builtin[0]); i++) {
+    for (size_t i = 0; i < rs_nbuiltin; i++) {
         const rs_command *c = &rs_builtin[i];
         if (strlen(c->name) == len && strncasecmp(c->name, name, len) == 0)
             return c;
@@ -568,6 +578,9 @@ static void rs_client_dispatch(rs_client *c, rs_req *r)
         return;
     }
     if (s->password && !c->authed && !(cmd->flags & RS_CMD_NOAUTH)) {
+        rs_cmdstat *st = rs_cmdstat_of(s, cmd);
+        if (st)
+            st->rejected++;
         rs_req_fail(r, RS_NOAUTH, "Authentication required.");
         return;
     }
@@ -580,7 +593,18 @@ static void rs_client_dispatch(rs_client *c, rs_req *r)
             lower[i] = (char)((cmd->name[i] >= 'A' && cmd->name[i] <= 'Z') ? cmd->name[i] + 32
                                                                             : cmd->name[i]);
         lower[i] = '\0';
+        rs_cmdstat *st = rs_cmdstat_of(s, cmd);
+        if (st)
+            st->rejected++;
         rs_req_fail(r, RS_ERR, "wrong number of arguments for '%s' command", lower);
+        return;
+    }
+    if (c->in_multi && cmd->fn != rs_cmd_notx && cmd->fn != rs_cmd_quit) {
+        rs_cmdstat *st = rs_cmdstat_of(s, cmd);
+        if (st)
+            st->rejected++;
+        rs_req_fail(r, RS_ERR, "command not run: it follows a MULTI, and transactions are "
+                    "not supported here (EXEC will abort; send commands without MULTI)");
         return;
     }
     r->cmd = cmd;
@@ -608,6 +632,9 @@ static int rs_req_can_start(const rs_client *c, const rs_req *r)
 static void rs_req_start(rs_client *c, rs_req *r)
 {
     r->started = 1;
+    r->start_us = ra_now_us();
+    r->out.resp3 = c->resp3;
+    c->last_cmd = r->cmd->name;
     c->nstarted++;
     if (r->cmd->flags & RS_CMD_WRITE)
         c->nwrites++;
@@ -750,6 +777,31 @@ static void rs_on_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
+/* "ip:port" of the peer (peer != 0) or the local end of socket fd; "?" when unknown
+ * (a socket pair, or an error). */
+static void rs_sock_addr(evutil_socket_t fd, int peer, char *buf, size_t cap)
+{
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    char host[INET6_ADDRSTRLEN] = "?";
+    unsigned port = 0;
+    snprintf(buf, cap, "?");
+    if (fd < 0 || (peer ? getpeername(fd, (struct sockaddr *)&ss, &sl)
+                        : getsockname(fd, (struct sockaddr *)&ss, &sl)) != 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
+        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
+        port = ntohs(in->sin_port);
+        snprintf(buf, cap, "%s:%u", host, port);
+    } else if (ss.ss_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
+        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
+        port = ntohs(in6->sin6_port);
+        snprintf(buf, cap, "%s:%u", host, port);
+    }
+}
+
 /* A client on bev (a connected socket, or one end of a pair in the fuzz harness):
  * parser, resume event, server list, callbacks. Returns it, or NULL (out of memory;
  * bev is left to the caller). */
@@ -771,6 +823,8 @@ static rs_client *rs_client_new(rserver *s, struct bufferevent *bev)
     c->refs = 1;
     c->authed = s->password == NULL;
     c->connected_ms = c->active_ms = ra_now_ms();
+    rs_sock_addr(bufferevent_getfd(bev), 1, c->addr, sizeof(c->addr));
+    rs_sock_addr(bufferevent_getfd(bev), 0, c->laddr, sizeof(c->laddr));
     c->next = s->clients;
     if (s->clients)
         s->clients->prev = c;
@@ -845,6 +899,8 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
     uint64_t now = ra_now_ms();
     (void)fd;
     (void)what;
+    s->ops_per_sec = s->st.commands - s->ops_sample;
+    s->ops_sample = s->st.commands;
     for (rs_client *c = s->clients, *next; c; c = next) {
         next = c->next;
         if (s->password && !c->authed && l->auth_timeout_s &&
@@ -925,7 +981,16 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
                 s->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
         }
     }
-    if (s->opt.limits.idle_timeout_s || (s->password && s->opt.limits.auth_timeout_s)) {
+    s->start_ms = ra_now_ms();
+    s->ncstat = s->opt.ncommands + rs_nbuiltin;
+    s->cstat = calloc(s->ncstat, sizeof(*s->cstat));
+    if (s->cstat == NULL) {
+        snprintf(err, errlen, "out of memory");
+        evconnlistener_free(s->lis);
+        s->lis = NULL;
+        goto fail;
+    }
+    {
         struct timeval tv = ra_tv_ms(1000);
         s->sweep_ev = event_new(base, -1, EV_PERSIST, rs_on_sweep, s);
         if (s->sweep_ev == NULL || event_add(s->sweep_ev, &tv) != 0) {
@@ -941,6 +1006,7 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
 fail:
     if (s->accept_retry)
         event_free(s->accept_retry);
+    free(s->cstat);
     free(s->bind);
     free(s->password);
     free(s);
@@ -963,6 +1029,7 @@ void rs_free(rserver *s)
     if (s->sweep_ev)
         event_free(s->sweep_ev);
     event_free(s->accept_retry);
+    free(s->cstat);
     free(s->bind);
     free(s->password);
     free(s);

@@ -9,8 +9,11 @@
  * handler finishes them; the reply is then dropped.
  *
  * Built-in commands, used unless the command table defines the same name:
- *   PING [msg], AUTH [user] password, QUIT, COMMAND [...] (empty array / count 0).
- * When a password is set, every command but PING, AUTH and QUIT (and commands flagged
+ *   PING [msg], AUTH [user] password, QUIT, and in rs_redis.c the commands Redis
+ *   clients and tools send on their own: HELLO [2|3], CLIENT ..., SELECT 0, ECHO, INFO
+ *   [section ...], COMMAND [COUNT|LIST|INFO|DOCS], CONFIG GET (empty), and MULTI/EXEC/
+ *   DISCARD/WATCH/UNWATCH answered with an error that explains the alternative.
+ * When a password is set, every command but PING, AUTH, HELLO and QUIT (and commands flagged
  * RS_CMD_NOAUTH) answers -NOAUTH until the client authenticates. */
 #ifndef SIMHASH_RSERVER_H
 #define SIMHASH_RSERVER_H
@@ -103,11 +106,31 @@ typedef void (*rs_cmd_fn)(rs_req *req);
  * after it finished. So pipelined ADDs overlap and a QUERY after them sees them. */
 #define RS_CMD_ORDERED 4u
 
+/* Flags that only describe a command (COMMAND INFO / DOCS); built-in commands. */
+#define RS_CMD_CONN 8u          /* connection handling (group "connection") */
+#define RS_CMD_SERVER 16u       /* server introspection (group "server") */
+#define RS_CMD_READONLY 32u     /* changes nothing (flag "readonly") */
+#define RS_CMD_CHANGES 64u      /* changes data (flag "write"), with no ordering effect:
+                                   RS_CMD_WRITE / RS_CMD_ORDERED imply it */
+
+/* One argument of a command as COMMAND DOCS describes it (Redis's argument model). */
+#define RS_ARG_OPTIONAL 1u
+#define RS_ARG_MULTIPLE 2u
+typedef struct rs_arg {
+    const char *name;           /* NULL ends a list */
+    const char *type;           /* "integer", "string", "double", "pure-token", "block", "oneof" */
+    const char *token;          /* keyword before the value ("DISTANCE"), or NULL */
+    unsigned flags;             /* RS_ARG_* */
+    const struct rs_arg *args;  /* members of a "block" / "oneof" */
+} rs_arg;
+
 typedef struct rs_command {
     const char *name;           /* matched case-insensitively */
     int arity;                  /* argc including the name; -N: at least N */
     unsigned flags;
     rs_cmd_fn fn;
+    const char *summary;        /* one line for COMMAND DOCS / redis-cli HELP */
+    const rs_arg *args;         /* arguments after the name, or NULL */
 } rs_command;
 
 size_t rs_req_argc(const rs_req *r);
@@ -145,6 +168,11 @@ typedef struct rs_options {
     const rs_command *commands;
     size_t ncommands;
     void *ctx;                  /* handed to handlers via rs_req_ctx */
+    const char *group;          /* COMMAND DOCS group of the program's commands */
+    /* INFO: appends the program's own sections ("# Name\r\nfield:value\r\n...") to b;
+     * INFO picks the ones asked for by name. A section named Keyspace is listed last,
+     * as Redis does. NULL: none. */
+    void (*info)(void *ctx, resp_buf *b);
 } rs_options;
 
 /* Listen and serve on base. Returns NULL with err set (bad address, bind failed). */

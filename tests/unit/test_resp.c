@@ -32,6 +32,16 @@ static void test_writer_golden(void **state)
     assert_int_equal(b.len, sizeof(want) - 1);
     assert_memory_equal(b.data, want, sizeof(want) - 1);
     assert_int_equal(b.overflow, 0);
+    /* a map is an array of pairs in RESP2; RESP3 has its own nulls and maps */
+    resp_buf_clear(&b);
+    assert_int_equal(resp_add_map(&b, 2), 0);
+    b.resp3 = 1;
+    assert_int_equal(resp_add_map(&b, 2), 0);
+    assert_int_equal(resp_add_null(&b), 0);
+    assert_int_equal(resp_add_null_array(&b), 0);
+    static const char want3[] = "*4\r\n%2\r\n_\r\n_\r\n";
+    assert_int_equal(b.len, sizeof(want3) - 1);
+    assert_memory_equal(b.data, want3, sizeof(want3) - 1);
     resp_buf_free(&b);
 }
 

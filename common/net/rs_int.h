@@ -1,0 +1,113 @@
+/* rs_int.h: the RESP server framework's internal structures, shared by rserver.c
+ * (connections, queues, limits) and rs_redis.c (the Redis-compatible built-in
+ * commands: HELLO, CLIENT, INFO, COMMAND, ...). Not for programs: they use rserver.h. */
+#ifndef SIMHASH_RS_INT_H
+#define SIMHASH_RS_INT_H
+
+#include <stdint.h>
+
+#include "rserver.h"
+
+#define RS_READ_HIGH_WATERMARK (64u << 10)   /* unparsed input kept per client */
+
+/* Latency histogram of one command, in microseconds: values below RS_LAT_SUB exactly,
+ * above in RS_LAT_SUB buckets per power of two (within 1/RS_LAT_SUB of the value). */
+#define RS_LAT_SUB 16
+#define RS_LAT_EXP_MAX 40       /* 2^40 us, about 12 days: longer counts there */
+#define RS_LAT_BUCKETS ((RS_LAT_EXP_MAX - 3) * RS_LAT_SUB)
+
+/* Per-command counters, as Redis's INFO commandstats / latencystats. */
+typedef struct rs_cmdstat {
+    unsigned long long calls;       /* started */
+    unsigned long long usec;        /* summed time from start to reply */
+    unsigned long long failed;      /* answered with an error */
+    unsigned long long rejected;    /* refused before starting (arguments, AUTH) */
+    uint64_t lat[RS_LAT_BUCKETS];
+} rs_cmdstat;
+
+typedef struct rs_client rs_client;
+
+struct rs_req {
+    rs_client *c;
+    rs_req *prev, *next;        /* the client's queue, in request order */
+    resp_request rq;
+    resp_buf out;
+    const rs_command *cmd;      /* set once resolved */
+    uint64_t start_us;          /* when it started (monotonic), for the latency figures */
+    int started;
+    int finished;
+};
+
+struct rs_client {
+    rserver *s;                 /* NULL after rs_free */
+    void *ctx;                  /* the server's ctx, kept for requests answered after rs_free */
+    uint64_t id;
+    struct bufferevent *bev;    /* NULL once the connection is closed */
+    resp_parser *parser;
+    rs_req *head, *tail;
+    unsigned npending;          /* unfinished requests */
+    unsigned nstarted;          /* started and unfinished */
+    unsigned nwrites;           /* started and unfinished RS_CMD_WRITE requests */
+    unsigned nordered;          /* started and unfinished RS_CMD_ORDERED requests */
+    rs_req *waiting;            /* resolved, waits for a write barrier */
+    size_t pending_bytes;       /* argument bytes held by unfinished requests */
+    unsigned refs;              /* 1 while connected + 1 per unfinished request + 1 while processing */
+    int authed;
+    int eof;                    /* peer closed its side: answer what came, then close */
+    int closing;                /* QUIT or protocol error: close once replies are sent */
+    int paused;                 /* reading stopped by a limit */
+    int resp3;                  /* HELLO 3 switched the connection to RESP3 */
+    int in_multi;               /* a refused MULTI came: commands up to EXEC/DISCARD are
+                                   refused and EXEC aborts, so none of them runs */
+    unsigned auth_failures;
+    uint64_t connected_ms;      /* monotonic */
+    char *name;                 /* CLIENT SETNAME / HELLO SETNAME, or NULL */
+    char *lib_name, *lib_ver;   /* CLIENT SETINFO */
+    char addr[64], laddr[64];   /* peer and local address, "ip:port" ("?" unknown) */
+    const char *last_cmd;       /* name of the last command started */
+    uint64_t active_ms;         /* last input or finished request */
+    struct event *resume_ev;    /* continue parsing in a later loop iteration */
+    rs_client *prev, *next;     /* server's client list */
+};
+
+struct rserver {
+    struct event_base *base;
+    struct evconnlistener *lis;
+    struct event *accept_retry;
+    rs_options opt;
+    char *bind;
+    char *password;
+    unsigned port;
+    rs_client *clients;
+    uint64_t next_id;
+    rs_stats st;
+    struct event *sweep_ev;     /* once a second: idle and auth timeouts, ops/sec */
+    rs_cmdstat *cstat;          /* per command: the program's, then the built-in ones */
+    size_t ncstat;
+    uint64_t start_ms;          /* monotonic time rs_new ran */
+    unsigned long long ops_sample, ops_per_sec; /* commands at the last sweep; rate */
+};
+
+
+/* rs_redis.c: the built-in commands beyond PING/AUTH/QUIT and the per-command counters. */
+void rs_cmd_hello(rs_req *r);
+void rs_cmd_client(rs_req *r);
+void rs_cmd_select(rs_req *r);
+void rs_cmd_echo(rs_req *r);
+void rs_cmd_command(rs_req *r);
+void rs_cmd_info(rs_req *r);
+void rs_cmd_config(rs_req *r);
+void rs_cmd_notx(rs_req *r);
+/* Counters of cmd (NULL when it has none: the server is gone or has no table). */
+rs_cmdstat *rs_cmdstat_of(rserver *s, const rs_command *cmd);
+/* Records one finished request of cmd that took us microseconds. */
+void rs_cmdstat_add(rs_cmdstat *st, uint64_t us, int failed);
+
+/* rserver.c, for rs_redis.c */
+extern const rs_command rs_builtin[];
+extern const size_t rs_nbuiltin;
+/* HELLO's AUTH: checks user/password like AUTH and answers a failure itself (after
+ * the failure delay). Returns 1 when authenticated, 0 when r was answered. */
+int rs_auth_check(rs_req *r, const char *user, size_t ulen, const char *pass, size_t plen);
+
+#endif
