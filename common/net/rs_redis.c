@@ -461,7 +461,7 @@ void rs_cmd_config(rs_req *r)
         const char *const kv[][2] = {
             { "save", "" },         { "appendonly", "no" },   { "databases", "1" },
             { "maxclients", maxclients }, { "timeout", timeout }, { "port", port },
-            { "bind", s->bind },    { "maxmemory", "0" },
+            { "bind", s->bind ? s->bind : "" }, { "maxmemory", "0" },
         };
         const size_t nkv = sizeof(kv) / sizeof(kv[0]);
         int hit[sizeof(kv) / sizeof(kv[0])] = { 0 };
