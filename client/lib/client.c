@@ -1,5 +1,5 @@
 /* client.c: libsimhashclient connection handling and the single-item commands
- * (SIMHASH.ADD, DEL, QUERY, CHECK, FINGERPRINT, CHECKTEXT) over blocking hiredis. */
+ * (SIMHASH.ADD, DEL, QUERY, CHECK, FINGERPRINT, CHECKTEXT, INFO) over blocking hiredis. */
 #include "client_int.h"
 
 #include "fingerprint.h"
@@ -395,6 +395,37 @@ shc_status shc_fingerprint(shc_client *c, const char *text, size_t len, uint64_t
     st = shci_parse_fp_reply(c, r, "SIMHASH.FINGERPRINT", &v);
     if (st == SHC_OK)
         *fp = v;
+    freeReplyObject(r);
+    return st;
+}
+
+shc_status shc_info(shc_client *c, char **text, size_t *len)
+{
+    redisReply *r;
+    shc_status st;
+
+    if (!c)
+        return SHC_ERR_ARG;
+    if (!text)
+        return shci_set_error(c, SHC_ERR_ARG, "no result pointer given");
+    *text = NULL;
+    if (len)
+        *len = 0;
+    const char *argv[1] = { "SIMHASH.INFO" };
+    size_t lens[1] = { SHCI_LITLEN("SIMHASH.INFO") };
+    if ((st = shci_run(c, 1, argv, lens, &r)) != SHC_OK)
+        return st;
+    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_STATUS) {
+        st = shci_set_error(c, SHC_ERR_PROTOCOL, "SIMHASH.INFO: expected a bulk string (type %d)",
+                           r->type);
+    } else if (!(*text = malloc(r->len + 1))) {
+        st = shci_set_error(c, SHC_ERR_NOMEM, "out of memory");
+    } else {
+        memcpy(*text, r->str, r->len);
+        (*text)[r->len] = '\0';
+        if (len)
+            *len = r->len;
+    }
     freeReplyObject(r);
     return st;
 }

@@ -119,6 +119,11 @@ shc_status shc_check_text(shc_client *c, const char *docid, const char *text, si
 /* The fingerprint of text computed by the server. */
 shc_status shc_fingerprint(shc_client *c, const char *text, size_t len, uint64_t *fp);
 
+/* The coordinator's SIMHASH.INFO text: "name:value" lines and "# Section" headers, as
+ * Redis INFO. *text is malloc'ed and NUL-terminated (*len bytes; len may be NULL);
+ * the caller frees it with free(). */
+shc_status shc_info(shc_client *c, char **text, size_t *len);
+
 /* The same fingerprint computed here, with no server: identical to the server's
  * and to every simhash tool's for the same bytes. */
 uint64_t shc_fingerprint_local(const char *text, size_t len);
