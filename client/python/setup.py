@@ -49,9 +49,16 @@ if platform.machine() in ("x86_64", "AMD64"):
 if os.environ.get("SIMHASH_PY_WERROR") == "1":
     cflags.append("-Werror")
 
+# Headers too, so that a rebuild in place follows a change of any of them.
+depends = (sorted(glob.glob(os.path.join(HERE, "src", "*.h"))) +
+           sorted(glob.glob(os.path.join(CORE, "*.h"))) +
+           sorted(glob.glob(os.path.join(CLIB, "*.h"))) +
+           [os.path.join(CINC, "simhash", "client.h")])
+
 ext = Extension(
     "simhash._simhash",
     sources=sources,
+    depends=depends,
     include_dirs=[os.path.join(HERE, "src"), CORE, CLIB, CINC],
     define_macros=[("SIMHASH_VERSION", '"%s"' % VERSION), ("_GNU_SOURCE", None)],
     libraries=["hiredis", "xxhash", "m"],
