@@ -6,11 +6,14 @@
  * so each result comes once without a de-duplication set. */
 #include "corpus.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "hamming.h"
+#include "match_sort.h"
 #include "perm.h"
 
 #define CORPUS_MIN_BITS 8
@@ -248,7 +251,203 @@ int corpus_remove(corpus *c, uint64_t h)
     return 1;
 }
 
-long corpus_insert_many(corpus *c, const uint64_t *hs, size_t n)
+/* ---- Bulk updates ----
+ * Large batches are sorted and merged into every table in bucket order instead of being
+ * inserted one at a time: one radix sort per table, sequential memory access, tables
+ * split over the machine's cores (one thread while the test hook counts allocations).
+ * Small batches take the one-at-a-time path. */
+
+#define CORPUS_BULK_MIN 256
+
+/* The values of hs[0..n) as table t permutes them, sorted ascending and distinct, in a
+ * malloc'ed array (*out, *m entries). Returns 0 or -1 (out of memory). */
+static int corpus_sorted_perm(const corpus *c, unsigned t, const uint64_t *hs, size_t n,
+                              uint64_t **out, size_t *m)
+{
+    uint64_t *p = malloc(n * sizeof(*p)), *sorted = malloc(n * sizeof(*sorted));
+    if (!p || !sorted || !n) {
+        free(p);
+        free(sorted);
+        *out = NULL;
+        *m = 0;
+        return n ? -1 : 0;
+    }
+    for (size_t i = 0; i < n; i++)
+        p[i] = perm_apply(&c->ps.tables[t], hs[i]);
+    if (match_sort_u64(p, sorted, n, 1) < 0) {
+        free(p);
+        free(sorted);
+        return -1;
+    }
+    free(p);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (k == 0 || sorted[i] != sorted[k - 1])
+            sorted[k++] = sorted[i];
+    *out = sorted;
+    *m = k;
+    return 0;
+}
+
+/* Keep in p[0..*m) (sorted permuted values of table 0) those whose presence in table
+ * 0 is `want`, in place; a merge with the buckets in order. */
+static void corpus_filter_present(const corpus *c, uint64_t *p, size_t *m, int want)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < *m;) {
+        size_t bi = corpus_bucket_of(c->bits, p[i]);
+        const corpus_bucket *b = &c->tab[0][bi];
+        uint32_t pos = 0;
+        for (; i < *m && corpus_bucket_of(c->bits, p[i]) == bi; i++) {
+            while (pos < b->n && b->v[pos] < p[i])
+                pos++;
+            int present = pos < b->n && b->v[pos] == p[i];
+            if (present == want)
+                p[k++] = p[i];
+        }
+    }
+    *m = k;
+}
+
+/* One table's share of a bulk update: add (or remove) the values orig[0..m) in table t.
+ * Returns 0, or -1 out of memory (add only; the table then holds some of them). */
+static int corpus_table_bulk(corpus *c, unsigned t, const uint64_t *orig, size_t m, int add)
+{
+    uint64_t *s;
+    size_t k;
+
+    if (corpus_sorted_perm(c, t, orig, m, &s, &k) < 0)
+        return -1;
+    for (size_t i = 0; i < k;) {
+        size_t bi = corpus_bucket_of(c->bits, s[i]), j = i;
+        while (j < k && corpus_bucket_of(c->bits, s[j]) == bi)
+            j++;
+        corpus_bucket *b = &c->tab[t][bi];
+        size_t r = j - i;
+        if (add) {
+            if ((uint64_t)b->n + r > UINT32_MAX) {
+                free(s);
+                return -1;
+            }
+            if (b->n + r > b->cap) {
+                uint64_t nc = (uint64_t)b->n + r + (b->n + r) / 2;
+                if (nc > UINT32_MAX)
+                    nc = UINT32_MAX;
+                uint64_t *v = corpus_realloc(c, b->v, (size_t)nc * sizeof(*v));
+                if (!v) {
+                    free(s);
+                    return -1;
+                }
+                b->v = v;
+                b->cap = (uint32_t)nc;
+            }
+            /* merge from the back: both runs are sorted, the new values are absent */
+            size_t x = b->n, y = r, w = b->n + r;
+            while (y > 0) {
+                if (x > 0 && b->v[x - 1] > s[i + y - 1])
+                    b->v[--w] = b->v[--x];
+                else
+                    b->v[--w] = s[i + --y];
+            }
+            b->n += (uint32_t)r;
+        } else {
+            uint32_t w = 0;
+            size_t y = i;
+            for (uint32_t x = 0; x < b->n; x++) {
+                while (y < j && s[y] < b->v[x])
+                    y++;
+                if (y < j && s[y] == b->v[x])
+                    continue;
+                b->v[w++] = b->v[x];
+            }
+            b->n = w;
+            if (w == 0) {
+                free(b->v);
+                b->v = NULL;
+                b->cap = 0;
+            }
+        }
+        i = j;
+    }
+    free(s);
+    return 0;
+}
+
+typedef struct corpus_bulk_job {
+    corpus *c;
+    const uint64_t *orig;
+    size_t m;
+    int add;
+    unsigned first, step;     /* tables first, first + step, ... */
+    int failed;
+} corpus_bulk_job;
+
+static void *corpus_bulk_run(void *arg)
+{
+    corpus_bulk_job *j = arg;
+    for (unsigned t = j->first; t < j->c->ps.ntables; t += j->step)
+        if (corpus_table_bulk(j->c, t, j->orig, j->m, j->add) < 0)
+            j->failed = 1;
+    return NULL;
+}
+
+/* Add or remove orig[0..m) (distinct; absent when adding, present when removing) in
+ * every table, the tables split over the cores (one thread under the test hook).
+ * Returns 0, or -1 out of memory (tables partly updated). */
+static int corpus_bulk_tables(corpus *c, const uint64_t *orig, size_t m, int add)
+{
+    corpus_bulk_job jobs[16];
+    pthread_t tid[16];
+    int started[16] = {0};
+    long cpus = c->fail_after >= 0 ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
+    unsigned nt = cpus < 1 ? 1 : cpus > 16 ? 16 : (unsigned)cpus, failed = 0;
+
+    if (nt > c->ps.ntables)
+        nt = c->ps.ntables;
+    for (unsigned i = 0; i < nt; i++) {
+        jobs[i] = (corpus_bulk_job){ c, orig, m, add, i, nt, 0 };
+        if (i > 0)
+            started[i] = pthread_create(&tid[i], NULL, corpus_bulk_run, &jobs[i]) == 0;
+    }
+    for (unsigned i = 0; i < nt; i++)
+        if (!started[i])
+            corpus_bulk_run(&jobs[i]);
+    for (unsigned i = 0; i < nt; i++) {
+        if (started[i])
+            pthread_join(tid[i], NULL);
+        failed |= (unsigned)jobs[i].failed;
+    }
+    return failed ? -1 : 0;
+}
+
+/* The distinct values of hs[0..n) that are (want 1) or are not (want 0) in the corpus,
+ * unpermuted, in a malloc'ed array. Returns 0 or -1 (out of memory). */
+static int corpus_bulk_select(const corpus *c, const uint64_t *hs, size_t n, int want,
+                              uint64_t **orig, size_t *m)
+{
+    if (corpus_sorted_perm(c, 0, hs, n, orig, m) < 0)
+        return -1;
+    corpus_filter_present(c, *orig, m, want);
+    for (size_t i = 0; i < *m; i++)
+        (*orig)[i] = perm_revert(&c->ps.tables[0], (*orig)[i]);
+    return 0;
+}
+
+/* Grow the buckets ahead of a bulk insert of `more` values (what corpus_insert does
+ * one value at a time), so the merge goes into buckets of the final size. */
+static void corpus_grow_for(corpus *c, size_t more)
+{
+    size_t size = c->size;
+    unsigned bits;
+    c->size += more;
+    do {
+        bits = c->bits;
+        corpus_maybe_grow(c);
+    } while (c->bits != bits);
+    c->size = size;
+}
+
+static long corpus_insert_each(corpus *c, const uint64_t *hs, size_t n)
 {
     long added = 0;
     for (size_t i = 0; i < n; i++) {
@@ -260,12 +459,44 @@ long corpus_insert_many(corpus *c, const uint64_t *hs, size_t n)
     return added;
 }
 
+long corpus_insert_many(corpus *c, const uint64_t *hs, size_t n)
+{
+    uint64_t *orig;
+    size_t m;
+
+    if (n < CORPUS_BULK_MIN || corpus_bulk_select(c, hs, n, 0, &orig, &m) < 0)
+        return corpus_insert_each(c, hs, n);
+    corpus_grow_for(c, m);
+    if (corpus_bulk_tables(c, orig, m, 1) < 0) {
+        /* out of memory part way: take the values out of every table again, then
+         * insert one at a time (which stops at the first value that cannot be added) */
+        for (unsigned t = 0; t < c->ps.ntables; t++)
+            for (size_t i = 0; i < m; i++)
+                corpus_table_del(c, t, perm_apply(&c->ps.tables[t], orig[i]));
+        free(orig);
+        return corpus_insert_each(c, hs, n);
+    }
+    free(orig);
+    c->size += m;
+    corpus_maybe_grow(c);
+    return (long)m;
+}
+
 long corpus_remove_many(corpus *c, const uint64_t *hs, size_t n)
 {
-    long removed = 0;
-    for (size_t i = 0; i < n; i++)
-        removed += corpus_remove(c, hs[i]);
-    return removed;
+    uint64_t *orig;
+    size_t m;
+
+    if (n < CORPUS_BULK_MIN || corpus_bulk_select(c, hs, n, 1, &orig, &m) < 0) {
+        long removed = 0;
+        for (size_t i = 0; i < n; i++)
+            removed += corpus_remove(c, hs[i]);
+        return removed;
+    }
+    corpus_bulk_tables(c, orig, m, 0);      /* removing allocates nothing: cannot fail */
+    free(orig);
+    c->size -= m;
+    return (long)m;
 }
 
 /* ---- Queries ---- */

@@ -234,6 +234,95 @@ static void test_bulk(void **state)
     corpus_free(c);
 }
 
+/* The same corpus by bulk calls (sort and merge) and by single inserts and removes. */
+static void assert_same_corpus(corpus *a, corpus *b, const uint64_t *hs, size_t n)
+{
+    assert_int_equal(corpus_size(a), corpus_size(b));
+    for (size_t i = 0; i < n; i += 7) {
+        uint64_t q = i % 2 ? hs[i] : flip_bits(hs[i], 2), *oa = NULL, *ob = NULL;
+        assert_int_equal(corpus_contains(a, hs[i]), corpus_contains(b, hs[i]));
+        long na = corpus_find_all(a, q, 3, &oa), nb = corpus_find_all(b, q, 3, &ob);
+        assert_int_equal(na, nb);
+        for (long k = 0; k < na; k++)
+            assert_true(oa[k] == ob[k]);
+        free(oa);
+        free(ob);
+    }
+}
+
+static void test_bulk_merge(void **state)
+{
+    (void)state;
+    char err[128];
+    enum { N = 20000 };
+    static uint64_t hs[N];
+    for (size_t i = 0; i < N; i++)
+        hs[i] = i % 5 == 4 ? hs[i - 3] : i % 5 == 3 ? flip_bits(hs[i - 1], 1) : rnd();
+    corpus *a = corpus_new(5, 3, err, sizeof err), *b = corpus_new(5, 3, err, sizeof err);
+    assert_non_null(a);
+    assert_non_null(b);
+    /* a first part one at a time in both, then the whole batch in bulk into a */
+    long single = 0;
+    for (size_t i = 0; i < N; i++)
+        single += corpus_insert(b, hs[i]);
+    for (size_t i = 0; i < N / 4; i++)
+        corpus_insert(a, hs[i]);
+    long before = (long)corpus_size(a);
+    assert_int_equal(corpus_insert_many(a, hs, N), single - before);
+    assert_same_corpus(a, b, hs, N);
+    /* remove every third value (some twice, some absent) */
+    static uint64_t rm[N / 3 + 300];
+    size_t nrm = 0;
+    for (size_t i = 0; i < N; i += 3)
+        rm[nrm++] = hs[i];
+    for (size_t i = 0; i < 300; i++)
+        rm[nrm++] = i % 2 ? hs[i * 3] : rnd();
+    long removed = 0;
+    for (size_t i = 0; i < nrm; i++)
+        removed += corpus_remove(b, rm[i]);
+    assert_int_equal(corpus_remove_many(a, rm, nrm), removed);
+    assert_same_corpus(a, b, hs, N);
+    corpus_free(a);
+    corpus_free(b);
+}
+
+/* Out of memory inside a bulk insert: -1, and the corpus stays consistent (every table
+ * holds the same set, the size counts it). */
+static void test_bulk_merge_oom(void **state)
+{
+    (void)state;
+    char err[128];
+    enum { N = 3000 };
+    static uint64_t hs[N];
+    for (size_t i = 0; i < N; i++)
+        hs[i] = rnd();
+    long points[] = {0, 1, 5, 100, 1000, 2500};
+    for (size_t p = 0; p < sizeof(points) / sizeof(points[0]); p++) {
+        corpus *c = corpus_new(5, 3, err, sizeof err);
+        assert_non_null(c);
+        corpus_insert_many(c, hs, N / 2);
+        corpus_debug_fail_alloc(c, points[p]);
+        long r = corpus_insert_many(c, hs, N);
+        corpus_debug_fail_alloc(c, -1);
+        assert_true(r == -1 || r == N - N / 2);
+        size_t present = 0;
+        for (size_t i = 0; i < N; i++) {
+            uint64_t *out = NULL;
+            long k = corpus_find_all(c, hs[i], 0, &out);   /* looks in every table */
+            free(out);
+            if (!corpus_contains(c, hs[i])) {
+                assert_int_equal(k, 0);
+                continue;
+            }
+            present++;
+            assert_int_equal(k, 1);
+        }
+        assert_int_equal(present, corpus_size(c));
+        assert_true(present >= N / 2);
+        corpus_free(c);
+    }
+}
+
 /* Enough entries to split the buckets (more than 64 per bucket of 2^8), then checks. */
 static void test_growth(void **state)
 {
@@ -342,6 +431,8 @@ int main(void)
         cmocka_unit_test(test_random_sequences),
         cmocka_unit_test(test_semantics),
         cmocka_unit_test(test_bulk),
+        cmocka_unit_test(test_bulk_merge),
+        cmocka_unit_test(test_bulk_merge_oom),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_out_of_memory),
     };
