@@ -271,7 +271,7 @@ static void test_bulk_merge(void **state)
     assert_int_equal(corpus_insert_many(a, hs, N), single - before);
     assert_same_corpus(a, b, hs, N);
     /* remove every third value (some twice, some absent) */
-    static uint64_t rm[N / 3 + 300];
+    static uint64_t rm[N / 3 + 1 + 300];
     size_t nrm = 0;
     for (size_t i = 0; i < N; i += 3)
         rm[nrm++] = hs[i];
