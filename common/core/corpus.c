@@ -516,28 +516,40 @@ static void corpus_range(const corpus *c, unsigned t, uint64_t pq, size_t *b0, s
 /* Calls visit(ctx, t, value, dist) for every stored value within d bits of q, table by
  * table, in each table's range of q's leading blocks; the same value can be visited
  * once per table it shares blocks with q in. Stops at visit's first non-zero return
- * and returns it; 0 when every value was visited. static inline: each caller gets its
- * own copy with visit inlined. */
+ * and returns it; 0 when every value was visited. corpus_scan_table is the same for
+ * table t and q's permuted value pq. static inline: each caller gets its own copy with
+ * visit inlined. */
+static inline int corpus_scan_table(const corpus *c, unsigned t, uint64_t pq, unsigned d,
+                                    int (*visit)(void *ctx, unsigned t, uint64_t v,
+                                                 unsigned dist),
+                                    void *ctx)
+{
+    const perm_table *pt = &c->ps.tables[t];
+    uint64_t lo, hi;
+    size_t b0, b1;
+    corpus_range(c, t, pq, &b0, &b1, &lo, &hi);
+    for (size_t bi = b0; bi <= b1; bi++) {
+        const corpus_bucket *b = &c->tab[t][bi];
+        for (uint32_t i = corpus_lower(b, lo); i < b->n && b->v[i] <= hi; i++) {
+            unsigned dist = ham_dist(b->v[i], pq);
+            if (dist > d)
+                continue;
+            int rc = visit(ctx, t, perm_revert(pt, b->v[i]), dist);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
 static inline int corpus_scan(const corpus *c, uint64_t q, unsigned d,
                               int (*visit)(void *ctx, unsigned t, uint64_t v, unsigned dist),
                               void *ctx)
 {
     for (unsigned t = 0; t < c->ps.ntables; t++) {
-        const perm_table *pt = &c->ps.tables[t];
-        uint64_t pq = perm_apply(pt, q), lo, hi;
-        size_t b0, b1;
-        corpus_range(c, t, pq, &b0, &b1, &lo, &hi);
-        for (size_t bi = b0; bi <= b1; bi++) {
-            const corpus_bucket *b = &c->tab[t][bi];
-            for (uint32_t i = corpus_lower(b, lo); i < b->n && b->v[i] <= hi; i++) {
-                unsigned dist = ham_dist(b->v[i], pq);
-                if (dist > d)
-                    continue;
-                int rc = visit(ctx, t, perm_revert(pt, b->v[i]), dist);
-                if (rc != 0)
-                    return rc;
-            }
-        }
+        int rc = corpus_scan_table(c, t, perm_apply(&c->ps.tables[t], q), d, visit, ctx);
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
@@ -627,15 +639,213 @@ long corpus_find_all(const corpus *c, uint64_t q, unsigned d, uint64_t **out)
     return (long)h.n;
 }
 
+/* ---- Batched queries ----
+ * One query at a time touches a random bucket of every table: a cache miss or two per
+ * table and query. A batch visits the tables one after the other and, in each, the
+ * queries in the order of their permuted values (a counting sort on the top 16 bits),
+ * so consecutive queries read neighbouring buckets. Results are the same as the
+ * one-at-a-time functions give. */
+
+#define CORPUS_BATCH_MIN 64
+
+/* The order of the queries idx[0..m) by the top 16 bits of pv[idx[i]], into out[0..m);
+ * cnt has room for 65537 counters. */
+static void corpus_order16(const uint64_t *pv, const uint32_t *idx, size_t m, uint32_t *out,
+                           uint32_t *cnt)
+{
+    memset(cnt, 0, 65537 * sizeof(*cnt));
+    for (size_t i = 0; i < m; i++)
+        cnt[(pv[idx[i]] >> 48) + 1]++;
+    for (size_t k = 1; k <= 65536; k++)
+        cnt[k] += cnt[k - 1];
+    for (size_t i = 0; i < m; i++)
+        out[cnt[pv[idx[i]] >> 48]++] = idx[i];
+}
+
 int corpus_find_first_many(const corpus *c, const uint64_t *qs, size_t n, unsigned d,
                            uint8_t *found, uint64_t *first)
 {
     if (d > c->ps.distance)
         return -1;
-    for (size_t i = 0; i < n; i++) {
-        uint64_t f = 0;
-        found[i] = (uint8_t)corpus_find_first(c, qs[i], d, &f);
-        first[i] = found[i] ? f : 0;
+    uint64_t *pv = NULL;
+    uint32_t *idx = NULL, *ord = NULL, *cnt = NULL;
+    if (n >= CORPUS_BATCH_MIN && n <= UINT32_MAX) {
+        pv = malloc(n * sizeof(*pv));
+        idx = malloc(n * sizeof(*idx));
+        ord = malloc(n * sizeof(*ord));
+        cnt = malloc(65537 * sizeof(*cnt));
     }
+    if (!pv || !idx || !ord || !cnt) {      /* small batch, or no memory for the orders */
+        free(pv);
+        free(idx);
+        free(ord);
+        free(cnt);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t f = 0;
+            found[i] = (uint8_t)corpus_find_first(c, qs[i], d, &f);
+            first[i] = found[i] ? f : 0;
+        }
+        return 0;
+    }
+    size_t m = n;       /* queries not answered yet: idx[0..m) */
+    for (size_t i = 0; i < n; i++) {
+        idx[i] = (uint32_t)i;
+        found[i] = 0;
+        first[i] = 0;
+    }
+    for (unsigned t = 0; t < c->ps.ntables && m > 0; t++) {
+        const perm_table *pt = &c->ps.tables[t];
+        for (size_t i = 0; i < m; i++)
+            pv[idx[i]] = perm_apply(pt, qs[idx[i]]);
+        corpus_order16(pv, idx, m, ord, cnt);
+        size_t k = 0;
+        for (size_t i = 0; i < m; i++) {
+            uint32_t q = ord[i];
+            uint64_t f = 0;
+            /* as corpus_find_first: the query itself before any range of table 0 */
+            if (t == 0 && corpus_contains(c, qs[q]))
+                f = qs[q], found[q] = 1;
+            else
+                found[q] = (uint8_t)corpus_scan_table(c, t, pv[q], d, corpus_visit_first, &f);
+            if (found[q])
+                first[q] = f;
+            else
+                idx[k++] = q;
+        }
+        m = k;
+    }
+    free(pv);
+    free(idx);
+    free(ord);
+    free(cnt);
     return 0;
+}
+
+/* The hits of a batch: (query, distance, value), kept when the table visited is the
+ * value's first table with the query (so each is listed once). */
+typedef struct corpus_bhit {
+    uint32_t q;
+    uint32_t dist;
+    uint64_t v;
+} corpus_bhit;
+
+typedef struct corpus_bhits {
+    const corpus *c;
+    const uint64_t *qs;
+    uint32_t q;             /* the query being scanned */
+    corpus_bhit *h;
+    size_t n, cap;
+} corpus_bhits;
+
+static int corpus_visit_batch(void *ctx, unsigned t, uint64_t v, unsigned dist)
+{
+    corpus_bhits *b = ctx;
+    if (perm_first_table(&b->c->ps, b->qs[b->q], v) != (int)t)
+        return 0;
+    if (b->n == b->cap) {
+        size_t nc = b->cap ? b->cap * 2 : 1024;
+        corpus_bhit *nh = realloc(b->h, nc * sizeof(*nh));
+        if (!nh)
+            return -1;
+        b->h = nh;
+        b->cap = nc;
+    }
+    b->h[b->n++] = (corpus_bhit){ b->q, dist, v };
+    return 0;
+}
+
+long corpus_find_all_many(const corpus *c, const uint64_t *qs, size_t n, unsigned d,
+                          long *counts, uint64_t **out)
+{
+    *out = NULL;
+    if (d > c->ps.distance)
+        return -1;
+    if (n < CORPUS_BATCH_MIN || n > UINT32_MAX) {
+        /* one at a time */
+        uint64_t *all = NULL;
+        size_t total = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint64_t *r = NULL;
+            long k = corpus_find_all(c, qs[i], d, &r);
+            if (k > 0) {
+                uint64_t *na = realloc(all, (total + (size_t)k) * sizeof(*na));
+                if (!na)
+                    k = -1;
+                else
+                    all = na;
+            }
+            if (k < 0) {
+                free(r);
+                free(all);
+                return -1;
+            }
+            if (k > 0)
+                memcpy(all + total, r, (size_t)k * sizeof(*r));
+            free(r);
+            counts[i] = k;
+            total += (size_t)k;
+        }
+        *out = all;
+        return (long)total;
+    }
+    uint64_t *pv = malloc(n * sizeof(*pv));
+    uint32_t *idx = malloc(n * sizeof(*idx)), *ord = malloc(n * sizeof(*ord));
+    uint32_t *cnt = malloc(65537 * sizeof(*cnt));
+    corpus_bhits b = { c, qs, 0, NULL, 0, 0 };
+    long rc = -1;
+    if (!pv || !idx || !ord || !cnt)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        idx[i] = (uint32_t)i;
+    for (unsigned t = 0; t < c->ps.ntables; t++) {
+        const perm_table *pt = &c->ps.tables[t];
+        for (size_t i = 0; i < n; i++)
+            pv[i] = perm_apply(pt, qs[i]);
+        corpus_order16(pv, idx, n, ord, cnt);
+        for (size_t i = 0; i < n; i++) {
+            b.q = ord[i];
+            if (corpus_scan_table(c, t, pv[b.q], d, corpus_visit_batch, &b) != 0)
+                goto out;
+        }
+    }
+    /* group by query (counting sort on the query), then each query's hits by distance
+     * and value, as corpus_find_all orders them */
+    for (size_t i = 0; i < n; i++)
+        counts[i] = 0;
+    for (size_t i = 0; i < b.n; i++)
+        counts[b.h[i].q]++;
+    size_t *start = malloc((n + 1) * sizeof(*start));
+    corpus_hit *g = b.n ? malloc(b.n * sizeof(*g)) : NULL;
+    uint64_t *res = b.n ? malloc(b.n * sizeof(*res)) : NULL;
+    if (!start || (b.n && (!g || !res))) {
+        free(start);
+        free(g);
+        free(res);
+        goto out;
+    }
+    start[0] = 0;
+    for (size_t i = 0; i < n; i++)
+        start[i + 1] = start[i] + (size_t)counts[i];
+    for (size_t i = 0; i < b.n; i++)
+        g[start[b.h[i].q]++] = (corpus_hit){ b.h[i].dist, b.h[i].v };
+    size_t pos = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (size_t)counts[i];
+        if (k > 1)
+            qsort(g + pos, k, sizeof(*g), corpus_hit_cmp);
+        for (size_t j = 0; j < k; j++)
+            res[pos + j] = g[pos + j].v;
+        pos += k;
+    }
+    free(start);
+    free(g);
+    *out = res;
+    rc = (long)b.n;
+out:
+    free(pv);
+    free(idx);
+    free(ord);
+    free(cnt);
+    free(b.h);
+    return rc;
 }

@@ -38,9 +38,17 @@ long corpus_find_all(const corpus *c, uint64_t q, unsigned d, uint64_t **out);
 long corpus_insert_many(corpus *c, const uint64_t *hs, size_t n);
 long corpus_remove_many(corpus *c, const uint64_t *hs, size_t n);
 /* found[i] = 1 and first[i] set when some fingerprint is within d of qs[i], else
- * found[i] = 0. Returns 0, or -1 if d exceeds the corpus distance. */
+ * found[i] = 0: the same as corpus_find_first of each. Returns 0, or -1 if d exceeds
+ * the corpus distance. */
 int corpus_find_first_many(const corpus *c, const uint64_t *qs, size_t n, unsigned d,
                            uint8_t *found, uint64_t *first);
+/* corpus_find_all of every qs[i]: counts[i] results for query i (n entries), all of
+ * them in *out (malloc'ed, NULL when none), query after query, each query's as
+ * corpus_find_all orders them. Returns the total, or -1 (d too large, out of memory).
+ * Batches of 64 or more visit the tables in order of the queries' permuted values:
+ * the same results, much faster for large batches. */
+long corpus_find_all_many(const corpus *c, const uint64_t *qs, size_t n, unsigned d,
+                          long *counts, uint64_t **out);
 
 /* For tests of the out-of-memory paths: the corpus's next `after` allocations succeed,
  * the following ones fail (after < 0: never fail, the default). */

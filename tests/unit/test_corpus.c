@@ -286,6 +286,80 @@ static void test_bulk_merge(void **state)
     corpus_free(b);
 }
 
+/* Batched queries give exactly what one query at a time gives (which check_query
+ * holds to brute force): planted matches at 0..k and k+1 bits, clusters with many
+ * matches, exact values, random queries; batches above and below the batch size. */
+static void test_batch_queries(void **state)
+{
+    (void)state;
+    static const unsigned set[][2] = { {4, 3}, {5, 3}, {6, 3}, {8, 2}, {3, 1}, {7, 4} };
+    enum { N = 4000, Q = 3000 };
+    static uint64_t hs[N], qs[Q], first[Q];
+    static uint8_t found[Q];
+    static long counts[Q];
+    char err[128];
+    for (size_t s = 0; s < sizeof(set) / sizeof(set[0]); s++) {
+        unsigned m = set[s][0], k = set[s][1];
+        corpus *c = corpus_new(m, k, err, sizeof err);
+        assert_non_null(c);
+        for (size_t i = 0; i < N; i++)
+            hs[i] = i % 4 == 3 ? flip_bits(hs[i - 1 - i % 3], 1 + (unsigned)(i % k)) : rnd();
+        corpus_insert_many(c, hs, N);
+        for (size_t i = 0; i < Q; i++) {
+            uint64_t base = hs[(i * 7) % N];
+            switch (i % 5) {
+            case 0: qs[i] = base; break;
+            case 1: qs[i] = flip_bits(base, (unsigned)(i % (k + 1))); break;
+            case 2: qs[i] = flip_bits(base, k + 1); break;
+            case 3: qs[i] = flip_bits(base, k); break;
+            default: qs[i] = rnd(); break;
+            }
+        }
+        for (unsigned d = 0; d <= k; d += k) {
+            size_t sizes[2] = { Q, 10 };
+            for (int z = 0; z < 2; z++) {
+                size_t n = sizes[z];
+                assert_int_equal(corpus_find_first_many(c, qs, n, d, found, first), 0);
+                uint64_t *all = NULL;
+                long total = corpus_find_all_many(c, qs, n, d, counts, &all);
+                assert_true(total >= 0);
+                long pos = 0, nonzero = 0;
+                for (size_t i = 0; i < n; i++) {
+                    uint64_t f = 0, *one = NULL;
+                    int r = corpus_find_first(c, qs[i], d, &f);
+                    assert_int_equal(found[i], r);
+                    if (r)
+                        assert_true(first[i] == f);
+                    long cnt = corpus_find_all(c, qs[i], d, &one);
+                    assert_int_equal(counts[i], cnt);
+                    for (long j = 0; j < cnt; j++)
+                        assert_true(all[pos + j] == one[j]);
+                    nonzero += cnt > 1;
+                    pos += cnt;
+                    free(one);
+                }
+                assert_int_equal(pos, total);
+                if (n == Q && d == k)
+                    assert_true(nonzero > 0);    /* some queries had several matches */
+                free(all);
+            }
+        }
+        /* small batches whose first queries match nothing (random values) */
+        uint64_t lone[3] = { rnd(), rnd(), hs[0] }, *none = NULL;
+        assert_int_equal(corpus_find_all_many(c, lone, 2, k, counts, &none), 0);
+        assert_null(none);
+        assert_true(corpus_find_all_many(c, lone, 3, k, counts, &none) >= 1);
+        assert_int_equal(counts[0], 0);
+        assert_true(counts[2] >= 1);
+        free(none);
+        none = NULL;
+        assert_int_equal(corpus_find_all_many(c, qs, Q, k + 1, counts, &none), -1);
+        assert_null(none);
+        assert_int_equal(corpus_find_first_many(c, qs, Q, k + 1, found, first), -1);
+        corpus_free(c);
+    }
+}
+
 /* Out of memory inside a bulk insert: -1, and the corpus stays consistent (every table
  * holds the same set, the size counts it). */
 static void test_bulk_merge_oom(void **state)
@@ -433,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_bulk),
         cmocka_unit_test(test_bulk_merge),
         cmocka_unit_test(test_bulk_merge_oom),
+        cmocka_unit_test(test_batch_queries),
         cmocka_unit_test(test_growth),
         cmocka_unit_test(test_out_of_memory),
     };

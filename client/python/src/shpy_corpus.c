@@ -387,33 +387,17 @@ static void shpy_fa_part(void *arg, size_t lo, size_t hi, unsigned part)
 {
     shpy_fa_job *j = arg;
     shpy_fa_out *o = &j->out[part];
+    uint64_t *v = NULL;
 
-    for (size_t i = lo; i < hi && !o->oom; i++) {
-        uint64_t *res = NULL;
-        long r = corpus_find_all(j->c, j->qs[i], j->d, &res);
-        j->counts[i] = r;
-        if (r < 0) {
-            o->oom = 1;
-            break;
-        }
-        if (o->n + (size_t)r > o->cap) {
-            size_t nc = o->cap ? o->cap * 2 : 1024;
-            while (nc < o->n + (size_t)r)
-                nc *= 2;
-            uint64_t *nv = realloc(o->v, nc * sizeof(*nv));
-            if (!nv) {
-                free(res);
-                o->oom = 1;
-                break;
-            }
-            o->v = nv;
-            o->cap = nc;
-        }
-        if (r > 0)
-            memcpy(o->v + o->n, res, (size_t)r * sizeof(*res));
-        o->n += (size_t)r;
-        free(res);
+    /* the batched search visits the tables in the order of the queries' permuted
+     * values: the same results as corpus_find_all one query at a time */
+    long total = corpus_find_all_many(j->c, j->qs + lo, hi - lo, j->d, j->counts + lo, &v);
+    if (total < 0) {
+        o->oom = 1;
+        return;
     }
+    o->v = v;
+    o->n = o->cap = (size_t)total;
 }
 
 static PyObject *shpy_corpus_find_all_bulk(shpy_corpus *self, PyObject *args, PyObject *kw)
