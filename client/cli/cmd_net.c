@@ -221,7 +221,7 @@ static void net_print_result(cli_out *out, const shc_result *r, int json)
         const shc_match *m = &r->matches[i];
         if (json) {
             cli_out_str(out, i ? ",{\"fp\":" : "{\"fp\":");
-            cli_out_u64(out, m->fp);
+            cli_out_u64_json(out, m->fp);
             cli_out_str(out, ",\"distance\":");
             cli_out_u64(out, m->distance);
             cli_out_str(out, ",\"docids\":[");
@@ -378,7 +378,7 @@ static int net_query_or_check(int argc, char **argv, int check)
                        "first (or JSON with --json).\n\n"
                        "  -d, --distance D      at most D bits apart (default: the corpus distance)\n"
                        "      --text FILE       fingerprint FILE locally\n"
-                       "      --json            print a JSON array of {fp, distance, docids}\n"
+                       "      --json            print a JSON array of {fp (a string), distance, docids}\n"
                        NET_OPTIONS_HELP);
             else
                 printf("Usage: simhash query [OPTIONS] FP\n"
@@ -387,7 +387,7 @@ static int net_query_or_check(int argc, char **argv, int check)
                        "document ids shown as '?'; --json is exact).\n\n"
                        "  -d, --distance D      at most D bits apart (default: the corpus distance)\n"
                        "      --limit N         at most N matches\n"
-                       "      --json            print a JSON array of {fp, distance, docids}\n"
+                       "      --json            print a JSON array of {fp (a string), distance, docids}\n"
                        NET_OPTIONS_HELP);
             return CLI_EXIT_OK;
         case 'd':

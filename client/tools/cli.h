@@ -122,6 +122,9 @@ void cli_out_bytes(cli_out *o, const char *s, size_t n);
 void cli_out_str(cli_out *o, const char *s);
 void cli_out_char(cli_out *o, char c);
 void cli_out_u64(cli_out *o, uint64_t v);
+/* v as a JSON string ("123"): 64-bit values exceed 2^53, which JSON numbers read as
+ * doubles (jq, JavaScript) cannot hold exactly. */
+void cli_out_u64_json(cli_out *o, uint64_t v);
 /* s[0..n) as a JSON string with quotes: '"', '\\' and control bytes escaped,
  * invalid UTF-8 bytes replaced by \ufffd. */
 void cli_out_json_str(cli_out *o, const char *s, size_t n);

@@ -116,6 +116,13 @@ void cli_out_u64(cli_out *o, uint64_t v)
     o->len += cli_u64_to_dec(v, o->buf + o->len);
 }
 
+void cli_out_u64_json(cli_out *o, uint64_t v)
+{
+    cli_out_char(o, '"');
+    cli_out_u64(o, v);
+    cli_out_char(o, '"');
+}
+
 /* Length of the valid UTF-8 sequence at s[0..n) (1..4), or 0 if invalid. */
 static size_t cli_out_utf8_seq_len(const unsigned char *s, size_t n)
 {

@@ -389,7 +389,7 @@ static void dedup_print_group(cli_out *o, size_t group, const fp_index *g, size_
         for (size_t i = 0; i < n; i++) {
             if (i)
                 cli_out_char(o, ',');
-            cli_out_u64(o, g[i].fp);
+            cli_out_u64_json(o, g[i].fp);
         }
         cli_out_char(o, ']');
         if (verbose && n <= DEDUP_VERBOSE_PAIRS_MAX) {

@@ -24,6 +24,10 @@ static void mcmd_usage(const char *prog, int clusters, FILE *f)
             "  -i, --input FILE   input, '-' for stdin (default -)\n"
             "  -o, --output FILE  output, '-' for stdout (default -)\n"
             "  -t, --threads T    worker threads, 0 = all cores (default 0)\n"
+            "      --unique       as simhash-cpp: a value given on several lines counts\n"
+            "                     once (no [a, a] pairs; clusters of distinct values)\n"
+            "      --json-strings write the values as JSON strings (\"123\"), exact in\n"
+            "                     JSON readers that use doubles (jq, JavaScript)\n"
             "  -h, --help         show this help\n"
             "      --version      show the version\n"
             "\n"
@@ -36,30 +40,39 @@ static void mcmd_usage(const char *prog, int clusters, FILE *f)
             CLI_BLOCKS_DEFAULT, CLI_DISTANCE_DEFAULT);
 }
 
-/* Write the pairs; returns nothing, errors stay in o->err. */
-static void mcmd_write_pairs(cli_out *o, const match_pair *pairs, size_t n)
+/* Write the pairs; returns nothing, errors stay in o->err. strings: values as JSON
+ * strings. */
+static void mcmd_write_pairs(cli_out *o, const match_pair *pairs, size_t n, int strings)
 {
+    void (*put)(cli_out *, uint64_t) = strings ? cli_out_u64_json : cli_out_u64;
     for (size_t i = 0; i < n; i++) {
         cli_out_char(o, '[');
-        cli_out_u64(o, pairs[i].a);
+        put(o, pairs[i].a);
         cli_out_bytes(o, ", ", 2);
-        cli_out_u64(o, pairs[i].b);
+        put(o, pairs[i].b);
         cli_out_bytes(o, "]\n", 2);
     }
 }
 
 static void mcmd_write_clusters(cli_out *o, const uint64_t *values, const size_t *offsets,
-                                size_t nclusters)
+                                size_t nclusters, int strings)
 {
+    void (*put)(cli_out *, uint64_t) = strings ? cli_out_u64_json : cli_out_u64;
     for (size_t c = 0; c < nclusters; c++) {
         cli_out_char(o, '[');
         for (size_t j = offsets[c]; j < offsets[c + 1]; j++) {
             if (j > offsets[c])
                 cli_out_bytes(o, ", ", 2);
-            cli_out_u64(o, values[j]);
+            put(o, values[j]);
         }
         cli_out_bytes(o, "]\n", 2);
     }
+}
+
+static int mcmd_cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
 }
 
 int cli_match_main(int argc, char **argv, const char *prog, int clusters)
@@ -70,13 +83,15 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         {"input", required_argument, NULL, 'i'},
         {"output", required_argument, NULL, 'o'},
         {"threads", required_argument, NULL, 't'},
+        {"unique", no_argument, NULL, 'D'},
+        {"json-strings", no_argument, NULL, 'J'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     cli_match_opts mo;
     const char *input = "-", *output = "-";
-    int c, r;
+    int c, r, distinct = 0, strings = 0;
 
     cli_match_opts_init(&mo);
     optind = 0;
@@ -90,6 +105,8 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         switch (c) {
         case 'i': input = optarg; break;
         case 'o': output = optarg; break;
+        case 'D': distinct = 1; break;
+        case 'J': strings = 1; break;
         case 'h':
             mcmd_usage(prog, clusters, stdout);
             return CLI_EXIT_OK;
@@ -114,6 +131,14 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
     size_t n = 0;
     if (cli_read_u64_input(prog, input, &hashes, &n) != 0)
         return CLI_EXIT_FAIL;
+    if (distinct && n > 1) {
+        qsort(hashes, n, sizeof(*hashes), mcmd_cmp_u64);
+        size_t k = 1;
+        for (size_t i = 1; i < n; i++)
+            if (hashes[i] != hashes[k - 1])
+                hashes[k++] = hashes[i];
+        n = k;
+    }
 
     char err[256] = "";
     int rc = 0;
@@ -146,9 +171,9 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         return CLI_EXIT_FAIL;
     }
     if (!clusters)
-        mcmd_write_pairs(&out, pairs, npairs);
+        mcmd_write_pairs(&out, pairs, npairs, strings);
     else
-        mcmd_write_clusters(&out, values, offsets, nclusters);
+        mcmd_write_clusters(&out, values, offsets, nclusters, strings);
     free(pairs);
     free(values);
     free(offsets);

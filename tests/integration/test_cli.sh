@@ -335,6 +335,8 @@ for n, line in enumerate(open(sys.argv[1]), 1):
     o = json.loads(line)
     assert o["group"] == n, o
     assert len(o["files"]) == len(o["fingerprints"]) >= 2, o
+    # fingerprints are JSON strings of decimal u64 (exact in every JSON reader)
+    assert all(isinstance(v, str) and v.isdigit() and int(v) < 1 << 64 for v in o["fingerprints"]), o
     for f in o["files"]:
         assert f.startswith(sys.argv[3] + "/"), f
         assert os.path.isfile(f), f
@@ -648,6 +650,18 @@ rc=$?
 [ "$rc" -eq 1 ] && ok || fail "find-all out of memory: exit $rc, wanted 1: $(head -c 300 "$T/err")"
 has "out of memory" "$T/err" "find-all out of memory message"
 same_files "$T/keep.out" "$T/keep.ref" "a failed find-all leaves its output file untouched"
+
+# simhash-find-all / -clusters: numbers by default (as simhash-cpp), --json-strings,
+# --unique (simhash-cpp's treatment of repeated values)
+printf '5\n5\n7\n18446744073709551615\n18446744073709551614\n' >"$T/rep.txt"
+expect_rc 0 "find-all repeats" $TO "$BIN/simhash-find-all" -i "$T/rep.txt"
+[ "$(cat "$T/out")" = "$(printf '[5, 5]\n[5, 7]\n[18446744073709551614, 18446744073709551615]')" ] && ok || fail "find-all: [a, a] for a repeated value"
+expect_rc 0 "find-all --unique --json-strings" $TO "$BIN/simhash-find-all" --unique --json-strings -i "$T/rep.txt"
+[ "$(cat "$T/out")" = "$(printf '["5", "7"]\n["18446744073709551614", "18446744073709551615"]')" ] && ok || fail "find-all --unique --json-strings: $(cat "$T/out")"
+expect_rc 0 "find-clusters --unique" $TO "$BIN/simhash-find-clusters" --unique -i "$T/rep.txt"
+[ "$(cat "$T/out")" = "$(printf '[5, 7]\n[18446744073709551614, 18446744073709551615]')" ] && ok || fail "find-clusters --unique: $(cat "$T/out")"
+expect_rc 0 "simhash find-clusters repeats" $TO "$BIN/simhash" find-clusters -i "$T/rep.txt"
+[ "$(cat "$T/out")" = "$(printf '[5, 5, 7]\n[18446744073709551614, 18446744073709551615]')" ] && ok || fail "find-clusters keeps repeats: $(cat "$T/out")"
 
 echo "test_cli: $CHECKS checks passed, $FAILS failed"
 [ "$FAILS" -eq 0 ]

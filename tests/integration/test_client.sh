@@ -149,7 +149,8 @@ expect_out "$B\t0\tdoc-a,doc-a2\n$B1\t1\tdoc-b\n"
 run 0 "$SH" query "${NET[@]}" "$B" --limit 1
 expect_out "$B\t0\tdoc-a,doc-a2\n"
 run 0 "$SH" query "${NET[@]}" "$B" -d 1 --json
-expect_out "[{\"fp\":$B,\"distance\":0,\"docids\":[\"doc-a\",\"doc-a2\"]},{\"fp\":$B1,\"distance\":1,\"docids\":[\"doc-b\"]}]\n"
+# fingerprints are JSON strings (beyond 2^53 a JSON number loses bits in jq / JavaScript)
+expect_out "[{\"fp\":\"$B\",\"distance\":0,\"docids\":[\"doc-a\",\"doc-a2\"]},{\"fp\":\"$B1\",\"distance\":1,\"docids\":[\"doc-b\"]}]\n"
 run 0 "$SH" query "${NET[@]}" 1 --json
 expect_out "[]\n"
 # more than the corpus distance: the server's error, exit 1
