@@ -32,6 +32,9 @@ typedef struct coord_config {
     size_t max_output_bytes;        /* unread reply bytes before a client is disconnected */
     unsigned max_inflight_client;   /* requests of one client running at once */
     unsigned idle_timeout_s, auth_timeout_s; /* timeout, auth-timeout (0: never) */
+    unsigned metrics_port;          /* Prometheus endpoint (0: none) */
+    char *metrics_bind;
+    unsigned slowlog_slower_than, slowlog_max_len;
     unsigned max_inflight_worker;   /* per worker; past it requests fail with -BUSY */
     unsigned reconnect_max_ms;      /* backoff cap */
     unsigned health_interval_ms;
@@ -118,6 +121,7 @@ struct coord {
     long long start_time;
     char lock_id[24];               /* this process's prefix of write-lock tokens */
     coord_stats st;
+    rs_metrics *metrics;            /* GET /metrics, when metrics-port is set */
 };
 
 /* ---- workers.c ---- */
@@ -211,6 +215,8 @@ void coord_cmd_info(rs_req *r);
 /* INFO's program sections (rs_options.info; ctx is the coord): Corpus, Limits,
  * Coordinator (counters), Workers, Keyspace. */
 void coord_info_sections(void *ctx, resp_buf *b);
+/* The coordinator's own /metrics families (rs_metrics extra; ctx is the coord). */
+void coord_metrics(void *ctx, resp_buf *b);
 
 /* ---- route.c: routing in both modes, and the Redis Cluster slot map ---- */
 

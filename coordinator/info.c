@@ -101,3 +101,45 @@ void coord_info_sections(void *ctx, resp_buf *b)
 {
     coord_info_text(ctx, b, "Coordinator", 1);
 }
+
+void coord_metrics(void *ctx, resp_buf *b)
+{
+    coord *co = ctx;
+    long long fps = 0, docs = 0;
+
+#define COORD_STAT_PROM_(f, name)                                                          \
+    rs_prom_family(b, "simhash_coordinator_" name "_total", "counter",                    \
+                   "SIMHASH.INFO counter " name " (docs/protocol.md).");                   \
+    resp_buf_printf(b, "simhash_coordinator_" name "_total %llu\n", co->st.f);
+    COORD_STATS(COORD_STAT_PROM_)
+#undef COORD_STAT_PROM_
+    rs_prom_family(b, "simhash_worker_up", "gauge",
+                   "1 while the shard worker is connected and healthy, by worker address.");
+    for (size_t i = 0; i < co->nw; i++)
+        resp_buf_printf(b, "simhash_worker_up{worker=\"%s\"} %d\n", co->w[i].addr,
+                        co->w[i].health == W_UP);
+    rs_prom_family(b, "simhash_worker_inflight_requests", "gauge",
+                   "Requests sent to the worker and not answered yet.");
+    for (size_t i = 0; i < co->nw; i++)
+        resp_buf_printf(b, "simhash_worker_inflight_requests{worker=\"%s\"} %u\n",
+                        co->w[i].addr, co->w[i].inflight);
+    rs_prom_family(b, "simhash_routing_complete", "gauge",
+                   "1 when every first-byte shard has a worker that is up.");
+    resp_buf_printf(b, "simhash_routing_complete %d\n", co->routing_ok);
+    for (size_t i = 0; i < co->nw; i++) {
+        if (fps >= 0)
+            fps = co->w[i].fingerprints < 0 ? -1 : fps + co->w[i].fingerprints;
+        if (docs >= 0)
+            docs = co->w[i].documents < 0 ? -1 : docs + co->w[i].documents;
+    }
+    if (fps >= 0) {
+        rs_prom_family(b, "simhash_corpus_fingerprints", "gauge",
+                       "Fingerprints in the corpus (the workers' counts, once a second).");
+        resp_buf_printf(b, "simhash_corpus_fingerprints %lld\n", fps);
+    }
+    if (docs >= 0) {
+        rs_prom_family(b, "simhash_corpus_documents", "gauge",
+                       "(fingerprint, document) pairs in the corpus.");
+        resp_buf_printf(b, "simhash_corpus_documents %lld\n", docs);
+    }
+}

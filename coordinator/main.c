@@ -55,6 +55,14 @@ static const cfg_option coord_options[] = {
         "seconds a client may stay idle before it is disconnected (0: never)"),
     OPT("auth-timeout", CFG_UINT, auth_timeout_s, 0, 3600, "10", 0,
         "seconds a client may stay connected without AUTH when a password is set (0: no limit)"),
+    OPT("metrics-port", CFG_UINT, metrics_port, 0, 65535, "0", 0,
+        "port of the Prometheus endpoint GET /metrics (HTTP; 0: none)"),
+    OPT("metrics-bind", CFG_STR, metrics_bind, 0, 0, "127.0.0.1", 0,
+        "address the metrics endpoint listens on"),
+    OPT("slowlog-log-slower-than", CFG_UINT, slowlog_slower_than, 0, 4000000000u, "10000", 0,
+        "SLOWLOG keeps requests that took at least this many microseconds (0: all)"),
+    OPT("slowlog-max-len", CFG_UINT, slowlog_max_len, 0, 100000, "128", 0,
+        "SLOWLOG entries kept (0: none)"),
     OPT("max-inflight-worker", CFG_UINT, max_inflight_worker, 1, 1000000, "10000", 0,
         "requests in flight per worker; past it requests fail with -BUSY"),
     OPT("reconnect-max-ms", CFG_UINT, reconnect_max_ms, 100, 600000, "2000", 0,
@@ -179,6 +187,8 @@ int main(int argc, char **argv)
     ro.limits.max_inflight_client = co.cfg.max_inflight_client;
     ro.limits.idle_timeout_s = co.cfg.idle_timeout_s;
     ro.limits.auth_timeout_s = co.cfg.auth_timeout_s;
+    ro.limits.slowlog_slower_than_us = co.cfg.slowlog_slower_than;
+    ro.limits.slowlog_max_len = co.cfg.slowlog_max_len;
     ro.commands = coord_commands;
     ro.ncommands = coord_ncommands;
     ro.ctx = &co;
@@ -193,6 +203,13 @@ int main(int argc, char **argv)
     }
     co.srv = rs_new(co.base, &ro, err, sizeof(err));
     if (co.srv == NULL) {
+        log_error("%s", err);
+        rc = 1;
+        goto out;
+    }
+    if (co.cfg.metrics_port &&
+        (co.metrics = rs_metrics_new(co.srv, co.cfg.metrics_bind, co.cfg.metrics_port,
+                                     coord_metrics, &co, err, sizeof(err))) == NULL) {
         log_error("%s", err);
         rc = 1;
         goto out;
@@ -218,6 +235,7 @@ int main(int argc, char **argv)
 out:
     coord_workers_stop(&co);        /* in-flight requests answer -SHARDDOWN */
     coord_cluster_stop(&co);
+    rs_metrics_free(co.metrics);
     rs_free(co.srv);
     perm_set_free(&co.ps);
     event_base_free(co.base);

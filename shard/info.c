@@ -98,3 +98,34 @@ void shard_on_redis_info(void *priv, redisReply *reply, const char *err)
     if (parse_info_str(reply->str, reply->len, "role", v, sizeof v) == 0)
         sc->redis_role = strcmp(v, "master") == 0 ? 1 : strcmp(v, "slave") == 0 ? 0 : -1;
 }
+
+void shard_metrics(void *ctx, resp_buf *b)
+{
+    shard_ctx *sc = ctx;
+    shard_redis_stats rst;
+    shard_redis_get_stats(sc->redis, &rst);
+
+#define SHARD_STAT_PROM_(f, name)                                                          \
+    rs_prom_family(b, "simhash_shard_" name "_total", "counter",                          \
+                   "SHARD.INFO counter " name " (docs/shard.md).");                         \
+    resp_buf_printf(b, "simhash_shard_" name "_total %llu\n", sc->st.f);
+    SHARD_STATS(SHARD_STAT_PROM_)
+#undef SHARD_STAT_PROM_
+    rs_prom_family(b, "simhash_redis_up", "gauge", "1 while the connection to Redis is ready.");
+    resp_buf_printf(b, "simhash_redis_up %d\n",
+                    shard_redis_get_state(sc->redis) == SHARD_REDIS_READY);
+    rs_prom_family(b, "simhash_redis_inflight_commands", "gauge",
+                   "Redis commands sent and not answered yet.");
+    resp_buf_printf(b, "simhash_redis_inflight_commands %u\n", rst.inflight);
+    rs_prom_family(b, "simhash_redis_commands_total", "counter", "Redis commands sent.");
+    resp_buf_printf(b, "simhash_redis_commands_total %llu\n", rst.commands);
+    rs_prom_family(b, "simhash_redis_reconnects_total", "counter",
+                   "Connections to Redis made after the first.");
+    resp_buf_printf(b, "simhash_redis_reconnects_total %llu\n", rst.reconnects);
+    rs_prom_family(b, "simhash_redis_connect_failures_total", "counter",
+                   "Failed attempts to connect to Redis.");
+    resp_buf_printf(b, "simhash_redis_connect_failures_total %llu\n", rst.connect_failures);
+    rs_prom_family(b, "simhash_redis_round_trip_seconds", "histogram",
+                   "Time from sending a Redis command to its reply (one Redis round).");
+    rs_hist_prom(shard_redis_rtt(sc->redis), b, "simhash_redis_round_trip_seconds", "");
+}

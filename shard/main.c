@@ -69,6 +69,14 @@ static const cfg_option shard_options[] = {
               "coordinators keep their connections)"),
     SHARD_OPT("auth-timeout", CFG_UINT, auth_timeout_s, 0, 3600, "10",
               "seconds a client may stay connected without AUTH when a password is set"),
+    SHARD_OPT("metrics-port", CFG_UINT, metrics_port, 0, 65535, "0",
+              "port of the Prometheus endpoint GET /metrics (HTTP; 0: none)"),
+    SHARD_OPT("metrics-bind", CFG_STR, metrics_bind, 0, 0, "127.0.0.1",
+              "address the metrics endpoint listens on"),
+    SHARD_OPT("slowlog-log-slower-than", CFG_UINT, slowlog_slower_than, 0, 4000000000u, "10000",
+              "SLOWLOG keeps requests that took at least this many microseconds (0: all)"),
+    SHARD_OPT("slowlog-max-len", CFG_UINT, slowlog_max_len, 0, 100000, "128",
+              "SLOWLOG entries kept (0: none)"),
     SHARD_OPT("repair-interval-ms", CFG_UINT, repair_interval_ms, 0, 600000, "1000",
               "how often stale write locks are looked for and their writes completed or "
               "rolled back (0: never; then only writers and simhash fsck repair)"),
@@ -182,6 +190,8 @@ static void shard_on_stop(void *arg)
     shard_ctx *sc = arg;
     log_info("stopping");
     shard_repair_stop(sc);
+    rs_metrics_free(sc->metrics);
+    sc->metrics = NULL;
     if (sc->srv) {
         rs_free(sc->srv);
         sc->srv = NULL;
@@ -270,6 +280,8 @@ int main(int argc, char **argv)
     so.limits.max_inflight_client = c->max_inflight_client;
     so.limits.idle_timeout_s = c->idle_timeout_s;
     so.limits.auth_timeout_s = c->auth_timeout_s;
+    so.limits.slowlog_slower_than_us = c->slowlog_slower_than;
+    so.limits.slowlog_max_len = c->slowlog_max_len;
     so.commands = shard_commands;
     so.ncommands = shard_ncommands;
     so.ctx = &sc;
@@ -280,6 +292,13 @@ int main(int argc, char **argv)
         log_error("%s", err);
         fprintf(stderr, "simhash-shard: %s\n", err);
         goto out_redis;
+    }
+    if (c->metrics_port &&
+        (sc.metrics = rs_metrics_new(sc.srv, c->metrics_bind, c->metrics_port, shard_metrics,
+                                     &sc, err, sizeof err)) == NULL) {
+        log_error("%s", err);
+        fprintf(stderr, "simhash-shard: %s\n", err);
+        goto out_srv;
     }
     if (c->pidfile && c->pidfile[0] && rs_pidfile_write(c->pidfile, err, sizeof err) != 0) {
         log_error("%s", err);
@@ -300,6 +319,8 @@ int main(int argc, char **argv)
     if (c->pidfile && c->pidfile[0])
         rs_pidfile_remove(c->pidfile);
 out_srv:
+    rs_metrics_free(sc.metrics);
+    sc.metrics = NULL;
     if (sc.srv) {
         rs_free(sc.srv);
         sc.srv = NULL;      /* the Redis callbacks below may still answer requests */

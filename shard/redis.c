@@ -612,6 +612,8 @@ void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
                                                              : "connection lost";
     else
         r->last_activity_ms = ra_now_ms();
+    if (reply != NULL)
+        rs_hist_add(&r->rtt, ra_now_us() - cmd->sent_us);
     shard_redis_cb fn = cmd->fn;
     void *priv = cmd->priv;
     free(cmd->fmt);
@@ -628,6 +630,7 @@ int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, v
     cmd->r = r;
     cmd->fn = fn;
     cmd->priv = priv;
+    cmd->sent_us = ra_now_us();
     cmd->background = ac == r->ac && r->state != SHARD_REDIS_READY;  /* setup commands */
     if (argc > 0 && (argvlen ? argvlen[0] == 5 : strlen(argv[0]) == 5) &&
         strncasecmp(argv[0], "HMGET", 5) == 0)
@@ -694,6 +697,11 @@ void shard_redis_stall_check(shard_redis *r)
                 r->inflight);
     snprintf(r->st.last_error, sizeof r->st.last_error, "stalled");
     shard_redis_drop(r);
+}
+
+const rs_hist *shard_redis_rtt(const shard_redis *r)
+{
+    return &r->rtt;
 }
 
 void shard_redis_get_stats(const shard_redis *r, shard_redis_stats *out)

@@ -11,6 +11,7 @@
 #include <hiredis/hiredis.h>
 
 #include "resp.h"
+#include "rserver.h"
 
 struct event_base;
 
@@ -91,6 +92,9 @@ typedef struct shard_redis_stats {
     unsigned long long reattaches;    /* cluster: moved to another node after a failover */
     char last_error[256];
 } shard_redis_stats;
+
+/* Round trips of the commands answered so far (microseconds). */
+const rs_hist *shard_redis_rtt(const shard_redis *r);
 
 /* 1 in cluster mode (option cluster), else 0. */
 int shard_redis_cluster_mode(const shard_redis *r);

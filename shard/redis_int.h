@@ -39,6 +39,8 @@ struct shard_redis {
     unsigned inflight;
     uint64_t last_activity_ms;      /* last reply or send on an idle connection */
     shard_redis_stats st;
+    rs_hist rtt;                    /* round trip of every answered command, redirections
+                                       included (metrics) */
     /* cluster mode */
     unsigned gen;                   /* connection attempts; stale setup replies are ignored */
     char node[CLUSTER_ADDR_MAX + 8];/* "host:port" as the cluster names the node */
@@ -68,6 +70,7 @@ typedef struct shard_rcmd {
     unsigned hops;
     int background;         /* not routed by the coordinator (HMGET of the counters for
                                SHARD.INFO, the meta check): redirections counted apart */
+    uint64_t sent_us;       /* when it was sent (first hop), for the round-trip figures */
 } shard_rcmd;
 
 /* Setup command of connection attempt gen (cluster mode): hiredis privdata. */

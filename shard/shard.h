@@ -30,6 +30,9 @@ typedef struct shard_config {
     unsigned repair_interval_ms; /* repair pass period; 0: none */
     size_t max_output_bytes;    /* client limits of the RESP server (rserver.h) */
     unsigned max_inflight_client, idle_timeout_s, auth_timeout_s;
+    unsigned metrics_port;      /* Prometheus endpoint (0: none) */
+    char *metrics_bind;
+    unsigned slowlog_slower_than, slowlog_max_len;
     unsigned lo, hi;            /* parsed from shards by the validation */
 } shard_config;
 
@@ -81,6 +84,7 @@ typedef struct shard_ctx {
     long long redis_used_memory;    /* used_memory; -1 unknown */
     int redis_role;                 /* 1 master, 0 replica, -1 unknown */
     struct shard_repair *repair;    /* repair.c: the pass over stale write locks */
+    rs_metrics *metrics;            /* GET /metrics, when metrics-port is set */
 } shard_ctx;
 
 typedef struct shard_waiter shard_waiter;
@@ -126,6 +130,8 @@ int shard_check_docids(rs_req *req, size_t from, size_t n);
 void shard_info_reply(rs_req *req, int have_counts, long long fps, long long docs);
 /* INFO's program sections (rs_options.info; ctx is the shard_ctx). */
 void shard_info_sections(void *ctx, resp_buf *b);
+/* The worker's own /metrics families (rs_metrics extra; ctx is the shard_ctx). */
+void shard_metrics(void *ctx, resp_buf *b);
 /* Reply of the INFO sent with every SHARD.INFO: keeps used_memory and the role of
  * the Redis node (-1: unknown when the reply is missing or malformed). */
 void shard_on_redis_info(void *priv, redisReply *reply, const char *err);

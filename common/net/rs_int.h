@@ -10,20 +10,27 @@
 
 #define RS_READ_HIGH_WATERMARK (64u << 10)   /* unparsed input kept per client */
 
-/* Latency histogram of one command, in microseconds: values below RS_LAT_SUB exactly,
- * above in RS_LAT_SUB buckets per power of two (within 1/RS_LAT_SUB of the value). */
-#define RS_LAT_SUB 16
-#define RS_LAT_EXP_MAX 40       /* 2^40 us, about 12 days: longer counts there */
-#define RS_LAT_BUCKETS ((RS_LAT_EXP_MAX - 3) * RS_LAT_SUB)
-
-/* Per-command counters, as Redis's INFO commandstats / latencystats. */
+/* Per-command counters, as Redis's INFO commandstats / latencystats: lat.count calls
+ * started and answered, lat.sum_us their time from start to reply. */
 typedef struct rs_cmdstat {
-    unsigned long long calls;       /* started */
-    unsigned long long usec;        /* summed time from start to reply */
     unsigned long long failed;      /* answered with an error */
     unsigned long long rejected;    /* refused before starting (arguments, AUTH) */
-    uint64_t lat[RS_LAT_BUCKETS];
+    rs_hist lat;
 } rs_cmdstat;
+
+/* One SLOWLOG entry: a request that took at least slowlog_slower_than_us. */
+#define RS_SLOWLOG_ARGS 32          /* arguments kept (Redis: 32) */
+#define RS_SLOWLOG_ARG_BYTES 128    /* bytes kept of each (Redis: 128) */
+typedef struct rs_slowlog_entry {
+    unsigned long long id;
+    long long time_s;               /* Unix time it finished */
+    unsigned long long us;
+    size_t argc;                    /* shown, RS_SLOWLOG_ARGS at most */
+    char *args[RS_SLOWLOG_ARGS];
+    size_t lens[RS_SLOWLOG_ARGS];
+    char addr[64];
+    char *name;
+} rs_slowlog_entry;
 
 typedef struct rs_client rs_client;
 
@@ -86,6 +93,10 @@ struct rserver {
     size_t ncstat;
     uint64_t start_ms;          /* monotonic time rs_new ran */
     unsigned long long ops_sample, ops_per_sec; /* commands at the last sweep; rate */
+    rs_slowlog_entry *slowlog;      /* ring of slowlog_max_len entries, newest at
+                                       slowlog_head - 1 */
+    size_t slowlog_len, slowlog_head;
+    unsigned long long slowlog_next_id;
 };
 
 
@@ -102,6 +113,10 @@ void rs_cmd_notx(rs_req *r);
 rs_cmdstat *rs_cmdstat_of(rserver *s, const rs_command *cmd);
 /* Records one finished request of cmd that took us microseconds. */
 void rs_cmdstat_add(rs_cmdstat *st, uint64_t us, int failed);
+/* SLOWLOG: keeps r (its arguments, client) when it took us >= the threshold. */
+void rs_slowlog_note(rserver *s, rs_req *r, uint64_t us);
+void rs_slowlog_free(rserver *s);
+void rs_cmd_slowlog(rs_req *r);
 
 /* rserver.c, for rs_redis.c */
 extern const rs_command rs_builtin[];

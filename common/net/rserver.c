@@ -55,6 +55,8 @@ void rs_limits_default(rs_limits *l)
     l->idle_timeout_s = 300;
     l->auth_timeout_s = 10;
     l->auth_fail_delay_ms = RS_AUTH_FAIL_DELAY_MS;
+    l->slowlog_slower_than_us = 10000;
+    l->slowlog_max_len = 128;
 }
 
 /* The parser limits of a client: the configured ones, or, before AUTH, Redis's
@@ -271,8 +273,10 @@ void rs_req_finish(rs_req *r)
     assert(c->npending > 0);
     if (r->started && c->s) {
         rs_cmdstat *st = rs_cmdstat_of(c->s, r->cmd);
+        uint64_t us = ra_now_us() - r->start_us;
         if (st)
-            rs_cmdstat_add(st, ra_now_us() - r->start_us, r->out.len > 0 && r->out.data[0] == '-');
+            rs_cmdstat_add(st, us, r->out.len > 0 && r->out.data[0] == '-');
+        rs_slowlog_note(c->s, r, us);
     }
     if (r->started) {
         assert(c->nstarted > 0);
@@ -521,6 +525,9 @@ const rs_command rs_builtin[] = {
       "CONFIG GET: the Redis settings that describe this server (save, appendonly, "
       "databases, maxclients, timeout, port, bind, maxmemory); CONFIG SET is refused.",
       rs_args_sub },
+    { "SLOWLOG", -2, RS_CMD_SERVER, rs_cmd_slowlog,
+      "The requests that took longer than slowlog-log-slower-than: GET [count], LEN, "
+      "RESET, HELP.", rs_args_sub },
     { "MULTI", 1, RS_CMD_CONN, rs_cmd_notx,
       "Not supported: transactions. Send the commands as a plain pipeline.", NULL },
     { "EXEC", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
@@ -1029,6 +1036,7 @@ void rs_free(rserver *s)
     if (s->sweep_ev)
         event_free(s->sweep_ev);
     event_free(s->accept_retry);
+    rs_slowlog_free(s);
     free(s->cstat);
     free(s->bind);
     free(s->password);

@@ -73,6 +73,9 @@ typedef struct rs_limits {
                                    a password is set; 0: never (default 10) */
     unsigned auth_fail_delay_ms; /* a failed AUTH is answered after this long (default
                                    RS_AUTH_FAIL_DELAY_MS; 0: at once) */
+    unsigned slowlog_slower_than_us; /* SLOWLOG: requests that took at least this long
+                                   (default 10000; 0: every request) */
+    unsigned slowlog_max_len;   /* SLOWLOG entries kept (default 128; 0: none kept) */
 } rs_limits;
 
 /* Before AUTH (when a password is set) a client may send requests of at most this many
@@ -200,6 +203,42 @@ typedef struct rs_stats {
     unsigned long long closed_output;   /* closed: max_output_bytes */
 } rs_stats;
 
+
+/* ---- Latency histograms (INFO latencystats, /metrics) ---- */
+
+/* Latencies in microseconds: values below RS_HIST_SUB exactly, above in RS_HIST_SUB
+ * buckets per power of two (within 1/RS_HIST_SUB of the value), up to 2^40 us. */
+#define RS_HIST_SUB 16
+#define RS_HIST_EXP_MAX 40
+#define RS_HIST_BUCKETS ((RS_HIST_EXP_MAX - 3) * RS_HIST_SUB)
+typedef struct rs_hist {
+    unsigned long long count, sum_us;
+    uint64_t b[RS_HIST_BUCKETS];
+} rs_hist;
+
+void rs_hist_add(rs_hist *h, uint64_t us);
+/* The latency below which a share p (0..1) of the values fall (a bucket's upper
+ * bound); 0 when empty. */
+uint64_t rs_hist_percentile(const rs_hist *h, double p);
+/* Prometheus histogram samples of h: NAME_bucket{LABELS,le="..."} (seconds, cumulative,
+ * 100 us .. 10 s and +Inf), NAME_sum, NAME_count. labels: "" or `key="value",...`. */
+void rs_hist_prom(const rs_hist *h, resp_buf *b, const char *name, const char *labels);
+
+/* ---- Metrics endpoint ---- */
+
+/* An HTTP listener (libevent's evhttp) answering GET /metrics with the Prometheus text
+ * format: the server's counters, per-command counts, errors and latency histograms,
+ * then what extra(ctx, b) appends (the program's own families). */
+typedef struct rs_metrics rs_metrics;
+rs_metrics *rs_metrics_new(rserver *s, const char *bind, unsigned port,
+                           void (*extra)(void *ctx, resp_buf *b), void *ctx, char *err,
+                           size_t errlen);
+void rs_metrics_free(rs_metrics *m);
+unsigned rs_metrics_port(const rs_metrics *m);
+/* The whole /metrics text of s into b (for tests and the endpoint). */
+void rs_metrics_text(rserver *s, resp_buf *b, void (*extra)(void *ctx, resp_buf *b), void *ctx);
+/* `# HELP` and `# TYPE` lines of one family. */
+void rs_prom_family(resp_buf *b, const char *name, const char *type, const char *help);
 
 /* Append the INFO lines of the server ("connected_clients:3\r\n" ...) to b. */
 void rs_info_clients(const rserver *s, resp_buf *b);

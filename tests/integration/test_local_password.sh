@@ -55,6 +55,16 @@ check_deployment() {
     [ "$(stat -c %a "$dir/secret")" = 600 ] || th_fail "secret is not mode 0600"
     timeout 60 bash "$DL_LOCAL" status --dir "$dir" >"$TH_DIR/status.out" 2>&1 ||
         th_fail "status: $(cat "$TH_DIR/status.out")"
+    # status names each process's metrics endpoint (port + 2000, when that port was
+    # free at up); every URL it names answers with the Prometheus text
+    local urls
+    urls=$(grep -o 'http://127\.0\.0\.1:[0-9]*/metrics' "$TH_DIR/status.out")
+    [ -n "$urls" ] || th_fail "status names no metrics endpoint: $(cat "$TH_DIR/status.out")"
+    for u in $urls; do
+        timeout 20 python3 -c 'import sys, urllib.request
+t = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
+sys.exit(0 if "simhash_build_info{" in t else 1)' "$u" || th_fail "$u did not serve the metrics"
+    done
 }
 dl_wait_routing_auth() {
     local i

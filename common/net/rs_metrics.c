@@ -1,0 +1,213 @@
+/* rs_metrics.c: the Prometheus endpoint of simhash-coordinator and simhash-shard
+ * (option metrics-port): GET /metrics over libevent's own HTTP server (evhttp), in
+ * the Prometheus text exposition format 0.0.4. The server's families come from
+ * rserver's counters and per-command histograms; the program appends its own. */
+#include "rs_int.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "rasync.h"
+
+struct rs_metrics {
+    rserver *s;
+    struct evhttp *http;
+    unsigned port;
+    void (*extra)(void *ctx, resp_buf *b);
+    void *ctx;
+};
+
+void rs_prom_family(resp_buf *b, const char *name, const char *type, const char *help)
+{
+    resp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* Lower-case copy of a command name; Prometheus label values need no other escaping
+ * for command names (letters, digits, '.', '-', '_'). */
+static const char *rs_metrics_cmd(const char *name, char *buf, size_t cap)
+{
+    size_t i;
+    for (i = 0; name[i] && i + 1 < cap; i++)
+        buf[i] = (char)((name[i] >= 'A' && name[i] <= 'Z') ? name[i] + 32 : name[i]);
+    buf[i] = '\0';
+    return buf;
+}
+
+/* Every command of s with its counters: the program's, then the built-in ones
+ * (those the program does not replace). */
+static size_t rs_metrics_cmds(rserver *s, const rs_command **cmds, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < s->opt.ncommands && n < cap; i++)
+        cmds[n++] = &s->opt.commands[i];
+    for (size_t i = 0; i < rs_nbuiltin && n < cap; i++) {
+        int shadowed = 0;
+        for (size_t j = 0; j < s->opt.ncommands && !shadowed; j++)
+            shadowed = strcasecmp(s->opt.commands[j].name, rs_builtin[i].name) == 0;
+        if (!shadowed)
+            cmds[n++] = &rs_builtin[i];
+    }
+    return n;
+}
+
+void rs_metrics_text(rserver *s, resp_buf *b, void (*extra)(void *ctx, resp_buf *b), void *ctx)
+{
+    const rs_command *cmds[256];
+    size_t n = rs_metrics_cmds(s, cmds, sizeof(cmds) / sizeof(cmds[0]));
+    char name[64], labels[96];
+
+    rs_prom_family(b, "simhash_build_info", "gauge", "Version and program; always 1.");
+    resp_buf_printf(b, "simhash_build_info{version=\"%s\",program=\"%s\"} 1\n", SIMHASH_VERSION,
+                    s->opt.name);
+    rs_prom_family(b, "simhash_uptime_seconds", "gauge", "Seconds since the server started.");
+    resp_buf_printf(b, "simhash_uptime_seconds %.3f\n",
+                    (double)(ra_now_ms() - s->start_ms) / 1000.0);
+    rs_prom_family(b, "simhash_connected_clients", "gauge", "Client connections open now.");
+    resp_buf_printf(b, "simhash_connected_clients %lu\n", s->st.clients);
+    rs_prom_family(b, "simhash_inflight_requests", "gauge",
+                   "Requests received and not answered yet.");
+    resp_buf_printf(b, "simhash_inflight_requests %llu\n", s->st.inflight);
+    rs_prom_family(b, "simhash_connections_total", "counter", "Client connections accepted.");
+    resp_buf_printf(b, "simhash_connections_total %llu\n", s->st.connections);
+    rs_prom_family(b, "simhash_connections_closed_total", "counter",
+                   "Client connections closed by the server, by reason.");
+    resp_buf_printf(b,
+                    "simhash_connections_closed_total{reason=\"max_clients\"} %llu\n"
+                    "simhash_connections_closed_total{reason=\"protocol_error\"} %llu\n"
+                    "simhash_connections_closed_total{reason=\"auth_failures\"} %llu\n"
+                    "simhash_connections_closed_total{reason=\"auth_timeout\"} %llu\n"
+                    "simhash_connections_closed_total{reason=\"idle\"} %llu\n"
+                    "simhash_connections_closed_total{reason=\"output_limit\"} %llu\n",
+                    s->st.rejected, s->st.proto_errors, s->st.closed_auth_failures,
+                    s->st.closed_auth_timeout, s->st.closed_idle, s->st.closed_output);
+    rs_prom_family(b, "simhash_auth_failures_total", "counter", "AUTH with a wrong password.");
+    resp_buf_printf(b, "simhash_auth_failures_total %llu\n", s->st.auth_failures);
+    rs_prom_family(b, "simhash_commands_received_total", "counter",
+                   "Requests received (known and unknown commands).");
+    resp_buf_printf(b, "simhash_commands_received_total %llu\n", s->st.commands);
+
+    rs_prom_family(b, "simhash_commands_total", "counter", "Requests answered, by command.");
+    for (size_t i = 0; i < n; i++) {
+        const rs_cmdstat *st = rs_cmdstat_of(s, cmds[i]);
+        resp_buf_printf(b, "simhash_commands_total{command=\"%s\"} %llu\n",
+                        rs_metrics_cmd(cmds[i]->name, name, sizeof(name)),
+                        st ? st->lat.count : 0ull);
+    }
+    rs_prom_family(b, "simhash_command_errors_total", "counter",
+                   "Error replies by command and class: failed (the command ran and answered "
+                   "an error) or rejected (refused before it ran: arguments, AUTH).");
+    for (size_t i = 0; i < n; i++) {
+        const rs_cmdstat *st = rs_cmdstat_of(s, cmds[i]);
+        rs_metrics_cmd(cmds[i]->name, name, sizeof(name));
+        resp_buf_printf(b, "simhash_command_errors_total{command=\"%s\",class=\"failed\"} %llu\n"
+                        "simhash_command_errors_total{command=\"%s\",class=\"rejected\"} %llu\n",
+                        name, st ? st->failed : 0ull, name, st ? st->rejected : 0ull);
+    }
+    rs_prom_family(b, "simhash_command_duration_seconds", "histogram",
+                   "Time from the start of a request to its reply, by command.");
+    for (size_t i = 0; i < n; i++) {
+        const rs_cmdstat *st = rs_cmdstat_of(s, cmds[i]);
+        if (st == NULL)
+            continue;
+        snprintf(labels, sizeof(labels), "command=\"%s\"",
+                 rs_metrics_cmd(cmds[i]->name, name, sizeof(name)));
+        rs_hist_prom(&st->lat, b, "simhash_command_duration_seconds", labels);
+    }
+    if (extra)
+        extra(ctx, b);
+}
+
+static void rs_metrics_on_request(struct evhttp_request *req, void *arg)
+{
+    rs_metrics *m = arg;
+    const char *uri = evhttp_request_get_uri(req);
+    struct evbuffer *out = evbuffer_new();
+    if (out == NULL) {
+        evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
+        return;
+    }
+    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
+        evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
+        evbuffer_add_printf(out, "only GET /metrics\n");
+        evhttp_send_reply(req, 405, "Method Not Allowed", out);
+    } else if (uri == NULL || (strcmp(uri, "/metrics") != 0 && strncmp(uri, "/metrics?", 9) != 0)) {
+        evbuffer_add_printf(out, "not found: the metrics are at /metrics\n");
+        evhttp_send_reply(req, HTTP_NOTFOUND, "Not Found", out);
+    } else {
+        resp_buf b;
+        resp_buf_init(&b, 0);
+        rs_metrics_text(m->s, &b, m->extra, m->ctx);
+        if (b.overflow) {
+            evbuffer_add_printf(out, "out of memory\n");
+            evhttp_send_reply(req, HTTP_INTERNAL, "Internal Server Error", out);
+        } else {
+            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                              "text/plain; version=0.0.4; charset=utf-8");
+            evbuffer_add(out, b.data, b.len);
+            evhttp_send_reply(req, HTTP_OK, "OK", out);
+        }
+        resp_buf_free(&b);
+    }
+    evbuffer_free(out);
+}
+
+rs_metrics *rs_metrics_new(rserver *s, const char *bind, unsigned port,
+                           void (*extra)(void *ctx, resp_buf *b), void *ctx, char *err,
+                           size_t errlen)
+{
+    rs_metrics *m = calloc(1, sizeof(*m));
+    if (m == NULL || (m->http = evhttp_new(s->base)) == NULL) {
+        snprintf(err, errlen, "out of memory");
+        free(m);
+        return NULL;
+    }
+    m->s = s;
+    m->extra = extra;
+    m->ctx = ctx;
+    const char *host = bind && bind[0] ? bind : "127.0.0.1";
+    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(m->http, host,
+                                                                    (ev_uint16_t)port);
+    if (bs == NULL) {
+        snprintf(err, errlen, "metrics: cannot listen on %s port %u", host, port);
+        evhttp_free(m->http);
+        free(m);
+        return NULL;
+    }
+    m->port = port;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET)
+            m->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
+        else if (ss.ss_family == AF_INET6)
+            m->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    }
+    evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST);
+    evhttp_set_max_headers_size(m->http, 16 << 10);
+    evhttp_set_max_body_size(m->http, 4 << 10);
+    evhttp_set_timeout(m->http, 10);
+    evhttp_set_gencb(m->http, rs_metrics_on_request, m);
+    return m;
+}
+
+void rs_metrics_free(rs_metrics *m)
+{
+    if (m == NULL)
+        return;
+    evhttp_free(m->http);
+    free(m);
+}
+
+unsigned rs_metrics_port(const rs_metrics *m)
+{
+    return m->port;
+}
