@@ -35,6 +35,7 @@ typedef struct coord_config {
     unsigned metrics_port;          /* Prometheus endpoint (0: none) */
     char *metrics_bind;
     unsigned slowlog_slower_than, slowlog_max_len;
+    int syslog;                     /* also log to syslog(3) */
     unsigned max_inflight_worker;   /* per worker; past it requests fail with -BUSY */
     unsigned reconnect_max_ms;      /* backoff cap */
     unsigned health_interval_ms;

@@ -32,7 +32,10 @@ static const cfg_option coord_options[] = {
         "file whose first line is sent as AUTH to the workers"),
     OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, 0, "write the process id here"),
     OPT("logfile", CFG_STR, logfile, 0, 0, NULL, 0, "log here instead of stderr"),
-    OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info", 0, "debug, info, warning or error"),
+    OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info", 0,
+        "debug, info, warning or error (SIGHUP reloads it)"),
+    OPT("syslog", CFG_BOOL, syslog, 0, 0, "no", 0,
+        "also send every log message to syslog (facility daemon)"),
     OPT("max-clients", CFG_UINT, max_clients, 1, 100000, "1024", 0, "client connections at once"),
     OPT("max-pending", CFG_UINT, max_pending, 1, 100000, "128", 0,
         "pipelined requests queued per client before reading pauses"),
@@ -138,6 +141,37 @@ static void coord_lock_id(char *buf, size_t cap)
              r[6], r[7]);
 }
 
+static int coord_argc;
+static char **coord_argv;
+
+/* SIGHUP: read the configuration again (the same --config file and flags) and apply
+ * what can change while running: loglevel, syslog, the slow log settings. The rest
+ * needs a restart, which the log says when it changed. */
+static void coord_reload(void *arg)
+{
+    coord *co = arg;
+    coord_config nc;
+    memset(&nc, 0, sizeof(nc));
+    if (cfg_load(&coord_spec, &nc, coord_argc, coord_argv) != CFG_RUN) {
+        log_error("SIGHUP: the configuration does not load (see stderr); nothing changed");
+        cfg_free_values(&coord_spec, &nc);
+        return;
+    }
+    log_set_level(nc.loglevel);
+    if (nc.syslog != co->cfg.syslog)
+        log_syslog("simhash-coordinator", nc.syslog);
+    co->cfg.loglevel = nc.loglevel;
+    co->cfg.syslog = nc.syslog;
+    co->cfg.slowlog_slower_than = nc.slowlog_slower_than;
+    co->cfg.slowlog_max_len = nc.slowlog_max_len;
+    rs_set_slowlog(co->srv, nc.slowlog_slower_than, nc.slowlog_max_len);
+    log_info("SIGHUP: configuration reloaded: loglevel %s, syslog %s, slowlog-log-slower-than "
+             "%u, slowlog-max-len %u (other settings take effect at the next start)",
+             log_level_name(nc.loglevel), nc.syslog ? "yes" : "no", nc.slowlog_slower_than,
+             nc.slowlog_max_len);
+    cfg_free_values(&coord_spec, &nc);
+}
+
 int main(int argc, char **argv)
 {
     static coord co;
@@ -149,7 +183,10 @@ int main(int argc, char **argv)
     case CFG_EXIT_OK: cfg_free_values(&coord_spec, &co.cfg); return 0;
     case CFG_EXIT_ERR: cfg_free_values(&coord_spec, &co.cfg); return 2;
     }
+    coord_argc = argc;
+    coord_argv = argv;
     log_set_level(co.cfg.loglevel);
+    log_syslog("simhash-coordinator", co.cfg.syslog);
     if (log_open(co.cfg.logfile, err, sizeof(err)) != 0) {
         fprintf(stderr, "simhash-coordinator: %s\n", err);
         cfg_free_values(&coord_spec, &co.cfg);
@@ -222,7 +259,7 @@ int main(int argc, char **argv)
     log_info("simhash-coordinator %s listening on %s:%u; blocks %u distance %u (%u tables); "
              "%zu workers", SIMHASH_VERSION, co.cfg.bind, rs_port(co.srv), co.cfg.blocks,
              co.cfg.distance, co.ps.ntables, co.cfg.workers.n);
-    if (rs_run(co.base, NULL, NULL) != 0)
+    if (rs_run_hup(co.base, NULL, coord_reload, &co) != 0)
         rc = 1;
     if (co.fatal) {
         log_error("refusing to run: the shard workers' settings or ranges do not match "

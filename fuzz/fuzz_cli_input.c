@@ -65,7 +65,7 @@ static void check_load(const char *buf, size_t size)
     load_input in;
     cli_parse_error e;
     memset(&e, 0, sizeof(e));
-    if (load_parse(buf, size, &in, &e) == 0) {
+    if (net_load_parse(buf, size, &in, &e) == 0) {
         if (in.n != count_lines(buf, size)) {
             fprintf(stderr, "load: %zu pairs from %zu lines\n", in.n, count_lines(buf, size));
             abort();
@@ -90,13 +90,13 @@ static void check_load(const char *buf, size_t size)
                 abort();
             p = nl ? nl + 1 : buf + size;
         }
-        load_input_free(&in);
+        net_load_input_free(&in);
     } else {
         if (e.why == NULL || e.line == 0 || e.line > count_lines(buf, size) + 1)
             abort();
         if (e.text < buf || e.text + e.textlen > buf + size)
             abort();
-        load_input_free(&in);
+        net_load_input_free(&in);
     }
 }
 

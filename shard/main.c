@@ -50,7 +50,10 @@ static const cfg_option shard_options[] = {
               "bits of a permuted fingerprint in its key: 8, 16 or 24"),
     SHARD_OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, "write the process id here"),
     SHARD_OPT("logfile", CFG_STR, logfile, 0, 0, NULL, "log here instead of stderr"),
-    SHARD_OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info", "debug, info, warning, error"),
+    SHARD_OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info",
+              "debug, info, warning, error (SIGHUP reloads it)"),
+    SHARD_OPT("syslog", CFG_BOOL, syslog, 0, 0, "no",
+              "also send every log message to syslog (facility daemon)"),
     SHARD_OPT("max-inflight-redis", CFG_UINT, max_inflight_redis, 1, 1000000, "10000",
               "Redis commands outstanding at once; past it requests get -BUSY"),
     SHARD_OPT("timeout-ms", CFG_UINT, timeout_ms, 10, 600000, "1000",
@@ -185,6 +188,37 @@ static const cfg_spec shard_spec = {
     shard_validate,
 };
 
+static int shard_argc;
+static char **shard_argv;
+
+/* SIGHUP: read the configuration again and apply what can change while running:
+ * loglevel, syslog, the slow log settings. */
+static void shard_reload(void *arg)
+{
+    shard_ctx *sc = arg;
+    shard_main_config nc;
+    memset(&nc, 0, sizeof nc);
+    if (cfg_load(&shard_spec, &nc, shard_argc, shard_argv) != CFG_RUN) {
+        log_error("SIGHUP: the configuration does not load (see stderr); nothing changed");
+        cfg_free_values(&shard_spec, &nc);
+        return;
+    }
+    log_set_level(nc.c.loglevel);
+    if (nc.c.syslog != sc->cfg.syslog)
+        log_syslog("simhash-shard", nc.c.syslog);
+    sc->cfg.loglevel = nc.c.loglevel;
+    sc->cfg.syslog = nc.c.syslog;
+    sc->cfg.slowlog_slower_than = nc.c.slowlog_slower_than;
+    sc->cfg.slowlog_max_len = nc.c.slowlog_max_len;
+    if (sc->srv)
+        rs_set_slowlog(sc->srv, nc.c.slowlog_slower_than, nc.c.slowlog_max_len);
+    log_info("SIGHUP: configuration reloaded: loglevel %s, syslog %s, slowlog-log-slower-than "
+             "%u, slowlog-max-len %u (other settings take effect at the next start)",
+             log_level_name(nc.c.loglevel), nc.c.syslog ? "yes" : "no",
+             nc.c.slowlog_slower_than, nc.c.slowlog_max_len);
+    cfg_free_values(&shard_spec, &nc);
+}
+
 static void shard_on_stop(void *arg)
 {
     shard_ctx *sc = arg;
@@ -232,7 +266,10 @@ int main(int argc, char **argv)
     shard_config *c = &sc.cfg;
     char err[512];
     int rc = 1;
+    shard_argc = argc;
+    shard_argv = argv;
     log_set_level(c->loglevel);
+    log_syslog("simhash-shard", c->syslog);
     if (c->logfile && c->logfile[0] && log_open(c->logfile, err, sizeof err) != 0) {
         fprintf(stderr, "simhash-shard: %s\n", err);
         cfg_free_values(&shard_spec, &mc);
@@ -314,7 +351,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "simhash-shard: out of memory\n");
         goto out_srv;
     }
-    rc = rs_run(sc.base, shard_on_stop, &sc) == 0 && !sc.fatal ? 0 : 1;
+    rc = rs_run_hup(sc.base, shard_on_stop, shard_reload, &sc) == 0 && !sc.fatal ? 0 : 1;
     shard_repair_stop(&sc);
     if (c->pidfile && c->pidfile[0])
         rs_pidfile_remove(c->pidfile);

@@ -33,6 +33,7 @@ typedef struct shard_config {
     unsigned metrics_port;      /* Prometheus endpoint (0: none) */
     char *metrics_bind;
     unsigned slowlog_slower_than, slowlog_max_len;
+    int syslog;                 /* also log to syslog(3) */
     unsigned lo, hi;            /* parsed from shards by the validation */
 } shard_config;
 

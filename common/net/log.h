@@ -1,6 +1,12 @@
 /* log.h: leveled logging to stderr or a log file, with file:line, printf-format
  * checking and a per-call-site rate limit for messages that can repeat in bursts
- * (a lost Redis node, a flood of bad requests). */
+ * (a lost Redis node, a flood of bad requests).
+ *
+ * Line formats: to a file or a terminal, "2024-05-01T12:00:00.123+02:00 [pid] W
+ * file.c:42 message" (ISO 8601 with the UTC offset); to journald (stderr is the
+ * stream systemd names in JOURNAL_STREAM), "<4>W file.c:42 message": the syslog
+ * priority prefix journald reads, no time or pid (the journal keeps them). With
+ * log_syslog(1) every message also goes to syslog(3), facility daemon. */
 #ifndef SIMHASH_LOG_H
 #define SIMHASH_LOG_H
 
@@ -16,13 +22,20 @@ extern int log_level_current;
  * empty. Returns 0, or -1 with err set (the previous destination stays). */
 int log_open(const char *path, char *err, size_t errlen);
 void log_close(void);
+/* Open the log file again by the same path (after logrotate moved it); nothing for
+ * stderr. Returns 0, or -1 with err set (the old file stays in use). */
+int log_reopen(char *err, size_t errlen);
+/* Also send every message to syslog(3) as ident (on), or stop (off). */
+void log_syslog(const char *ident, int on);
+/* 1 when stderr is journald's stream (JOURNAL_STREAM names its device and inode). */
+int log_stderr_is_journal(void);
 
 /* "debug", "info", "warning" (or "warn"), "error" -> level; -1 when unknown. */
 int log_level_parse(const char *name);
 const char *log_level_name(int level);
 void log_set_level(int level);
 
-/* One line: "2024-05-01T12:00:00.123 [pid] W file.c:42 message". */
+/* One line: "2024-05-01T12:00:00.123+00:00 [pid] W file.c:42 message" (see above). */
 void log_write(int level, const char *file, int line, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

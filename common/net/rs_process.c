@@ -43,6 +43,7 @@ void rs_pidfile_remove(const char *path)
 struct rs_run_state {
     struct event_base *base;
     void (*on_stop)(void *);
+    void (*on_hup)(void *);
     void *arg;
     int stopped;
 };
@@ -51,6 +52,16 @@ static void rs_on_signal(evutil_socket_t sig, short what, void *arg)
 {
     struct rs_run_state *rs = arg;
     (void)what;
+    if (sig == SIGHUP) {
+        char err[300];
+        if (log_reopen(err, sizeof(err)) != 0)
+            log_error("SIGHUP: %s", err);
+        else
+            log_info("SIGHUP: log file reopened");
+        if (rs->on_hup && !rs->stopped)
+            rs->on_hup(rs->arg);
+        return;
+    }
     if (rs->stopped)
         return;
     rs->stopped = 1;
@@ -72,26 +83,30 @@ struct event_base *rs_base_new(void)
     return base ? base : event_base_new();
 }
 
-int rs_run(struct event_base *base, void (*on_stop)(void *arg), void *arg)
+int rs_run_hup(struct event_base *base, void (*on_stop)(void *arg), void (*on_hup)(void *arg),
+               void *arg)
 {
-    struct rs_run_state st = { base, on_stop, arg, 0 };
-    struct event *eterm, *eint;
-    int rc;
+    struct rs_run_state st = { base, on_stop, on_hup, arg, 0 };
+    struct event *ev[3] = { NULL, NULL, NULL };
+    static const int sigs[3] = { SIGTERM, SIGINT, SIGHUP };
+    int rc = 0;
 
     signal(SIGPIPE, SIG_IGN);
-    eterm = evsignal_new(base, SIGTERM, rs_on_signal, &st);
-    eint = evsignal_new(base, SIGINT, rs_on_signal, &st);
-    if (eterm == NULL || eint == NULL || evsignal_add(eterm, NULL) != 0 ||
-        evsignal_add(eint, NULL) != 0) {
+    for (int i = 0; i < 3 && rc == 0; i++)
+        if ((ev[i] = evsignal_new(base, sigs[i], rs_on_signal, &st)) == NULL ||
+            evsignal_add(ev[i], NULL) != 0)
+            rc = -1;
+    if (rc == 0)
+        rc = event_base_dispatch(base) < 0 ? -1 : 0;
+    else
         log_error("cannot install signal handlers");
-        if (eterm)
-            event_free(eterm);
-        if (eint)
-            event_free(eint);
-        return -1;
-    }
-    rc = event_base_dispatch(base);
-    event_free(eterm);
-    event_free(eint);
-    return rc < 0 ? -1 : 0;
+    for (int i = 0; i < 3; i++)
+        if (ev[i])
+            event_free(ev[i]);
+    return rc;
+}
+
+int rs_run(struct event_base *base, void (*on_stop)(void *arg), void *arg)
+{
+    return rs_run_hup(base, on_stop, NULL, arg);
 }

@@ -860,6 +860,8 @@ static void rs_info_cmdstat(const rs_command *cmd, void *arg)
 static void rs_info_program(const rs_info_sel *sel, const resp_buf *text, resp_buf *b,
                             int keyspace)
 {
+    if (text->data == NULL)
+        return;
     const char *p = text->data, *end = text->data + text->len;
     int on = 0;
     while (p < end) {
@@ -1083,4 +1085,12 @@ void rs_cmd_slowlog(rs_req *r)
         return;
     }
     rs_req_finish(r);
+}
+
+void rs_set_slowlog(rserver *s, unsigned slower_than_us, unsigned max_len)
+{
+    if (max_len != s->opt.limits.slowlog_max_len)
+        rs_slowlog_free(s);     /* frees with the old length */
+    s->opt.limits.slowlog_slower_than_us = slower_than_us;
+    s->opt.limits.slowlog_max_len = max_len;
 }

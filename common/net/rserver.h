@@ -253,6 +253,12 @@ void rs_pidfile_remove(const char *path);
  * called once at that moment (close servers there; the loop then exits when
  * nothing is left, or at once with loopexit). Returns 0, or -1 on a loop error. */
 int rs_run(struct event_base *base, void (*on_stop)(void *arg), void *arg);
+/* rs_run, and on SIGHUP: reopen the log file (logrotate), then on_hup(arg) (NULL: none)
+ * to reload the settings that may change while running. */
+int rs_run_hup(struct event_base *base, void (*on_stop)(void *arg), void (*on_hup)(void *arg),
+               void *arg);
+/* Slow log settings while running (SIGHUP reload): a new max_len empties it. */
+void rs_set_slowlog(rserver *s, unsigned slower_than_us, unsigned max_len);
 
 /* The daemons' event loop: epoll's changelist on (coalesces the write-event add/del
  * hiredis makes per command), else a default base. NULL when none can be made. */
