@@ -5,6 +5,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#ifdef SIMHASH_HAVE_SYSTEMD
+#include <systemd/sd-daemon.h>
+#else
+static int sd_notify(int unset_environment, const char *state)
+{
+    (void)unset_environment;
+    (void)state;
+    return 0;
+}
+#endif
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -54,17 +64,20 @@ static void rs_on_signal(evutil_socket_t sig, short what, void *arg)
     (void)what;
     if (sig == SIGHUP) {
         char err[300];
+        sd_notify(0, "RELOADING=1");
         if (log_reopen(err, sizeof(err)) != 0)
             log_error("SIGHUP: %s", err);
         else
             log_info("SIGHUP: log file reopened");
         if (rs->on_hup && !rs->stopped)
             rs->on_hup(rs->arg);
+        sd_notify(0, "READY=1");
         return;
     }
     if (rs->stopped)
         return;
     rs->stopped = 1;
+    sd_notify(0, "STOPPING=1");
     log_info("signal %d: shutting down", (int)sig);
     if (rs->on_stop)
         rs->on_stop(rs->arg);
@@ -96,8 +109,11 @@ int rs_run_hup(struct event_base *base, void (*on_stop)(void *arg), void (*on_hu
         if ((ev[i] = evsignal_new(base, sigs[i], rs_on_signal, &st)) == NULL ||
             evsignal_add(ev[i], NULL) != 0)
             rc = -1;
-    if (rc == 0)
+    if (rc == 0) {
+        /* listening and set up: systemd (Type=notify) may start what comes after */
+        sd_notify(0, "READY=1");
         rc = event_base_dispatch(base) < 0 ? -1 : 0;
+    }
     else
         log_error("cannot install signal handlers");
     for (int i = 0; i < 3; i++)

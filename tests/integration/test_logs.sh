@@ -4,7 +4,8 @@
 # gets "<priority>" prefixes and no time; `syslog yes` sends every message to
 # /dev/log (checked in a private mount namespace whose /dev/log is a socket this test
 # reads); SIGHUP reopens a log file logrotate moved away and reloads loglevel and the
-# slow log settings from the config file. Real processes on loopback, stopped by PID.
+# slow log settings from the config file; sd_notify tells a NOTIFY_SOCKET (as systemd
+# gives Type=notify units) READY, RELOADING and STOPPING. Real processes, stopped by PID.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -121,4 +122,38 @@ timeout 60 unshare -m --propagation private bash "$TH_DIR/syslog-ns.sh" >"$TH_DI
 grep -Eq '^<30>.*simhash-coordinator\[[0-9]+\]: I main\.c:[0-9]+ .*listening on' "$TH_DIR/syslog.out" ||
     th_fail "syslog did not get the startup line (facility daemon, info = <30>): $(head -3 "$TH_DIR/syslog.out")"
 th_log "ok: syslog yes sends to /dev/log (daemon.info)"
+
+# ---- sd_notify (Type=notify units): READY, RELOADING on SIGHUP, STOPPING ----
+NS="$TH_DIR/notify.sock"
+timeout 60 python3 - "$NS" "$TH_DIR/notify.out" <<'PYEOF' &
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind(sys.argv[1])
+s.settimeout(0.5)
+out = open(sys.argv[2], "a")
+end = time.time() + 50
+while time.time() < end:
+    try:
+        out.write(s.recv(4096).decode() + "\n"); out.flush()
+    except socket.timeout:
+        pass
+PYEOF
+NPID=$!
+TH_PIDS+=("$NPID")
+i=0; until [ -S "$NS" ]; do i=$((i + 1)); [ $i -lt 200 ] || th_fail "notify socket not created"; sleep 0.05; done
+NPORT=$(th_free_port)
+NOTIFY_SOCKET="$NS" th_start notified 600 "$TH_BIN/simhash-coordinator" --bind 127.0.0.1 --port "$NPORT" \
+    --worker "127.0.0.1:$W0"
+NCPID=$TH_PID
+wait_log "$TH_DIR/notify.out" '^READY=1'
+kill -HUP "$(th_child_pid "$NCPID")"
+wait_log "$TH_DIR/notify.out" '^RELOADING=1'
+[ "$(grep -c '^READY=1' "$TH_DIR/notify.out")" -ge 1 ] || th_fail "no READY=1"
+i=0; until [ "$(grep -c '^READY=1' "$TH_DIR/notify.out")" -ge 2 ]; do
+    i=$((i + 1)); [ $i -lt 200 ] || th_fail "no READY=1 after the reload: $(cat "$TH_DIR/notify.out")"; sleep 0.05
+done
+th_stop "$NCPID"
+wait_log "$TH_DIR/notify.out" '^STOPPING=1'
+kill "$NPID" 2>/dev/null
+th_log "ok: sd_notify READY=1, RELOADING=1 then READY=1 on SIGHUP, STOPPING=1"
 th_log "all log checks passed"
