@@ -123,6 +123,26 @@ void coord_metrics(void *ctx, resp_buf *b)
     for (size_t i = 0; i < co->nw; i++)
         resp_buf_printf(b, "simhash_worker_inflight_requests{worker=\"%s\"} %u\n",
                         co->w[i].addr, co->w[i].inflight);
+    rs_prom_family(b, "simhash_worker_requests_total", "counter",
+                   "Requests sent to the worker, by worker.");
+    for (size_t i = 0; i < co->nw; i++)
+        resp_buf_printf(b, "simhash_worker_requests_total{worker=\"%s\"} %llu\n",
+                        co->w[i].addr, co->w[i].requests);
+    rs_prom_family(b, "simhash_worker_errors_total", "counter",
+                   "Worker requests that failed (error reply, lost connection), by worker.");
+    for (size_t i = 0; i < co->nw; i++)
+        resp_buf_printf(b, "simhash_worker_errors_total{worker=\"%s\"} %llu\n",
+                        co->w[i].addr, co->w[i].errors);
+    rs_prom_family(b, "simhash_worker_timeouts_total", "counter",
+                   "Worker requests past their deadline, by worker.");
+    for (size_t i = 0; i < co->nw; i++)
+        resp_buf_printf(b, "simhash_worker_timeouts_total{worker=\"%s\"} %llu\n",
+                        co->w[i].addr, co->w[i].timeouts);
+    rs_prom_family(b, "simhash_worker_connects_total", "counter",
+                   "Connections made to the worker (the first and every reconnect), by worker.");
+    for (size_t i = 0; i < co->nw; i++)
+        resp_buf_printf(b, "simhash_worker_connects_total{worker=\"%s\"} %llu\n",
+                        co->w[i].addr, co->w[i].connects);
     rs_prom_family(b, "simhash_routing_complete", "gauge",
                    "1 when every first-byte shard has a worker that is up.");
     resp_buf_printf(b, "simhash_routing_complete %d\n", co->routing_ok);

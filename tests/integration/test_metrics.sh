@@ -56,6 +56,7 @@ want_grep "latency histogram +Inf" '^simhash_command_duration_seconds_bucket\{co
 want_grep "worker health" "^simhash_worker_up\\{worker=\"127\\.0\\.0\\.1:$W0\"\\} 1$" "$m"
 q=$(cli SIMHASH.INFO | tr -d '\r' | sed -n 's/^queries://p')
 [ -n "$q" ] || th_fail "SIMHASH.INFO has no queries counter"
+want_grep "worker connects" "^simhash_worker_connects_total\\{worker=\"127\\.0\\.0\\.1:$W0\"\\} [1-9]" "$m"
 want_grep "coordinator counters = SIMHASH.INFO's" "^simhash_coordinator_queries_total $q\$" "$m"
 want_grep "build info" '^simhash_build_info\{version="[^"]+",program="simhash-coordinator"\} 1$' "$m"
 w=$(fetch "http://127.0.0.1:$M0/metrics") || th_fail "worker /metrics: $w"
