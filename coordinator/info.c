@@ -113,36 +113,29 @@ void coord_metrics(void *ctx, resp_buf *b)
     resp_buf_printf(b, "simhash_coordinator_" name "_total %llu\n", co->st.f);
     COORD_STATS(COORD_STAT_PROM_)
 #undef COORD_STAT_PROM_
-    rs_prom_family(b, "simhash_worker_up", "gauge",
-                   "1 while the shard worker is connected and healthy, by worker address.");
-    for (size_t i = 0; i < co->nw; i++)
-        resp_buf_printf(b, "simhash_worker_up{worker=\"%s\"} %d\n", co->w[i].addr,
-                        co->w[i].health == W_UP);
-    rs_prom_family(b, "simhash_worker_inflight_requests", "gauge",
-                   "Requests sent to the worker and not answered yet.");
-    for (size_t i = 0; i < co->nw; i++)
-        resp_buf_printf(b, "simhash_worker_inflight_requests{worker=\"%s\"} %u\n",
-                        co->w[i].addr, co->w[i].inflight);
-    rs_prom_family(b, "simhash_worker_requests_total", "counter",
-                   "Requests sent to the worker, by worker.");
-    for (size_t i = 0; i < co->nw; i++)
-        resp_buf_printf(b, "simhash_worker_requests_total{worker=\"%s\"} %llu\n",
-                        co->w[i].addr, co->w[i].requests);
-    rs_prom_family(b, "simhash_worker_errors_total", "counter",
-                   "Worker requests that failed (error reply, lost connection), by worker.");
-    for (size_t i = 0; i < co->nw; i++)
-        resp_buf_printf(b, "simhash_worker_errors_total{worker=\"%s\"} %llu\n",
-                        co->w[i].addr, co->w[i].errors);
-    rs_prom_family(b, "simhash_worker_timeouts_total", "counter",
-                   "Worker requests past their deadline, by worker.");
-    for (size_t i = 0; i < co->nw; i++)
-        resp_buf_printf(b, "simhash_worker_timeouts_total{worker=\"%s\"} %llu\n",
-                        co->w[i].addr, co->w[i].timeouts);
-    rs_prom_family(b, "simhash_worker_connects_total", "counter",
-                   "Connections made to the worker (the first and every reconnect), by worker.");
-    for (size_t i = 0; i < co->nw; i++)
-        resp_buf_printf(b, "simhash_worker_connects_total{worker=\"%s\"} %llu\n",
-                        co->w[i].addr, co->w[i].connects);
+    static const struct {
+        const char *name, *type, *help;
+    } fams[] = {
+        { "simhash_worker_up", "gauge",
+          "1 while the shard worker is connected and healthy, by worker address." },
+        { "simhash_worker_inflight_requests", "gauge",
+          "Requests sent to the worker and not answered yet." },
+        { "simhash_worker_requests_total", "counter", "Requests sent to the worker." },
+        { "simhash_worker_errors_total", "counter",
+          "Worker requests that failed (error reply, lost connection)." },
+        { "simhash_worker_timeouts_total", "counter", "Worker requests past their deadline." },
+        { "simhash_worker_connects_total", "counter",
+          "Connections made to the worker (the first and every reconnect)." },
+    };
+    for (size_t f = 0; f < sizeof(fams) / sizeof(fams[0]); f++) {
+        rs_prom_family(b, fams[f].name, fams[f].type, fams[f].help);
+        for (size_t i = 0; i < co->nw; i++) {
+            const coord_worker *w = &co->w[i];
+            unsigned long long v[] = { w->health == W_UP, w->inflight, w->requests, w->errors,
+                                       w->timeouts, w->connects };
+            resp_buf_printf(b, "%s{worker=\"%s\"} %llu\n", fams[f].name, w->addr, v[f]);
+        }
+    }
     rs_prom_family(b, "simhash_routing_complete", "gauge",
                    "1 when every first-byte shard has a worker that is up.");
     resp_buf_printf(b, "simhash_routing_complete %d\n", co->routing_ok);

@@ -118,6 +118,12 @@ void rs_slowlog_note(rserver *s, rs_req *r, uint64_t us);
 void rs_slowlog_free(rserver *s);
 void rs_cmd_slowlog(rs_req *r);
 
+/* Lower-case copy of a command name (at most cap - 1 bytes); returns buf. */
+const char *rs_lower(const char *name, char *buf, size_t cap);
+/* Calls fn(cmd, arg) for every command: the program's, then the built-in ones it does
+ * not replace (fn may be NULL). Returns the count. */
+size_t rs_each_command(const rserver *s, void (*fn)(const rs_command *, void *), void *arg);
+
 /* rserver.c, for rs_redis.c */
 extern const rs_command rs_builtin[];
 extern const size_t rs_nbuiltin;

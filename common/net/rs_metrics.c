@@ -31,40 +31,35 @@ void rs_prom_family(resp_buf *b, const char *name, const char *type, const char 
     resp_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* Lower-case copy of a command name; Prometheus label values need no other escaping
- * for command names (letters, digits, '.', '-', '_'). */
-static const char *rs_metrics_cmd(const char *name, char *buf, size_t cap)
-{
-    size_t i;
-    for (i = 0; name[i] && i + 1 < cap; i++)
-        buf[i] = (char)((name[i] >= 'A' && name[i] <= 'Z') ? name[i] + 32 : name[i]);
-    buf[i] = '\0';
-    return buf;
-}
+/* The metrics of each command in turn (rs_each_command). */
+typedef struct rs_metrics_walk {
+    rserver *s;
+    resp_buf *b;
+    int family;             /* 0 counts, 1 errors, 2 durations */
+} rs_metrics_walk;
 
-/* Every command of s with its counters: the program's, then the built-in ones
- * (those the program does not replace). */
-static size_t rs_metrics_cmds(rserver *s, const rs_command **cmds, size_t cap)
+/* Command names are letters, digits and '.': no escaping needed in label values. */
+static void rs_metrics_cmd(const rs_command *cmd, void *arg)
 {
-    size_t n = 0;
-    for (size_t i = 0; i < s->opt.ncommands && n < cap; i++)
-        cmds[n++] = &s->opt.commands[i];
-    for (size_t i = 0; i < rs_nbuiltin && n < cap; i++) {
-        int shadowed = 0;
-        for (size_t j = 0; j < s->opt.ncommands && !shadowed; j++)
-            shadowed = strcasecmp(s->opt.commands[j].name, rs_builtin[i].name) == 0;
-        if (!shadowed)
-            cmds[n++] = &rs_builtin[i];
+    rs_metrics_walk *w = arg;
+    const rs_cmdstat *st = rs_cmdstat_of(w->s, cmd);
+    char name[64], labels[96];
+    rs_lower(cmd->name, name, sizeof(name));
+    if (w->family == 0) {
+        resp_buf_printf(w->b, "simhash_commands_total{command=\"%s\"} %llu\n", name,
+                        st ? st->lat.count : 0ull);
+    } else if (w->family == 1) {
+        resp_buf_printf(w->b, "simhash_command_errors_total{command=\"%s\",class=\"failed\"} %llu\n"
+                        "simhash_command_errors_total{command=\"%s\",class=\"rejected\"} %llu\n",
+                        name, st ? st->failed : 0ull, name, st ? st->rejected : 0ull);
+    } else if (st != NULL) {
+        snprintf(labels, sizeof(labels), "command=\"%s\"", name);
+        rs_hist_prom(&st->lat, w->b, "simhash_command_duration_seconds", labels);
     }
-    return n;
 }
 
 void rs_metrics_text(rserver *s, resp_buf *b, void (*extra)(void *ctx, resp_buf *b), void *ctx)
 {
-    const rs_command *cmds[256];
-    size_t n = rs_metrics_cmds(s, cmds, sizeof(cmds) / sizeof(cmds[0]));
-    char name[64], labels[96];
-
     rs_prom_family(b, "simhash_build_info", "gauge", "Version and program; always 1.");
     resp_buf_printf(b, "simhash_build_info{version=\"%s\",program=\"%s\"} 1\n", SIMHASH_VERSION,
                     s->opt.name);
@@ -95,33 +90,18 @@ void rs_metrics_text(rserver *s, resp_buf *b, void (*extra)(void *ctx, resp_buf 
                    "Requests received (known and unknown commands).");
     resp_buf_printf(b, "simhash_commands_received_total %llu\n", s->st.commands);
 
+    rs_metrics_walk w = { s, b, 0 };
     rs_prom_family(b, "simhash_commands_total", "counter", "Requests answered, by command.");
-    for (size_t i = 0; i < n; i++) {
-        const rs_cmdstat *st = rs_cmdstat_of(s, cmds[i]);
-        resp_buf_printf(b, "simhash_commands_total{command=\"%s\"} %llu\n",
-                        rs_metrics_cmd(cmds[i]->name, name, sizeof(name)),
-                        st ? st->lat.count : 0ull);
-    }
+    rs_each_command(s, rs_metrics_cmd, &w);
     rs_prom_family(b, "simhash_command_errors_total", "counter",
                    "Error replies by command and class: failed (the command ran and answered "
                    "an error) or rejected (refused before it ran: arguments, AUTH).");
-    for (size_t i = 0; i < n; i++) {
-        const rs_cmdstat *st = rs_cmdstat_of(s, cmds[i]);
-        rs_metrics_cmd(cmds[i]->name, name, sizeof(name));
-        resp_buf_printf(b, "simhash_command_errors_total{command=\"%s\",class=\"failed\"} %llu\n"
-                        "simhash_command_errors_total{command=\"%s\",class=\"rejected\"} %llu\n",
-                        name, st ? st->failed : 0ull, name, st ? st->rejected : 0ull);
-    }
+    w.family = 1;
+    rs_each_command(s, rs_metrics_cmd, &w);
     rs_prom_family(b, "simhash_command_duration_seconds", "histogram",
                    "Time from the start of a request to its reply, by command.");
-    for (size_t i = 0; i < n; i++) {
-        const rs_cmdstat *st = rs_cmdstat_of(s, cmds[i]);
-        if (st == NULL)
-            continue;
-        snprintf(labels, sizeof(labels), "command=\"%s\"",
-                 rs_metrics_cmd(cmds[i]->name, name, sizeof(name)));
-        rs_hist_prom(&st->lat, b, "simhash_command_duration_seconds", labels);
-    }
+    w.family = 2;
+    rs_each_command(s, rs_metrics_cmd, &w);
     if (extra)
         extra(ctx, b);
 }

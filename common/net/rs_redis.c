@@ -128,7 +128,7 @@ static int rs_arg_is(rs_req *r, size_t i, const char *word)
 }
 
 /* Lower-case copy of a command name (at most cap - 1 bytes). */
-static const char *rs_lower(const char *name, char *buf, size_t cap)
+const char *rs_lower(const char *name, char *buf, size_t cap)
 {
     size_t i;
     for (i = 0; name[i] && i + 1 < cap; i++)
@@ -139,8 +139,7 @@ static const char *rs_lower(const char *name, char *buf, size_t cap)
 
 /* Every command: the program's, then the built-in ones the program does not replace.
  * Calls fn(cmd, arg) for each; returns the count. */
-static size_t rs_each_command(const rserver *s, void (*fn)(const rs_command *, void *),
-                              void *arg)
+size_t rs_each_command(const rserver *s, void (*fn)(const rs_command *, void *), void *arg)
 {
     size_t n = 0;
     for (size_t i = 0; i < s->opt.ncommands; i++, n++)
@@ -317,12 +316,13 @@ static void rs_client_line(resp_buf *b, const rs_client *c, uint64_t now_ms)
                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=N db=0 "
                     "sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=0 argv-mem=%zu "
                     "multi-mem=0 obl=0 oll=%u omem=%zu events=r cmd=%s user=default redir=-1 "
-                    "resp=2 lib-name=%s lib-ver=%s\n",
+                    "resp=%d lib-name=%s lib-ver=%s\n",
                     (unsigned long long)c->id, c->addr, c->laddr, fd, c->name ? c->name : "",
                     (unsigned long long)((now_ms - c->connected_ms) / 1000),
                     (unsigned long long)((now_ms - c->active_ms) / 1000), qbuf, c->pending_bytes,
-                    c->npending, obl, c->last_cmd ? rs_lower(c->last_cmd, cmd, sizeof(cmd)) : "NULL",
-                    c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
+                    c->npending, obl,
+                    c->last_cmd ? rs_lower(c->last_cmd, cmd, sizeof(cmd)) : "NULL",
+                    c->resp3 ? 3 : 2, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
 }
 
 static const char *const rs_client_help[] = {
