@@ -171,8 +171,8 @@ int cli_opt_error(const char *prog, int ret, char **argv);
 typedef struct cli_progress {
     int enabled;                 /* stderr is a terminal */
     size_t total;
-    const char *label;
-    long long last_ms;
+    const char *label;          /* the phase, may change between updates */
+    long long last_ms, start_ms;
 } cli_progress;
 
 void cli_progress_init(cli_progress *p, const char *label, size_t total);

@@ -21,6 +21,7 @@ void cli_progress_init(cli_progress *p, const char *label, size_t total)
     p->total = total;
     p->label = label;
     p->last_ms = 0;
+    p->start_ms = cli_prog_now_ms();
 }
 
 void cli_progress_update(cli_progress *p, size_t done)
@@ -40,7 +41,15 @@ void cli_progress_update(cli_progress *p, size_t done)
     for (size_t i = 0; i < CLI_BAR_WIDTH; i++)
         bar[i] = i < fill ? '#' : '.';
     bar[CLI_BAR_WIDTH] = '\0';
-    fprintf(stderr, "\r%s [%s] %zu/%zu", p->label, bar, done, p->total);
+    /* the remaining time at the rate so far */
+    char eta[32] = "";
+    if (done > 0 && done < p->total) {
+        long long left = (long long)((double)(t - p->start_ms) * (double)(p->total - done) /
+                                     (double)done / 1000.0);
+        snprintf(eta, sizeof(eta), " ETA %lld:%02lld", left / 60, left % 60);
+    }
+    fprintf(stderr, "\r%s [%s] %3u%%%s\033[K", p->label, bar,
+            (unsigned)(done * 100 / p->total), eta);
     fflush(stderr);
 }
 

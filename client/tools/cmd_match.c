@@ -2,10 +2,16 @@
  * and `simhash find-clusters`): numbers in, every near-duplicate pair or every
  * cluster out as one JSON array per line. */
 #include "cli.h"
+#include "ext_match.h"
 #include "match.h"
+#include "match_sort.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +34,22 @@ static void mcmd_usage(const char *prog, int clusters, FILE *f)
             "                     once (no [a, a] pairs; clusters of distinct values)\n"
             "      --json-strings write the values as JSON strings (\"123\"), exact in\n"
             "                     JSON readers that use doubles (jq, JavaScript)\n"
+            "      --format F     text (default) or binary: input of little-endian u64s,\n"
+            "                     output of 16-byte pairs (a, b) or, for clusters, per\n"
+            "                     cluster its size then its values (u64 each)\n"
+            "      --memory SIZE  memory to use (e.g. 512m, 4g; default half the RAM):\n"
+            "                     larger inputs are matched table by table in partitions\n"
+            "                     spilled to --tmpdir\n"
+            "      --tmpdir DIR   temporary files (default $TMPDIR or /tmp; removed even\n"
+            "                     when the run fails or is interrupted)\n"
+            "  -v, --verbose      a summary on stderr: values, distinct values, pairs,\n"
+            "                     clusters, peak memory, temporary bytes written\n"
             "  -h, --help         show this help\n"
             "      --version      show the version\n"
+            "\n"
+            "Output is sorted: pairs by (a, b), clusters by their first value; it is\n"
+            "written to OUTPUT.tmp.XXXXXX and renamed when complete. A progress bar is\n"
+            "drawn when stderr is a terminal.\n"
             "\n"
             "Exit status: 0 success, 1 bad input or I/O error, 2 bad usage.\n",
             prog,
@@ -40,39 +60,351 @@ static void mcmd_usage(const char *prog, int clusters, FILE *f)
             CLI_BLOCKS_DEFAULT, CLI_DISTANCE_DEFAULT);
 }
 
-/* Write the pairs; returns nothing, errors stay in o->err. strings: values as JSON
- * strings. */
-static void mcmd_write_pairs(cli_out *o, const match_pair *pairs, size_t n, int strings)
-{
-    void (*put)(cli_out *, uint64_t) = strings ? cli_out_u64_json : cli_out_u64;
-    for (size_t i = 0; i < n; i++) {
-        cli_out_char(o, '[');
-        put(o, pairs[i].a);
-        cli_out_bytes(o, ", ", 2);
-        put(o, pairs[i].b);
-        cli_out_bytes(o, "]\n", 2);
-    }
-}
+/* What a run found, whichever path it took. */
+typedef struct mcmd_result {
+    match_pair *pairs;
+    size_t npairs;
+    uint64_t *values;           /* clusters: values[offsets[c] .. offsets[c+1]) */
+    size_t *offsets, nclusters;
+    uint64_t values_n, distinct_n;
+    int ext;                    /* pairs are in the xm_run (spilled path) */
+    char err[256];
+} mcmd_result;
 
-static void mcmd_write_clusters(cli_out *o, const uint64_t *values, const size_t *offsets,
-                                size_t nclusters, int strings)
+static void mcmd_result_free(mcmd_result *r)
 {
-    void (*put)(cli_out *, uint64_t) = strings ? cli_out_u64_json : cli_out_u64;
-    for (size_t c = 0; c < nclusters; c++) {
-        cli_out_char(o, '[');
-        for (size_t j = offsets[c]; j < offsets[c + 1]; j++) {
-            if (j > offsets[c])
-                cli_out_bytes(o, ", ", 2);
-            put(o, values[j]);
-        }
-        cli_out_bytes(o, "]\n", 2);
-    }
+    free(r->pairs);
+    free(r->values);
+    free(r->offsets);
 }
 
 static int mcmd_cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
     return (x > y) - (x < y);
+}
+
+/* Match hashes[0..n) in memory (today's path); takes hashes. Returns 0 or -1 (res->err). */
+static int mcmd_match_memory(uint64_t *hashes, size_t n, const cli_match_opts *mo, int clusters,
+                             int distinct, mcmd_result *res)
+{
+    res->values_n = n;
+    if (distinct && n > 1) {
+        qsort(hashes, n, sizeof(*hashes), mcmd_cmp_u64);
+        size_t k = 1;
+        for (size_t i = 1; i < n; i++)
+            if (hashes[i] != hashes[k - 1])
+                hashes[k++] = hashes[i];
+        n = k;
+    }
+    int rc = 0;
+    if (n > 0 && !clusters)
+        rc = match_find_all(hashes, n, (unsigned)mo->blocks, (unsigned)mo->distance,
+                            (unsigned)mo->threads, &res->pairs, &res->npairs, res->err,
+                            sizeof(res->err));
+    else if (n > 0)
+        rc = match_find_clusters(hashes, n, (unsigned)mo->blocks, (unsigned)mo->distance,
+                                 (unsigned)mo->threads, &res->values, &res->offsets,
+                                 &res->nclusters, res->err, sizeof(res->err));
+    /* distinct values, for -v */
+    uint64_t *s = n ? malloc(n * sizeof(*s)) : NULL;
+    if (s && match_sort_u64(hashes, s, n, 1) == 0) {
+        size_t d = 0;
+        for (size_t i = 0; i < n; i++)
+            d += i == 0 || s[i] != s[i - 1];
+        res->distinct_n = d;
+    }
+    free(s);
+    free(hashes);
+    return rc;
+}
+
+static int mcmd_in_memory_text(const char *prog, const char *input, const cli_match_opts *mo,
+                               int clusters, int distinct, mcmd_result *res)
+{
+    uint64_t *hashes = NULL;
+    size_t n = 0;
+    if (cli_read_u64_input(prog, input, &hashes, &n) != 0) {
+        snprintf(res->err, sizeof(res->err), "-");
+        return -1;
+    }
+    return mcmd_match_memory(hashes, n, mo, clusters, distinct, res);
+}
+
+/* The values of x's input file, in memory. */
+static int mcmd_in_memory_fd(xm_run *x, const cli_match_opts *mo, int clusters, int distinct,
+                             mcmd_result *res)
+{
+    size_t n = (size_t)x->n;
+    uint64_t *hashes = malloc((n ? n : 1) * sizeof(*hashes));
+    if (hashes == NULL) {
+        snprintf(res->err, sizeof(res->err), "out of memory");
+        return -1;
+    }
+    size_t got = 0;
+    while (got < n * sizeof(uint64_t)) {
+        ssize_t r = pread(x->in_fd, (char *)hashes + got, n * sizeof(uint64_t) - got, (off_t)got);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0) {
+            snprintf(res->err, sizeof(res->err), "cannot read the input: %s",
+                     r < 0 ? strerror(errno) : "it shrank while being read");
+            free(hashes);
+            return -1;
+        }
+        got += (size_t)r;
+    }
+    return mcmd_match_memory(hashes, n, mo, clusters, distinct, res);
+}
+
+/* ---- Clusters of a spilled run: union-find over the values that are in a pair ---- */
+
+typedef struct mcmd_uf {
+    uint64_t *v;                /* distinct endpoints, sorted */
+    size_t n, cap;
+    size_t *parent;
+    int pass;                   /* 0: collect endpoints, 1: union */
+} mcmd_uf;
+
+static size_t mcmd_uf_index(const mcmd_uf *u, uint64_t v)
+{
+    size_t lo = 0, hi = u->n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (u->v[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t mcmd_uf_find(size_t *parent, size_t i)
+{
+    while (parent[i] != i) {
+        parent[i] = parent[parent[i]];
+        i = parent[i];
+    }
+    return i;
+}
+
+static int mcmd_uf_pair(void *ctx, const match_pair *p)
+{
+    mcmd_uf *u = ctx;
+    if (u->pass == 0) {
+        if (u->n + 2 > u->cap) {
+            size_t nc = u->cap ? 2 * u->cap : 1024;
+            uint64_t *nv = realloc(u->v, nc * sizeof(*nv));
+            if (nv == NULL)
+                return -1;
+            u->v = nv;
+            u->cap = nc;
+        }
+        u->v[u->n++] = p->a;
+        u->v[u->n++] = p->b;
+        return 0;
+    }
+    size_t a = mcmd_uf_find(u->parent, mcmd_uf_index(u, p->a));
+    size_t b = mcmd_uf_find(u->parent, mcmd_uf_index(u, p->b));
+    if (a != b)
+        u->parent[a > b ? a : b] = a < b ? a : b;
+    return 0;
+}
+
+typedef struct mcmd_member {
+    size_t root;
+    uint64_t v;
+} mcmd_member;
+
+static int mcmd_member_cmp(const void *a, const void *b)
+{
+    const mcmd_member *x = a, *y = b;
+    if (x->root != y->root)
+        return x->root < y->root ? -1 : 1;
+    return (x->v > y->v) - (x->v < y->v);
+}
+
+/* Clusters from the spilled pairs: the endpoints of every pair (which include the
+ * repeated values, as [a, a]), joined; a value given k times is listed k times (once
+ * with --unique). Needs memory for the values that are in pairs, not for the input. */
+static int mcmd_ext_clusters(xm_run *x, int distinct, mcmd_result *res)
+{
+    mcmd_uf u;
+    memset(&u, 0, sizeof(u));
+    mcmd_member *m = NULL;
+    if (xm_each_pair(x, mcmd_uf_pair, &u) != 0)
+        goto oom;
+    if (u.n > 1) {
+        uint64_t *s = malloc(u.n * sizeof(*s));
+        if (s == NULL || match_sort_u64(u.v, s, u.n, 1) < 0) {
+            free(s);
+            goto oom;
+        }
+        free(u.v);
+        u.v = s;
+        size_t k = 0;
+        for (size_t i = 0; i < u.n; i++)
+            if (k == 0 || u.v[i] != u.v[k - 1])
+                u.v[k++] = u.v[i];
+        u.n = k;
+    }
+    u.parent = malloc((u.n ? u.n : 1) * sizeof(*u.parent));
+    if (u.parent == NULL)
+        goto oom;
+    for (size_t i = 0; i < u.n; i++)
+        u.parent[i] = i;
+    u.pass = 1;
+    if (xm_each_pair(x, mcmd_uf_pair, &u) != 0)
+        goto oom;
+    /* members with their repeats; components ordered by their smallest value, which
+     * is the root (unions keep the smaller index) */
+    size_t total = 0;
+    for (size_t i = 0; i < u.n; i++)
+        total += distinct ? 1 : (size_t)xm_count(x, u.v[i]);
+    m = malloc((total ? total : 1) * sizeof(*m));
+    res->values = malloc((total ? total : 1) * sizeof(*res->values));
+    res->offsets = malloc((u.n + 1) * sizeof(*res->offsets));
+    if (!m || !res->values || !res->offsets)
+        goto oom;
+    size_t k = 0;
+    for (size_t i = 0; i < u.n; i++) {
+        size_t cnt = distinct ? 1 : (size_t)xm_count(x, u.v[i]);
+        for (size_t c = 0; c < cnt; c++)
+            m[k++] = (mcmd_member){ mcmd_uf_find(u.parent, i), u.v[i] };
+    }
+    qsort(m, k, sizeof(*m), mcmd_member_cmp);
+    /* pack clusters of two or more members */
+    size_t w = 0, c = 0;
+    for (size_t i = 0; i < k;) {
+        size_t j = i;
+        while (j < k && m[j].root == m[i].root)
+            j++;
+        if (j - i >= 2) {
+            res->offsets[c++] = w;
+            for (size_t t = i; t < j; t++)
+                res->values[w++] = m[t].v;
+        }
+        i = j;
+    }
+    res->offsets[c] = w;
+    res->nclusters = c;
+    x->st.clusters = c;
+    free(m);
+    free(u.v);
+    free(u.parent);
+    return 0;
+oom:
+    free(m);
+    free(u.v);
+    free(u.parent);
+    snprintf(res->err, sizeof(res->err), "out of memory building clusters from %llu pairs "
+             "(raise --memory)", (unsigned long long)x->st.pairs);
+    return -1;
+}
+
+/* ---- Output ---- */
+
+typedef struct mcmd_writer {
+    cli_out *o;
+    int binary;                 /* little-endian u64s */
+    int strings;                /* text: values as JSON strings */
+} mcmd_writer;
+
+static int mcmd_put_pair(void *ctx, const match_pair *p)
+{
+    mcmd_writer *w = ctx;
+    if (w->binary) {
+        cli_out_bytes(w->o, (const char *)&p->a, 8);
+        cli_out_bytes(w->o, (const char *)&p->b, 8);
+        return 0;
+    }
+    void (*put)(cli_out *, uint64_t) = w->strings ? cli_out_u64_json : cli_out_u64;
+    cli_out_char(w->o, '[');
+    put(w->o, p->a);
+    cli_out_bytes(w->o, ", ", 2);
+    put(w->o, p->b);
+    cli_out_bytes(w->o, "]\n", 2);
+    return 0;
+}
+
+/* Clusters: text, one JSON array per line; binary, per cluster its size then its
+ * values (u64 each). */
+static void mcmd_put_clusters(mcmd_writer *w, const uint64_t *values, const size_t *offsets,
+                              size_t nclusters)
+{
+    void (*put)(cli_out *, uint64_t) = w->strings ? cli_out_u64_json : cli_out_u64;
+    for (size_t c = 0; c < nclusters; c++) {
+        if (w->binary) {
+            uint64_t cnt = offsets[c + 1] - offsets[c];
+            cli_out_bytes(w->o, (const char *)&cnt, 8);
+            cli_out_bytes(w->o, (const char *)(values + offsets[c]), cnt * 8);
+            continue;
+        }
+        cli_out_char(w->o, '[');
+        for (size_t j = offsets[c]; j < offsets[c + 1]; j++) {
+            if (j > offsets[c])
+                cli_out_bytes(w->o, ", ", 2);
+            put(w->o, values[j]);
+        }
+        cli_out_bytes(w->o, "]\n", 2);
+    }
+}
+
+/* The temporary output of a run in progress: removed on a signal. */
+static const char *volatile mcmd_tmpout;
+
+static void mcmd_on_signal(int sig)
+{
+    if (mcmd_tmpout)
+        unlink(mcmd_tmpout);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+static void mcmd_cleanup_out(const char *tmp)
+{
+    if (tmp[0])
+        unlink(tmp);
+    mcmd_tmpout = NULL;
+}
+
+static mode_t mcmd_umask(void)
+{
+    mode_t m = umask(0);
+    umask(m);
+    return m;
+}
+
+/* "512m", "4g", "1048576": bytes; 0 on a bad value. */
+static size_t mcmd_parse_size(const char *s)
+{
+    char *end = NULL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || end == s || *s == '-')
+        return 0;
+    unsigned long long mul = 1;
+    switch (*end) {
+    case 'k': case 'K': mul = 1ull << 10; end++; break;
+    case 'm': case 'M': mul = 1ull << 20; end++; break;
+    case 'g': case 'G': mul = 1ull << 30; end++; break;
+    case 't': case 'T': mul = 1ull << 40; end++; break;
+    default: break;
+    }
+    if (*end == 'b' || *end == 'B')
+        end++;
+    if (*end != '\0' || v > (unsigned long long)SIZE_MAX / mul)
+        return 0;
+    return (size_t)(v * mul);
+}
+
+/* Default --memory: half of the physical memory. */
+static size_t mcmd_default_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), ps = sysconf(_SC_PAGESIZE);
+    if (pages <= 0 || ps <= 0)
+        return (size_t)1 << 30;
+    return (size_t)pages * (size_t)ps / 2;
 }
 
 int cli_match_main(int argc, char **argv, const char *prog, int clusters)
@@ -85,18 +417,24 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         {"threads", required_argument, NULL, 't'},
         {"unique", no_argument, NULL, 'D'},
         {"json-strings", no_argument, NULL, 'J'},
+        {"memory", required_argument, NULL, 'M'},
+        {"tmpdir", required_argument, NULL, 'T'},
+        {"format", required_argument, NULL, 'F'},
+        {"verbose", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     cli_match_opts mo;
     const char *input = "-", *output = "-";
-    int c, r, distinct = 0, strings = 0;
+    int c, r, distinct = 0, strings = 0, binary = 0, verbose = 0;
+    size_t memory = 0;
+    const char *tmpdir = getenv("TMPDIR");
 
     cli_match_opts_init(&mo);
     optind = 0;
     opterr = 0;
-    while ((c = getopt_long(argc, argv, ":b:d:i:o:t:h", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, ":b:d:i:o:t:hv", longopts, NULL)) != -1) {
         if ((r = cli_match_opt(prog, c, optarg, &mo)) != 0) {
             if (r < 0)
                 return CLI_EXIT_USAGE;
@@ -107,6 +445,26 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         case 'o': output = optarg; break;
         case 'D': distinct = 1; break;
         case 'J': strings = 1; break;
+        case 'v': verbose = 1; break;
+        case 'M':
+            if ((memory = mcmd_parse_size(optarg)) < ((size_t)1 << 20)) {
+                fprintf(stderr, "%s: --memory '%s': expected a size of at least 1m (e.g. 512m, "
+                        "4g)\nTry '%s --help'.\n", prog, optarg, prog);
+                return CLI_EXIT_USAGE;
+            }
+            break;
+        case 'T': tmpdir = optarg; break;
+        case 'F':
+            if (strcmp(optarg, "text") == 0)
+                binary = 0;
+            else if (strcmp(optarg, "binary") == 0)
+                binary = 1;
+            else {
+                fprintf(stderr, "%s: --format '%s': expected text or binary\nTry '%s --help'.\n",
+                        prog, optarg, prog);
+                return CLI_EXIT_USAGE;
+            }
+            break;
         case 'h':
             mcmd_usage(prog, clusters, stdout);
             return CLI_EXIT_OK;
@@ -124,64 +482,120 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
     }
     if (cli_check_tables(prog, (unsigned)mo.blocks, (unsigned)mo.distance) != 0)
         return CLI_EXIT_USAGE;
+    if (memory == 0)
+        memory = mcmd_default_memory();
+    if (tmpdir == NULL || tmpdir[0] == '\0')
+        tmpdir = "/tmp";
+    struct stat tst;
+    if (stat(tmpdir, &tst) != 0 || !S_ISDIR(tst.st_mode) || access(tmpdir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "%s: --tmpdir %s: %s\n", prog, tmpdir,
+                stat(tmpdir, &tst) != 0 ? strerror(errno)
+                : !S_ISDIR(tst.st_mode) ? "not a directory" : "not writable");
+        return CLI_EXIT_USAGE;
+    }
 
     /* Read and parse everything, and match, before touching the output: a failure
-     * leaves an existing output file as it was. */
-    uint64_t *hashes = NULL;
-    size_t n = 0;
-    if (cli_read_u64_input(prog, input, &hashes, &n) != 0)
-        return CLI_EXIT_FAIL;
-    if (distinct && n > 1) {
-        qsort(hashes, n, sizeof(*hashes), mcmd_cmp_u64);
-        size_t k = 1;
-        for (size_t i = 1; i < n; i++)
-            if (hashes[i] != hashes[k - 1])
-                hashes[k++] = hashes[i];
-        n = k;
+     * leaves an existing output file as it was. A text file that fits the memory
+     * budget many times over takes the in-memory path; anything else (binary input,
+     * standard input, large files) goes through ext_match.c, which keeps to --memory. */
+    struct stat ist;
+    int small_text = !binary && strcmp(input, "-") != 0 && stat(input, &ist) == 0 &&
+                     S_ISREG(ist.st_mode) && (uint64_t)ist.st_size * 20 <= memory;
+    mcmd_result res;
+    memset(&res, 0, sizeof(res));
+    xm_run x;
+    xm_opts xo = { memory, tmpdir, (unsigned)mo.threads };
+    xm_init(&x, prog, &xo);
+    x.unique = distinct;
+    int rc;
+    if (small_text) {
+        rc = mcmd_in_memory_text(prog, input, &mo, clusters, distinct, &res);
+    } else if (xm_open_input(&x, input, binary) != 0) {
+        rc = -1;
+    } else if (x.n * 40 <= memory && x.n <= SIZE_MAX / 8) {
+        rc = mcmd_in_memory_fd(&x, &mo, clusters, distinct, &res);
+    } else {
+        rc = xm_find_pairs(&x, (unsigned)mo.blocks, (unsigned)mo.distance);
+        if (rc == 0 && clusters)
+            rc = mcmd_ext_clusters(&x, distinct, &res);
+        res.ext = 1;
     }
-
-    char err[256] = "";
-    int rc = 0;
-    match_pair *pairs = NULL;
-    size_t npairs = 0;
-    uint64_t *values = NULL;
-    size_t *offsets = NULL, nclusters = 0;
-    if (n > 0 && !clusters)
-        rc = match_find_all(hashes, n, (unsigned)mo.blocks, (unsigned)mo.distance,
-                            (unsigned)mo.threads, &pairs, &npairs, err, sizeof(err));
-    else if (n > 0)
-        rc = match_find_clusters(hashes, n, (unsigned)mo.blocks, (unsigned)mo.distance,
-                                 (unsigned)mo.threads, &values, &offsets, &nclusters,
-                                 err, sizeof(err));
-    free(hashes);
     if (rc != 0) {
-        fprintf(stderr, "%s: %s\n", prog, err[0] ? err : "matching failed");
-        free(pairs);
-        free(values);
-        free(offsets);
+        if (x.err[0] && strcmp(x.err, "-") != 0)
+            fprintf(stderr, "%s: %s\n", prog, x.err);
+        else if (res.err[0])
+            fprintf(stderr, "%s: %s\n", prog, res.err);
+        mcmd_result_free(&res);
+        xm_free(&x);
         return CLI_EXIT_FAIL;
     }
 
+    /* the output goes to a temporary name beside it, renamed when complete */
     cli_out out;
-    if (cli_out_open(&out, output) != 0) {
+    char tmpout[PATH_MAX] = "";
+    int ofd = -1;
+    if (strcmp(output, "-") != 0) {
+        int n = snprintf(tmpout, sizeof(tmpout), "%s.tmp.XXXXXX", output);
+        if (n < 0 || (size_t)n >= sizeof(tmpout) || (ofd = mkstemp(tmpout)) < 0) {
+            fprintf(stderr, "%s: %s: %s\n", prog, output, strerror(n < 0 || (size_t)n >= sizeof(tmpout) ? ENAMETOOLONG : errno));
+            mcmd_result_free(&res);
+            xm_free(&x);
+            return CLI_EXIT_FAIL;
+        }
+        mcmd_tmpout = tmpout;
+        signal(SIGINT, mcmd_on_signal);
+        signal(SIGTERM, mcmd_on_signal);
+        signal(SIGHUP, mcmd_on_signal);
+        fchmod(ofd, 0666 & ~mcmd_umask());
+        close(ofd);
+    }
+    if (cli_out_open(&out, tmpout[0] ? tmpout : "-") != 0) {
         fprintf(stderr, "%s: %s: %s\n", prog, output, strerror(errno));
-        free(pairs);
-        free(values);
-        free(offsets);
+        mcmd_cleanup_out(tmpout);
+        mcmd_result_free(&res);
+        xm_free(&x);
         return CLI_EXIT_FAIL;
     }
-    if (!clusters)
-        mcmd_write_pairs(&out, pairs, npairs, strings);
-    else
-        mcmd_write_clusters(&out, values, offsets, nclusters, strings);
-    free(pairs);
-    free(values);
-    free(offsets);
-    if (cli_out_close(&out) != 0) {
-        fprintf(stderr, "%s: %s: write error: %s\n", prog,
-                strcmp(output, "-") == 0 ? "<stdout>" : output, strerror(errno));
+    mcmd_writer w = { &out, binary, strings };
+    if (!clusters && res.ext) {
+        if (xm_each_pair(&x, mcmd_put_pair, &w) != 0 && x.err[0])
+            fprintf(stderr, "%s: %s\n", prog, x.err);
+    } else if (!clusters) {
+        for (size_t i = 0; i < res.npairs; i++)
+            mcmd_put_pair(&w, &res.pairs[i]);
+    } else {
+        mcmd_put_clusters(&w, res.values, res.offsets, res.nclusters);
+    }
+    int failed = x.err[0] != 0;
+    if (verbose) {
+        long kb = xm_peak_rss_kb();
+        fprintf(stderr, "%s: %llu values, %llu distinct, %llu pairs, %llu clusters; peak memory "
+                "%.1f MiB; temporary bytes written %llu; %s\n", prog,
+                (unsigned long long)(res.ext ? x.st.values : res.values_n),
+                (unsigned long long)(res.ext ? x.st.distinct : res.distinct_n),
+                (unsigned long long)(res.ext ? x.st.pairs : res.npairs),
+                (unsigned long long)res.nclusters, kb / 1024.0,
+                (unsigned long long)x.st.tmp_bytes,
+                res.ext ? "spilled by table and partition" : "in memory");
+        if (res.ext)
+            fprintf(stderr, "%s: %.1f s splitting the tables into partitions, %.1f s matching "
+                    "them\n", prog, x.st.secs_split, x.st.secs_match);
+    }
+    mcmd_result_free(&res);
+    xm_free(&x);
+    if (cli_out_close(&out) != 0 || failed) {
+        if (!failed)
+            fprintf(stderr, "%s: %s: write error: %s\n", prog,
+                    strcmp(output, "-") == 0 ? "<stdout>" : output, strerror(errno));
+        mcmd_cleanup_out(tmpout);
         return CLI_EXIT_FAIL;
     }
+    if (tmpout[0] && rename(tmpout, output) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", prog, output, strerror(errno));
+        mcmd_cleanup_out(tmpout);
+        return CLI_EXIT_FAIL;
+    }
+    mcmd_tmpout = NULL;
     return CLI_EXIT_OK;
 }
 

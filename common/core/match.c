@@ -24,6 +24,8 @@ typedef struct match_ctx {
     const perm_set *ps;
     const uint64_t *uniq;     /* sorted distinct input values */
     size_t nu;
+    unsigned known;           /* top bits of the permuted value all values share (a
+                                 partition of an out-of-memory run; 0: none) */
     unsigned next_table;      /* next table to take (atomic) */
     int failed;               /* set on out of memory (atomic) */
 } match_ctx;
@@ -243,16 +245,17 @@ static int match_table(match_worker *w, unsigned t)
         return match_sorted_runs(w, t, lead_top, lead_mask);
     /* A prefix of at most 16 bits (and no more buckets than values) is the bucket
      * itself: the buckets are the groups and need no hashing. */
-    unsigned pb = pt->prefix_bits, top = match_top_bits(n);
-    if (top > pb || (pb <= MATCH_TOP_MAX && ((size_t)1 << pb) <= n))
+    unsigned pb = pt->prefix_bits, known = ctx->known, top = known + match_top_bits(n);
+    if (top > pb || (pb - known <= MATCH_TOP_MAX && ((size_t)1 << (pb - known)) <= n))
         top = pb;
     unsigned sh = 64 - top, q = 0;
+    uint64_t bmask = ((uint64_t)1 << (top - known)) - 1;  /* top - known <= MATCH_TOP_MAX */
     for (unsigned covered = 0; covered < top; q++)
         covered += (unsigned)__builtin_popcountll(mp.mask[q]);
-    size_t nb = (size_t)1 << top, *start = w->start;
+    size_t nb = (size_t)1 << (top - known), *start = w->start;
     memset(start, 0, (nb + 1) * sizeof *start);
     for (size_t i = 0; i < n; i++)
-        start[(match_perm_apply_n(&mp, q, in[i]) >> sh) + 1]++;
+        start[((match_perm_apply_n(&mp, q, in[i]) >> sh) & bmask) + 1]++;
     size_t biggest = 0;
     for (size_t d = 0; d < nb; d++) {
         if (start[d + 1] > biggest)
@@ -267,7 +270,7 @@ static int match_table(match_worker *w, unsigned t)
     uint64_t *buf = w->buf;
     for (size_t i = 0; i < n; i++) {
         uint64_t x = in[i];
-        buf[start[match_perm_apply_n(&mp, q, x) >> sh]++] = x;
+        buf[start[(match_perm_apply_n(&mp, q, x) >> sh) & bmask]++] = x;
     }
     /* start[d] is now the end of bucket d */
     size_t from = 0;
@@ -301,6 +304,28 @@ static void *match_worker_run(void *arg)
         }
     }
     return NULL;
+}
+
+int match_table_pairs(const perm_set *ps, unsigned t, const uint64_t *uniq, size_t nu,
+                      unsigned known, match_pair **pairs, size_t *npairs, size_t *cap)
+{
+    if (nu < 2)
+        return 0;
+    match_ctx ctx = {.ps = ps, .uniq = uniq, .nu = nu, .known = known};
+    match_worker w = {.ctx = &ctx, .pairs = *pairs, .npairs = *npairs, .cap = *cap};
+    w.buf = malloc(nu * sizeof(uint64_t));
+    w.start = malloc((((size_t)1 << MATCH_TOP_MAX) + 1) * sizeof(size_t));
+    int rc = -1;
+    if (w.buf && w.start)
+        rc = match_table(&w, t);
+    free(w.buf);
+    free(w.start);
+    free(w.slots);
+    free(w.next);
+    *pairs = w.pairs;
+    *npairs = w.npairs;
+    *cap = w.cap;
+    return rc;
 }
 
 /* ---- Driver shared by find_all and find_clusters ---- */

@@ -26,4 +26,15 @@ int match_sort_u64(const uint64_t *src, uint64_t *dst, size_t n, unsigned thread
  * Returns 0, or -1 when the counters cannot be allocated (p is then unchanged). */
 int match_sort_pairs(match_pair *p, match_pair *tmp, size_t n);
 
+/* ---- Building blocks of out-of-memory matching (client/tools/ext_match.c) ---- */
+
+struct perm_set;
+/* Append to *pairs (*npairs used of *cap, realloc'ed) the pairs that table t reports
+ * among uniq[0..nu): distinct values sorted ascending whose permuted values (table t)
+ * all share their top `known` bits, known <= the table's prefix_bits (a partition;
+ * 0 for the whole input). One thread. Returns 0, or -1 out of memory (*pairs keeps
+ * what it had). */
+int match_table_pairs(const struct perm_set *ps, unsigned t, const uint64_t *uniq, size_t nu,
+                      unsigned known, match_pair **pairs, size_t *npairs, size_t *cap);
+
 #endif
