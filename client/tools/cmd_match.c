@@ -68,6 +68,7 @@ typedef struct mcmd_result {
     size_t *offsets, nclusters;
     uint64_t values_n, distinct_n;
     int ext;                    /* pairs are in the xm_run (spilled path) */
+    int count_distinct;         /* -v: count the distinct values (in memory) */
     char err[256];
 } mcmd_result;
 
@@ -107,7 +108,7 @@ static int mcmd_match_memory(uint64_t *hashes, size_t n, const cli_match_opts *m
                                  (unsigned)mo->threads, &res->values, &res->offsets,
                                  &res->nclusters, res->err, sizeof(res->err));
     /* distinct values, for -v */
-    uint64_t *s = n ? malloc(n * sizeof(*s)) : NULL;
+    uint64_t *s = n && res->count_distinct ? malloc(n * sizeof(*s)) : NULL;
     if (s && match_sort_u64(hashes, s, n, 1) == 0) {
         size_t d = 0;
         for (size_t i = 0; i < n; i++)
@@ -503,6 +504,7 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
                      S_ISREG(ist.st_mode) && (uint64_t)ist.st_size * 20 <= memory;
     mcmd_result res;
     memset(&res, 0, sizeof(res));
+    res.count_distinct = verbose;
     xm_run x;
     xm_opts xo = { memory, tmpdir, (unsigned)mo.threads };
     xm_init(&x, prog, &xo);
@@ -534,7 +536,12 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
     cli_out out;
     char tmpout[PATH_MAX] = "";
     int ofd = -1;
-    if (strcmp(output, "-") != 0) {
+    /* a regular file (or a new one) is written under a temporary name and renamed;
+     * a device or FIFO (/dev/null, a pipe) is written directly */
+    struct stat ost;
+    int direct = strcmp(output, "-") == 0 ||
+                 (stat(output, &ost) == 0 && !S_ISREG(ost.st_mode));
+    if (!direct) {
         int n = snprintf(tmpout, sizeof(tmpout), "%s.tmp.XXXXXX", output);
         if (n < 0 || (size_t)n >= sizeof(tmpout) || (ofd = mkstemp(tmpout)) < 0) {
             fprintf(stderr, "%s: %s: %s\n", prog, output, strerror(n < 0 || (size_t)n >= sizeof(tmpout) ? ENAMETOOLONG : errno));
@@ -549,7 +556,7 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         fchmod(ofd, 0666 & ~mcmd_umask());
         close(ofd);
     }
-    if (cli_out_open(&out, tmpout[0] ? tmpout : "-") != 0) {
+    if (cli_out_open(&out, tmpout[0] ? tmpout : output) != 0) {
         fprintf(stderr, "%s: %s: %s\n", prog, output, strerror(errno));
         mcmd_cleanup_out(tmpout);
         mcmd_result_free(&res);
