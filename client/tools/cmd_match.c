@@ -448,8 +448,8 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         case 'J': strings = 1; break;
         case 'v': verbose = 1; break;
         case 'M':
-            if ((memory = mcmd_parse_size(optarg)) < ((size_t)1 << 20)) {
-                fprintf(stderr, "%s: --memory '%s': expected a size of at least 1m (e.g. 512m, "
+            if ((memory = mcmd_parse_size(optarg)) < ((size_t)64 << 10)) {
+                fprintf(stderr, "%s: --memory '%s': expected a size of at least 64k (e.g. 512m, "
                         "4g)\nTry '%s --help'.\n", prog, optarg, prog);
                 return CLI_EXIT_USAGE;
             }
