@@ -12,13 +12,19 @@
 static void fpcmd_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: simhash fingerprint [--window W] [--lines] [FILE|-]...\n"
+            "Usage: simhash fingerprint [--window W] [--lines] [--format text|binary]\n"
+            "                           [--names FILE] [FILE|-]...\n"
             "\n"
             "Print '<fingerprint>\\t<name>' for each file (no FILE or '-' reads stdin,\n"
             "named '-'). Fingerprints are unsigned decimal 64-bit numbers.\n"
             "\n"
             "  -w, --window W   tokens per shingle, 1..%d (default %d)\n"
             "  -l, --lines      every line is a document, named '<file>:<line number>'\n"
+            "      --format F   text (default) or binary: 8-byte little-endian\n"
+            "                   fingerprints, document i at byte 8 i (the input of\n"
+            "                   simhash-find-all --format binary)\n"
+            "      --names FILE write the document names there, one per line, line i+1\n"
+            "                   for document i\n"
             "  -h, --help       show this help\n"
             "\n"
             "Exit status: 0 success, 1 a file could not be read (the others are still\n"
@@ -26,11 +32,16 @@ static void fpcmd_usage(FILE *f)
             FP_WINDOW_MAX, FP_WINDOW_DEFAULT);
 }
 
-/* One output line: "<fp>\t<name>" or "<fp>\t<name>:<line>", the name escaped. */
-static void fpcmd_print_fp(cli_out *o, uint64_t fp, const char *path, size_t lineno)
+/* Where fingerprints go: text lines, or binary (8-byte little-endian each, document
+ * i at offset 8 i) with the names, one per line, in a side file (--names). */
+typedef struct fpcmd_sink {
+    cli_out *o;
+    int binary;
+    cli_out *names;             /* NULL: none */
+} fpcmd_sink;
+
+static void fpcmd_name(cli_out *o, const char *path, size_t lineno)
 {
-    cli_out_u64(o, fp);
-    cli_out_char(o, '\t');
     cli_out_text_str(o, path, strlen(path));
     if (lineno) {
         cli_out_char(o, ':');
@@ -39,11 +50,24 @@ static void fpcmd_print_fp(cli_out *o, uint64_t fp, const char *path, size_t lin
     cli_out_char(o, '\n');
 }
 
+static void fpcmd_print_fp(fpcmd_sink *k, uint64_t fp, const char *path, size_t lineno)
+{
+    if (k->binary) {
+        cli_out_bytes(k->o, (const char *)&fp, 8);
+    } else {
+        cli_out_u64(k->o, fp);
+        cli_out_char(k->o, '\t');
+        fpcmd_name(k->o, path, lineno);
+    }
+    if (k->names)
+        fpcmd_name(k->names, path, lineno);
+}
+
 /* Print the fingerprint(s) of one input, read in CLI_READ_CHUNK blocks through a
  * streaming fingerprint (memory is constant whatever the size). Returns 0, or -1
  * if it could not be read (with --lines, the lines before a read error stay
  * printed; without, nothing is printed for it). */
-static int fpcmd_one(cli_out *o, fp_state *fs, const char *path, int lines)
+static int fpcmd_one(fpcmd_sink *o, fp_state *fs, const char *path, int lines)
 {
     cli_reader r;
     long got;
@@ -107,13 +131,16 @@ int cmd_fingerprint(int argc, char **argv)
     static const struct option longopts[] = {
         {"window", required_argument, NULL, 'w'},
         {"lines", no_argument, NULL, 'l'},
+        {"format", required_argument, NULL, 'F'},
+        {"names", required_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
     const char *prog = "simhash fingerprint";
     uint64_t window = FP_WINDOW_DEFAULT;
-    int lines = 0, c, failed = 0;
+    int lines = 0, c, failed = 0, binary = 0;
+    const char *names = NULL;
 
     optind = 0;
     opterr = 0;
@@ -124,6 +151,15 @@ int cmd_fingerprint(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             break;
         case 'l': lines = 1; break;
+        case 'N': names = optarg; break;
+        case 'F':
+            if (strcmp(optarg, "text") == 0 || strcmp(optarg, "binary") == 0) {
+                binary = optarg[0] == 'b';
+                break;
+            }
+            fprintf(stderr, "%s: --format '%s': expected text or binary\nTry '%s --help'.\n",
+                    prog, optarg, prog);
+            return CLI_EXIT_USAGE;
         case 'h': fpcmd_usage(stdout); return CLI_EXIT_OK;
         case 'V': printf("simhash %s\n", SIMHASH_VERSION); return CLI_EXIT_OK;
         default: return cli_opt_error(prog, c, argv);
@@ -134,19 +170,32 @@ int cmd_fingerprint(int argc, char **argv)
         fprintf(stderr, "%s: %s\n", prog, strerror(errno));
         return CLI_EXIT_FAIL;
     }
+    cli_out nout;
+    if (names && cli_out_open(&nout, names) != 0) {
+        fprintf(stderr, "%s: %s: %s\n", prog, names, strerror(errno));
+        cli_out_close(&out);
+        return CLI_EXIT_FAIL;
+    }
+    fpcmd_sink sink = { &out, binary, names ? &nout : NULL };
     fp_state *fs = fp_state_new((unsigned)window);
     if (!fs) {
         fprintf(stderr, "%s: out of memory\n", prog);
         cli_out_close(&out);
+        if (names)
+            cli_out_close(&nout);
         return CLI_EXIT_FAIL;
     }
     if (optind >= argc) {
-        failed |= fpcmd_one(&out, fs, "-", lines) != 0;
+        failed |= fpcmd_one(&sink, fs, "-", lines) != 0;
     } else {
         for (int i = optind; i < argc; i++)
-            failed |= fpcmd_one(&out, fs, argv[i], lines) != 0;
+            failed |= fpcmd_one(&sink, fs, argv[i], lines) != 0;
     }
     fp_state_free(fs);
+    if (names && cli_out_close(&nout) != 0) {
+        fprintf(stderr, "%s: %s: write error: %s\n", prog, names, strerror(errno));
+        failed = 1;
+    }
     if (cli_out_close(&out) != 0) {
         fprintf(stderr, "%s: <stdout>: write error: %s\n", prog, strerror(errno));
         return CLI_EXIT_FAIL;

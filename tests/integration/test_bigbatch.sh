@@ -201,4 +201,20 @@ rc=$?
 [ ! -e "$TH_DIR/int.out" ] || th_fail "an interrupted run left its output"
 no_temps "SIGINT"
 ok "SIGINT: exit $rc, no output, no temporary files"
+
+# ---- the whole pipeline without decimal text: fingerprint --format binary --names ----
+mkdir -p "$TH_DIR/docs"
+for i in 1 2 3 4 5; do
+    printf 'document %s about the same subject with many shared words in it\n' "$((i % 3))" >"$TH_DIR/docs/d$i.txt"
+done
+(cd "$TH_DIR" && "$TH_BIN/simhash" fingerprint --format binary --names names.txt docs/*.txt >fps.bin) ||
+    th_fail "simhash fingerprint --format binary"
+[ "$(stat -c %s "$TH_DIR/fps.bin")" = 40 ] || th_fail "5 documents should give 40 bytes: $(stat -c %s "$TH_DIR/fps.bin")"
+[ "$(cat "$TH_DIR/names.txt")" = "$(printf 'docs/d1.txt\ndocs/d2.txt\ndocs/d3.txt\ndocs/d4.txt\ndocs/d5.txt')" ] ||
+    th_fail "names file: $(cat "$TH_DIR/names.txt")"
+(cd "$TH_DIR" && "$TH_BIN/simhash" fingerprint docs/*.txt | cut -f1 >fps.txt)
+"$FC" --format binary -i "$TH_DIR/fps.bin" -o "$TH_DIR/pipe.cl" || th_fail "find-clusters on the binary fingerprints"
+[ "$(bin2txt "$TH_DIR/pipe.cl" clusters)" = "$("$FC" -i "$TH_DIR/fps.txt")" ] ||
+    th_fail "binary pipeline clusters differ from the text pipeline's"
+ok "text -> binary fingerprints (+ names) -> clusters, the same as through decimal text"
 th_log "all big-batch checks passed"
