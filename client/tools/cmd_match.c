@@ -193,14 +193,8 @@ static int mcmd_uf_pair(void *ctx, const match_pair *p)
 {
     mcmd_uf *u = ctx;
     if (u->pass == 0) {
-        if (u->n + 2 > u->cap) {
-            size_t nc = u->cap ? 2 * u->cap : 1024;
-            uint64_t *nv = realloc(u->v, nc * sizeof(*nv));
-            if (nv == NULL)
-                return -1;
-            u->v = nv;
-            u->cap = nc;
-        }
+        if (xm_grow(&u->v, &u->cap, u->n + 2, sizeof(*u->v), 1024) != 0)
+            return -1;
         u->v[u->n++] = p->a;
         u->v[u->n++] = p->b;
         return 0;

@@ -104,6 +104,22 @@ static int xm_pread(xm_run *x, int fd, void *p, size_t len, uint64_t off)
     return 0;
 }
 
+int xm_grow(void *pp, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    void **p = pp;
+    if (need <= *cap)
+        return 0;
+    size_t nc = *cap ? *cap : first;
+    while (nc < need)
+        nc *= 2;
+    void *q = nc <= SIZE_MAX / elem ? realloc(*p, nc * elem) : NULL;
+    if (q == NULL)
+        return -1;
+    *p = q;
+    *cap = nc;
+    return 0;
+}
+
 /* ---- Input ---- */
 
 int xm_open_input(xm_run *x, const char *path, int binary)
@@ -239,15 +255,9 @@ static int xm_spill_run(xm_run *x, match_pair *p, size_t n)
     free(tmp);
     if (x->pair_fd < 0 && (x->pair_fd = xm_tmpfile(x, "pairs")) < 0)
         return -1;
-    if (x->nruns == x->runcap) {
-        size_t nc = x->runcap ? 2 * x->runcap : 16;
-        xm_runinfo *r = realloc(x->runs, nc * sizeof(*r));
-        if (r == NULL) {
-            xm_err(x, "out of memory%s%s", "", 0);
-            return -1;
-        }
-        x->runs = r;
-        x->runcap = nc;
+    if (xm_grow(&x->runs, &x->runcap, x->nruns + 1, sizeof(*x->runs), 16) != 0) {
+        xm_err(x, "out of memory%s%s", "", 0);
+        return -1;
     }
     x->runs[x->nruns].off = x->pair_bytes / sizeof(match_pair);
     x->runs[x->nruns].n = n;
@@ -445,14 +455,8 @@ out:
 /* Add (v, count) to the repeated values (table 0 only). Locked by the caller. */
 static int xm_note_repeat(xm_run *x, uint64_t v, uint64_t count)
 {
-    if (x->nrep == x->repcap) {
-        size_t nc = x->repcap ? 2 * x->repcap : 64;
-        xm_repeat *r = realloc(x->rep, nc * sizeof(*r));
-        if (r == NULL)
-            return -1;
-        x->rep = r;
-        x->repcap = nc;
-    }
+    if (xm_grow(&x->rep, &x->repcap, x->nrep + 1, sizeof(*x->rep), 64) != 0)
+        return -1;
     x->rep[x->nrep++] = (xm_repeat){ v, count };
     return 0;
 }
@@ -599,18 +603,9 @@ static void *xm_table_worker(void *arg)
     /* keep what is left in memory: appended to the run's list */
     pthread_mutex_lock(&tb->lock);
     if (!tb->failed && np > 0) {
-        if (x->nmem + np > x->memcap) {
-            size_t nc = x->memcap ? x->memcap : 1024;
-            while (nc < x->nmem + np)
-                nc *= 2;
-            match_pair *m = realloc(x->mem, nc * sizeof(*m));
-            if (m == NULL) {
-                tb->failed = 1;
-                xm_err(x, "out of memory%s%s", "", 0);
-            } else {
-                x->mem = m;
-                x->memcap = nc;
-            }
+        if (xm_grow(&x->mem, &x->memcap, x->nmem + np, sizeof(*x->mem), 1024) != 0) {
+            tb->failed = 1;
+            xm_err(x, "out of memory%s%s", "", 0);
         }
         if (!tb->failed) {
             memcpy(x->mem + x->nmem, pairs, np * sizeof(*pairs));
@@ -773,15 +768,9 @@ int xm_find_pairs(xm_run *x, unsigned blocks, unsigned distance)
     qsort(x->rep, x->nrep, sizeof(*x->rep), xm_repeat_cmp);
     /* repeated values give [a, a]: into the pairs as well */
     for (size_t i = 0; i < x->nrep && !x->unique; i++) {
-        if (x->nmem == x->memcap) {
-            size_t nc = x->memcap ? 2 * x->memcap : 1024;
-            match_pair *m = realloc(x->mem, nc * sizeof(*m));
-            if (m == NULL) {
-                xm_err(x, "out of memory%s%s", "", 0);
-                return -1;
-            }
-            x->mem = m;
-            x->memcap = nc;
+        if (xm_grow(&x->mem, &x->memcap, x->nmem + 1, sizeof(*x->mem), 1024) != 0) {
+            xm_err(x, "out of memory%s%s", "", 0);
+            return -1;
         }
         x->mem[x->nmem++] = (match_pair){ x->rep[i].v, x->rep[i].v };
     }

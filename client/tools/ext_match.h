@@ -71,6 +71,9 @@ int xm_find_pairs(xm_run *x, unsigned blocks, unsigned distance);
  * x->err). */
 int xm_each_pair(xm_run *x, int (*fn)(void *ctx, const match_pair *p), void *ctx);
 long xm_peak_rss_kb(void);
+/* Make *pp (an array of elem-byte items, *cap of them) hold at least need items,
+ * doubling from first. Returns 0, or -1 out of memory (*pp unchanged). */
+int xm_grow(void *pp, size_t *cap, size_t need, size_t elem, size_t first);
 /* How often v was given (1 unless it is a repeated value). */
 uint64_t xm_count(const xm_run *x, uint64_t v);
 
