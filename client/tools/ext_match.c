@@ -406,6 +406,12 @@ static int xm_partition(xm_table *tb)
         per = 512;
     if (per > (1u << 20))
         per = 1u << 20;
+    if ((uint64_t)P * per * sizeof(uint64_t) * nt > 4 * (uint64_t)x->opt.memory + (64u << 20)) {
+        snprintf(x->err, sizeof(x->err), "--memory too small to make progress: %llu values "
+                 "need %zu partitions per table, whose buffers alone exceed it; raise --memory",
+                 (unsigned long long)x->n, P);
+        return -1;
+    }
     xm_splitter sp[64];
     memset(sp, 0, sizeof(sp));
     tb->head = malloc(P * sizeof(*tb->head));
