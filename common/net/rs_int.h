@@ -100,7 +100,11 @@ struct rserver {
 };
 
 
-/* rs_redis.c: the built-in commands beyond PING/AUTH/QUIT and the per-command counters. */
+/* rs_redis.c: the built-in commands beyond PING/AUTH/QUIT (and the table of all of
+ * them); rs_stats.c: the per-command counters, histograms and the slow log. */
+void rs_cmd_ping(rs_req *r);       /* rserver.c */
+void rs_cmd_auth(rs_req *r);
+void rs_cmd_quit(rs_req *r);
 void rs_cmd_hello(rs_req *r);
 void rs_cmd_client(rs_req *r);
 void rs_cmd_select(rs_req *r);
@@ -118,15 +122,23 @@ void rs_slowlog_note(rserver *s, rs_req *r, uint64_t us);
 void rs_slowlog_free(rserver *s);
 void rs_cmd_slowlog(rs_req *r);
 
+/* 1 when argument i of r is word (any case). */
+int rs_arg_is(rs_req *r, size_t i, const char *word);
+/* Wall-clock time in microseconds since the epoch. */
+unsigned long long rs_wall_us(void);
 /* Lower-case copy of a command name (at most cap - 1 bytes); returns buf. */
 const char *rs_lower(const char *name, char *buf, size_t cap);
 /* Calls fn(cmd, arg) for every command: the program's, then the built-in ones it does
  * not replace (fn may be NULL). Returns the count. */
 size_t rs_each_command(const rserver *s, void (*fn)(const rs_command *, void *), void *arg);
 
-/* rserver.c, for rs_redis.c */
+/* rs_redis.c: every built-in command, used unless the program defines the name */
 extern const rs_command rs_builtin[];
 extern const size_t rs_nbuiltin;
+
+/* rserver.c, for rs_redis.c */
+/* The command named name[0..len) (any case): the program's, else a built-in one. */
+const rs_command *rs_find_command(const rserver *s, const char *name, size_t len);
 /* HELLO's AUTH: checks user/password like AUTH and answers a failure itself (after
  * the failure delay). Returns 1 when authenticated, 0 when r was answered. */
 int rs_auth_check(rs_req *r, const char *user, size_t ulen, const char *pass, size_t plen);

@@ -4,8 +4,8 @@
  * both but nulls and maps, which resp.c writes per connection), CLIENT ..., SELECT 0,
  * ECHO, INFO [section ...],
  * COMMAND [COUNT|LIST|INFO|DOCS], CONFIG GET, and MULTI/EXEC & co. refused with an
- * error that names the alternative. Also the per-command counters and latency
- * histograms behind INFO commandstats / latencystats.
+ * error that names the alternative. The per-command counters, latency histograms
+ * and SLOWLOG are in rs_stats.c; the built-in command table is at the end.
  *
  * Hand-written rather than borrowed: no library implements the server side of these
  * commands; the formats follow Redis's documentation and its INFO / COMMAND output. */
@@ -31,96 +31,9 @@
  * commands follow; clients and exporters gate features on it. */
 #define RS_REDIS_COMPAT_VERSION "7.0.0"
 
-static unsigned long long rs_wall_us(void);
-
-/* ---- Per-command counters ---- */
-
-rs_cmdstat *rs_cmdstat_of(rserver *s, const rs_command *cmd)
-{
-    if (s == NULL || s->cstat == NULL || cmd == NULL)
-        return NULL;
-    if (s->opt.commands && cmd >= s->opt.commands && cmd < s->opt.commands + s->opt.ncommands)
-        return &s->cstat[cmd - s->opt.commands];
-    if (cmd >= rs_builtin && cmd < rs_builtin + rs_nbuiltin)
-        return &s->cstat[s->opt.ncommands + (size_t)(cmd - rs_builtin)];
-    return NULL;
-}
-
-/* Bucket of a latency of us microseconds. */
-static size_t rs_hist_bucket(uint64_t us)
-{
-    if (us < RS_HIST_SUB)
-        return (size_t)us;
-    unsigned e = 63u - (unsigned)__builtin_clzll(us);       /* >= 4 */
-    if (e >= RS_HIST_EXP_MAX)
-        return RS_HIST_BUCKETS - 1;
-    size_t sub = (size_t)(us >> (e - 4)) & (RS_HIST_SUB - 1);
-    return (size_t)(e - 3) * RS_HIST_SUB + sub;
-}
-
-/* The largest latency bucket b holds (values are reported as that bound). */
-static uint64_t rs_hist_upper(size_t b)
-{
-    if (b < RS_HIST_SUB)
-        return b;
-    unsigned e = (unsigned)(b / RS_HIST_SUB) + 3;
-    uint64_t sub = b % RS_HIST_SUB;
-    return ((RS_HIST_SUB + sub + 1) << (e - 4)) - 1;
-}
-
-void rs_hist_add(rs_hist *h, uint64_t us)
-{
-    h->count++;
-    h->sum_us += us;
-    h->b[rs_hist_bucket(us)]++;
-}
-
-void rs_cmdstat_add(rs_cmdstat *st, uint64_t us, int failed)
-{
-    st->failed += failed != 0;
-    rs_hist_add(&st->lat, us);
-}
-
-uint64_t rs_hist_percentile(const rs_hist *h, double p)
-{
-    uint64_t seen = 0;
-    if (h->count == 0)
-        return 0;
-    uint64_t rank = (uint64_t)(p * (double)h->count + 0.999999);
-    if (rank == 0)
-        rank = 1;
-    for (size_t b = 0; b < RS_HIST_BUCKETS; b++) {
-        seen += h->b[b];
-        if (seen >= rank)
-            return rs_hist_upper(b);
-    }
-    return rs_hist_upper(RS_HIST_BUCKETS - 1);
-}
-
-void rs_hist_prom(const rs_hist *h, resp_buf *b, const char *name, const char *labels)
-{
-    static const uint64_t le_us[] = { 100, 250, 500, 1000, 2500, 5000, 10000, 25000, 50000,
-                                      100000, 250000, 500000, 1000000, 2500000, 10000000 };
-    const char *sep = labels[0] ? "," : "";
-    size_t bi = 0;
-    uint64_t cum = 0;
-    for (size_t i = 0; i < sizeof(le_us) / sizeof(le_us[0]); i++) {
-        /* a bucket counts below le when all its values do */
-        while (bi < RS_HIST_BUCKETS && rs_hist_upper(bi) <= le_us[i])
-            cum += h->b[bi++];
-        resp_buf_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep,
-                        (double)le_us[i] / 1e6, (unsigned long long)cum);
-    }
-    resp_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep, h->count);
-    resp_buf_printf(b, "%s_sum%s%s%s %.6f\n", name, labels[0] ? "{" : "", labels,
-                    labels[0] ? "}" : "", (double)h->sum_us / 1e6);
-    resp_buf_printf(b, "%s_count%s%s%s %llu\n", name, labels[0] ? "{" : "", labels,
-                    labels[0] ? "}" : "", h->count);
-}
-
 /* ---- Helpers ---- */
 
-static int rs_arg_is(rs_req *r, size_t i, const char *word)
+int rs_arg_is(rs_req *r, size_t i, const char *word)
 {
     size_t n;
     const char *a = rs_req_arg(r, i, &n);
@@ -156,18 +69,6 @@ size_t rs_each_command(const rserver *s, void (*fn)(const rs_command *, void *),
         n++;
     }
     return n;
-}
-
-static const rs_command *rs_lookup(const rserver *s, const char *name, size_t len)
-{
-    for (size_t i = 0; i < s->opt.ncommands; i++)
-        if (strlen(s->opt.commands[i].name) == len &&
-            strncasecmp(s->opt.commands[i].name, name, len) == 0)
-            return &s->opt.commands[i];
-    for (size_t i = 0; i < rs_nbuiltin; i++)
-        if (strlen(rs_builtin[i].name) == len && strncasecmp(rs_builtin[i].name, name, len) == 0)
-            return &rs_builtin[i];
-    return NULL;
 }
 
 /* 1 when the built-in command cmd is one of this program's own. */
@@ -682,7 +583,7 @@ void rs_cmd_command(rs_req *r)
             resp_add_array(b, argc - 2);
             for (size_t i = 2; i < argc; i++) {
                 const char *name = rs_req_arg(r, i, &n);
-                const rs_command *cmd = rs_lookup(s, name, n);
+                const rs_command *cmd = rs_find_command(s, name, n);
                 if (cmd)
                     rs_command_info(cmd, b);
                 else
@@ -698,12 +599,12 @@ void rs_cmd_command(rs_req *r)
             size_t found = 0;
             for (size_t i = 2; i < argc; i++) {
                 const char *name = rs_req_arg(r, i, &n);
-                found += rs_lookup(s, name, n) != NULL;
+                found += rs_find_command(s, name, n) != NULL;
             }
             resp_add_map(b, found);
             for (size_t i = 2; i < argc; i++) {
                 const char *name = rs_req_arg(r, i, &n);
-                const rs_command *cmd = rs_lookup(s, name, n);
+                const rs_command *cmd = rs_find_command(s, name, n);
                 if (cmd)
                     rs_command_docs(cmd, &d);
             }
@@ -762,13 +663,6 @@ static unsigned long long rs_rss_bytes(void)
     fclose(f);
     long ps = sysconf(_SC_PAGESIZE);
     return pages_rss * (unsigned long long)(ps > 0 ? ps : 4096);
-}
-
-static unsigned long long rs_wall_us(void)
-{
-    struct timeval tv;
-    gettimeofday(&tv, NULL);
-    return (unsigned long long)tv.tv_sec * 1000000ull + (unsigned long long)tv.tv_usec;
 }
 
 static void rs_info_server(const rserver *s, resp_buf *b)
@@ -939,158 +833,77 @@ void rs_cmd_info(rs_req *r)
     rs_req_finish(r);
 }
 
-/* ---- SLOWLOG ---- */
+/* ---- The built-in command table ---- */
 
-static void rs_slowlog_clear_entry(rs_slowlog_entry *e)
-{
-    for (size_t i = 0; i < e->argc; i++)
-        free(e->args[i]);
-    free(e->name);
-    memset(e, 0, sizeof(*e));
-}
+/* Name, arity, flags, handler, summary, arguments (COMMAND DOCS); the program's own
+ * commands come first in lookups. */
+static const rs_arg rs_args_ping[] = { { "message", "string", NULL, RS_ARG_OPTIONAL, NULL },
+                                       { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_auth[] = { { "username", "string", NULL, RS_ARG_OPTIONAL, NULL },
+                                       { "password", "string", NULL, 0, NULL },
+                                       { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_hello_auth[] = { { "username", "string", NULL, 0, NULL },
+                                             { "password", "string", NULL, 0, NULL },
+                                             { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_hello_proto[] = {
+    { "protover", "integer", NULL, 0, NULL },
+    { "auth", "block", "AUTH", RS_ARG_OPTIONAL, rs_args_hello_auth },
+    { "clientname", "string", "SETNAME", RS_ARG_OPTIONAL, NULL },
+    { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_hello[] = {
+    { "arguments", "block", NULL, RS_ARG_OPTIONAL, rs_args_hello_proto },
+    { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_sub[] = { { "subcommand", "string", NULL, 0, NULL },
+                                      { "arg", "string", NULL, RS_ARG_OPTIONAL | RS_ARG_MULTIPLE,
+                                        NULL },
+                                      { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_select[] = { { "index", "integer", NULL, 0, NULL },
+                                         { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_echo[] = { { "message", "string", NULL, 0, NULL },
+                                       { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_info[] = { { "section", "string", NULL,
+                                         RS_ARG_OPTIONAL | RS_ARG_MULTIPLE, NULL },
+                                       { NULL, NULL, NULL, 0, NULL } };
+static const rs_arg rs_args_command[] = { { "subcommand", "string", NULL, RS_ARG_OPTIONAL,
+                                            NULL },
+                                          { "arg", "string", NULL,
+                                            RS_ARG_OPTIONAL | RS_ARG_MULTIPLE, NULL },
+                                          { NULL, NULL, NULL, 0, NULL } };
 
-void rs_slowlog_free(rserver *s)
-{
-    for (size_t i = 0; s->slowlog && i < s->opt.limits.slowlog_max_len; i++)
-        rs_slowlog_clear_entry(&s->slowlog[i]);
-    free(s->slowlog);
-    s->slowlog = NULL;
-    s->slowlog_len = s->slowlog_head = 0;
-}
-
-/* Copy of n bytes of p, cut as Redis cuts slow log arguments; its length in *len. */
-static char *rs_slowlog_arg(const char *p, size_t n, size_t *len)
-{
-    char more[48] = "";
-    size_t keep = n;
-    if (n > RS_SLOWLOG_ARG_BYTES) {
-        keep = RS_SLOWLOG_ARG_BYTES;
-        snprintf(more, sizeof(more), "... (%zu more bytes)", n - keep);
-    }
-    size_t ml = strlen(more);
-    char *v = malloc(keep + ml + 1);
-    if (v == NULL)
-        return NULL;
-    memcpy(v, p, keep);
-    memcpy(v + keep, more, ml + 1);
-    *len = keep + ml;
-    return v;
-}
-
-void rs_slowlog_note(rserver *s, rs_req *r, uint64_t us)
-{
-    const rs_limits *l = &s->opt.limits;
-    if (l->slowlog_max_len == 0 || us < l->slowlog_slower_than_us)
-        return;
-    if (s->slowlog == NULL &&
-        (s->slowlog = calloc(l->slowlog_max_len, sizeof(*s->slowlog))) == NULL)
-        return;
-    rs_slowlog_entry *e = &s->slowlog[s->slowlog_head];
-    rs_slowlog_clear_entry(e);
-    s->slowlog_head = (s->slowlog_head + 1) % l->slowlog_max_len;
-    if (s->slowlog_len < l->slowlog_max_len)
-        s->slowlog_len++;
-    e->id = s->slowlog_next_id++;
-    e->time_s = (long long)(rs_wall_us() / 1000000u);
-    e->us = us;
-    size_t argc = rs_req_argc(r), shown = argc;
-    if (shown > RS_SLOWLOG_ARGS)
-        shown = RS_SLOWLOG_ARGS - 1;
-    for (size_t i = 0; i < shown; i++) {
-        size_t n;
-        const char *a = rs_req_arg(r, i, &n);
-        if ((e->args[e->argc] = rs_slowlog_arg(a, n, &e->lens[e->argc])) == NULL)
-            break;
-        e->argc++;
-    }
-    if (shown < argc && e->argc == shown) {
-        char more[48];
-        int n = snprintf(more, sizeof(more), "... (%zu more arguments)", argc - shown);
-        if ((e->args[e->argc] = strdup(more)) != NULL)
-            e->lens[e->argc++] = (size_t)n;
-    }
-    snprintf(e->addr, sizeof(e->addr), "%s", r->c->addr);
-    e->name = r->c->name ? strdup(r->c->name) : NULL;
-}
-
-static const char *const rs_slowlog_help[] = {
-    "SLOWLOG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-    "GET [<count>]", "    Return top <count> entries from the slowlog (default: 10, -1 mean all).",
-    "    Entries are made of:",
-    "    id, timestamp, time in microseconds, arguments array, client IP and port,",
-    "    client name",
-    "LEN", "    Return the length of the slowlog.",
-    "RESET", "    Reset the slowlog.",
-    "HELP", "    Print this help.",
+#define RS_CONN (RS_CMD_NOAUTH | RS_CMD_CONN)
+const rs_command rs_builtin[] = {
+    { "PING", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_ping,
+      "Returns PONG, or the message given.", rs_args_ping },
+    { "AUTH", -2, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_auth,
+      "Authenticates the connection (user 'default' only).", rs_args_auth },
+    { "QUIT", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_quit,
+      "Closes the connection once the replies before it are sent.", NULL },
+    { "HELLO", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_hello,
+      "Handshake: protocol 2 or 3, optional AUTH and SETNAME; returns the server's "
+      "properties.", rs_args_hello },
+    { "CLIENT", -2, RS_CMD_CONN, rs_cmd_client,
+      "Connection commands: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, NO-EVICT, "
+      "NO-TOUCH, REPLY ON, HELP.", rs_args_sub },
+    { "SELECT", 2, RS_CMD_CONN, rs_cmd_select,
+      "Selects database 0, the only one.", rs_args_select },
+    { "ECHO", 2, RS_CMD_CONN, rs_cmd_echo, "Returns the message given.", rs_args_echo },
+    { "INFO", -1, RS_CMD_SERVER, rs_cmd_info,
+      "Server information and statistics by section, as Redis's INFO.", rs_args_info },
+    { "COMMAND", -1, RS_CMD_SERVER, rs_cmd_command,
+      "The command table: COUNT, LIST, INFO [name ...], DOCS [name ...].", rs_args_command },
+    { "CONFIG", -2, RS_CMD_SERVER, rs_cmd_config,
+      "CONFIG GET: the Redis settings that describe this server (save, appendonly, "
+      "databases, maxclients, timeout, port, bind, maxmemory); CONFIG SET is refused.",
+      rs_args_sub },
+    { "SLOWLOG", -2, RS_CMD_SERVER, rs_cmd_slowlog,
+      "The requests that took longer than slowlog-log-slower-than: GET [count], LEN, "
+      "RESET, HELP.", rs_args_sub },
+    { "MULTI", 1, RS_CMD_CONN, rs_cmd_notx,
+      "Not supported: transactions. Send the commands as a plain pipeline.", NULL },
+    { "EXEC", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "DISCARD", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "WATCH", -2, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "UNWATCH", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
 };
-
-void rs_cmd_slowlog(rs_req *r)
-{
-    rserver *s = r->c->s;
-    resp_buf *b = rs_req_out(r);
-    size_t argc = rs_req_argc(r);
-
-    if (s == NULL) {
-        rs_req_fail(r, RS_ERR, "server is shutting down");
-        return;
-    }
-    if (rs_arg_is(r, 1, "LEN") && argc == 2) {
-        resp_add_int(b, (long long)s->slowlog_len);
-    } else if (rs_arg_is(r, 1, "RESET") && argc == 2) {
-        rs_slowlog_free(s);
-        resp_add_simple(b, "OK");
-    } else if (rs_arg_is(r, 1, "GET") && argc <= 3) {
-        long long count = 10;
-        if (argc == 3) {
-            char buf[24], *end = NULL;
-            size_t n;
-            const char *a = rs_req_arg(r, 2, &n);
-            if (n > 0 && n < sizeof(buf)) {
-                memcpy(buf, a, n);
-                buf[n] = '\0';
-                count = strtoll(buf, &end, 10);
-            }
-            if (n == 0 || n >= sizeof(buf) || end == NULL || *end || count < -1) {
-                rs_req_fail(r, RS_ERR, "count should be greater than or equal to -1");
-                return;
-            }
-        }
-        size_t k = count < 0 || (unsigned long long)count > s->slowlog_len ? s->slowlog_len
-                                                                           : (size_t)count;
-        size_t max = s->opt.limits.slowlog_max_len;
-        resp_add_array(b, k);
-        for (size_t i = 0; i < k; i++) {
-            const rs_slowlog_entry *e = &s->slowlog[(s->slowlog_head + max - 1 - i) % max];
-            resp_add_array(b, 6);
-            resp_add_int(b, (long long)e->id);
-            resp_add_int(b, e->time_s);
-            resp_add_int(b, (long long)e->us);
-            resp_add_array(b, e->argc);
-            for (size_t j = 0; j < e->argc; j++)
-                resp_add_bulk(b, e->args[j], e->lens[j]);
-            resp_add_bulk_str(b, e->addr);
-            resp_add_bulk_str(b, e->name ? e->name : "");
-        }
-    } else if (rs_arg_is(r, 1, "HELP") && argc == 2) {
-        size_t k = sizeof(rs_slowlog_help) / sizeof(rs_slowlog_help[0]);
-        resp_add_array(b, k);
-        for (size_t i = 0; i < k; i++)
-            resp_add_simple(b, rs_slowlog_help[i]);
-    } else {
-        char shown[80];
-        size_t n;
-        const char *sub = rs_req_arg(r, 1, &n);
-        rs_req_fail(r, RS_ERR, "unknown subcommand or wrong number of arguments for '%s'. "
-                    "Try SLOWLOG HELP.", rs_printable(shown, sizeof(shown), sub, n, 64));
-        return;
-    }
-    rs_req_finish(r);
-}
-
-void rs_set_slowlog(rserver *s, unsigned slower_than_us, unsigned max_len)
-{
-    if (max_len != s->opt.limits.slowlog_max_len)
-        rs_slowlog_free(s);     /* frees with the old length */
-    s->opt.limits.slowlog_slower_than_us = slower_than_us;
-    s->opt.limits.slowlog_max_len = max_len;
-}
+const size_t rs_nbuiltin = sizeof(rs_builtin) / sizeof(rs_builtin[0]);
+#undef RS_CONN

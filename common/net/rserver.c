@@ -1,6 +1,7 @@
 /* rserver.c: the RESP server framework (libevent 2.1): connections, ordered request
  * queues, backpressure and limits, built-in PING/AUTH/QUIT; the other built-in
- * commands (HELLO, CLIENT, INFO, COMMAND, ...) are in rs_redis.c. See rserver.h. */
+ * commands (HELLO, CLIENT, INFO, COMMAND, ...) and the table of all of them are in
+ * rs_redis.c, the counters and the slow log in rs_stats.c. See rserver.h. */
 #include "rserver.h"
 
 #include <errno.h>
@@ -341,7 +342,7 @@ void rs_req_fail(rs_req *r, rs_errcode code, const char *fmt, ...)
 
 /* ---- Built-in commands ---- */
 
-static void rs_cmd_ping(rs_req *r)
+void rs_cmd_ping(rs_req *r)
 {
     size_t n;
     const char *m = rs_req_arg(r, 1, &n);
@@ -442,7 +443,7 @@ int rs_auth_check(rs_req *r, const char *user, size_t ulen, const char *pass, si
     return 1;
 }
 
-static void rs_cmd_auth(rs_req *r)
+void rs_cmd_auth(rs_req *r)
 {
     size_t argc = rs_req_argc(r), plen, ulen = 0;
 
@@ -458,89 +459,16 @@ static void rs_cmd_auth(rs_req *r)
     rs_req_finish(r);
 }
 
-static void rs_cmd_quit(rs_req *r)
+void rs_cmd_quit(rs_req *r)
 {
     r->c->closing = 1;
     resp_add_simple(rs_req_out(r), "OK");
     rs_req_finish(r);
 }
 
-/* Name, arity, flags, handler, summary, arguments (COMMAND DOCS); the program's own
- * commands come first in lookups. */
-static const rs_arg rs_args_ping[] = { { "message", "string", NULL, RS_ARG_OPTIONAL, NULL },
-                                       { NULL, NULL, NULL, 0, NULL } };
-static const rs_arg rs_args_auth[] = { { "username", "string", NULL, RS_ARG_OPTIONAL, NULL },
-                                       { "password", "string", NULL, 0, NULL },
-                                       { NULL, NULL, NULL, 0, NULL } };
-static const rs_arg rs_args_hello_auth[] = { { "username", "string", NULL, 0, NULL },
-                                             { "password", "string", NULL, 0, NULL },
-                                             { NULL, NULL, NULL, 0, NULL } };
-static const rs_arg rs_args_hello_proto[] = {
-    { "protover", "integer", NULL, 0, NULL },
-    { "auth", "block", "AUTH", RS_ARG_OPTIONAL, rs_args_hello_auth },
-    { "clientname", "string", "SETNAME", RS_ARG_OPTIONAL, NULL },
-    { NULL, NULL, NULL, 0, NULL } };
-static const rs_arg rs_args_hello[] = {
-    { "arguments", "block", NULL, RS_ARG_OPTIONAL, rs_args_hello_proto },
-    { NULL, NULL, NULL, 0, NULL } };
-static const rs_arg rs_args_sub[] = { { "subcommand", "string", NULL, 0, NULL },
-                                      { "arg", "string", NULL, RS_ARG_OPTIONAL | RS_ARG_MULTIPLE,
-                                        NULL },
-                                      { NULL, NULL, NULL, 0, NULL } };
-static const rs_arg rs_args_select[] = { { "index", "integer", NULL, 0, NULL },
-                                         { NULL, NULL, NULL, 0, NULL } };
-static const rs_arg rs_args_echo[] = { { "message", "string", NULL, 0, NULL },
-                                       { NULL, NULL, NULL, 0, NULL } };
-static const rs_arg rs_args_info[] = { { "section", "string", NULL,
-                                         RS_ARG_OPTIONAL | RS_ARG_MULTIPLE, NULL },
-                                       { NULL, NULL, NULL, 0, NULL } };
-static const rs_arg rs_args_command[] = { { "subcommand", "string", NULL, RS_ARG_OPTIONAL,
-                                            NULL },
-                                          { "arg", "string", NULL,
-                                            RS_ARG_OPTIONAL | RS_ARG_MULTIPLE, NULL },
-                                          { NULL, NULL, NULL, 0, NULL } };
-
-#define RS_CONN (RS_CMD_NOAUTH | RS_CMD_CONN)
-const rs_command rs_builtin[] = {
-    { "PING", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_ping,
-      "Returns PONG, or the message given.", rs_args_ping },
-    { "AUTH", -2, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_auth,
-      "Authenticates the connection (user 'default' only).", rs_args_auth },
-    { "QUIT", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_quit,
-      "Closes the connection once the replies before it are sent.", NULL },
-    { "HELLO", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_hello,
-      "Handshake: protocol 2 or 3, optional AUTH and SETNAME; returns the server's "
-      "properties.", rs_args_hello },
-    { "CLIENT", -2, RS_CMD_CONN, rs_cmd_client,
-      "Connection commands: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, NO-EVICT, "
-      "NO-TOUCH, REPLY ON, HELP.", rs_args_sub },
-    { "SELECT", 2, RS_CMD_CONN, rs_cmd_select,
-      "Selects database 0, the only one.", rs_args_select },
-    { "ECHO", 2, RS_CMD_CONN, rs_cmd_echo, "Returns the message given.", rs_args_echo },
-    { "INFO", -1, RS_CMD_SERVER, rs_cmd_info,
-      "Server information and statistics by section, as Redis's INFO.", rs_args_info },
-    { "COMMAND", -1, RS_CMD_SERVER, rs_cmd_command,
-      "The command table: COUNT, LIST, INFO [name ...], DOCS [name ...].", rs_args_command },
-    { "CONFIG", -2, RS_CMD_SERVER, rs_cmd_config,
-      "CONFIG GET: the Redis settings that describe this server (save, appendonly, "
-      "databases, maxclients, timeout, port, bind, maxmemory); CONFIG SET is refused.",
-      rs_args_sub },
-    { "SLOWLOG", -2, RS_CMD_SERVER, rs_cmd_slowlog,
-      "The requests that took longer than slowlog-log-slower-than: GET [count], LEN, "
-      "RESET, HELP.", rs_args_sub },
-    { "MULTI", 1, RS_CMD_CONN, rs_cmd_notx,
-      "Not supported: transactions. Send the commands as a plain pipeline.", NULL },
-    { "EXEC", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
-    { "DISCARD", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
-    { "WATCH", -2, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
-    { "UNWATCH", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
-};
-const size_t rs_nbuiltin = sizeof(rs_builtin) / sizeof(rs_builtin[0]);
-#undef RS_CONN
-
 /* ---- Dispatch ---- */
 
-static const rs_command *rs_find_command(const rserver *s, const char *name, size_t len)
+const rs_command *rs_find_command(const rserver *s, const char *name, size_t len)
 {
     for (size_t i = 0; i < s->opt.ncommands; i++) {
         const rs_command *c = &s->opt.commands[i];
