@@ -4,7 +4,11 @@
 # (so the coordinator's password cannot be bypassed by talking to a worker or to Redis
 # directly), clients that AUTH add and query end to end, `status` sees everything up,
 # no daemon carries the password in its environment, and `down` leaves no process.
-# Single Redis, then a 3-master Redis Cluster with a node added (`add-node`).
+# Single Redis, then a 3-master Redis Cluster with a node added (`add-node`), a
+# stopped worker started again (`repair`). A refused second `up` leaves the running
+# deployment's password alone, and a later `up` without --password-file (a restart of
+# the same DIR) keeps every piece protected. The password has a space, quotes and a
+# backslash (Redis's config files must quote it).
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/deploy_lib.sh"
@@ -14,7 +18,7 @@ th_need_bins simhash-shard simhash-coordinator
 trap 'rc=$?; for d in "$TH_DIR/single" "$TH_DIR/cluster"; do
           [ -d "$d" ] && timeout 120 bash "$DL_LOCAL" down --dir "$d" >/dev/null 2>&1
       done; (exit $rc); th_cleanup' EXIT
-PW=pw-$RANDOM$RANDOM
+PW="pw \"q\\'-$RANDOM$RANDOM"
 printf '%s\n' "$PW" >"$TH_DIR/pw"
 chmod 600 "$TH_DIR/pw"
 
@@ -75,11 +79,20 @@ dl_wait_routing_auth() {
     done
     return 1
 }
-no_process_left() {
-    local f pid
+# down_and_check DIR: `simhash-local down`, then none of the processes DIR's pidfiles
+# named before it (and their children) runs (`down` removes the pidfiles)
+down_and_check() {
+    local f pid q pids=()
     for f in "$1"/*.pid; do
+        [ -f "$f" ] || continue
         pid=$(cat "$f")
-        kill -0 "$pid" 2>/dev/null && th_fail "$(basename "$f" .pid) (pid $pid) still runs after down"
+        pids+=("$(basename "$f" .pid):$pid")
+        for q in $(pgrep -P "$pid" 2>/dev/null); do pids+=("$(basename "$f" .pid):$q"); done
+    done
+    [ ${#pids[@]} -gt 0 ] || th_fail "no pidfiles in $1 before down"
+    DL_DIR=$1 dl_sl down >"$TH_DIR/down.out" 2>&1 || th_fail "down: $(cat "$TH_DIR/down.out")"
+    for f in "${pids[@]}"; do
+        kill -0 "${f#*:}" 2>/dev/null && th_fail "${f%%:*} (pid ${f#*:}) still runs after down"
     done
     return 0
 }
@@ -93,9 +106,17 @@ DL_DIR=$S dl_sl up --port $((base + 200)) --redis-port "$base" --shard-port $((b
     --no-aof --fresh --lifetime 600 --password-file "$TH_DIR/pw" >"$TH_DIR/up.out" 2>&1 ||
     th_fail "up --password-file: $(cat "$TH_DIR/up.out")"
 check_deployment "$S" $((base + 200)) $((base + 100)) $((base + 101)) -- "$base"
-DL_DIR=$S dl_sl down >/dev/null 2>&1
-no_process_left "$S"
+DL_DIR=$S dl_sl up --port $((base + 200)) --redis-port "$base" --shard-port $((base + 100)) \
+    --no-aof --lifetime 600 >"$TH_DIR/up2.out" 2>&1 && th_fail "a second up while running succeeded"
+timeout 60 bash "$DL_LOCAL" status --dir "$S" >"$TH_DIR/status.out" 2>&1 ||
+    th_fail "status after a refused second up: $(cat "$TH_DIR/status.out")"
+down_and_check "$S"
 th_log "single Redis: coordinator, workers and Redis refuse clients without the password"
+DL_DIR=$S dl_sl up --port $((base + 200)) --redis-port "$base" --shard-port $((base + 100)) \
+    --no-aof --lifetime 600 >"$TH_DIR/up.out" 2>&1 || th_fail "up again: $(cat "$TH_DIR/up.out")"
+check_deployment "$S" $((base + 200)) $((base + 100)) $((base + 101)) -- "$base"
+down_and_check "$S"
+th_log "single Redis: up again without --password-file keeps the password"
 
 # ---- Redis Cluster, and a node added ----
 C="$TH_DIR/cluster"
@@ -108,7 +129,22 @@ DL_DIR=$C dl_sl add-node >"$TH_DIR/add.out" 2>&1 || th_fail "add-node: $(tail -5
 noauth "new redis node" $((rport + 3)) KEYS '*'
 noauth "new worker" $((sport + 3)) SHARD.HELLO
 auth "$cport" SIMHASH.QUERY 12344 | grep -qx doc-p || th_fail "QUERY after add-node"
-DL_DIR=$C dl_sl down >/dev/null 2>&1
-no_process_left "$C"
-th_log "cluster: the same, also for a node added with add-node"
+# a worker stopped by its PID, then started again by repair
+wpid=$(cat "$C/shard-1.pid")
+kill -TERM "$wpid"
+for _ in $(seq 1 100); do kill -0 "$wpid" 2>/dev/null || break; sleep 0.1; done
+kill -0 "$wpid" 2>/dev/null && th_fail "worker shard-1 (pid $wpid) did not stop"
+DL_DIR=$C dl_sl repair >"$TH_DIR/repair.out" 2>&1 || th_fail "repair: $(tail -5 "$TH_DIR/repair.out")"
+noauth "repaired worker" $((sport + 1)) SHARD.HELLO
+dl_wait_routing_auth "$cport" || th_fail "no authenticated ADD after repair: $DL_REPLY"
+auth "$cport" SIMHASH.QUERY 12344 | grep -qx doc-p || th_fail "QUERY after repair"
+down_and_check "$C"
+th_log "cluster: the same, also for a node added with add-node and a worker started by repair"
+# the recorded cluster started again from its nodes.conf, without --password-file
+DL_DIR=$C dl_sl up --cluster --no-aof --lifetime 600 >"$TH_DIR/up.out" 2>&1 ||
+    th_fail "up --cluster again: $(tail -5 "$TH_DIR/up.out")"
+check_deployment "$C" "$cport" "$sport" $((sport + 1)) $((sport + 2)) $((sport + 3)) -- \
+    "$rport" $((rport + 1)) $((rport + 2)) $((rport + 3))
+down_and_check "$C"
+th_log "cluster: up again without --password-file keeps the password"
 th_log PASS
