@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,14 +37,28 @@
 
 /* ---- Errors and temporary files ---- */
 
+/* The first error of a run wins; threads report through here. */
+static pthread_mutex_t xm_err_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void xm_errf(xm_run *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void xm_errf(xm_run *x, const char *fmt, ...)
+{
+    va_list ap;
+    pthread_mutex_lock(&xm_err_lock);
+    if (!x->err[0]) {
+        va_start(ap, fmt);
+        vsnprintf(x->err, sizeof(x->err), fmt, ap);
+        va_end(ap);
+    }
+    pthread_mutex_unlock(&xm_err_lock);
+}
+
+/* fmt has two %s: a, then strerror(errnum) (or "" when errnum is 0). */
 static void xm_err(xm_run *x, const char *fmt, const char *a, int errnum)
 {
-    if (x->err[0])
-        return;
-    if (errnum)
-        snprintf(x->err, sizeof(x->err), fmt, a ? a : "", strerror(errnum));
-    else
-        snprintf(x->err, sizeof(x->err), fmt, a ? a : "", "");
+    char msg[sizeof(x->err)];
+    snprintf(msg, sizeof(msg), fmt, a ? a : "", errnum ? strerror(errnum) : "");
+    xm_errf(x, "%s", msg);
 }
 
 /* A temporary file in dir, already unlinked. Returns its fd, or -1 with x->err. */
@@ -64,13 +79,18 @@ static int xm_tmpfile(xm_run *x, const char *what)
     return fd;
 }
 
-/* Write all of p; counts temporary bytes. Returns 0, or -1 with x->err (a full disk
- * names itself: ENOSPC). */
-static int xm_write(xm_run *x, int fd, const void *p, size_t len, int tmp)
+/* Append p[0..len) to the temporary file fd whose length is *end: the bytes
+ * [*end, *end + len) are reserved atomically, so threads may append at once, then
+ * written with pwrite; *at (when not NULL) gets their offset. Counts temporary bytes.
+ * Returns 0, or -1 with x->err (a full disk names itself: ENOSPC). */
+static int xm_append(xm_run *x, int fd, uint64_t *end, const void *p, size_t len, uint64_t *at)
 {
+    uint64_t off = __atomic_fetch_add(end, (uint64_t)len, __ATOMIC_RELAXED);
+    if (at)
+        *at = off;
     const char *c = p;
     while (len > 0) {
-        ssize_t w = write(fd, c, len);
+        ssize_t w = pwrite(fd, c, len, (off_t)off);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0) {
@@ -79,9 +99,9 @@ static int xm_write(xm_run *x, int fd, const void *p, size_t len, int tmp)
             return -1;
         }
         c += w;
+        off += (uint64_t)w;
         len -= (size_t)w;
-        if (tmp)
-            __atomic_add_fetch(&x->st.tmp_bytes, (uint64_t)w, __ATOMIC_RELAXED);
+        __atomic_add_fetch(&x->st.tmp_bytes, (uint64_t)w, __ATOMIC_RELAXED);
     }
     return 0;
 }
@@ -154,6 +174,7 @@ int xm_open_input(xm_run *x, const char *path, int binary)
         return -1;
     }
     int fd = xm_tmpfile(x, "input");
+    uint64_t in_end = 0;
     if (fd < 0) {
         cli_reader_close(&rd);
         return -1;
@@ -173,13 +194,13 @@ int xm_open_input(xm_run *x, const char *path, int binary)
                 while (ncarry < 8 && off < len)
                     carry[ncarry++] = b[off++];
                 if (ncarry == 8) {
-                    rc = xm_write(x, fd, carry, 8, 1);
+                    rc = xm_append(x, fd, &in_end, carry, 8, NULL);
                     ncarry = 0;
                 }
             }
             size_t whole = (len - off) / 8 * 8;
             if (rc == 0)
-                rc = xm_write(x, fd, b + off, whole, 1);
+                rc = xm_append(x, fd, &in_end, b + off, whole, NULL);
             off += whole;
             while (off < len)
                 carry[ncarry++] = b[off++];
@@ -192,7 +213,7 @@ int xm_open_input(xm_run *x, const char *path, int binary)
             break;
         }
         /* drain the parsed values to the file; the parser keeps counting lines */
-        rc = xm_write(x, fd, ls.v, ls.n * sizeof(uint64_t), 1);
+        rc = xm_append(x, fd, &in_end, ls.v, ls.n * sizeof(uint64_t), NULL);
         x->n += ls.n;
         ls.n = 0;
     }
@@ -218,7 +239,7 @@ int xm_open_input(xm_run *x, const char *path, int binary)
             snprintf(x->err, sizeof(x->err), "-");
             rc = -1;
         } else {
-            rc = xm_write(x, fd, rest, nrest * sizeof(uint64_t), 1);
+            rc = xm_append(x, fd, &in_end, rest, nrest * sizeof(uint64_t), NULL);
             x->n += nrest;
             free(rest);
         }
@@ -261,9 +282,8 @@ static int xm_spill_run(xm_run *x, match_pair *p, size_t n)
     }
     x->runs[x->nruns].off = x->pair_bytes / sizeof(match_pair);
     x->runs[x->nruns].n = n;
-    if (xm_write(x, x->pair_fd, p, n * sizeof(*p), 1) != 0)
+    if (xm_append(x, x->pair_fd, &x->pair_bytes, p, n * sizeof(*p), NULL) != 0)
         return -1;
-    x->pair_bytes += n * sizeof(*p);
     x->nruns++;
     return 0;
 }
@@ -311,41 +331,19 @@ static int xm_flush(xm_splitter *sp, size_t p)
     xm_run *x = tb->x;
     uint32_t n = sp->fill[p];
     size_t bytes = (size_t)n * sizeof(uint64_t);
-    uint64_t off = __atomic_fetch_add(&tb->file_end, (uint64_t)bytes, __ATOMIC_RELAXED);
-    const char *c = (const char *)(sp->bufs + p * sp->per);
-    size_t left = bytes;
-    while (left > 0) {
-        ssize_t w = pwrite(tb->fd, c, left, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            pthread_mutex_lock(&tb->lock);
-            xm_err(x, "cannot write a temporary file in %s: %s", x->opt.tmpdir,
-                   w < 0 ? errno : ENOSPC);
-            pthread_mutex_unlock(&tb->lock);
-            return -1;
-        }
-        c += w;
-        off += (uint64_t)w;
-        left -= (size_t)w;
-    }
-    __atomic_add_fetch(&x->st.tmp_bytes, (uint64_t)bytes, __ATOMIC_RELAXED);
+    uint64_t off;
+    if (xm_append(x, tb->fd, &tb->file_end, sp->bufs + p * sp->per, bytes, &off) != 0)
+        return -1;
     pthread_mutex_lock(&tb->lock);
     int rc = 0;
-    if (tb->nchunks == tb->chunk_cap) {
-        size_t nc = tb->chunk_cap ? 2 * tb->chunk_cap : 1024;
-        xm_chunk *ch = nc < UINT32_MAX ? realloc(tb->chunks, nc * sizeof(*ch)) : NULL;
-        if (ch == NULL) {
-            xm_err(x, "out of memory%s%s", "", 0);
-            rc = -1;
-        } else {
-            tb->chunks = ch;
-            tb->chunk_cap = nc;
-        }
+    if (tb->nchunks + 1 >= UINT32_MAX ||
+        xm_grow(&tb->chunks, &tb->chunk_cap, tb->nchunks + 1, sizeof(*tb->chunks), 1024) != 0) {
+        xm_err(x, "out of memory%s%s", "", 0);
+        rc = -1;
     }
     if (rc == 0) {
         uint32_t id = (uint32_t)tb->nchunks++;
-        tb->chunks[id] = (xm_chunk){ off - bytes, n, tb->head[p] };
+        tb->chunks[id] = (xm_chunk){ off, n, tb->head[p] };
         tb->head[p] = id;           /* partitions' chunks in any order: they are sorted */
         tb->count[p] += n;
     }
@@ -407,9 +405,9 @@ static int xm_partition(xm_table *tb)
     if (per > (1u << 20))
         per = 1u << 20;
     if ((uint64_t)P * per * sizeof(uint64_t) * nt > 4 * (uint64_t)x->opt.memory + (64u << 20)) {
-        snprintf(x->err, sizeof(x->err), "--memory too small to make progress: %llu values "
-                 "need %zu partitions per table, whose buffers alone exceed it; raise --memory",
-                 (unsigned long long)x->n, P);
+        xm_errf(x, "--memory too small to make progress: %llu values need %zu partitions "
+                "per table, whose buffers alone exceed it; raise --memory",
+                (unsigned long long)x->n, P);
         return -1;
     }
     xm_splitter sp[64];
@@ -437,7 +435,7 @@ static int xm_partition(xm_table *tb)
     for (unsigned i = 1; i < nt; i++) {
         if (pthread_create(&tid[started], NULL, xm_split_run, &sp[i]) != 0) {
             sp[i].failed = 1;
-            snprintf(x->err, sizeof(x->err), "cannot start a thread");
+            xm_errf(x, "cannot start a thread");
             break;
         }
         started++;
@@ -471,24 +469,7 @@ static int xm_note_repeat(xm_run *x, uint64_t v, uint64_t count)
  * (offsets taken atomically). Returns 0, or -1 with x->err. */
 static int xm_append_distinct(xm_run *x, const uint64_t *v, size_t n)
 {
-    size_t bytes = n * sizeof(uint64_t);
-    uint64_t off = __atomic_fetch_add(&x->dist_end, (uint64_t)bytes, __ATOMIC_RELAXED);
-    const char *c = (const char *)v;
-    while (bytes > 0) {
-        ssize_t w = pwrite(x->dist_fd, c, bytes, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0) {
-            xm_err(x, "cannot write a temporary file in %s: %s", x->opt.tmpdir,
-                   w < 0 ? errno : ENOSPC);
-            return -1;
-        }
-        __atomic_add_fetch(&x->st.tmp_bytes, (uint64_t)w, __ATOMIC_RELAXED);
-        c += w;
-        off += (uint64_t)w;
-        bytes -= (size_t)w;
-    }
-    return 0;
+    return xm_append(x, x->dist_fd, &x->dist_end, v, n * sizeof(uint64_t), NULL);
 }
 
 /* Thread body: take partitions of the table until none is left. */
@@ -513,13 +494,10 @@ static void *xm_table_worker(void *arg)
         if (n == 0)
             continue;
         if ((uint64_t)n * 2 * sizeof(uint64_t) > x->opt.memory) {
-            pthread_mutex_lock(&tb->lock);
-            if (!x->err[0])
-                snprintf(x->err, sizeof(x->err), "--memory too small to make progress: %zu "
-                         "values share the leading bits of table %u (many repeats of a value, "
-                         "or a small prefix) and need %zu MiB at once; raise --memory", n, tb->t,
-                         (size_t)((uint64_t)n * 2 * sizeof(uint64_t) >> 20) + 1);
-            pthread_mutex_unlock(&tb->lock);
+            xm_errf(x, "--memory too small to make progress: %zu values share the leading "
+                    "bits of table %u (many repeats of a value, or a small prefix) and need "
+                    "%zu MiB at once; raise --memory", n, tb->t,
+                    (size_t)((uint64_t)n * 2 * sizeof(uint64_t) >> 20) + 1);
             __atomic_store_n(&tb->failed, 1, __ATOMIC_RELAXED);
             break;
         }
@@ -530,11 +508,8 @@ static void *xm_table_worker(void *arg)
             sorted = malloc(n * sizeof(*sorted));
             cap = n;
             if (!vals || !sorted) {
-                pthread_mutex_lock(&tb->lock);
-                xm_err(x, "out of memory for a partition of %s values (raise --memory)", "", 0);
-                snprintf(x->err, sizeof(x->err), "--memory too small to make progress: a "
-                         "partition of %zu values does not fit (raise --memory)", n);
-                pthread_mutex_unlock(&tb->lock);
+                xm_errf(x, "--memory too small to make progress: a partition of %zu values "
+                        "does not fit (raise --memory)", n);
                 __atomic_store_n(&tb->failed, 1, __ATOMIC_RELAXED);
                 break;
             }
