@@ -68,12 +68,15 @@ typedef struct mcmd_result {
     size_t *offsets, nclusters;
     uint64_t values_n, distinct_n;
     int ext;                    /* pairs are in the xm_run (spilled path) */
+    xm_cc *cc;                  /* clusters of the spilled path, when they were too
+                                   large for mcmd_ext_clusters */
     int count_distinct;         /* -v: count the distinct values (in memory) */
     char err[256];
 } mcmd_result;
 
 static void mcmd_result_free(mcmd_result *r)
 {
+    xm_cc_free(r->cc);
     free(r->pairs);
     free(r->values);
     free(r->offsets);
@@ -219,9 +222,15 @@ static int mcmd_member_cmp(const void *a, const void *b)
     return (x->v > y->v) - (x->v < y->v);
 }
 
-/* Clusters from the spilled pairs: the endpoints of every pair (which include the
- * repeated values, as [a, a]), joined; a value given k times is listed k times (once
- * with --unique). Needs memory for the values that are in pairs, not for the input. */
+/* Bytes per pair that mcmd_ext_clusters may need at most: the endpoints collected (a
+ * doubling array of 2 values per pair) and their sort scratch, then per endpoint its
+ * parent, member record, output value and offset. */
+#define MCMD_UF_BYTES_PER_PAIR 112
+
+/* Clusters from the spilled pairs in memory, when MCMD_UF_BYTES_PER_PAIR per pair fits
+ * --memory (else xm_cc_build): the endpoints of every pair (which include the repeated
+ * values, as [a, a]), joined; a value given k times is listed k times (once with
+ * --unique). */
 static int mcmd_ext_clusters(xm_run *x, int distinct, mcmd_result *res)
 {
     mcmd_uf u;
@@ -303,6 +312,7 @@ typedef struct mcmd_writer {
     cli_out *o;
     int binary;                 /* little-endian u64s */
     int strings;                /* text: values as JSON strings */
+    int first;                  /* mcmd_put_cluster_part: no value of the cluster yet */
 } mcmd_writer;
 
 static int mcmd_put_pair(void *ctx, const match_pair *p)
@@ -343,6 +353,28 @@ static void mcmd_put_clusters(mcmd_writer *w, const uint64_t *values, const size
         }
         cli_out_bytes(w->o, "]\n", 2);
     }
+}
+
+/* Clusters streamed from xm_cc_each: the same records as mcmd_put_clusters. */
+static int mcmd_put_cluster_part(void *ctx, int what, uint64_t v)
+{
+    mcmd_writer *w = ctx;
+    if (w->binary) {
+        cli_out_bytes(w->o, (const char *)&v, what == XM_CC_END ? 0 : 8);
+        return 0;
+    }
+    if (what == XM_CC_BEGIN) {
+        cli_out_char(w->o, '[');
+        w->first = 1;
+    } else if (what == XM_CC_END) {
+        cli_out_bytes(w->o, "]\n", 2);
+    } else {
+        if (!w->first)
+            cli_out_bytes(w->o, ", ", 2);
+        w->first = 0;
+        (w->strings ? cli_out_u64_json : cli_out_u64)(w->o, v);
+    }
+    return 0;
 }
 
 /* The temporary output of a run in progress: removed on a signal. */
@@ -512,8 +544,14 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         rc = mcmd_in_memory_fd(&x, &mo, clusters, distinct, &res);
     } else {
         rc = xm_find_pairs(&x, (unsigned)mo.blocks, (unsigned)mo.distance);
-        if (rc == 0 && clusters)
-            rc = mcmd_ext_clusters(&x, distinct, &res);
+        if (rc == 0 && clusters) {
+            if (x.nmem * sizeof(*x.mem) < memory &&
+                x.st.pairs <= (memory - x.nmem * sizeof(*x.mem)) / MCMD_UF_BYTES_PER_PAIR)
+                rc = mcmd_ext_clusters(&x, distinct, &res);
+            else
+                rc = xm_cc_build(&x, &res.cc);
+            res.nclusters = (size_t)x.st.clusters;
+        }
         res.ext = 1;
     }
     if (rc != 0) {
@@ -557,13 +595,16 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         xm_free(&x);
         return CLI_EXIT_FAIL;
     }
-    mcmd_writer w = { &out, binary, strings };
+    mcmd_writer w = { &out, binary, strings, 0 };
     if (!clusters && res.ext) {
         if (xm_each_pair(&x, mcmd_put_pair, &w) != 0 && x.err[0])
             fprintf(stderr, "%s: %s\n", prog, x.err);
     } else if (!clusters) {
         for (size_t i = 0; i < res.npairs; i++)
             mcmd_put_pair(&w, &res.pairs[i]);
+    } else if (res.cc) {
+        if (xm_cc_each(&x, res.cc, mcmd_put_cluster_part, &w) != 0 && x.err[0])
+            fprintf(stderr, "%s: %s\n", prog, x.err);
     } else {
         mcmd_put_clusters(&w, res.values, res.offsets, res.nclusters);
     }
@@ -581,6 +622,9 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         if (res.ext)
             fprintf(stderr, "%s: %.1f s splitting the tables into partitions, %.1f s matching "
                     "them\n", prog, x.st.secs_split, x.st.secs_match);
+        if (res.cc)
+            fprintf(stderr, "%s: %.1f s building clusters on disk, %u rounds of star "
+                    "contraction\n", prog, x.st.secs_clusters, x.st.cc_rounds);
     }
     mcmd_result_free(&res);
     xm_free(&x);

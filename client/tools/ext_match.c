@@ -37,11 +37,9 @@
 
 /* ---- Errors and temporary files ---- */
 
-/* The first error of a run wins; threads report through here. */
 static pthread_mutex_t xm_err_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void xm_errf(xm_run *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void xm_errf(xm_run *x, const char *fmt, ...)
+void xm_errf(xm_run *x, const char *fmt, ...)
 {
     va_list ap;
     pthread_mutex_lock(&xm_err_lock);
@@ -61,8 +59,7 @@ static void xm_err(xm_run *x, const char *fmt, const char *a, int errnum)
     xm_errf(x, "%s", msg);
 }
 
-/* A temporary file in dir, already unlinked. Returns its fd, or -1 with x->err. */
-static int xm_tmpfile(xm_run *x, const char *what)
+int xm_tmpfile(xm_run *x, const char *what)
 {
     char path[PATH_MAX];
     int n = snprintf(path, sizeof(path), "%s/simhash-%s.XXXXXX", x->opt.tmpdir, what);
@@ -79,11 +76,7 @@ static int xm_tmpfile(xm_run *x, const char *what)
     return fd;
 }
 
-/* Append p[0..len) to the temporary file fd whose length is *end: the bytes
- * [*end, *end + len) are reserved atomically, so threads may append at once, then
- * written with pwrite; *at (when not NULL) gets their offset. Counts temporary bytes.
- * Returns 0, or -1 with x->err (a full disk names itself: ENOSPC). */
-static int xm_append(xm_run *x, int fd, uint64_t *end, const void *p, size_t len, uint64_t *at)
+int xm_append(xm_run *x, int fd, uint64_t *end, const void *p, size_t len, uint64_t *at)
 {
     uint64_t off = __atomic_fetch_add(end, (uint64_t)len, __ATOMIC_RELAXED);
     if (at)
@@ -106,7 +99,7 @@ static int xm_append(xm_run *x, int fd, uint64_t *end, const void *p, size_t len
     return 0;
 }
 
-static int xm_pread(xm_run *x, int fd, void *p, size_t len, uint64_t off)
+int xm_pread(xm_run *x, int fd, void *p, size_t len, uint64_t off)
 {
     char *c = p;
     while (len > 0) {

@@ -21,6 +21,8 @@ typedef struct xm_stats {
     uint64_t values, distinct, pairs, clusters;
     uint64_t tmp_bytes;         /* written to temporary files */
     double secs_split, secs_match; /* partition passes; reading, sorting, matching */
+    unsigned cc_rounds;         /* xm_cc_build: contraction rounds (0: not used) */
+    double secs_clusters;       /* xm_cc_build */
 } xm_stats;
 
 typedef struct xm_repeat {
@@ -76,5 +78,32 @@ long xm_peak_rss_kb(void);
 int xm_grow(void *pp, size_t *cap, size_t need, size_t elem, size_t first);
 /* How often v was given (1 unless it is a repeated value). */
 uint64_t xm_count(const xm_run *x, uint64_t v);
+
+/* ---- Shared with ext_clusters.c ---- */
+/* The first error of a run wins (x->err); threads report through here. */
+void xm_errf(xm_run *x, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* A temporary file in --tmpdir named simhash-WHAT.XXXXXX, already unlinked. Returns its
+ * fd, or -1 with x->err. */
+int xm_tmpfile(xm_run *x, const char *what);
+/* Append p[0..len) to the temporary file fd whose length is *end: the bytes
+ * [*end, *end + len) are reserved atomically, so threads may append at once, then
+ * written with pwrite; *at (when not NULL) gets their offset. Counts temporary bytes.
+ * Returns 0, or -1 with x->err (a full disk names itself: ENOSPC). */
+int xm_append(xm_run *x, int fd, uint64_t *end, const void *p, size_t len, uint64_t *at);
+/* Read len bytes at off of fd. Returns 0, or -1 with x->err. */
+int xm_pread(xm_run *x, int fd, void *p, size_t len, uint64_t off);
+
+/* ---- Clusters within --memory (ext_clusters.c) ---- */
+typedef struct xm_cc xm_cc;
+/* The connected components of x's pairs (after xm_find_pairs), computed by external
+ * sorting within x->opt.memory; sets x->st.clusters. Returns 0 with *out (for
+ * xm_cc_each, then xm_cc_free), or -1 with x->err. */
+int xm_cc_build(xm_run *x, xm_cc **out);
+enum { XM_CC_BEGIN, XM_CC_VALUE, XM_CC_END };
+/* Calls fn for every cluster in order of its smallest value: XM_CC_BEGIN with its size
+ * (values with repeats), XM_CC_VALUE for each value ascending (a value given k times k
+ * times, once with --unique), XM_CC_END with 0. Returns 0, or -1 (fn failed, or x->err). */
+int xm_cc_each(xm_run *x, xm_cc *c, int (*fn)(void *ctx, int what, uint64_t v), void *ctx);
+void xm_cc_free(xm_cc *c);
 
 #endif
