@@ -3,7 +3,8 @@
 # forces the spilling path (many partitions per table, pair runs merged): its pairs
 # and clusters equal brute force on planted near-duplicates (0..k and k+1 flipped
 # bits) for several (blocks, distance), in text and binary, and equal the in-memory
-# path on a larger input; bad input and resources (a truncated binary file, an
+# path on a larger input; clusters whose values exceed --memory (chains, large
+# clusters) are built on disk and equal the in-memory ones; bad input and resources (a truncated binary file, an
 # unusable or full --tmpdir, --memory too small to make progress) give a clear error,
 # leave no temporary files and no partial output; SIGINT too.
 set -u
@@ -138,6 +139,109 @@ cmp -s "$TH_DIR/big.mem" "$TH_DIR/big.ext" || th_fail "150k: spilled pairs diffe
 [ "$(bin2txt "$TH_DIR/bigc.bin" clusters)" = "$(cat "$TH_DIR/bigc.mem")" ] || th_fail "150k: spilled clusters differ"
 no_temps "150k"
 ok "150k values: spilled = in memory ($(wc -l <"$TH_DIR/big.mem") pairs)"
+
+# ---- clusters on disk: more values in pairs than --memory holds ----
+# long chains (random walks of 2-bit steps, endpoints far apart), a chain in ascending
+# order (Gray codes: neighbours 1 bit apart), a few large clusters, noise and repeats
+python3 - "$TH_DIR" <<'PYEOF'
+import random, struct, sys
+d = sys.argv[1]
+r = random.Random(7)
+vals = []
+def flip(v, k):
+    for b in r.sample(range(64), k):
+        v ^= 1 << b
+    return v
+for c in range(150):
+    v = r.getrandbits(64)
+    for i in range(120):
+        vals.append(v)
+        v = flip(v, 2)
+base = r.getrandbits(20)
+for i in range(1500):
+    vals.append(((i ^ (i >> 1)) << 44) | base)
+for c in range(4):
+    cv = r.getrandbits(64)
+    for i in range(800):
+        vals.append(flip(cv, r.randrange(0, 4)))
+for i in range(8000):
+    vals.append(r.getrandbits(64))
+for i in range(300):
+    vals.append(vals[r.randrange(len(vals))])
+r.shuffle(vals)
+open(d + "/ch.txt", "w").write("".join("%d\n" % v for v in vals))
+open(d + "/ch.bin", "wb").write(b"".join(struct.pack("<Q", v) for v in vals))
+PYEOF
+"$FC" -i "$TH_DIR/ch.txt" -o "$TH_DIR/ch.mem" -v 2>"$TH_DIR/v.err" || th_fail "chains in memory"
+grep -q 'in memory' "$TH_DIR/v.err" || th_fail "chains: the reference run did not stay in memory: $(cat "$TH_DIR/v.err")"
+[ "$(awk -F, 'NF > m { m = NF } END { print m }' "$TH_DIR/ch.mem")" -ge 1000 ] || th_fail "chains: no large cluster"
+for mem in 64k 1m; do
+    for t in 1 2; do
+        timeout 120 "$FC" --memory $mem -t $t --tmpdir "$T" -i "$TH_DIR/ch.txt" -o "$TH_DIR/ch.ext" -v \
+            2>"$TH_DIR/v.err" || th_fail "chains --memory $mem -t $t: $(cat "$TH_DIR/v.err")"
+        grep -q 'rounds of star contraction' "$TH_DIR/v.err" ||
+            th_fail "chains --memory $mem: clusters were not built on disk: $(cat "$TH_DIR/v.err")"
+        grep -q " $(wc -l <"$TH_DIR/ch.mem") clusters;" "$TH_DIR/v.err" ||
+            th_fail "chains --memory $mem: -v cluster count: $(cat "$TH_DIR/v.err")"
+        cmp -s "$TH_DIR/ch.ext" "$TH_DIR/ch.mem" ||
+            th_fail "chains --memory $mem -t $t: clusters on disk differ from in memory: $(diff "$TH_DIR/ch.ext" "$TH_DIR/ch.mem" | head -3)"
+        no_temps "chains --memory $mem -t $t"
+    done
+done
+timeout 120 "$FC" --memory 64k --tmpdir "$T" --format binary -i "$TH_DIR/ch.bin" -o "$TH_DIR/ch.bext" ||
+    th_fail "chains binary --memory 64k"
+[ "$(bin2txt "$TH_DIR/ch.bext" clusters)" = "$(cat "$TH_DIR/ch.mem")" ] || th_fail "chains: binary clusters on disk differ"
+"$FC" --format binary -i "$TH_DIR/ch.bin" -o "$TH_DIR/ch.bmem"
+cmp -s "$TH_DIR/ch.bext" "$TH_DIR/ch.bmem" || th_fail "chains: binary output differs between the paths"
+for o in --unique --json-strings; do
+    "$FC" $o -i "$TH_DIR/ch.txt" -o "$TH_DIR/ch.omem"
+    timeout 120 "$FC" $o --memory 64k --tmpdir "$T" -i "$TH_DIR/ch.txt" -o "$TH_DIR/ch.oext" ||
+        th_fail "chains $o --memory 64k"
+    cmp -s "$TH_DIR/ch.omem" "$TH_DIR/ch.oext" || th_fail "chains $o: clusters on disk differ from in memory"
+done
+no_temps "chains"
+# an error while the clusters are built (a file size limit: the pairs pass, the edge
+# file does not): exit 1, a message, nothing left, the output untouched
+echo keep >"$TH_DIR/out"
+(trap '' XFSZ; ulimit -f 5000; timeout 120 "$FC" --memory 64k --tmpdir "$T" -i "$TH_DIR/ch.txt" \
+    -o "$TH_DIR/out" -v 2>"$TH_DIR/e.err"; echo $? >"$TH_DIR/e.rc")
+[ "$(cat "$TH_DIR/e.rc")" = 1 ] || th_fail "clusters, file size limit: exit $(cat "$TH_DIR/e.rc"): $(cat "$TH_DIR/e.err")"
+grep -q 'File too large' "$TH_DIR/e.err" || th_fail "clusters, file size limit: $(cat "$TH_DIR/e.err")"
+[ "$(cat "$TH_DIR/out")" = keep ] || th_fail "clusters, file size limit: the existing output was changed"
+no_temps "clusters, file size limit"
+# SIGINT while the clusters are built (seen by the edge file among its open files;
+# through timeout, which passes it on: a background job of a script ignores SIGINT)
+python3 - "$TH_DIR" <<'PYEOF'
+import random, struct, sys
+r = random.Random(9)
+out = []
+for c in range(8):      # 8 dense clusters of Gray codes: millions of pairs
+    base = r.getrandbits(64)
+    out += [((i ^ (i >> 1)) << 20) ^ base for i in range(2500)]
+r.shuffle(out)
+open(sys.argv[1] + "/gray.bin", "wb").write(b"".join(struct.pack("<Q", v) for v in out))
+PYEOF
+timeout 120 "$FC" --format binary --memory 256k --tmpdir "$T" -i "$TH_DIR/gray.bin" -o "$TH_DIR/int.out" 2>/dev/null &
+pid=$!
+seen=0
+for i in $(seq 1 6000); do
+    cpid=$(pgrep -P "$pid" | head -1)   # timeout's child: the program
+    if [ -n "$cpid" ] && ls -l "/proc/$cpid/fd" 2>/dev/null | grep -q simhash-edges; then
+        seen=1
+        kill -INT "$pid"
+        break
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.01
+done
+[ "$seen" = 1 ] || kill -INT "$pid" 2>/dev/null    # not seen within a minute
+wait "$pid"
+rc=$?
+[ "$seen" = 1 ] || th_fail "the clusters phase was not seen before the run ended (exit $rc)"
+[ "$rc" -ne 0 ] || th_fail "the run interrupted while building clusters exited 0"
+[ ! -e "$TH_DIR/int.out" ] || th_fail "a run interrupted while building clusters left its output"
+no_temps "SIGINT while building clusters"
+ok "clusters on disk (chains, a sorted chain, large clusters, repeats): = in memory, text and binary, --unique, --json-strings, -t 1 and 2; an error and SIGINT leave nothing"
 
 # ---- bad input and resources ----
 echo keep >"$TH_DIR/out"
