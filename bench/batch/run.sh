@@ -4,7 +4,8 @@
 #   (1) 1M and 20M, text: the in-memory path against the spilling path forced by a
 #       small --memory, same run (ratio), the same pairs;
 #   (2) BENCH_BIG (default 100M) binary with --memory BENCH_MEMORY (1g): time and peak
-#       RSS, and the pairs of the in-memory path on the first 20M cross-checked.
+#       RSS of find-all and of find-clusters, and the pairs and clusters of the
+#       in-memory path on the first 20M cross-checked (clusters built on disk).
 # Medians of BENCH_ROUNDS (3) for the small sizes, one run for the big one. Prints
 # `bench=batch ...` lines. Temporary data in a mktemp -d folder under BENCH_TMPDIR
 # (default /tmp; needs about 3x the big input), removed at exit.
@@ -15,7 +16,7 @@ B="$BUILD/bin"
 BIG=${BENCH_BIG:-100000000}
 MEM=${BENCH_MEMORY:-1g}
 ROUNDS=${BENCH_ROUNDS:-3}
-for p in bench-gen simhash-find-all; do
+for p in bench-gen simhash-find-all simhash-find-clusters; do
     [ -x "$B/$p" ] || { echo "run.sh: $B/$p not built" >&2; exit 1; }
 done
 W=$(mktemp -d "${BENCH_TMPDIR:-/tmp}/simhash-batchbench.XXXXXX")
@@ -60,9 +61,24 @@ summary=$(grep 'values,' "$W/err" | tr -d '\n')
 phases=$(grep 'splitting' "$W/err" | tr -d '\n')
 echo "bench=batch n=$BIG format=binary memory=$MEM seconds=$1 peak_rss_kb=$2"
 echo "bench=batch summary=\"$summary\" phases=\"$phases\""
+# find-clusters on the same input and budget (clusters built on disk when their pairs
+# exceed it)
+set -- $(run bigc "$B/simhash-find-clusters" --format binary -i "$W/big.bin" -o "$W/big.clusters" \
+              --memory "$MEM" --tmpdir "$W/tmp" -v)
+summary=$(grep 'values,' "$W/err" | tr -d '\n')
+phases=$(grep -E 'splitting|building clusters' "$W/err" | tr '\n' ' ')
+echo "bench=batch n=$BIG format=binary memory=$MEM command=find-clusters seconds=$1 peak_rss_kb=$2"
+echo "bench=batch command=find-clusters summary=\"$summary\" phases=\"$phases\""
+rm -f "$W/big.clusters"
 # the first 20M of the big input: the in-memory path agrees with the spilling path
 head -c 160000000 "$W/big.bin" >"$W/head.bin"
 "$B/simhash-find-all" --format binary -i "$W/head.bin" -o "$W/head.mem" --tmpdir "$W/tmp"
 "$B/simhash-find-all" --format binary -i "$W/head.bin" -o "$W/head.spill" --memory 200m --tmpdir "$W/tmp"
 cmp -s "$W/head.mem" "$W/head.spill" && echo "bench=batch check=first_20m pairs_same=yes" ||
     { echo "run.sh: the paths disagree on the first 20M" >&2; exit 1; }
+"$B/simhash-find-clusters" --format binary -i "$W/head.bin" -o "$W/head.mem" --tmpdir "$W/tmp"
+"$B/simhash-find-clusters" --format binary -i "$W/head.bin" -o "$W/head.spill" --memory 200m \
+    --tmpdir "$W/tmp" -v 2>"$W/err"
+grep -q 'building clusters on disk' "$W/err" || { echo "run.sh: clusters were not built on disk" >&2; exit 1; }
+cmp -s "$W/head.mem" "$W/head.spill" && echo "bench=batch check=first_20m clusters_same=yes" ||
+    { echo "run.sh: the clusters of the paths disagree on the first 20M" >&2; exit 1; }
