@@ -739,7 +739,8 @@ int xm_find_pairs(xm_run *x, unsigned blocks, unsigned distance)
         }
     }
     cli_progress_end(&x->progress);
-    qsort(x->rep, x->nrep, sizeof(*x->rep), xm_repeat_cmp);
+    if (x->nrep > 1)        /* qsort of NULL (no repeats) is undefined */
+        qsort(x->rep, x->nrep, sizeof(*x->rep), xm_repeat_cmp);
     /* repeated values give [a, a]: into the pairs as well */
     for (size_t i = 0; i < x->nrep && !x->unique; i++) {
         if (xm_grow(&x->mem, &x->memcap, x->nmem + 1, sizeof(*x->mem), 1024) != 0) {
