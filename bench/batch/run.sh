@@ -58,7 +58,7 @@ done
 set -- $(run big "$B/simhash-find-all" --format binary -i "$W/big.bin" -o "$W/big.pairs" --memory "$MEM" \
               --tmpdir "$W/tmp" -v)
 summary=$(grep 'values,' "$W/err" | tr -d '\n')
-phases=$(grep 'splitting' "$W/err" | tr -d '\n')
+phases=$(grep 'splitting' "$W/err" | tr -d '\n' || true)
 echo "bench=batch n=$BIG format=binary memory=$MEM seconds=$1 peak_rss_kb=$2"
 echo "bench=batch summary=\"$summary\" phases=\"$phases\""
 # find-clusters on the same input and budget (clusters built on disk when their pairs
@@ -66,7 +66,7 @@ echo "bench=batch summary=\"$summary\" phases=\"$phases\""
 set -- $(run bigc "$B/simhash-find-clusters" --format binary -i "$W/big.bin" -o "$W/big.clusters" \
               --memory "$MEM" --tmpdir "$W/tmp" -v)
 summary=$(grep 'values,' "$W/err" | tr -d '\n')
-phases=$(grep -E 'splitting|building clusters' "$W/err" | tr '\n' ' ')
+phases=$(grep -E 'splitting|building clusters' "$W/err" | tr '\n' ' ' || true)
 echo "bench=batch n=$BIG format=binary memory=$MEM command=find-clusters seconds=$1 peak_rss_kb=$2"
 echo "bench=batch command=find-clusters summary=\"$summary\" phases=\"$phases\""
 rm -f "$W/big.clusters"
