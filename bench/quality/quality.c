@@ -4,8 +4,9 @@
  * corpus come within k bits of each other, and how many real near-duplicate pairs of
  * the corpus (word-3-shingle Jaccard >= 0.5) are found. See bench/quality/README.md.
  *
- * usage: bench-quality [-t THREADS] [-m MAXDOCS] [-s SEED] [-o SETTINGS] LIST
- * LIST has one "category<TAB>path" (or just "path") per line; "-" reads stdin.
+ * usage: bench-quality [-v] [-t THREADS] [-m MAXDOCS] [-s SEED] [-o SETTINGS] LIST
+ * LIST has one "category<TAB>path[<TAB>label]" (or just "path") per line; "-" reads
+ * stdin. -v also lists the false matches at distance 3 of every setting.
  * Prints one machine-readable line per setting, then a markdown table. */
 #include <errno.h>
 #include <math.h>
@@ -105,6 +106,7 @@ typedef struct doc {
     size_t n;
     uint64_t key;             /* seeded hash of the token hash sequence */
     int cat;
+    char *name;               /* label (the original file) */
     uint64_t *sh;             /* sorted distinct word-3-shingle hashes */
     size_t nsh;
     uint64_t mh[MH_K];
@@ -233,7 +235,7 @@ static double jaccard(const uint64_t *a, size_t na, const uint64_t *b, size_t nb
 
 /* ---- Feature schemes (the settings) ---- */
 
-enum { WT_NONE, WT_LOGTF, WT_STOP, WT_DOCFREQ };
+enum { WT_NONE, WT_LOGTF, WT_STOP, WT_DOCFREQ, WT_GRAM };
 enum { TK_PLAIN, TK_NUM, TK_FOLD };
 
 typedef struct setting {
@@ -242,31 +244,35 @@ typedef struct setting {
     int weight;               /* WT_* */
     int stop_w;               /* WT_STOP: weight (of 4) of features made only of stop words */
     int tokmode;              /* TK_*: how token hashes are made */
+    int gram_w[4];            /* WT_GRAM: weight of each occurrence of a w-token feature */
 } setting;
 
 /* The settings measured; the first is the baseline (today's default). */
 static const setting settings[] = {
-    {"w3", 4, WT_NONE, 0, TK_PLAIN},
-    {"w1", 1, WT_NONE, 0, TK_PLAIN},
-    {"w2", 2, WT_NONE, 0, TK_PLAIN},
-    {"w4", 8, WT_NONE, 0, TK_PLAIN},
-    {"w1+w2", 3, WT_NONE, 0, TK_PLAIN},
-    {"w1+w2+w3", 7, WT_NONE, 0, TK_PLAIN},
-    {"w1-logtf", 1, WT_LOGTF, 0, TK_PLAIN},
-    {"w2-logtf", 2, WT_LOGTF, 0, TK_PLAIN},
-    {"w1+w2-logtf", 3, WT_LOGTF, 0, TK_PLAIN},
-    {"w1+w2+w3-logtf", 7, WT_LOGTF, 0, TK_PLAIN},
-    {"w1-stop0", 1, WT_STOP, 0, TK_PLAIN},
-    {"w1-stop1/4", 1, WT_STOP, 1, TK_PLAIN},
-    {"w2-stop0", 2, WT_STOP, 0, TK_PLAIN},
-    {"w2-stop1/4", 2, WT_STOP, 1, TK_PLAIN},
-    {"w1+w2-stop1/4", 3, WT_STOP, 1, TK_PLAIN},
-    {"w1-docfreq", 1, WT_DOCFREQ, 0, TK_PLAIN},
-    {"w1+w2-docfreq", 3, WT_DOCFREQ, 0, TK_PLAIN},
-    {"w1-num", 1, WT_NONE, 0, TK_NUM},
-    {"w2-num", 2, WT_NONE, 0, TK_NUM},
-    {"w1+w2-num", 3, WT_NONE, 0, TK_NUM},
-    {"w2-fold", 2, WT_NONE, 0, TK_FOLD},
+    {"w3", 4, WT_NONE, 0, TK_PLAIN, {0}},
+    {"w1", 1, WT_NONE, 0, TK_PLAIN, {0}},
+    {"w2", 2, WT_NONE, 0, TK_PLAIN, {0}},
+    {"w4", 8, WT_NONE, 0, TK_PLAIN, {0}},
+    {"w1+w2", 3, WT_NONE, 0, TK_PLAIN, {0}},
+    {"w1+w2+w3", 7, WT_NONE, 0, TK_PLAIN, {0}},
+    {"w1-logtf", 1, WT_LOGTF, 0, TK_PLAIN, {0}},
+    {"w2-logtf", 2, WT_LOGTF, 0, TK_PLAIN, {0}},
+    {"w1+w2-logtf", 3, WT_LOGTF, 0, TK_PLAIN, {0}},
+    {"w1+w2+w3-logtf", 7, WT_LOGTF, 0, TK_PLAIN, {0}},
+    {"w1-stop0", 1, WT_STOP, 0, TK_PLAIN, {0}},
+    {"w1-stop1/4", 1, WT_STOP, 1, TK_PLAIN, {0}},
+    {"w2-stop0", 2, WT_STOP, 0, TK_PLAIN, {0}},
+    {"w2-stop1/4", 2, WT_STOP, 1, TK_PLAIN, {0}},
+    {"w1+w2-stop0", 3, WT_STOP, 0, TK_PLAIN, {0}},
+    {"w1+w2-stop1/4", 3, WT_STOP, 1, TK_PLAIN, {0}},
+    {"w1/2+w2", 3, WT_GRAM, 0, TK_PLAIN, {1, 2, 0, 0}},
+    {"w1/4+w2", 3, WT_GRAM, 0, TK_PLAIN, {1, 4, 0, 0}},
+    {"w1-docfreq", 1, WT_DOCFREQ, 0, TK_PLAIN, {0}},
+    {"w1+w2-docfreq", 3, WT_DOCFREQ, 0, TK_PLAIN, {0}},
+    {"w1-num", 1, WT_NONE, 0, TK_NUM, {0}},
+    {"w2-num", 2, WT_NONE, 0, TK_NUM, {0}},
+    {"w1+w2-num", 3, WT_NONE, 0, TK_NUM, {0}},
+    {"w2-fold", 2, WT_NONE, 0, TK_FOLD, {0}},
 };
 #define NSET (sizeof settings / sizeof settings[0])
 
@@ -441,6 +447,17 @@ static uint64_t fingerprint(const setting *s, const tok *t, size_t n, scratch *s
     switch (s->weight) {
     case WT_NONE:
         return fp_compute(f, nf);
+    case WT_GRAM: {
+        size_t j = 0;
+        for (unsigned w = 1; w <= 4; w++) {
+            if (!(s->grams & (1u << (w - 1))))
+                continue;
+            size_t m = n >= w ? n - w + 1 : (size_t)single;
+            for (size_t i = 0; i < m; i++)
+                wt[j++] = s->gram_w[w - 1];
+        }
+        return fp_compute_weighted(f, wt, nf);
+    }
     case WT_STOP: {
         /* each occurrence votes 4; features made only of stop words vote stop_w */
         size_t j = 0;
@@ -740,7 +757,7 @@ typedef struct result {
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench-quality [-t THREADS] [-m MAXDOCS] [-s SEED] "
+    fprintf(stderr, "usage: bench-quality [-v] [-t THREADS] [-m MAXDOCS] [-s SEED] "
                     "[-o SETTING,...] LIST\n");
     exit(2);
 }
@@ -758,9 +775,14 @@ int main(int argc, char **argv)
     int nthreads = 2;
     size_t maxdocs = 3000;
     const char *only = NULL;
+    int verbose = 0;
     int i;
     for (i = 1; i < argc && argv[i][0] == '-' && argv[i][1]; i++) {
         unsigned long long v;
+        if (!strcmp(argv[i], "-v")) {
+            verbose = 1;
+            continue;
+        }
         if (i + 1 >= argc)
             usage();
         if (!strcmp(argv[i], "-t")) {
@@ -821,7 +843,7 @@ int main(int argc, char **argv)
         }
         if (l == 0)
             continue;
-        char *path = line, *tab = strchr(line, '\t');
+        char *path = line, *tab = strchr(line, '\t'), *label;
         int cat = 0;
         if (tab) {
             cat = cat_index(line, (size_t)(tab - line));
@@ -829,6 +851,11 @@ int main(int argc, char **argv)
         } else {
             cat = cat_index("all", 3);
         }
+        label = strchr(path, '\t');
+        if (label)
+            *label++ = 0;
+        else
+            label = path;
         nfiles++;
         size_t tl;
         char *text = read_file(path, &tl);
@@ -855,6 +882,11 @@ int main(int argc, char **argv)
         d->t = b.t;
         d->n = b.n;
         d->cat = cat;
+        d->name = strdup(label);
+        if (!d->name) {
+            fprintf(stderr, "bench-quality: out of memory\n");
+            return 2;
+        }
         uint64_t *hs = xmalloc(b.n * sizeof *hs);
         for (size_t k = 0; k < b.n; k++)
             hs[k] = le64(b.t[k].h);
@@ -872,6 +904,7 @@ int main(int argc, char **argv)
             dups++;
             free(docs[k].t);
             free(docs[k].text);
+            free(docs[k].name);
             continue;
         }
         docs[kept++] = docs[k];
@@ -880,6 +913,7 @@ int main(int argc, char **argv)
     for (size_t k = maxdocs; k < kept; k++) {
         free(docs[k].t);
         free(docs[k].text);
+        free(docs[k].name);
     }
     ndocs = kept < maxdocs ? kept : maxdocs;
     if (ndocs < 2) {
@@ -1065,6 +1099,19 @@ int main(int argc, char **argv)
                    KMIN + k, r->near50[k]);
         printf(" meets_targets=%s\n", r->meets ? "yes" : "no");
     }
+    if (verbose)
+        for (size_t s = 0; s < NSET; s++) {
+            if (!settings_on[s])
+                continue;
+            for (size_t c = 0; c < ncand; c++) {
+                int dd = __builtin_popcountll(fp_orig[s * ndocs + cand[c].a] ^
+                                              fp_orig[s * ndocs + cand[c].b]);
+                if (dd <= KMIN && cand[c].j < JAC_DUP)
+                    printf("false_match setting=%s distance=%d jaccard=%.3f a=%s b=%s\n",
+                           settings[s].name, dd, cand[c].j, docs[cand[c].a].name,
+                           docs[cand[c].b].name);
+            }
+        }
     printf("\n| setting | e1 | e3 | e3/w3 | e5 | e10 | move | e3 k4 | e3 k5 | FMR k3 | FMR k4 "
            "| FMR k5 | J<0.5 share k3 | near J>=0.8 | near J 0.5-0.8 | targets |\n");
     printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -1090,6 +1137,7 @@ int main(int argc, char **argv)
         free(docs[k].t);
         free(docs[k].text);
         free(docs[k].sh);
+        free(docs[k].name);
     }
     free(docs);
     free(vocab);

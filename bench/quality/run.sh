@@ -38,21 +38,21 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/simhash-quality.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/z"
 
-# category<TAB>path lines, sorted by path within each category
+# category<TAB>path<TAB>label lines (label: the original file), in glob order
 list=$tmp/all.tsv
 : > "$list"
-add() {  # add CATEGORY PATH: a regular, readable, non-empty file (symlinks followed)
+add() {  # add CATEGORY PATH [LABEL]: a regular, readable, non-empty file (symlinks followed)
     local f
     f=$(readlink -f -- "$2") || return 0
     [ -f "$f" ] && [ -r "$f" ] && [ -s "$f" ] || return 0
-    printf '%s\t%s\n' "$1" "$f" >> "$list"
+    printf '%s\t%s\t%s\n' "$1" "$f" "${3:-$2}" >> "$list"
 }
 unz() {  # unz CATEGORY FILE.gz: decompress into the temporary directory
     local out
     out=$tmp/z/$(printf '%05d' "$n").txt
     n=$((n + 1))
     if zcat -- "$1.gz" > "$out" 2>/dev/null; then
-        add "$2" "$out"
+        add "$2" "$out" "$1.gz"
     fi
 }
 n=0
@@ -74,7 +74,7 @@ fi
 # identical files once (the first in list order); a path may appear twice via symlinks
 dedup=$tmp/corpus.tsv
 cut -f2 "$list" | tr '\n' '\0' | xargs -0 sha256sum | cut -c1-64 > "$tmp/sums"
-paste "$tmp/sums" "$list" | awk -F'\t' '!seen[$1]++ { print $2 "\t" $3 }' > "$dedup"
+paste "$tmp/sums" "$list" | awk -F'\t' '!seen[$1]++ { print $2 "\t" $3 "\t" $4 }' > "$dedup"
 echo "run.sh: $(wc -l < "$list") files listed, $(wc -l < "$dedup") with distinct contents" >&2
 
 start=$(date +%s)
