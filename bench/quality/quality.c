@@ -235,7 +235,7 @@ static double jaccard(const uint64_t *a, size_t na, const uint64_t *b, size_t nb
 
 /* ---- Feature schemes (the settings) ---- */
 
-enum { WT_NONE, WT_LOGTF, WT_STOP, WT_DOCFREQ, WT_GRAM };
+enum { WT_NONE, WT_LOGTF, WT_SQRTTF, WT_STOP, WT_DOCFREQ, WT_GRAM };
 enum { TK_PLAIN, TK_NUM, TK_FOLD };
 
 typedef struct setting {
@@ -259,6 +259,9 @@ static const setting settings[] = {
     {"w2-logtf", 2, WT_LOGTF, 0, TK_PLAIN, {0}},
     {"w1+w2-logtf", 3, WT_LOGTF, 0, TK_PLAIN, {0}},
     {"w1+w2+w3-logtf", 7, WT_LOGTF, 0, TK_PLAIN, {0}},
+    {"w1-sqrttf", 1, WT_SQRTTF, 0, TK_PLAIN, {0}},
+    {"w2-sqrttf", 2, WT_SQRTTF, 0, TK_PLAIN, {0}},
+    {"w1+w2-sqrttf", 3, WT_SQRTTF, 0, TK_PLAIN, {0}},
     {"w1-stop0", 1, WT_STOP, 0, TK_PLAIN, {0}},
     {"w1-stop1/4", 1, WT_STOP, 1, TK_PLAIN, {0}},
     {"w2-stop0", 2, WT_STOP, 0, TK_PLAIN, {0}},
@@ -508,8 +511,10 @@ static uint64_t fingerprint(const setting *s, const tok *t, size_t n, scratch *s
         }
         return fp_compute_weighted(f, wt, nf);
     }
-    case WT_LOGTF: {
-        /* each distinct feature once, weight round(1000 * (1 + ln tf)) */
+    case WT_LOGTF:
+    case WT_SQRTTF: {
+        /* each distinct feature once, weight round(1000 * (1 + ln tf)) or
+         * round(1000 * sqrt(tf)) */
         table_reset(sc, nf);
         size_t nd = 0;
         for (size_t i = 0; i < nf; i++) {
@@ -521,7 +526,9 @@ static uint64_t fingerprint(const setting *s, const tok *t, size_t n, scratch *s
         for (size_t sl = 0; sl < sc->h_cap && j < nd; sl++)
             if (sc->hc[sl]) {
                 f[j] = sc->hk[sl];
-                wt[j] = (int64_t)llround(1000.0 * (1.0 + log((double)sc->hc[sl])));
+                double tf = (double)sc->hc[sl];
+                wt[j] = (int64_t)llround(1000.0 * (s->weight == WT_LOGTF ? 1.0 + log(tf)
+                                                                          : sqrt(tf)));
                 j++;
             }
         return fp_compute_weighted(f, wt, j);
