@@ -13,6 +13,7 @@
 
 #include "fingerprint.h"
 #include "hamming.h"
+#include "html.h"
 #include "layout.h"
 #include "log.h"
 #include "parse.h"
@@ -488,46 +489,77 @@ static void coord_query_start(coord_op *op)
 }
 
 /* Parse [DISTANCE d] [LIMIT n] from argument `from`. Returns 0, or -1 after an error. */
-static int coord_query_options(coord *co, rs_req *r, size_t from, int allow_limit, unsigned *d,
-                         size_t *limit)
+int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord_qopts *o)
 {
-    *d = co->cfg.distance;
-    *limit = 0;
+    static const char *const expect[8] = {
+        "no option", "DISTANCE d", "LIMIT n", "DISTANCE d or LIMIT n", "FORMAT text|html",
+        "DISTANCE d or FORMAT text|html", "LIMIT n or FORMAT text|html",
+        "DISTANCE d, LIMIT n or FORMAT text|html",
+    };
+    o->d = co->cfg.distance;
+    o->limit = 0;
+    o->html = 0;
     for (size_t i = from; i < rs_req_argc(r); i += 2) {
         size_t n, vn;
         const char *opt = rs_req_arg(r, i, &n), *why;
         char b[64];
         uint64_t v;
-        int is_d = n == 8 && strncasecmp(opt, "DISTANCE", 8) == 0;
-        int is_l = allow_limit && n == 5 && strncasecmp(opt, "LIMIT", 5) == 0;
-        if (!is_d && !is_l) {
+        int is_d = (allow & COORD_OPT_DISTANCE) && n == 8 && strncasecmp(opt, "DISTANCE", 8) == 0;
+        int is_l = (allow & COORD_OPT_LIMIT) && n == 5 && strncasecmp(opt, "LIMIT", 5) == 0;
+        int is_f = (allow & COORD_OPT_FORMAT) && n == 6 && strncasecmp(opt, "FORMAT", 6) == 0;
+        if (!is_d && !is_l && !is_f) {
             rs_req_fail(r, RS_ERR, "unknown option '%s' (argument %zu); expected %s",
-                        rs_printable(b, sizeof(b), opt, n, 40), i,
-                        allow_limit ? "DISTANCE d or LIMIT n" : "DISTANCE d");
+                        rs_printable(b, sizeof(b), opt, n, 40), i, expect[allow & 7]);
             return -1;
         }
         if (i + 1 >= rs_req_argc(r)) {
-            rs_req_fail(r, RS_ERR, "%s needs a value (argument %zu)", is_d ? "DISTANCE" : "LIMIT",
-                        i + 1);
+            rs_req_fail(r, RS_ERR, "%s needs a value (argument %zu)",
+                        is_d ? "DISTANCE" : is_l ? "LIMIT" : "FORMAT", i + 1);
             return -1;
         }
         const char *val = rs_req_arg(r, i + 1, &vn);
-        if (is_d) {
+        if (is_f) {
+            if (vn == 4 && strncasecmp(val, "html", 4) == 0) {
+                o->html = 1;
+            } else if (vn == 4 && strncasecmp(val, "text", 4) == 0) {
+                o->html = 0;
+            } else {
+                rs_req_fail(r, RS_ERR, "invalid FORMAT '%s' (argument %zu): expected text or html",
+                            rs_printable(b, sizeof(b), val, vn, 40), i + 1);
+                return -1;
+            }
+        } else if (is_d) {
             if (parse_uint_range(val, vn, 0, co->cfg.distance, &v, &why) != 0) {
                 rs_req_fail(r, RS_ERR, "invalid DISTANCE '%s' (argument %zu): %s; the corpus "
                             "distance is %u", rs_printable(b, sizeof(b), val, vn, 40), i + 1, why,
                             co->cfg.distance);
                 return -1;
             }
-            *d = (unsigned)v;
+            o->d = (unsigned)v;
         } else {
             if (parse_uint_range(val, vn, 1, 1000000000, &v, &why) != 0) {
                 rs_req_fail(r, RS_ERR, "invalid LIMIT '%s' (argument %zu): %s",
                             rs_printable(b, sizeof(b), val, vn, 40), i + 1, why);
                 return -1;
             }
-            *limit = (size_t)v;
+            o->limit = (size_t)v;
         }
+    }
+    return 0;
+}
+
+int coord_text_fingerprint(coord *co, rs_req *r, const char *text, size_t n, int html,
+                           uint64_t *fp)
+{
+    co->st.fingerprints++;
+    if (!html) {
+        *fp = fp_text_p(text, n, &co->cfg.fp);
+        return 0;
+    }
+    char err[200];
+    if (fp_html_text(text, n, &co->cfg.fp, 0, fp, err, sizeof err) != 0) {
+        rs_req_fail(r, RS_ERR, "cannot read the HTML: %s", err);
+        return -1;
     }
     return 0;
 }
@@ -536,11 +568,13 @@ static void coord_cmd_query(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     uint64_t q;
-    unsigned d;
-    size_t limit;
-    if (coord_arg_fp(r, 1, &q) != 0 || coord_query_options(co, r, 2, 1, &d, &limit) != 0 ||
+    coord_qopts qo;
+    if (coord_arg_fp(r, 1, &q) != 0 ||
+        coord_query_options(co, r, 2, COORD_OPT_DISTANCE | COORD_OPT_LIMIT, &qo) != 0 ||
         coord_need_routing(co, r) != 0)
         return;
+    unsigned d = qo.d;
+    size_t limit = qo.limit;
     co->st.queries++;
     coord_op *op = coord_op_new(co, r);
     if (op == NULL)
@@ -585,24 +619,28 @@ static void coord_cmd_check(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     uint64_t q;
-    unsigned d;
-    size_t limit;
+    coord_qopts qo;
     if (coord_arg_fp(r, 1, &q) != 0 || coord_arg_docid(r, 2) != 0 ||
-        coord_query_options(co, r, 3, 0, &d, &limit) != 0 || coord_need_routing(co, r) != 0)
+        coord_query_options(co, r, 3, COORD_OPT_DISTANCE, &qo) != 0 ||
+        coord_need_routing(co, r) != 0)
         return;
-    coord_check_start(co, r, CW_CHECK, q, 2, d);
+    coord_check_start(co, r, CW_CHECK, q, 2, qo.d);
 }
 
 static void coord_cmd_checktext(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     size_t n;
-    if (coord_arg_docid(r, 1) != 0 || coord_need_routing(co, r) != 0)
+    coord_qopts qo;
+    uint64_t fp;
+    if (coord_arg_docid(r, 1) != 0 ||
+        coord_query_options(co, r, 3, COORD_OPT_DISTANCE | COORD_OPT_FORMAT, &qo) != 0 ||
+        coord_need_routing(co, r) != 0)
         return;
     const char *text = rs_req_arg(r, 2, &n);
-    co->st.fingerprints++;
-    coord_check_start(co, r, CW_CHECKTEXT, fp_text(text, n, FP_WINDOW_DEFAULT), 1,
-                      co->cfg.distance);
+    if (coord_text_fingerprint(co, r, text, n, qo.html, &fp) != 0)
+        return;
+    coord_check_start(co, r, CW_CHECKTEXT, fp, 1, qo.d);
 }
 
 /* ---- ADD, DEL (write.c runs them) ---- */
@@ -701,8 +739,14 @@ static const rs_arg coord_args_check[] = { { "fingerprint", "integer", NULL, 0, 
                                            COORD_ARGS_END };
 static const rs_arg coord_args_checktext[] = { { "docid", "string", NULL, 0, NULL },
                                                { "text", "string", NULL, 0, NULL },
+                                               { "kind", "string", "FORMAT", RS_ARG_OPTIONAL,
+                                                 NULL },
+                                               { "d", "integer", "DISTANCE", RS_ARG_OPTIONAL,
+                                                 NULL },
                                                COORD_ARGS_END };
 static const rs_arg coord_args_fingerprint[] = { { "text", "string", NULL, 0, NULL },
+                                                 { "kind", "string", "FORMAT",
+                                                   RS_ARG_OPTIONAL, NULL },
                                                  COORD_ARGS_END };
 
 const rs_command coord_commands[] = {
@@ -720,10 +764,12 @@ const rs_command coord_commands[] = {
     { "SIMHASH.CHECK", -3, RS_CMD_WRITE, coord_cmd_check,
       "The matches before adding, then adds the document (as QUERY, then ADD).",
       coord_args_check },
-    { "SIMHASH.CHECKTEXT", 3, RS_CMD_WRITE, coord_cmd_checktext,
-      "CHECK with the fingerprint of a text: [fingerprint, matches].", coord_args_checktext },
-    { "SIMHASH.FINGERPRINT", 2, RS_CMD_READONLY, coord_cmd_fingerprint,
-      "The 64-bit simhash of a text, as a decimal string.", coord_args_fingerprint },
+    { "SIMHASH.CHECKTEXT", -3, RS_CMD_WRITE, coord_cmd_checktext,
+      "CHECK with the fingerprint of a text or HTML page: [fingerprint, matches].",
+      coord_args_checktext },
+    { "SIMHASH.FINGERPRINT", -2, RS_CMD_READONLY, coord_cmd_fingerprint,
+      "The 64-bit simhash of a text or HTML page, as a decimal string.",
+      coord_args_fingerprint },
     { "SIMHASH.INFO", -1, RS_CMD_READONLY, coord_cmd_info,
       "The coordinator's state, corpus counts, limits, counters and workers.", NULL },
 };

@@ -10,6 +10,7 @@
 #include <hiredis/hiredis.h>
 
 #include "config.h"
+#include "fingerprint.h"
 #include "perm.h"
 #include "rasync.h"
 #include "rserver.h"
@@ -43,6 +44,9 @@ typedef struct coord_config {
     cfg_list cluster_nodes;         /* cluster-node HOST:PORT seeds: Redis Cluster mode */
     char *cluster_password;         /* sent as AUTH to cluster nodes (cluster-password-file) */
     unsigned cluster_refresh_ms;    /* slot map refresh period */
+    char *fingerprint_algorithm;    /* as given */
+    fp_params fp;                   /* parsed from it by the validation */
+    char fp_spec[16];               /* canonical text, compared with the workers' */
 } coord_config;
 
 typedef enum coord_health {
@@ -211,6 +215,21 @@ extern const size_t coord_ncommands;
 
 /* SIMHASH.FINGERPRINT text: answers the text's fingerprint. */
 void coord_cmd_fingerprint(rs_req *r);
+
+/* Options after the fixed arguments of QUERY, CHECK, CHECKTEXT, FINGERPRINT. */
+enum { COORD_OPT_DISTANCE = 1, COORD_OPT_LIMIT = 2, COORD_OPT_FORMAT = 4 };
+typedef struct coord_qopts {
+    unsigned d;                     /* DISTANCE, default the corpus distance */
+    size_t limit;                   /* LIMIT, 0: none */
+    int html;                       /* FORMAT html */
+} coord_qopts;
+/* Parses the options from argument `from` on (those in allow); 0, or -1 after
+ * failing r. */
+int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord_qopts *o);
+/* The fingerprint of a request's text or HTML with the corpus's algorithm; 0, or -1
+ * after failing r (HTML that cannot be read). */
+int coord_text_fingerprint(coord *co, rs_req *r, const char *text, size_t n, int html,
+                           uint64_t *fp);
 /* SIMHASH.INFO: answers the coordinator's INFO text. */
 void coord_cmd_info(rs_req *r);
 /* INFO's program sections (rs_options.info; ctx is the coord): Corpus, Limits,

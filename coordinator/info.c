@@ -11,14 +11,20 @@
 #include "fingerprint.h"
 #include "layout.h"
 
-/* SIMHASH.FINGERPRINT text: the fingerprint of the text, computed here. */
+/* SIMHASH.FINGERPRINT text [FORMAT text|html]: the fingerprint, computed here with
+ * the corpus's algorithm (fingerprint-algorithm). */
 void coord_cmd_fingerprint(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     size_t n;
+    coord_qopts qo;
+    uint64_t fp;
+    if (coord_query_options(co, r, 2, COORD_OPT_FORMAT, &qo) != 0)
+        return;
     const char *text = rs_req_arg(r, 1, &n);
-    co->st.fingerprints++;
-    resp_add_bulk_u64(rs_req_out(r), fp_text(text, n, FP_WINDOW_DEFAULT));
+    if (coord_text_fingerprint(co, r, text, n, qo.html, &fp) != 0)
+        return;
+    resp_add_bulk_u64(rs_req_out(r), fp);
     rs_req_finish(r);
 }
 

@@ -79,6 +79,9 @@ static const cfg_option coord_options[] = {
         "period of the cluster slot map refresh"),
     OPT("health-interval-ms", CFG_UINT, health_interval_ms, 50, 600000, "1000", 0,
         "SHARD.INFO health check period"),
+    OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, "v2", 0,
+        "algorithm of SIMHASH.FINGERPRINT and CHECKTEXT (v2, v1 or v1:W; docs/fingerprint.md); "
+        "every worker must report the same"),
     OPT("durable", CFG_BOOL, durable, 0, 0, "no", 0,
         "acknowledge ADD/CHECK/DEL only once the workers report the writes durable"),
 };
@@ -88,6 +91,12 @@ static int coord_validate(void *obj, char *err, size_t errlen)
 {
     coord_config *c = obj;
     perm_set ps;
+    char fperr[160];
+    if (fp_params_parse(c->fingerprint_algorithm, &c->fp, fperr, sizeof fperr) != 0) {
+        snprintf(err, errlen, "fingerprint-algorithm: %s", fperr);
+        return -1;
+    }
+    fp_params_format(&c->fp, c->fp_spec, sizeof c->fp_spec);
     if (c->distance >= c->blocks) {
         snprintf(err, errlen, "distance (%u) must be smaller than blocks (%u)", c->distance,
                  c->blocks);

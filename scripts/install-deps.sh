@@ -3,7 +3,7 @@
 # when they are missing. Safe to run again; does nothing when all are present.
 set -euo pipefail
 
-PKGS=(build-essential cmake pkg-config libhiredis-dev libevent-dev libxxhash-dev
+PKGS=(build-essential cmake pkg-config libhiredis-dev libevent-dev libxxhash-dev libutf8proc-dev libxml2-dev
       libcmocka-dev redis-server redis-tools clang libclang-rt-14-dev valgrind
       python3 python3-redis procps iproute2 netcat-openbsd bsdutils
       python3-dev python3-setuptools python3-wheel python3-pip python3-venv python3-numpy

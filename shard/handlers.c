@@ -157,18 +157,17 @@ static void shard_cmd_hello(rs_req *req)
 {
     shard_ctx *sc = rs_req_ctx(req);
     resp_buf *out = rs_req_out(req);
-    int cl = shard_redis_cluster_mode(sc->redis);   /* cluster: + 1, node (docs/cluster.md) */
-    resp_add_array(out, cl ? 8 : 6);
+    int cl = shard_redis_cluster_mode(sc->redis);   /* cluster: 1, node (docs/cluster.md) */
+    resp_add_array(out, 9);
     resp_add_int(out, sc->cfg.blocks);
     resp_add_int(out, sc->cfg.distance);
     resp_add_int(out, LAYOUT_VERSION);
     resp_add_int(out, sc->cfg.bucket_bits);
     resp_add_int(out, sc->cfg.lo);
     resp_add_int(out, sc->cfg.hi);
-    if (cl) {
-        resp_add_int(out, 1);
-        resp_add_bulk_str(out, shard_redis_node(sc->redis));
-    }
+    resp_add_int(out, cl);
+    resp_add_bulk_str(out, cl ? shard_redis_node(sc->redis) : "");
+    resp_add_bulk_str(out, sc->cfg.fp_spec);
     rs_req_finish(req);
 }
 
@@ -447,7 +446,7 @@ static const rs_arg shard_args_docs[] = {
 
 const rs_command shard_commands[] = {
     {"SHARD.HELLO", 1, RS_CMD_READONLY, shard_cmd_hello,
-     "The worker's settings: blocks, distance, layout, bucket bits, shard range.", NULL},
+     "The worker's settings: blocks, distance, layout, bucket bits, shard range, cluster, node, fingerprint algorithm.", NULL},
     {"SHARD.QUERY", -4, RS_CMD_READONLY, shard_cmd_query,
      "Matches of a fingerprint in the listed tables (DOCS: with their document ids).",
      shard_args_query},

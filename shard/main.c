@@ -10,6 +10,7 @@
 
 #include "cluster.h"
 #include "config.h"
+#include "fingerprint.h"
 #include "layout.h"
 #include "log.h"
 #include "perm.h"
@@ -48,6 +49,9 @@ static const cfg_option shard_options[] = {
     SHARD_OPT("distance", CFG_UINT, distance, 0, 63, "3", "largest Hamming distance searched"),
     SHARD_OPT("bucket-bits", CFG_UINT, bucket_bits, 8, 24, "16",
               "bits of a permuted fingerprint in its key: 8, 16 or 24"),
+    SHARD_OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, "v2",
+              "fingerprint algorithm of the corpus (v2, v1 or v1:W; docs/fingerprint.md), "
+              "recorded in simhash:meta: a corpus never mixes two"),
     SHARD_OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, "write the process id here"),
     SHARD_OPT("logfile", CFG_STR, logfile, 0, 0, NULL, "log here instead of stderr"),
     SHARD_OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info",
@@ -145,6 +149,13 @@ static int shard_validate(void *obj, char *err, size_t errlen)
         snprintf(err, errlen, "redis-user '%s' needs redis-password-file", c->redis_user);
         return -1;
     }
+    fp_params fpp;
+    char fperr[160];
+    if (fp_params_parse(c->fingerprint_algorithm, &fpp, fperr, sizeof fperr) != 0) {
+        snprintf(err, errlen, "fingerprint-algorithm: %s", fperr);
+        return -1;
+    }
+    fp_params_format(&fpp, c->fp_spec, sizeof c->fp_spec);
     if (!layout_bucket_bits_ok(c->bucket_bits)) {
         snprintf(err, errlen, "bucket-bits %u: must be 8, 16 or 24", c->bucket_bits);
         return -1;
@@ -285,6 +296,7 @@ int main(int argc, char **argv)
         .user = c->redis_user,
         .db = c->redis_db, .blocks = c->blocks, .distance = c->distance,
         .bucket_bits = c->bucket_bits, .max_inflight = c->max_inflight_redis,
+        .fingerprint = c->fp_spec,
         .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal, .fatal_arg = &sc,
         .cluster = mc.cluster, .announce = mc.redis_announce,
     };

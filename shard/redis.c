@@ -24,6 +24,8 @@
 
 /* ---- Meta check ---- */
 
+#define SHARD_META_FIELDS 5       /* blocks, distance, layout, bucket_bits, fingerprint */
+
 /* Parses a decimal field value; returns -1 when it is not a number. */
 static long shard_meta_num(const redisReply *v)
 {
@@ -49,10 +51,17 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
     if (r->elements == 0)
         return 1;
     long blocks = -1, distance = -1, layout = -1, bucket_bits = -1;
+    /* corpora made before the field existed were made with v1, window 3 */
+    char fp[24] = "v1:3";
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *k = r->element[i], *v = r->element[i + 1];
         if (k->type != REDIS_REPLY_STRING)
             continue;
+        if (strcmp(k->str, "fingerprint") == 0) {
+            snprintf(fp, sizeof fp, "%.*s", v->type == REDIS_REPLY_STRING ? (int)v->len : 0,
+                     v->type == REDIS_REPLY_STRING ? v->str : "");
+            continue;
+        }
         long n = shard_meta_num(v);
         if (strcmp(k->str, "blocks") == 0)
             blocks = n;
@@ -82,16 +91,27 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
                  o->blocks, o->distance, o->bucket_bits);
         return -1;
     }
+    if (strcmp(fp, o->fingerprint) != 0) {
+        snprintf(err, errlen, "corpus in redis %s:%d was built with fingerprint algorithm %s; "
+                 "this worker is configured with %s (set fingerprint-algorithm %s, or use a "
+                 "new corpus: fingerprints of two algorithms cannot be compared)",
+                 o->host, o->port, fp, o->fingerprint, fp);
+        return -1;
+    }
     return 0;
 }
 
-/* Formats the HSETNX arguments of field/value pair i (0..3) into argv. */
+/* Formats the HSETNX arguments of field/value pair i (0..SHARD_META_FIELDS-1). */
 static void shard_meta_field(const shard_redis_opts *o, int i, const char *argv[4],
                              char val[16])
 {
-    static const char *names[4] = {"blocks", "distance", "layout", "bucket_bits"};
+    static const char *names[SHARD_META_FIELDS] = {"blocks", "distance", "layout",
+                                                   "bucket_bits", "fingerprint"};
     unsigned vals[4] = {o->blocks, o->distance, LAYOUT_VERSION, o->bucket_bits};
-    snprintf(val, 16, "%u", vals[i]);
+    if (i < 4)
+        snprintf(val, 16, "%u", vals[i]);
+    else
+        snprintf(val, 16, "%s", o->fingerprint);
     argv[0] = "HSETNX";
     argv[1] = LAYOUT_META_KEY;
     argv[2] = names[i];
@@ -219,7 +239,7 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
     /* absent: create it; a worker racing us with other settings wins some fields,
      * and the re-read below then reports the mismatch */
     rc = -1;
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < SHARD_META_FIELDS; i++) {
         shard_meta_field(o, i, argv, val);
         if ((rep = shard_sync_cmd(&c, o, 4, argv, err, errlen, &transient)) == NULL)
             goto out;
@@ -468,21 +488,22 @@ void shard_redis_connect(shard_redis *r)
         argv[0] = "CLUSTER";
         argv[1] = "NODES";
         redisAsyncCommandArgv(ac, shard_redis_on_nodes, r, 2, argv, NULL);
-        for (int i = 0; i < 5; i++) {
+        for (int i = 0; i <= SHARD_META_FIELDS; i++) {
             shard_setup *s = malloc(sizeof *s);
             if (s == NULL)
                 break;
             s->r = r;
             s->gen = r->gen;
-            if (i < 4)
+            int setnx = i < SHARD_META_FIELDS;
+            if (setnx)
                 shard_meta_field(&r->o, i, argv, val);
             else {
                 argv[0] = "HGETALL";
                 argv[1] = LAYOUT_META_KEY;
             }
-            if (shard_redis_send(r, ac, i < 4 ? shard_redis_on_cluster_setnx
+            if (shard_redis_send(r, ac, setnx ? shard_redis_on_cluster_setnx
                                               : shard_redis_on_cluster_meta,
-                                 s, i < 4 ? 4 : 2, argv, NULL) != 0)
+                                 s, setnx ? 4 : 2, argv, NULL) != 0)
                 free(s);
         }
         goto deadline;
@@ -491,7 +512,7 @@ void shard_redis_connect(shard_redis *r)
     argv[0] = "SELECT";
     argv[1] = dbs;
     redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, 2, argv, NULL);
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < SHARD_META_FIELDS; i++) {
         shard_meta_field(&r->o, i, argv, val);
         redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, 4, argv, NULL);
     }

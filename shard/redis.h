@@ -22,6 +22,7 @@ typedef struct shard_redis_opts {
     const char *user;         /* ACL user sent with AUTH; NULL or "" for the default */
     unsigned db;
     unsigned blocks, distance, bucket_bits;
+    const char *fingerprint;  /* fingerprint algorithm, canonical ("v2", "v1:3") */
     unsigned max_inflight;    /* Redis commands outstanding at once */
     unsigned timeout_ms;      /* connect + meta check deadline, stall detection */
     int cluster;              /* the node is a Redis Cluster node: follow -MOVED/-ASK,

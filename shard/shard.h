@@ -35,6 +35,8 @@ typedef struct shard_config {
     unsigned slowlog_slower_than, slowlog_max_len;
     int syslog;                 /* also log to syslog(3) */
     unsigned lo, hi;            /* parsed from shards by the validation */
+    char *fingerprint_algorithm; /* as given */
+    char fp_spec[16];           /* its canonical text (fp_params_format), in simhash:meta */
 } shard_config;
 
 /* Counters shown by SHARD.INFO; X(field, info name). */

@@ -25,7 +25,8 @@
 /* ---- Options shared by every network subcommand ---- */
 
 enum {
-    OPT_HOST = 1000, OPT_VERSION, OPT_PORT, OPT_PASSFILE, OPT_TIMEOUT, OPT_JSON, OPT_TEXT, OPT_LIMIT
+    OPT_HOST = 1000, OPT_VERSION, OPT_PORT, OPT_PASSFILE, OPT_TIMEOUT, OPT_JSON, OPT_TEXT, OPT_LIMIT,
+    OPT_FORMAT
 };
 
 #define NET_LONGOPTS                                     \
@@ -355,11 +356,12 @@ static int net_query_or_check(int argc, char **argv, int check)
         {"limit", required_argument, NULL, OPT_LIMIT},
         {"json", no_argument, NULL, OPT_JSON},
         {"text", required_argument, NULL, OPT_TEXT},
+        {"format", required_argument, NULL, OPT_FORMAT},
         {NULL, 0, NULL, 0}
     };
     const char *prog = check ? "simhash check" : "simhash query";
     const char *text_path = NULL;
-    int distance = -1, json = 0, c, rc;
+    int distance = -1, json = 0, c, rc, format = -1;
     uint64_t v, limit = 0, fp = 0;
     net_opts o;
 
@@ -373,11 +375,14 @@ static int net_query_or_check(int argc, char **argv, int check)
                 printf("Usage: simhash check [OPTIONS] FP DOCID\n"
                        "       simhash check [OPTIONS] --text FILE DOCID\n"
                        "Print the near-duplicates stored before, then add (FP, DOCID). With\n"
-                       "--text, FP is the fingerprint of FILE computed here ('-' = stdin).\n"
+                       "--text, FP is the fingerprint of FILE ('-' = stdin) computed by the\n"
+                       "server with the corpus's algorithm (SIMHASH.CHECKTEXT).\n"
                        "Output: one 'fp<TAB>distance<TAB>docid,docid' line per match, nearest\n"
                        "first (or JSON with --json).\n\n"
                        "  -d, --distance D      at most D bits apart (default: the corpus distance)\n"
-                       "      --text FILE       fingerprint FILE locally\n"
+                       "      --text FILE       check the text or HTML page in FILE\n"
+                       "      --format F        text or html: what FILE is (default: html for\n"
+                       "                        *.html and *.htm, else text)\n"
                        "      --json            print a JSON array of {fp (a string), distance, docids}\n"
                        NET_OPTIONS_HELP);
             else
@@ -409,6 +414,13 @@ static int net_query_or_check(int argc, char **argv, int check)
                 return net_usage_error(prog, "--text is for check only");
             text_path = optarg;
             break;
+        case OPT_FORMAT:
+            if (!check)
+                return net_usage_error(prog, "--format is for check --text only");
+            if (strcmp(optarg, "text") != 0 && strcmp(optarg, "html") != 0)
+                return net_usage_error(prog, "--format: expected text or html");
+            format = optarg[0] == 'h' ? SHC_FORMAT_HTML : SHC_FORMAT_TEXT;
+            break;
         default:
             if ((rc = net_common_opt(&o, c, optarg)) < 0)
                 return CLI_EXIT_USAGE;
@@ -438,26 +450,39 @@ static int net_query_or_check(int argc, char **argv, int check)
     }
     if (docid && net_check_docid_arg(prog, docid) != 0)
         return CLI_EXIT_USAGE;
+    if (format >= 0 && !text_path)
+        return net_usage_error(prog, "--format goes with --text FILE");
+    cli_buf b = {0};
     if (text_path) {
-        cli_buf b;
         if (cli_buf_read_path(text_path, &b) != 0) {
             fprintf(stderr, "%s: cannot read %s: %s\n", prog, cli_input_name(text_path),
                     strerror(errno));
             return CLI_EXIT_FAIL;
         }
-        fp = shc_fingerprint_local(b.data, b.len);
-        cli_buf_free(&b);
-        fprintf(stderr, "%s: fingerprint of %s: %llu\n", prog, cli_input_name(text_path),
-                (unsigned long long)fp);
+        if (format < 0) {
+            cli_fp_opts fo;
+            cli_fp_opts_init(&fo);
+            format = cli_fp_is_html(&fo, text_path) ? SHC_FORMAT_HTML : SHC_FORMAT_TEXT;
+        }
     }
 
     shc_client *cl = net_connect(&o);
     shc_result *r = NULL;
     shc_status st;
-    if (!cl)
+    if (!cl) {
+        cli_buf_free(&b);
         return CLI_EXIT_FAIL;
-    st = check ? shc_check(cl, fp, docid, distance, &r)
-               : shc_query(cl, fp, distance, (size_t)limit, &r);
+    }
+    if (text_path) {
+        st = shc_check_text_as(cl, docid, b.data, b.len, format, distance, &fp, &r);
+        if (st == SHC_OK)
+            fprintf(stderr, "%s: fingerprint of %s: %llu\n", prog, cli_input_name(text_path),
+                    (unsigned long long)fp);
+    } else {
+        st = check ? shc_check(cl, fp, docid, distance, &r)
+                   : shc_query(cl, fp, distance, (size_t)limit, &r);
+    }
+    cli_buf_free(&b);
     if (st != SHC_OK) {
         rc = net_fail(&o, cl);
     } else {

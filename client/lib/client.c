@@ -3,6 +3,7 @@
 #include "client_int.h"
 
 #include "fingerprint.h"
+#include "html.h"
 #include "parse.h"
 
 #include <errno.h>
@@ -350,6 +351,12 @@ shc_status shc_check(shc_client *c, uint64_t fp, const char *docid, int distance
 shc_status shc_check_text(shc_client *c, const char *docid, const char *text, size_t len,
                           uint64_t *fp, shc_result **out)
 {
+    return shc_check_text_as(c, docid, text, len, SHC_FORMAT_TEXT, -1, fp, out);
+}
+
+shc_status shc_check_text_as(shc_client *c, const char *docid, const char *text, size_t len,
+                             int format, int distance, uint64_t *fp, shc_result **out)
+{
     redisReply *r;
     shc_status st;
     uint64_t v = 0;
@@ -363,9 +370,28 @@ shc_status shc_check_text(shc_client *c, const char *docid, const char *text, si
         return st;
     if (!text && len > 0)
         return shci_set_error(c, SHC_ERR_ARG, "no text given");
-    const char *argv[3] = { "SIMHASH.CHECKTEXT", docid, text ? text : "" };
-    size_t lens[3] = { SHCI_LITLEN("SIMHASH.CHECKTEXT"), strlen(docid), len };
-    if ((st = shci_run(c, 3, argv, lens, &r)) != SHC_OK)
+    if (format != SHC_FORMAT_TEXT && format != SHC_FORMAT_HTML)
+        return shci_set_error(c, SHC_ERR_ARG, "format must be SHC_FORMAT_TEXT or SHC_FORMAT_HTML");
+    if (distance > 64)
+        return shci_set_error(c, SHC_ERR_ARG, "distance %d out of range", distance);
+    char dbuf[8];
+    const char *argv[7] = { "SIMHASH.CHECKTEXT", docid, text ? text : "" };
+    size_t lens[7] = { SHCI_LITLEN("SIMHASH.CHECKTEXT"), strlen(docid), len };
+    int argc = 3;
+    if (format == SHC_FORMAT_HTML) {
+        argv[argc] = "FORMAT";
+        lens[argc++] = 6;
+        argv[argc] = "html";
+        lens[argc++] = 4;
+    }
+    if (distance >= 0) {
+        snprintf(dbuf, sizeof dbuf, "%d", distance);
+        argv[argc] = "DISTANCE";
+        lens[argc++] = 8;
+        argv[argc] = dbuf;
+        lens[argc++] = strlen(dbuf);
+    }
+    if ((st = shci_run(c, argc, argv, lens, &r)) != SHC_OK)
         return st;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
         st = shci_set_error(c, SHC_ERR_PROTOCOL,
@@ -380,6 +406,12 @@ shc_status shc_check_text(shc_client *c, const char *docid, const char *text, si
 
 shc_status shc_fingerprint(shc_client *c, const char *text, size_t len, uint64_t *fp)
 {
+    return shc_fingerprint_as(c, text, len, SHC_FORMAT_TEXT, fp);
+}
+
+shc_status shc_fingerprint_as(shc_client *c, const char *text, size_t len, int format,
+                              uint64_t *fp)
+{
     redisReply *r;
     shc_status st;
     uint64_t v = 0;
@@ -388,9 +420,11 @@ shc_status shc_fingerprint(shc_client *c, const char *text, size_t len, uint64_t
         return SHC_ERR_ARG;
     if (!fp || (!text && len > 0))
         return shci_set_error(c, SHC_ERR_ARG, "no text or result pointer given");
-    const char *argv[2] = { "SIMHASH.FINGERPRINT", text ? text : "" };
-    size_t lens[2] = { SHCI_LITLEN("SIMHASH.FINGERPRINT"), len };
-    if ((st = shci_run(c, 2, argv, lens, &r)) != SHC_OK)
+    if (format != SHC_FORMAT_TEXT && format != SHC_FORMAT_HTML)
+        return shci_set_error(c, SHC_ERR_ARG, "format must be SHC_FORMAT_TEXT or SHC_FORMAT_HTML");
+    const char *argv[4] = { "SIMHASH.FINGERPRINT", text ? text : "", "FORMAT", "html" };
+    size_t lens[4] = { SHCI_LITLEN("SIMHASH.FINGERPRINT"), len, 6, 4 };
+    if ((st = shci_run(c, format == SHC_FORMAT_HTML ? 4 : 2, argv, lens, &r)) != SHC_OK)
         return st;
     st = shci_parse_fp_reply(c, r, "SIMHASH.FINGERPRINT", &v);
     if (st == SHC_OK)
@@ -434,7 +468,23 @@ uint64_t shc_fingerprint_local(const char *text, size_t len)
 {
     if (!text)
         return 0;
-    return fp_text(text, len, 0);
+    return fp_text_p(text, len, NULL);
+}
+
+int shc_fingerprint_local_as(const char *text, size_t len, const char *algorithm, int format,
+                             uint64_t *fp)
+{
+    fp_params p = {FP_VERSION_DEFAULT, 0};
+    char err[160];
+    if (!fp || (!text && len > 0) || (format != SHC_FORMAT_TEXT && format != SHC_FORMAT_HTML))
+        return -1;
+    if (algorithm && fp_params_parse(algorithm, &p, err, sizeof err) != 0)
+        return -1;
+    if (format == SHC_FORMAT_TEXT) {
+        *fp = fp_text_p(text ? text : "", len, &p);
+        return 0;
+    }
+    return fp_html_text(text ? text : "", len, &p, 0, fp, err, sizeof err);
 }
 
 /* ---- Pipelined bulk forms ---- */

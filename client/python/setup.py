@@ -2,7 +2,7 @@
 #
 # The extension simhash._simhash compiles the project's own C sources: the algorithm
 # core (common/core/*.c: fingerprints, permutation tables, matching, corpus; needs
-# libxxhash and threads) and the client library (client/lib/*.c, on hiredis). They
+# libxxhash, libutf8proc, libxml2 and threads) and the client library (client/lib/*.c, on hiredis). They
 # are found two folders up (this file lives in client/python/ of the source tree);
 # SIMHASH_SRC=/path/to/checkout overrides that. pip (>= 21.3, Debian 12 has 23) builds
 # a local directory in place, so the relative location holds during `pip install`.
@@ -13,6 +13,7 @@
 # SIMHASH_PY_WERROR=1 turns compiler warnings into errors (the tests set it).
 import glob
 import os
+import subprocess
 import platform
 import re
 import sys
@@ -49,6 +50,20 @@ if platform.machine() in ("x86_64", "AMD64"):
 if os.environ.get("SIMHASH_PY_WERROR") == "1":
     cflags.append("-Werror")
 
+
+def pkg_include_dirs(pkg, fallback):
+    """The -I folders pkg-config names for pkg (fallback when pkg-config is absent)."""
+    try:
+        out = subprocess.run(["pkg-config", "--cflags-only-I", pkg], check=True,
+                             capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return fallback
+    return [f[2:] for f in out.split() if f.startswith("-I")]
+
+
+# libxml2's headers live in a folder of their own
+XML2_INCLUDE = pkg_include_dirs("libxml-2.0", ["/usr/include/libxml2"])
+
 # Headers too, so that a rebuild in place follows a change of any of them.
 depends = (sorted(glob.glob(os.path.join(HERE, "src", "*.h"))) +
            sorted(glob.glob(os.path.join(CORE, "*.h"))) +
@@ -59,9 +74,9 @@ ext = Extension(
     "simhash._simhash",
     sources=sources,
     depends=depends,
-    include_dirs=[os.path.join(HERE, "src"), CORE, CLIB, CINC],
+    include_dirs=[os.path.join(HERE, "src"), CORE, CLIB, CINC] + XML2_INCLUDE,
     define_macros=[("SIMHASH_VERSION", '"%s"' % VERSION), ("_GNU_SOURCE", None)],
-    libraries=["hiredis", "xxhash", "m"],
+    libraries=["hiredis", "xxhash", "utf8proc", "xml2", "m"],
     extra_compile_args=cflags,
     extra_link_args=["-pthread"],
 )

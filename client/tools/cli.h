@@ -166,6 +166,66 @@ unsigned cli_ncpus(void);
  * ':'). Always returns CLI_EXIT_USAGE. */
 int cli_opt_error(const char *prog, int ret, char **argv);
 
+/* ---- Documents: text or HTML, any fingerprint algorithm (cli_doc.c) ---- */
+
+#include "html.h"
+
+/* The fingerprint options of fingerprint and dedup: -A/--algorithm, -w/--window
+ * (v1's window: the same as --algorithm v1:W), --html, --text, --title. */
+typedef struct cli_fp_opts {
+    fp_params params;
+    int html;                   /* CLI_HTML_AUTO, CLI_HTML_NEVER, CLI_HTML_ALWAYS */
+    int title;                  /* HTML: the <title> is text */
+    int algo_given;
+    unsigned window;            /* --window, 0 when not given */
+} cli_fp_opts;
+
+enum { CLI_HTML_AUTO, CLI_HTML_NEVER, CLI_HTML_ALWAYS };
+enum { CLI_OPT_ALGO = 0x100, CLI_OPT_HTML, CLI_OPT_TEXT, CLI_OPT_TITLE };
+#define CLI_FP_LONGOPTS                                                     \
+    {"window", required_argument, NULL, 'w'},                             \
+    {"algorithm", required_argument, NULL, CLI_OPT_ALGO},                 \
+    {"html", no_argument, NULL, CLI_OPT_HTML},                            \
+    {"text", no_argument, NULL, CLI_OPT_TEXT},                            \
+    {"title", no_argument, NULL, CLI_OPT_TITLE}
+/* Help lines of those options. */
+#define CLI_FP_HELP                                                                   \
+    "      --algorithm A fingerprint algorithm: v2 (default), v1 or v1:W\n"           \
+    "                   (docs/fingerprint.md); fingerprints of different\n"           \
+    "                   algorithms are not comparable\n"                              \
+    "  -w, --window W   algorithm v1 with W tokens per shingle, 1..64 (the same as\n" \
+    "                   --algorithm v1:W)\n"                                          \
+    "      --html       read every input as HTML (the visible text of the page)\n"   \
+    "      --text       read every input as text, also *.html and *.htm files\n"      \
+    "                   (by default files named *.html or *.htm are HTML, the\n"      \
+    "                   rest and standard input text)\n"                              \
+    "      --title      HTML: the <title> counts as text\n"
+
+void cli_fp_opts_init(cli_fp_opts *o);
+/* Handles getopt's option c (value arg) when it is one of CLI_FP_LONGOPTS: 1 when it
+ * was, 0 for another option, -1 after printing an error. */
+int cli_fp_opt(const char *prog, int c, const char *arg, cli_fp_opts *o);
+/* After the options: checks --window against --algorithm and fills o->params. 0, or
+ * -1 after printing an error. */
+int cli_fp_opts_done(const char *prog, cli_fp_opts *o);
+/* Whether the input path is read as HTML. */
+int cli_fp_is_html(const cli_fp_opts *o, const char *path);
+
+/* One document at a time through a text or an HTML fingerprint state. */
+typedef struct cli_doc {
+    fp_state *fs;
+    fp_html *fh;
+    int html;                   /* the current document is HTML */
+    int failed;                 /* HTML: the current document could not be read */
+} cli_doc;
+
+int cli_doc_init(cli_doc *d, const cli_fp_opts *o);   /* 0, or -1 out of memory */
+void cli_doc_free(cli_doc *d);
+void cli_doc_begin(cli_doc *d, int html);
+void cli_doc_update(cli_doc *d, const void *data, size_t len);
+/* Ends the document: 0 and *fp, or -1 with *err (HTML only). Ready for the next. */
+int cli_doc_final(cli_doc *d, uint64_t *fp, const char **err);
+
 /* ---- Progress bar on stderr (cli_progress.c) ---- */
 
 typedef struct cli_progress {

@@ -172,6 +172,16 @@ static void dedup_walk_path(dedup_walk *w, const char *path, int depth, int top)
 {
     struct stat st;
 
+    if (top && strcmp(path, "-") == 0) {
+        /* standard input: one document named "-", read once */
+        if (fstat(STDIN_FILENO, &st) != 0) {
+            fprintf(stderr, "simhash dedup: <stdin>: %s\n", strerror(errno));
+            w->failed = 1;
+            return;
+        }
+        dedup_walk_add_file(w, path, &st);
+        return;
+    }
     if (stat(path, &st) != 0) {
         struct stat lst;
         int err = errno;
@@ -211,15 +221,17 @@ static void dedup_walk_path(dedup_walk *w, const char *path, int depth, int top)
 typedef struct dedup_work {
     char **paths;
     size_t n;
-    unsigned window;
+    const cli_fp_opts *fo;
     uint64_t *fps;
     int *errs;                    /* errno per file, 0 when read */
+    const char **whys;            /* DEDUP_ERR_HTML: the message, per file */
     size_t next;                  /* atomic: next file to take */
     size_t done;                  /* atomic: files finished */
 } dedup_work;
 
 #define DEDUP_ERR_NOTREG (-1)     /* no longer a regular file */
 #define DEDUP_ERR_CHANGED (-2)    /* size or time changed while read */
+#define DEDUP_ERR_HTML (-3)       /* the HTML could not be read (errs_why says why) */
 
 /* Message for an error code of dedup_fingerprint_file. */
 static const char *dedup_strerror(int err)
@@ -228,41 +240,44 @@ static const char *dedup_strerror(int err)
         return "no longer a regular file, skipped";
     if (err == DEDUP_ERR_CHANGED)
         return "changed while reading";
+    if (err == DEDUP_ERR_HTML)
+        return "unreadable HTML";
     return strerror(err);
 }
 
-/* Fingerprint one file through the thread's DEDUP_BUF buffer: a file that fits is
- * fingerprinted whole, a larger one streamed through fs (never mapped: a file
- * truncated meanwhile cannot fault). The open does not block (the path may have
- * been replaced by a FIFO since the walk) and anything but a regular file is
- * refused. Returns 0, an errno value, or DEDUP_ERR_*. */
-static int dedup_fingerprint_file(const char *path, char *buf, fp_state *fs, unsigned window,
-                                  uint64_t *fp)
+/* Fingerprint one file (or standard input, "-") through the thread's DEDUP_BUF
+ * buffer and its document state (never mapped: a file truncated meanwhile cannot
+ * fault). The open does not block (the path may have been replaced by a FIFO since
+ * the walk) and anything but a regular file is refused. Returns 0, an errno value,
+ * or DEDUP_ERR_* (*why: the message of DEDUP_ERR_HTML). */
+static int dedup_fingerprint_file(const char *path, char *buf, cli_doc *doc, int html,
+                                  uint64_t *fp, const char **why)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+    int is_stdin = strcmp(path, "-") == 0;
+    int fd = is_stdin ? STDIN_FILENO : open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     struct stat st, st2;
     size_t len = 0;
-    int rc = 0, streaming = 0;
+    int rc = 0;
 
     if (fd < 0)
         return errno ? errno : EIO;
+    cli_doc_begin(doc, html);
     if (fstat(fd, &st) != 0) {
         rc = errno;
         goto out;
     }
-    if (!S_ISREG(st.st_mode)) {
+    if (!is_stdin && !S_ISREG(st.st_mode)) {
         rc = DEDUP_ERR_NOTREG;
         goto out;
     }
     int fl = fcntl(fd, F_GETFL);
-    if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0) {
+    if (!is_stdin && (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) != 0)) {
         rc = errno;
         goto out;
     }
     for (;;) {
         if (len == DEDUP_BUF) {
-            fp_state_update(fs, buf, len);
-            streaming = 1;
+            cli_doc_update(doc, buf, len);
             len = 0;
         }
         ssize_t r = read(fd, buf + len, DEDUP_BUF - len);
@@ -276,20 +291,22 @@ static int dedup_fingerprint_file(const char *path, char *buf, fp_state *fs, uns
             break;
         len += (size_t)r;
     }
-    if (rc == 0 && (fstat(fd, &st2) != 0 || st2.st_size != st.st_size ||
-                    st2.st_mtim.tv_sec != st.st_mtim.tv_sec ||
-                    st2.st_mtim.tv_nsec != st.st_mtim.tv_nsec))
+    if (rc == 0 && !is_stdin &&
+        (fstat(fd, &st2) != 0 || st2.st_size != st.st_size ||
+         st2.st_mtim.tv_sec != st.st_mtim.tv_sec || st2.st_mtim.tv_nsec != st.st_mtim.tv_nsec))
         rc = DEDUP_ERR_CHANGED;
-    if (streaming) {
-        fp_state_update(fs, buf, len);
-        uint64_t v = fp_state_final(fs);      /* also resets fs after a failure */
-        if (rc == 0)
-            *fp = v;
-    } else if (rc == 0) {
-        *fp = fp_text(buf, len, window);
-    }
 out:
-    close(fd);
+    cli_doc_update(doc, buf, len);
+    {
+        uint64_t v;
+        int frc = cli_doc_final(doc, &v, why);   /* also resets the state after a failure */
+        if (rc == 0 && frc != 0)
+            rc = DEDUP_ERR_HTML;
+        else if (rc == 0)
+            *fp = v;
+    }
+    if (!is_stdin)
+        close(fd);
     return rc;
 }
 
@@ -297,20 +314,28 @@ static void *dedup_worker(void *arg)
 {
     dedup_work *wk = arg;
     char *buf = malloc(DEDUP_BUF);
-    fp_state *fs = fp_state_new(wk->window);
+    cli_doc doc;
+    int doc_ok = cli_doc_init(&doc, wk->fo) == 0;
 
     for (;;) {
         size_t i = __atomic_fetch_add(&wk->next, 1, __ATOMIC_RELAXED);
         if (i >= wk->n)
             break;
-        if (buf && fs)
-            wk->errs[i] = dedup_fingerprint_file(wk->paths[i], buf, fs, wk->window, &wk->fps[i]);
-        else
+        if (buf && doc_ok) {
+            const char *why = NULL;
+            wk->errs[i] = dedup_fingerprint_file(wk->paths[i], buf, &doc,
+                                                 cli_fp_is_html(wk->fo, wk->paths[i]),
+                                                 &wk->fps[i], &why);
+            if (why)
+                wk->whys[i] = strdup(why);
+        } else {
             wk->errs[i] = ENOMEM;
+        }
         __atomic_fetch_add(&wk->done, 1, __ATOMIC_RELEASE);
     }
     free(buf);
-    fp_state_free(fs);
+    if (doc_ok)
+        cli_doc_free(&doc);
     return NULL;
 }
 
@@ -484,15 +509,17 @@ static int dedup_print_groups(cli_out *o, fp_index *idx, size_t n, const uint64_
 static void dedup_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: simhash dedup [-b B] [-d D] [--window W] [--json] [-v] [-t T] PATH...\n"
+            "Usage: simhash dedup [-b B] [-d D] [--algorithm A] [--html|--text] [--json]\n"
+            "                     [-v] [-t T] PATH...\n"
             "\n"
             "Fingerprint every regular file under the paths (recursively, following\n"
-            "symbolic links, each directory and file once) and print each group of\n"
-            "near-duplicate files: files connected by fingerprints within D bits.\n"
+            "symbolic links, each directory and file once; '-' is standard input, one\n"
+            "document) and print each group of near-duplicate files: files connected by\n"
+            "fingerprints within D bits.\n"
             "\n"
             "  -b, --blocks B     blocks per fingerprint (default %d)\n"
             "  -d, --distance D   largest Hamming distance that matches (default %d)\n"
-            "  -w, --window W     tokens per shingle, 1..%d (default %d)\n"
+            CLI_FP_HELP
             "  -j, --json         one JSON object per group:\n"
             "                     {\"group\":N,\"files\":[...],\"fingerprints\":[...]}\n"
             "  -v, --verbose      also each fingerprint in binary and each pair's distance\n"
@@ -501,7 +528,7 @@ static void dedup_usage(FILE *f)
             "\n"
             "Exit status: 0 success, 1 some file could not be read (reported on stderr,\n"
             "the rest is still grouped) or output failed, 2 bad usage.\n",
-            CLI_BLOCKS_DEFAULT, CLI_DISTANCE_DEFAULT, FP_WINDOW_MAX, FP_WINDOW_DEFAULT);
+            CLI_BLOCKS_DEFAULT, CLI_DISTANCE_DEFAULT);
 }
 
 int cmd_dedup(int argc, char **argv)
@@ -509,7 +536,7 @@ int cmd_dedup(int argc, char **argv)
     static const struct option longopts[] = {
         {"blocks", required_argument, NULL, 'b'},
         {"distance", required_argument, NULL, 'd'},
-        {"window", required_argument, NULL, 'w'},
+        CLI_FP_LONGOPTS,
         {"json", no_argument, NULL, 'j'},
         {"verbose", no_argument, NULL, 'v'},
         {"threads", required_argument, NULL, 't'},
@@ -519,10 +546,11 @@ int cmd_dedup(int argc, char **argv)
     };
     const char *prog = "simhash dedup";
     cli_match_opts mo;
-    uint64_t window = FP_WINDOW_DEFAULT;
+    cli_fp_opts fo;
     int json = 0, verbose = 0, c, r;
 
     cli_match_opts_init(&mo);
+    cli_fp_opts_init(&fo);
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":b:d:w:jvt:h", longopts, NULL)) != -1) {
@@ -531,11 +559,12 @@ int cmd_dedup(int argc, char **argv)
                 return CLI_EXIT_USAGE;
             continue;
         }
-        switch (c) {
-        case 'w':
-            if (cli_opt_uint(prog, "--window", optarg, 1, FP_WINDOW_MAX, &window) != 0)
+        if ((r = cli_fp_opt(prog, c, optarg, &fo)) != 0) {
+            if (r < 0)
                 return CLI_EXIT_USAGE;
-            break;
+            continue;
+        }
+        switch (c) {
         case 'j': json = 1; break;
         case 'v': verbose = 1; break;
         case 'h': dedup_usage(stdout); return CLI_EXIT_OK;
@@ -547,7 +576,8 @@ int cmd_dedup(int argc, char **argv)
         fprintf(stderr, "%s: no PATH given\nTry '%s --help'.\n", prog, prog);
         return CLI_EXIT_USAGE;
     }
-    if (cli_check_tables(prog, (unsigned)mo.blocks, (unsigned)mo.distance) != 0)
+    if (cli_check_tables(prog, (unsigned)mo.blocks, (unsigned)mo.distance) != 0 ||
+        cli_fp_opts_done(prog, &fo) != 0)
         return CLI_EXIT_USAGE;
 
     dedup_walk w;
@@ -556,7 +586,7 @@ int cmd_dedup(int argc, char **argv)
         dedup_walk_path(&w, argv[i], 0, 1);
 
     int status = CLI_EXIT_OK;
-    dedup_work wk = {w.paths, w.n, (unsigned)window, NULL, NULL, 0, 0};
+    dedup_work wk = {w.paths, w.n, &fo, NULL, NULL, NULL, 0, 0};
     fp_index *idx = NULL;
     uint64_t *fps = NULL, *values = NULL;
     size_t *offsets = NULL, nclusters = 0, m = 0;
@@ -568,9 +598,10 @@ int cmd_dedup(int argc, char **argv)
         goto oom;
     wk.fps = calloc(w.n ? w.n : 1, sizeof(*wk.fps));
     wk.errs = calloc(w.n ? w.n : 1, sizeof(*wk.errs));
+    wk.whys = calloc(w.n ? w.n : 1, sizeof(*wk.whys));
     idx = malloc((w.n ? w.n : 1) * sizeof(*idx));
     fps = malloc((w.n ? w.n : 1) * sizeof(*fps));
-    if (!wk.fps || !wk.errs || !idx || !fps)
+    if (!wk.fps || !wk.errs || !wk.whys || !idx || !fps)
         goto oom;
     if (dedup_fingerprint(&wk, mo.threads ? (unsigned)mo.threads : cli_ncpus()) != 0) {
         fprintf(stderr, "%s: cannot start threads\n", prog);
@@ -579,7 +610,9 @@ int cmd_dedup(int argc, char **argv)
     }
     for (size_t i = 0; i < w.n; i++) {
         if (wk.errs[i]) {
-            fprintf(stderr, "%s: %s: %s\n", prog, w.paths[i], dedup_strerror(wk.errs[i]));
+            fprintf(stderr, "%s: %s: %s\n", prog, w.paths[i],
+                    wk.errs[i] == DEDUP_ERR_HTML && wk.whys[i] ? wk.whys[i]
+                                                               : dedup_strerror(wk.errs[i]));
             w.failed = 1;
             continue;
         }
@@ -621,6 +654,9 @@ done:
     free(w.files.slots);
     free(wk.fps);
     free(wk.errs);
+    for (size_t i = 0; wk.whys && i < w.n; i++)
+        free((void *)wk.whys[i]);
+    free(wk.whys);
     free(idx);
     free(fps);
     free(values);

@@ -12,14 +12,15 @@
 static void fpcmd_usage(FILE *f)
 {
     fprintf(f,
-            "Usage: simhash fingerprint [--window W] [--lines] [--format text|binary]\n"
-            "                           [--names FILE] [FILE|-]...\n"
+            "Usage: simhash fingerprint [--algorithm A] [--html|--text] [--lines]\n"
+            "                           [--format text|binary] [--names FILE] [FILE|-]...\n"
             "\n"
             "Print '<fingerprint>\\t<name>' for each file (no FILE or '-' reads stdin,\n"
             "named '-'). Fingerprints are unsigned decimal 64-bit numbers.\n"
             "\n"
-            "  -w, --window W   tokens per shingle, 1..%d (default %d)\n"
+            CLI_FP_HELP
             "  -l, --lines      every line is a document, named '<file>:<line number>'\n"
+            "                   (text only)\n"
             "      --format F   text (default) or binary: 8-byte little-endian\n"
             "                   fingerprints, document i at byte 8 i (the input of\n"
             "                   simhash-find-all --format binary)\n"
@@ -28,8 +29,7 @@ static void fpcmd_usage(FILE *f)
             "  -h, --help       show this help\n"
             "\n"
             "Exit status: 0 success, 1 a file could not be read (the others are still\n"
-            "printed) or output failed, 2 bad usage.\n",
-            FP_WINDOW_MAX, FP_WINDOW_DEFAULT);
+            "printed) or output failed, 2 bad usage.\n");
 }
 
 /* Where fingerprints go: text lines, or binary (8-byte little-endian each, document
@@ -67,8 +67,9 @@ static void fpcmd_print_fp(fpcmd_sink *k, uint64_t fp, const char *path, size_t 
  * streaming fingerprint (memory is constant whatever the size). Returns 0, or -1
  * if it could not be read (with --lines, the lines before a read error stay
  * printed; without, nothing is printed for it). */
-static int fpcmd_one(fpcmd_sink *o, fp_state *fs, const char *path, int lines)
+static int fpcmd_one(fpcmd_sink *o, cli_doc *doc, int html, const char *path, int lines)
 {
+    fp_state *fs = doc->fs;
     cli_reader r;
     long got;
     size_t lineno = 0;
@@ -79,10 +80,11 @@ static int fpcmd_one(fpcmd_sink *o, fp_state *fs, const char *path, int lines)
         fprintf(stderr, "simhash fingerprint: %s: %s\n", cli_input_name(path), r.err);
         return -1;
     }
+    cli_doc_begin(doc, html);
     while ((got = cli_reader_next(&r)) > 0) {
         const char *p = r.buf, *end = r.buf + got;
         if (!lines) {
-            fp_state_update(fs, p, (size_t)got);
+            cli_doc_update(doc, p, (size_t)got);
             continue;
         }
         while (p < end) {
@@ -112,14 +114,22 @@ static int fpcmd_one(fpcmd_sink *o, fp_state *fs, const char *path, int lines)
         }
     }
     if (got < 0) {
-        fp_state_final(fs);       /* reset for the next input */
+        uint64_t ignored;
+        const char *why;
+        cli_doc_final(doc, &ignored, &why);       /* reset for the next input */
         fprintf(stderr, "simhash fingerprint: %s: %s\n", cli_input_name(path), r.err);
         cli_reader_close(&r);
         return -1;
     }
     cli_reader_close(&r);
     if (!lines) {
-        fpcmd_print_fp(o, fp_state_final(fs), path, 0);
+        uint64_t fp;
+        const char *why = NULL;
+        if (cli_doc_final(doc, &fp, &why) != 0) {
+            fprintf(stderr, "simhash fingerprint: %s: %s\n", cli_input_name(path), why);
+            return -1;
+        }
+        fpcmd_print_fp(o, fp, path, 0);
     } else if (open_line || pending_cr) {
         fpcmd_print_fp(o, fp_state_final(fs), path, ++lineno);   /* last line without '\n' */
     }
@@ -129,7 +139,7 @@ static int fpcmd_one(fpcmd_sink *o, fp_state *fs, const char *path, int lines)
 int cmd_fingerprint(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"window", required_argument, NULL, 'w'},
+        CLI_FP_LONGOPTS,
         {"lines", no_argument, NULL, 'l'},
         {"format", required_argument, NULL, 'F'},
         {"names", required_argument, NULL, 'N'},
@@ -138,18 +148,20 @@ int cmd_fingerprint(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *prog = "simhash fingerprint";
-    uint64_t window = FP_WINDOW_DEFAULT;
-    int lines = 0, c, failed = 0, binary = 0;
+    cli_fp_opts fo;
+    int lines = 0, c, r, failed = 0, binary = 0;
     const char *names = NULL;
 
+    cli_fp_opts_init(&fo);
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":w:lh", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'w':
-            if (cli_opt_uint(prog, "--window", optarg, 1, FP_WINDOW_MAX, &window) != 0)
+        if ((r = cli_fp_opt(prog, c, optarg, &fo)) != 0) {
+            if (r < 0)
                 return CLI_EXIT_USAGE;
-            break;
+            continue;
+        }
+        switch (c) {
         case 'l': lines = 1; break;
         case 'N': names = optarg; break;
         case 'F':
@@ -165,6 +177,12 @@ int cmd_fingerprint(int argc, char **argv)
         default: return cli_opt_error(prog, c, argv);
         }
     }
+    if (cli_fp_opts_done(prog, &fo) != 0)
+        return CLI_EXIT_USAGE;
+    if (lines && fo.html == CLI_HTML_ALWAYS) {
+        fprintf(stderr, "%s: --lines reads text; it cannot be used with --html\n", prog);
+        return CLI_EXIT_USAGE;
+    }
     cli_out out;
     if (cli_out_open(&out, "-") != 0) {
         fprintf(stderr, "%s: %s\n", prog, strerror(errno));
@@ -177,8 +195,8 @@ int cmd_fingerprint(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     fpcmd_sink sink = { &out, binary, names ? &nout : NULL };
-    fp_state *fs = fp_state_new((unsigned)window);
-    if (!fs) {
+    cli_doc doc;
+    if (cli_doc_init(&doc, &fo) != 0) {
         fprintf(stderr, "%s: out of memory\n", prog);
         cli_out_close(&out);
         if (names)
@@ -186,12 +204,14 @@ int cmd_fingerprint(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     if (optind >= argc) {
-        failed |= fpcmd_one(&sink, fs, "-", lines) != 0;
+        failed |= fpcmd_one(&sink, &doc, cli_fp_is_html(&fo, "-"), "-", lines) != 0;
     } else {
+        /* with --lines every file is text (lines of HTML are not documents) */
         for (int i = optind; i < argc; i++)
-            failed |= fpcmd_one(&sink, fs, argv[i], lines) != 0;
+            failed |= fpcmd_one(&sink, &doc, !lines && cli_fp_is_html(&fo, argv[i]), argv[i],
+                                lines) != 0;
     }
-    fp_state_free(fs);
+    cli_doc_free(&doc);
     if (names && cli_out_close(&nout) != 0) {
         fprintf(stderr, "%s: %s: write error: %s\n", prog, names, strerror(errno));
         failed = 1;

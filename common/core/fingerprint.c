@@ -1,9 +1,13 @@
-/* fingerprint.c: text fingerprints: the tokenizer (ASCII, UTF-8, CJK), token and
- * shingle hashing with XXH3, and the simhash vote. The format is a stored data
+/* fingerprint.c: text fingerprints: the tokenizer (ASCII, UTF-8, CJK; algorithm v2
+ * folds Unicode with utf8proc), token and shingle hashing with XXH3, and the simhash
+ * vote. The format is a stored data
  * format, pinned by golden vectors (tests/unit/test_fingerprint.c) and described in
  * docs/fingerprint.md. fp_text streams: memory use does not grow with the text. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <utf8proc.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
@@ -15,7 +19,14 @@
 
 /* ---- Byte and code point classes ---- */
 
-enum { FP_SEP = 0, FP_WORD = 1, FP_SOLO = 2 };
+enum { FP_SEP = 0, FP_WORD = 1, FP_SOLO = 2, FP_IGN = 3 };
+
+#define FP_NOT_CP 0x110000u   /* fp_unit's code point for an invalid byte */
+#define FP_FOLD_CPS 32        /* code points of one folded code point, at most */
+#define FP_FOLD_MAX (4 * FP_FOLD_CPS)
+/* v2 features: unigrams and bigrams of tokens (bit o-1 = o-grams); see
+ * docs/fingerprint.md "Algorithm v2" and bench/quality for why */
+#define FP_V2_ORDERS 0x3u
 
 /* ASCII letters and digits map to their lower-case form; every other byte to 0
  * (ASCII separators, and bytes >= 0x80, which take the UTF-8 path). */
@@ -69,10 +80,11 @@ static int fp_cp_class(uint32_t cp)
  * (1..4) and its class in *cls. An invalid sequence is one byte of class FP_WORD.
  * Returns 0 when !final and the bytes up to the end are a valid but incomplete
  * prefix of a sequence (the caller must supply more bytes). Never reads p[avail]. */
-static size_t fp_unit(const uint8_t *p, size_t avail, int final, int *cls)
+static size_t fp_unit(const uint8_t *p, size_t avail, int final, int *cls, uint32_t *cpo)
 {
     uint8_t c = p[0];
     *cls = FP_WORD;
+    *cpo = FP_NOT_CP;
     if (c < 0xC2 || c > 0xF4)
         return 1;                         /* continuation byte, overlong lead, > U+10FFFF */
     size_t need = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
@@ -91,7 +103,60 @@ static size_t fp_unit(const uint8_t *p, size_t avail, int final, int *cls)
         cp = (cp << 6) | (b & 0x3F);
     }
     *cls = fp_cp_class(cp);
+    *cpo = cp;
     return need;
+}
+
+/* ---- Algorithm v2: Unicode classes and folding ---- */
+
+/* Class of a valid non-ASCII code point in v2: solo for the same CJK ranges as v1;
+ * letters, marks, numbers, private use and unassigned code points are word units;
+ * format characters (soft hyphen, zero-width joiners, ...) are ignored (FP_IGN: they
+ * neither join nor end a token); everything else (punctuation, symbols, spaces,
+ * controls) separates. */
+static int fp_v2_class(uint32_t cp)
+{
+    if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
+        (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7AF) ||
+        (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x20000 && cp <= 0x2FFFF))
+        return FP_SOLO;
+    utf8proc_category_t c = utf8proc_category((utf8proc_int32_t)cp);
+    if (c <= UTF8PROC_CATEGORY_NO || c == UTF8PROC_CATEGORY_CO)
+        return FP_WORD;       /* Cn, L*, M*, N* (0..11), Co */
+    if (c == UTF8PROC_CATEGORY_CF)
+        return FP_IGN;
+    return FP_SEP;
+}
+
+/* UTF-8 of the case folding and compatibility decomposition of cp (utf8proc:
+ * UTF8PROC_COMPAT | UTF8PROC_CASEFOLD, one code point at a time), keeping only ASCII
+ * letters and digits and non-ASCII code points of the word categories (Cn, L*, M*,
+ * N*, Co). Returns the byte count (at most FP_FOLD_MAX). */
+static size_t fp_v2_fold(uint32_t cp, uint8_t *out)
+{
+    utf8proc_int32_t d[FP_FOLD_CPS];
+    int bound = 0;
+    utf8proc_ssize_t n = utf8proc_decompose_char((utf8proc_int32_t)cp, d, FP_FOLD_CPS,
+                                                 UTF8PROC_COMPAT | UTF8PROC_CASEFOLD, &bound);
+    if (n < 0 || n > FP_FOLD_CPS) {
+        /* cannot happen for valid code points (the longest mapping is 18): keep cp */
+        d[0] = (utf8proc_int32_t)cp;
+        n = 1;
+    }
+    size_t len = 0;
+    for (utf8proc_ssize_t i = 0; i < n; i++) {
+        utf8proc_int32_t c = d[i];
+        if (c < 0x80) {
+            if (fp_lower[c])
+                out[len++] = fp_lower[c];
+            continue;
+        }
+        utf8proc_category_t k = utf8proc_category(c);
+        if (k > UTF8PROC_CATEGORY_NO && k != UTF8PROC_CATEGORY_CO)
+            continue;
+        len += (size_t)utf8proc_encode_char(c, out + len);
+    }
+    return len;
 }
 
 /* ---- Vote ---- */
@@ -219,7 +284,9 @@ uint64_t fp_token_hash(const char *tok, size_t len)
 struct fp_state {
     XXH3_state_t xs;          /* hash of the current token once it outgrows tok[] */
     int spilled;              /* current token's first bytes are already in xs */
-    unsigned window;
+    unsigned window;          /* tokens in the ring: v1 the shingle, v2 the largest n-gram */
+    unsigned version;         /* FP_V1, FP_V2 */
+    unsigned orders;          /* v2: bit o-1 set = an o-gram feature per token (0: v1) */
     size_t tlen;              /* bytes in tok[] */
     uint64_t ntok;            /* tokens so far */
     unsigned ring_pos;        /* slot the next token hash goes to (0..window-1) */
@@ -242,10 +309,17 @@ static inline uint64_t fp_le64(uint64_t x)
 #endif
 }
 
-static void fp_state_init(fp_state *s, unsigned window)
+static void fp_state_init(fp_state *s, const fp_params *p)
 {
     s->spilled = 0;
-    s->window = window;
+    s->version = p->version;
+    if (p->version == FP_V2) {
+        s->orders = FP_V2_ORDERS;
+        s->window = 32 - (unsigned)__builtin_clz(FP_V2_ORDERS);
+    } else {
+        s->orders = 0;
+        s->window = p->window;
+    }
     s->tlen = 0;
     s->ntok = 0;
     s->ring_pos = 0;
@@ -253,7 +327,19 @@ static void fp_state_init(fp_state *s, unsigned window)
     fp_vote_init(&s->vote);
 }
 
-/* A token hash arrives: vote for the shingle it completes. */
+/* v2: the features a token completes, one per n-gram order in s->orders; the ring's
+ * last o hashes are at ring[pos + w - o .. pos + w). */
+static void fp_push_orders(fp_state *s, uint64_t th, unsigned pos)
+{
+    unsigned w = s->window;
+    for (unsigned o = 1; o <= w; o++) {
+        if (!(s->orders & (1u << (o - 1))) || s->ntok < o)
+            continue;
+        fp_vote_add(&s->vote, o == 1 ? th : XXH3_64bits(&s->ring[pos + w - o], 8 * (size_t)o));
+    }
+}
+
+/* A token hash arrives: vote for the shingle (v1) or n-grams (v2) it completes. */
 static inline void fp_push_hash(fp_state *s, uint64_t th)
 {
     unsigned w = s->window;
@@ -268,7 +354,9 @@ static inline void fp_push_hash(fp_state *s, uint64_t th)
     s->ring[pos + w] = le;
     pos = pos + 1 == w ? 0 : pos + 1;
     s->ring_pos = pos;
-    if (s->ntok >= w)
+    if (s->orders)
+        fp_push_orders(s, th, pos);
+    else if (s->ntok >= w)
         fp_vote_add(&s->vote, XXH3_64bits(&s->ring[pos], 8 * (size_t)w));
 }
 
@@ -364,6 +452,35 @@ static inline int fp_block_ascii(fp_state *s, const uint8_t *p, size_t *tlp)
 }
 #endif
 
+/* v2: the valid non-ASCII code point cp; tl bytes of the current token are in
+ * tok[]. Returns the new tl. */
+static size_t fp_v2_unit(fp_state *s, uint32_t cp, size_t tl)
+{
+    int cls = fp_v2_class(cp);
+    if (cls == FP_IGN)
+        return tl;
+    if (cls == FP_SEP || cls == FP_SOLO) {
+        if (tl || s->spilled) {
+            fp_end_token(s, tl);
+            tl = 0;
+        }
+        if (cls == FP_SOLO) {
+            uint8_t f[FP_FOLD_MAX];
+            size_t n = fp_v2_fold(cp, f);
+            fp_push_hash(s, XXH3_64bits(f, n));
+        }
+        return tl;
+    }
+    uint8_t f[FP_FOLD_MAX];
+    size_t n = fp_v2_fold(cp, f);
+    if (tl + n > FP_TOKBUF) {
+        fp_spill(s, tl);
+        tl = 0;
+    }
+    memcpy(s->tok + tl, f, n);
+    return tl + n;
+}
+
 /* Tokenize and vote over p[0..len). Returns the bytes consumed: all of them, except
  * when !final and the data ends inside a UTF-8 sequence that may still be valid (at
  * most 3 bytes are left). */
@@ -411,10 +528,16 @@ static size_t fp_scan(fp_state *s, const uint8_t *p, size_t len, int final)
                 continue;
             }
             int cls;
-            size_t u = fp_unit(p, (size_t)(end - p), final, &cls);
+            uint32_t cp;
+            size_t u = fp_unit(p, (size_t)(end - p), final, &cls, &cp);
             if (u == 0) {
                 s->tlen = tl;
                 return (size_t)(p - start);
+            }
+            if (s->version == FP_V2 && cp != FP_NOT_CP) {
+                tl = fp_v2_unit(s, cp, tl);
+                p += u;
+                continue;
             }
             if (cls == FP_WORD) {
                 for (size_t i = 0; i < u; i++) {
@@ -451,34 +574,135 @@ static uint64_t fp_finish(fp_state *s)
         fp_end_token(s, s->tlen);
         s->tlen = 0;
     }
-    if (s->ntok > 0 && s->ntok < s->window)
+    /* fewer tokens than the smallest feature needs: one feature of all of them */
+    unsigned least = s->orders ? (unsigned)__builtin_ctz(s->orders) + 1 : s->window;
+    if (s->ntok > 0 && s->ntok < least)
         fp_vote_add(&s->vote, XXH3_64bits(s->ring, 8 * (size_t)s->ntok));
     return fp_vote_result(&s->vote);
 }
 
-static unsigned fp_window_norm(unsigned window)
+/* ---- Settings ---- */
+
+/* p with defaults filled in (version 0 -> default, v1 window 0 -> 3), or -1 when
+ * invalid. */
+static int fp_params_norm(const fp_params *p, fp_params *out)
 {
-    if (window == 0)
-        return FP_WINDOW_DEFAULT;
-    return window > FP_WINDOW_MAX ? FP_WINDOW_MAX : window;
+    fp_params d = {FP_VERSION_DEFAULT, 0};
+    if (p)
+        d = *p;
+    if (d.version == 0)
+        d.version = FP_VERSION_DEFAULT;
+    if (d.version == FP_V1) {
+        if (d.window == 0)
+            d.window = FP_WINDOW_DEFAULT;
+        if (d.window > FP_WINDOW_MAX)
+            return -1;
+    } else if (d.version == FP_V2) {
+        if (d.window != 0)
+            return -1;
+    } else {
+        return -1;
+    }
+    *out = d;
+    return 0;
 }
 
-uint64_t fp_text(const char *text, size_t len, unsigned window)
+int fp_params_check(const fp_params *p, char *err, size_t errlen)
 {
+    fp_params d;
+    if (fp_params_norm(p, &d) == 0)
+        return 0;
+    if (p->version != 0 && p->version != FP_V1 && p->version != FP_V2)
+        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v2)", p->version);
+    else if (p->version == FP_V1 || (p->version == 0 && FP_VERSION_DEFAULT == FP_V1))
+        snprintf(err, errlen, "window %u out of range 1..%d", p->window, FP_WINDOW_MAX);
+    else
+        snprintf(err, errlen, "fingerprint algorithm v2 has no window setting (a window "
+                 "applies to v1: v1:W)");
+    return -1;
+}
+
+int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
+{
+    fp_params p = {0, 0};
+    const char *q = spec;
+    if (q[0] == 'v' || q[0] == 'V')
+        q++;
+    if (q[0] == '1' && (q[1] == '\0' || q[1] == ':')) {
+        p.version = FP_V1;
+        if (q[1] == ':') {
+            const char *w = q + 2;
+            unsigned long v = 0;
+            if (*w == '\0')
+                goto bad;
+            for (; *w; w++) {
+                if (*w < '0' || *w > '9' || v > FP_WINDOW_MAX)
+                    goto bad;
+                v = v * 10 + (unsigned long)(*w - '0');
+            }
+            if (v < 1 || v > FP_WINDOW_MAX)
+                goto bad;
+            p.window = (unsigned)v;
+        }
+    } else if (q[0] == '2' && q[1] == '\0') {
+        p.version = FP_V2;
+    } else {
+        goto bad;
+    }
+    if (fp_params_norm(&p, out) != 0)
+        goto bad;
+    return 0;
+bad:
+    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v2, v1 or v1:W with "
+             "W 1..%d)", spec, FP_WINDOW_MAX);
+    return -1;
+}
+
+void fp_params_format(const fp_params *p, char *buf, size_t n)
+{
+    fp_params d;
+    if (fp_params_norm(p, &d) != 0)
+        snprintf(buf, n, "invalid");
+    else if (d.version == FP_V1)
+        snprintf(buf, n, "v1:%u", d.window);
+    else
+        snprintf(buf, n, "v2");
+}
+
+uint64_t fp_text_p(const char *text, size_t len, const fp_params *p)
+{
+    fp_params d;
+    if (fp_params_norm(p, &d) != 0) {
+        d.version = p && p->version == FP_V1 ? FP_V1 : FP_V2;
+        d.window = d.version == FP_V1 ? FP_WINDOW_MAX : 0;
+    }
     fp_state s;
-    fp_state_init(&s, fp_window_norm(window));
+    fp_state_init(&s, &d);
     fp_scan(&s, (const uint8_t *)text, len, 1);
     return fp_finish(&s);
 }
 
-fp_state *fp_state_new(unsigned window)
+uint64_t fp_text(const char *text, size_t len, unsigned window)
 {
-    if (window > FP_WINDOW_MAX)
+    fp_params p = {FP_V1, window > FP_WINDOW_MAX ? FP_WINDOW_MAX : window};
+    return fp_text_p(text, len, &p);
+}
+
+fp_state *fp_state_new_p(const fp_params *p)
+{
+    fp_params d;
+    if (fp_params_norm(p, &d) != 0)
         return NULL;
     fp_state *s = aligned_alloc(64, (sizeof(fp_state) + 63) / 64 * 64);
     if (s)
-        fp_state_init(s, fp_window_norm(window));
+        fp_state_init(s, &d);
     return s;
+}
+
+fp_state *fp_state_new(unsigned window)
+{
+    fp_params p = {FP_V1, window};
+    return fp_state_new_p(&p);
 }
 
 void fp_state_free(fp_state *s)
@@ -516,7 +740,8 @@ void fp_state_update(fp_state *s, const void *data, size_t len)
 uint64_t fp_state_final(fp_state *s)
 {
     uint64_t r = fp_finish(s);
-    fp_state_init(s, s->window);
+    fp_params p = {s->version, s->version == FP_V1 ? s->window : 0};
+    fp_state_init(s, &p);
     return r;
 }
 
@@ -529,10 +754,11 @@ size_t fp_tokenize(const char *text, size_t len, fp_token_cb cb, void *arg)
     while (p < end) {
         int cls;
         size_t u = 1;
+        uint32_t cp;
         if (*p < 0x80)
             cls = fp_lower[*p] ? FP_WORD : FP_SEP;
         else
-            u = fp_unit(p, (size_t)(end - p), 1, &cls);
+            u = fp_unit(p, (size_t)(end - p), 1, &cls, &cp);
         if (cls == FP_WORD) {
             if (!ts)
                 ts = p;

@@ -9,10 +9,34 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define FP_WINDOW_DEFAULT 3   /* tokens per shingle */
+#define FP_WINDOW_DEFAULT 3   /* tokens per shingle (algorithm v1) */
 #define FP_WINDOW_MAX 64
 
-/* Called once per token; tok points into the (unmodified) input, len bytes,
+/* Fingerprint algorithms (docs/fingerprint.md). v1: ASCII case folding, shingles of
+ * `window` tokens. v2 (the default): Unicode case folding and compatibility
+ * decomposition, its own token classes and features (section "Algorithm v2"). A
+ * fingerprint is only comparable with fingerprints of the same algorithm and
+ * settings; deployments record them in simhash:meta. */
+enum { FP_V1 = 1, FP_V2 = 2, FP_VERSION_DEFAULT = FP_V2 };
+
+typedef struct fp_params {
+    unsigned version;         /* FP_V1 or FP_V2; 0 means FP_VERSION_DEFAULT */
+    unsigned window;          /* v1: tokens per shingle, 1..FP_WINDOW_MAX, 0 means
+                                 FP_WINDOW_DEFAULT. v2: must be 0 (fixed features) */
+} fp_params;
+
+/* Settings as text, the form the programs take and store: "v2", "v1" (window 3) or
+ * "v1:W". fp_params_parse returns 0, or -1 with a message in err. */
+int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen);
+/* The canonical text of p ("v2", "v1:3"); p must be valid (fp_params_check). */
+void fp_params_format(const fp_params *p, char *buf, size_t n);
+/* 0 when p is valid, else -1 with a message in err. */
+int fp_params_check(const fp_params *p, char *err, size_t errlen);
+
+/* Fingerprint of a text with the given algorithm (NULL: the default, v2). */
+uint64_t fp_text_p(const char *text, size_t len, const fp_params *p);
+
+/* Called once per token (the token classes of algorithm v1); tok points into the (unmodified) input, len bytes,
  * not lower-cased. Return non-zero to stop tokenizing. */
 typedef int (*fp_token_cb)(const char *tok, size_t len, void *arg);
 
@@ -31,7 +55,7 @@ uint64_t fp_compute(const uint64_t *hashes, size_t n);
  * when unset; the bit is set when the sum is > 0. */
 uint64_t fp_compute_weighted(const uint64_t *hashes, const int64_t *weights, size_t n);
 
-/* Fingerprint of a text: tokens, shingles of `window` consecutive tokens
+/* Algorithm v1 fingerprint of a text: tokens, shingles of `window` consecutive tokens
  * (1 <= window <= FP_WINDOW_MAX; 0 means FP_WINDOW_DEFAULT), each shingle hashed,
  * then fp_compute. A text with fewer tokens than window is one shingle of all of
  * them; a text without tokens has fingerprint 0. */
@@ -44,8 +68,11 @@ uint64_t fp_text(const char *text, size_t len, unsigned window);
  * Memory stays bounded whatever the text length. */
 typedef struct fp_state fp_state;
 
-/* NULL when window > FP_WINDOW_MAX (0 means FP_WINDOW_DEFAULT) or out of memory. */
+/* Algorithm v1: NULL when window > FP_WINDOW_MAX (0 means FP_WINDOW_DEFAULT) or out
+ * of memory. */
 fp_state *fp_state_new(unsigned window);
+/* Any algorithm (NULL: the default); NULL when p is invalid or out of memory. */
+fp_state *fp_state_new_p(const fp_params *p);
 void fp_state_free(fp_state *s);
 void fp_state_update(fp_state *s, const void *data, size_t len);
 /* The fingerprint of the text given so far; the state is then reset for a new text. */

@@ -97,7 +97,7 @@ PIDS+=($!)
 wait_pong "$SPORT"
 
 # ---- HELLO, meta ----
-expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 1 16 0 255 "
+expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 1 16 0 255 0  v2 "
 expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 1"
 SHARD_PID=$(cat "$DIR/shard.pid")
 expect_eq "pidfile" "$(ps -o comm= -p "$SHARD_PID")" "simhash-shard"
@@ -235,7 +235,7 @@ expect_eq "ping" "$(sc PING)" "PONG"
 timeout 300 "$SHARD" --port "$SPORT2" --redis-port "$RPORT" --shards 0-127 >"$DIR/shard2.log" 2>&1 &
 PIDS+=($!)
 wait_pong "$SPORT2"
-expect_eq "hello 2" "$(redis-cli -p "$SPORT2" SHARD.HELLO | tail -2 | tr '\n' ' ')" "0 127 "
+expect_eq "hello 2" "$(redis-cli -p "$SPORT2" SHARD.HELLO | sed -n 5,6p | tr '\n' ' ')" "0 127 "
 # every permutation of 2^64-1 starts with byte 255, of 0 with byte 0
 expect_match "wrongshard query" "$(redis-cli -p "$SPORT2" SHARD.QUERY 18446744073709551615 3 5)" "^WRONGSHARD table 5 shard 255"
 expect_match "wrongshard add" "$(redis-cli -p "$SPORT2" SHARD.ADD 18446744073709551615 0)" "^WRONGSHARD"

@@ -116,17 +116,34 @@ shc_status shc_check(shc_client *c, uint64_t fp, const char *docid, int distance
 shc_status shc_check_text(shc_client *c, const char *docid, const char *text, size_t len,
                           uint64_t *fp, shc_result **out);
 
+/* What a text argument is: plain text, or an HTML page whose visible text counts
+ * (docs/fingerprint.md "HTML"). */
+enum { SHC_FORMAT_TEXT = 0, SHC_FORMAT_HTML = 1 };
+
+/* shc_check_text for text or HTML (format SHC_FORMAT_*), within distance bits (-1:
+ * the corpus distance). */
+shc_status shc_check_text_as(shc_client *c, const char *docid, const char *text, size_t len,
+                             int format, int distance, uint64_t *fp, shc_result **out);
+
 /* The fingerprint of text computed by the server. */
 shc_status shc_fingerprint(shc_client *c, const char *text, size_t len, uint64_t *fp);
+/* The same for text or HTML (format SHC_FORMAT_*). */
+shc_status shc_fingerprint_as(shc_client *c, const char *text, size_t len, int format,
+                              uint64_t *fp);
 
 /* The coordinator's SIMHASH.INFO text: "name:value" lines and "# Section" headers, as
  * Redis INFO. *text is malloc'ed and NUL-terminated (*len bytes; len may be NULL);
  * the caller frees it with free(). */
 shc_status shc_info(shc_client *c, char **text, size_t *len);
 
-/* The same fingerprint computed here, with no server: identical to the server's
- * and to every simhash tool's for the same bytes. */
+/* The same fingerprint computed here, with no server, with the default algorithm
+ * (v2): identical to a default server's and to every simhash tool's for the same
+ * bytes. */
 uint64_t shc_fingerprint_local(const char *text, size_t len);
+/* Computed here with an algorithm ("v2", "v1", "v1:W"; NULL: the default) for text or
+ * HTML (format SHC_FORMAT_*): 0, or -1 for an unknown algorithm or unreadable HTML. */
+int shc_fingerprint_local_as(const char *text, size_t len, const char *algorithm, int format,
+                             uint64_t *fp);
 
 /* Add n pairs (fps[i], docids[i]), pipelined in batches of SHC_BATCH commands.
  * item_status (may be NULL) gets one status per item. Returns SHC_OK when every

@@ -1,0 +1,457 @@
+/* html.c: the visible text of HTML pages for fingerprints. libxml2's HTML parser
+ * (Debian libxml2, maintained, streaming SAX in push mode, entity decoding, charset
+ * from a BOM or <meta>, converted with iconv) delivers elements and text; this file
+ * decides what is text: no script, style, noscript, template, svg, head (the title
+ * optionally), comments or attributes; block elements separate words, inline ones
+ * do not. docs/fingerprint.md "HTML" has the rules and why libxml2. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <libxml/HTMLparser.h>
+#include <libxml/parserInternals.h>
+
+#include "html.h"
+
+#define HTML_CACHE 64
+#define HTML_CHUNK 65536      /* bytes per htmlParseChunk call */
+
+struct fp_html {
+    htmlParserCtxtPtr ctxt;   /* NULL until the first bytes (or after an error) */
+    fp_state *fs;             /* fingerprint state, or NULL with a sink */
+    fp_html_sink sink;
+    void *arg;
+    unsigned flags;
+    unsigned skip;            /* open elements whose text is dropped */
+    unsigned title;           /* open <title> elements */
+    int failed;
+    uint8_t head[1024];       /* the first bytes: BOM and charset declaration checks */
+    size_t nhead;
+    int declared;             /* the first 1024 bytes mention "charset" */
+    uint64_t fed;             /* bytes given to libxml2 */
+    uint8_t pend[4];          /* an incomplete UTF-8 sequence held for the next bytes */
+    size_t npend;
+    /* element classes by name pointer: libxml2 interns names per document, so the
+     * same tag comes with the same pointer (the cache is emptied per document) */
+    const void *cname[HTML_CACHE];
+    uint8_t cclass[HTML_CACHE];
+    uint8_t in[HTML_CHUNK + 4], out[3 * (HTML_CHUNK + 4)];   /* html_push's buffers */
+    char err[160];
+};
+
+static pthread_once_t html_once = PTHREAD_ONCE_INIT;
+
+static void html_init(void)
+{
+    xmlInitParser();
+}
+
+/* ---- Element classes ---- */
+
+enum { HTML_BLOCK, HTML_INLINE, HTML_SKIP, HTML_TITLE_EL };
+
+/* Inline (phrasing) elements: their boundaries do not split words. Every element
+ * not listed here or in html_skipped separates words, so unknown elements do. */
+static const char *const html_inline[] = {
+    "a", "abbr", "acronym", "b", "bdi", "bdo", "big", "cite", "code", "data", "del",
+    "dfn", "em", "font", "i", "img", "ins", "kbd", "label", "mark", "nobr", "q", "rp",
+    "rt", "ruby", "s", "samp", "small", "span", "strike", "strong", "sub", "sup",
+    "time", "tt", "u", "var", "wbr", NULL,
+};
+
+/* Elements whose content is not text of the page. */
+static const char *const html_skipped[] = {
+    "script", "style", "noscript", "template", "head", "svg", "math", "iframe", "object",
+    "canvas", NULL,
+};
+
+static int html_in(const char *const *list, const char *name)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (list[i][0] == name[0] && strcmp(list[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+/* libxml2 gives HTML element names in lower case. */
+static int html_class(const char *name)
+{
+    if (html_in(html_inline, name))
+        return HTML_INLINE;
+    if (strcmp(name, "title") == 0)
+        return HTML_TITLE_EL;
+    if (html_in(html_skipped, name))
+        return HTML_SKIP;
+    return HTML_BLOCK;
+}
+
+/* ---- SAX callbacks ---- */
+
+static void html_emit(fp_html *h, const char *s, size_t n)
+{
+    if (h->fs)
+        fp_state_update(h->fs, s, n);
+    else
+        h->sink(h->arg, s, n);
+}
+
+static int html_class_cached(fp_html *h, const xmlChar *name)
+{
+    size_t i = ((uintptr_t)name >> 4) % HTML_CACHE;
+    if (h->cname[i] != name) {
+        h->cclass[i] = (uint8_t)html_class((const char *)name);
+        h->cname[i] = name;
+    }
+    return h->cclass[i];
+}
+
+static void html_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
+{
+    fp_html *h = ctx;
+    (void)atts;
+    switch (html_class_cached(h, name)) {
+    case HTML_INLINE:
+        return;
+    case HTML_SKIP:
+        h->skip++;
+        return;
+    case HTML_TITLE_EL:
+        h->title++;
+        break;
+    default:
+        break;
+    }
+    html_emit(h, "\n", 1);
+}
+
+static void html_on_end(void *ctx, const xmlChar *name)
+{
+    fp_html *h = ctx;
+    switch (html_class_cached(h, name)) {
+    case HTML_INLINE:
+        return;
+    case HTML_SKIP:
+        if (h->skip)
+            h->skip--;
+        return;
+    case HTML_TITLE_EL:
+        if (h->title)
+            h->title--;
+        break;
+    default:
+        break;
+    }
+    html_emit(h, "\n", 1);
+}
+
+static void html_on_text(void *ctx, const xmlChar *s, int len)
+{
+    fp_html *h = ctx;
+    if (len <= 0)
+        return;
+    if (h->title ? !(h->flags & FP_HTML_TITLE) : h->skip > 0)
+        return;
+    html_emit(h, (const char *)s, (size_t)len);
+}
+
+static void html_on_blank(void *ctx, const xmlChar *s, int len)
+{
+    (void)s;
+    if (len > 0)
+        html_emit(ctx, " ", 1);
+}
+
+static htmlSAXHandler html_sax = {
+    .startElement = html_on_start,
+    .endElement = html_on_end,
+    .characters = html_on_text,
+    .cdataBlock = html_on_text,
+    .ignorableWhitespace = html_on_blank,
+};
+
+/* ---- Parser ---- */
+
+static void html_fail(fp_html *h, const char *why)
+{
+    if (!h->failed)
+        snprintf(h->err, sizeof h->err, "%s", why);
+    h->failed = 1;
+}
+
+/* Length of the valid UTF-8 sequence at p (avail bytes), 0 when p[0] starts none,
+ * -1 when the bytes are a valid but incomplete start. */
+static int html_utf8_len(const uint8_t *p, size_t avail)
+{
+    uint8_t c = p[0];
+    if (c < 0x80)
+        return 1;
+    if (c < 0xC2 || c > 0xF4)
+        return 0;
+    int need = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    uint8_t lo = c == 0xE0 ? 0xA0 : c == 0xF0 ? 0x90 : 0x80;
+    uint8_t hi = c == 0xED ? 0x9F : c == 0xF4 ? 0x8F : 0xBF;
+    for (int k = 1; k < need; k++) {
+        if ((size_t)k >= avail)
+            return -1;
+        if (k == 1 ? (p[k] < lo || p[k] > hi) : (p[k] < 0x80 || p[k] > 0xBF))
+            return 0;
+    }
+    return need;
+}
+
+/* The BOM, if any, at the start of the document: its length and encoding. */
+static size_t html_bom(const uint8_t *p, size_t n, xmlCharEncoding *enc)
+{
+    if (n >= 3 && p[0] == 0xEF && p[1] == 0xBB && p[2] == 0xBF) {
+        *enc = XML_CHAR_ENCODING_UTF8;
+        return 3;
+    }
+    if (n >= 2 && p[0] == 0xFF && p[1] == 0xFE) {
+        *enc = XML_CHAR_ENCODING_UTF16LE;
+        return 2;
+    }
+    if (n >= 2 && p[0] == 0xFE && p[1] == 0xFF) {
+        *enc = XML_CHAR_ENCODING_UTF16BE;
+        return 2;
+    }
+    *enc = XML_CHAR_ENCODING_UTF8;     /* undeclared: UTF-8 unless a <meta> says otherwise */
+    return 0;
+}
+
+static int html_push(fp_html *h, const char *p, size_t n, int terminate);
+
+/* Whether p[0..n) contains "charset" in any case (a <meta> may declare one). */
+static int html_mentions_charset(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i + 7 <= n; i++)
+        if ((p[i] | 0x20) == 'c' && strncasecmp((const char *)p + i, "charset", 7) == 0)
+            return 1;
+    return 0;
+}
+
+/* Makes the parser for the document whose first bytes are h->head. */
+static int html_create(fp_html *h, int terminate)
+{
+    xmlCharEncoding enc;
+    size_t bom = html_bom(h->head, h->nhead, &enc);
+    h->declared = html_mentions_charset(h->head, h->nhead);
+    h->ctxt = htmlCreatePushParserCtxt(&html_sax, h, NULL, 0, NULL, enc);
+    if (h->ctxt == NULL) {
+        html_fail(h, "out of memory creating the HTML parser");
+        return -1;
+    }
+    htmlCtxtUseOptions(h->ctxt, HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | HTML_PARSE_NONET |
+                                HTML_PARSE_NODEFDTD);
+    return html_push(h, (const char *)h->head + bom, h->nhead - bom, terminate);
+}
+
+/* After a chunk: an error when libxml2 stopped or holds too much unparsed input. */
+static int html_check(fp_html *h, int terminated)
+{
+    htmlParserCtxtPtr c = h->ctxt;
+    if (c->disableSAX || (!terminated && c->instate == XML_PARSER_EOF)) {
+        const xmlError *e = xmlCtxtGetLastError(c);
+        char why[160];
+        snprintf(why, sizeof why, "the HTML parser stopped: %.100s",
+                 e && e->message ? e->message : "unreadable input");
+        why[strcspn(why, "\n")] = '\0';
+        html_fail(h, why);
+        return -1;
+    }
+    if (c->input && c->input->end && c->input->cur &&
+        (size_t)(c->input->end - c->input->cur) > FP_HTML_MAX_PENDING) {
+        html_fail(h, "more than 64 MiB of HTML without a tag boundary (a tag, comment or "
+                     "attribute that long, or text with no '<' or '&'): refused to bound memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Copies in[0..n) to out for libxml2: NUL bytes become spaces (libxml2 stops at a
+ * NUL in places; HTML gives them no meaning in text), and when utf8 is set every byte
+ * that does not start a valid UTF-8 sequence becomes U+FFFD (libxml2 would otherwise
+ * read the rest of the page as ISO-8859-1). An incomplete sequence at the end goes to
+ * h->pend unless final. Returns the bytes written (at most 3 * n). */
+static size_t html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8, int final,
+                         uint8_t *out)
+{
+    size_t o = 0, i = 0;
+    while (i < n) {
+        uint8_t c = in[i];
+        if (c < 0x80 || !utf8) {
+            out[o++] = c ? c : ' ';
+            i++;
+            continue;
+        }
+        int l = html_utf8_len(in + i, n - i);
+        if (l < 0 && !final) {
+            h->npend = n - i;
+            memcpy(h->pend, in + i, h->npend);
+            break;
+        }
+        if (l <= 0) {
+            memcpy(out + o, "\xEF\xBF\xBD", 3);
+            o += 3;
+            i++;
+            continue;
+        }
+        memcpy(out + o, in + i, (size_t)l);
+        o += (size_t)l;
+        i += (size_t)l;
+    }
+    return o;
+}
+
+/* Checks UTF-8 while libxml2 reads UTF-8 as is, and the charset can no longer
+ * change: no declaration in the first 1024 bytes (where HTML puts the <meta>), or
+ * past them. */
+static int html_utf8_mode(const fp_html *h)
+{
+    const htmlParserCtxtPtr c = h->ctxt;
+    return (!h->declared || h->fed >= 1024) && c->input && c->input->buf &&
+           c->input->buf->encoder == NULL;
+}
+
+/* Feeds p[0..n) to libxml2 (through html_clean), the end of the document too when
+ * terminate. */
+static int html_push(fp_html *h, const char *p, size_t n, int terminate)
+{
+    uint8_t *in = h->in, *out = h->out;
+    while (n > 0 || terminate) {
+        size_t k = h->npend;
+        memcpy(in, h->pend, k);
+        h->npend = 0;
+        size_t m = n < HTML_CHUNK ? n : HTML_CHUNK;
+        if (h->declared && h->fed < 1024 && m > 1024 - h->fed)
+            m = 1024 - h->fed;        /* the area that may declare a charset goes alone */
+        memcpy(in + k, p, m);
+        p += m;
+        n -= m;
+        int last = terminate && n == 0;
+        size_t o = html_clean(h, in, k + m, html_utf8_mode(h), last, out);
+        htmlParseChunk(h->ctxt, (const char *)out, (int)o, last);
+        h->fed += o;
+        if (html_check(h, last) != 0)
+            return -1;
+        if (last)
+            break;
+    }
+    return 0;
+}
+
+static fp_html *html_alloc(unsigned flags)
+{
+    pthread_once(&html_once, html_init);
+    fp_html *h = calloc(1, sizeof *h);
+    if (h)
+        h->flags = flags;
+    return h;
+}
+
+fp_html *fp_html_new(const fp_params *p, unsigned flags)
+{
+    fp_html *h = html_alloc(flags);
+    if (h == NULL)
+        return NULL;
+    h->fs = fp_state_new_p(p);
+    if (h->fs == NULL) {
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+fp_html *fp_html_new_sink(unsigned flags, fp_html_sink sink, void *arg)
+{
+    fp_html *h = html_alloc(flags);
+    if (h) {
+        h->sink = sink;
+        h->arg = arg;
+    }
+    return h;
+}
+
+static void html_reset(fp_html *h)
+{
+    if (h->ctxt)
+        htmlFreeParserCtxt(h->ctxt);
+    h->ctxt = NULL;
+    h->skip = h->title = 0;
+    h->nhead = 0;
+    h->npend = 0;
+    h->fed = 0;
+    memset(h->cname, 0, sizeof h->cname);
+}
+
+void fp_html_free(fp_html *h)
+{
+    if (h == NULL)
+        return;
+    html_reset(h);
+    fp_state_free(h->fs);
+    free(h);
+}
+
+int fp_html_update(fp_html *h, const void *data, size_t len)
+{
+    const char *p = data;
+    if (h->failed)
+        return -1;
+    if (h->ctxt == NULL) {
+        /* the parser is made once the first 1024 bytes are here */
+        size_t m = sizeof h->head - h->nhead < len ? sizeof h->head - h->nhead : len;
+        memcpy(h->head + h->nhead, p, m);
+        h->nhead += m;
+        p += m;
+        len -= m;
+        if (h->nhead < sizeof h->head)
+            return 0;
+        if (html_create(h, 0) != 0)
+            return -1;
+    }
+    return len ? html_push(h, p, len, 0) : 0;
+}
+
+int fp_html_final(fp_html *h, uint64_t *fp)
+{
+    int rc = 0;
+    if (!h->failed && h->ctxt == NULL) {
+        if (h->nhead > 0 && html_create(h, 1) != 0)
+            rc = -1;
+    } else if (!h->failed && html_push(h, "", 0, 1) != 0) {
+        rc = -1;
+    }
+    if (h->failed)
+        rc = -1;
+    uint64_t v = h->fs ? fp_state_final(h->fs) : 0;
+    if (fp)
+        *fp = v;
+    html_reset(h);
+    if (rc == 0)
+        h->err[0] = '\0';
+    h->failed = 0;
+    return rc;
+}
+
+const char *fp_html_error(const fp_html *h)
+{
+    return h->err[0] ? h->err : "no error";
+}
+
+int fp_html_text(const char *html, size_t len, const fp_params *p, unsigned flags,
+                 uint64_t *fp, char *err, size_t errlen)
+{
+    fp_html *h = fp_html_new(p, flags);
+    if (h == NULL) {
+        snprintf(err, errlen, "bad fingerprint parameters or out of memory");
+        return -1;
+    }
+    int rc = fp_html_update(h, html, len);
+    int rc2 = fp_html_final(h, fp);
+    if (rc != 0 || rc2 != 0)
+        snprintf(err, errlen, "%s", fp_html_error(h));
+    fp_html_free(h);
+    return rc != 0 || rc2 != 0 ? -1 : 0;
+}

@@ -1,0 +1,44 @@
+/* html.h: fingerprints of HTML documents: the visible text of a page (libxml2's HTML
+ * parser, streaming, in push mode) fed to a fingerprint state. docs/fingerprint.md
+ * "HTML" says what counts as text. */
+#ifndef SIMHASH_HTML_H
+#define SIMHASH_HTML_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fingerprint.h"
+
+enum { FP_HTML_TITLE = 1 };   /* flag: the <title> is text too */
+
+/* Bytes the parser may hold without reaching a tag boundary (libxml2 buffers text up
+ * to the next '<' or '&' and a tag up to its '>'); more is an error, so memory stays
+ * bounded whatever the input. */
+#define FP_HTML_MAX_PENDING ((size_t)64 << 20)
+
+typedef struct fp_html fp_html;
+
+/* Receives the text of a document piece by piece (UTF-8; block boundaries arrive
+ * as "\n"). */
+typedef void (*fp_html_sink)(void *arg, const char *text, size_t len);
+
+/* A parser whose text goes to a fingerprint state with parameters p (NULL: the
+ * default algorithm). NULL when p is invalid or out of memory. */
+fp_html *fp_html_new(const fp_params *p, unsigned flags);
+/* A parser whose text goes to sink (fp_html_final then returns 0 as fingerprint). */
+fp_html *fp_html_new_sink(unsigned flags, fp_html_sink sink, void *arg);
+void fp_html_free(fp_html *h);
+
+/* Feeds the next bytes of the document. 0, or -1 once the document cannot be read
+ * (fp_html_error says why; further updates are ignored until fp_html_final). */
+int fp_html_update(fp_html *h, const void *data, size_t len);
+/* Ends the document: *fp its fingerprint; 0, or -1 with fp_html_error set. The
+ * parser is then ready for the next document. */
+int fp_html_final(fp_html *h, uint64_t *fp);
+const char *fp_html_error(const fp_html *h);
+
+/* One document in one call: 0 and *fp, or -1 with a message in err. */
+int fp_html_text(const char *html, size_t len, const fp_params *p, unsigned flags,
+                 uint64_t *fp, char *err, size_t errlen);
+
+#endif
