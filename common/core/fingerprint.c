@@ -129,7 +129,8 @@ static int fp_v2_class(uint32_t cp)
 }
 
 /* UTF-8 of the case folding and compatibility decomposition of cp (utf8proc:
- * UTF8PROC_COMPAT | UTF8PROC_CASEFOLD, one code point at a time), keeping only ASCII
+ * UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT | UTF8PROC_CASEFOLD, one code point at a time:
+ * NFKD with case folding, without reordering marks across code points), keeping only ASCII
  * letters and digits and non-ASCII code points of the word categories (Cn, L*, M*,
  * N*, Co). Returns the byte count (at most FP_FOLD_MAX). */
 static size_t fp_v2_fold(uint32_t cp, uint8_t *out)
@@ -137,7 +138,8 @@ static size_t fp_v2_fold(uint32_t cp, uint8_t *out)
     utf8proc_int32_t d[FP_FOLD_CPS];
     int bound = 0;
     utf8proc_ssize_t n = utf8proc_decompose_char((utf8proc_int32_t)cp, d, FP_FOLD_CPS,
-                                                 UTF8PROC_COMPAT | UTF8PROC_CASEFOLD, &bound);
+                                                 UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT |
+                                                     UTF8PROC_CASEFOLD, &bound);
     if (n < 0 || n > FP_FOLD_CPS) {
         /* cannot happen for valid code points (the longest mapping is 18): keep cp */
         d[0] = (utf8proc_int32_t)cp;

@@ -30,6 +30,7 @@ struct fp_html {
     uint8_t head[1024];       /* the first bytes: BOM and charset declaration checks */
     size_t nhead;
     int declared;             /* the first 1024 bytes mention "charset" */
+    int utf16;                /* a UTF-16 BOM: bytes pass unchanged (NULs included) */
     uint64_t fed;             /* bytes given to libxml2 */
     uint8_t pend[4];          /* an incomplete UTF-8 sequence held for the next bytes */
     size_t npend;
@@ -237,6 +238,7 @@ static int html_create(fp_html *h, int terminate)
     xmlCharEncoding enc;
     size_t bom = html_bom(h->head, h->nhead, &enc);
     h->declared = html_mentions_charset(h->head, h->nhead);
+    h->utf16 = enc == XML_CHAR_ENCODING_UTF16LE || enc == XML_CHAR_ENCODING_UTF16BE;
     h->ctxt = htmlCreatePushParserCtxt(&html_sax, h, NULL, 0, NULL, enc);
     if (h->ctxt == NULL) {
         html_fail(h, "out of memory creating the HTML parser");
@@ -280,6 +282,11 @@ static size_t html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8, int 
     size_t o = 0, i = 0;
     while (i < n) {
         uint8_t c = in[i];
+        if (h->utf16) {
+            out[o++] = c;
+            i++;
+            continue;
+        }
         if (c < 0x80 || !utf8) {
             out[o++] = c ? c : ' ';
             i++;
@@ -382,6 +389,7 @@ static void html_reset(fp_html *h)
     h->nhead = 0;
     h->npend = 0;
     h->fed = 0;
+    h->utf16 = 0;
     memset(h->cname, 0, sizeof h->cname);
 }
 

@@ -73,7 +73,7 @@ out=$(LD_LIBRARY_PATH="$LIBDIR" "$TH_DIR/cm/b/use") || th_fail "find_package pro
 ok "find_package(simhash) and find_package(simhashclient) give working targets"
 
 # ---- libsimhash exports the functions of its installed headers, nothing else ----
-declared=$(cat "$P"/include/simhash/{fingerprint,perm,match,corpus}.h |
+declared=$(cat "$P"/include/simhash/{fingerprint,html,perm,match,corpus}.h |
     grep -oE '^[a-z_0-9 *]+\b(fp|perm|match|corpus)_[a-z_0-9]+\(' |
     grep -v '^static' | sed -E 's/.*\b([a-z_0-9]+)\($/\1/' | sort -u)
 exported=$(nm -D --defined-only "$LIBDIR/libsimhash.so" | awk '$2 == "T" {sub(/@.*/, "", $3); print $3}' | sort -u)

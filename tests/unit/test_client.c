@@ -1,5 +1,5 @@
 /* test_client.c: unit tests of libsimhashclient without a simhash deployment:
- * argument validation, local fingerprints equal fp_text, status names, connection
+ * argument validation, local fingerprints equal fp_text_p (default algorithm), status names, connection
  * refused, and reply decoding against a scripted RESP server on a loopback port
  * (good and malformed replies, error replies, timeouts, pipelined bulk calls). */
 #include <stdarg.h>
@@ -89,7 +89,7 @@ static const char *respond(int argc, char **argv, size_t *lens, char *tmp, size_
         return "*1\r\n*3\r\n$1\r\n5\r\n:2\r\n*1\r\n$5\r\nolder\r\n";
     if (argc == 2 && strcmp(argv[0], "SIMHASH.FINGERPRINT") == 0) {
         char num[24];
-        snprintf(num, sizeof(num), "%" PRIu64, fp_text(argv[1], lens[1], 0));
+        snprintf(num, sizeof(num), "%" PRIu64, fp_text_p(argv[1], lens[1], NULL));
         snprintf(tmp, tmplen, "$%zu\r\n%s\r\n", strlen(num), num);
         return tmp;
     }
@@ -268,7 +268,7 @@ static void test_fingerprint_local(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++)
         assert_true(shc_fingerprint_local(texts[i], strlen(texts[i])) ==
-                    fp_text(texts[i], strlen(texts[i]), 0));
+                    fp_text_p(texts[i], strlen(texts[i]), NULL));
     assert_true(shc_fingerprint_local(NULL, 0) == 0);
     /* different texts give different values (not a constant) */
     assert_true(shc_fingerprint_local(texts[2], strlen(texts[2])) !=

@@ -382,11 +382,23 @@ static PyObject *shpy_client_check(shpy_client *self, PyObject *args, PyObject *
     return res;
 }
 
+/* "text" or "html": SHC_FORMAT_*, or -1 with ValueError set. */
+static int shpy_format(const char *format)
+{
+    if (strcmp(format, "text") == 0)
+        return SHC_FORMAT_TEXT;
+    if (strcmp(format, "html") == 0)
+        return SHC_FORMAT_HTML;
+    PyErr_Format(PyExc_ValueError, "format must be 'text' or 'html', not '%.40s'", format);
+    return -1;
+}
+
 static PyObject *shpy_client_check_text(shpy_client *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = { "docid", "text", NULL };
-    PyObject *dobj, *tobj, *db;
-    const char *text;
+    static char *kwlist[] = { "docid", "text", "format", "distance", NULL };
+    PyObject *dobj, *tobj, *db, *dist_obj = NULL;
+    const char *text, *format = "text";
+    long distance = -1;
     Py_ssize_t len;
     Py_buffer view;
     int has_view;
@@ -394,8 +406,14 @@ static PyObject *shpy_client_check_text(shpy_client *self, PyObject *args, PyObj
     shc_result *r = NULL;
     shpy_call k;
 
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO:check_text", kwlist, &dobj, &tobj) ||
-        !(db = shpy_docid(dobj, "docid")))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO|sO:check_text", kwlist, &dobj, &tobj,
+                                     &format, &dist_obj))
+        return NULL;
+    int fmt = shpy_format(format);
+    if (fmt < 0 || (dist_obj && dist_obj != Py_None &&
+                    shpy_int_range(dist_obj, "distance", 0, 64, &distance) < 0))
+        return NULL;
+    if (!(db = shpy_docid(dobj, "docid")))
         return NULL;
     if (shpy_text(tobj, "text", &text, &len, &view, &has_view) < 0) {
         Py_DECREF(db);
@@ -403,7 +421,8 @@ static PyObject *shpy_client_check_text(shpy_client *self, PyObject *args, PyObj
     }
     PyThreadState *ts = shpy_client_begin(self, &k);
     if (!k.closed)
-        k.st = shc_check_text(self->c, PyBytes_AS_STRING(db), text, (size_t)len, &fp, &r);
+        k.st = shc_check_text_as(self->c, PyBytes_AS_STRING(db), text, (size_t)len, fmt,
+                                 (int)distance, &fp, &r);
     int rc = shpy_client_end(self, &k, ts);
     Py_DECREF(db);
     if (has_view)
@@ -415,20 +434,25 @@ static PyObject *shpy_client_check_text(shpy_client *self, PyObject *args, PyObj
     return res ? Py_BuildValue("(NN)", shpy_from_u64(fp), res) : NULL;
 }
 
-static PyObject *shpy_client_fingerprint(shpy_client *self, PyObject *arg)
+static PyObject *shpy_client_fingerprint(shpy_client *self, PyObject *args, PyObject *kw)
 {
-    const char *text;
+    static char *kwlist[] = { "text", "format", NULL };
+    PyObject *arg;
+    const char *text, *format = "text";
     Py_ssize_t len;
     Py_buffer view;
     int has_view;
     uint64_t fp = 0;
     shpy_call k;
 
-    if (shpy_text(arg, "text", &text, &len, &view, &has_view) < 0)
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|s:fingerprint", kwlist, &arg, &format))
+        return NULL;
+    int fmt = shpy_format(format);
+    if (fmt < 0 || shpy_text(arg, "text", &text, &len, &view, &has_view) < 0)
         return NULL;
     PyThreadState *ts = shpy_client_begin(self, &k);
     if (!k.closed)
-        k.st = shc_fingerprint(self->c, text, (size_t)len, &fp);
+        k.st = shc_fingerprint_as(self->c, text, (size_t)len, fmt, &fp);
     int rc = shpy_client_end(self, &k, ts);
     if (has_view)
         PyBuffer_Release(&view);
@@ -714,13 +738,16 @@ static PyMethodDef shpy_client_methods[] = {
      "The matches stored before, then adds (fp, docid) (SIMHASH.CHECK): the crawler's\n"
      "one-call near-duplicate check."},
     {"check_text", SHPY_KW(shpy_client_check_text),
-     "check_text(docid, text) -> tuple[int, list[tuple[int, int, list[str]]]]\n\n"
+     "check_text(docid, text, format='text', distance=None)\n"
+     "    -> tuple[int, list[tuple[int, int, list[str]]]]\n\n"
      "As check with the fingerprint of text computed by the server\n"
-     "(SIMHASH.CHECKTEXT); returns (fingerprint, matches)."},
-    {"fingerprint", (PyCFunction)shpy_client_fingerprint, METH_O,
-     "fingerprint(text) -> int\n\n"
-     "The server's fingerprint of text (str as UTF-8, or bytes); the same value as\n"
-     "simhash.fingerprint(text)."},
+     "(SIMHASH.CHECKTEXT); format='html' reads text as an HTML page. Returns\n"
+     "(fingerprint, matches)."},
+    {"fingerprint", SHPY_KW(shpy_client_fingerprint),
+     "fingerprint(text, format='text') -> int\n\n"
+     "The server's fingerprint of text (str as UTF-8, or bytes; format='html' for an\n"
+     "HTML page); with the server's default algorithm, the same value as\n"
+     "simhash.fingerprint(text) (html=True)."},
     {"info", (PyCFunction)shpy_client_info, METH_NOARGS,
      "info() -> dict[str, int | str]\n\n"
      "The coordinator's SIMHASH.INFO as a dict (integers converted)."},

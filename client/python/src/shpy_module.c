@@ -6,6 +6,7 @@
 #include "shpy.h"
 
 #include "fingerprint.h"
+#include "html.h"
 #include "hamming.h"
 #include "match.h"
 #include "perm.h"
@@ -355,7 +356,7 @@ static PyObject *shpy_compute(PyObject *self, PyObject *arg)
 /* Fingerprints of the lines of text (as `simhash fingerprint --lines`: lines end in
  * LF, one CR before it or at the very end is dropped, a last line without LF counts).
  * Sets *out (malloc'ed) and *n; returns 0 or -1 (out of memory). No Python calls. */
-static int shpy_fp_lines(const char *p, size_t len, unsigned window, uint64_t **out,
+static int shpy_fp_lines(const char *p, size_t len, const fp_params *fpp, uint64_t **out,
                          size_t *n)
 {
     const char *end = p + len;
@@ -377,27 +378,33 @@ static int shpy_fp_lines(const char *p, size_t len, unsigned window, uint64_t **
             *out = nv;
             cap = nc;
         }
-        (*out)[(*n)++] = fp_text(p, l, window);
+        (*out)[(*n)++] = fp_text_p(p, l, fpp);
         p = nl ? nl + 1 : end;
     }
     return 0;
 }
 
 PyDoc_STRVAR(shpy_fingerprint_doc,
-"fingerprint(text, window=3, lines=False) -> int | list[int]\n\n"
+"fingerprint(text, window=None, lines=False, algorithm=None, html=False)\n"
+"    -> int | list[int]\n\n"
 "The 64-bit simhash fingerprint of a text, exactly what `simhash fingerprint`\n"
-"prints for the same bytes (and what the server's SIMHASH.FINGERPRINT returns with\n"
-"the default window). text is str (encoded as UTF-8) or a bytes-like object;\n"
-"window is the number of tokens per shingle, 1..64. With lines=True, every line is\n"
+"prints for the same bytes (and what a server with the same fingerprint-algorithm\n"
+"returns for SIMHASH.FINGERPRINT). text is str (encoded as UTF-8) or a bytes-like\n"
+"object. algorithm is 'v2' (the default), 'v1' or 'v1:W'; window=W is algorithm\n"
+"v1 with W tokens per shingle, 1..64. html=True reads text as an HTML page (its\n"
+"visible text; ValueError when it cannot be read). With lines=True, every line is\n"
 "a document, as `simhash fingerprint --lines`: a list with one fingerprint per line\n"
 "(LF ends a line, a CR before it is dropped, a last line without LF counts).");
 
 static PyObject *shpy_fingerprint(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = { "text", "window", "lines", NULL };
+    static char *kwlist[] = { "text", "window", "lines", "algorithm", "html", NULL };
     PyObject *text, *wobj = NULL;
-    int lines = 0, has_view = 0, rc = 0;
-    long window = FP_WINDOW_DEFAULT;
+    int lines = 0, has_view = 0, rc = 0, html = 0;
+    long window = 0;
+    const char *algo = NULL;
+    fp_params fpp = {FP_VERSION_DEFAULT, 0};
+    char err[200];
     const char *data;
     Py_ssize_t len;
     Py_buffer view;
@@ -405,22 +412,44 @@ static PyObject *shpy_fingerprint(PyObject *self, PyObject *args, PyObject *kw)
     size_t n = 0;
 
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Op:fingerprint", kwlist, &text, &wobj,
-                                     &lines))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Opzp:fingerprint", kwlist, &text, &wobj,
+                                     &lines, &algo, &html))
         return NULL;
-    if (wobj && shpy_int_range(wobj, "window", 1, FP_WINDOW_MAX, &window) < 0)
+    if (wobj && wobj != Py_None && shpy_int_range(wobj, "window", 1, FP_WINDOW_MAX, &window) < 0)
         return NULL;
+    if (algo && fp_params_parse(algo, &fpp, err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return NULL;
+    }
+    if (window) {
+        if (algo && fpp.version != FP_V1) {
+            PyErr_SetString(PyExc_ValueError, "window applies to algorithm v1");
+            return NULL;
+        }
+        fpp.version = FP_V1;
+        fpp.window = (unsigned)window;
+    }
+    if (html && lines) {
+        PyErr_SetString(PyExc_ValueError, "lines=True reads text; it cannot be used with html=True");
+        return NULL;
+    }
     if (shpy_text(text, "text", &data, &len, &view, &has_view) < 0)
         return NULL;
     PyThreadState *ts = len > SHPY_NOGIL_BYTES ? PyEval_SaveThread() : NULL;
     if (lines)
-        rc = shpy_fp_lines(data, (size_t)len, (unsigned)window, &fps, &n);
+        rc = shpy_fp_lines(data, (size_t)len, &fpp, &fps, &n);
+    else if (html)
+        rc = fp_html_text(data, (size_t)len, &fpp, 0, &fp, err, sizeof err);
     else
-        fp = fp_text(data, (size_t)len, (unsigned)window);
+        fp = fp_text_p(data, (size_t)len, &fpp);
     if (ts)
         PyEval_RestoreThread(ts);
     if (has_view)
         PyBuffer_Release(&view);
+    if (html && rc != 0) {
+        PyErr_Format(PyExc_ValueError, "cannot read the HTML: %s", err);
+        return NULL;
+    }
     if (!lines)
         return shpy_from_u64(fp);
     if (rc < 0) {
