@@ -101,21 +101,36 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
     return 0;
 }
 
-/* Formats the HSETNX arguments of field/value pair i (0..SHARD_META_FIELDS-1). */
-static void shard_meta_field(const shard_redis_opts *o, int i, const char *argv[4],
-                             char val[16])
+/* The fingerprint field is written only into a new meta hash: a corpus made before
+ * the field existed has none and stays v1:3 (shard_redis_meta_compare). */
+#define SHARD_META_FP_LUA \
+    "if redis.call('EXISTS', KEYS[1]) == 0 then " \
+    "return redis.call('HSET', KEYS[1], 'fingerprint', ARGV[1]) end return 0"
+
+/* Formats the command creating field i (0..SHARD_META_FIELDS-1) of a new meta hash
+ * into argv; returns its argument count. Field 0, the fingerprint algorithm, goes
+ * first and only into an absent hash; the others are HSETNX. */
+static int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[5],
+                            char val[16])
 {
-    static const char *names[SHARD_META_FIELDS] = {"blocks", "distance", "layout",
-                                                   "bucket_bits", "fingerprint"};
-    unsigned vals[4] = {o->blocks, o->distance, LAYOUT_VERSION, o->bucket_bits};
-    if (i < 4)
-        snprintf(val, 16, "%u", vals[i]);
-    else
-        snprintf(val, 16, "%s", o->fingerprint);
+    static const char *names[SHARD_META_FIELDS] = {"fingerprint", "blocks", "distance",
+                                                   "layout", "bucket_bits"};
+    unsigned vals[SHARD_META_FIELDS] = {0, o->blocks, o->distance, LAYOUT_VERSION,
+                                        o->bucket_bits};
+    if (i == 0) {
+        argv[0] = "EVAL";
+        argv[1] = SHARD_META_FP_LUA;
+        argv[2] = "1";
+        argv[3] = LAYOUT_META_KEY;
+        argv[4] = o->fingerprint;
+        return 5;
+    }
+    snprintf(val, 16, "%u", vals[i]);
     argv[0] = "HSETNX";
     argv[1] = LAYOUT_META_KEY;
     argv[2] = names[i];
     argv[3] = val;
+    return 4;
 }
 
 /* Connects (blocking) to host:port with o's timeout and sends AUTH when o has a
@@ -225,7 +240,7 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
     int rc = -1, transient = 0;
     redisReply *rep;
     char dbs[16], val[16];
-    const char *argv[4];
+    const char *argv[5];
     if (!o->cluster) {      /* a cluster node has database 0 only */
         snprintf(dbs, sizeof dbs, "%u", o->db);
         argv[0] = "SELECT";
@@ -240,8 +255,8 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
      * and the re-read below then reports the mismatch */
     rc = -1;
     for (int i = 0; i < SHARD_META_FIELDS; i++) {
-        shard_meta_field(o, i, argv, val);
-        if ((rep = shard_sync_cmd(&c, o, 4, argv, err, errlen, &transient)) == NULL)
+        int na = shard_meta_field(o, i, argv, val);
+        if ((rep = shard_sync_cmd(&c, o, na, argv, err, errlen, &transient)) == NULL)
             goto out;
         freeReplyObject(rep);
     }
@@ -457,7 +472,7 @@ static void shard_redis_on_retry(evutil_socket_t fd, short what, void *arg)
         shard_redis_connect(r);
 }
 
-/* Starts one connection attempt: connect, then queue AUTH, SELECT, HSETNX x4 and
+/* Starts one connection attempt: connect, then queue AUTH, SELECT, the meta fields (shard_meta_field) and
  * HGETALL (hiredis sends them once the socket is connected). */
 void shard_redis_connect(shard_redis *r)
 {
@@ -472,7 +487,7 @@ void shard_redis_connect(shard_redis *r)
         return;
     }
     r->ac = ac;
-    const char *argv[4];
+    const char *argv[5];
     char dbs[16], val[16];
     r->gen++;
     if (r->password && r->password[0]) {
@@ -494,16 +509,16 @@ void shard_redis_connect(shard_redis *r)
                 break;
             s->r = r;
             s->gen = r->gen;
-            int setnx = i < SHARD_META_FIELDS;
+            int setnx = i < SHARD_META_FIELDS, na = 2;
             if (setnx)
-                shard_meta_field(&r->o, i, argv, val);
+                na = shard_meta_field(&r->o, i, argv, val);
             else {
                 argv[0] = "HGETALL";
                 argv[1] = LAYOUT_META_KEY;
             }
             if (shard_redis_send(r, ac, setnx ? shard_redis_on_cluster_setnx
                                               : shard_redis_on_cluster_meta,
-                                 s, setnx ? 4 : 2, argv, NULL) != 0)
+                                 s, na, argv, NULL) != 0)
                 free(s);
         }
         goto deadline;
@@ -513,8 +528,8 @@ void shard_redis_connect(shard_redis *r)
     argv[1] = dbs;
     redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, 2, argv, NULL);
     for (int i = 0; i < SHARD_META_FIELDS; i++) {
-        shard_meta_field(&r->o, i, argv, val);
-        redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, 4, argv, NULL);
+        int na = shard_meta_field(&r->o, i, argv, val);
+        redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, na, argv, NULL);
     }
     argv[0] = "HGETALL";
     argv[1] = LAYOUT_META_KEY;

@@ -1,0 +1,118 @@
+/* fuzz_html.c: libFuzzer target for the HTML text of fingerprints (common/core/html.c
+ * on libxml2) and the v2 tokenizer behind it.
+ *
+ * The first byte chooses the piece size (1..256) and the flags; the rest is the
+ * document. Checks: no crash, leak, overrun or hang under the sanitizers; the
+ * fingerprint is the same fed whole or in pieces; the text handed to the sink is
+ * valid UTF-8 when the page declares no charset (html.c then turns invalid bytes into
+ * U+FFFD; with a declaration libxml2 reads the first 1024 bytes itself and may pass
+ * invalid bytes on, which the tokenizer takes as they are); a failed document
+ * leaves a message and the parser usable. */
+#include <strings.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fingerprint.h"
+#include "html.h"
+
+static int fz_valid_utf8(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        size_t need = c < 0x80 ? 1 : c >= 0xC2 && c <= 0xDF ? 2 : c >= 0xE0 && c <= 0xEF ? 3
+                      : c >= 0xF0 && c <= 0xF4 ? 4 : 0;
+        if (need == 0 || i + need > n)
+            return 0;
+        for (size_t k = 1; k < need; k++)
+            if ((p[i + k] & 0xC0) != 0x80)
+                return 0;
+        i += need;
+    }
+    return 1;
+}
+
+typedef struct fz_sink {
+    int bad;
+    uint8_t carry[4];         /* a sequence split between two sink calls */
+    size_t ncarry;
+} fz_sink;
+
+/* libxml2 hands text in pieces that may split a UTF-8 sequence: check whole
+ * sequences, carrying an incomplete tail to the next piece. */
+static void fz_on_text(void *arg, const char *t, size_t n)
+{
+    fz_sink *s = arg;
+    uint8_t buf[512 + 4];
+    while (n > 0) {
+        size_t m = n < 512 ? n : 512;
+        memcpy(buf, s->carry, s->ncarry);
+        memcpy(buf + s->ncarry, t, m);
+        size_t len = s->ncarry + m, end = len;
+        /* hold back the last sequence if it may be incomplete */
+        size_t k = len;
+        while (k > 0 && len - k < 3 && (buf[k - 1] & 0xC0) == 0x80)
+            k--;
+        if (k > 0 && buf[k - 1] >= 0xC0)
+            end = k - 1;
+        s->ncarry = len - end;
+        if (s->ncarry > sizeof s->carry) {
+            s->bad = 1;
+            s->ncarry = 0;
+        }
+        memcpy(s->carry, buf + end, s->ncarry);
+        if (!fz_valid_utf8(buf, end))
+            s->bad = 1;
+        t += m;
+        n -= m;
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (size < 1)
+        return 0;
+    size_t piece = (size_t)(data[0] & 0xFF) + 1;
+    unsigned flags = data[0] & 1 ? FP_HTML_TITLE : 0;
+    const char *doc = (const char *)data + 1;
+    size_t len = size - 1;
+
+    uint64_t whole = 0, parts = 0;
+    char err[200];
+    int rc_whole = fp_html_text(doc, len, NULL, flags, &whole, err, sizeof err);
+    fp_html *h = fp_html_new(NULL, flags);
+    if (h == NULL)
+        abort();
+    int rc = 0;
+    for (size_t o = 0; o < len && rc == 0; o += piece)
+        rc = fp_html_update(h, doc + o, len - o < piece ? len - o : piece);
+    int rc_parts = fp_html_final(h, &parts) != 0 || rc != 0;
+    if (rc_parts && strlen(fp_html_error(h)) == 0)
+        abort();
+    if ((rc_whole == 0) != !rc_parts || (rc_whole == 0 && whole != parts))
+        abort();
+    /* usable after any document */
+    uint64_t again;
+    if (fp_html_update(h, "<p>x</p>", 8) != 0 || fp_html_final(h, &again) != 0 ||
+        again != fp_text_p("x", 1, NULL))
+        abort();
+    fp_html_free(h);
+
+    fz_sink s = {0, {0}, 0};
+    fp_html *t = fp_html_new_sink(flags, fz_on_text, &s);
+    if (t == NULL)
+        abort();
+    fp_html_update(t, doc, len);
+    fp_html_final(t, NULL);
+    fp_html_free(t);
+    int declared = 0;
+    for (size_t i = 0; i + 7 <= len && i < 1024 && !declared; i++)
+        declared = strncasecmp(doc + i, "charset", 7) == 0;
+    int utf16 = len >= 2 && (((uint8_t)doc[0] == 0xFF && (uint8_t)doc[1] == 0xFE) ||
+                             ((uint8_t)doc[0] == 0xFE && (uint8_t)doc[1] == 0xFF));
+    if (!declared && !utf16 && (s.bad || !fz_valid_utf8(s.carry, s.ncarry)))
+        abort();
+    return 0;
+}
