@@ -1,0 +1,159 @@
+/* bench/html.c: throughput of HTML fingerprints (common/core/html.c: libxml2's HTML
+ * parser, then algorithm v2) on real pages, side by side with the text path on the
+ * same bytes (fp_text_p, the pages read as text) in the same process.
+ *
+ * usage: bench-html [--runs R] LIST
+ * LIST names one HTML file per line ("-": stdin). The pages are loaded into memory
+ * first; each run fingerprints every page once per path. Prints one machine-readable
+ * line per path (median wall and per-thread CPU time) and their ratio. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "fingerprint.h"
+#include "html.h"
+
+#include "bench_util.h"
+
+typedef struct bh_page {
+    char *data;
+    size_t len;
+} bh_page;
+
+static char *bh_read(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    size_t cap = 65536, n = 0;
+    char *b = malloc(cap);
+    while (b) {
+        if (n == cap) {
+            char *nb = realloc(b, cap *= 2);
+            if (!nb) {
+                free(b);
+                b = NULL;
+                break;
+            }
+            b = nb;
+        }
+        size_t r = fread(b + n, 1, cap - n, f);
+        if (r == 0)
+            break;
+        n += r;
+    }
+    fclose(f);
+    *len = n;
+    return b;
+}
+
+static int bh_cmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+int main(int argc, char **argv)
+{
+    unsigned runs = 5;
+    const char *list = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--runs") == 0 && i + 1 < argc) {
+            runs = (unsigned)strtoul(argv[++i], NULL, 10);
+            if (runs < 1 || runs > 101) {
+                fprintf(stderr, "bench-html: --runs 1..101\n");
+                return 2;
+            }
+        } else if (!list && argv[i][0] != '-') {
+            list = argv[i];
+        } else if (!list && strcmp(argv[i], "-") == 0) {
+            list = "-";
+        } else {
+            fprintf(stderr, "usage: bench-html [--runs R] LIST\n");
+            return 2;
+        }
+    }
+    if (!list) {
+        fprintf(stderr, "usage: bench-html [--runs R] LIST\n");
+        return 2;
+    }
+    FILE *lf = strcmp(list, "-") == 0 ? stdin : fopen(list, "r");
+    if (!lf) {
+        fprintf(stderr, "bench-html: %s: %s\n", list, strerror(errno));
+        return 2;
+    }
+    bh_page *pages = NULL;
+    size_t np = 0, cap = 0, total = 0;
+    char line[4096];
+    while (fgets(line, sizeof line, lf)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!line[0])
+            continue;
+        if (np == cap) {
+            cap = cap ? 2 * cap : 256;
+            bh_page *nps = realloc(pages, cap * sizeof *pages);
+            if (!nps) {
+                fprintf(stderr, "bench-html: out of memory\n");
+                return 2;
+            }
+            pages = nps;
+        }
+        pages[np].data = bh_read(line, &pages[np].len);
+        if (!pages[np].data) {
+            fprintf(stderr, "bench-html: %s: cannot read\n", line);
+            continue;
+        }
+        total += pages[np].len;
+        np++;
+    }
+    if (lf != stdin)
+        fclose(lf);
+    if (np == 0) {
+        fprintf(stderr, "bench-html: no pages\n");
+        return 2;
+    }
+    double mib = (double)total / 1048576.0;
+    printf("# pages=%zu bytes=%zu runs=%u\n", np, total, runs);
+    static const char *const names[2] = { "html", "text" };
+    double cmed[2];
+    size_t failed = 0;
+    for (int path = 0; path < 2; path++) {
+        double wall[101], cpu[101];
+        uint64_t sum = 0, first = 0;
+        for (unsigned r = 0; r < runs; r++) {
+            double w0 = bench_clock(CLOCK_MONOTONIC), c0 = bench_clock(CLOCK_THREAD_CPUTIME_ID);
+            sum = 0;
+            for (size_t i = 0; i < np; i++) {
+                uint64_t fp = 0;
+                char err[200];
+                if (path == 0) {
+                    if (fp_html_text(pages[i].data, pages[i].len, NULL, 0, &fp, err, sizeof err))
+                        failed += r == 0;
+                } else {
+                    fp = fp_text_p(pages[i].data, pages[i].len, NULL);
+                }
+                sum += fp;
+            }
+            wall[r] = bench_clock(CLOCK_MONOTONIC) - w0;
+            cpu[r] = bench_clock(CLOCK_THREAD_CPUTIME_ID) - c0;
+            if (r > 0 && sum != first) {
+                fprintf(stderr, "bench-html: %s gave different results across runs\n", names[path]);
+                return 1;
+            }
+            first = sum;
+        }
+        qsort(wall, runs, sizeof wall[0], bh_cmp);
+        qsort(cpu, runs, sizeof cpu[0], bh_cmp);
+        cmed[path] = cpu[runs / 2];
+        printf("bench=html path=%s pages=%zu mib=%.1f mib_s=%.1f median_s=%.4f cpu_mib_s=%.1f "
+               "median_cpu_s=%.4f checksum=%016llx\n", names[path], np, mib, mib / wall[runs / 2],
+               wall[runs / 2], mib / cpu[runs / 2], cpu[runs / 2], (unsigned long long)first);
+    }
+    printf("bench=html html_vs_text_cpu=%.2f unreadable_pages=%zu\n", cmed[1] / cmed[0], failed);
+    for (size_t i = 0; i < np; i++)
+        free(pages[i].data);
+    free(pages);
+    return 0;
+}
