@@ -137,13 +137,17 @@ def ref_shingle(tokens, window):
     return [tokens[i:i + window] for i in range(len(tokens) - window + 1)]
 
 
-def cli_fingerprint(data, window=None, lines=False):
+def cli_fingerprint(data, window=None, lines=False, algorithm=None, html=False):
     """`simhash fingerprint` of data: a list of ints (one per line with lines)."""
     args = [os.path.join(BIN, "simhash"), "fingerprint"]
     if window is not None:
         args += ["--window", str(window)]
+    if algorithm is not None:
+        args += ["--algorithm", algorithm]
     if lines:
         args.append("--lines")
+    if html:
+        args.append("--html")
     out = subprocess.run(args, input=data, stdout=subprocess.PIPE, check=True, timeout=60)
     vals = [int(line.split(b"\t")[0]) for line in out.stdout.splitlines()]
     return vals if lines else vals[0]
@@ -260,6 +264,30 @@ class Functions(unittest.TestCase):
         self.assertEqual(simhash.fingerprint(bytearray(b"ab cd")), simhash.fingerprint(b"ab cd"))
         self.assertEqual(simhash.fingerprint(b""), 0)
         self.assertEqual(simhash.fingerprint(b"", lines=True), [])
+
+    def test_algorithms_and_html(self):
+        page = (b"<html><head><title>T</title><style>p{}</style></head><body><p>The quick "
+                b"<b>brown</b> fox</p><script>x()</script><div>jumps &amp; runs</div></body></html>")
+        for data in TEXTS + [page]:
+            for algo in ["v2", "v1", "v1:5"]:
+                self.assertEqual(simhash.fingerprint(data, algorithm=algo),
+                                 cli_fingerprint(data, algorithm=algo), (data[:40], algo))
+            self.assertEqual(simhash.fingerprint(data, html=True), cli_fingerprint(data, html=True))
+        self.assertEqual(simhash.fingerprint(page, html=True),
+                         simhash.fingerprint("The quick brown fox\njumps & runs"))
+        self.assertEqual(simhash.fingerprint(page, html=True, algorithm="v1"),
+                         simhash.fingerprint("The quick brown fox jumps & runs", window=3))
+        # v2 folds Unicode case; v1 does not
+        self.assertEqual(simhash.fingerprint("БЫСТРАЯ ЛИСА"), simhash.fingerprint("быстрая лиса"))
+        self.assertNotEqual(simhash.fingerprint("БЫСТРАЯ ЛИСА", algorithm="v1"),
+                            simhash.fingerprint("быстрая лиса", algorithm="v1"))
+        self.assertEqual(simhash.fingerprint(b"abc", algorithm="v1:3"), simhash.fingerprint(b"abc", window=3))
+        for bad in [dict(algorithm="v3"), dict(algorithm="v2", window=3), dict(html=True, lines=True),
+                    dict(algorithm="")]:
+            with self.assertRaises(ValueError, msg=str(bad)):
+                simhash.fingerprint(b"x", **bad)
+        with self.assertRaises(ValueError):
+            simhash.fingerprint(b"<a href='" + b"x" * (70 << 20) + b"'>t</a>", html=True)
 
     def test_buffers(self):
         hs = [self.rng.getrandbits(64) for _ in range(100)]
@@ -635,6 +663,17 @@ class Clients(unittest.TestCase):
             self.assertEqual(matches, [(fp, 0, ["page-1"])])
             big = "word " * 200000
             self.assertEqual(c.fingerprint(big), simhash.fingerprint(big))
+            page = "<html><head><title>x</title></head><body><p>%s</p></body></html>" % text.decode()
+            fph = c.fingerprint(page, format="html")
+            self.assertEqual(fph, simhash.fingerprint(page, html=True))
+            self.assertEqual(fph, fp)
+            got_fp, matches = c.check_text("page-3", page, format="html", distance=0)
+            self.assertEqual(got_fp, fp)
+            self.assertEqual(matches, [(fp, 0, ["page-1", "page-2"])])
+            with self.assertRaises(ValueError):
+                c.fingerprint(page, format="pdf")
+            with self.assertRaises(ValueError):
+                c.check_text("page-4", page, distance=65)
 
     def test_bulk(self):
         rng = random.Random(22)
