@@ -39,7 +39,9 @@ enum {
 
 #define NET_OPTIONS_HELP                                                          \
     "Connection options:\n"                                                       \
-    "      --host HOST           coordinator address (default 127.0.0.1)\n"       \
+    "      --host HOST[,HOST..]  coordinator address(es), each host[:port]; with\n"   \
+    "                            several, calls fail over to the next (default\n"  \
+    "                            127.0.0.1)\n"                                      \
     "      --port PORT           coordinator port (default 7000)\n"               \
     "      --password-file FILE  send AUTH with the password in FILE\n"           \
     "      --timeout-ms MS       connect and reply timeout (default 5000; 0 = none)\n" \

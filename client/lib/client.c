@@ -12,8 +12,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 /* ---- Connection ---- */
+
+static void shci_errstr_prefix(shc_client *c, const char *prefix);
+
+/* "no coordinator answered (N addresses); last: " in front of c->errstr. */
+static void shci_errstr_prefix_n(shc_client *c, size_t n)
+{
+    char p[96];
+    snprintf(p, sizeof p, "no coordinator answered (%zu addresses); last: ", n);
+    shci_errstr_prefix(c, p);
+}
+
+/* Put prefix in front of c->errstr, cutting the end to fit. */
+static void shci_errstr_prefix(shc_client *c, const char *prefix)
+{
+    size_t pl = strlen(prefix), el = strlen(c->errstr);
+
+    if (pl > SHC_ERRSTR_MAX - 1)
+        pl = SHC_ERRSTR_MAX - 1;
+    if (el > SHC_ERRSTR_MAX - 1 - pl)
+        el = SHC_ERRSTR_MAX - 1 - pl;
+    memmove(c->errstr + pl, c->errstr, el);
+    memcpy(c->errstr, prefix, pl);
+    c->errstr[pl + el] = '\0';
+}
 
 /* Record the hiredis context error of c->rc and close the connection (the stream
  * position is unknown after any I/O error). Returns the status. */
@@ -57,8 +82,8 @@ static shc_status shci_conn_failed(shc_client *c, const char *doing, int saved_e
     return st;
 }
 
-/* Open the connection and authenticate. Returns a status. */
-static shc_status shci_do_connect(shc_client *c)
+/* Open the connection to the current address and authenticate. Returns a status. */
+static shc_status shci_connect_one(shc_client *c)
 {
     struct timeval tv = { c->timeout_ms / 1000, (c->timeout_ms % 1000) * 1000 };
     redisReply *r;
@@ -96,10 +121,84 @@ static shc_status shci_do_connect(shc_client *c)
     return shci_set_ok(c);
 }
 
+/* Connect to the first address that answers, from the current one on, each once.
+ * An error reply (a wrong password) ends the search: the other coordinators of the
+ * corpus would say the same. Returns a status. */
+static shc_status shci_do_connect(shc_client *c)
+{
+    shc_status st = SHC_ERR_IO;
+    for (size_t k = 0; k < c->naddr; k++) {
+        size_t i = (c->cur + k) % c->naddr;
+        c->host = c->hosts[i];
+        c->port = c->ports[i];
+        st = shci_connect_one(c);
+        if (st == SHC_OK) {
+            c->cur = i;
+            return st;
+        }
+        if (st != SHC_ERR_IO && st != SHC_ERR_TIMEOUT)
+            return st;
+    }
+    if (c->naddr > 1)
+        shci_errstr_prefix_n(c, c->naddr);
+    return st;
+}
+
+/* Parses "host[:port]" or "[v6]:port" (n bytes at s) into c's address list. */
+static shc_status shci_add_addr(shc_client *c, const char *s, size_t n, int port)
+{
+    const char *h = s, *colon = NULL;
+    size_t hl = n;
+    if (n > 0 && s[0] == '[') {
+        const char *close = memchr(s, ']', n);
+        if (!close)
+            return shci_set_error(c, SHC_ERR_ARG, "address '%.*s': no ']'", (int)n, s);
+        h = s + 1;
+        hl = (size_t)(close - h);
+        if ((size_t)(close + 1 - s) < n) {
+            if (close[1] != ':')
+                return shci_set_error(c, SHC_ERR_ARG, "address '%.*s': ':' expected after ']'",
+                                      (int)n, s);
+            colon = close + 1;
+        }
+    } else {
+        colon = memchr(s, ':', n);
+        if (colon && memchr(colon + 1, ':', n - (size_t)(colon + 1 - s)))
+            colon = NULL;                   /* a bare IPv6 address: no port */
+        if (colon)
+            hl = (size_t)(colon - s);
+    }
+    if (colon) {
+        long v = 0;
+        const char *p = colon + 1, *end = s + n;
+        if (p == end)
+            return shci_set_error(c, SHC_ERR_ARG, "address '%.*s': empty port", (int)n, s);
+        for (; p < end; p++) {
+            if (*p < '0' || *p > '9' || v > 65535)
+                return shci_set_error(c, SHC_ERR_ARG, "address '%.*s': bad port", (int)n, s);
+            v = v * 10 + (*p - '0');
+        }
+        port = (int)v;
+    }
+    if (hl == 0)
+        return shci_set_error(c, SHC_ERR_ARG, "address '%.*s': no host", (int)n, s);
+    if (port < 1 || port > 65535)
+        return shci_set_error(c, SHC_ERR_ARG, "port %d out of range (1..65535)", port);
+    if (c->naddr == SHCI_MAX_ADDRS)
+        return shci_set_error(c, SHC_ERR_ARG, "more than %d addresses", SHCI_MAX_ADDRS);
+    char *copy = strndup(h, hl);
+    if (!copy)
+        return shci_set_error(c, SHC_ERR_NOMEM, "out of memory");
+    c->hosts[c->naddr] = copy;
+    c->ports[c->naddr++] = port;
+    return SHC_OK;
+}
+
 shc_status shc_connect(const char *host, int port, int timeout_ms, const char *password,
                        shc_client **out)
 {
     shc_client *c;
+    shc_status st;
 
     *out = NULL;
     c = calloc(1, sizeof(*c));
@@ -108,15 +207,24 @@ shc_status shc_connect(const char *host, int port, int timeout_ms, const char *p
     *out = c;
     c->port = port;
     c->timeout_ms = timeout_ms;
-    c->host = strdup(host ? host : "");
-    if (!c->host || (password && !(c->password = strdup(password))))
+    c->host = "";
+    if (password && !(c->password = strdup(password)))
         return shci_set_error(c, SHC_ERR_NOMEM, "out of memory");
     if (!host || !host[0])
         return shci_set_error(c, SHC_ERR_ARG, "no host given");
-    if (port < 1 || port > 65535)
-        return shci_set_error(c, SHC_ERR_ARG, "port %d out of range (1..65535)", port);
     if (timeout_ms < 0)
         return shci_set_error(c, SHC_ERR_ARG, "timeout %d ms is negative", timeout_ms);
+    for (const char *p = host;;) {
+        const char *comma = strchr(p, ',');
+        size_t n = comma ? (size_t)(comma - p) : strlen(p);
+        if ((st = shci_add_addr(c, p, n, port)) != SHC_OK)
+            return st;
+        if (!comma)
+            break;
+        p = comma + 1;
+    }
+    c->host = c->hosts[0];
+    c->port = c->ports[0];
     return shci_do_connect(c);
 }
 
@@ -130,7 +238,8 @@ void shc_free(shc_client *c)
         memset(c->password, 0, strlen(c->password));
         free(c->password);
     }
-    free(c->host);
+    for (size_t i = 0; i < c->naddr; i++)
+        free(c->hosts[i]);
     free(c);
 }
 
@@ -157,13 +266,54 @@ static shc_status shci_ensure_connected(shc_client *c)
 {
     if (c->rc)
         return SHC_OK;
-    if (!c->host || !c->host[0] || c->port < 1 || c->port > 65535)
+    if (c->naddr == 0)
         return shci_set_error(c, SHC_ERR_ARG, "handle was never connected");
     return shci_do_connect(c);
 }
 
+static long long shci_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void shci_sleep_ms(unsigned ms)
+{
+    struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* How long -TIMEOUT replies are retried: the handle's timeout (5 s when it has none). */
+static long long shci_retry_budget(const shc_client *c)
+{
+    return c->timeout_ms > 0 ? c->timeout_ms : 5000;
+}
+
+/* Whether a command may be sent again on another coordinator after its connection
+ * was lost (docs/client.md "Several coordinators"). */
+static int shci_retryable(const char *cmd)
+{
+    static const char *const ok[] = { "SIMHASH.QUERY", "SIMHASH.ADD", "SIMHASH.CHECK",
+                                      "SIMHASH.CHECKTEXT", "SIMHASH.FINGERPRINT",
+                                      "SIMHASH.INFO", NULL };
+    for (size_t i = 0; ok[i]; i++)
+        if (strcmp(cmd, ok[i]) == 0)
+            return 1;
+    return 0;
+}
+
+/* After a lost connection: on to the next address. SHC_OK when connected. */
+static shc_status shci_failover(shc_client *c)
+{
+    c->cur = (c->cur + 1) % c->naddr;
+    return shci_do_connect(c);
+}
+
 /* Send one command and read its reply into *out (never an error reply: those are
- * turned into a status). Returns a status. */
+ * turned into a status). With several addresses, a retryable command whose
+ * connection was lost goes to the next one (each address once). Returns a status. */
 static shc_status shci_run(shc_client *c, int argc, const char **argv, const size_t *lens,
                            redisReply **out)
 {
@@ -171,13 +321,47 @@ static shc_status shci_run(shc_client *c, int argc, const char **argv, const siz
     redisReply *r;
 
     *out = NULL;
+    c->retried = 0;
     st = shci_ensure_connected(c);
     if (st != SHC_OK)
         return st;
-    errno = 0;
-    r = redisCommandArgv(c->rc, argc, argv, lens);
-    if (!r)
-        return shci_conn_failed(c, "lost connection to", errno);
+    size_t tries = 1;
+    for (;;) {
+        errno = 0;
+        r = redisCommandArgv(c->rc, argc, argv, lens);
+        if (r)
+            break;
+        st = shci_conn_failed(c, "lost connection to", errno);
+        if (tries >= c->naddr || !shci_retryable(argv[0]) ||
+            (st != SHC_ERR_IO && st != SHC_ERR_TIMEOUT))
+            return st;
+        char first[SHC_ERRSTR_MAX];
+        memcpy(first, c->errstr, sizeof first);
+        if (shci_failover(c) != SHC_OK) {
+            memcpy(c->errstr, first, sizeof first);
+            return c->last = st;
+        }
+        tries++;
+        c->retried = 1;
+    }
+    if (r->type == REDIS_REPLY_ERROR && c->naddr > 1 && shci_retryable(argv[0])) {
+        /* -TIMEOUT: the coordinator could not finish in time, typically waiting for
+         * a write lock whose holder (another coordinator) died; the lock is taken
+         * over within its lease, so the call is repeated within the handle's
+         * timeout */
+        long long until = shci_now_ms() + shci_retry_budget(c);
+        unsigned pause = 50;
+        while (shci_reply_error(c, r, "") == SHC_ERR_TIMEOUT && shci_now_ms() + pause < until) {
+            freeReplyObject(r);
+            shci_sleep_ms(pause);
+            pause = pause < 400 ? pause * 2 : 400;
+            errno = 0;
+            r = redisCommandArgv(c->rc, argc, argv, lens);
+            c->retried = 1;
+            if (!r)
+                return shci_conn_failed(c, "lost connection to", errno);
+        }
+    }
     if (r->type == REDIS_REPLY_ERROR) {
         st = shci_reply_error(c, r, "");
         freeReplyObject(r);
@@ -188,20 +372,6 @@ static shc_status shci_run(shc_client *c, int argc, const char **argv, const siz
 }
 
 /* ---- Argument helpers ---- */
-
-/* Put prefix in front of c->errstr, cutting the end to fit. */
-static void shci_errstr_prefix(shc_client *c, const char *prefix)
-{
-    size_t pl = strlen(prefix), el = strlen(c->errstr);
-
-    if (pl > SHC_ERRSTR_MAX - 1)
-        pl = SHC_ERRSTR_MAX - 1;
-    if (el > SHC_ERRSTR_MAX - 1 - pl)
-        el = SHC_ERRSTR_MAX - 1 - pl;
-    memmove(c->errstr + pl, c->errstr, el);
-    memcpy(c->errstr, prefix, pl);
-    c->errstr[pl + el] = '\0';
-}
 
 /* Check a document id. Returns SHC_OK or SHC_ERR_ARG with text. */
 static shc_status shci_check_docid(shc_client *c, const char *docid)
@@ -304,6 +474,36 @@ static int shci_query_args(const char **argv, size_t *lens, const char *cmd, con
 }
 
 /* SIMHASH.QUERY (docid NULL) or SIMHASH.CHECK (docid given) of fp; matches in *out. */
+/* A check sent again after a lost connection may find the pair its first try stored:
+ * the document's own id under its own fingerprint is not a match of the check. */
+static void shci_drop_own(shc_result *r, uint64_t fp, const char *docid)
+{
+    size_t dl = strlen(docid), k = 0;
+    for (size_t i = 0; r && i < r->nmatches; i++) {
+        shc_match *m = &r->matches[i];
+        if (m->fp == fp) {
+            size_t o = 0;
+            for (size_t j = 0; j < m->ndocids; j++) {
+                if (m->docid_lens[j] == dl && memcmp(m->docids[j], docid, dl) == 0) {
+                    free(m->docids[j]);
+                    continue;
+                }
+                m->docids[o] = m->docids[j];
+                m->docid_lens[o++] = m->docid_lens[j];
+            }
+            m->ndocids = o;
+            if (o == 0) {
+                free(m->docids);
+                free(m->docid_lens);
+                continue;
+            }
+        }
+        r->matches[k++] = *m;
+    }
+    if (r)
+        r->nmatches = k;
+}
+
 static shc_status shci_query_one(shc_client *c, uint64_t fp, const char *docid, int distance,
                                  size_t limit, shc_result **out)
 {
@@ -329,6 +529,8 @@ static shc_status shci_query_one(shc_client *c, uint64_t fp, const char *docid, 
         return st;
     st = shci_parse_result(c, r, out);
     freeReplyObject(r);
+    if (st == SHC_OK && docid && c->retried)
+        shci_drop_own(*out, fp, docid);
     return st;
 }
 
@@ -397,8 +599,11 @@ shc_status shc_check_text_as(shc_client *c, const char *docid, const char *text,
         st = shci_set_error(c, SHC_ERR_PROTOCOL,
                            "SIMHASH.CHECKTEXT: expected an array of 2 (fingerprint, matches)");
     } else if ((st = shci_parse_fp_reply(c, r->element[0], "SIMHASH.CHECKTEXT", &v)) == SHC_OK &&
-               (st = shci_parse_result(c, r->element[1], out)) == SHC_OK && fp) {
-        *fp = v;
+               (st = shci_parse_result(c, r->element[1], out)) == SHC_OK) {
+        if (c->retried)
+            shci_drop_own(*out, v, docid);
+        if (fp)
+            *fp = v;
     }
     freeReplyObject(r);
     return st;
@@ -500,7 +705,10 @@ typedef struct bulk_ops {
 
 /* Send n commands in batches of SHC_BATCH, pipelined, and hand every reply to ops.
  * Error replies and bad shapes are per-item failures; I/O errors stop the call and
- * mark the remaining items. Returns the overall status described in client.h. */
+ * mark the remaining items, unless another address takes over: with several, the
+ * items from the first one without a reply are sent again there (bulk calls are adds
+ * and queries, safe to repeat), each address at most once per call. Returns the
+ * overall status described in client.h. */
 static shc_status shci_run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
                                 shc_status *item_status, shc_bulk_report *rep)
 {
@@ -509,8 +717,10 @@ static shc_status shci_run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
     shc_status st;
     size_t start;
 
+    size_t tries = 1;
     memset(rep, 0, sizeof(*rep));
-    for (start = 0; start < n; start += SHC_BATCH) {
+    c->retried = 0;
+    for (start = 0; start < n;) {
         size_t end = n - start > SHC_BATCH ? start + SHC_BATCH : n;
 
         if ((st = shci_ensure_connected(c)) != SHC_OK)
@@ -533,6 +743,17 @@ static shc_status shci_run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
             if (redisGetReply(c->rc, (void **)&r) != REDIS_OK || !r) {
                 st = shci_conn_failed(c, "lost connection to", errno);
                 start = i;
+                if (tries < c->naddr && (st == SHC_ERR_IO || st == SHC_ERR_TIMEOUT)) {
+                    char first[SHC_ERRSTR_MAX];
+                    memcpy(first, c->errstr, sizeof first);
+                    if (shci_failover(c) == SHC_OK) {
+                        tries++;
+                        c->retried = 1;
+                        goto next_batch;      /* items i.. again, on the next address */
+                    }
+                    memcpy(c->errstr, first, sizeof first);
+                    c->last = st;
+                }
                 goto fatal_from_start;
             }
             if (r->type == REDIS_REPLY_ERROR) {
@@ -560,6 +781,8 @@ static shc_status shci_run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
                 }
             }
         }
+        start = end;
+next_batch:;
     }
     if (rep->failed == 0)
         return shci_set_ok(c);
@@ -576,6 +799,93 @@ fatal_from_start:
             item_status[i] = st;
         rep->failed++;
     }
+    return st;
+}
+
+/* The items idx[0..m) of a bulk call as a bulk call of their own. */
+typedef struct sub_ctx {
+    const bulk_ops *ops;
+    const size_t *idx;
+} sub_ctx;
+
+static int shci_sub_build(void *ctx, size_t j, const char **argv, size_t *lens, char *b1,
+                          char *b2, char *b3)
+{
+    sub_ctx *s = ctx;
+    return s->ops->build(s->ops->ctx, s->idx[j], argv, lens, b1, b2, b3);
+}
+
+static shc_status shci_sub_reply(void *ctx, shc_client *c, size_t j, const redisReply *r)
+{
+    sub_ctx *s = ctx;
+    return s->ops->reply(s->ops->ctx, c, s->idx[j], r);
+}
+
+/* shci_run_bulk, and with several addresses the items answered -TIMEOUT sent again
+ * (pauses of 50 ms doubling to 400 ms) until they succeed or the handle's timeout has
+ * passed; see shci_run's note on -TIMEOUT. */
+static shc_status shci_run_bulk_retry(shc_client *c, size_t n, const bulk_ops *ops,
+                                      shc_status *item_status, shc_bulk_report *rep)
+{
+    shc_status *own = NULL, *status = item_status;
+    if (c->naddr > 1 && !status && n > 0) {
+        own = malloc(n * sizeof(*own));
+        if (!own)
+            return shci_set_error(c, SHC_ERR_NOMEM, "out of memory");
+        status = own;
+    }
+    shc_status st = shci_run_bulk(c, n, ops, status, rep);
+    if (c->naddr < 2 || rep->failed == 0) {
+        free(own);
+        return st;
+    }
+    size_t first0 = rep->first_failed;
+    char err0[SHC_ERRSTR_MAX];
+    memcpy(err0, c->errstr, sizeof err0);
+    size_t *idx = malloc(rep->failed * sizeof(*idx));
+    shc_status *sst = malloc(rep->failed * sizeof(*sst));
+    long long until = shci_now_ms() + shci_retry_budget(c);
+    unsigned pause = 50;
+    while (idx && sst && rep->failed > 0 && shci_now_ms() + pause < until) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            if (status[i] == SHC_ERR_TIMEOUT)
+                idx[m++] = i;
+        if (m == 0)
+            break;
+        shci_sleep_ms(pause);
+        pause = pause < 400 ? pause * 2 : 400;
+        sub_ctx sc = { ops, idx };
+        bulk_ops sub = { shci_sub_build, shci_sub_reply, &sc };
+        shc_bulk_report srep;
+        shci_run_bulk(c, m, &sub, sst, &srep);
+        for (size_t j = 0; j < m; j++) {
+            status[idx[j]] = sst[j];
+            if (sst[j] == SHC_OK) {
+                rep->ok++;
+                rep->failed--;
+            }
+        }
+        c->retried = 1;
+    }
+    free(idx);
+    free(sst);
+    if (rep->failed == 0) {
+        free(own);
+        return shci_set_ok(c);
+    }
+    size_t f = 0;
+    while (f < n && status[f] == SHC_OK)
+        f++;
+    rep->first_failed = f;
+    if (f == first0) {
+        memcpy(c->errstr, err0, sizeof err0);
+    } else {
+        shci_set_error(c, status[f], "item %zu: %s (after retries)", f,
+                       shc_status_name(status[f]));
+    }
+    st = c->last = status[f];
+    free(own);
     return st;
 }
 
@@ -635,7 +945,7 @@ shc_status shc_add_many(shc_client *c, const uint64_t *fps, const char *const *d
     add_ctx a = { fps, docids, rep };
     bulk_ops ops = { shci_add_build, shci_add_reply, &a };
     shc_bulk_report got;
-    st = shci_run_bulk(c, n, &ops, item_status, &got);
+    st = shci_run_bulk_retry(c, n, &ops, item_status, &got);
     got.added = rep->added;
     *rep = got;
     return st;
@@ -681,5 +991,5 @@ shc_status shc_query_many(shc_client *c, const uint64_t *fps, size_t n, int dist
         return st;
     query_ctx q = { fps, distance, limit, results };
     bulk_ops ops = { shci_query_build, shci_query_reply, &q };
-    return shci_run_bulk(c, n, &ops, item_status, rep);
+    return shci_run_bulk_retry(c, n, &ops, item_status, rep);
 }

@@ -9,10 +9,16 @@
 
 #include <hiredis/hiredis.h>
 
+#define SHCI_MAX_ADDRS 64
+
 struct shc_client {
     redisContext *rc;         /* NULL when not connected */
-    char *host;
+    char *host;               /* the current address (hosts[cur]) */
     int port;
+    char *hosts[SHCI_MAX_ADDRS]; /* every address given, in order */
+    int ports[SHCI_MAX_ADDRS];
+    size_t naddr, cur;
+    int retried;              /* the last command was sent again on another address */
     int timeout_ms;
     char *password;           /* NULL: no AUTH */
     shc_status last;

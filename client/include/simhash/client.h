@@ -78,7 +78,18 @@ typedef struct shc_bulk_report {
  * timeout_ms for the connection and then for each reply (0 = no limit). With a
  * password, sends AUTH. Returns SHC_OK with a usable handle in *out. On failure
  * *out is still a handle carrying the error text (free it with shc_free), or NULL
- * when out of memory. */
+ * when out of memory.
+ *
+ * host may list several coordinators of one corpus, comma-separated, each
+ * "host[:port]" ("[v6addr]:port" for IPv6; port defaults to the port argument), at
+ * most 64. The handle connects to the first that answers and fails over to the next
+ * on a lost connection or a timeout: a call that is safe to repeat (add, query,
+ * check, check_text, fingerprint, info, and the bulk forms of add and query) is then
+ * sent again on the next coordinator, each address tried at most once per call; del
+ * is not repeated (its count could not be trusted), it returns the error. A
+ * repeated add may count a pair it stored on the first try as not new; a repeated
+ * check leaves the document's own id out of the matches (its first try may have
+ * stored it). */
 shc_status shc_connect(const char *host, int port, int timeout_ms, const char *password,
                        shc_client **out);
 void shc_free(shc_client *c);
