@@ -52,7 +52,7 @@ for try in 1 2 3; do
     base=$(dl_free_base 1 2)
     [ -n "$base" ] || th_fail "no free port range"
     if dl_sl up --port "$((base + 200))" --redis-port "$base" --shard-port "$((base + 100))" \
-            --shards 2 --blocks 6 --distance 3 --no-aof --lifetime 900 \
+            --shards 2 --blocks 6 --distance 3 --no-aof --lifetime 900 --coordinators 2 \
             --password-file "$TH_DIR/password" >"$TH_DIR/up.out" 2>&1; then
         break
     fi
@@ -66,7 +66,12 @@ th_log "deployment up: coordinator 127.0.0.1:$cport"
 
 # ---- Tests ----
 rc=0
+# the second coordinator (PORT+1): test_zz_failover kills it by this PID (the child of
+# its `timeout` wrapper) and expects its client to go on through the first
+cpid2=$(th_child_pid "$(cat "$TH_DIR/coordinator-1.pid")")
+[ -n "$cpid2" ] || th_fail "no PID for the second coordinator"
 PYTHONPATH="$SITE" SIMHASH_BIN="$TH_BIN" SIMHASH_TEST_PORT="$cport" \
+    SIMHASH_TEST_PORT2="$((cport + 1))" SIMHASH_TEST_PID2="$cpid2" \
     SIMHASH_TEST_PASSWORD="$(head -n 1 "$TH_DIR/password")" \
     timeout 900 "$PY" "$TH_SRC/tests/python/test_simhash.py" >"$TH_DIR/unittest.out" 2>&1 || rc=$?
 grep -E 'passed, [0-9]+ failed' "$TH_DIR/unittest.out" || true

@@ -17,11 +17,13 @@ import hashlib
 import itertools
 import os
 import random
+import signal
 import socket
 import struct
 import subprocess
 import sys
 import threading
+import time
 import tracemalloc
 import unittest
 
@@ -648,6 +650,37 @@ class Clients(unittest.TestCase):
             self.assertEqual(c.delete(base), 1)
             self.assertEqual(c.query(base, 0), [])
         self.assertTrue(c.closed)
+
+    @unittest.skipUnless(os.environ.get("SIMHASH_TEST_PID2"), "no second coordinator")
+    def test_zz_failover(self):
+        """Runs last in Clients: kills the second coordinator under a client that uses it."""
+        port2, pid2 = int(os.environ["SIMHASH_TEST_PORT2"]), int(os.environ["SIMHASH_TEST_PID2"])
+        rng = random.Random(31)
+        fps = [rng.getrandbits(64) for _ in range(3000)]
+        ids = ["fo-%d" % i for i in range(len(fps))]
+        hosts = "127.0.0.1:%d,127.0.0.1:%d" % (port2, PORT)
+        with simhash.Client(hosts, PORT, timeout=10, password=PASSWORD) as c:
+            self.assertEqual(c.add_many(fps[:1000], ids[:1000]), 1000)
+            self.assertEqual(c.query(fps[0], 0), [(fps[0], 0, ["fo-0"])])
+            os.kill(pid2, signal.SIGKILL)
+            for _ in range(200):                    # wait until it is gone
+                try:
+                    os.kill(pid2, 0)
+                except OSError:
+                    break
+                time.sleep(0.02)
+            failed = 0
+            for i in range(0, 1000, 10):            # queries on the same handle
+                try:
+                    self.assertEqual(c.query(fps[i], 0), [(fps[i], 0, [ids[i]])])
+                except simhash.ClientError:
+                    failed += 1
+            self.assertEqual(failed, 0)
+            self.assertEqual(c.add_many(fps[1000:], ids[1000:]), 2000)
+            fp, matches = c.check_text("fo-text", "failover text")
+            self.assertEqual(matches, [])
+            self.assertEqual(c.query_many(fps[2990:], distance=0),
+                             [[(f, 0, [d])] for f, d in zip(fps[2990:], ids[2990:])])
 
     def test_text(self):
         text = TEXTS[-1]
