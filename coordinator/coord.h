@@ -215,6 +215,9 @@ extern const size_t coord_ncommands;
 
 /* SIMHASH.FINGERPRINT text: answers the text's fingerprint. */
 void coord_cmd_fingerprint(rs_req *r);
+/* Takes the counts and state of a SHARD.INFO reply of w (the health check's, or
+ * SIMHASH.INFO's fresh one). */
+void coord_worker_take_info(coord_worker *w, const redisReply *r);
 
 /* Options after the fixed arguments of QUERY, CHECK, CHECKTEXT, FINGERPRINT. */
 enum { COORD_OPT_DISTANCE = 1, COORD_OPT_LIMIT = 2, COORD_OPT_FORMAT = 4 };

@@ -84,10 +84,13 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
 }
 
 /* SIMHASH.INFO: the coordinator's INFO text (server, clients, corpus, limits,
- * stats, workers) as one bulk string. */
-void coord_cmd_info(rs_req *r)
+ * stats, workers) as one bulk string, once every worker that is up has answered a
+ * fresh SHARD.INFO (so the corpus counts include every write acknowledged before;
+ * a worker that does not answer within timeout-ms fails the request). */
+static void coord_info_answer(coord_op *op)
 {
-    coord *co = rs_req_ctx(r);
+    coord *co = coord_op_coord(op);
+    rs_req *r = coord_op_req(op);
     resp_buf b;
 
     resp_buf_init(&b, 0);
@@ -100,7 +103,33 @@ void coord_cmd_info(rs_req *r)
     coord_info_text(co, &b, "Stats", 0);
     resp_add_bulk(rs_req_out(r), b.data, b.len);
     resp_buf_free(&b);
-    rs_req_finish(r);
+    coord_op_finish(op);
+}
+
+static int coord_info_on_worker(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    (void)op;
+    (void)arg;
+    coord_worker_take_info(w, r);
+    return 0;
+}
+
+void coord_cmd_info(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    coord_op *op = coord_op_new(co, r);
+    if (op == NULL)
+        return;
+    static const char *argv[1] = {"SHARD.INFO"};
+    static const size_t lens[1] = {10};
+    for (size_t i = 0; i < co->nw; i++) {
+        coord_worker *w = &co->w[i];
+        if (w->health != W_UP || w->inflight >= co->cfg.max_inflight_worker)
+            continue;               /* down or busy: its last known counts are shown */
+        if (coord_op_send(op, w, 1, argv, lens, coord_info_on_worker, NULL) != 0)
+            return;
+    }
+    coord_op_round_end(op, coord_info_answer);
 }
 
 void coord_info_sections(void *ctx, resp_buf *b)

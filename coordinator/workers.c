@@ -323,14 +323,8 @@ static void coord_worker_cluster_health(coord_worker *w, const char *s, size_t l
         coord_cluster_refresh(co, "a shard worker's Redis node is not up");
 }
 
-static void coord_worker_on_health(redisAsyncContext *ac, void *reply, void *priv)
+void coord_worker_take_info(coord_worker *w, const redisReply *r)
 {
-    coord_worker *w = priv;
-    redisReply *r = reply;
-    (void)ac;
-    w->health_pending = 0;
-    if (r == NULL)
-        return;
     if (r->type == REDIS_REPLY_STRING) {
         w->fingerprints = coord_info_field(r->str, r->len, "fingerprints");
         w->documents = coord_info_field(r->str, r->len, "documents");
@@ -346,6 +340,16 @@ static void coord_worker_on_health(redisAsyncContext *ac, void *reply, void *pri
         if (w->co->cl)
             coord_worker_cluster_health(w, r->str, r->len);
     }
+}
+
+static void coord_worker_on_health(redisAsyncContext *ac, void *reply, void *priv)
+{
+    coord_worker *w = priv;
+    redisReply *r = reply;
+    (void)ac;
+    w->health_pending = 0;
+    if (r != NULL)
+        coord_worker_take_info(w, r);
 }
 
 static void coord_worker_on_health_timer(evutil_socket_t fd, short what, void *arg)

@@ -245,7 +245,7 @@ static int html_create(fp_html *h, int terminate)
         return -1;
     }
     htmlCtxtUseOptions(h->ctxt, HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | HTML_PARSE_NONET |
-                                HTML_PARSE_NODEFDTD | HTML_PARSE_NOIMPLIED);
+                                HTML_PARSE_NODEFDTD);
     return html_push(h, (const char *)h->head + bom, h->nhead - bom, terminate);
 }
 

@@ -75,6 +75,10 @@ lrc=$?
 n=$(timeout 60 redis-cli -p "$base" --scan --pattern 'd:*' | wc -l)
 [ "$n" = 60000 ] || th_fail "after the load: $n fingerprints stored, want 60000"
 th_log "load exit 0 across the failover: $(tr '\n' ' ' <"$TH_DIR/load.out"); 60000 of 60000 stored"
+info_count() { timeout 10 redis-cli -p "$1" SIMHASH.INFO | tr -d '\r' | sed -n "s/^$2://p"; }
+# SIMHASH.INFO asks the workers afresh: right at once after the writes
+[ "$(info_count "$c1" fingerprints)" = 60000 ] || th_fail "SIMHASH.INFO fingerprints: $(info_count "$c1" fingerprints)"
+[ "$(info_count "$c1" documents)" = 60000 ] || th_fail "SIMHASH.INFO documents: $(info_count "$c1" documents)"
 
 # ---- one-shot clients while another coordinator dies ----
 fails=0 calls=0
@@ -96,6 +100,20 @@ expect_rc=$?
 case "$out" in *"no coordinator answered (3 addresses)"*) ;; *) th_fail "no coordinator left: '$out'";; esac
 out=$(timeout 10 "$S" query --host "127.0.0.1:$c0,bad:port" 1 2>&1)
 case "$out" in *"bad port"*) ;; *) th_fail "a bad address: '$out'";; esac
+# a coordinator started again knows the counts as soon as its workers are connected
+th_start coordinator-again 300 "$TH_BIN/simhash-coordinator" --config "$TH_DIR/coordinator.conf"
+th_wait_port "$c0" 20 || th_fail "the restarted coordinator does not listen"
+got=unknown
+for _ in $(seq 1 100); do
+    got=$(info_count "$c0" fingerprints)
+    [ -n "$got" ] && [ "$got" != unknown ] && break
+    sleep 0.05
+done
+[ "$got" = 60000 ] || th_fail "restarted coordinator: fingerprints:$got, want 60000"
+docs=$(info_count "$c0" documents)
+[ "$docs" = 60150 ] || th_fail "restarted coordinator: documents:$docs, want 60150 (60000 + 150 checks)"
+th_log "SIMHASH.INFO counts exact right after the writes and after a restart ($got fingerprints, $docs documents)"
+th_stop "$TH_PID"
 dl_sl down >/dev/null
 for n in coordinator coordinator-1 coordinator-2 shard-0 shard-1 redis; do
     [ ! -f "$TH_DIR/$n.pid" ] || th_fail "down left $n.pid"
