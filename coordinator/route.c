@@ -29,6 +29,7 @@ struct coord_cluster {
     unsigned ntables;
     uint16_t *slot;                     /* [t * 256 + xx]: slot of "{t:xx}" */
     int16_t *route;                     /* [t * 256 + xx]: worker index or -1 */
+    size_t failover_routes;             /* routes to another node's worker (logged) */
     /* refresh */
     redisAsyncContext *ac;              /* the CLUSTER SLOTS connection in flight */
     int want;                           /* a refresh was asked for while busy */
@@ -130,14 +131,22 @@ coord_worker *coord_route(coord *co, unsigned t, uint64_t p)
 
 
 /* Cluster mode: rebuild the (table, byte) -> worker routes from the slot map and the
- * workers' nodes. Returns 1 when every route has a worker that is up, else 0 with a
+ * workers' nodes. A (table, byte) whose master has no worker that is up goes to
+ * another cluster worker that is up (spread over them by route index): workers follow
+ * -MOVED / -ASK, so any of them reaches any slot, one hop further (worker failover,
+ * docs/cluster.md). Returns 1 when every route has a worker that is up, else 0 with a
  * reason in why. */
 static int coord_cluster_routing(coord *co, char *why, size_t whylen)
 {
     struct coord_cluster *cl = co->cl;
     int ok = 1;
+    size_t nup = 0, nfail = 0;
+    int16_t *up = malloc(co->nw * sizeof(*up) + 1);
 
     why[0] = '\0';
+    for (size_t k = 0; up && k < co->nw; k++)
+        if (co->w[k].cluster && co->w[k].health == W_UP)
+            up[nup++] = (int16_t)k;
     for (unsigned i = 0; i < cl->ntables * 256; i++) {
         int n = cl->have_map ? cluster_map_node(cl->map, cl->slot[i]) : -1;
         int best = -1;
@@ -149,6 +158,10 @@ static int coord_cluster_routing(coord *co, char *why, size_t whylen)
                 if (best < 0 || (w->health == W_UP && co->w[best].health != W_UP))
                     best = (int)k;
             }
+        if (cl->have_map && n >= 0 && (best < 0 || co->w[best].health != W_UP) && nup > 0) {
+            best = up[i % nup];     /* the node's own worker is down: another one */
+            nfail++;
+        }
         cl->route[i] = (int16_t)best;
         if (best >= 0 && co->w[best].health == W_UP)
             continue;
@@ -167,6 +180,16 @@ static int coord_cluster_routing(coord *co, char *why, size_t whylen)
                          cl->master[n], co->w[best].problem[0] ? co->w[best].problem : "not up");
         }
         ok = 0;
+    }
+    free(up);
+    if (nfail != cl->failover_routes) {
+        if (nfail)
+            log_warn("worker failover: %zu of %u (table, shard) routes go to another node's "
+                     "shard worker (their own is not up); they follow -MOVED", nfail,
+                     cl->ntables * 256);
+        else
+            log_info("worker failover over: every (table, shard) goes to its own node's worker");
+        cl->failover_routes = nfail;
     }
     return ok;
 }
@@ -487,9 +510,9 @@ void coord_cluster_info(coord *co, resp_buf *b)
                     "cluster_masters:%zu\r\ncluster_slots_covered:%d\r\nmap_refreshes:%llu\r\n"
                     "map_refresh_failures:%llu\r\nmap_changes:%llu\r\ncluster_moved:%llu\r\n"
                     "cluster_ask:%llu\r\ncluster_reattaches:%llu\r\nmap_age_ms:%lld\r\n"
-                    "map_last_error:%s\r\n",
+                    "map_last_error:%s\r\nworker_failover_routes:%zu\r\n",
                     co->routing_ok ? "ok" : "incomplete", cl->have_map ? cl->map->nnodes : 0,
                     covered, cl->refreshes, cl->failures, cl->changes, moved, ask, re,
                     cl->last_ok_us ? (long long)((ra_now_us() - cl->last_ok_us) / 1000) : -1LL,
-                    cl->last_error);
+                    cl->last_error, cl->failover_routes);
 }
