@@ -163,6 +163,9 @@ void *coord_op_data(coord_op *op);
  * the op failed (worker down or busy): the caller stops and returns. */
 int coord_op_send(coord_op *op, coord_worker *w, int argc, const char **argv,
                   const size_t *argvlen, coord_reply_fn fn, void *arg);
+/* A best-effort op: a child's lost connection or error reply, and the deadline, end
+ * that child (its reply fn is not called) instead of failing the op. */
+void coord_op_set_tolerant(coord_op *op);
 /* All children of the round were sent: next(op) runs when they are done (at once when
  * there were none). */
 void coord_op_round_end(coord_op *op, coord_round_fn next);

@@ -85,8 +85,9 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
 
 /* SIMHASH.INFO: the coordinator's INFO text (server, clients, corpus, limits,
  * stats, workers) as one bulk string, once every worker that is up has answered a
- * fresh SHARD.INFO (so the corpus counts include every write acknowledged before;
- * a worker that does not answer within timeout-ms fails the request). */
+ * fresh SHARD.INFO (so the corpus counts include every write acknowledged before).
+ * Best effort: a worker that fails or does not answer within timeout-ms keeps its
+ * last known counts, and INFO still answers. */
 static void coord_info_answer(coord_op *op)
 {
     coord *co = coord_op_coord(op);
@@ -120,6 +121,7 @@ void coord_cmd_info(rs_req *r)
     coord_op *op = coord_op_new(co, r);
     if (op == NULL)
         return;
+    coord_op_set_tolerant(op);
     static const char *argv[1] = {"SHARD.INFO"};
     static const size_t lens[1] = {10};
     for (size_t i = 0; i < co->nw; i++) {

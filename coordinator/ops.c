@@ -45,6 +45,7 @@ struct coord_op {
     struct event *later;        /* coord_op_later's timer; NULL when none */
     coord_round_fn later_fn;
     coord_note_fn note;         /* appends to error texts */
+    int tolerant;               /* a child's failure or the deadline ends the child only */
     void *data;
     void (*cleanup)(void *);
 };
@@ -137,12 +138,23 @@ void coord_op_finish(coord_op *op)
 }
 
 /* Deadline of the whole request. */
+static void coord_child_done(coord_child *ch, redisReply *reply);
+
 static void coord_op_on_deadline(evutil_socket_t fd, short what, void *arg)
 {
     coord_op *op = arg;
     coord_worker *late = NULL;
     (void)fd;
     (void)what;
+    if (op->tolerant) {
+        /* the children still out are given up; the round goes on without them */
+        op->refs++;
+        for (size_t i = 0; i < op->nkids && !op->ended; i++)
+            if (op->kids[i] && !op->kids[i]->done)
+                coord_child_done(op->kids[i], NULL);
+        coord_op_unref(op);
+        return;
+    }
     for (size_t i = 0; i < op->nkids; i++)
         if (op->kids[i] && !op->kids[i]->done) {
             late = op->kids[i]->w;
@@ -286,6 +298,10 @@ static void coord_child_done(coord_child *ch, redisReply *reply)
     assert(op->ndone <= op->nkids || !ch->in_round);
     if (op->ended)
         return;
+    if (op->tolerant && (reply == NULL || reply->type == REDIS_REPLY_ERROR)) {
+        coord_op_maybe_advance(op);
+        return;
+    }
     if (reply == NULL) {
         w->errors++;
         coord_op_fail(op, RS_SHARDDOWN, "shard worker %s unavailable (connection lost)",
@@ -396,6 +412,11 @@ int coord_op_send(coord_op *op, coord_worker *w, int argc, const char **argv,
     w->inflight++;
     w->requests++;
     return 0;
+}
+
+void coord_op_set_tolerant(coord_op *op)
+{
+    op->tolerant = 1;
 }
 
 void coord_op_round_end(coord_op *op, coord_round_fn next)

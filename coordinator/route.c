@@ -158,8 +158,11 @@ static int coord_cluster_routing(coord *co, char *why, size_t whylen)
                 if (best < 0 || (w->health == W_UP && co->w[best].health != W_UP))
                     best = (int)k;
             }
-        if (cl->have_map && n >= 0 && (best < 0 || co->w[best].health != W_UP) && nup > 0) {
-            best = up[i % nup];     /* the node's own worker is down: another one */
+        /* the node's own worker is down: another one. Not when it has none or it was
+         * refused (other settings): those are deployment mistakes to report */
+        if (cl->have_map && n >= 0 && best >= 0 && co->w[best].health != W_UP &&
+            co->w[best].health != W_MISMATCH && nup > 0) {
+            best = up[i % nup];
             nfail++;
         }
         cl->route[i] = (int16_t)best;

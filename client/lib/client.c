@@ -217,8 +217,13 @@ shc_status shc_connect(const char *host, int port, int timeout_ms, const char *p
     for (const char *p = host;;) {
         const char *comma = strchr(p, ',');
         size_t n = comma ? (size_t)(comma - p) : strlen(p);
-        if ((st = shci_add_addr(c, p, n, port)) != SHC_OK)
+        if ((st = shci_add_addr(c, p, n, port)) != SHC_OK) {
+            for (size_t i = 0; i < c->naddr; i++)   /* a bad list leaves nothing to use */
+                free(c->hosts[i]);
+            c->naddr = 0;
+            c->host = "";
             return st;
+        }
         if (!comma)
             break;
         p = comma + 1;
@@ -305,10 +310,34 @@ static int shci_retryable(const char *cmd)
 }
 
 /* After a lost connection: on to the next address. SHC_OK when connected. */
-static shc_status shci_failover(shc_client *c)
+/* After a lost connection: the next address not in *tried (bit i: address i was used
+ * by this call), in order from the current one; SHC_OK when connected (its bit is
+ * then set), else the last error (SHC_ERR_IO when every address was tried). */
+static shc_status shci_failover(shc_client *c, uint64_t *tried)
 {
-    c->cur = (c->cur + 1) % c->naddr;
-    return shci_do_connect(c);
+    shc_status st = SHC_ERR_IO;
+    for (size_t k = 1; k <= c->naddr; k++) {
+        size_t i = (c->cur + k) % c->naddr;
+        if (*tried & (1ull << i))
+            continue;
+        *tried |= 1ull << i;
+        c->host = c->hosts[i];
+        c->port = c->ports[i];
+        st = shci_connect_one(c);
+        if (st == SHC_OK) {
+            c->cur = i;
+            return st;
+        }
+        if (st != SHC_ERR_IO && st != SHC_ERR_TIMEOUT)
+            return st;
+    }
+    return st;
+}
+
+/* Whether reply r is a -TIMEOUT error reply. */
+static int shci_is_timeout_reply(const redisReply *r)
+{
+    return r->type == REDIS_REPLY_ERROR && r->len >= 7 && memcmp(r->str, "TIMEOUT", 7) == 0;
 }
 
 /* Send one command and read its reply into *out (never an error reply: those are
@@ -325,42 +354,36 @@ static shc_status shci_run(shc_client *c, int argc, const char **argv, const siz
     st = shci_ensure_connected(c);
     if (st != SHC_OK)
         return st;
-    size_t tries = 1;
+    int multi = c->naddr > 1 && shci_retryable(argv[0]);
+    uint64_t tried = 1ull << c->cur;
+    long long until = multi ? shci_now_ms() + shci_retry_budget(c) : 0;
+    unsigned pause = 50;
     for (;;) {
         errno = 0;
         r = redisCommandArgv(c->rc, argc, argv, lens);
-        if (r)
-            break;
-        st = shci_conn_failed(c, "lost connection to", errno);
-        if (tries >= c->naddr || !shci_retryable(argv[0]) ||
-            (st != SHC_ERR_IO && st != SHC_ERR_TIMEOUT))
-            return st;
-        char first[SHC_ERRSTR_MAX];
-        memcpy(first, c->errstr, sizeof first);
-        if (shci_failover(c) != SHC_OK) {
-            memcpy(c->errstr, first, sizeof first);
-            return c->last = st;
-        }
-        tries++;
-        c->retried = 1;
-    }
-    if (r->type == REDIS_REPLY_ERROR && c->naddr > 1 && shci_retryable(argv[0])) {
-        /* -TIMEOUT: the coordinator could not finish in time, typically waiting for
-         * a write lock whose holder (another coordinator) died; the lock is taken
-         * over within its lease, so the call is repeated within the handle's
-         * timeout */
-        long long until = shci_now_ms() + shci_retry_budget(c);
-        unsigned pause = 50;
-        while (shci_reply_error(c, r, "") == SHC_ERR_TIMEOUT && shci_now_ms() + pause < until) {
-            freeReplyObject(r);
-            shci_sleep_ms(pause);
-            pause = pause < 400 ? pause * 2 : 400;
-            errno = 0;
-            r = redisCommandArgv(c->rc, argc, argv, lens);
+        if (r == NULL) {
+            /* lost connection or timeout: on to another address, each once per call */
+            st = shci_conn_failed(c, "lost connection to", errno);
+            if (!multi || (st != SHC_ERR_IO && st != SHC_ERR_TIMEOUT))
+                return st;
+            char first[SHC_ERRSTR_MAX];
+            memcpy(first, c->errstr, sizeof first);
+            if (shci_failover(c, &tried) != SHC_OK) {
+                memcpy(c->errstr, first, sizeof first);
+                return c->last = st;
+            }
             c->retried = 1;
-            if (!r)
-                return shci_conn_failed(c, "lost connection to", errno);
+            continue;
         }
+        /* -TIMEOUT: the coordinator could not finish in time, typically waiting for a
+         * write lock whose holder (another coordinator) died; the lock is taken over
+         * within its lease, so the call is repeated within the handle's timeout */
+        if (!multi || !shci_is_timeout_reply(r) || shci_now_ms() + pause >= until)
+            break;
+        freeReplyObject(r);
+        shci_sleep_ms(pause);
+        pause = pause < 400 ? pause * 2 : 400;
+        c->retried = 1;
     }
     if (r->type == REDIS_REPLY_ERROR) {
         st = shci_reply_error(c, r, "");
@@ -574,8 +597,8 @@ shc_status shc_check_text_as(shc_client *c, const char *docid, const char *text,
         return shci_set_error(c, SHC_ERR_ARG, "no text given");
     if (format != SHC_FORMAT_TEXT && format != SHC_FORMAT_HTML)
         return shci_set_error(c, SHC_ERR_ARG, "format must be SHC_FORMAT_TEXT or SHC_FORMAT_HTML");
-    if (distance > 64)
-        return shci_set_error(c, SHC_ERR_ARG, "distance %d out of range", distance);
+    if (distance > 64 || distance < -1)
+        return shci_set_error(c, SHC_ERR_ARG, "distance %d out of range (-1..64)", distance);
     char dbuf[8];
     const char *argv[7] = { "SIMHASH.CHECKTEXT", docid, text ? text : "" };
     size_t lens[7] = { SHCI_LITLEN("SIMHASH.CHECKTEXT"), strlen(docid), len };
@@ -717,7 +740,7 @@ static shc_status shci_run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
     shc_status st;
     size_t start;
 
-    size_t tries = 1;
+    uint64_t tried = c->naddr ? 1ull << c->cur : 0;
     memset(rep, 0, sizeof(*rep));
     c->retried = 0;
     for (start = 0; start < n;) {
@@ -743,11 +766,10 @@ static shc_status shci_run_bulk(shc_client *c, size_t n, const bulk_ops *ops,
             if (redisGetReply(c->rc, (void **)&r) != REDIS_OK || !r) {
                 st = shci_conn_failed(c, "lost connection to", errno);
                 start = i;
-                if (tries < c->naddr && (st == SHC_ERR_IO || st == SHC_ERR_TIMEOUT)) {
+                if (c->naddr > 1 && (st == SHC_ERR_IO || st == SHC_ERR_TIMEOUT)) {
                     char first[SHC_ERRSTR_MAX];
                     memcpy(first, c->errstr, sizeof first);
-                    if (shci_failover(c) == SHC_OK) {
-                        tries++;
+                    if (shci_failover(c, &tried) == SHC_OK) {
                         c->retried = 1;
                         goto next_batch;      /* items i.. again, on the next address */
                     }

@@ -177,6 +177,7 @@ typedef struct cli_fp_opts {
     int html;                   /* CLI_HTML_AUTO, CLI_HTML_NEVER, CLI_HTML_ALWAYS */
     int title;                  /* HTML: the <title> is text */
     int algo_given;
+    int algo_window;            /* --algorithm named a window (v1:W) */
     unsigned window;            /* --window, 0 when not given */
 } cli_fp_opts;
 

@@ -30,6 +30,7 @@ int cli_fp_opt(const char *prog, int c, const char *arg, cli_fp_opts *o)
             return -1;
         }
         o->algo_given = 1;
+        o->algo_window = strchr(arg, ':') != NULL;
         return 1;
     case CLI_OPT_HTML:
     case CLI_OPT_TEXT:
@@ -56,7 +57,7 @@ int cli_fp_opts_done(const char *prog, cli_fp_opts *o)
                 "--window alone)\n", prog);
         return -1;
     }
-    if (o->algo_given && o->params.window != o->window && o->params.window != FP_WINDOW_DEFAULT) {
+    if (o->algo_window && o->params.window != o->window) {
         fprintf(stderr, "%s: --window %u and --algorithm v1:%u disagree\n", prog, o->window,
                 o->params.window);
         return -1;

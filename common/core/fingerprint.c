@@ -469,7 +469,8 @@ static size_t fp_v2_unit(fp_state *s, uint32_t cp, size_t tl)
         if (cls == FP_SOLO) {
             uint8_t f[FP_FOLD_MAX];
             size_t n = fp_v2_fold(cp, f);
-            fp_push_hash(s, XXH3_64bits(f, n));
+            if (n > 0)              /* kana punctuation (U+30A0, U+30FB) folds to nothing */
+                fp_push_hash(s, XXH3_64bits(f, n));
         }
         return tl;
     }

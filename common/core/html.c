@@ -17,6 +17,7 @@
 
 #define HTML_CACHE 64
 #define HTML_CHUNK 65536      /* bytes per htmlParseChunk call */
+#define HTML_MAX_RESTARTS 64  /* documents after </html> read in one call */
 
 struct fp_html {
     htmlParserCtxtPtr ctxt;   /* NULL until the first bytes (or after an error) */
@@ -31,6 +32,7 @@ struct fp_html {
     size_t nhead;
     int declared;             /* the first 1024 bytes mention "charset" */
     int utf16;                /* a UTF-16 BOM: bytes pass unchanged (NULs included) */
+    int body;                 /* the <body> has started: the charset can no longer change */
     uint64_t fed;             /* bytes given to libxml2 */
     uint8_t pend[4];          /* an incomplete UTF-8 sequence held for the next bytes */
     size_t npend;
@@ -112,6 +114,8 @@ static void html_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
 {
     fp_html *h = ctx;
     (void)atts;
+    if (!h->body && strcmp((const char *)name, "body") == 0)
+        h->body = 1;            /* libxml2 reports an implied <body> too */
     switch (html_class_cached(h, name)) {
     case HTML_INLINE:
         return;
@@ -312,13 +316,64 @@ static size_t html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8, int 
 }
 
 /* Checks UTF-8 while libxml2 reads UTF-8 as is, and the charset can no longer
- * change: no declaration in the first 1024 bytes (where HTML puts the <meta>), or
- * past them. */
+ * change: no declaration in the first 1024 bytes (where HTML puts the <meta>), or the
+ * body has started (libxml2 reads a <meta> of the head only; its tag may end past
+ * those 1024 bytes). */
 static int html_utf8_mode(const fp_html *h)
 {
     const htmlParserCtxtPtr c = h->ctxt;
-    return (!h->declared || h->fed >= 1024) && c->input && c->input->buf &&
+    return (!h->declared || h->body) && c->input && c->input->buf &&
            c->input->buf->encoder == NULL;
+}
+
+/* libxml2 stops reading at the end of the document (after </html>, the state is EOF
+ * with the rest left unparsed); browsers show what follows as part of the body, and
+ * pages often carry such trailers. So a UTF-8 page goes on in a new parser from the
+ * first byte left (at most HTML_MAX_RESTARTS times, and only while that makes
+ * progress). A page in another charset stops there (its undecoded bytes cannot be
+ * handed over). Returns 0, or -1 out of memory. */
+static int html_restart_after_end(fp_html *h, int terminate)
+{
+    for (unsigned k = 0; k < HTML_MAX_RESTARTS; k++) {
+        htmlParserCtxtPtr c = h->ctxt;
+        if (c->instate != XML_PARSER_EOF || c->disableSAX || !c->input || !c->input->cur ||
+            !c->input->buf || c->input->buf->encoder != NULL || h->utf16)
+            return 0;
+        size_t left = (size_t)(c->input->end - c->input->cur);
+        if (left == 0)
+            return 0;
+        char *rest = malloc(left);
+        if (rest == NULL) {
+            html_fail(h, "out of memory");
+            return -1;
+        }
+        memcpy(rest, c->input->cur, left);
+        htmlFreeParserCtxt(c);
+        h->ctxt = htmlCreatePushParserCtxt(&html_sax, h, NULL, 0, NULL, XML_CHAR_ENCODING_UTF8);
+        if (h->ctxt == NULL) {
+            free(rest);
+            html_fail(h, "out of memory creating the HTML parser");
+            return -1;
+        }
+        htmlCtxtUseOptions(h->ctxt, HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
+                                    HTML_PARSE_NONET | HTML_PARSE_NODEFDTD);
+        h->skip = h->title = 0;
+        memset(h->cname, 0, sizeof h->cname);     /* a new dictionary: new name pointers */
+        html_emit(h, "\n", 1);
+        htmlParseChunk(h->ctxt, rest, (int)left, terminate);
+        free(rest);
+        c = h->ctxt;
+        if (c->instate == XML_PARSER_EOF && c->input && c->input->cur &&
+            (size_t)(c->input->end - c->input->cur) >= left)
+            return 0;           /* no progress: html_check reports it */
+    }
+    if (h->ctxt->instate == XML_PARSER_EOF && h->ctxt->input && h->ctxt->input->cur &&
+        h->ctxt->input->end > h->ctxt->input->cur) {
+        html_fail(h, "more than 64 documents ended by </html> in one 64 KiB piece of the "
+                     "page: refused (each starts a new parser)");
+        return -1;
+    }
+    return 0;
 }
 
 /* Feeds p[0..n) to libxml2 (through html_clean), the end of the document too when
@@ -331,8 +386,6 @@ static int html_push(fp_html *h, const char *p, size_t n, int terminate)
         memcpy(in, h->pend, k);
         h->npend = 0;
         size_t m = n < HTML_CHUNK ? n : HTML_CHUNK;
-        if (h->declared && h->fed < 1024 && m > 1024 - h->fed)
-            m = 1024 - h->fed;        /* the area that may declare a charset goes alone */
         memcpy(in + k, p, m);
         p += m;
         n -= m;
@@ -340,7 +393,7 @@ static int html_push(fp_html *h, const char *p, size_t n, int terminate)
         size_t o = html_clean(h, in, k + m, html_utf8_mode(h), last, out);
         htmlParseChunk(h->ctxt, (const char *)out, (int)o, last);
         h->fed += o;
-        if (html_check(h, last) != 0)
+        if (html_restart_after_end(h, last) != 0 || html_check(h, last) != 0)
             return -1;
         if (last)
             break;
@@ -390,6 +443,7 @@ static void html_reset(fp_html *h)
     h->npend = 0;
     h->fed = 0;
     h->utf16 = 0;
+    h->body = 0;
     memset(h->cname, 0, sizeof h->cname);
 }
 

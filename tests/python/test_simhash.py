@@ -285,7 +285,7 @@ class Functions(unittest.TestCase):
                             simhash.fingerprint("быстрая лиса", algorithm="v1"))
         self.assertEqual(simhash.fingerprint(b"abc", algorithm="v1:3"), simhash.fingerprint(b"abc", window=3))
         for bad in [dict(algorithm="v3"), dict(algorithm="v2", window=3), dict(html=True, lines=True),
-                    dict(algorithm="")]:
+                    dict(algorithm=""), dict(algorithm="v1:5", window=3)]:
             with self.assertRaises(ValueError, msg=str(bad)):
                 simhash.fingerprint(b"x", **bad)
         with self.assertRaises(ValueError):

@@ -325,6 +325,23 @@ static void test_connect_bad_args(void **state)
     shc_free(c);
     shc_free(NULL);
     assert_string_equal(shc_errstr(NULL), "out of memory");
+    /* address lists: every entry checked; a bad one leaves a handle that never
+     * connects (nothing half-parsed to fall back on) */
+    static const char *bad[] = { "127.0.0.1:7000,b:x", "a:7000,", ",a", "[::1", "[::1]x",
+                                 "a:70000", "a:", ":7000" };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(shc_connect(bad[i], 7000, 100, NULL, &c), SHC_ERR_ARG);
+        long long n;
+        assert_int_equal(shc_add(c, 1, "x", &n), SHC_ERR_ARG);
+        assert_non_null(strstr(shc_errstr(c), "never connected"));
+        shc_free(c);
+    }
+    char many[80 * 16] = "";
+    for (int i = 0; i < 65; i++)
+        strcat(many, i ? ",127.0.0.1:1" : "127.0.0.1:1");
+    assert_int_equal(shc_connect(many, 7000, 100, NULL, &c), SHC_ERR_ARG);
+    assert_non_null(strstr(shc_errstr(c), "more than 64"));
+    shc_free(c);
 }
 
 static void test_argument_validation(void **state)
@@ -466,6 +483,26 @@ static void test_server_errors(void **state)
     shc_free(c);
 }
 
+/* Several addresses: dead ones are skipped at connect; when every one is down the
+ * error says so. */
+static void test_address_list(void **state)
+{
+    shc_client *c = NULL;
+    shc_result *r = NULL;
+    char hosts[128];
+    (void)state;
+    /* port 1 on loopback refuses */
+    snprintf(hosts, sizeof hosts, "127.0.0.1:1,[127.0.0.1]:1,127.0.0.1:%d", fake.port);
+    assert_int_equal(shc_connect(hosts, 7000, 2000, NULL, &c), SHC_OK);
+    assert_int_equal(shc_query(c, 2, -1, 0, &r), SHC_OK);
+    assert_int_equal(r->nmatches, 0);
+    shc_result_free(r);
+    shc_free(c);
+    assert_int_equal(shc_connect("127.0.0.1:1,127.0.0.1", 1, 2000, NULL, &c), SHC_ERR_IO);
+    assert_non_null(strstr(shc_errstr(c), "no coordinator answered (2 addresses)"));
+    shc_free(c);
+}
+
 static void test_auth(void **state)
 {
     shc_client *c = NULL;
@@ -564,6 +601,7 @@ int main(void)
     const struct CMUnitTest scripted[] = {
         cmocka_unit_test(test_query_decoding),
         cmocka_unit_test(test_server_errors),
+        cmocka_unit_test(test_address_list),
         cmocka_unit_test(test_auth),
         cmocka_unit_test(test_client_timeout),
         cmocka_unit_test(test_bulk),

@@ -77,6 +77,7 @@ static void test_unicode_relations(void **state)
         { "x\xc2\xb2 + y\xc2\xb2", "x2 y2" },                           /* superscripts, symbols */
         { "one\xe2\x80\x94two \xc2\xabthree\xc2\xbb", "one two three" }, /* punctuation separates */
         { "\xef\xa4\x80", "\xe8\xb1\x88" },                             /* CJK compatibility ideograph */
+        { "ジョン・スミス と 田中", "ジョン スミス と 田中" },     /* kana middle dot separates */
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
         if (v2(same[i][0]) != v2(same[i][1]))

@@ -168,6 +168,40 @@ static void test_nesting_and_limits(void **state)
     free(h);
 }
 
+/* Text after the end of the document (</html>) still counts, fed whole or in pieces;
+ * a charset declared by a <meta> whose tag ends past byte 1024 is still honoured. */
+static void test_trailer_and_late_meta(void **state)
+{
+    (void)state;
+    expect_text("<html><body><p>alpha beta</p></body></html><p>gamma delta</p>", 0,
+                "alpha beta gamma delta");
+    expect_text("<html><body><p>a</p></body></html>\n<!-- c --></html><p>b</p></html>c", 0,
+                "a b c");
+    const char *page = "<html><body><p>alpha beta</p></body></html><p>gamma delta</p>";
+    uint64_t want = fp_text_p("alpha beta gamma delta", 22, NULL), fp;
+    fp_html *h = fp_html_new(NULL, 0);
+    assert_non_null(h);
+    size_t len = strlen(page);
+    for (size_t piece = 1; piece <= len; piece++) {
+        for (size_t o = 0; o < len; o += piece)
+            assert_int_equal(fp_html_update(h, page + o, len - o < piece ? len - o : piece), 0);
+        assert_int_equal(fp_html_final(h, &fp), 0);
+        if (fp != want)
+            fail_msg("trailer, pieces of %zu bytes differ", piece);
+    }
+    fp_html_free(h);
+    char late[2048];
+    int n = snprintf(late, sizeof late, "<html><head><!--%0900d--><meta http-equiv=\"Content-Type\" "
+                     "content=\"text/html; charset=iso-8859-1\"%200s><body>caf\xe9 ok</body></html>",
+                     0, "");
+    assert_true(n > 1100 && n < (int)sizeof late);
+    int rc;
+    char *got = extract(late, (size_t)n, 0, &rc);
+    assert_int_equal(rc, 0);
+    assert_string_equal(got, "caf\xc3\xa9 ok");
+    free(got);
+}
+
 /* Fingerprints: the page's text as plain text, whatever the pieces. */
 static void test_fingerprint(void **state)
 {
@@ -235,6 +269,7 @@ int main(void)
         cmocka_unit_test(test_text),
         cmocka_unit_test(test_charsets),
         cmocka_unit_test(test_nesting_and_limits),
+        cmocka_unit_test(test_trailer_and_late_meta),
         cmocka_unit_test(test_fingerprint),
         cmocka_unit_test(test_random),
     };

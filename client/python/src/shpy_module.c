@@ -426,6 +426,10 @@ static PyObject *shpy_fingerprint(PyObject *self, PyObject *args, PyObject *kw)
             PyErr_SetString(PyExc_ValueError, "window applies to algorithm v1");
             return NULL;
         }
+        if (algo && strchr(algo, ':') && fpp.window != (unsigned)window) {
+            PyErr_Format(PyExc_ValueError, "window=%ld and algorithm='%s' disagree", window, algo);
+            return NULL;
+        }
         fpp.version = FP_V1;
         fpp.window = (unsigned)window;
     }
