@@ -31,6 +31,25 @@ shc_status shci_set_error(shc_client *c, shc_status st, const char *fmt, ...)
 /* Record success on c; returns SHC_OK. */
 shc_status shci_set_ok(shc_client *c);
 
+/* ---- client_conn.c ---- */
+
+/* Put prefix in front of c->errstr, cutting the end to fit. */
+void shci_errstr_prefix(shc_client *c, const char *prefix);
+/* A lost connection: the status and message, the connection closed. */
+shc_status shci_conn_failed(shc_client *c, const char *doing, int saved_errno);
+/* Connected, reconnecting after an earlier failure. Returns a status. */
+shc_status shci_ensure_connected(shc_client *c);
+/* On to the next address not in *tried (bit i: address i used by this call). */
+shc_status shci_failover(shc_client *c, uint64_t *tried);
+/* One command and its reply (never an error reply: those become a status), with the
+ * failover and -TIMEOUT retries of retryable commands. */
+shc_status shci_run(shc_client *c, int argc, const char **argv, const size_t *lens,
+                    redisReply **out);
+long long shci_now_ms(void);
+void shci_sleep_ms(unsigned ms);
+/* How long -TIMEOUT replies are retried: the handle's timeout (5 s when it has none). */
+long long shci_retry_budget(const shc_client *c);
+
 /* Status of an error reply: SHC_ERR_TIMEOUT for -TIMEOUT, else SHC_ERR_SERVER. The
  * text is copied to c->errstr after prefix (may be ""). Returns the status. */
 shc_status shci_reply_error(shc_client *c, const redisReply *r, const char *prefix);
