@@ -40,7 +40,9 @@ struct fp_html {
      * same tag comes with the same pointer (the cache is emptied per document) */
     const void *cname[HTML_CACHE];
     uint8_t cclass[HTML_CACHE];
-    uint8_t in[HTML_CHUNK + 4], out[3 * (HTML_CHUNK + 4)];   /* html_push's buffers */
+    uint8_t acc[HTML_CHUNK];  /* the page's next block, gathered from the caller's pieces */
+    size_t nacc;
+    uint8_t in[HTML_CHUNK + 4], out[3 * (HTML_CHUNK + 4)];   /* html_feed_block's buffers */
     char err[160];
 };
 
@@ -376,29 +378,40 @@ static int html_restart_after_end(fp_html *h, int terminate)
     return 0;
 }
 
-/* Feeds p[0..n) to libxml2 (through html_clean), the end of the document too when
- * terminate. */
-static int html_push(fp_html *h, const char *p, size_t n, int terminate)
+/* Hands the bytes gathered in h->acc to libxml2 (through html_clean), with the end
+ * of the document when last. */
+static int html_feed_block(fp_html *h, int last)
 {
     uint8_t *in = h->in, *out = h->out;
-    while (n > 0 || terminate) {
-        size_t k = h->npend;
-        memcpy(in, h->pend, k);
-        h->npend = 0;
-        size_t m = n < HTML_CHUNK ? n : HTML_CHUNK;
-        memcpy(in + k, p, m);
+    size_t k = h->npend;
+    memcpy(in, h->pend, k);
+    h->npend = 0;
+    memcpy(in + k, h->acc, h->nacc);
+    size_t o = html_clean(h, in, k + h->nacc, html_utf8_mode(h), last, out);
+    h->nacc = 0;
+    htmlParseChunk(h->ctxt, (const char *)out, (int)o, last);
+    h->fed += o;
+    if (html_restart_after_end(h, last) != 0 || html_check(h, last) != 0)
+        return -1;
+    return 0;
+}
+
+/* Feeds p[0..n), the end of the document too when terminate. libxml2 gets the page in
+ * blocks of HTML_CHUNK bytes whatever pieces the caller hands over: its push parser is
+ * not quite indifferent to where chunks end (after </html>, for one), and a page must
+ * fingerprint the same however it is read. */
+static int html_push(fp_html *h, const char *p, size_t n, int terminate)
+{
+    while (n > 0) {
+        size_t m = HTML_CHUNK - h->nacc < n ? HTML_CHUNK - h->nacc : n;
+        memcpy(h->acc + h->nacc, p, m);
+        h->nacc += m;
         p += m;
         n -= m;
-        int last = terminate && n == 0;
-        size_t o = html_clean(h, in, k + m, html_utf8_mode(h), last, out);
-        htmlParseChunk(h->ctxt, (const char *)out, (int)o, last);
-        h->fed += o;
-        if (html_restart_after_end(h, last) != 0 || html_check(h, last) != 0)
+        if (h->nacc == HTML_CHUNK && html_feed_block(h, 0) != 0)
             return -1;
-        if (last)
-            break;
     }
-    return 0;
+    return terminate ? html_feed_block(h, 1) : 0;
 }
 
 static fp_html *html_alloc(unsigned flags)
@@ -441,6 +454,7 @@ static void html_reset(fp_html *h)
     h->skip = h->title = 0;
     h->nhead = 0;
     h->npend = 0;
+    h->nacc = 0;
     h->fed = 0;
     h->utf16 = 0;
     h->body = 0;
