@@ -12,8 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/time.h>
-#include <time.h>
 
 /* ---- Argument helpers ---- */
 
@@ -496,8 +494,7 @@ static shc_status shci_run_bulk_retry(shc_client *c, size_t n, const bulk_ops *o
                 idx[m++] = i;
         if (m == 0)
             break;
-        shci_sleep_ms(pause);
-        pause = pause < 400 ? pause * 2 : 400;
+        shci_backoff(&pause);
         sub_ctx sc = { ops, idx };
         bulk_ops sub = { shci_sub_build, shci_sub_reply, &sc };
         shc_bulk_report srep;

@@ -291,12 +291,19 @@ long long shci_now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void shci_sleep_ms(unsigned ms)
+static void shci_sleep_ms(unsigned ms)
 {
     struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
 }
+
+void shci_backoff(unsigned *pause)
+{
+    shci_sleep_ms(*pause);
+    *pause = *pause < 400 ? *pause * 2 : 400;
+}
+
 
 /* How long -TIMEOUT replies are retried: the handle's timeout (5 s when it has none). */
 long long shci_retry_budget(const shc_client *c)
@@ -372,8 +379,7 @@ shc_status shci_run(shc_client *c, int argc, const char **argv, const size_t *le
         if (!multi || !shci_is_timeout_reply(r) || shci_now_ms() + pause >= until)
             break;
         freeReplyObject(r);
-        shci_sleep_ms(pause);
-        pause = pause < 400 ? pause * 2 : 400;
+        shci_backoff(&pause);
         c->retried = 1;
     }
     if (r->type == REDIS_REPLY_ERROR) {

@@ -46,7 +46,9 @@ shc_status shci_failover(shc_client *c, uint64_t *tried);
 shc_status shci_run(shc_client *c, int argc, const char **argv, const size_t *lens,
                     redisReply **out);
 long long shci_now_ms(void);
-void shci_sleep_ms(unsigned ms);
+/* The pauses between repeats of a -TIMEOUT call: sleep *pause ms, then double it, up to
+ * 400 ms (callers start at 50). */
+void shci_backoff(unsigned *pause);
 /* How long -TIMEOUT replies are retried: the handle's timeout (5 s when it has none). */
 long long shci_retry_budget(const shc_client *c);
 

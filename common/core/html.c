@@ -33,7 +33,6 @@ struct fp_html {
     int declared;             /* the first 1024 bytes mention "charset" */
     int utf16;                /* a UTF-16 BOM: bytes pass unchanged (NULs included) */
     int body;                 /* the <body> has started: the charset can no longer change */
-    uint64_t fed;             /* bytes given to libxml2 */
     uint8_t pend[4];          /* an incomplete UTF-8 sequence held for the next bytes */
     size_t npend;
     /* element classes by name pointer: libxml2 interns names per document, so the
@@ -238,13 +237,9 @@ static int html_mentions_charset(const uint8_t *p, size_t n)
     return 0;
 }
 
-/* Makes the parser for the document whose first bytes are h->head. */
-static int html_create(fp_html *h, int terminate)
+/* A new libxml2 push parser in h->ctxt, reading encoding enc. 0, or -1 (failed). */
+static int html_new_ctxt(fp_html *h, xmlCharEncoding enc)
 {
-    xmlCharEncoding enc;
-    size_t bom = html_bom(h->head, h->nhead, &enc);
-    h->declared = html_mentions_charset(h->head, h->nhead);
-    h->utf16 = enc == XML_CHAR_ENCODING_UTF16LE || enc == XML_CHAR_ENCODING_UTF16BE;
     h->ctxt = htmlCreatePushParserCtxt(&html_sax, h, NULL, 0, NULL, enc);
     if (h->ctxt == NULL) {
         html_fail(h, "out of memory creating the HTML parser");
@@ -252,6 +247,18 @@ static int html_create(fp_html *h, int terminate)
     }
     htmlCtxtUseOptions(h->ctxt, HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | HTML_PARSE_NONET |
                                 HTML_PARSE_NODEFDTD);
+    return 0;
+}
+
+/* Makes the parser for the document whose first bytes are h->head. */
+static int html_create(fp_html *h, int terminate)
+{
+    xmlCharEncoding enc;
+    size_t bom = html_bom(h->head, h->nhead, &enc);
+    h->declared = html_mentions_charset(h->head, h->nhead);
+    h->utf16 = enc == XML_CHAR_ENCODING_UTF16LE || enc == XML_CHAR_ENCODING_UTF16BE;
+    if (html_new_ctxt(h, enc) != 0)
+        return -1;
     return html_push(h, (const char *)h->head + bom, h->nhead - bom, terminate);
 }
 
@@ -351,14 +358,10 @@ static int html_restart_after_end(fp_html *h, int terminate)
         }
         memcpy(rest, c->input->cur, left);
         htmlFreeParserCtxt(c);
-        h->ctxt = htmlCreatePushParserCtxt(&html_sax, h, NULL, 0, NULL, XML_CHAR_ENCODING_UTF8);
-        if (h->ctxt == NULL) {
+        if (html_new_ctxt(h, XML_CHAR_ENCODING_UTF8) != 0) {
             free(rest);
-            html_fail(h, "out of memory creating the HTML parser");
             return -1;
         }
-        htmlCtxtUseOptions(h->ctxt, HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING |
-                                    HTML_PARSE_NONET | HTML_PARSE_NODEFDTD);
         h->skip = h->title = 0;
         memset(h->cname, 0, sizeof h->cname);     /* a new dictionary: new name pointers */
         html_emit(h, "\n", 1);
@@ -390,7 +393,6 @@ static int html_feed_block(fp_html *h, int last)
     size_t o = html_clean(h, in, k + h->nacc, html_utf8_mode(h), last, out);
     h->nacc = 0;
     htmlParseChunk(h->ctxt, (const char *)out, (int)o, last);
-    h->fed += o;
     if (html_restart_after_end(h, last) != 0 || html_check(h, last) != 0)
         return -1;
     return 0;
@@ -455,7 +457,6 @@ static void html_reset(fp_html *h)
     h->nhead = 0;
     h->npend = 0;
     h->nacc = 0;
-    h->fed = 0;
     h->utf16 = 0;
     h->body = 0;
     memset(h->cname, 0, sizeof h->cname);
