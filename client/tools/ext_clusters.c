@@ -172,12 +172,11 @@ static int xm_mreader_fill(xm_sorter *s, xm_mreader *r)
     return 0;
 }
 
-static int xm_cc_less(const match_pair *a, const match_pair *b)
+static const match_pair *xm_mreader_head(const void *readers, size_t i)
 {
-    return a->a < b->a || (a->a == b->a && a->b < b->b);
+    const xm_mreader *r = (const xm_mreader *)readers + i;
+    return &r->buf[r->pos];
 }
-
-#define XM_HEAD(i) (&rd[heap[i]].buf[rd[heap[i]].pos])
 
 /* Calls fn for every distinct record of a finished sorter, ascending. The merge
  * buffers share a quarter of --memory. Returns 0, or -1 (fn failed, or x->err). */
@@ -222,17 +221,8 @@ static int xm_srt_each(xm_sorter *s, int (*fn)(void *ctx, uint64_t a, uint64_t b
             goto out;
         if (rd[i].len == 0)
             continue;
-        size_t c = hn++;
-        heap[c] = i;
-        while (c > 0) {
-            size_t pa = (c - 1) / 2;
-            if (!xm_cc_less(XM_HEAD(c), XM_HEAD(pa)))
-                break;
-            size_t t = heap[c];
-            heap[c] = heap[pa];
-            heap[pa] = t;
-            c = pa;
-        }
+        heap[hn] = i;
+        xm_heap_up(heap, hn++, xm_mreader_head, rd);
     }
     while (hn > 0) {
         xm_mreader *r = &rd[heap[0]];
@@ -247,20 +237,7 @@ static int xm_srt_each(xm_sorter *s, int (*fn)(void *ctx, uint64_t a, uint64_t b
             goto out;
         if (r->len == 0)
             heap[0] = heap[--hn];
-        size_t c = 0;
-        for (;;) {
-            size_t l = 2 * c + 1, m = c;
-            if (l < hn && xm_cc_less(XM_HEAD(l), XM_HEAD(m)))
-                m = l;
-            if (l + 1 < hn && xm_cc_less(XM_HEAD(l + 1), XM_HEAD(m)))
-                m = l + 1;
-            if (m == c)
-                break;
-            size_t t = heap[c];
-            heap[c] = heap[m];
-            heap[m] = t;
-            c = m;
-        }
+        xm_heap_down(heap, hn, xm_mreader_head, rd);
     }
     rc = 0;
 out:

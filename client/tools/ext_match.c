@@ -775,9 +775,10 @@ typedef struct xm_reader {
     uint64_t next, end;         /* pair index in the file */
 } xm_reader;
 
-static int xm_pair_less(const match_pair *a, const match_pair *b)
+static const match_pair *xm_reader_head(const void *readers, size_t i)
 {
-    return a->a < b->a || (a->a == b->a && a->b < b->b);
+    const xm_reader *r = (const xm_reader *)readers + i;
+    return &r->buf[r->pos];
 }
 
 static int xm_reader_fill(xm_run *x, xm_reader *r)
@@ -822,18 +823,8 @@ int xm_each_pair(xm_run *x, int (*fn)(void *ctx, const match_pair *p), void *ctx
             goto out;
         if (rd[i].len == 0)
             continue;
-        /* sift up */
-        size_t c = hn++;
-        heap[c] = i;
-        while (c > 0) {
-            size_t pa = (c - 1) / 2;
-            if (!xm_pair_less(&rd[heap[c]].buf[rd[heap[c]].pos], &rd[heap[pa]].buf[rd[heap[pa]].pos]))
-                break;
-            size_t t = heap[c];
-            heap[c] = heap[pa];
-            heap[pa] = t;
-            c = pa;
-        }
+        heap[hn] = i;
+        xm_heap_up(heap, hn++, xm_reader_head, rd);
     }
     while (hn > 0) {
         xm_reader *r = &rd[heap[0]];
@@ -843,22 +834,7 @@ int xm_each_pair(xm_run *x, int (*fn)(void *ctx, const match_pair *p), void *ctx
             goto out;
         if (r->len == 0)
             heap[0] = heap[--hn];
-        /* sift down */
-        size_t c = 0;
-        for (;;) {
-            size_t l = 2 * c + 1, m = c;
-            if (l < hn && xm_pair_less(&rd[heap[l]].buf[rd[heap[l]].pos], &rd[heap[m]].buf[rd[heap[m]].pos]))
-                m = l;
-            if (l + 1 < hn &&
-                xm_pair_less(&rd[heap[l + 1]].buf[rd[heap[l + 1]].pos], &rd[heap[m]].buf[rd[heap[m]].pos]))
-                m = l + 1;
-            if (m == c)
-                break;
-            size_t t = heap[c];
-            heap[c] = heap[m];
-            heap[m] = t;
-            c = m;
-        }
+        xm_heap_down(heap, hn, xm_reader_head, rd);
     }
     rc = 0;
 out:
