@@ -52,7 +52,7 @@ static int coord_need_routing(coord *co, rs_req *r)
     if (co->routing_ok)
         return 0;
     for (size_t i = 0; i < co->nw; i++)
-        if (co->w[i].health != W_UP) {
+        if (co->w[i].health != W_UP && co->w[i].health != W_GONE) {
             co->st.err_sharddown++;
             rs_req_fail(r, co->w[i].health == W_MISMATCH ? RS_MISMATCH : RS_SHARDDOWN,
                         "shard worker %s unavailable%s%s", co->w[i].addr,

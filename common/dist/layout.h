@@ -22,6 +22,11 @@
 #define LAYOUT_VERSION 1
 #define LAYOUT_META_KEY "simhash:meta"
 #define LAYOUT_BUCKET_BITS_DEFAULT 16
+/* The worker registry (shard/registry.c): a sorted set, member = a worker's address
+ * "host:port", score = the expiry of its entry in Redis's clock (ms). */
+#define LAYOUT_REGISTRY_KEY "simhash:workers"
+#define LAYOUT_REGISTRY_ADDR_MAX 128 /* longest address + NUL */
+#define LAYOUT_REGISTRY_MAX 1024     /* entries SHARD.WORKERS answers at most */
 #define LAYOUT_MIN_PREFIX_BITS 8     /* tables with a shorter prefix are refused */
 #define LAYOUT_KEY_MAX 48            /* longest key + NUL, with room to spare */
 #define LAYOUT_MEMBER_MAX 7          /* bytes of a member at bucket_bits 8 */
