@@ -51,15 +51,15 @@ static int coord_need_routing(coord *co, rs_req *r)
 {
     if (co->routing_ok)
         return 0;
+    co->st.err_sharddown++;
     for (size_t i = 0; i < co->nw; i++)
-        if (co->w[i].health != W_UP && co->w[i].health != W_GONE) {
-            co->st.err_sharddown++;
-            rs_req_fail(r, co->w[i].health == W_MISMATCH ? RS_MISMATCH : RS_SHARDDOWN,
-                        "shard worker %s unavailable%s%s", co->w[i].addr,
-                        co->w[i].problem[0] ? ": " : "", co->w[i].problem);
+        if (co->w[i].health == W_MISMATCH) {
+            rs_req_fail(r, RS_MISMATCH, "shard worker %s unavailable: %s", co->w[i].addr,
+                        co->w[i].problem);
             return -1;
         }
-    rs_req_fail(r, RS_SHARDDOWN, "shard workers do not cover every shard (see SIMHASH.INFO)");
+    rs_req_fail(r, RS_SHARDDOWN, "%s", co->routing_why[0] ? co->routing_why :
+                "shard workers do not cover every shard (see SIMHASH.INFO)");
     return -1;
 }
 

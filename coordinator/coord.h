@@ -132,7 +132,8 @@ struct coord {
     size_t nw;                      /* slots in use (some may be W_GONE) */
     struct coord_discovery *disc;   /* workers.c: registry reads */
     int route[256];                 /* worker index per first byte of a permuted value */
-    int routing_ok;                 /* every byte routed exactly once, all workers up */
+    int routing_ok;                 /* every route goes to a worker that is up */
+    char routing_why[256];          /* why not, for -SHARDDOWN */
     int ever_ready;                 /* routing was complete once (startup is over) */
     int fatal;                      /* exit code requested (mismatch at startup) */
     struct coord_cluster *cl;       /* Redis Cluster mode (route.c); NULL: single Redis */

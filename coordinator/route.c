@@ -84,7 +84,7 @@ static int coord_route_ranges(coord *co, char *why, size_t whylen)
                 snprintf(why, whylen, "no shard worker serves first-byte shard %u (the "
                          "workers' ranges must cover 0-255)", b);
             else
-                snprintf(why, whylen, "shard worker %s (shards %u-%u) is %s",
+                snprintf(why, whylen, "shard worker %s (shards %u-%u) unavailable: %s",
                          co->w[owner[b]].addr, co->w[owner[b]].lo, co->w[owner[b]].hi,
                          co->w[owner[b]].problem[0] ? co->w[owner[b]].problem : "not up");
         }
@@ -107,6 +107,8 @@ void coord_routing_update(coord *co)
     else if (!ok && co->routing_ok)
         log_warn("routing incomplete: %s", why[0] ? why : "a shard worker is not up");
     co->routing_ok = ok;
+    snprintf(co->routing_why, sizeof(co->routing_why), "%s", ok ? "" : why[0] ? why :
+             "a shard worker is not up");
     if (ok)
         co->ever_ready = 1;
 }
@@ -171,8 +173,9 @@ static int coord_cluster_routing(coord *co, char *why, size_t whylen)
                 snprintf(why, whylen, "no shard worker attached to master %s (slot %u)",
                          cl->master[n], cl->slot[i]);
             else
-                snprintf(why, whylen, "shard worker %s of master %s is %s", co->w[best].addr,
-                         cl->master[n], co->w[best].problem[0] ? co->w[best].problem : "not up");
+                snprintf(why, whylen, "shard worker %s of master %s unavailable: %s",
+                         co->w[best].addr, cl->master[n],
+                         co->w[best].problem[0] ? co->w[best].problem : "not up");
         }
         ok = 0;
     }

@@ -22,6 +22,7 @@
 static void coord_worker_connect(coord_worker *w);
 static void coord_worker_on_reconnect(evutil_socket_t fd, short what, void *arg);
 static void coord_worker_on_health_timer(evutil_socket_t fd, short what, void *arg);
+static void coord_discover_first(coord *co);
 
 
 static const char *coord_health_name(coord_health h)
@@ -163,6 +164,7 @@ static void coord_worker_on_hello(redisAsyncContext *ac, void *reply, void *priv
         w->connects++;
         log_info("shard worker %s up: cluster node %s", w->addr, w->node[0] ? w->node : "(not known yet)");
         coord_routing_update(co);
+        coord_discover_first(co);
         coord_cluster_refresh(co, "shard worker up");
         return;
     }
@@ -190,6 +192,7 @@ static void coord_worker_on_hello(redisAsyncContext *ac, void *reply, void *priv
     w->connects++;
     log_info("shard worker %s up: shards %u-%u", w->addr, w->lo, w->hi);
     coord_routing_update(co);
+    coord_discover_first(co);
 }
 
 static void coord_worker_on_auth(redisAsyncContext *ac, void *reply, void *priv)
@@ -604,6 +607,14 @@ static void coord_on_discover(evutil_socket_t fd, short what, void *arg)
             d->pending = 1;
         return;
     }
+}
+
+/* The first worker up: read the registry now rather than at the next tick, so the
+ * other workers are found as soon as possible after a start. */
+static void coord_discover_first(coord *co)
+{
+    if (co->disc && co->disc->tick && !co->disc->have_list)
+        coord_on_discover(-1, 0, co);
 }
 
 int coord_workers_start(coord *co, char *err, size_t errlen)

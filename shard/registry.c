@@ -71,7 +71,7 @@ static int shard_registry_send(struct shard_registry *rg, shard_redis_cb fn, int
 {
     if (rg->sc->redis == NULL || shard_redis_get_state(rg->sc->redis) != SHARD_REDIS_READY)
         return -1;
-    if (shard_redis_command(rg->sc->redis, fn, rg, argc, argv, NULL) != 0)
+    if (shard_redis_command_background(rg->sc->redis, fn, rg, argc, argv, NULL) != 0)
         return -1;
     rg->outstanding++;
     return 0;
@@ -283,6 +283,7 @@ void shard_cmd_workers(rs_req *req)
     char limit[16];
     snprintf(limit, sizeof limit, "%u", LAYOUT_REGISTRY_MAX);
     const char *argv[5] = {"EVAL", shard_reg_list_lua, "1", LAYOUT_REGISTRY_KEY, limit};
+    j->background = 1;      /* the registry's slot may be on another node */
     shard_job_send(j, 0, 5, argv, NULL);
     shard_job_release(j);
 }
