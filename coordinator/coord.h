@@ -266,6 +266,11 @@ void coord_info_sections(void *ctx, resp_buf *b);
 /* The coordinator's own /metrics families (rs_metrics extra; ctx is the coord). */
 void coord_metrics(void *ctx, resp_buf *b);
 
+/* ---- scan.c ---- */
+
+/* SIMHASH.SCAN cursor [COUNT n]: [next cursor, [[fp, [docid ...]] ...]]. */
+void coord_cmd_scan(rs_req *r);
+
 /* ---- route.c: routing in both modes, and the Redis Cluster slot map ---- */
 
 /* Worker owning the shard of permuted value p of table t, or NULL when routing is

@@ -35,8 +35,10 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
     long long fps, docs;
 
     coord_corpus_counts(co, &fps, &docs);
-    resp_buf_printf(b, "\r\n# Corpus\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\nlayout:%d\r\n",
-                    co->cfg.blocks, co->cfg.distance, co->ps.ntables, LAYOUT_VERSION);
+    resp_buf_printf(b, "\r\n# Corpus\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\nlayout:%d\r\n"
+                    "fingerprint_algorithm:%s\r\n",
+                    co->cfg.blocks, co->cfg.distance, co->ps.ntables, LAYOUT_VERSION,
+                    co->cfg.fp_spec);
     if (fps >= 0)
         resp_buf_printf(b, "fingerprints:%lld\r\n", fps);
     else

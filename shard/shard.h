@@ -122,6 +122,12 @@ void shard_registry_info(const shard_ctx *sc, resp_buf *b);
 /* SHARD.WORKERS: the addresses in the registry whose entry has not expired. */
 void shard_cmd_workers(rs_req *req);
 
+/* ---- scan.c: SHARD.SCAN xx cursor count ---- */
+
+/* The fingerprints of table 0's first-byte shard xx, count buckets from cursor on:
+ * [next cursor (0: shard done), fp ...]. */
+void shard_cmd_scan(rs_req *req);
+
 /* ---- args.c: argument checks of the SHARD.* commands ---- */
 
 /* Answers req with an error at once and counts it. */
