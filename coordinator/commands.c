@@ -751,6 +751,7 @@ static const rs_arg coord_args_fingerprint[] = { { "text", "string", NULL, 0, NU
 
 static const rs_arg coord_args_scan[] = { { "cursor", "integer", NULL, 0, NULL },
                                           { "n", "integer", "COUNT", RS_ARG_OPTIONAL, NULL },
+                                          { "m", "integer", "LIMIT", RS_ARG_OPTIONAL, NULL },
                                           COORD_ARGS_END };
 
 const rs_command coord_commands[] = {

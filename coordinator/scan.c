@@ -1,12 +1,12 @@
-/* scan.c: SIMHASH.SCAN cursor [COUNT n], the walk over the whole corpus that `simhash
- * export` and `simhash migrate` make. The cursor names a table-0 first-byte shard xx
- * (its top bits) and a bucket of that shard (the low 24 bits); one call asks the
- * worker serving shard xx of table 0 for the fingerprints of n buckets (SHARD.SCAN),
- * then for their document ids (SHARD.DOCS, the same worker: it holds their document
- * sets), and answers [next cursor, [[fp, [docid ...]] ...]]; cursor 0 starts the walk
- * and a next cursor of 0 ends it. Every fingerprint stored for the whole walk comes
- * exactly once (its table-0 bucket never changes); one added or removed meanwhile may
- * or may not (docs/protocol.md). */
+/* scan.c: SIMHASH.SCAN cursor [COUNT n] [LIMIT m], the walk over the whole corpus that
+ * `simhash export` and `simhash migrate` make. The cursor is a table-0 permuted value:
+ * the walk goes up table 0 from it. One call asks the worker serving the cursor's
+ * table-0 shard for the fingerprints of at most n buckets and about m values from the
+ * cursor on (SHARD.SCAN), then for their document ids (SHARD.DOCS to the same worker,
+ * which holds their document sets, in pieces of COORD_SCAN_DOCS_PIECE), and answers
+ * [next cursor, [[fp, [docid ...]] ...]]; cursor 0 starts the walk and a next cursor
+ * of 0 ends it. Every fingerprint stored for the whole walk comes exactly once; one
+ * added or removed meanwhile may or may not (docs/protocol.md). */
 #include "coord.h"
 
 #include <stdio.h>
@@ -16,13 +16,15 @@
 
 #include "parse.h"
 
-#define COORD_SCAN_SHARD_SHIFT 24
 #define COORD_SCAN_COUNT_DEFAULT 16
 #define COORD_SCAN_COUNT_MAX 1024
+#define COORD_SCAN_LIMIT_DEFAULT 4096
+#define COORD_SCAN_LIMIT_MAX 65536
+#define COORD_SCAN_DOCS_PIECE 1024      /* fingerprints per SHARD.DOCS */
 
 typedef struct coord_scan {
-    unsigned shard, bucket, count;
-    uint64_t next;              /* the cursor answered */
+    uint64_t from, next;        /* the cursor asked for, and answered */
+    unsigned count, limit;
     coord_worker *w;
     uint64_t *fps;
     size_t nfps;
@@ -63,17 +65,12 @@ static void coord_scan_answer(coord_op *op)
 static int coord_scan_on_docs(coord_op *op, coord_worker *w, redisReply *r, void *arg)
 {
     coord_scan *s = coord_op_data(op);
-    (void)arg;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != s->nfps)
+    size_t from = (size_t)(uintptr_t)arg;
+    size_t n = s->nfps - from < COORD_SCAN_DOCS_PIECE ? s->nfps - from : COORD_SCAN_DOCS_PIECE;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n)
         goto bad;
-    s->docs = calloc(s->nfps, sizeof *s->docs);
-    s->docslen = calloc(s->nfps, sizeof *s->docslen);
-    if (!s->docs || !s->docslen) {
-        coord_op_fail(op, RS_OOM, "out of memory");
-        return -1;
-    }
-    for (size_t i = 0; i < s->nfps; i++) {
-        const redisReply *e = r->element[i];
+    for (size_t i = from; i < from + n; i++) {
+        const redisReply *e = r->element[i - from];
         if (e->type != REDIS_REPLY_ARRAY)
             goto bad;
         if (e->elements == 0)
@@ -103,7 +100,8 @@ bad:
     return -1;
 }
 
-/* Round 2: the document ids of the fingerprints found. */
+/* Round 2: the document ids of the fingerprints found, in pieces (a worker's
+ * argument limit; each piece's reply stays small). */
 static void coord_scan_docs_round(coord_op *op)
 {
     coord_scan *s = coord_op_data(op);
@@ -111,24 +109,28 @@ static void coord_scan_docs_round(coord_op *op)
         coord_scan_answer(op);
         return;
     }
-    const char **argv = malloc((s->nfps + 1) * sizeof *argv);
-    size_t *lens = malloc((s->nfps + 1) * sizeof *lens);
-    char (*fps)[24] = malloc(s->nfps * sizeof *fps);
-    if (!argv || !lens || !fps) {
-        free(argv);
-        free(lens);
-        free(fps);
+    s->docs = calloc(s->nfps, sizeof *s->docs);
+    s->docslen = calloc(s->nfps, sizeof *s->docslen);
+    const char **argv = malloc((COORD_SCAN_DOCS_PIECE + 1) * sizeof *argv);
+    size_t *lens = malloc((COORD_SCAN_DOCS_PIECE + 1) * sizeof *lens);
+    char (*fps)[24] = malloc(COORD_SCAN_DOCS_PIECE * sizeof *fps);
+    int rc = 0;
+    if (!s->docs || !s->docslen || !argv || !lens || !fps) {
         coord_op_fail(op, RS_OOM, "out of memory");
-        return;
+        rc = -1;
     }
-    argv[0] = "SHARD.DOCS";
-    lens[0] = RESP_LITLEN("SHARD.DOCS");
-    for (size_t i = 0; i < s->nfps; i++) {
-        lens[i + 1] = (size_t)snprintf(fps[i], sizeof fps[i], "%llu",
-                                       (unsigned long long)s->fps[i]);
-        argv[i + 1] = fps[i];
+    for (size_t from = 0; rc == 0 && from < s->nfps; from += COORD_SCAN_DOCS_PIECE) {
+        size_t n = s->nfps - from < COORD_SCAN_DOCS_PIECE ? s->nfps - from : COORD_SCAN_DOCS_PIECE;
+        argv[0] = "SHARD.DOCS";
+        lens[0] = RESP_LITLEN("SHARD.DOCS");
+        for (size_t i = 0; i < n; i++) {
+            lens[i + 1] = (size_t)snprintf(fps[i], sizeof fps[i], "%llu",
+                                           (unsigned long long)s->fps[from + i]);
+            argv[i + 1] = fps[i];
+        }
+        rc = coord_op_send(op, s->w, (int)(n + 1), argv, lens, coord_scan_on_docs,
+                           (void *)(uintptr_t)from);
     }
-    int rc = coord_op_send(op, s->w, (int)(s->nfps + 1), argv, lens, coord_scan_on_docs, NULL);
     free(argv);
     free(lens);
     free(fps);
@@ -143,13 +145,10 @@ static int coord_scan_on_scan(coord_op *op, coord_worker *w, redisReply *r, void
     const char *why;
     (void)arg;
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 ||
-        r->element[0]->type != REDIS_REPLY_INTEGER || r->element[0]->integer < 0)
-        goto bad;
-    long long next = r->element[0]->integer;
-    if (next == 0)      /* shard done: the next one, or the end of the walk */
-        s->next = s->shard == 255 ? 0 : (uint64_t)(s->shard + 1) << COORD_SCAN_SHARD_SHIFT;
-    else
-        s->next = ((uint64_t)s->shard << COORD_SCAN_SHARD_SHIFT) | (uint64_t)next;
+        r->element[0]->type != REDIS_REPLY_STRING ||
+        parse_u64(r->element[0]->str, r->element[0]->len, &s->next, &why) != 0 ||
+        (s->next != 0 && s->next <= s->from))
+        goto bad;           /* the walk only goes up (0: over) */
     s->nfps = r->elements - 1;
     s->fps = malloc((s->nfps ? s->nfps : 1) * sizeof *s->fps);
     if (s->fps == NULL) {
@@ -169,32 +168,31 @@ bad:
     return -1;
 }
 
-/* SIMHASH.SCAN cursor [COUNT n]: n buckets (default 16, at most 1024) of the walk. */
+/* SIMHASH.SCAN cursor [COUNT n] [LIMIT m]: n buckets (default 16, at most 1024) and
+ * about m fingerprints (default 4096, at most 65536) of the walk. */
 void coord_cmd_scan(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     size_t argc = rs_req_argc(r), len;
     const char *a = rs_req_arg(r, 1, &len);
-    uint64_t cursor, count = COORD_SCAN_COUNT_DEFAULT;
+    uint64_t cursor, count = COORD_SCAN_COUNT_DEFAULT, limit = COORD_SCAN_LIMIT_DEFAULT;
     const char *why;
-    if (parse_u64(a, len, &cursor, &why) != 0 ||
-        (cursor >> COORD_SCAN_SHARD_SHIFT) > 255) {
+    if (parse_u64(a, len, &cursor, &why) != 0) {
         rs_req_fail(r, RS_ERR, "invalid cursor");
         return;
     }
-    if (argc != 2 && argc != 4) {
-        rs_req_fail(r, RS_ERR, "syntax error (SIMHASH.SCAN cursor [COUNT n])");
-        return;
-    }
-    if (argc == 4) {
-        a = rs_req_arg(r, 2, &len);
-        if (len != 5 || strncasecmp(a, "COUNT", 5) != 0) {
-            rs_req_fail(r, RS_ERR, "syntax error (SIMHASH.SCAN cursor [COUNT n])");
+    for (size_t i = 2; i < argc; i += 2) {
+        a = rs_req_arg(r, i, &len);
+        int is_count = len == 5 && strncasecmp(a, "COUNT", 5) == 0;
+        int is_limit = len == 5 && strncasecmp(a, "LIMIT", 5) == 0;
+        if ((!is_count && !is_limit) || i + 1 >= argc) {
+            rs_req_fail(r, RS_ERR, "syntax error (SIMHASH.SCAN cursor [COUNT n] [LIMIT m])");
             return;
         }
-        a = rs_req_arg(r, 3, &len);
-        if (parse_uint_range(a, len, 1, COORD_SCAN_COUNT_MAX, &count, &why) != 0) {
-            rs_req_fail(r, RS_ERR, "COUNT: %s", why);
+        a = rs_req_arg(r, i + 1, &len);
+        if (parse_uint_range(a, len, 1, is_count ? COORD_SCAN_COUNT_MAX : COORD_SCAN_LIMIT_MAX,
+                             is_count ? &count : &limit, &why) != 0) {
+            rs_req_fail(r, RS_ERR, "%s: %s", is_count ? "COUNT" : "LIMIT", why);
             return;
         }
     }
@@ -203,22 +201,22 @@ void coord_cmd_scan(rs_req *r)
         rs_req_fail(r, RS_OOM, "out of memory");
         return;
     }
-    s->shard = (unsigned)(cursor >> COORD_SCAN_SHARD_SHIFT);
-    s->bucket = (unsigned)(cursor & ((1u << COORD_SCAN_SHARD_SHIFT) - 1));
+    s->from = cursor;
     s->count = (unsigned)count;
+    s->limit = (unsigned)limit;
     coord_op *op = coord_op_new(co, r);
     if (op == NULL) {
         free(s);
         return;
     }
     coord_op_set_data(op, s, coord_scan_free);
-    s->w = coord_route(co, 0, (uint64_t)s->shard << 56);
-    char xs[8], bs[16], cs[16];
-    const char *argv[4] = {"SHARD.SCAN", xs, bs, cs};
+    s->w = coord_route(co, 0, cursor);
+    char xs[24], cs[16], ls[16];
+    const char *argv[4] = {"SHARD.SCAN", xs, cs, ls};
     size_t lens[4] = {RESP_LITLEN("SHARD.SCAN"),
-                      (size_t)snprintf(xs, sizeof xs, "%u", s->shard),
-                      (size_t)snprintf(bs, sizeof bs, "%u", s->bucket),
-                      (size_t)snprintf(cs, sizeof cs, "%u", s->count)};
+                      (size_t)snprintf(xs, sizeof xs, "%llu", (unsigned long long)s->from),
+                      (size_t)snprintf(cs, sizeof cs, "%u", s->count),
+                      (size_t)snprintf(ls, sizeof ls, "%u", s->limit)};
     /* a NULL worker (routing incomplete) fails the op with the reason */
     if (coord_op_send(op, s->w, 4, argv, lens, coord_scan_on_scan, NULL) != 0)
         return;

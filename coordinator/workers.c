@@ -69,11 +69,13 @@ static void coord_worker_on_disconnect(const redisAsyncContext *ac, int status)
 {
     coord_worker *w = ac->data;
     char why[200];
+    if (w == NULL || w->ac != ac)
+        return;             /* a context already detached (coord_worker_retire) */
     snprintf(why, sizeof(why), "%s", status == REDIS_OK ? "disconnected" :
              (ac->errstr[0] ? ac->errstr : "connection lost"));
     w->ac = NULL;           /* hiredis frees the context after this callback */
     if (w->health == W_GONE)
-        return;             /* dropped on purpose (coord_worker_retire) */
+        return;
     coord_worker_lost(w, why);
 }
 
@@ -107,10 +109,10 @@ static void coord_worker_on_hello(redisAsyncContext *ac, void *reply, void *priv
     coord_worker *w = priv;
     coord *co = w->co;
     redisReply *r = reply;
-    (void)ac;
 
-    if (r == NULL)
-        return;             /* disconnected: coord_worker_on_disconnect handles it */
+    if (r == NULL || ac != w->ac || w->health == W_GONE)
+        return;             /* disconnected (coord_worker_on_disconnect handles it), or
+                               the reply of a context retire detached */
     if (r->type == REDIS_REPLY_ERROR) {
         snprintf(w->problem, sizeof(w->problem), "SHARD.HELLO failed: %.200s", r->str);
         log_error_rl("shard worker %s: %s", w->addr, w->problem);
@@ -209,6 +211,8 @@ static void coord_worker_on_auth(redisAsyncContext *ac, void *reply, void *priv)
 static void coord_worker_on_connect(const redisAsyncContext *cac, int status)
 {
     coord_worker *w = cac->data;
+    if (w == NULL || w->ac != cac)
+        return;             /* a context already detached (coord_worker_retire) */
     redisAsyncContext *ac = w->ac;
 
     if (status != REDIS_OK) {
@@ -358,7 +362,7 @@ static void coord_worker_on_health(redisAsyncContext *ac, void *reply, void *pri
     redisReply *r = reply;
     (void)ac;
     w->health_pending = 0;
-    if (r != NULL)
+    if (r != NULL && w->health != W_GONE)
         coord_worker_take_info(w, r);
 }
 
@@ -379,20 +383,45 @@ static void coord_worker_on_health_timer(evutil_socket_t fd, short what, void *a
 struct coord_discovery {
     struct event *tick;
     int pending;                /* a SHARD.WORKERS in flight */
+    unsigned long long gen;     /* its number: a reply of an older one is ignored */
+    uint64_t sent_ms;
+    char asked[128];            /* the worker it went to */
     size_t next;                /* round robin over the workers that are up */
     unsigned long long reads, errors, joined, departed;
     int have_list;              /* a registry read succeeded */
     char last_error[160];
 };
 
+/* Splits "host:port" or "[v6addr]:port" into a malloc'd host (brackets removed) and
+ * a port 1..65535. Returns 0, or -1 (not an address, or out of memory). */
+static int coord_split_addr(const char *spec, char **host, unsigned *port)
+{
+    const char *colon = strrchr(spec, ':');
+    uint64_t p;
+    const char *why;
+    *host = NULL;
+    if (colon == NULL || colon == spec ||
+        parse_uint_range(colon + 1, strlen(colon + 1), 1, 65535, &p, &why) != 0)
+        return -1;
+    size_t hl = (size_t)(colon - spec);
+    if (spec[0] == '[') {
+        if (hl < 3 || spec[hl - 1] != ']')
+            return -1;
+        *host = strndup(spec + 1, hl - 2);
+    } else {
+        if (memchr(spec, ':', hl) != NULL)
+            return -1;          /* an IPv6 address needs its brackets */
+        *host = strndup(spec, hl);
+    }
+    *port = (unsigned)p;
+    return *host ? 0 : -1;
+}
+
 /* Fills slot w (index idx) for the address spec and starts its timers. Returns 0, or
  * -1 with err set. */
 static int coord_worker_init(coord *co, coord_worker *w, unsigned idx, const char *spec,
                              int seed, char *err, size_t errlen)
 {
-    const char *colon = strrchr(spec, ':');
-    uint64_t port;
-    const char *why;
     memset(w, 0, sizeof *w);
     w->co = co;
     w->idx = idx;
@@ -407,13 +436,11 @@ static int coord_worker_init(coord *co, coord_worker *w, unsigned idx, const cha
                  sizeof(w->addr) - 1);
         return -1;
     }
-    if (colon == NULL || colon == spec ||
-        parse_uint_range(colon + 1, strlen(colon + 1), 1, 65535, &port, &why) != 0) {
-        snprintf(err, errlen, "worker '%.60s': expected HOST:PORT with a port 1..65535", spec);
+    if (coord_split_addr(spec, &w->host, &w->port) != 0) {
+        snprintf(err, errlen, "worker '%.60s': expected HOST:PORT or [IPV6]:PORT with a port "
+                 "1..65535", spec);
         return -1;
     }
-    w->host = strndup(spec, (size_t)(colon - spec));
-    w->port = (unsigned)port;
     snprintf(w->addr, sizeof(w->addr), "%s", spec);
     w->reconnect_ev = evtimer_new(co->base, coord_worker_on_reconnect, w);
     w->health_ev = event_new(co->base, -1, EV_PERSIST, coord_worker_on_health_timer, w);
@@ -454,14 +481,13 @@ static void coord_worker_join(coord *co, const char *addr)
 {
     char err[200];
     coord_worker *w = NULL;
-    const char *colon = strrchr(addr, ':');
-    uint64_t port;
-    const char *why;
-    if (colon == NULL || colon == addr ||
-        parse_uint_range(colon + 1, strlen(colon + 1), 1, 65535, &port, &why) != 0) {
+    char *host;
+    unsigned port;
+    if (coord_split_addr(addr, &host, &port) != 0) {
         log_warn_rl("worker registry lists '%.60s', not a HOST:PORT: ignored", addr);
         return;
     }
+    free(host);
     if (co->nw < COORD_WORKERS_MAX) {
         w = &co->w[co->nw];
     } else {
@@ -514,8 +540,17 @@ static void coord_worker_retire(coord_worker *w)
     w->listed = w->left = 0;
     event_del(w->reconnect_ev);
     event_del(w->health_ev);
-    if (w->ac)
-        redisAsyncDisconnect(w->ac);    /* on_disconnect sees W_GONE: no reconnect */
+    if (w->ac) {
+        /* detached first: no callback of this context touches the slot again (a
+         * context still connecting is freed by hiredis 0.14 without any callback) */
+        redisAsyncContext *ac = w->ac;
+        w->ac = NULL;
+        ac->data = NULL;
+        if (ac->c.flags & REDIS_CONNECTED)
+            redisAsyncDisconnect(ac);
+        else
+            redisAsyncFree(ac);
+    }
     co->disc->departed++;
     coord_routing_update(co);
 }
@@ -534,13 +569,16 @@ static void coord_worker_revive(coord_worker *w)
 
 static void coord_on_workers(redisAsyncContext *ac, void *reply, void *priv)
 {
-    coord *co = priv;
-    struct coord_discovery *d = co->disc;
+    coord_worker *from = ac->data;
     redisReply *r = reply;
-    (void)ac;
+    if (from == NULL || r == NULL)
+        return;             /* connection lost, retired or shutting down: the next tick
+                               asks again (its deadline clears pending) */
+    coord *co = from->co;
+    struct coord_discovery *d = co->disc;
+    if (d == NULL || (uintptr_t)priv != (uintptr_t)d->gen)
+        return;             /* an older read, given up on */
     d->pending = 0;
-    if (r == NULL)
-        return;             /* connection lost or shutting down */
     if (r->type != REDIS_REPLY_ARRAY) {
         d->errors++;
         snprintf(d->last_error, sizeof d->last_error, "%.150s",
@@ -601,7 +639,21 @@ static void coord_on_discover(evutil_socket_t fd, short what, void *arg)
     struct coord_discovery *d = co->disc;
     (void)fd;
     (void)what;
-    if (d->pending || co->nw == 0)
+    if (d->pending) {
+        /* a worker that keeps the connection but stops answering must not stop the
+         * registry reads: give up on it after twice timeout-ms or the interval */
+        uint64_t limit = 2u * (co->cfg.timeout_ms > co->cfg.discover_interval_ms
+                               ? co->cfg.timeout_ms : co->cfg.discover_interval_ms);
+        if (ra_now_ms() - d->sent_ms < limit)
+            return;
+        d->pending = 0;
+        d->gen++;
+        d->errors++;
+        snprintf(d->last_error, sizeof d->last_error, "SHARD.WORKERS to %.100s unanswered for "
+                 "%llu ms", d->asked, (unsigned long long)limit);
+        log_warn_rl("worker registry: %s; asking another worker", d->last_error);
+    }
+    if (co->nw == 0)
         return;
     for (size_t k = 0; k < co->nw; k++) {
         coord_worker *w = &co->w[(d->next + k) % co->nw];
@@ -609,8 +661,13 @@ static void coord_on_discover(evutil_socket_t fd, short what, void *arg)
             w->inflight >= co->cfg.max_inflight_worker)
             continue;
         d->next = (d->next + k + 1) % co->nw;
-        if (redisAsyncCommand(w->ac, coord_on_workers, co, "SHARD.WORKERS") == REDIS_OK)
+        d->gen++;
+        if (redisAsyncCommand(w->ac, coord_on_workers, (void *)(uintptr_t)d->gen,
+                              "SHARD.WORKERS") == REDIS_OK) {
             d->pending = 1;
+            d->sent_ms = ra_now_ms();
+            snprintf(d->asked, sizeof d->asked, "%s", w->addr);
+        }
         return;
     }
 }
@@ -695,8 +752,8 @@ void coord_corpus_counts(const coord *co, long long *fps, long long *docs)
         return;
     }
     /* one Redis: workers may serve the same shards (a standby, a drain), so the
-     * counts come from workers whose ranges cover 0-255 once, those with known
-     * counts first */
+     * counts come from workers whose ranges cover 0-255 once (ranges that only
+     * partly overlap give no such cover: unknown), those up with counts first */
     unsigned b = 0;
     while (b < 256) {
         const coord_worker *pick = NULL;
@@ -704,9 +761,12 @@ void coord_corpus_counts(const coord *co, long long *fps, long long *docs)
             const coord_worker *w = &co->w[i];
             if (w->health == W_GONE || !w->have_range || w->lo != b)
                 continue;
-            int known = w->fingerprints >= 0 && w->documents >= 0;
-            int pknown = pick && pick->fingerprints >= 0 && pick->documents >= 0;
-            if (pick == NULL || (known && !pknown) || (known == pknown && w->hi > pick->hi))
+            /* up with counts, then counts (a down worker's may be stale), then the
+                 * widest range */
+            int rank = (w->fingerprints >= 0 && w->documents >= 0) * (1 + (w->health == W_UP));
+            int prank = pick ? (pick->fingerprints >= 0 && pick->documents >= 0) *
+                               (1 + (pick->health == W_UP)) : -1;
+            if (rank > prank || (rank == prank && w->hi > pick->hi))
                 pick = w;
         }
         if (pick == NULL || pick->fingerprints < 0 || pick->documents < 0) {

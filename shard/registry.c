@@ -27,6 +27,8 @@
 
 /* KEYS[1] = registry; ARGV = address, ttl ms. Renews the entry by Redis's clock and
  * deletes entries expired for more than a minute. */
+#define SHARD_REG_LEAVE_WAIT_MS 500     /* longest wait for the ZREM at shutdown */
+
 static const char shard_reg_renew_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -47,7 +49,8 @@ struct shard_registry {
     struct event *tick;         /* renewal */
     struct event *drain;        /* shutdown: the end of the drain */
     void (*on_drained)(shard_ctx *sc);
-    uint64_t drain_end_ms;
+    uint64_t leave_ms, drain_end_ms;
+    int zrem_pending;           /* the ZREM of the entry is out */
     unsigned outstanding;       /* commands sent, callback not yet run */
     int stopped;                /* shard_registry_stop ran: free on the last callback */
     int leaving;                /* the entry was removed: no more renewals */
@@ -77,6 +80,12 @@ static int shard_registry_send(struct shard_registry *rg, shard_redis_cb fn, int
     return 0;
 }
 
+static void shard_registry_schedule(struct shard_registry *rg, unsigned ms)
+{
+    struct timeval tv = ra_tv_ms(ms);
+    event_add(rg->tick, &tv);
+}
+
 static void shard_registry_on_renew(void *priv, redisReply *reply, const char *err)
 {
     struct shard_registry *rg = priv;
@@ -85,8 +94,11 @@ static void shard_registry_on_renew(void *priv, redisReply *reply, const char *e
         if (reply && reply->type == REDIS_REPLY_INTEGER) {
             if (!rg->announced)
                 log_info("announced as %s in the worker registry", rg->addr);
+            if (rg->renewals == 0 && rg->tick)
+                shard_registry_schedule(rg, rg->sc->cfg.announce_interval_ms);
             rg->announced = 1;
             rg->renewals++;
+            rg->last_error[0] = '\0';
         } else {
             snprintf(rg->last_error, sizeof rg->last_error, "%.150s",
                      reply && reply->type == REDIS_REPLY_ERROR ? reply->str :
@@ -113,6 +125,10 @@ static void shard_registry_renew(evutil_socket_t fd, short what, void *arg)
         if (rg->announced)
             log_warn("worker registry: cannot renew: redis not connected");
         rg->announced = 0;
+        if (rg->renewals == 0) {
+            shard_registry_schedule(rg, 100);  /* at start: as soon as Redis answers */
+            return;
+        }
         rg->failures++;
         snprintf(rg->last_error, sizeof rg->last_error, "redis not connected");
     }
@@ -168,6 +184,7 @@ static void shard_registry_on_left(void *priv, redisReply *reply, const char *er
 {
     struct shard_registry *rg = priv;
     rg->outstanding--;
+    rg->zrem_pending = 0;
     if (!rg->stopped) {
         if (reply && reply->type == REDIS_REPLY_INTEGER)
             log_info("left the worker registry");
@@ -179,17 +196,21 @@ static void shard_registry_on_left(void *priv, redisReply *reply, const char *er
     shard_registry_maybe_free(rg);
 }
 
-/* Every 100 ms of the drain: over when its time is up, or at once when no client
- * (coordinator) is connected any more. */
+/* Every 10 ms of the leave: first the ZREM's reply (500 ms at most), then, with
+ * shutdown-drain-ms, until that time is up or no client (coordinator) is connected. */
 static void shard_registry_on_drain_tick(evutil_socket_t fd, short what, void *arg)
 {
     struct shard_registry *rg = arg;
     (void)fd;
     (void)what;
-    int idle = rg->sc->srv == NULL || rs_nclients(rg->sc->srv) == 0;
-    if (!idle && ra_now_ms() < rg->drain_end_ms)
+    uint64_t now = ra_now_ms();
+    if (rg->zrem_pending && now - rg->leave_ms < SHARD_REG_LEAVE_WAIT_MS)
         return;
-    log_info("drain over (%s): stopping", idle ? "no client connected" : "time is up");
+    int idle = rg->sc->srv == NULL || rs_nclients(rg->sc->srv) == 0;
+    if (rg->sc->cfg.drain_ms > 0 && !idle && now < rg->drain_end_ms)
+        return;
+    if (rg->sc->cfg.drain_ms > 0)
+        log_info("drain over (%s): stopping", idle ? "no client connected" : "time is up");
     event_del(rg->drain);
     rg->on_drained(rg->sc);
 }
@@ -202,18 +223,20 @@ int shard_registry_leave(shard_ctx *sc, void (*on_drained)(shard_ctx *sc))
     rg->leaving = 1;
     event_del(rg->tick);
     const char *argv[3] = {"ZREM", LAYOUT_REGISTRY_KEY, rg->addr};
-    shard_registry_send(rg, shard_registry_on_left, 3, argv);
-    if (sc->cfg.drain_ms == 0)
-        return 0;
+    rg->zrem_pending = shard_registry_send(rg, shard_registry_on_left, 3, argv) == 0;
+    if (!rg->zrem_pending && sc->cfg.drain_ms == 0)
+        return 0;           /* Redis not connected: the entry expires by itself */
     rg->on_drained = on_drained;
-    rg->drain_end_ms = ra_now_ms() + sc->cfg.drain_ms;
+    rg->leave_ms = ra_now_ms();
+    rg->drain_end_ms = rg->leave_ms + sc->cfg.drain_ms;
     rg->drain = event_new(sc->base, -1, EV_PERSIST, shard_registry_on_drain_tick, rg);
     if (rg->drain == NULL)
         return 0;
-    struct timeval tv = ra_tv_ms(100);
+    struct timeval tv = ra_tv_ms(10);
     event_add(rg->drain, &tv);
-    log_info("left the worker registry; serving %u ms more while coordinators move away",
-             sc->cfg.drain_ms);
+    if (sc->cfg.drain_ms > 0)
+        log_info("leaving the worker registry; serving %u ms more while coordinators move "
+                 "away", sc->cfg.drain_ms);
     return 1;
 }
 

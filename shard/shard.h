@@ -122,10 +122,10 @@ void shard_registry_info(const shard_ctx *sc, resp_buf *b);
 /* SHARD.WORKERS: the addresses in the registry whose entry has not expired. */
 void shard_cmd_workers(rs_req *req);
 
-/* ---- scan.c: SHARD.SCAN xx cursor count ---- */
+/* ---- scan.c: SHARD.SCAN from count limit ---- */
 
-/* The fingerprints of table 0's first-byte shard xx, count buckets from cursor on:
- * [next cursor (0: shard done), fp ...]. */
+/* The fingerprints whose table-0 value is from or more, in at most count buckets of
+ * from's shard and about limit values: [next from (0: the walk is over), fp ...]. */
 void shard_cmd_scan(rs_req *req);
 
 /* ---- args.c: argument checks of the SHARD.* commands ---- */

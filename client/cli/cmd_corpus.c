@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #define CORPUS_COUNT_DEFAULT 64         /* buckets per SIMHASH.SCAN step */
 
@@ -28,18 +29,6 @@ static int corpus_id_unprintable(const char *s, size_t n)
         if (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r') || s[i] == '\0')
             return 1;
     return n == 0;
-}
-
-/* "name:value" of an INFO text as a number; -1 when absent or not a number. */
-static long long corpus_info_num(const char *info, const char *name)
-{
-    char v[32];
-    uint64_t x;
-    const char *why;
-    if (parse_info_str(info, strlen(info), name, v, sizeof v) != 0 ||
-        parse_u64(v, strlen(v), &x, &why) != 0)
-        return -1;
-    return (long long)x;
 }
 
 /* SIMHASH.INFO of c (malloc'd text), or NULL with a message printed. */
@@ -150,7 +139,7 @@ int cmd_export(int argc, char **argv)
         }
         shc_result_free(res);
         cursor = next;
-        cli_progress_update(&bar, cursor ? (size_t)(cursor >> 24) : 256);
+        cli_progress_update(&bar, cursor ? (size_t)(cursor >> 56) : 256);
     } while (cursor != 0 && rc == CLI_EXIT_OK);
     cli_progress_end(&bar);
     if (fflush(out) != 0 || ferror(out) || (path && fclose(out) != 0)) {
@@ -169,9 +158,11 @@ int cmd_export(int argc, char **argv)
 typedef struct corpus_state {
     uint64_t cursor;
     unsigned long long fps, docs;   /* copied so far */
+    char pair[600];                 /* "source -> target" the file belongs to */
 } corpus_state;
 
-/* Reads the state file: 0 (found), 1 (absent: start), -1 (unreadable, message). */
+/* Reads the state file: 0 (found), 1 (absent: start), -1 (unreadable, or of another
+ * source and target: message). */
 static int corpus_state_read(const char *prog, const char *path, corpus_state *st)
 {
     FILE *f = fopen(path, "r");
@@ -179,11 +170,19 @@ static int corpus_state_read(const char *prog, const char *path, corpus_state *s
         return errno == ENOENT ? 1 : (fprintf(stderr, "%s: %s: %s\n", prog, path,
                                               strerror(errno)), -1);
     unsigned long long cur;
-    int n = fscanf(f, "simhash-migrate cursor %llu fingerprints %llu documents %llu",
+    char line[700];
+    int n = fscanf(f, "simhash-migrate cursor %llu fingerprints %llu documents %llu\n",
                    &cur, &st->fps, &st->docs);
+    int ok = n == 3 && fgets(line, sizeof line, f) != NULL;
     fclose(f);
-    if (n != 3) {
+    if (!ok) {
         fprintf(stderr, "%s: %s: not a state file of simhash migrate\n", prog, path);
+        return -1;
+    }
+    line[strcspn(line, "\n")] = '\0';
+    if (strcmp(line, st->pair) != 0) {
+        fprintf(stderr, "%s: %s belongs to the copy %s, not %s: give another --state file\n",
+                prog, path, line, st->pair);
         return -1;
     }
     st->cursor = cur;
@@ -199,16 +198,68 @@ static int corpus_state_write(const char *prog, const char *path, const corpus_s
         return -1;
     }
     FILE *f = fopen(tmp, "w");
-    if (!f || fprintf(f, "simhash-migrate cursor %llu fingerprints %llu documents %llu\n",
-                      (unsigned long long)st->cursor, st->fps, st->docs) < 0 ||
-        fflush(f) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+    if (!f || fprintf(f, "simhash-migrate cursor %llu fingerprints %llu documents %llu\n%s\n",
+                      (unsigned long long)st->cursor, st->fps, st->docs, st->pair) < 0 ||
+        fflush(f) != 0 || fsync(fileno(f)) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
         fprintf(stderr, "%s: cannot write the state file %s: %s\n", prog, path, strerror(errno));
         return -1;
     }
     return 0;
 }
 
-#define CORPUS_ADD_PAIRS 4096            /* pairs per SIMHASH.ADD of migrate */
+/* ---- Digest of a corpus: every (fingerprint, id) pair hashed, summed and xored ---- */
+
+typedef struct corpus_digest {
+    unsigned long long pairs, fps;
+    uint64_t sum, x;
+} corpus_digest;
+
+static uint64_t corpus_mix(uint64_t z)
+{
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static void corpus_digest_add(corpus_digest *d, const shc_result *res)
+{
+    for (size_t i = 0; i < res->nmatches; i++) {
+        const shc_match *m = &res->matches[i];
+        d->fps++;
+        for (size_t j = 0; j < m->ndocids; j++) {
+            uint64_t h = 0xcbf29ce484222325ull;     /* FNV-1a of the id, then mixed */
+            for (size_t k = 0; k < m->docid_lens[j]; k++)
+                h = (h ^ (unsigned char)m->docids[j][k]) * 0x100000001b3ull;
+            h = corpus_mix(h ^ corpus_mix(m->fp) ^ m->docid_lens[j]);
+            d->sum += h;
+            d->x ^= h;
+            d->pairs++;
+        }
+    }
+}
+
+/* Walks the whole corpus of c into d. Returns 0, or -1 with a message. */
+static int corpus_digest_walk(const char *prog, shc_client *c, unsigned count, const char *side,
+                              corpus_digest *d)
+{
+    uint64_t cursor = 0;
+    memset(d, 0, sizeof *d);
+    do {
+        shc_result *res;
+        if (shc_scan(c, cursor, count, &cursor, &res) != SHC_OK) {
+            fprintf(stderr, "%s: reading the %s: %s\n", prog, side, shc_errstr(c));
+            return -1;
+        }
+        corpus_digest_add(d, res);
+        shc_result_free(res);
+    } while (cursor != 0);
+    return 0;
+}
+
+#define CORPUS_ADD_PAIRS 4096            /* pairs per SIMHASH.ADD of migrate, at most */
+#define CORPUS_ADD_BYTES (2u << 20)      /* and bytes of ids (a coordinator's default
+                                            max-request-bytes is 8 MiB) */
 
 /* Adds pairs [from, from+n) in one SIMHASH.ADD; a busy target (-TIMEOUT, -BUSY) gets
  * the same again (adds are set inserts), pausing 100 ms doubling, 7 tries at most.
@@ -233,8 +284,8 @@ static int corpus_add(const char *prog, shc_client *dst, const uint64_t *fps,
 }
 
 /* Copies one step's pairs into the target, in SIMHASH.ADD calls of at most
- * CORPUS_ADD_PAIRS pairs (a fingerprint's ids together: one write lock each). Returns
- * 0, or -1 with a message. */
+ * CORPUS_ADD_PAIRS pairs and CORPUS_ADD_BYTES of ids (a fingerprint's ids together:
+ * one write lock each). Returns 0, or -1 with a message. */
 static int corpus_copy(const char *prog, shc_client *dst, const shc_result *res,
                        unsigned long long *docs)
 {
@@ -258,8 +309,11 @@ static int corpus_copy(const char *prog, shc_client *dst, const shc_result *res,
             ids[k] = res->matches[i].docids[j];
             lens[k++] = res->matches[i].docid_lens[j];
         }
-    for (size_t from = 0; from < n; from += CORPUS_ADD_PAIRS) {
-        size_t cnt = n - from < CORPUS_ADD_PAIRS ? n - from : CORPUS_ADD_PAIRS;
+    for (size_t from = 0, cnt; from < n; from += cnt) {
+        size_t bytes = 0;
+        for (cnt = 0; from + cnt < n && cnt < CORPUS_ADD_PAIRS &&
+                      (cnt == 0 || bytes + lens[from + cnt] + 32 <= CORPUS_ADD_BYTES); cnt++)
+            bytes += lens[from + cnt] + 32;
         if (corpus_add(prog, dst, fps + from, ids + from, lens + from, cnt) != 0)
             goto out;
     }
@@ -282,8 +336,9 @@ int cmd_migrate(int argc, char **argv)
         "own settings. Both keep serving. Adds are set inserts, so a copy interrupted\n"
         "at any point is resumed with the same --state FILE (or simply run again).\n"
         "The fingerprint algorithm cannot change (the texts are not stored): source\n"
-        "and target must report the same. At the end the fingerprint and document\n"
-        "counts of both sides are compared: exit 0 only when they agree.\n\n"
+        "and target must report the same. At the end both corpora are walked again and\n"
+        "every pair hashed into a digest: exit 0 only when both sides hold the same\n"
+        "pairs.\n\n"
         "      --to HOST[,HOST..]    target coordinator(s), each host[:port]\n"
         "      --to-port PORT        target port (default 7000)\n"
         "      --to-password-file F  AUTH to the target with the password in F\n"
@@ -351,7 +406,8 @@ int cmd_migrate(int argc, char **argv)
         return net_usage_error(prog, "--to is required (the target deployment)");
     t.timeout_ms = o.timeout_ms;
 
-    corpus_state st = {0, 0, 0};
+    corpus_state st = {0, 0, 0, ""};
+    snprintf(st.pair, sizeof st.pair, "%.250s:%u -> %.250s:%u", o.host, o.port, t.host, t.port);
     if (state_path && (rc = corpus_state_read(prog, state_path, &st)) < 0)
         return CLI_EXIT_FAIL;
     shc_client *src = net_connect(&o);
@@ -402,33 +458,29 @@ int cmd_migrate(int argc, char **argv)
         st.cursor = next;
         if (state_path && corpus_state_write(prog, state_path, &st) != 0)
             goto out;
-        cli_progress_update(&bar, st.cursor ? (size_t)(st.cursor >> 24) : 256);
+        cli_progress_update(&bar, st.cursor ? (size_t)(st.cursor >> 56) : 256);
     } while (st.cursor != 0);
     cli_progress_end(&bar);
 
-    /* the count: both sides as their coordinators report them now */
-    free(si);
-    free(ti);
-    si = corpus_info(prog, src, "source");
-    ti = si ? corpus_info(prog, dst, "target") : NULL;
-    if (!si || !ti)
+    /* the check: both corpora walked again, every pair hashed into a digest */
+    printf("copied %llu fingerprints, %llu documents\n", st.fps, st.docs);
+    corpus_digest ds, dt;
+    if (corpus_digest_walk(prog, src, count, "source", &ds) != 0 ||
+        corpus_digest_walk(prog, dst, count, "target", &dt) != 0)
         goto out;
-    long long sf = corpus_info_num(si, "fingerprints"), sd = corpus_info_num(si, "documents");
-    long long tf = corpus_info_num(ti, "fingerprints"), td = corpus_info_num(ti, "documents");
-    printf("copied %llu fingerprints, %llu documents; source has %lld fingerprints, %lld "
-           "documents; target has %lld fingerprints, %lld documents\n", st.fps, st.docs,
-           sf, sd, tf, td);
-    if (sf < 0 || tf < 0 || sd < 0 || td < 0) {
-        fprintf(stderr, "%s: a side's counts are unknown (a worker down?): not verified\n", prog);
-        goto out;
-    }
-    if (sf != tf || sd != td) {
-        fprintf(stderr, "%s: the counts differ: pairs written to the source during the copy, "
-                "or the target held other data; run again (adds are idempotent) to copy "
-                "what was added meanwhile\n", prog);
+    printf("source: %llu fingerprints, %llu documents, digest %016llx%016llx; target: %llu "
+           "fingerprints, %llu documents, digest %016llx%016llx\n", ds.fps, ds.pairs,
+           (unsigned long long)ds.sum, (unsigned long long)ds.x, dt.fps, dt.pairs,
+           (unsigned long long)dt.sum, (unsigned long long)dt.x);
+    if (ds.pairs != dt.pairs || ds.fps != dt.fps || ds.sum != dt.sum || ds.x != dt.x) {
+        fprintf(stderr, "%s: the two corpora differ: pairs added to the source during the copy "
+                "(run again: adds are idempotent), pairs deleted from the source during the "
+                "copy (deletes are not copied: delete them on the target too), or a target "
+                "that held other data\n", prog);
         goto out;
     }
-    printf("verified: %lld fingerprints and %lld documents on both sides\n", sf, sd);
+    printf("verified: %llu fingerprints and %llu documents, the same pairs on both sides\n",
+           ds.fps, ds.pairs);
     if (state_path && remove(state_path) != 0 && errno != ENOENT)
         fprintf(stderr, "%s: could not remove %s: %s\n", prog, state_path, strerror(errno));
     rc = CLI_EXIT_OK;

@@ -3,12 +3,15 @@
 # deployment (blocks 6, distance 3) holds a planted corpus, a fingerprint with 500
 # document ids, ids of 100+ bytes and ids with spaces and line ends. `simhash export`
 # prints exactly what was loaded (checked line by line) and refuses an id that a line
-# cannot carry; SIMHASH.SCAN rejects bad cursors and counts. `simhash migrate` copies
-# the corpus into deployments with other settings (bucket-bits 24; blocks 8 distance
-# 2 bucket-bits 8), verified by counts, by export -> migrate -> export giving the same
-# set, and by the planted corpus answering exactly against brute force in the copy; a
-# migrate killed with SIGKILL resumes from its --state file; a migrate while a client
-# keeps writing to the source reports the difference, and a second run closes it.
+# cannot carry; SIMHASH.SCAN rejects bad arguments, and its walk gives the same set
+# with one fingerprint per step (continuing inside buckets) as with the defaults.
+# `simhash migrate` copies the corpus into deployments with other settings
+# (bucket-bits 24; blocks 8 distance 2 bucket-bits 8), verified by a digest of every
+# pair on both sides, by export -> migrate -> export giving the same set, and by the
+# planted corpus answering exactly against brute force in the copy; a migrate killed
+# with SIGKILL resumes from its --state file (which refuses another source/target);
+# a migrate while a client keeps writing to the source reports the difference, and a
+# second run closes it; a pair deleted from the source makes the check fail.
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init migrate
@@ -68,10 +71,39 @@ cmp -s "$TH_DIR/export1.sorted" "$TH_DIR/want.txt" ||
 th_log "export: $(wc -l <"$TH_DIR/export1.txt") pairs, exactly the loaded ones; $(cat "$TH_DIR/export1.err")"
 
 # bad requests: a clear error
-out=$(timeout 5 redis-cli -p "$port_src" simhash.scan 99999999999 2>&1)
+out=$(timeout 5 redis-cli -p "$port_src" simhash.scan 18446744073709551616 2>&1)
 [[ $out == *"invalid cursor"* ]] || th_fail "SIMHASH.SCAN bad cursor: $out"
 out=$(timeout 5 redis-cli -p "$port_src" simhash.scan 0 COUNT 5000 2>&1)
 [[ $out == *"COUNT"* ]] || th_fail "SIMHASH.SCAN COUNT 5000: $out"
+out=$(timeout 5 redis-cli -p "$port_src" simhash.scan 0 LIMIT 0 2>&1)
+[[ $out == *"LIMIT"* ]] || th_fail "SIMHASH.SCAN LIMIT 0: $out"
+out=$(timeout 5 redis-cli -p "$port_src" simhash.scan 0 COUNT 2>&1)
+[[ $out == *"syntax error"* ]] || th_fail "SIMHASH.SCAN COUNT without n: $out"
+# the walk one fingerprint at a time (a continuation inside every bucket) and with
+# wide steps: the same pairs, none twice
+for args in "COUNT 1 LIMIT 1" "COUNT 3 LIMIT 2" "COUNT 1024 LIMIT 65536"; do
+    timeout 300 python3 - "$TH_SRC/tests/tools" "$port_src" "$TH_DIR/want.txt" $args <<'PY' ||
+import sys
+sys.path.insert(0, sys.argv[1])
+from resp_client import C
+c, want = C(int(sys.argv[2])), set(open(sys.argv[3]).read().split("\n")) - {""}
+cur, got, steps, dup = 0, set(), 0, 0
+while True:
+    nxt, ents = c.call("SIMHASH.SCAN", cur, *sys.argv[4:])
+    steps += 1
+    for fp, ids in ents:
+        for i in ids:
+            p = "%s %s" % (fp.decode(), i.decode())
+            dup += p in got
+            got.add(p)
+    cur = int(nxt)
+    if cur == 0:
+        break
+print("scan %s: %d steps, %d pairs, %d twice" % (" ".join(sys.argv[4:]), steps, len(got), dup))
+sys.exit(0 if got == want and dup == 0 else 1)
+PY
+        th_fail "SIMHASH.SCAN walk with $args"
+done
 out=$("$SH" migrate --port "$port_src" 2>&1); rc=$?
 [ $rc -eq 2 ] && [[ $out == *"--to is required"* ]] || th_fail "migrate without --to: exit $rc, $out"
 
@@ -110,14 +142,16 @@ th_log "copies: export -> migrate -> export the same set in t24 and t8; t24 $(ta
 mpid=$!
 TH_PIDS+=("$mpid")
 for i in $(seq 1 300); do
-    c=$(awk '{print $3}' "$TH_DIR/state" 2>/dev/null || echo 0)
-    [ "${c:-0}" -gt $((40 << 24)) ] && break
+    c=$(awk 'NR == 1 {print $5}' "$TH_DIR/state" 2>/dev/null || echo 0)
+    [ "${c:-0}" -gt 100 ] && break
     sleep 0.05
 done
 kill -KILL "$mpid" 2>/dev/null
 wait "$mpid" 2>/dev/null
 [ -f "$TH_DIR/state" ] || th_fail "no state file after the interrupted migrate"
-before=$(cat "$TH_DIR/state")
+before=$(head -n 1 "$TH_DIR/state")
+out=$("$SH" migrate --port "$port_src" --to "127.0.0.1:$port_t8" --state "$TH_DIR/state" 2>&1); rc=$?
+[ $rc -eq 1 ] && [[ $out == *"belongs to the copy"* ]] || th_fail "a state file of another copy: exit $rc, $out"
 timeout 300 "$SH" migrate --port "$port_src" --to "127.0.0.1:$port_tres" --state "$TH_DIR/state" \
     >"$TH_DIR/mig-resume.out" 2>&1 || { cat "$TH_DIR/mig-resume.out" >&2; th_fail "resumed migrate"; }
 grep -q 'resuming at cursor' "$TH_DIR/mig-resume.out" || th_fail "the second run did not resume"
@@ -141,11 +175,17 @@ touch "$TH_DIR/stop"
 wait "$lpid" || { cat "$TH_DIR/live.log" >&2; th_fail "the source answered wrongly during the copy"; }
 grep -q ' 0 error replies' "$TH_DIR/live.log" || th_fail "the source failed requests during the copy: $(tail -n 1 "$TH_DIR/live.log")"
 if [ $rc1 -ne 0 ]; then
-    grep -q 'the counts differ' "$TH_DIR/mig-live1.out" || { cat "$TH_DIR/mig-live1.out" >&2; th_fail "migrate during writes: exit $rc1"; }
+    grep -q 'the two corpora differ' "$TH_DIR/mig-live1.out" || { cat "$TH_DIR/mig-live1.out" >&2; th_fail "migrate during writes: exit $rc1"; }
 fi
 timeout 300 "$SH" migrate --port "$port_src" --to "127.0.0.1:$port_tlive" >"$TH_DIR/mig-live2.out" 2>&1 ||
     { cat "$TH_DIR/mig-live2.out" >&2; th_fail "second migrate after the writes"; }
 timeout 200 python3 "$LIVE" check --port "$port_tlive" --distance 3 --seed 95 --state "$TH_DIR/live.json" \
     --seconds 30 >"$TH_DIR/check.out" 2>&1 || { cat "$TH_DIR/check.out" >&2; th_fail "acknowledged writes missing in the copy"; }
+# a pair deleted from the source is not copied: the check says the corpora differ
+fp1=$(head -n 1 "$TH_DIR/want.txt" | cut -d' ' -f1) id1=$(head -n 1 "$TH_DIR/want.txt" | cut -d' ' -f2)
+[ "$(timeout 5 redis-cli -p "$port_src" simhash.del "$fp1" "$id1")" = 1 ] || th_fail "DEL on the source"
+timeout 300 "$SH" migrate --port "$port_src" --to "127.0.0.1:$port_tlive" >"$TH_DIR/mig-del.out" 2>&1 &&
+    th_fail "migrate after a delete on the source verified: $(cat "$TH_DIR/mig-del.out")"
+grep -q 'the two corpora differ' "$TH_DIR/mig-del.out" || th_fail "migrate after a delete: $(cat "$TH_DIR/mig-del.out")"
 th_log "online: first copy exit $rc1 ($(tail -n 1 "$TH_DIR/mig-live1.out")); second: $(tail -n 1 "$TH_DIR/mig-live2.out"); copy: $(tail -n 1 "$TH_DIR/check.out")"
 th_log "PASS"
