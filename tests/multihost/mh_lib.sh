@@ -28,7 +28,9 @@
 #   mh_heal NAME              remove those rules
 #   mh_cleanup                stop every process by PID, delete every namespace
 #
-# Environment: MH_DELAY_US (default 500), MH_JITTER_US (default 1000).
+# Environment: MH_DELAY_US (default 500), MH_JITTER_US (default 1000); MH_TAG (default
+# empty) is put before the names of logs and data directories (two topologies in one
+# run: bench/multihost/run.sh).
 
 MH_PREFIX=${MH_PREFIX:-shmh$$-}
 MH_SW="${MH_PREFIX}sw"
@@ -79,7 +81,7 @@ mh_run() {
     local name=$1 secs=$2 log=$3
     shift 3
     ip netns exec "${MH_PREFIX}$name" timeout --signal=TERM --kill-after=5 "$secs" "$@" \
-        >>"$TH_DIR/$log.log" 2>&1 &
+        >>"$TH_DIR/${MH_TAG:-}$log.log" 2>&1 &
     TH_PID=$!
     TH_PIDS+=("$TH_PID")
 }
@@ -121,7 +123,7 @@ mh_proxy() {
 mh_redis() {
     local name=$1 dir i=0 reply
     shift
-    dir="$TH_DIR/redis-$name"
+    dir="$TH_DIR/${MH_TAG:-}redis-$name"
     mkdir -p "$dir"
     local extra=()
     if [ "${1:-}" = --cluster ]; then
@@ -244,7 +246,7 @@ mh_cluster_up() {
         addrs+=("${MH_IP[$h]}:6379")
     done
     mh_exec "$1" timeout 120 redis-cli --cluster create "${addrs[@]}" --cluster-replicas "$r" \
-        --cluster-yes >"$TH_DIR/cluster-create.log" 2>&1 || th_fail "redis-cli --cluster create"
+        --cluster-yes >"$TH_DIR/${MH_TAG:-}cluster-create.log" 2>&1 || th_fail "redis-cli --cluster create"
     mh_cluster_wait_ok 60 "$@" || th_fail "the cluster did not reach cluster_state:ok"
 }
 
