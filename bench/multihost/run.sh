@@ -23,7 +23,9 @@
 # `bench=multihost metric=<rate>_ratio value=<rtt1ms / nodelay>`; progress on stderr.
 # Needs root (namespaces). Environment: SIMHASH_BIN (build/bin), BENCH_N (50000),
 # BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_DEPTH (64), BENCH_RATE (500),
-# BENCH_DELAY_US (500), BENCH_BLOCKS/BENCH_DISTANCE (6/3).
+# BENCH_DELAY_US (500), BENCH_BLOCKS/BENCH_DISTANCE (6/3), BENCH_INFLIGHT (the
+# coordinator's max-inflight-client, its default 32 when empty: requests of one client
+# connection it runs at once, which caps what a deeper pipeline can hide).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 export SIMHASH_SRC=${SIMHASH_SRC:-$(cd "$HERE/../.." && pwd)}
@@ -39,6 +41,7 @@ ROUNDS=${BENCH_ROUNDS:-3}
 DEPTH=${BENCH_DEPTH:-64}
 RATE=${BENCH_RATE:-500}
 DELAY=${BENCH_DELAY_US:-500}
+INFLIGHT=${BENCH_INFLIGHT:-}
 M=${BENCH_BLOCKS:-6}
 K=${BENCH_DISTANCE:-3}
 export TH_DAEMON_SECS=3600
@@ -71,7 +74,8 @@ for t in "${TOPOS[@]}"; do
     mh_cluster_up 0 r1 r2 r3
     for h in r1 r2 r3; do mh_worker "$h" "$M" "$K" --cluster yes --redis-announce "${MH_IP[$h]}:6379"; done
     mh_coord c1 "$M" "$K" 5000 "${MH_IP[r1]}:7100 ${MH_IP[r2]}:7100 ${MH_IP[r3]}:7100" \
-        --cluster-node "${MH_IP[r1]}:6379" --cluster-node "${MH_IP[r2]}:6379"
+        --cluster-node "${MH_IP[r1]}:6379" --cluster-node "${MH_IP[r2]}:6379" \
+        ${INFLIGHT:+--max-inflight-client "$INFLIGHT"}
     mh_proxy c1 7000
     mh_wait_routing cl "${MH_IP[c1]}" 30 || th_fail "$t: routing: $MH_REPLY"
     th_log "$t: up (one-way delay $MH_DELAY_US us between hosts); loading $N fingerprints"
@@ -82,6 +86,8 @@ done
 emit machine cores "$(nproc)"
 emit machine loadavg_1m_start "$(cut -d' ' -f1 /proc/loadavg)"
 emit machine one_way_delay_us "$DELAY"
+emit machine depth "$DEPTH"
+emit machine coordinator_max_inflight_client "${INFLIGHT:-32}"
 
 declare -A res
 for r in $(seq 1 "$ROUNDS"); do
