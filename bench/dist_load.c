@@ -20,6 +20,8 @@
  *   paced       SIMHASH.QUERY at a fixed rate (open loop, hiredis async + libevent);
  *               latency counted from the scheduled send time; --trace FILE writes
  *               "<scheduled time s> <latency ms>" per query (where the tail comes from)
+ *   paced-ingest SIMHASH.ADD of new fingerprints [offset, ...) at a fixed rate, latency
+ *               as for paced (the ingest latency through the system)
  *   paced-raw   the same schedule, but each query is the Redis commands a worker sends
  *               for it (ZRANGEBYLEX per table + SMEMBERS of its document set), straight
  *               to Redis: the latency baseline of the same work without our daemons
@@ -411,6 +413,7 @@ static int dl_check(void)
 
 typedef struct dl_paced {
     int raw;                /* paced-raw: the query's Redis commands, straight to Redis */
+    int ingest;             /* paced-ingest: SIMHASH.ADD of new fingerprints */
     struct event_base *base;
     redisAsyncContext *ac;
     struct event *tick;
@@ -473,7 +476,13 @@ static void dl_paced_tick(evutil_socket_t fd, short what, void *arg)
     while (pc->sent < due) {
         char fps[24];
         uint64_t fp = dl_fp(dl_rand_below(opt.corpus));
-        if (pc->raw) {
+        if (pc->ingest) {
+            char doc[32];
+            snprintf(fps, sizeof fps, "%" PRIu64, dl_fp(opt.offset + pc->sent));
+            snprintf(doc, sizeof doc, "d%" PRIu64, opt.offset + pc->sent);
+            redisAsyncCommand(pc->ac, dl_paced_reply, (void *)(uintptr_t)pc->sent,
+                              "SIMHASH.ADD %s %s", fps, doc);
+        } else if (pc->raw) {
             dl_async_raw_query(pc->ac, fp, (void *)(uintptr_t)pc->sent);
         } else {
             snprintf(fps, sizeof fps, "%" PRIu64, fp);
@@ -494,10 +503,11 @@ static int dl_cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int dl_paced_run(int raw)
+static int dl_paced_run(int raw, int ingest)
 {
     dl_paced pc = {0};
     pc.raw = raw;
+    pc.ingest = ingest;
     pc.total = (uint64_t)(opt.rate * opt.seconds);
     if (pc.total > opt.count)
         pc.total = opt.count;
@@ -565,7 +575,7 @@ static void usage(void)
             "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
             "         [--distance K] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
             "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE]\n"
-            "MODE: preload predocs raw-query raw-ingest raw-locked sys-query sys-ingest paced paced-raw check\n");
+            "MODE: preload predocs raw-query raw-ingest raw-locked sys-query sys-ingest paced paced-ingest paced-raw check\n");
     exit(2);
 }
 
@@ -621,8 +631,9 @@ int main(int argc, char **argv)
     else if (!strcmp(opt.mode, "sys-query")) rc = dl_report((dl_stats[]){dl_run(2)}, "queries");
     else if (!strcmp(opt.mode, "raw-locked")) rc = dl_report((dl_stats[]){dl_run(4)}, "ingests");
     else if (!strcmp(opt.mode, "sys-ingest")) rc = dl_report((dl_stats[]){dl_run(3)}, "ingests");
-    else if (!strcmp(opt.mode, "paced")) rc = dl_paced_run(0);
-    else if (!strcmp(opt.mode, "paced-raw")) rc = dl_paced_run(1);
+    else if (!strcmp(opt.mode, "paced")) rc = dl_paced_run(0, 0);
+    else if (!strcmp(opt.mode, "paced-ingest")) rc = dl_paced_run(0, 1);
+    else if (!strcmp(opt.mode, "paced-raw")) rc = dl_paced_run(1, 0);
     else if (!strcmp(opt.mode, "check")) rc = dl_check();
     else usage();
     perm_set_free(&ps);

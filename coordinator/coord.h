@@ -82,6 +82,7 @@ typedef struct coord_worker {
     struct event *reconnect_ev;
     struct event *health_ev;
     int health_pending;
+    long long health_sent_us;       /* when the pending SHARD.INFO or connection attempt began */
     long long fingerprints, documents;   /* from SHARD.INFO; -1 unknown */
     long long redis_used_memory;    /* from SHARD.INFO: its Redis node's used_memory; -1 */
     char redis_addr[80];            /* from SHARD.INFO: that node's host:port; "" unknown */

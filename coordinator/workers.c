@@ -239,6 +239,7 @@ static void coord_worker_connect(coord_worker *w)
         return;
     }
     w->ac = ac;
+    w->health_sent_us = ra_now_us();
     if (w->health != W_MISMATCH)
         w->health = W_CONNECTING;
 }
@@ -371,10 +372,31 @@ static void coord_worker_on_health_timer(evutil_socket_t fd, short what, void *a
     coord_worker *w = arg;
     (void)fd;
     (void)what;
+    /* A worker whose host stops answering (a partition drops its packets: no FIN, no
+     * RST) would keep its connection, and its routes, until TCP gives up many minutes
+     * later: a health check or connection attempt without an answer for 3 health
+     * intervals (at least twice the request deadline) drops the connection instead. */
+    unsigned lim_ms = 3 * w->co->cfg.health_interval_ms;
+    if (lim_ms < 2 * w->co->cfg.timeout_ms)
+        lim_ms = 2 * w->co->cfg.timeout_ms;
+    if (w->ac && ((w->health == W_UP && w->health_pending) || w->health == W_CONNECTING) &&
+        ra_now_us() - w->health_sent_us > 1000LL * lim_ms) {
+        char why[200];
+        snprintf(why, sizeof(why), "%s: no answer within %u ms",
+                 w->health == W_UP ? "SHARD.INFO" : "connecting", lim_ms);
+        redisAsyncContext *ac = w->ac;
+        ac->onDisconnect = NULL;    /* hiredis 0.14 cannot unset it through the API */
+        w->ac = NULL;
+        redisAsyncFree(ac);         /* pending callbacks run with NULL replies */
+        coord_worker_lost(w, why);
+        return;
+    }
     if (w->health == W_UP && w->ac && !w->health_pending &&
         w->inflight < w->co->cfg.max_inflight_worker) {
-        if (redisAsyncCommand(w->ac, coord_worker_on_health, w, "SHARD.INFO") == REDIS_OK)
+        if (redisAsyncCommand(w->ac, coord_worker_on_health, w, "SHARD.INFO") == REDIS_OK) {
             w->health_pending = 1;
+            w->health_sent_us = ra_now_us();
+        }
     }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/run.sh: install what is missing, build, and run every test: the Release build
-# (unit + integration, real redis-server on loopback), then the same tests built with
+# (unit + integration, real redis-server on loopback), the multi-host scenarios
+# (tests/multihost/run.sh: hosts as network namespaces, as root), then the same tests built with
 # AddressSanitizer + UndefinedBehaviorSanitizer, then valgrind on the unit tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,9 @@ echo "== Release build"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$JOBS"
 (cd build && ctest --output-on-failure -j"$JOBS")
+
+echo "== multi-host scenarios (network namespaces, latency, partitions; needs root)"
+bash tests/multihost/run.sh
 
 echo "== ASan + UBSan build"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DSIMHASH_SANITIZE=ON -DSIMHASH_BENCH=OFF \

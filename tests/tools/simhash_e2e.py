@@ -7,7 +7,7 @@ missed, none extra, distances, document ids, order (nearest first, then by
 fingerprint). The model is saved to / loaded from a JSON state file so that the
 shell tests can restart daemons between steps.
 
-Subcommands (all take --port, the coordinator's port on 127.0.0.1):
+Subcommands (all take --port, the coordinator's port, on --host, default 127.0.0.1):
   load        plant a corpus (random bases, copies with 1..k+2 flipped bits,
               shared fingerprints) with pipelined SIMHASH.ADD; --state-out FILE
   verify      query every stored fingerprint and near misses; DISTANCE d < k,
@@ -17,6 +17,10 @@ Subcommands (all take --port, the coordinator's port on 127.0.0.1):
               never a smaller answer; --timeout-ms
   wait-ok     poll until answers are correct again; --within SECS
   protocol    pipelining, 1-byte writes, inline commands, bad input
+  probe       for --seconds, one query at a time (stored fingerprints and near
+              misses): each answer must be complete and right, or an error reply,
+              within 2x --timeout-ms (never a hang); prints the counts; with
+              --want-complete an error reply fails too
 Exit status 0 when every check passed, 1 otherwise (the first lines of output
 name what failed).
 """
@@ -290,7 +294,7 @@ def cmd_load(a):
     chk = Checker()
     m = Model(a.blocks, a.distance)
     bases, pairs = plant(rng, a.bases, a.distance)
-    c = Conn(a.port)
+    c = Conn(a.port, host=a.host)
     # one pair per command, pipelined; every 10th command carries three pairs
     cmds, want = [], []
     i = 0
@@ -370,7 +374,7 @@ def cmd_verify(a):
     rng = random.Random(a.seed)
     bases = [int(b) for b in extra.get("bases", [])] or list(m.docs)[:50]
     chk = Checker()
-    c = Conn(a.port)
+    c = Conn(a.port, host=a.host)
     c.batch = a.batch
     verify(a, c, m, bases, chk, rng, full=not a.quick)
     print("verified %d stored fingerprints (blocks %d, distance %d)"
@@ -383,7 +387,7 @@ def cmd_lifecycle(a):
     rng = random.Random(a.seed)
     bases = [int(b) for b in extra["bases"]]
     chk = Checker()
-    c = Conn(a.port)
+    c = Conn(a.port, host=a.host)
     k = m.distance
 
     def qcheck(q, tag):
@@ -453,7 +457,7 @@ def cmd_expect_down(a):
     rng = random.Random(a.seed)
     chk = Checker()
     limit = 2.0 * a.timeout_ms / 1000.0 + 0.05
-    c = Conn(a.port)
+    c = Conn(a.port, host=a.host)
     c.settimeout(max(5.0, 4 * limit))
     qs = rng.sample(sorted(m.docs), min(a.count, len(m.docs)))
     errors = 0
@@ -515,7 +519,7 @@ def cmd_wait_ok(a):
     while time.monotonic() < deadline and not ok:
         try:
             if c is None:
-                c = Conn(a.port)
+                c = Conn(a.port, host=a.host)
             good = 0
             for q in rng.sample(qs, 5):
                 r = c.command("SIMHASH.QUERY", q)
@@ -543,9 +547,63 @@ def cmd_wait_ok(a):
     return chk.finish("wait-ok")
 
 
+def cmd_probe(a):
+    """Queries one at a time for --seconds: a complete right answer or an error reply,
+    each within 2x the deadline; a lost connection is reconnected and counted."""
+    m, extra = Model.load(a.state)
+    rng = random.Random(a.seed)
+    chk = Checker()
+    limit = 2.0 * a.timeout_ms / 1000.0 + 0.25
+    bases = [int(b) for b in extra.get("bases", [])] or list(m.docs)[:50]
+    stored = sorted(m.docs)
+    counts = {"complete": 0, "error": 0, "wrong": 0, "late": 0, "conn_lost": 0}
+    errs = {}
+    slowest = 0.0
+    c = None
+    end = time.monotonic() + a.seconds
+    n = 0
+    while time.monotonic() < end and n < a.count:
+        n += 1
+        q = rng.choice(stored) if n % 4 else near_misses(rng, bases, m.distance, 1)[0]
+        t0 = time.monotonic()
+        try:
+            if c is None:
+                c = Conn(a.port, host=a.host, timeout=max(5.0, 4 * limit))
+            r = c.command("SIMHASH.QUERY", q)
+        except (OSError, ConnClosed) as e:
+            counts["conn_lost"] += 1
+            errs[type(e).__name__] = errs.get(type(e).__name__, 0) + 1
+            c = None
+            time.sleep(0.05)
+            continue
+        el = time.monotonic() - t0
+        slowest = max(slowest, el)
+        if not chk.ok(el <= limit, "late", "q=%d answered after %.0f ms (limit %.0f ms)"
+                      % (q, el * 1000, limit * 1000)):
+            counts["late"] += 1
+        if isinstance(r, Err):
+            counts["error"] += 1
+            errs[r.prefix()] = errs.get(r.prefix(), 0) + 1
+            chk.ok(not a.want_complete, "error", "q=%d: %s" % (q, r.text))
+        elif compare(chk, q, m.distance, r, m.query(q, m.distance), "probe"):
+            counts["complete"] += 1
+        else:
+            counts["wrong"] += 1
+        if a.pause_ms:
+            time.sleep(a.pause_ms / 1000.0)
+    chk.ok(counts["conn_lost"] == 0, "conn", "%d connections lost" % counts["conn_lost"])
+    chk.ok(counts["complete"] > 0 or not a.want_complete, "none", "no complete answer")
+    print("probe: queries %d complete %d error %d wrong %d late %d conn_lost %d "
+          "slowest_ms %.0f limit_ms %.0f errors %s"
+          % (n, counts["complete"], counts["error"], counts["wrong"], counts["late"],
+             counts["conn_lost"], slowest * 1000, limit * 1000,
+             ",".join("%s:%d" % kv for kv in sorted(errs.items())) or "none"), flush=True)
+    return chk.finish("probe")
+
+
 def cmd_protocol(a):
     chk = Checker()
-    c = Conn(a.port)
+    c = Conn(a.port, host=a.host)
     rng = random.Random(a.seed)
     k = a.distance
     fp = rng.getrandbits(64)
@@ -625,7 +683,7 @@ def cmd_protocol(a):
 
     # a malformed request header: error or close, then the server still serves
     for junk in (b"*1000000000000\r\n", b"*2\r\n$-5\r\nab\r\n", b"*1\r\n$99999999999\r\n"):
-        d = Conn(a.port, timeout=5)
+        d = Conn(a.port, host=a.host, timeout=5)
         d.send_raw(junk)
         try:
             x = d.read_reply()
@@ -633,7 +691,7 @@ def cmd_protocol(a):
         except (ConnClosed, OSError):
             pass
         d.close()
-    chk.ok(Conn(a.port).command("PING") == "PONG", "malformed", "server gone after junk")
+    chk.ok(Conn(a.port, host=a.host).command("PING") == "PONG", "malformed", "server gone after junk")
     chk.ok(c.command("PING") == "PONG", "malformed", "first connection gone after junk")
     # CHECKTEXT: the fingerprint of the text, the matches that existed, then adds
     text = "Near-duplicate documents share most of their shingles %d" % rng.getrandbits(32)
@@ -656,8 +714,13 @@ def cmd_protocol(a):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("cmd", choices=["load", "verify", "lifecycle", "expect-down", "wait-ok",
-                                   "protocol"])
+                                   "protocol", "probe"])
     p.add_argument("--port", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--seconds", type=float, default=10.0, help="probe: how long")
+    p.add_argument("--pause-ms", type=float, default=0.0, help="probe: pause between queries")
+    p.add_argument("--want-complete", action="store_true",
+                   help="probe: an error reply fails too")
     p.add_argument("--blocks", type=int, default=6)
     p.add_argument("--distance", type=int, default=3)
     p.add_argument("--bases", type=int, default=300)
@@ -676,7 +739,7 @@ def main():
     a = p.parse_args()
     fn = {"load": cmd_load, "verify": cmd_verify, "lifecycle": cmd_lifecycle,
           "expect-down": cmd_expect_down, "wait-ok": cmd_wait_ok,
-          "protocol": cmd_protocol}[a.cmd]
+          "protocol": cmd_protocol, "probe": cmd_probe}[a.cmd]
     try:
         return fn(a)
     except (OSError, ConnClosed, ValueError) as e:

@@ -11,7 +11,7 @@ acknowledged nor uncertain, gives a wrong distance, misses an acknowledged docum
 id, returns an unknown one, or is out of order. Error replies are allowed and counted
 by their first word; wrong answers fail.
 
-Subcommands (all take --port, the coordinator's port on 127.0.0.1):
+Subcommands (all take --port, the coordinator's port, on --host, default 127.0.0.1):
   run    add and query until --stop-file exists or --seconds pass (at most --max-adds
          new pairs, at most --add-rate per second); --progress FILE is rewritten every 0.5 s with the counters;
          --state-out FILE receives both models
@@ -55,7 +55,7 @@ class Live:
         connection broke (it is reopened on the next call)."""
         try:
             if self.conn is None:
-                self.conn = Conn(self.a.port, timeout=self.a.reply_timeout)
+                self.conn = Conn(self.a.port, host=self.a.host, timeout=self.a.reply_timeout)
             t0 = time.monotonic()
             r = self.conn.command(*args)
             self.slowest = max(self.slowest, time.monotonic() - t0)
@@ -262,7 +262,7 @@ def cmd_check(a):
     # every acknowledged fingerprint, pipelined, exactly
     qs = sorted(live.acked)
     qs += [flip(rng, rng.choice(qs), rng.randint(1, a.distance + 1)) for _ in range(len(qs) // 10)]
-    c = Conn(a.port, timeout=a.reply_timeout)
+    c = Conn(a.port, host=a.host, timeout=a.reply_timeout)
     errs = 0
     missing = 0
     for i in range(0, len(qs), 200):
@@ -297,6 +297,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("cmd", choices=["run", "check"])
     p.add_argument("--port", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--distance", type=int, default=3)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--seconds", type=float, default=60.0)
