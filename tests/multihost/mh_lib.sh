@@ -151,9 +151,11 @@ mh_redis() {
 mh_worker() {
     local name=$1 b=$2 k=$3
     shift 3
+    # registered in the worker registry at the address other hosts reach it at (the
+    # delay-proxy on the host's address in front of 127.0.0.1:7100)
     mh_run "$name" "${TH_DAEMON_SECS:-900}" "shard-$name" "$TH_BIN/simhash-shard" \
         --bind 127.0.0.1 --port 7100 --redis-host 127.0.0.1 --redis-port 6379 \
-        --blocks "$b" --distance "$k" "$@"
+        --blocks "$b" --distance "$k" --announce-addr "${MH_IP[$name]}:7100" "$@"
     MH_WORKER_PID=$TH_PID
     mh_wait_port "$name" 7100 20 || th_fail "simhash-shard on $name did not listen"
 }

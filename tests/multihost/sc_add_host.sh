@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # sc_add_host.sh: a host added live. Three Redis Cluster masters with their workers
-# (r1-r3), a coordinator (c1) whose worker list names one spare address for the host
-# to come (r4: the coordinator learns workers from its config), a client (cl);
+# (r1-r3), a coordinator (c1) configured with the worker of r1 only (it finds the
+# others, and later r4's, in the worker registry), a client (cl);
 # latency between hosts. While the client keeps adding and querying
 # (tests/tools/simhash_live.py, every answer checked), host r4 is made (namespace,
 # veth on the bridge), its Redis node joins the cluster (redis-cli --cluster
@@ -31,7 +31,7 @@ mh_host cl 31
 mh_cluster_up 0 r1 r2 r3
 for h in r1 r2 r3; do mh_worker "$h" $B $K --cluster yes --redis-announce "${MH_IP[$h]}:6379"; done
 R4=10.77.0.14
-mh_coord c1 $B $K 3000 "${MH_IP[r1]}:7100 ${MH_IP[r2]}:7100 ${MH_IP[r3]}:7100 $R4:7100" \
+mh_coord c1 $B $K 3000 "${MH_IP[r1]}:7100" \
     --cluster-node "${MH_IP[r1]}:6379" --cluster-node "${MH_IP[r2]}:6379" --health-interval-ms 500
 cpid=$(th_child_pid "$MH_COORD_PID")
 mh_proxy c1 7000
@@ -66,7 +66,9 @@ for _ in $(seq 1 150); do
     mh_rcli cl "${MH_IP[c1]}" 7000 SIMHASH.INFO | grep -q "addr=$R4:7100,health=up" && { up=1; break; }
     sleep 0.2
 done
-[ $up = 1 ] || th_fail "the coordinator did not take the worker of r4 within 30 s"
+[ $up = 1 ] || th_fail "the coordinator did not find the worker of r4 in the registry within 30 s"
+mh_rcli cl "${MH_IP[c1]}" 7000 SIMHASH.INFO | grep -q "addr=$R4:7100,health=up,.*source=registry" ||
+    th_fail "r4's worker was not found through the registry"
 r4id=$(mh_exec r4 timeout 5 redis-cli -p 6379 cluster myid | tr -d '\r')
 mh_exec r4 timeout 300 redis-cli --cluster reshard "${MH_IP[r1]}:6379" --cluster-from all \
     --cluster-to "$r4id" --cluster-slots "$SLOTS" --cluster-yes --cluster-pipeline 200 \
