@@ -6,10 +6,14 @@
 # every shard joins, a worker leaves on SIGTERM (it drains), another joins, the
 # standby leaves: the coordinator (same PID) never fails a request, and drops the
 # workers that left. Corpus counts stay exact with workers serving the same shards; a
-# killed worker's shards go to the standby at once and its entry expires. Then a
-# Redis Cluster deployment (deploy/simhash-local, two coordinators) gets three
-# add-nodes and two remove-nodes under the same live client: coordinators untouched,
-# no failed request, everything acknowledged found, the planted corpus exact.
+# killed worker's shards go to the standby at once and its entry expires; a worker
+# stopped without a drain still leaves the registry; a registered address whose
+# connection never completes is dropped cleanly; an IPv6 worker is found (when the
+# machine has ::1). deploy/simhash-local in single-Redis mode adds and removes workers
+# (refusing to leave shards without one). Then a Redis Cluster deployment
+# (simhash-local, two coordinators) gets three add-nodes and two remove-nodes under
+# the same live client: coordinators untouched, no failed request, everything
+# acknowledged found, the planted corpus exact.
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init membership
@@ -93,19 +97,17 @@ th_start_shard wD "$rport" 128-255 $B $K "" --shutdown-drain-ms 3000
 pD=$TH_SHARD_PORT pidD=$TH_SHARD_PID
 wait_info "addr=127.0.0.1:$pD,health=up" 20 || th_fail "D not taken"
 
-# counts with workers serving the same shards: as Redis's own counter hashes say
-truth=$(for x in $(seq 0 255); do printf 'HGET c:{0:%02x} fingerprints\n' "$x"; done |
-        timeout 10 redis-cli -p "$rport" | awk '{ s += $1 } END { print s + 0 }')
-got=$(info | sed -n 's/^fingerprints://p')
-[ "$got" = "$truth" ] || {
-    sleep 1
-    truth=$(for x in $(seq 0 255); do printf 'HGET c:{0:%02x} fingerprints\n' "$x"; done |
-            timeout 10 redis-cli -p "$rport" | awk '{ s += $1 } END { print s + 0 }')
-    got=$(info | sed -n 's/^fingerprints://p')
+# counts with workers serving the same shards: as Redis's own counter hashes say,
+# read just before and just after SIMHASH.INFO (the live client keeps adding)
+redis_fps() {
+    for x in $(seq 0 255); do printf 'HGET c:{0:%02x} fingerprints\n' "$x"; done |
+        timeout 10 redis-cli -p "$rport" | awk '{ s += $1 } END { print s + 0 }'
 }
-# the live client keeps adding, so allow its few adds between the two reads
-[ -n "$got" ] && [ "$got" != unknown ] && [ $((got - truth)) -le 5 ] && [ $((truth - got)) -le 5 ] ||
-    th_fail "SIMHASH.INFO fingerprints:$got with overlapping workers, Redis counts $truth"
+t1=$(redis_fps)
+got=$(info | sed -n 's/^fingerprints://p')
+truth=$(redis_fps)
+[ -n "$got" ] && [ "$got" != unknown ] && [ "$t1" -le "$got" ] && [ "$got" -le "$truth" ] ||
+    th_fail "SIMHASH.INFO fingerprints:$got with overlapping workers, Redis counts $t1 before and $truth after"
 th_log "counts with workers A 0-127, C 0-255, D 128-255: fingerprints $got (Redis: $truth)"
 
 sleep 1
@@ -142,8 +144,94 @@ r=$(timeout 10 python3 "$E2E" verify --port "$cport" --state "$st" --seed 76 --q
 wait_no_info "addr=127.0.0.1:$pD," 20 || th_fail "the killed worker D is still listed: $(info | grep "$pD")"
 th_log "killed worker: answers complete through the standby at once; dropped when its entry expired"
 
-# ---- Redis Cluster: add-node x3 and remove-node x2 under load ----
+# stopped without a drain (shutdown-drain-ms 0): its entry is gone when it has exited
+th_start_shard wF "$rport" 0-255 $B $K ""
+pF=$TH_SHARD_PORT pidF=$TH_SHARD_PID
+wait_info "addr=127.0.0.1:$pF,health=up" 20 || th_fail "F not taken"
+th_stop "$pidF"
+left=$(timeout 5 redis-cli -p "$rport" zscore simhash:workers "127.0.0.1:$pF")
+[ -z "$left" ] || th_fail "a worker stopped without a drain is still in the registry (score $left)"
+grep -q 'left the worker registry' "$TH_DIR/wF.log" || th_fail "worker F did not say it left the registry"
+
+# an address whose TCP connection never completes (a listener with a full backlog
+# that never accepts): joined, then dropped when its entry expires, and the
+# coordinator still stops cleanly (the connection being made is freed once)
+python3 - "$TH_DIR/hole.port" <<'PY' &
+import socket, sys, time
+s = socket.socket()
+s.bind(("127.0.0.1", 0))
+s.listen(0)
+port = s.getsockname()[1]
+held = []
+for _ in range(8):                      # fill the accept queue
+    c = socket.socket()
+    c.setblocking(False)
+    try:
+        c.connect(("127.0.0.1", port))
+    except BlockingIOError:
+        pass
+    held.append(c)
+open(sys.argv[1], "w").write(str(port))
+time.sleep(60)
+PY
+hole_pid=$!
+TH_PIDS+=("$hole_pid")
+for _ in $(seq 1 50); do [ -s "$TH_DIR/hole.port" ] && break; sleep 0.1; done
+hole=$(cat "$TH_DIR/hole.port")
+now=$(timeout 5 redis-cli -p "$rport" time | head -n 1)
+timeout 5 redis-cli -p "$rport" zadd simhash:workers $(( (now + 3) * 1000 )) "127.0.0.1:$hole" >/dev/null
+for _ in $(seq 1 100); do grep -q "127.0.0.1:$hole joined" "$TH_DIR/coord.log" && break; sleep 0.1; done
+grep -q "127.0.0.1:$hole joined" "$TH_DIR/coord.log" || th_fail "the coordinator did not take the registered address"
+for _ in $(seq 1 200); do grep -q "127.0.0.1:$hole gone" "$TH_DIR/coord.log" && break; sleep 0.1; done
+grep -q "127.0.0.1:$hole gone" "$TH_DIR/coord.log" || th_fail "an expired entry whose connection never completed was not dropped"
+kill "$hole_pid" 2>/dev/null
+th_log "a connection that never completes: $(grep -o "shard worker 127.0.0.1:$hole gone.*" "$TH_DIR/coord.log" | head -n 1)"
+
+# IPv6: a worker on [::1] registers as [::1]:PORT and is found
+if python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0))' 2>/dev/null; then
+    p6=$(python3 -c 'import socket; s = socket.socket(socket.AF_INET6); s.bind(("::1", 0)); print(s.getsockname()[1])')
+    th_start w6 600 "$TH_BIN/simhash-shard" --bind ::1 --port "$p6" --redis-host 127.0.0.1 \
+        --redis-port "$rport" --shards 0-255 --blocks $B --distance $K
+    wait_info "addr=\[::1\]:$p6,health=up" 20 || th_fail "the IPv6 worker [::1]:$p6 was not found: $(info | grep -E '^worker')"
+    th_log "IPv6: worker [::1]:$p6 found through the registry"
+else
+    th_log "IPv6: this machine has no ::1; the IPv6 worker check did not run"
+fi
+kill -0 "$cpid" 2>/dev/null || th_fail "the coordinator died"
+th_stop "$TH_COORD_PID"
+grep -q 'simhash-coordinator stopped' "$TH_DIR/coord.log" || th_fail "the coordinator did not stop cleanly"
+
+# ---- simhash-local, one Redis: add-node and remove-node ----
 . "$(dirname "$0")/deploy_lib.sh"
+DL_DIR="$TH_DIR/sl"
+mkdir -p "$DL_DIR"
+trap 'rc=$?; dl_down; (exit $rc); th_cleanup' EXIT
+base=$(dl_free_base 1 4)
+[ -n "$base" ] || th_fail "no free port range"
+scport=$((base + 200))
+dl_sl up --shards 2 --port "$scport" --redis-port "$base" --shard-port $((base + 100)) --no-aof \
+    --lifetime 600 >"$TH_DIR/sl-up.out" 2>&1 || th_fail "simhash-local up: $(cat "$TH_DIR/sl-up.out")"
+sc0=$(cat "$DL_DIR/coordinator.pid")
+timeout 5 redis-cli -p "$scport" simhash.add 4242 sl-doc >/dev/null
+dl_sl add-node >"$TH_DIR/sl-add.out" 2>&1 || th_fail "single add-node: $(cat "$TH_DIR/sl-add.out")"
+grep -q 'for shards 0-255' "$TH_DIR/sl-add.out" || th_fail "single add-node: $(cat "$TH_DIR/sl-add.out")"
+out=$(dl_sl add-node --no-rebalance 2>&1) && th_fail "add-node --no-rebalance in single mode succeeded"
+[[ $out == *"for cluster deployments"* ]] || th_fail "add-node --no-rebalance: $out"
+dl_sl remove-node --node 0 >"$TH_DIR/sl-rm0.out" 2>&1 || th_fail "remove-node --node 0: $(cat "$TH_DIR/sl-rm0.out")"
+out=$(dl_sl remove-node 2>&1) && th_fail "removing the last worker serving shards 0-127 succeeded"
+[[ $out == *"without a running worker"* ]] || th_fail "remove-node of the standby: $out"
+dl_sl remove-node --node 1 >"$TH_DIR/sl-rm1.out" 2>&1 || th_fail "remove-node --node 1: $(cat "$TH_DIR/sl-rm1.out")"
+i=$(timeout 5 redis-cli -p "$scport" simhash.info | tr -d '\r')
+echo "$i" | grep -q '^workers:1$' && echo "$i" | grep -q '^routing:ok$' ||
+    th_fail "after removing two workers: $(echo "$i" | grep -E '^(workers|routing)')"
+[ "$(timeout 5 redis-cli -p "$scport" simhash.query 4242 DISTANCE 0 | tail -n 1)" = sl-doc ] ||
+    th_fail "query after the changes"
+[ "$(cat "$DL_DIR/coordinator.pid")" = "$sc0" ] || th_fail "simhash-local restarted the coordinator"
+grep -c '^worker ' "$DL_DIR/coordinator.conf" | grep -qx 1 || th_fail "coordinator.conf worker lines: $(grep '^worker' "$DL_DIR/coordinator.conf")"
+dl_down
+th_log "simhash-local one Redis: add-node, remove-node x2 (one refused), coordinator untouched"
+
+# ---- Redis Cluster: add-node x3 and remove-node x2 under load ----
 DL_DIR="$TH_DIR/cl"
 mkdir -p "$DL_DIR"
 trap 'rc=$?; dl_down; (exit $rc); th_cleanup' EXIT
