@@ -308,7 +308,7 @@ static int dl_preload(void)
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s distance %u", LAYOUT_META_KEY, opt.distance);
     freeReplyObject(r);
-    r = redisCommand(c, "HSETNX %s layout %d", LAYOUT_META_KEY, LAYOUT_VERSION);
+    r = redisCommand(c, "HSETNX %s layout %d", LAYOUT_META_KEY, 1);
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s bucket_bits %u", LAYOUT_META_KEY, opt.bucket_bits);
     freeReplyObject(r);

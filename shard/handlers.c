@@ -88,10 +88,6 @@ static void shard_docs_free(void *p)
 static int shard_docs_absorb(shard_job *j, const shard_slot *s, redisReply *rep, const char **why)
 {
     shard_docs *d = j->state;
-    if (rep->type != REDIS_REPLY_ARRAY) {
-        *why = "unexpected reply to SMEMBERS";
-        return -1;
-    }
     return shard_reply_docs(&d->parts[s->idx], rep, why);
 }
 
@@ -158,16 +154,17 @@ static void shard_cmd_hello(rs_req *req)
     shard_ctx *sc = rs_req_ctx(req);
     resp_buf *out = rs_req_out(req);
     int cl = shard_redis_cluster_mode(sc->redis);   /* cluster: 1, node (docs/cluster.md) */
-    resp_add_array(out, 9);
+    resp_add_array(out, 10);
     resp_add_int(out, sc->cfg.blocks);
     resp_add_int(out, sc->cfg.distance);
-    resp_add_int(out, LAYOUT_VERSION);
+    resp_add_int(out, sc->cfg.layout);
     resp_add_int(out, sc->cfg.bucket_bits);
     resp_add_int(out, sc->cfg.lo);
     resp_add_int(out, sc->cfg.hi);
     resp_add_int(out, cl);
     resp_add_bulk_str(out, cl ? shard_redis_node(sc->redis) : "");
     resp_add_bulk_str(out, sc->cfg.fp_spec);
+    resp_add_bulk_str(out, layout_corpus());
     rs_req_finish(req);
 }
 
@@ -252,7 +249,7 @@ static void shard_cmd_lock(rs_req *req)
     const char *token = rs_req_arg(req, 2, &tlen);
     const char *ls = rs_req_arg(req, 3, &llen), *why;
     const char *op = rs_req_arg(req, 4, &olen);
-    char dkey[LAYOUT_KEY_MAX], wkey[LAYOUT_KEY_MAX], ckey[LAYOUT_KEY_MAX], field[17];
+    char dkey[LAYOUT_KEY_MAX], tok[SHARD_TOKEN_MAX + 1], opz[2];
     if (shard_arg_fp(req, 1, &fp) != 0)
         return;
     if (tlen == 0 || tlen > SHARD_TOKEN_MAX || memchr(token, ':', tlen) != NULL) {
@@ -278,11 +275,20 @@ static void shard_cmd_lock(rs_req *req)
     if (shard_check_docids(req, 5, argc - 5) != 0 || shard_doc_key(req, fp, dkey) != 0 ||
         shard_check_redis(req, 1) != 0)
         return;
-    unsigned xx = layout_shard_of(perm_apply(&sc->ps.tables[0], fp));
-    layout_lock_key(wkey, sizeof wkey, xx);
-    layout_count_key(ckey, sizeof ckey, xx);
-    layout_lock_field(field, fp);
-    size_t n = argc + 5;     /* EVAL script 3 (3 keys) field token lease op ids... */
+    /* token and op are NUL-free here (no ':' checked above; op is one letter) */
+    if (memchr(token, '\0', tlen) != NULL) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "lock token must not hold a NUL byte");
+        return;
+    }
+    memcpy(tok, token, tlen);
+    tok[tlen] = '\0';
+    opz[0] = op[0];
+    opz[1] = '\0';
+    layout_cmd lc;
+    layout_cmd_lock(&lc, sc->cfg.layout, sc->cfg.bucket_bits, fp,
+                    perm_apply(&sc->ps.tables[0], fp), tok, lease, opz);
+    size_t nids = argc - 5;
+    size_t n = (size_t)lc.argc + nids;
     const char **argv = malloc(n * sizeof *argv);
     size_t *argvlen = malloc(n * sizeof *argvlen);
     shard_job *j = argv && argvlen ? shard_job_new(sc, req, &shard_ints_ops, NULL, 1) : NULL;
@@ -292,17 +298,10 @@ static void shard_cmd_lock(rs_req *req)
         shard_oom(req);
         return;
     }
-    argv[0] = "EVAL";
-    argv[1] = LAYOUT_LOCK_LUA;
-    argv[2] = "3";
-    argv[3] = dkey;
-    argv[4] = wkey;
-    argv[5] = ckey;
-    argv[6] = field;
-    for (size_t i = 0; i < 7; i++)
-        argvlen[i] = strlen(argv[i]);
-    for (size_t i = 2; i < argc; i++)
-        argv[5 + i] = rs_req_arg(req, i, &argvlen[5 + i]);
+    memcpy(argv, lc.argv, (size_t)lc.argc * sizeof *argv);
+    memcpy(argvlen, lc.argvlen, (size_t)lc.argc * sizeof *argvlen);
+    for (size_t i = 0; i < nids; i++)
+        argv[(size_t)lc.argc + i] = rs_req_arg(req, 5 + i, &argvlen[(size_t)lc.argc + i]);
     shard_job_send(j, 0, (int)n, argv, argvlen);
     free(argv);
     free(argvlen);
@@ -343,20 +342,21 @@ static void shard_cmd_unlock(rs_req *req)
     shard_job_release(j);
 }
 
-/* SHARD.DOCS fp [fp ...]: SMEMBERS per fingerprint, ids sorted bytewise. */
+/* SHARD.DOCS fp [fp ...]: the ids of each fingerprint (layout_cmd_docs), sorted
+ * bytewise. */
 static void shard_cmd_docs(rs_req *req)
 {
     shard_ctx *sc = rs_req_ctx(req);
     sc->st.requests++;
     unsigned n = (unsigned)(rs_req_argc(req) - 1);
-    char (*keys)[LAYOUT_KEY_MAX] = malloc(n * sizeof *keys);
-    if (keys == NULL) {
+    uint64_t *fps = malloc(n * sizeof *fps);
+    if (fps == NULL) {
         shard_oom(req);
         return;
     }
     for (unsigned i = 0; i < n; i++) {
-        uint64_t fp;
-        if (shard_arg_fp(req, 1 + i, &fp) != 0 || shard_doc_key(req, fp, keys[i]) != 0)
+        char key[LAYOUT_KEY_MAX];
+        if (shard_arg_fp(req, 1 + i, &fps[i]) != 0 || shard_doc_key(req, fps[i], key) != 0)
             goto out;
     }
     if (shard_check_redis(req, n) != 0)
@@ -375,12 +375,15 @@ static void shard_cmd_docs(rs_req *req)
         goto out;
     }
     for (unsigned i = 0; i < n && j->req; i++) {
-        const char *argv[2] = {"SMEMBERS", keys[i]};
-        shard_job_send(j, i, 2, argv, NULL);
+        layout_cmd dc;
+        layout_cmd_docs(&dc, sc->cfg.layout, sc->cfg.bucket_bits, fps[i],
+                        perm_apply(&sc->ps.tables[0], fps[i]));
+        j->slots[i].idx = i;
+        shard_job_send(j, i, dc.argc, dc.argv, dc.argvlen);
     }
     shard_job_release(j);
 out:
-    free(keys);
+    free(fps);
 }
 
 /* SHARD.INFO: reads the Redis node's INFO (memory, role) and the counter hash of

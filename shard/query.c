@@ -158,12 +158,10 @@ void shard_cmd_query(rs_req *req)
         }
     }
     if (qdocs && j->req) {      /* after the scans, as the separate read would be */
-        char key[LAYOUT_KEY_MAX];
-        size_t klen = layout_doc_key(key, sizeof key, q, p0);
-        const char *argv[2] = {"SMEMBERS", key};
-        size_t argvlen[2] = {strlen(argv[0]), klen};
+        layout_cmd dc;
+        layout_cmd_docs(&dc, sc->cfg.layout, sc->cfg.bucket_bits, q, p0);
         j->slots[slot].qdocs = 1;
-        shard_job_send(j, slot, 2, argv, argvlen);
+        shard_job_send(j, slot, dc.argc, dc.argv, dc.argvlen);
     }
     shard_job_release(j);
 out:
@@ -181,12 +179,8 @@ static int shard_query_absorb(shard_job *j, const shard_slot *s, redisReply *rep
     shard_ctx *sc = j->sc;
     shard_query *qs = j->state;
     if (s->qdocs) {
-        if (rep->type != REDIS_REPLY_ARRAY) {
-            *why = "unexpected reply to SMEMBERS";
-            return -1;
-        }
         qs->qdocs_read = 1;
-        qs->qdocs_empty = rep->elements == 0;
+        qs->qdocs_empty = shard_reply_docs_empty(rep);
         return shard_reply_docs(&qs->qdocs, rep, why);
     }
     if (rep->type != REDIS_REPLY_ARRAY) {
@@ -306,13 +300,11 @@ static void shard_query_scanned(shard_job *j)
     for (size_t i = 0; i < qs->nm && dj->req; i++) {
         if (!qs->m[i].own || shard_match_has_qdocs(qs, i))
             continue;
-        char key[LAYOUT_KEY_MAX];
-        uint64_t p0 = perm_apply(&sc->ps.tables[0], qs->m[i].fp);
-        size_t klen = layout_doc_key(key, sizeof key, qs->m[i].fp, p0);
-        const char *argv[2] = {"SMEMBERS", key};
-        size_t argvlen[2] = {strlen(argv[0]), klen};
+        layout_cmd dc;
+        layout_cmd_docs(&dc, sc->cfg.layout, sc->cfg.bucket_bits, qs->m[i].fp,
+                        perm_apply(&sc->ps.tables[0], qs->m[i].fp));
         dj->slots[k].idx = (uint32_t)i;
-        shard_job_send(dj, k, 2, argv, argvlen);
+        shard_job_send(dj, k, dc.argc, dc.argv, dc.argvlen);
         k++;
     }
     shard_job_release(dj);
@@ -323,11 +315,7 @@ static int shard_query_docs_absorb(shard_job *j, const shard_slot *s, redisReply
                                    const char **why)
 {
     shard_query *qs = j->state;
-    if (rep->type != REDIS_REPLY_ARRAY) {
-        *why = "unexpected reply to SMEMBERS";
-        return -1;
-    }
-    qs->m[s->idx].empty = rep->elements == 0;
+    qs->m[s->idx].empty = shard_reply_docs_empty(rep);
     return shard_reply_docs(&qs->parts[s->idx], rep, why);
 }
 

@@ -634,9 +634,9 @@ static int fk_meta(fk *f)
                 LAYOUT_META_KEY, f->nodes[ni].host, f->nodes[ni].port);
         return -1;
     }
-    if (v[2] != LAYOUT_VERSION || !layout_bucket_bits_ok((unsigned)v[3])) {
+    if (v[2] != 1 || !layout_bucket_bits_ok((unsigned)v[3])) {
         fprintf(stderr, "%s: %s says layout %ld, bucket_bits %ld; this fsck reads layout %d\n",
-                f->prog, LAYOUT_META_KEY, v[2], v[3], LAYOUT_VERSION);
+                f->prog, LAYOUT_META_KEY, v[2], v[3], 1);
         return -1;
     }
     f->blocks = (unsigned)v[0];
