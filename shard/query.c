@@ -2,14 +2,14 @@
  * read top to bottom:
  *
  *   shard_cmd_query        checks the arguments, sends one ZRANGEBYLEX per bucket of
- *                          every table asked for (and, with DOCS, the SMEMBERS of q's
- *                          own document set behind them): the scan job
+ *                          every table asked for (and, with DOCS, the read of q's own
+ *                          ids behind them: SMEMBERS, layout 2 HGET): the scan job
  *   shard_query_absorb     keeps every member within distance d (reverted to its
  *                          fingerprint)
  *   shard_query_scanned    the scan is done: matches sorted and unique; with DOCS,
  *                          the document ids of the matches whose table-0 shard this
  *                          worker serves are read by a second job (the docs job)
- *   shard_query_docs_absorb   one SMEMBERS reply per match
+ *   shard_query_docs_absorb   one read of ids per match (layout_cmd_docs)
  *   shard_query_answer     [fp, dist] or [fp, dist, [docid ...]] per match, those whose
  *                          document set turned out empty left out */
 #include <stdlib.h>
@@ -158,8 +158,8 @@ void shard_cmd_query(rs_req *req)
         }
     }
     if (qdocs && j->req) {      /* after the scans, as the separate read would be */
-        layout_cmd dc;
-        layout_cmd_docs(&dc, sc->cfg.layout, sc->cfg.bucket_bits, q, p0);
+        layout_cmd dc;     /* layout 2: HGET; ids in an overflow set go to the docs job */
+        layout_cmd_docs_hget(&dc, sc->cfg.layout, sc->cfg.bucket_bits, q, p0);
         j->slots[slot].qdocs = 1;
         shard_job_send(j, slot, dc.argc, dc.argv, dc.argvlen);
     }
@@ -179,6 +179,8 @@ static int shard_query_absorb(shard_job *j, const shard_slot *s, redisReply *rep
     shard_ctx *sc = j->sc;
     shard_query *qs = j->state;
     if (s->qdocs) {
+        if (rep->type == REDIS_REPLY_STRING && rep->len == 0)
+            return 0;   /* layout 2: q's ids are in its overflow set; read like a match's */
         qs->qdocs_read = 1;
         qs->qdocs_empty = shard_reply_docs_empty(rep);
         return shard_reply_docs(&qs->qdocs, rep, why);

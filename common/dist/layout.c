@@ -435,6 +435,24 @@ int layout_cmd_docs(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64
     return 0;
 }
 
+int layout_cmd_docs_hget(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64_t fp,
+                         uint64_t p0)
+{
+    if (layout_cmd_docs(c, layout, bucket_bits, fp, p0) != 0)
+        return -1;
+    if (layout == 1)
+        return 0;
+    /* EVAL script 2 hash set field -> HGET hash field */
+    c->argc = 3;
+    c->argv[0] = "HGET";
+    c->argvlen[0] = 4;
+    c->argv[1] = c->key[0];
+    c->argvlen[1] = c->argvlen[3];
+    c->argv[2] = (const char *)c->member;
+    c->argvlen[2] = c->argvlen[5];
+    return 0;
+}
+
 int layout_cmd_lock(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64_t fp,
                     uint64_t p0, const char *token, unsigned long long lease_ms,
                     const char *op)

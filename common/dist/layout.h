@@ -162,8 +162,9 @@ extern const char LAYOUT2_LOCK_LUA[];
 extern const char LAYOUT2_READ_LUA[];
 
 /* A Redis command about one fingerprint's document ids, ready to send: argv[0..argc)
- * with argvlen, pointing into the struct itself (do not copy it). */
-#define LAYOUT_CMD_ARGC 12
+ * with argvlen, pointing into the struct itself (do not copy it). The longest (layout
+ * 2's lock call) has 12 arguments; one slot more holds an id for callers adding one. */
+#define LAYOUT_CMD_ARGC 13
 typedef struct layout_cmd {
     int argc;
     const char *argv[LAYOUT_CMD_ARGC];
@@ -180,8 +181,15 @@ typedef struct layout_cmd {
 int layout_cmd_docs(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64_t fp,
                     uint64_t p0);
 
-/* Fills c with the lock script call of fp (p0 = perm_0(fp)) up to its op argument;
- * the caller sends the document ids after it (ops A and R). token and op are
+/* As layout_cmd_docs, but layout 2's read is a plain HGET of the hash field (reply:
+ * nil, the packed ids, or "" when they are in the overflow set, which this does not
+ * read): cheaper than the script for the common case. */
+int layout_cmd_docs_hget(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64_t fp,
+                         uint64_t p0);
+
+/* Fills c with the lock script call of fp (p0 = perm_0(fp)) up to its document ids
+ * (layout 1: up to op; layout 2: up to the hash field after op); the caller sends
+ * the ids after it (ops A and R). token and op are
  * NUL-terminated and must outlive c's use. Returns 0, or -1 when layout or
  * bucket_bits is unsupported. */
 int layout_cmd_lock(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64_t fp,

@@ -213,6 +213,15 @@ static void test_commands(void **state)
     uint8_t m[LAYOUT_MEMBER_MAX];
     layout_member(m, p0, 12);
     assert_memory_equal(c.argv[5], m, 7);
+    assert_int_equal(layout_cmd_docs_hget(&c, 2, 12, fp, p0), 0);
+    assert_int_equal(c.argc, 3);
+    assert_string_equal(c.argv[0], "HGET");
+    assert_string_equal(c.argv[1], "h:{0:a7}:b");
+    assert_int_equal(c.argvlen[1], strlen("h:{0:a7}:b"));
+    assert_int_equal(c.argvlen[2], 7);
+    assert_memory_equal(c.argv[2], m, 7);
+    assert_int_equal(layout_cmd_docs_hget(&c, 1, 16, fp, p0), 0);
+    assert_string_equal(c.argv[0], "SMEMBERS");
     assert_int_equal(layout_cmd_docs(&c, 3, 12, fp, p0), -1);
     assert_int_equal(layout_cmd_docs(&c, 2, 11, fp, p0), -1);
 
