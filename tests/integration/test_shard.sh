@@ -168,8 +168,9 @@ expect_eq "query docs" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" "$c 2 
 expect_eq "query docs lower case" "$(sc SHARD.QUERY "$b" 3 $ALL docs | tr '\n' ' ')" "$c 2 doc-a doc-b doc-c "
 expect_eq "query docs none near" "$(sc SHARD.QUERY "$b" 0 $ALL DOCS)" ""
 expect_match "query docs no table" "$(sc SHARD.QUERY "$b" 3 DOCS)" "^ERR"
-# q itself stored: its ids are read in the scan pipeline (20 ZRANGEBYLEX + 1 SMEMBERS,
-# one round); every other match costs one more SMEMBERS (c, and e, whose set is empty)
+# q itself stored: its ids are read in the scan pipeline (20 ZRANGEBYLEX + 1 SMEMBERS or,
+# in layout 2, HGET: one round); every other match costs one more read (c, and e, whose
+# set is empty)
 cmds() { sc SHARD.INFO | tr -d '\r' | sed -n 's/^redis_commands://p'; }
 expect_eq "lock b" "$(lk "$b" t4 5000 A doc-q)" "1 0 1 0 1 "
 expect_eq "add b" "$(sc SHARD.ADD "$b" $ALL)" "20"
