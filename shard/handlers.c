@@ -70,9 +70,9 @@ static int shard_ints_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
 
 static const shard_job_ops shard_ints_ops = {shard_ints_absorb, shard_job_answer, NULL, NULL};
 
-/* DOCS: one SMEMBERS per fingerprint, answered as an array of arrays of ids. */
+/* DOCS: the ids of each fingerprint (shard_ids), answered as an array of arrays. */
 typedef struct shard_docs {
-    resp_buf *parts;
+    shard_ids *ids;
     unsigned n;
 } shard_docs;
 
@@ -80,15 +80,15 @@ static void shard_docs_free(void *p)
 {
     shard_docs *d = p;
     for (unsigned i = 0; i < d->n; i++)
-        resp_buf_free(&d->parts[i]);
-    free(d->parts);
+        shard_ids_free(&d->ids[i]);
+    free(d->ids);
     free(d);
 }
 
 static int shard_docs_absorb(shard_job *j, const shard_slot *s, redisReply *rep, const char **why)
 {
     shard_docs *d = j->state;
-    return shard_reply_docs(&d->parts[s->idx], rep, why);
+    return shard_ids_absorb(&d->ids[s->idx], s, rep, why);
 }
 
 static void shard_docs_done(shard_job *j)
@@ -96,8 +96,14 @@ static void shard_docs_done(shard_job *j)
     shard_docs *d = j->state;
     resp_buf *out = rs_req_out(j->req);
     resp_add_array(out, d->n);
-    for (unsigned i = 0; i < d->n; i++)
-        resp_buf_append(out, d->parts[i].data, d->parts[i].len);
+    for (unsigned i = 0; i < d->n; i++) {
+        resp_buf part;
+        int empty;
+        resp_buf_init(&part, 0);
+        shard_ids_take(j->sc, &d->ids[i], &part, &empty);
+        resp_buf_append(out, part.data, part.len);
+        resp_buf_free(&part);
+    }
     shard_job_answer(j);
 }
 
@@ -359,28 +365,25 @@ static void shard_cmd_docs(rs_req *req)
         if (shard_arg_fp(req, 1 + i, &fps[i]) != 0 || shard_doc_key(req, fps[i], key) != 0)
             goto out;
     }
-    if (shard_check_redis(req, n) != 0)
+    unsigned per = shard_ids_ncmds(sc);
+    if (shard_check_redis(req, n * per) != 0)
         goto out;
     shard_docs *d = calloc(1, sizeof *d);
-    if (d && (d->parts = calloc(n, sizeof *d->parts)) != NULL) {
+    if (d && (d->ids = calloc(n, sizeof *d->ids)) != NULL) {
         d->n = n;
         for (unsigned i = 0; i < n; i++)
-            resp_buf_init(&d->parts[i], 0);
+            shard_ids_init(&d->ids[i]);
     }
-    shard_job *j = d && d->parts ? shard_job_new(sc, req, &shard_docs_ops, d, n) : NULL;
+    shard_job *j = d && d->ids ? shard_job_new(sc, req, &shard_docs_ops, d, n * per) : NULL;
     if (j == NULL) {
         if (d)
             shard_docs_free(d);
         shard_oom(req);
         goto out;
     }
-    for (unsigned i = 0; i < n && j->req; i++) {
-        layout_cmd dc;
-        layout_cmd_docs(&dc, sc->cfg.layout, sc->cfg.bucket_bits, fps[i],
-                        perm_apply(&sc->ps.tables[0], fps[i]));
-        j->slots[i].idx = i;
-        shard_job_send(j, i, dc.argc, dc.argv, dc.argvlen);
-    }
+    unsigned slot = 0;
+    for (unsigned i = 0; i < n && j->req; i++)
+        shard_ids_send(j, &slot, i, fps[i]);
     shard_job_release(j);
 out:
     free(fps);

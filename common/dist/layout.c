@@ -399,57 +399,31 @@ const char LAYOUT2_LOCK_LUA[] =
     "end\n"
     LAYOUT_LUA_COUNT("4");
 
-const char LAYOUT2_READ_LUA[] =
-    "local v = redis.call('HGET', KEYS[1], ARGV[1])\n"
-    "if v == '' then return redis.call('SMEMBERS', KEYS[2]) end\n"
-    "return v\n";
+void layout_cmd_overflow(layout_cmd *c, uint64_t fp, uint64_t p0)
+{
+    memset(c, 0, sizeof *c);
+    c->argc = 2;
+    c->argv[0] = "SMEMBERS";
+    c->argv[1] = c->key[1];
+    c->argvlen[0] = strlen(c->argv[0]);
+    c->argvlen[1] = layout_doc_key(c->key[1], sizeof c->key[1], fp, p0);
+}
 
 int layout_cmd_docs(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64_t fp,
                     uint64_t p0)
 {
     if (!layout_version_ok(layout) || !layout_bucket_bits_ok(bucket_bits))
         return -1;
-    memset(c, 0, sizeof *c);
-    size_t dl = layout_doc_key(c->key[1], sizeof c->key[1], fp, p0);
-    if (layout == 1) {
-        c->argc = 2;
-        c->argv[0] = "SMEMBERS";
-        c->argv[1] = c->key[1];
-        c->argvlen[0] = strlen(c->argv[0]);
-        c->argvlen[1] = dl;
-        return 0;
-    }
-    c->argc = 6;
-    c->argv[0] = "EVAL";
-    c->argv[1] = LAYOUT2_READ_LUA;
-    c->argv[2] = "2";
-    c->argv[3] = c->key[0];
-    c->argv[4] = c->key[1];
-    c->argv[5] = (const char *)c->member;
-    c->argvlen[0] = 4;
-    c->argvlen[1] = sizeof LAYOUT2_READ_LUA - 1;
-    c->argvlen[2] = 1;
-    c->argvlen[3] = layout_hash_key(c->key[0], sizeof c->key[0], p0, bucket_bits);
-    c->argvlen[4] = dl;
-    c->argvlen[5] = layout_member(c->member, p0, bucket_bits);
-    return 0;
-}
-
-int layout_cmd_docs_hget(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64_t fp,
-                         uint64_t p0)
-{
-    if (layout_cmd_docs(c, layout, bucket_bits, fp, p0) != 0)
-        return -1;
+    layout_cmd_overflow(c, fp, p0);
     if (layout == 1)
         return 0;
-    /* EVAL script 2 hash set field -> HGET hash field */
     c->argc = 3;
     c->argv[0] = "HGET";
-    c->argvlen[0] = 4;
     c->argv[1] = c->key[0];
-    c->argvlen[1] = c->argvlen[3];
     c->argv[2] = (const char *)c->member;
-    c->argvlen[2] = c->argvlen[5];
+    c->argvlen[0] = 4;
+    c->argvlen[1] = layout_hash_key(c->key[0], sizeof c->key[0], p0, bucket_bits);
+    c->argvlen[2] = layout_member(c->member, p0, bucket_bits);
     return 0;
 }
 

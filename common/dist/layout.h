@@ -156,10 +156,6 @@ extern const char LAYOUT_LOCK_LUA[];
  * ARGV = lock field, token, lease ms, op, hash field, document ids.... */
 extern const char LAYOUT2_LOCK_LUA[];
 
-/* Layout 2's read of one fingerprint's ids: KEYS = bucket hash, overflow set;
- * ARGV = hash field. Replies nil (no ids), the packed ids (a string) or the members
- * of the overflow set (an array). */
-extern const char LAYOUT2_READ_LUA[];
 
 /* A Redis command about one fingerprint's document ids, ready to send: argv[0..argc)
  * with argvlen, pointing into the struct itself (do not copy it). The longest (layout
@@ -175,17 +171,18 @@ typedef struct layout_cmd {
     char lease[24];
 } layout_cmd;
 
-/* Fills c with the read of fp's document ids (p0 = perm_0(fp)): layout 1 SMEMBERS
- * (reply: array), layout 2 EVAL LAYOUT2_READ_LUA (reply: nil, string or array; see
- * layout_ids_next). Returns 0, or -1 when layout or bucket_bits is unsupported. */
+/* Fills c with the read of fp's document ids (p0 = perm_0(fp)), one single-key
+ * command (a multi-key one gets -TRYAGAIN while its slot migrates): layout 1 SMEMBERS
+ * of its set (reply: array); layout 2 HGET of its bucket hash field (reply: nil, the
+ * packed ids (layout_ids_next), or "" when they are in the overflow set, which
+ * layout_cmd_overflow reads). Returns 0, or -1 when layout or bucket_bits is
+ * unsupported. */
 int layout_cmd_docs(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64_t fp,
                     uint64_t p0);
 
-/* As layout_cmd_docs, but layout 2's read is a plain HGET of the hash field (reply:
- * nil, the packed ids, or "" when they are in the overflow set, which this does not
- * read): cheaper than the script for the common case. */
-int layout_cmd_docs_hget(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64_t fp,
-                         uint64_t p0);
+/* Fills c with SMEMBERS of fp's document set: layout 1's set, layout 2's overflow
+ * set. */
+void layout_cmd_overflow(layout_cmd *c, uint64_t fp, uint64_t p0);
 
 /* Fills c with the lock script call of fp (p0 = perm_0(fp)) up to its document ids
  * (layout 1: up to op; layout 2: up to the hash field after op); the caller sends

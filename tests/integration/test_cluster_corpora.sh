@@ -18,6 +18,11 @@ export PYTHONPATH="$TH_SRC/tests/tools"
 BASES=${E2E_BASES:-150}
 
 cl_start_cluster cl 3 0
+for p in "${CL_PORTS[@]}"; do     # the listpack limits of deploy/redis-cluster-node.conf
+    for s in zset-max-listpack-entries hash-max-listpack-entries; do
+        timeout 5 redis-cli -p "$p" config set "$s" 2048 >/dev/null
+    done
+done
 th_log "cluster up: ${CL_PORTS[*]}"
 info_field() { timeout 5 redis-cli -p "$1" SIMHASH.INFO | tr -d '\r' | sed -n "s/^$2://p"; }
 wait_routing() {
@@ -73,4 +78,6 @@ for p in "${CL_PORTS[@]}"; do
 done
 [ "$n" -gt 30 ] || th_fail "only $n keys looked at"
 [ -n "$(timeout 10 redis-cli -c -p "${CL_PORTS[0]}" hget a:simhash:meta layout)" ] || th_fail "no a:simhash:meta"
+# the nodes have the limits layout 2 needs: no worker warned
+grep -l "listpack" "$TH_DIR"/shard-*.log && th_fail "a worker warned about listpack limits that were set"
 th_log "PASS"

@@ -39,6 +39,14 @@ for layout in 1 2; do
         th_fail "meta bucket_bits of a new layout-$layout corpus is not $want_bb"
     if [ "$layout" = 2 ]; then
         [ -n "$(rcli "$r" --scan --pattern 'h:{0:*' | head -n 1)" ] || th_fail "no bucket hash"
+        # this Redis has the default listpack limits: the workers said so at start
+        grep -q "zset-max-listpack-entries is 128; layout 2 needs at least 1024" \
+            "$TH_DIR/ids-a-$layout.log" || th_fail "no warning about zset-max-listpack-entries"
+        grep -q "hash-max-listpack-entries is 512; layout 2 needs at least 1024" \
+            "$TH_DIR/ids-a-$layout.log" || th_fail "no warning about hash-max-listpack-entries"
+    else
+        grep -q "listpack" "$TH_DIR/ids-a-$layout.log" &&
+            th_fail "a layout-1 worker warned about listpack limits that suit layout 1"
     fi
     for p in $cpid $apid $bpid $rpid; do th_stop "$p"; done
 done

@@ -97,8 +97,11 @@ PIDS+=($!)
 wait_pong "$SPORT"
 
 # ---- HELLO, meta ----
-expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 1 16 0 255 0  v2 "
-expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 1"
+# a new corpus: layout 2, bucket bits 12; no corpus name (the last, empty element)
+L=2
+BB=12
+expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v2  "
+expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 $L"
 SHARD_PID=$(cat "$DIR/shard.pid")
 expect_eq "pidfile" "$(ps -o comm= -p "$SHARD_PID")" "simhash-shard"
 ALL=$(seq -s ' ' 0 19)
@@ -273,7 +276,7 @@ set +e
 out=$(timeout 20 "$SHARD" --port "$(free_port)" --redis-port "$RPORT" --blocks 5 2>&1); rc=$?
 set -e
 expect_eq "mismatch exit" "$rc" "1"
-expect_match "mismatch message" "$out" "corpus in redis 127.0.0.1:$RPORT was built with blocks 6 distance 3 bucket-bits 16; this worker is configured with blocks 5 distance 3 bucket-bits 16"
+expect_match "mismatch message" "$out" "corpus in redis 127.0.0.1:$RPORT was built with blocks 6 distance 3 bucket-bits $BB; this worker is configured with blocks 5 distance 3 bucket-bits $BB"
 set +e
 out=$(timeout 20 "$SHARD" --redis-port "$RPORT" --bucket-bits 24 --port "$(free_port)" 2>&1); rc=$?
 set -e
@@ -330,7 +333,7 @@ set +e
 wait "$W4"; rc=$?
 set -e
 expect_eq "late mismatch exit" "$rc" "1"
-expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits 16; this worker is configured with blocks 6"
+expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits $BB; this worker is configured with blocks 6"
 
 # ---- Redis stalls: -REDIS timeout, the worker drops the connection and recovers ----
 kill -STOP "$REDIS_PID"
