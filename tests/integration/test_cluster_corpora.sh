@@ -68,7 +68,7 @@ n=0
 for p in "${CL_PORTS[@]}"; do
     bad=$(timeout 10 redis-cli -p "$p" --scan | grep -vE '^(a|b):' | head -n 3)
     [ -z "$bad" ] || th_fail "keys without a corpus prefix on $p: $bad"
-    for k in $(timeout 10 redis-cli -p "$p" --scan --count 100 | head -n 20); do
+    for k in $(timeout 10 redis-cli -p "$p" --scan | head -n 20); do
         tag=${k#*\{}
         tag=${tag%%\}*}
         [ "$(timeout 5 redis-cli -p "$p" cluster keyslot "$k")" = \
