@@ -137,6 +137,11 @@ def cmd_ids(a):
     if int(inf["fingerprints"]) != fps or int(inf["documents"]) != docs:
         fail("SIMHASH.INFO fingerprints %s documents %s, want %d %d" % (
             inf["fingerprints"], inf["documents"], fps, docs))
+    bpf = inf.get("bytes_per_fingerprint", "")
+    used = int(inf.get("redis_used_memory", "0"))
+    if fps == 0 or abs(float(bpf) - used / fps) > 1:
+        fail("SIMHASH.INFO bytes_per_fingerprint %r, redis_used_memory %d, %d fingerprints" % (
+            bpf, used, fps))
     if inf.get("layout") != str(layout):
         fail("SIMHASH.INFO layout %r, want %d" % (inf.get("layout"), layout))
     print("ids: %d fingerprints, %d ids checked, layout %d%s" % (
