@@ -51,15 +51,15 @@ static int coord_need_routing(coord *co, rs_req *r)
 {
     if (co->routing_ok)
         return 0;
+    co->st.err_sharddown++;
     for (size_t i = 0; i < co->nw; i++)
-        if (co->w[i].health != W_UP) {
-            co->st.err_sharddown++;
-            rs_req_fail(r, co->w[i].health == W_MISMATCH ? RS_MISMATCH : RS_SHARDDOWN,
-                        "shard worker %s unavailable%s%s", co->w[i].addr,
-                        co->w[i].problem[0] ? ": " : "", co->w[i].problem);
+        if (co->w[i].health == W_MISMATCH) {
+            rs_req_fail(r, RS_MISMATCH, "shard worker %s unavailable: %s", co->w[i].addr,
+                        co->w[i].problem);
             return -1;
         }
-    rs_req_fail(r, RS_SHARDDOWN, "shard workers do not cover every shard (see SIMHASH.INFO)");
+    rs_req_fail(r, RS_SHARDDOWN, "%s", co->routing_why[0] ? co->routing_why :
+                "shard workers do not cover every shard (see SIMHASH.INFO)");
     return -1;
 }
 
@@ -749,6 +749,10 @@ static const rs_arg coord_args_fingerprint[] = { { "text", "string", NULL, 0, NU
                                                    RS_ARG_OPTIONAL, NULL },
                                                  COORD_ARGS_END };
 
+static const rs_arg coord_args_scan[] = { { "cursor", "integer", NULL, 0, NULL },
+                                          { "n", "integer", "COUNT", RS_ARG_OPTIONAL, NULL },
+                                          COORD_ARGS_END };
+
 const rs_command coord_commands[] = {
     /* pipelined ADDs of one client overlap (their locks order them per fingerprint);
      * a later request of the client starts after them, so it sees them */
@@ -770,6 +774,9 @@ const rs_command coord_commands[] = {
     { "SIMHASH.FINGERPRINT", -2, RS_CMD_READONLY, coord_cmd_fingerprint,
       "The 64-bit simhash of a text or HTML page, as a decimal string.",
       coord_args_fingerprint },
+    { "SIMHASH.SCAN", -2, RS_CMD_READONLY, coord_cmd_scan,
+      "A walk over the corpus: [next cursor, [[fingerprint, [docid ...]] ...]]; cursor 0 "
+      "starts it, a next cursor of 0 ends it.", coord_args_scan },
     { "SIMHASH.INFO", -1, RS_CMD_READONLY, coord_cmd_info,
       "The coordinator's state, corpus counts, limits, counters and workers.", NULL },
 };

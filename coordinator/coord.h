@@ -41,6 +41,7 @@ typedef struct coord_config {
     unsigned max_inflight_worker;   /* per worker; past it requests fail with -BUSY */
     unsigned reconnect_max_ms;      /* backoff cap */
     unsigned health_interval_ms;
+    unsigned discover_interval_ms;  /* worker registry reads (SHARD.WORKERS); 0: none */
     int durable;                    /* writes acknowledged only once durable (SHARD.WAIT) */
     cfg_list cluster_nodes;         /* cluster-node HOST:PORT seeds: Redis Cluster mode */
     char *cluster_password;         /* sent as AUTH to cluster nodes (cluster-password-file) */
@@ -56,8 +57,14 @@ typedef enum coord_health {
     W_CONNECTING,       /* TCP connect or SHARD.HELLO in progress */
     W_UP,
     W_DOWN,             /* lost; reconnect scheduled */
-    W_MISMATCH          /* answered SHARD.HELLO with other settings */
+    W_MISMATCH,         /* answered SHARD.HELLO with other settings */
+    W_GONE              /* left the worker registry and down: no connection, no routes */
 } coord_health;
+
+/* Workers a coordinator knows at once (configured and discovered); the slot of a
+ * worker gone for COORD_GONE_REUSE_MS may be taken by a new one. */
+#define COORD_WORKERS_MAX 256
+#define COORD_GONE_REUSE_MS 60000
 
 typedef struct coord coord;
 
@@ -90,6 +97,11 @@ typedef struct coord_worker {
     unsigned long long moved, ask, reattaches;
     long long raw_fingerprints, raw_documents;
     long long repairs;              /* from SHARD.INFO: stale locks it repaired; -1 */
+    /* membership (workers.c): configured (a seed: never dropped), in the last
+     * registry read, left the registry (draining: routed to only when no other
+     * worker can serve), since when gone */
+    int seed, listed, ever_listed, left;
+    uint64_t gone_ms;
 } coord_worker;
 
 /* Counters shown in SIMHASH.INFO # Stats; X(field, name). */
@@ -119,10 +131,12 @@ struct coord {
     perm_set ps;
     struct event_base *base;
     rserver *srv;
-    coord_worker *w;
-    size_t nw;
+    coord_worker *w;                /* COORD_WORKERS_MAX slots; never moved */
+    size_t nw;                      /* slots in use (some may be W_GONE) */
+    struct coord_discovery *disc;   /* workers.c: registry reads */
     int route[256];                 /* worker index per first byte of a permuted value */
-    int routing_ok;                 /* every byte routed exactly once, all workers up */
+    int routing_ok;                 /* every route goes to a worker that is up */
+    char routing_why[256];          /* why not, for -SHARDDOWN */
     int ever_ready;                 /* routing was complete once (startup is over) */
     int fatal;                      /* exit code requested (mismatch at startup) */
     struct coord_cluster *cl;       /* Redis Cluster mode (route.c); NULL: single Redis */
@@ -140,6 +154,14 @@ int coord_workers_start(coord *co, char *err, size_t errlen);
 void coord_workers_stop(coord *co);
 /* Append the # Workers section lines. */
 void coord_workers_info(coord *co, resp_buf *b);
+/* The corpus's fingerprint and document counts from the workers' last SHARD.INFO
+ * (each shard counted once); -1 when not known. */
+void coord_corpus_counts(const coord *co, long long *fps, long long *docs);
+/* 1 when w can take requests now (up, not draining), else 0. */
+static inline int coord_worker_usable(const coord_worker *w)
+{
+    return w->health == W_UP && !w->left;
+}
 /* Memory used by the Redis nodes behind the workers: used_memory summed over the
  * distinct redis_addr the workers report, leaving out nodes that report the replica
  * role. Returns the sum, or -1 when a worker's node memory is unknown. */
@@ -247,6 +269,11 @@ void coord_cmd_info(rs_req *r);
 void coord_info_sections(void *ctx, resp_buf *b);
 /* The coordinator's own /metrics families (rs_metrics extra; ctx is the coord). */
 void coord_metrics(void *ctx, resp_buf *b);
+
+/* ---- scan.c ---- */
+
+/* SIMHASH.SCAN cursor [COUNT n]: [next cursor, [[fp, [docid ...]] ...]]. */
+void coord_cmd_scan(rs_req *r);
 
 /* ---- route.c: routing in both modes, and the Redis Cluster slot map ---- */
 

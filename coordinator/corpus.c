@@ -20,8 +20,8 @@ int coord_corpus_check(coord *co, const redisReply *r, char *why, size_t whylen)
     if (want && (unsigned)layout != want) {
         snprintf(why, whylen, "layouts differ: shard worker serves a layout-%lld corpus, "
                  "this coordinator a layout-%u one (%s); a coordinator never mixes "
-                 "layouts: give each corpus its own coordinator, or copy the corpus into "
-                 "one layout", layout, want,
+                 "layouts: give each corpus its own coordinator, or copy one corpus into "
+                 "the other's layout with simhash migrate", layout, want,
                  co->cfg.layout ? "its option layout" : "its other workers");
         return -1;
     }

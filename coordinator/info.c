@@ -32,17 +32,13 @@ void coord_cmd_fingerprint(rs_req *r)
  * Workers, and with keyspace a Redis-style Keyspace line (db0:keys=fingerprints). */
 static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int keyspace)
 {
-    long long fps = 0, docs = 0;
+    long long fps, docs;
 
-    for (size_t i = 0; i < co->nw; i++) {
-        if (fps >= 0)
-            fps = co->w[i].fingerprints < 0 ? -1 : fps + co->w[i].fingerprints;
-        if (docs >= 0)
-            docs = co->w[i].documents < 0 ? -1 : docs + co->w[i].documents;
-    }
-    resp_buf_printf(b, "\r\n# Corpus\r\ncorpus:%s\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\n",
+    coord_corpus_counts(co, &fps, &docs);
+    resp_buf_printf(b, "\r\n# Corpus\r\ncorpus:%s\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\n"
+                    "fingerprint_algorithm:%s\r\n",
                     co->cfg.corpus ? co->cfg.corpus : "", co->cfg.blocks, co->cfg.distance,
-                    co->ps.ntables);
+                    co->ps.ntables, co->cfg.fp_spec);
     if (co->layout)
         resp_buf_printf(b, "layout:%u\r\n", co->layout);
     else
@@ -81,8 +77,9 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
                     co->cfg.health_interval_ms,
                     co->cfg.password && co->cfg.password[0] ? "yes" : "no");
     for (size_t i = 0; i < co->nw; i++)
-        resp_buf_printf(b, "worker%zu_inflight:%u\r\nworker%zu_inflight_max:%u\r\n", i,
-                        co->w[i].inflight, i, co->cfg.max_inflight_worker);
+        if (co->w[i].health != W_GONE)
+            resp_buf_printf(b, "worker%zu_inflight:%u\r\nworker%zu_inflight_max:%u\r\n", i,
+                            co->w[i].inflight, i, co->cfg.max_inflight_worker);
     resp_buf_printf(b, "\r\n# %s\r\n", stats_title);
 #define COORD_STAT_PRINT_(f, name) resp_buf_printf(b, name ":%llu\r\n", co->st.f);
     COORD_STATS(COORD_STAT_PRINT_)
@@ -152,7 +149,7 @@ void coord_info_sections(void *ctx, resp_buf *b)
 void coord_metrics(void *ctx, resp_buf *b)
 {
     coord *co = ctx;
-    long long fps = 0, docs = 0;
+    long long fps, docs;
 
 #define COORD_STAT_PROM_(f, name)                                                          \
     rs_prom_family(b, "simhash_coordinator_" name "_total", "counter",                    \
@@ -178,6 +175,8 @@ void coord_metrics(void *ctx, resp_buf *b)
         rs_prom_family(b, fams[f].name, fams[f].type, fams[f].help);
         for (size_t i = 0; i < co->nw; i++) {
             const coord_worker *w = &co->w[i];
+            if (w->health == W_GONE)
+                continue;
             unsigned long long v[] = { w->health == W_UP, w->inflight, w->requests, w->errors,
                                        w->timeouts, w->connects };
             resp_buf_printf(b, "%s{worker=\"%s\"} %llu\n", fams[f].name, w->addr, v[f]);
@@ -186,12 +185,7 @@ void coord_metrics(void *ctx, resp_buf *b)
     rs_prom_family(b, "simhash_routing_complete", "gauge",
                    "1 when every first-byte shard has a worker that is up.");
     resp_buf_printf(b, "simhash_routing_complete %d\n", co->routing_ok);
-    for (size_t i = 0; i < co->nw; i++) {
-        if (fps >= 0)
-            fps = co->w[i].fingerprints < 0 ? -1 : fps + co->w[i].fingerprints;
-        if (docs >= 0)
-            docs = co->w[i].documents < 0 ? -1 : docs + co->w[i].documents;
-    }
+    coord_corpus_counts(co, &fps, &docs);
     if (fps >= 0) {
         rs_prom_family(b, "simhash_corpus_fingerprints", "gauge",
                        "Fingerprints in the corpus (the workers' counts, once a second).");

@@ -21,7 +21,8 @@ static const cfg_option coord_options[] = {
     OPT("bind", CFG_STR, bind, 0, 0, "127.0.0.1", 0, "address to listen on"),
     OPT("port", CFG_UINT, port, 1, 65535, "7000", 0, "TCP port to listen on"),
     OPT("worker", CFG_LIST, workers, 1, 256, NULL, 0,
-        "shard worker HOST:PORT; give one per worker"),
+        "shard worker HOST:PORT, repeatable: the workers known at start (seeds); the "
+        "others are found in the worker registry (discover-interval-ms)"),
     OPT("blocks", CFG_UINT, blocks, 1, 64, "6", 0, "blocks of the permutation tables (m)"),
     OPT("distance", CFG_UINT, distance, 0, 63, "3", 0, "largest Hamming distance matched (k)"),
     OPT("timeout-ms", CFG_UINT, timeout_ms, 1, 600000, "500", 0,
@@ -79,6 +80,10 @@ static const cfg_option coord_options[] = {
         "period of the cluster slot map refresh"),
     OPT("health-interval-ms", CFG_UINT, health_interval_ms, 50, 600000, "1000", 0,
         "SHARD.INFO health check period"),
+    OPT("discover-interval-ms", CFG_UINT, discover_interval_ms, 0, 600000, "1000", 0,
+        "how often the worker registry is read (SHARD.WORKERS to a worker that is up): "
+        "workers that join are connected, workers that left are dropped (0: only the "
+        "worker lines)"),
     OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, "v2", 0,
         "algorithm of SIMHASH.FINGERPRINT and CHECKTEXT (v2, v1 or v1:W; docs/fingerprint.md); "
         "every worker must report the same"),

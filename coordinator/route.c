@@ -50,73 +50,65 @@ static coord_worker *coord_cluster_route(coord *co, unsigned t, uint64_t p);
 
 /* ---- Routes ---- */
 
-/* Recompute the routing table from the workers' ranges. Returns 1 when every byte
- * 0..255 has exactly one worker that is up, else 0 (with a reason in why). */
+/* Recompute the routing table from the workers' ranges. Several workers may serve a
+ * shard (workers added for a range, a standby, one draining): byte b goes to one of
+ * the usable workers serving it (spread by b), else to one that is up but leaving the
+ * registry, else to the first that serves it (down: routing is then incomplete).
+ * Returns 1 when every byte 0..255 goes to a worker that is up, else 0 (with a reason
+ * in why). */
 static int coord_route_ranges(coord *co, char *why, size_t whylen)
 {
     int owner[256];
-    for (int b = 0; b < 256; b++)
-        owner[b] = -1;
+    int ok = 1;
     why[0] = '\0';
-    for (size_t i = 0; i < co->nw; i++) {
-        coord_worker *w = &co->w[i];
-        if (!w->have_range)
-            continue;
-        for (unsigned b = w->lo; b <= w->hi && b < 256; b++) {
-            if (owner[b] >= 0 && !why[0])
-                snprintf(why, whylen,
-                         "shard workers %s (shards %u-%u) and %s (shards %u-%u) overlap at shard %u",
-                         co->w[owner[b]].addr, co->w[owner[b]].lo, co->w[owner[b]].hi, w->addr,
-                         w->lo, w->hi, b);
-            owner[b] = (int)i;
+    for (unsigned b = 0; b < 256; b++) {
+        int cand[COORD_WORKERS_MAX];
+        size_t nusable = 0, first = SIZE_MAX, up = SIZE_MAX;
+        for (size_t i = 0; i < co->nw; i++) {
+            coord_worker *w = &co->w[i];
+            if (w->health == W_GONE || !w->have_range || b < w->lo || b > w->hi)
+                continue;
+            if (first == SIZE_MAX)
+                first = i;
+            if (up == SIZE_MAX && w->health == W_UP)
+                up = i;
+            if (coord_worker_usable(w))
+                cand[nusable++] = (int)i;
         }
+        owner[b] = nusable ? cand[b % nusable] : up != SIZE_MAX ? (int)up :
+                   first != SIZE_MAX ? (int)first : -1;
+        if (owner[b] >= 0 && co->w[owner[b]].health == W_UP)
+            continue;
+        if (ok) {
+            if (owner[b] < 0)
+                snprintf(why, whylen, "no shard worker serves first-byte shard %u (the "
+                         "workers' ranges must cover 0-255)", b);
+            else
+                snprintf(why, whylen, "shard worker %s (shards %u-%u) unavailable: %s",
+                         co->w[owner[b]].addr, co->w[owner[b]].lo, co->w[owner[b]].hi,
+                         co->w[owner[b]].problem[0] ? co->w[owner[b]].problem : "not up");
+        }
+        ok = 0;
     }
-    int all_known = 1;
-    for (size_t i = 0; i < co->nw; i++)
-        if (!co->w[i].have_range)
-            all_known = 0;
-    if (!why[0] && all_known)
-        for (int b = 0; b < 256; b++)
-            if (owner[b] < 0) {
-                snprintf(why, whylen, "no shard worker serves first-byte shard %d "
-                         "(the workers' ranges must cover 0-255 exactly once)", b);
-                break;
-            }
     memcpy(co->route, owner, sizeof(owner));
-    if (why[0])
-        return 0;
-    for (size_t i = 0; i < co->nw; i++)
-        if (co->w[i].health != W_UP)
-            return 0;
-    return 1;
+    return ok;
 }
 
 /* Rebuild the routes (single Redis: from the workers' ranges; cluster: from the slot
- * map) and log the transition between complete and incomplete. A worker overlap or
- * gap in single-Redis mode before routing was ever complete stops the coordinator
- * (exit status 2): the configuration is wrong. */
+ * map) and log the transition between complete and incomplete. */
 void coord_routing_update(coord *co)
 {
     char why[1024];
-    int ok;
-    if (co->cl) {
-        ok = coord_cluster_routing(co, why, sizeof(why));
-    } else {
-        ok = coord_route_ranges(co, why, sizeof(why));
-        if (why[0]) {
-            log_error("%s", why);
-            if (!co->ever_ready) {
-                co->fatal = 2;
-                event_base_loopbreak(co->base);
-            }
-        }
-    }
+    int ok = co->cl ? coord_cluster_routing(co, why, sizeof(why))
+                    : coord_route_ranges(co, why, sizeof(why));
     if (ok && !co->routing_ok)
         log_info("routing complete: %s", co->cl ? "every (table, shard) has a shard worker at "
                  "its master" : "every first-byte shard has a shard worker that is up");
     else if (!ok && co->routing_ok)
         log_warn("routing incomplete: %s", why[0] ? why : "a shard worker is not up");
     co->routing_ok = ok;
+    snprintf(co->routing_why, sizeof(co->routing_why), "%s", ok ? "" : why[0] ? why :
+             "a shard worker is not up");
     if (ok)
         co->ever_ready = 1;
 }
@@ -145,7 +137,7 @@ static int coord_cluster_routing(coord *co, char *why, size_t whylen)
 
     why[0] = '\0';
     for (size_t k = 0; up && k < co->nw; k++)
-        if (co->w[k].cluster && co->w[k].health == W_UP)
+        if (co->w[k].cluster && coord_worker_usable(&co->w[k]))
             up[nup++] = (int16_t)k;
     for (unsigned i = 0; i < cl->ntables * 256; i++) {
         int n = cl->have_map ? cluster_map_node(cl->map, cl->slot[i]) : -1;
@@ -153,15 +145,17 @@ static int coord_cluster_routing(coord *co, char *why, size_t whylen)
         if (n >= 0)
             for (size_t k = 0; k < co->nw; k++) {
                 coord_worker *w = &co->w[k];
-                if (!w->cluster || strcmp(w->node, cl->master[n]) != 0)
+                if (!w->cluster || w->health == W_GONE || strcmp(w->node, cl->master[n]) != 0)
                     continue;
-                if (best < 0 || (w->health == W_UP && co->w[best].health != W_UP))
+                if (best < 0 || (coord_worker_usable(w) && !coord_worker_usable(&co->w[best])))
                     best = (int)k;
             }
-        /* the node's own worker is down: another one. Not when it has none or it was
-         * refused (other settings): those are deployment mistakes to report */
-        if (cl->have_map && n >= 0 && best >= 0 && co->w[best].health != W_UP &&
-            co->w[best].health != W_MISMATCH && nup > 0) {
+        /* the node's own worker is down or leaving, or it has none (a node just added,
+         * its worker not found in the registry yet): another one. Not when its worker
+         * was refused (other settings): that is a deployment mistake to report */
+        if (cl->have_map && n >= 0 && nup > 0 &&
+            (best < 0 || (!coord_worker_usable(&co->w[best]) &&
+                          co->w[best].health != W_MISMATCH))) {
             best = up[i % nup];
             nfail++;
         }
@@ -179,8 +173,9 @@ static int coord_cluster_routing(coord *co, char *why, size_t whylen)
                 snprintf(why, whylen, "no shard worker attached to master %s (slot %u)",
                          cl->master[n], cl->slot[i]);
             else
-                snprintf(why, whylen, "shard worker %s of master %s is %s", co->w[best].addr,
-                         cl->master[n], co->w[best].problem[0] ? co->w[best].problem : "not up");
+                snprintf(why, whylen, "shard worker %s of master %s unavailable: %s",
+                         co->w[best].addr, cl->master[n],
+                         co->w[best].problem[0] ? co->w[best].problem : "not up");
         }
         ok = 0;
     }

@@ -20,6 +20,9 @@
 #define BACKOFF_MIN_MS 100
 
 static void coord_worker_connect(coord_worker *w);
+static void coord_worker_on_reconnect(evutil_socket_t fd, short what, void *arg);
+static void coord_worker_on_health_timer(evutil_socket_t fd, short what, void *arg);
+static void coord_discover_first(coord *co);
 
 
 static const char *coord_health_name(coord_health h)
@@ -29,6 +32,7 @@ static const char *coord_health_name(coord_health h)
     case W_UP: return "up";
     case W_DOWN: return "down";
     case W_MISMATCH: return "mismatch";
+    case W_GONE: return "gone";
     }
     return "?";
 }
@@ -68,6 +72,8 @@ static void coord_worker_on_disconnect(const redisAsyncContext *ac, int status)
     snprintf(why, sizeof(why), "%s", status == REDIS_OK ? "disconnected" :
              (ac->errstr[0] ? ac->errstr : "connection lost"));
     w->ac = NULL;           /* hiredis frees the context after this callback */
+    if (w->health == W_GONE)
+        return;             /* dropped on purpose (coord_worker_retire) */
     coord_worker_lost(w, why);
 }
 
@@ -162,6 +168,7 @@ static void coord_worker_on_hello(redisAsyncContext *ac, void *reply, void *priv
         w->connects++;
         log_info("shard worker %s up: cluster node %s", w->addr, w->node[0] ? w->node : "(not known yet)");
         coord_routing_update(co);
+        coord_discover_first(co);
         coord_cluster_refresh(co, "shard worker up");
         return;
     }
@@ -189,6 +196,7 @@ static void coord_worker_on_hello(redisAsyncContext *ac, void *reply, void *priv
     w->connects++;
     log_info("shard worker %s up: shards %u-%u", w->addr, w->lo, w->hi);
     coord_routing_update(co);
+    coord_discover_first(co);
 }
 
 static void coord_worker_on_auth(redisAsyncContext *ac, void *reply, void *priv)
@@ -211,7 +219,8 @@ static void coord_worker_on_connect(const redisAsyncContext *cac, int status)
         char why[200];
         snprintf(why, sizeof(why), "cannot connect: %s", cac->errstr);
         w->ac = NULL;       /* hiredis frees it */
-        coord_worker_lost(w, why);
+        if (w->health != W_GONE)
+            coord_worker_lost(w, why);
         return;
     }
     if (w->co->cfg.worker_password)
@@ -246,13 +255,14 @@ long long coord_redis_used_memory(const coord *co)
     long long sum = 0;
     for (size_t i = 0; i < co->nw; i++) {
         const coord_worker *w = &co->w[i];
-        if (w->redis_role == 0)
+        if (w->redis_role == 0 || w->health == W_GONE)
             continue;           /* a replica: its master is counted by its own worker */
         if (w->redis_used_memory < 0 || !w->redis_addr[0])
             return -1;
         int seen = 0;
         for (size_t j = 0; j < i && !seen; j++)
-            seen = co->w[j].redis_role != 0 && strcmp(co->w[j].redis_addr, w->redis_addr) == 0;
+            seen = co->w[j].redis_role != 0 && co->w[j].health != W_GONE &&
+                   strcmp(co->w[j].redis_addr, w->redis_addr) == 0;
         if (!seen)
             sum += w->redis_used_memory;
     }
@@ -368,57 +378,279 @@ static void coord_worker_on_health_timer(evutil_socket_t fd, short what, void *a
     }
 }
 
+/* ---- Membership: configured workers, the registry, workers that leave ---- */
+
+struct coord_discovery {
+    struct event *tick;
+    int pending;                /* a SHARD.WORKERS in flight */
+    size_t next;                /* round robin over the workers that are up */
+    unsigned long long reads, errors, joined, departed;
+    int have_list;              /* a registry read succeeded */
+    char last_error[160];
+};
+
+/* Fills slot w (index idx) for the address spec and starts its timers. Returns 0, or
+ * -1 with err set. */
+static int coord_worker_init(coord *co, coord_worker *w, unsigned idx, const char *spec,
+                             int seed, char *err, size_t errlen)
+{
+    const char *colon = strrchr(spec, ':');
+    uint64_t port;
+    const char *why;
+    memset(w, 0, sizeof *w);
+    w->co = co;
+    w->idx = idx;
+    w->seed = seed;
+    w->fingerprints = w->documents = -1;
+    w->raw_fingerprints = w->raw_documents = -1;
+    w->redis_used_memory = -1;
+    w->repairs = -1;
+    w->redis_role = -1;
+    if (strlen(spec) >= sizeof(w->addr)) {
+        snprintf(err, errlen, "worker '%.40s...': longer than %zu characters", spec,
+                 sizeof(w->addr) - 1);
+        return -1;
+    }
+    if (colon == NULL || colon == spec ||
+        parse_uint_range(colon + 1, strlen(colon + 1), 1, 65535, &port, &why) != 0) {
+        snprintf(err, errlen, "worker '%.60s': expected HOST:PORT with a port 1..65535", spec);
+        return -1;
+    }
+    w->host = strndup(spec, (size_t)(colon - spec));
+    w->port = (unsigned)port;
+    snprintf(w->addr, sizeof(w->addr), "%s", spec);
+    w->reconnect_ev = evtimer_new(co->base, coord_worker_on_reconnect, w);
+    w->health_ev = event_new(co->base, -1, EV_PERSIST, coord_worker_on_health_timer, w);
+    if (w->host == NULL || w->reconnect_ev == NULL || w->health_ev == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    struct timeval tv = ra_tv_ms(co->cfg.health_interval_ms);
+    event_add(w->health_ev, &tv);
+    w->health = W_CONNECTING;
+    return 0;
+}
+
+/* Frees what a slot holds (its connection must be gone). */
+static void coord_worker_release(coord_worker *w)
+{
+    if (w->reconnect_ev)
+        event_free(w->reconnect_ev);
+    if (w->health_ev)
+        event_free(w->health_ev);
+    free(w->host);
+    w->reconnect_ev = w->health_ev = NULL;
+    w->host = NULL;
+}
+
+static coord_worker *coord_worker_find(coord *co, const char *addr, size_t len)
+{
+    for (size_t i = 0; i < co->nw; i++)
+        if (strlen(co->w[i].addr) == len && memcmp(co->w[i].addr, addr, len) == 0)
+            return &co->w[i];
+    return NULL;
+}
+
+/* A worker the registry lists and this coordinator does not know: a new slot, or the
+ * slot of a worker gone for COORD_GONE_REUSE_MS (no request of an operation still
+ * running can name it). */
+static void coord_worker_join(coord *co, const char *addr)
+{
+    char err[200];
+    coord_worker *w = NULL;
+    if (co->nw < COORD_WORKERS_MAX) {
+        w = &co->w[co->nw];
+    } else {
+        uint64_t now = ra_now_ms();
+        for (size_t i = 0; i < co->nw && w == NULL; i++)
+            if (co->w[i].health == W_GONE && co->w[i].inflight == 0 && co->w[i].ac == NULL &&
+                now - co->w[i].gone_ms >= COORD_GONE_REUSE_MS)
+                w = &co->w[i];
+        if (w == NULL) {
+            log_error_rl("worker registry lists %s, but %d workers are known already "
+                         "(COORD_WORKERS_MAX); not connected", addr, COORD_WORKERS_MAX);
+            return;
+        }
+        coord_worker_release(w);
+    }
+    unsigned idx = (unsigned)(w - co->w);
+    if (coord_worker_init(co, w, idx, addr, 0, err, sizeof err) != 0) {
+        log_warn_rl("worker registry: %s", err);
+        coord_worker_release(w);
+        memset(w, 0, sizeof *w);
+        w->health = W_GONE;
+        w->idx = idx;
+        w->co = co;
+        if (idx == co->nw)
+            co->nw++;           /* keep the slot: marked gone, reusable later */
+        return;
+    }
+    if (idx == co->nw)
+        co->nw++;
+    w->listed = w->ever_listed = 1;
+    co->disc->joined++;
+    log_info("shard worker %s joined (worker registry)", w->addr);
+    coord_worker_connect(w);
+}
+
+/* A worker that is not configured, not in the registry and not up: dropped (no
+ * connection attempts, no routes) until the registry lists it again. */
+static void coord_worker_retire(coord_worker *w)
+{
+    coord *co = w->co;
+    log_info("shard worker %s gone: not in the worker registry and %s", w->addr,
+             coord_health_name(w->health));
+    w->health = W_GONE;
+    w->gone_ms = ra_now_ms();
+    w->have_range = 0;
+    w->cluster = 0;
+    w->node[0] = '\0';
+    w->fingerprints = w->documents = -1;
+    w->raw_fingerprints = w->raw_documents = -1;
+    w->redis_used_memory = -1;
+    w->redis_addr[0] = '\0';
+    w->listed = w->left = 0;
+    event_del(w->reconnect_ev);
+    event_del(w->health_ev);
+    if (w->ac)
+        redisAsyncDisconnect(w->ac);    /* on_disconnect sees W_GONE: no reconnect */
+    co->disc->departed++;
+    coord_routing_update(co);
+}
+
+/* A gone worker listed again: connect. */
+static void coord_worker_revive(coord_worker *w)
+{
+    struct timeval tv = ra_tv_ms(w->co->cfg.health_interval_ms);
+    log_info("shard worker %s is back in the worker registry", w->addr);
+    w->health = W_CONNECTING;
+    ra_backoff_reset(&w->backoff);
+    event_add(w->health_ev, &tv);
+    w->co->disc->joined++;
+    coord_worker_connect(w);
+}
+
+static void coord_on_workers(redisAsyncContext *ac, void *reply, void *priv)
+{
+    coord *co = priv;
+    struct coord_discovery *d = co->disc;
+    redisReply *r = reply;
+    (void)ac;
+    d->pending = 0;
+    if (r == NULL)
+        return;             /* connection lost or shutting down */
+    if (r->type != REDIS_REPLY_ARRAY) {
+        d->errors++;
+        snprintf(d->last_error, sizeof d->last_error, "%.150s",
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply to SHARD.WORKERS");
+        return;
+    }
+    d->reads++;
+    d->have_list = 1;
+    d->last_error[0] = '\0';
+    for (size_t i = 0; i < co->nw; i++)
+        co->w[i].listed = 0;
+    for (size_t e = 0; e < r->elements; e++) {
+        const redisReply *a = r->element[e];
+        if (a->type != REDIS_REPLY_STRING || a->len == 0 || a->len >= sizeof co->w[0].addr)
+            continue;
+        coord_worker *w = coord_worker_find(co, a->str, a->len);
+        if (w) {
+            w->listed = w->ever_listed = 1;
+            if (w->health == W_GONE)
+                coord_worker_revive(w);
+        } else {
+            char addr[sizeof co->w[0].addr];
+            memcpy(addr, a->str, a->len);
+            addr[a->len] = '\0';
+            coord_worker_join(co, addr);
+        }
+    }
+    int changed = 0;
+    for (size_t i = 0; i < co->nw; i++) {
+        coord_worker *w = &co->w[i];
+        if (w->health == W_GONE)
+            continue;
+        if (w->listed && w->left) {
+            w->left = 0;
+            changed = 1;
+            log_info("shard worker %s is in the worker registry again", w->addr);
+        } else if (!w->listed && !w->left && w->ever_listed) {
+            /* it was listed; now it left (shutdown, drain) */
+            w->left = 1;
+            changed = 1;
+            log_info("shard worker %s left the worker registry: no new requests while "
+                     "another worker can serve its shards", w->addr);
+        }
+        /* dropped when down and not listed: a discovered worker, or a configured one
+         * that was listed once (it announces itself, so its absence means it left or
+         * died); a configured worker that never registered is kept, as before */
+        if (!w->listed && (!w->seed || w->ever_listed) && w->health != W_UP)
+            coord_worker_retire(w);
+    }
+    if (changed)
+        coord_routing_update(co);
+}
+
+/* Every discover-interval-ms: SHARD.WORKERS to the next worker that is up. */
+static void coord_on_discover(evutil_socket_t fd, short what, void *arg)
+{
+    coord *co = arg;
+    struct coord_discovery *d = co->disc;
+    (void)fd;
+    (void)what;
+    if (d->pending || co->nw == 0)
+        return;
+    for (size_t k = 0; k < co->nw; k++) {
+        coord_worker *w = &co->w[(d->next + k) % co->nw];
+        if (w->health != W_UP || w->ac == NULL ||
+            w->inflight >= co->cfg.max_inflight_worker)
+            continue;
+        d->next = (d->next + k + 1) % co->nw;
+        if (redisAsyncCommand(w->ac, coord_on_workers, co, "SHARD.WORKERS") == REDIS_OK)
+            d->pending = 1;
+        return;
+    }
+}
+
+/* The first worker up: read the registry now rather than at the next tick, so the
+ * other workers are found as soon as possible after a start. */
+static void coord_discover_first(coord *co)
+{
+    if (co->disc && co->disc->tick && !co->disc->have_list)
+        coord_on_discover(-1, 0, co);
+}
+
 int coord_workers_start(coord *co, char *err, size_t errlen)
 {
-    co->nw = co->cfg.workers.n;
-    co->w = calloc(co->nw, sizeof(*co->w));
-    if (co->w == NULL) {
+    co->nw = 0;
+    co->w = calloc(COORD_WORKERS_MAX, sizeof(*co->w));
+    co->disc = calloc(1, sizeof(*co->disc));
+    if (co->w == NULL || co->disc == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     for (int b = 0; b < 256; b++)
         co->route[b] = -1;
     srandom((unsigned)ra_now_us() ^ (unsigned)getpid());
-    for (size_t i = 0; i < co->nw; i++) {
-        coord_worker *w = &co->w[i];
+    for (size_t i = 0; i < co->cfg.workers.n && i < COORD_WORKERS_MAX; i++) {
         const char *spec = co->cfg.workers.v[i];
-        const char *colon = strrchr(spec, ':');
-        uint64_t port;
-        const char *why;
-        w->co = co;
-        w->idx = (unsigned)i;
-        w->fingerprints = w->documents = -1;
-        w->raw_fingerprints = w->raw_documents = -1;
-        w->redis_used_memory = -1;
-        w->repairs = -1;
-        w->redis_role = -1;
-        if (strlen(spec) >= sizeof(w->addr)) {
-            snprintf(err, errlen, "worker '%.40s...': longer than %zu characters", spec,
-                     sizeof(w->addr) - 1);
+        if (coord_worker_find(co, spec, strlen(spec)) != NULL) {
+            snprintf(err, errlen, "worker '%s' given twice", spec);
             return -1;
         }
-        if (colon == NULL || colon == spec ||
-            parse_uint_range(colon + 1, strlen(colon + 1), 1, 65535, &port, &why) != 0) {
-            snprintf(err, errlen, "worker '%s': expected HOST:PORT with a port 1..65535", spec);
+        co->nw = i + 1;
+        if (coord_worker_init(co, &co->w[i], (unsigned)i, spec, 1, err, errlen) != 0)
             return -1;
-        }
-        w->host = strndup(spec, (size_t)(colon - spec));
-        w->port = (unsigned)port;
-        snprintf(w->addr, sizeof(w->addr), "%s", spec);
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(co->w[j].addr, w->addr) == 0) {
-                snprintf(err, errlen, "worker '%s' given twice", spec);
-                return -1;
-            }
-        w->reconnect_ev = evtimer_new(co->base, coord_worker_on_reconnect, w);
-        w->health_ev = event_new(co->base, -1, EV_PERSIST, coord_worker_on_health_timer, w);
-        if (w->host == NULL || w->reconnect_ev == NULL || w->health_ev == NULL) {
+    }
+    if (co->cfg.discover_interval_ms > 0) {
+        co->disc->tick = event_new(co->base, -1, EV_PERSIST, coord_on_discover, co);
+        if (co->disc->tick == NULL) {
             snprintf(err, errlen, "out of memory");
             return -1;
         }
-        struct timeval tv = ra_tv_ms(co->cfg.health_interval_ms);
-        event_add(w->health_ev, &tv);
-        w->health = W_CONNECTING;
+        struct timeval tv = ra_tv_ms(co->cfg.discover_interval_ms);
+        event_add(co->disc->tick, &tv);
     }
     for (size_t i = 0; i < co->nw; i++)
         coord_worker_connect(&co->w[i]);
@@ -427,7 +659,7 @@ int coord_workers_start(coord *co, char *err, size_t errlen)
 
 void coord_workers_stop(coord *co)
 {
-    for (size_t i = 0; i < co->nw; i++) {
+    for (size_t i = 0; co->w && i < co->nw; i++) {
         coord_worker *w = &co->w[i];
         if (w->ac) {
             redisAsyncContext *ac = w->ac;
@@ -435,34 +667,90 @@ void coord_workers_stop(coord *co)
             w->ac = NULL;
             redisAsyncFree(ac);     /* pending callbacks run with NULL replies */
         }
-        if (w->reconnect_ev)
-            event_free(w->reconnect_ev);
-        if (w->health_ev)
-            event_free(w->health_ev);
-        free(w->host);
+        coord_worker_release(w);
     }
+    if (co->disc && co->disc->tick)
+        event_free(co->disc->tick);
+    free(co->disc);
+    co->disc = NULL;
     free(co->w);
     co->w = NULL;
     co->nw = 0;
 }
 
+void coord_corpus_counts(const coord *co, long long *fps, long long *docs)
+{
+    *fps = *docs = 0;
+    if (co->cl) {
+        /* every worker reads every shard: coord_cluster_counts_fix chose one */
+        for (size_t i = 0; i < co->nw; i++) {
+            const coord_worker *w = &co->w[i];
+            if (w->health == W_GONE)
+                continue;
+            *fps = *fps < 0 || w->fingerprints < 0 ? -1 : *fps + w->fingerprints;
+            *docs = *docs < 0 || w->documents < 0 ? -1 : *docs + w->documents;
+        }
+        return;
+    }
+    /* one Redis: workers may serve the same shards (a standby, a drain), so the
+     * counts come from workers whose ranges cover 0-255 once, those with known
+     * counts first */
+    unsigned b = 0;
+    while (b < 256) {
+        const coord_worker *pick = NULL;
+        for (size_t i = 0; i < co->nw; i++) {
+            const coord_worker *w = &co->w[i];
+            if (w->health == W_GONE || !w->have_range || w->lo != b)
+                continue;
+            int known = w->fingerprints >= 0 && w->documents >= 0;
+            int pknown = pick && pick->fingerprints >= 0 && pick->documents >= 0;
+            if (pick == NULL || (known && !pknown) || (known == pknown && w->hi > pick->hi))
+                pick = w;
+        }
+        if (pick == NULL || pick->fingerprints < 0 || pick->documents < 0) {
+            *fps = *docs = -1;
+            return;
+        }
+        *fps += pick->fingerprints;
+        *docs += pick->documents;
+        b = pick->hi + 1;
+    }
+}
+
 void coord_workers_info(coord *co, resp_buf *b)
 {
-    resp_buf_printf(b, "workers:%zu\r\nrouting:%s\r\n", co->nw, co->routing_ok ? "ok" : "incomplete");
+    size_t live = 0, up = 0;
+    const struct coord_discovery *d = co->disc;
+    for (size_t i = 0; i < co->nw; i++) {
+        live += co->w[i].health != W_GONE;
+        up += co->w[i].health == W_UP;
+    }
+    resp_buf_printf(b, "workers:%zu\r\nworkers_up:%zu\r\nrouting:%s\r\n"
+                    "discover_interval_ms:%u\r\nregistry_reads:%llu\r\nregistry_errors:%llu\r\n"
+                    "workers_joined:%llu\r\nworkers_gone:%llu\r\nregistry_last_error:%s\r\n",
+                    live, up, co->routing_ok ? "ok" : "incomplete", co->cfg.discover_interval_ms,
+                    d ? d->reads : 0, d ? d->errors : 0, d ? d->joined : 0, d ? d->departed : 0,
+                    d ? d->last_error : "");
     if (co->cl)
         for (size_t i = 0; i < co->nw; i++)
-            resp_buf_printf(b, "worker%zu_node:%s\r\n", i, co->w[i].node[0] ? co->w[i].node : "unknown");
+            if (co->w[i].health != W_GONE)
+                resp_buf_printf(b, "worker%zu_node:%s\r\n", i,
+                                co->w[i].node[0] ? co->w[i].node : "unknown");
     for (size_t i = 0; i < co->nw; i++) {
         coord_worker *w = &co->w[i];
+        if (w->health == W_GONE)
+            continue;
         char range[32] = "unknown";
         if (w->have_range)
             snprintf(range, sizeof(range), "%u-%u", w->lo, w->hi);
         resp_buf_printf(b,
                         "worker%zu:addr=%s,health=%s,shards=%s,latency_us=%.0f,requests=%llu,"
                         "errors=%llu,timeouts=%llu,inflight=%u,connects=%llu,repairs=%lld,"
-                        "redis_addr=%s,redis_used_memory=",
+                        "source=%s,registry=%s,redis_addr=%s,redis_used_memory=",
                         i, w->addr, coord_health_name(w->health), range, w->latency_us, w->requests,
                         w->errors, w->timeouts, w->inflight, w->connects, w->repairs,
+                        w->seed ? "config" : "registry",
+                        w->listed ? "listed" : w->left ? "left" : "no",
                         w->redis_addr[0] ? w->redis_addr : "unknown");
         if (w->redis_used_memory >= 0)
             resp_buf_printf(b, "%lld\r\n", w->redis_used_memory);

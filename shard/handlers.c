@@ -471,6 +471,10 @@ const rs_command shard_commands[] = {
      "The document ids of each fingerprint.", shard_args_docs},
     {"SHARD.INFO", 1, RS_CMD_READONLY, shard_cmd_info,
      "The worker's state, counters and Redis connection.", NULL},
+    {"SHARD.SCAN", 4, RS_CMD_READONLY, shard_cmd_scan,
+     "The fingerprints of table 0's shard xx in buckets cursor.. (export, migrate).", NULL},
+    {"SHARD.WORKERS", 1, RS_CMD_READONLY, shard_cmd_workers,
+     "The addresses in the corpus's worker registry whose entry has not expired.", NULL},
     {"SHARD.WAIT", 1, 0, shard_cmd_wait,
      "Answers once every earlier write of the worker is durable.", NULL},
 };

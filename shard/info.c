@@ -24,6 +24,7 @@ static void shard_info_text(shard_ctx *sc, resp_buf *b, int have_counts, long lo
                     sc->cfg.lo, sc->cfg.hi, sc->cfg.blocks, sc->cfg.distance,
                     sc->cfg.bucket_bits, sc->cfg.layout, layout_corpus(), sc->ps.ntables,
                     SIMHASH_VERSION);
+    shard_registry_info(sc, b);
     if (have_counts > 0)
         resp_buf_printf(b, "fingerprints:%lld\r\ndocuments:%lld\r\n", fps, docs);
     else if (have_counts == 0)

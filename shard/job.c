@@ -137,8 +137,8 @@ int shard_job_send(shard_job *j, unsigned i, int argc, const char **argv, const 
 {
     if (j->req == NULL)
         return -1;
-    if (shard_redis_command(j->sc->redis, shard_job_on_reply, &j->slots[i], argc, argv,
-                            argvlen) != 0) {
+    if ((j->background ? shard_redis_command_background : shard_redis_command)(
+            j->sc->redis, shard_job_on_reply, &j->slots[i], argc, argv, argvlen) != 0) {
         shard_job_fail(j, RS_REDIS, &j->sc->st.lost, "connection lost");
         return -1;
     }

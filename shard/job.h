@@ -52,6 +52,7 @@ struct shard_job {
     unsigned pending;      /* commands sent and not yet called back */
     shard_slot *slots;
     struct event *deadline;
+    int background;        /* not routed by a coordinator (shard_redis_command_background) */
 };
 
 /* A new job of n slots answering req, with its deadline (timeout-ms) running.

@@ -95,6 +95,17 @@ static const cfg_option shard_options[] = {
     SHARD_OPT("repair-interval-ms", CFG_UINT, repair_interval_ms, 0, 600000, "1000",
               "how often stale write locks are looked for and their writes completed or "
               "rolled back (0: never; then only writers and simhash fsck repair)"),
+    SHARD_OPT("announce-addr", CFG_STR, announce_addr, 0, 0, NULL,
+              "HOST:PORT coordinators reach this worker at, kept in the corpus's worker "
+              "registry (default: bind:port when bind names one address)"),
+    SHARD_OPT("announce-interval-ms", CFG_UINT, announce_interval_ms, 0, 600000, "1000",
+              "how often the registry entry is renewed (0: the worker does not register; "
+              "coordinators then only know it from their worker lines)"),
+    SHARD_OPT("announce-ttl-ms", CFG_UINT, announce_ttl_ms, 100, 3600000, "5000",
+              "a registry entry not renewed for this long expires (a worker that died)"),
+    SHARD_OPT("shutdown-drain-ms", CFG_UINT, drain_ms, 0, 600000, "0",
+              "on SIGTERM: leave the registry, then keep serving this long so coordinators "
+              "move away first (about 2x their discover-interval-ms)"),
     SHARD_OPT_MAIN("cluster", CFG_BOOL, cluster, 0, 0, "no",
                    "yes: the Redis node is a Redis Cluster node; serve every shard, follow "
                    "-MOVED/-ASK, reattach to the new master after a failover (shards is ignored)"),
@@ -155,6 +166,20 @@ static int shard_validate(void *obj, char *err, size_t errlen)
     }
     if (c->redis_user && c->redis_user[0] && !(c->redis_password && c->redis_password[0])) {
         snprintf(err, errlen, "redis-user '%s' needs redis-password-file", c->redis_user);
+        return -1;
+    }
+    if (c->announce_addr && c->announce_addr[0]) {
+        cluster_node an;
+        if (strlen(c->announce_addr) >= LAYOUT_REGISTRY_ADDR_MAX ||
+            cluster_parse_addr(c->announce_addr, strlen(c->announce_addr), &an) != 0) {
+            snprintf(err, errlen, "announce-addr '%.60s': expected HOST:PORT", c->announce_addr);
+            return -1;
+        }
+    }
+    if (c->announce_interval_ms > 0 && c->announce_ttl_ms <= c->announce_interval_ms) {
+        snprintf(err, errlen, "announce-ttl-ms %u must be above announce-interval-ms %u (the "
+                 "entry would expire between renewals)", c->announce_ttl_ms,
+                 c->announce_interval_ms);
         return -1;
     }
     fp_params fpp;
@@ -243,10 +268,10 @@ static void shard_reload(void *arg)
     cfg_free_values(&shard_spec, &nc);
 }
 
-static void shard_on_stop(void *arg)
+static void shard_stop_now(shard_ctx *sc)
 {
-    shard_ctx *sc = arg;
     log_info("stopping");
+    shard_registry_stop(sc);
     shard_repair_stop(sc);
     rs_metrics_free(sc->metrics);
     sc->metrics = NULL;
@@ -259,6 +284,17 @@ static void shard_on_stop(void *arg)
         sc->redis = NULL;
     }
     event_base_loopexit(sc->base, NULL);
+}
+
+/* SIGTERM / SIGINT: leave the worker registry; with shutdown-drain-ms, keep serving
+ * that long (returns 1: shard_stop_now ends the loop later), else stop now. */
+static int shard_on_stop(void *arg)
+{
+    shard_ctx *sc = arg;
+    if (shard_registry_leave(sc, shard_stop_now))
+        return 1;
+    shard_stop_now(sc);
+    return 0;
 }
 
 /* The first connection made after a start without Redis found other corpus
@@ -382,11 +418,12 @@ int main(int argc, char **argv)
              mc.cluster ? "cluster node " : "", c->redis_host, c->redis_port, c->redis_db,
              c->blocks, c->distance, c->bucket_bits, sc.ps.ntables, c->layout,
              layout_corpus()[0] ? layout_corpus() : "(unnamed)");
-    if (shard_repair_start(&sc) != 0) {
+    if (shard_repair_start(&sc) != 0 || shard_registry_start(&sc) != 0) {
         fprintf(stderr, "simhash-shard: out of memory\n");
         goto out_srv;
     }
     rc = rs_run_hup(sc.base, shard_on_stop, shard_reload, &sc) == 0 && !sc.fatal ? 0 : 1;
+    shard_registry_stop(&sc);
     shard_repair_stop(&sc);
     if (c->pidfile && c->pidfile[0])
         rs_pidfile_remove(c->pidfile);

@@ -761,7 +761,8 @@ int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, v
     cmd->fn = fn;
     cmd->priv = priv;
     cmd->sent_us = ra_now_us();
-    cmd->background = ac == r->ac && r->state != SHARD_REDIS_READY;  /* setup commands */
+    cmd->background = (ac == r->ac && r->state != SHARD_REDIS_READY) ||  /* setup commands */
+                      r->send_background;
     if (argc > 0 && (argvlen ? argvlen[0] == 5 : strlen(argv[0]) == 5) &&
         strncasecmp(argv[0], "HMGET", 5) == 0)
         cmd->background = 1;
@@ -810,6 +811,15 @@ int shard_redis_command(shard_redis *r, shard_redis_cb fn, void *priv,
         return -1;
     r->st.commands++;
     return 0;
+}
+
+int shard_redis_command_background(shard_redis *r, shard_redis_cb fn, void *priv,
+                                   int argc, const char **argv, const size_t *argvlen)
+{
+    r->send_background = 1;
+    int rc = shard_redis_command(r, fn, priv, argc, argv, argvlen);
+    r->send_background = 0;
+    return rc;
 }
 
 void shard_redis_stall_check(shard_redis *r)

@@ -89,6 +89,11 @@ int shard_redis_room(const shard_redis *r, unsigned n);
 int shard_redis_command(shard_redis *r, shard_redis_cb fn, void *priv,
                         int argc, const char **argv, const size_t *argvlen);
 
+/* The same for a command no coordinator routed (the worker registry): its cluster
+ * redirections count in redirects_background, not in moved / ask. */
+int shard_redis_command_background(shard_redis *r, shard_redis_cb fn, void *priv,
+                                   int argc, const char **argv, const size_t *argvlen);
+
 /* A request deadline passed: when commands are outstanding and Redis has not
  * answered anything for (all but 5% of) timeout_ms, drop the connection (its
  * pending commands get "connection lost") and reconnect. */

@@ -26,6 +26,7 @@ typedef struct shard_peer {
 } shard_peer;
 
 struct shard_redis {
+    int send_background;        /* shard_redis_command_background is sending */
     struct event_base *base;
     shard_redis_opts o;
     char *host, *password, *user;

@@ -39,6 +39,9 @@ typedef struct shard_config {
     unsigned lo, hi;            /* parsed from shards by the validation */
     char *fingerprint_algorithm; /* as given */
     char fp_spec[16];           /* its canonical text (fp_params_format), in simhash:meta */
+    char *announce_addr;        /* worker registry: HOST:PORT coordinators reach us at */
+    unsigned announce_interval_ms, announce_ttl_ms; /* registry renewal; 0: none */
+    unsigned drain_ms;          /* shutdown: serve this long after leaving the registry */
 } shard_config;
 
 /* Counters shown by SHARD.INFO; X(field, info name). */
@@ -90,6 +93,7 @@ typedef struct shard_ctx {
     int redis_role;                 /* 1 master, 0 replica, -1 unknown */
     struct shard_repair *repair;    /* repair.c: the pass over stale write locks */
     rs_metrics *metrics;            /* GET /metrics, when metrics-port is set */
+    struct shard_registry *registry; /* registry.c: this worker's registry entry */
 } shard_ctx;
 
 typedef struct shard_waiter shard_waiter;
@@ -104,6 +108,27 @@ void shard_cmd_wait(rs_req *req);
 int shard_repair_start(shard_ctx *sc);
 /* Stops it; call before the Redis connection is freed. */
 void shard_repair_stop(shard_ctx *sc);
+
+/* ---- registry.c: the worker registry (docs/protocol.md, "Worker registry") ---- */
+
+/* Starts renewing this worker's entry (after the server listens). Returns 0, or -1
+ * (out of memory). */
+int shard_registry_start(shard_ctx *sc);
+/* Shutdown: removes the entry; when drain_ms is set, calls on_drained(sc) after it
+ * and returns 1 (keep serving until then), else returns 0 (stop now). */
+int shard_registry_leave(shard_ctx *sc, void (*on_drained)(shard_ctx *sc));
+/* Stops renewing; call before the Redis connection is freed. */
+void shard_registry_stop(shard_ctx *sc);
+/* The announce_* lines of SHARD.INFO. */
+void shard_registry_info(const shard_ctx *sc, resp_buf *b);
+/* SHARD.WORKERS: the addresses in the registry whose entry has not expired. */
+void shard_cmd_workers(rs_req *req);
+
+/* ---- scan.c: SHARD.SCAN xx cursor count ---- */
+
+/* The fingerprints of table 0's first-byte shard xx, count buckets from cursor on:
+ * [next cursor (0: shard done), fp ...]. */
+void shard_cmd_scan(rs_req *req);
 
 /* ---- args.c: argument checks of the SHARD.* commands ---- */
 

@@ -16,48 +16,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define NET_PORT_DEFAULT 7000
-#define NET_TIMEOUT_DEFAULT 5000      /* ms */
 #define NET_PASSWORD_MAX 512
 #define NET_LOAD_CHUNK 10000          /* items per shc_add_many call in load */
 #define NET_LOAD_ERRORS_SHOWN 10
 
-/* ---- Options shared by every network subcommand ---- */
+/* ---- Options shared by every network subcommand (cmd_net.h) ---- */
 
-enum {
-    OPT_HOST = 1000, OPT_VERSION, OPT_PORT, OPT_PASSFILE, OPT_TIMEOUT, OPT_JSON, OPT_TEXT, OPT_LIMIT,
-    OPT_FORMAT
-};
-
-#define NET_LONGOPTS                                     \
-    {"host", required_argument, NULL, OPT_HOST},         \
-    {"port", required_argument, NULL, OPT_PORT},         \
-    {"password-file", required_argument, NULL, OPT_PASSFILE}, \
-    {"timeout-ms", required_argument, NULL, OPT_TIMEOUT},\
-    {"help", no_argument, NULL, 'h'},                     \
-    {"version", no_argument, NULL, OPT_VERSION}
-
-#define NET_OPTIONS_HELP                                                          \
-    "Connection options:\n"                                                       \
-    "      --host HOST[,HOST..]  coordinator address(es), each host[:port]; with\n"   \
-    "                            several, calls fail over to the next (default\n"  \
-    "                            127.0.0.1)\n"                                      \
-    "      --port PORT           coordinator port (default 7000)\n"               \
-    "      --password-file FILE  send AUTH with the password in FILE\n"           \
-    "      --timeout-ms MS       connect and reply timeout (default 5000; 0 = none)\n" \
-    "  -h, --help                show this help\n"                                \
-    "      --version             show the version\n"                             \
-    "Exit status: 0 ok, 1 runtime or server error, 2 usage.\n"
-
-typedef struct net_opts {
-    const char *prog;
-    const char *host;
-    unsigned port;
-    const char *password_file;
-    unsigned timeout_ms;
-} net_opts;
-
-static void net_opts_init(net_opts *o, const char *prog)
+void net_opts_init(net_opts *o, const char *prog)
 {
     o->prog = prog;
     o->host = "127.0.0.1";
@@ -69,7 +34,7 @@ static void net_opts_init(net_opts *o, const char *prog)
 /* Handle a connection option (and --version). Returns 1 when handled, 2 when the
  * command is done (--version printed), 0 when c is not one, -1 on a bad value
  * (message printed). */
-static int net_common_opt(net_opts *o, int c, const char *val)
+int net_common_opt(net_opts *o, int c, const char *val)
 {
     uint64_t v;
 
@@ -149,7 +114,7 @@ int net_read_password(const char *prog, const char *path, char *buf, size_t size
 }
 
 /* Connect as the options say. Returns the handle, or NULL with a message printed. */
-static shc_client *net_connect(const net_opts *o)
+shc_client *net_connect(const net_opts *o)
 {
     char pw[NET_PASSWORD_MAX + 1];
     shc_client *c = NULL;
@@ -170,7 +135,7 @@ static shc_client *net_connect(const net_opts *o)
 }
 
 /* Print a failed call's message; returns the exit status 1. */
-static int net_fail(const net_opts *o, shc_client *c)
+int net_fail(const net_opts *o, shc_client *c)
 {
     fprintf(stderr, "%s: %s\n", o->prog, shc_errstr(c));
     return CLI_EXIT_FAIL;
@@ -200,7 +165,7 @@ static int net_check_docid_arg(const char *prog, const char *s)
     return 0;
 }
 
-static int net_usage_error(const char *prog, const char *msg)
+int net_usage_error(const char *prog, const char *msg)
 {
     fprintf(stderr, "%s: %s\nTry '%s --help'.\n", prog, msg, prog);
     return CLI_EXIT_USAGE;
@@ -271,8 +236,8 @@ static int net_emit_result(const char *prog, const shc_result *r, int json)
 /* Parse the options of a command that takes only the connection options, --help
  * (printing usage, then NET_OPTIONS_HELP) and --version. Returns -1 when the command
  * goes on with its positional arguments from optind, else the exit status. */
-static int net_parse_common(int argc, char **argv, const char *prog, const char *usage,
-                            net_opts *o)
+int net_parse_common(int argc, char **argv, const char *prog, const char *usage,
+                     net_opts *o)
 {
     static const struct option longopts[] = { NET_LONGOPTS, {NULL, 0, NULL, 0} };
     int c, rc;

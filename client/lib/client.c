@@ -280,6 +280,90 @@ shc_status shc_fingerprint_as(shc_client *c, const char *text, size_t len, int f
     return st;
 }
 
+shc_status shc_add_pairs(shc_client *c, const uint64_t *fps, const char *const *docids,
+                         const size_t *lens, size_t n, long long *added)
+{
+    redisReply *r;
+    shc_status st;
+
+    if (!c)
+        return SHC_ERR_ARG;
+    if (added)
+        *added = 0;
+    if (n == 0)
+        return shci_set_ok(c);
+    if (!fps || !docids)
+        return shci_set_error(c, SHC_ERR_ARG, "no pairs given");
+    if (n > 32767)
+        return shci_set_error(c, SHC_ERR_ARG, "%zu pairs: at most 32767 per call", n);
+    const char **argv = malloc((2 * n + 1) * sizeof *argv);
+    size_t *alen = malloc((2 * n + 1) * sizeof *alen);
+    char (*num)[24] = malloc(n * sizeof *num);
+    if (!argv || !alen || !num) {
+        free(argv);
+        free(alen);
+        free(num);
+        return shci_set_error(c, SHC_ERR_NOMEM, "out of memory");
+    }
+    argv[0] = "SIMHASH.ADD";
+    alen[0] = SHCI_LITLEN("SIMHASH.ADD");
+    st = SHC_OK;
+    for (size_t i = 0; i < n && st == SHC_OK; i++) {
+        size_t l = lens ? lens[i] : (docids[i] ? strlen(docids[i]) : 0);
+        if (!docids[i] || l == 0 || l > SHC_DOCID_MAX)
+            st = shci_set_error(c, SHC_ERR_ARG, "pair %zu: document id empty or longer than "
+                                "%d bytes", i, SHC_DOCID_MAX);
+        argv[1 + 2 * i] = num[i];
+        alen[1 + 2 * i] = (size_t)snprintf(num[i], sizeof num[i], "%llu",
+                                           (unsigned long long)fps[i]);
+        argv[2 + 2 * i] = docids[i];
+        alen[2 + 2 * i] = l;
+    }
+    if (st == SHC_OK && (st = shci_run(c, (int)(2 * n + 1), argv, alen, &r)) == SHC_OK) {
+        if (r->type != REDIS_REPLY_INTEGER)
+            st = shci_set_error(c, SHC_ERR_PROTOCOL, "SIMHASH.ADD: expected an integer");
+        else if (added)
+            *added = r->integer;
+        freeReplyObject(r);
+    }
+    free(argv);
+    free(alen);
+    free(num);
+    return st == SHC_OK ? shci_set_ok(c) : st;
+}
+
+shc_status shc_scan(shc_client *c, uint64_t cursor, unsigned count, uint64_t *next,
+                    shc_result **out)
+{
+    redisReply *r;
+    shc_status st;
+    char cur[24], cnt[16];
+
+    if (!c)
+        return SHC_ERR_ARG;
+    if (!next || !out)
+        return shci_set_error(c, SHC_ERR_ARG, "no result pointer given");
+    *out = NULL;
+    if (count > 1024)
+        return shci_set_error(c, SHC_ERR_ARG, "count %u: at most 1024 buckets per step", count);
+    const char *argv[4] = { "SIMHASH.SCAN", cur, "COUNT", cnt };
+    size_t lens[4] = { SHCI_LITLEN("SIMHASH.SCAN"),
+                       (size_t)snprintf(cur, sizeof cur, "%llu", (unsigned long long)cursor),
+                       5, (size_t)snprintf(cnt, sizeof cnt, "%u", count) };
+    if ((st = shci_run(c, count ? 4 : 2, argv, lens, &r)) != SHC_OK)
+        return st;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
+        r->element[1]->type != REDIS_REPLY_ARRAY) {
+        st = shci_set_error(c, SHC_ERR_PROTOCOL, "SIMHASH.SCAN: expected [cursor, [entries]]");
+    } else if (shci_parse_fp_reply(c, r->element[0], "SIMHASH.SCAN cursor", next) == SHC_OK) {
+        st = shci_parse_matches(c, r->element[1], 1, out);
+    } else {
+        st = SHC_ERR_PROTOCOL;
+    }
+    freeReplyObject(r);
+    return st == SHC_OK ? shci_set_ok(c) : st;
+}
+
 shc_status shc_info(shc_client *c, char **text, size_t *len)
 {
     redisReply *r;

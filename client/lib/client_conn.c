@@ -317,7 +317,7 @@ static int shci_retryable(const char *cmd)
 {
     static const char *const ok[] = { "SIMHASH.QUERY", "SIMHASH.ADD", "SIMHASH.CHECK",
                                       "SIMHASH.CHECKTEXT", "SIMHASH.FINGERPRINT",
-                                      "SIMHASH.INFO", NULL };
+                                      "SIMHASH.INFO", "SIMHASH.SCAN", NULL };
     for (size_t i = 0; ok[i]; i++)
         if (strcmp(cmd, ok[i]) == 0)
             return 1;

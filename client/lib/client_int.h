@@ -63,5 +63,7 @@ shc_status shci_parse_fp_reply(shc_client *c, const redisReply *r, const char *w
 /* Parse an array of [fp, distance, [docid ...]] into *out. Returns SHC_OK,
  * SHC_ERR_PROTOCOL (shape) or SHC_ERR_NOMEM; *out is NULL on failure. */
 shc_status shci_parse_result(shc_client *c, const redisReply *r, shc_result **out);
+/* The same, for [[fp, [docid ...]] ...] when scan is set (SIMHASH.SCAN). */
+shc_status shci_parse_matches(shc_client *c, const redisReply *r, int scan, shc_result **out);
 
 #endif

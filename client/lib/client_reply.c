@@ -70,27 +70,30 @@ shc_status shci_parse_fp_reply(shc_client *c, const redisReply *r, const char *w
     return SHC_OK;
 }
 
-/* Decode one [fp, distance, [docid ...]] element into m. Returns a status. */
-static shc_status shci_parse_match(shc_client *c, const redisReply *e, size_t i, shc_match *m)
+/* Decode one [fp, distance, [docid ...]] element (a scan's [fp, [docid ...]] when
+ * scan is set) into m. Returns a status. */
+static shc_status shci_parse_match(shc_client *c, const redisReply *e, size_t i, shc_match *m,
+                                   int scan)
 {
     char what[64];
+    size_t want = scan ? 2 : 3;
 
     snprintf(what, sizeof(what), "match %zu", i);
-    if (e->type != REDIS_REPLY_ARRAY || e->elements != 3)
+    if (e->type != REDIS_REPLY_ARRAY || e->elements != want)
         return shci_set_error(c, SHC_ERR_PROTOCOL,
-                             "%s: expected an array of 3 (fp, distance, docids), got %s of %zu",
-                             what, shci_reply_type_name(e->type),
+                             "%s: expected an array of %zu (fp, %sdocids), got %s of %zu",
+                             what, want, scan ? "" : "distance, ", shci_reply_type_name(e->type),
                              e->type == REDIS_REPLY_ARRAY ? e->elements : (size_t)0);
     if (shci_parse_fp_reply(c, e->element[0], what, &m->fp) != SHC_OK)
         return SHC_ERR_PROTOCOL;
-    if (e->element[1]->type != REDIS_REPLY_INTEGER || e->element[1]->integer < 0 ||
-        e->element[1]->integer > 64)
+    if (!scan && (e->element[1]->type != REDIS_REPLY_INTEGER || e->element[1]->integer < 0 ||
+                  e->element[1]->integer > 64))
         return shci_set_error(c, SHC_ERR_PROTOCOL,
                              "%s: expected a distance 0..64, got %s", what,
                              shci_reply_type_name(e->element[1]->type));
-    m->distance = (unsigned)e->element[1]->integer;
+    m->distance = scan ? 0 : (unsigned)e->element[1]->integer;
 
-    const redisReply *d = e->element[2];
+    const redisReply *d = e->element[want - 1];
     if (d->type != REDIS_REPLY_ARRAY)
         return shci_set_error(c, SHC_ERR_PROTOCOL, "%s: expected an array of docids, got %s",
                              what, shci_reply_type_name(d->type));
@@ -119,6 +122,11 @@ static shc_status shci_parse_match(shc_client *c, const redisReply *e, size_t i,
 
 shc_status shci_parse_result(shc_client *c, const redisReply *r, shc_result **out)
 {
+    return shci_parse_matches(c, r, 0, out);
+}
+
+shc_status shci_parse_matches(shc_client *c, const redisReply *r, int scan, shc_result **out)
+{
     shc_result *res;
     shc_status st;
 
@@ -139,7 +147,7 @@ shc_status shci_parse_result(shc_client *c, const redisReply *r, shc_result **ou
     }
     for (size_t i = 0; i < r->elements; i++) {
         res->nmatches = i + 1;
-        st = shci_parse_match(c, r->element[i], i, &res->matches[i]);
+        st = shci_parse_match(c, r->element[i], i, &res->matches[i], scan);
         if (st != SHC_OK) {
             shc_result_free(res);
             return st;

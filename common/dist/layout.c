@@ -65,6 +65,11 @@ size_t layout_meta_key(char *buf, size_t cap)
     return layout_with_prefix(buf, cap, LAYOUT_META_KEY, strlen(LAYOUT_META_KEY));
 }
 
+size_t layout_registry_key(char *buf, size_t cap)
+{
+    return layout_with_prefix(buf, cap, LAYOUT_REGISTRY_KEY, strlen(LAYOUT_REGISTRY_KEY));
+}
+
 /* Writes n lower-case hex digits of the low 4n bits of v at out; returns out + n. */
 static char *layout_put_hex(char *out, uint64_t v, unsigned n)
 {

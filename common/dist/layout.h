@@ -35,6 +35,12 @@
 #define LAYOUT_BUCKET_BITS_DEFAULT 16   /* layout 1 */
 #define LAYOUT2_BUCKET_BITS_DEFAULT 12  /* layout 2 (docs/capacity.md: about N/256) */
 #define LAYOUT2_INLINE_MAX 64        /* packed ids kept in the bucket hash up to this */
+/* The worker registry (shard/registry.c): a sorted set, member = a worker's address
+ * "host:port", score = the expiry of its entry in Redis's clock (ms). Its key is
+ * [corpus name:]simhash:workers (layout_registry_key). */
+#define LAYOUT_REGISTRY_KEY "simhash:workers"
+#define LAYOUT_REGISTRY_ADDR_MAX 128 /* longest address + NUL */
+#define LAYOUT_REGISTRY_MAX 1024     /* entries SHARD.WORKERS answers at most */
 #define LAYOUT_MIN_PREFIX_BITS 8     /* tables with a shorter prefix are refused */
 #define LAYOUT_CORPUS_MAX 32         /* bytes of a corpus name */
 #define LAYOUT_KEY_MAX 96            /* longest key + NUL, with room to spare */
@@ -59,6 +65,10 @@ const char *layout_corpus(void);
 /* Writes the meta hash key of the corpus ("[name:]simhash:meta"). Returns its
  * length, or 0 when it does not fit in cap. */
 size_t layout_meta_key(char *buf, size_t cap);
+
+/* Writes the worker registry key of the corpus ("[name:]simhash:workers"). Returns
+ * its length, or 0 when it does not fit in cap. */
+size_t layout_registry_key(char *buf, size_t cap);
 
 /* Bytes of a member at bucket_bits b: ceil((64 - b) / 8). */
 static inline size_t layout_member_len(unsigned bucket_bits)

@@ -52,7 +52,7 @@ void rs_pidfile_remove(const char *path)
 
 struct rs_run_state {
     struct event_base *base;
-    void (*on_stop)(void *);
+    int (*on_stop)(void *);
     void (*on_hup)(void *);
     void *arg;
     int stopped;
@@ -79,8 +79,8 @@ static void rs_on_signal(evutil_socket_t sig, short what, void *arg)
     rs->stopped = 1;
     sd_notify(0, "STOPPING=1");
     log_info("signal %d: shutting down", (int)sig);
-    if (rs->on_stop)
-        rs->on_stop(rs->arg);
+    if (rs->on_stop && rs->on_stop(rs->arg) > 0)
+        return;         /* on_stop ends the loop itself, later */
     event_base_loopexit(rs->base, NULL);
 }
 
@@ -96,7 +96,7 @@ struct event_base *rs_base_new(void)
     return base ? base : event_base_new();
 }
 
-int rs_run_hup(struct event_base *base, void (*on_stop)(void *arg), void (*on_hup)(void *arg),
+int rs_run_hup(struct event_base *base, int (*on_stop)(void *arg), void (*on_hup)(void *arg),
                void *arg)
 {
     struct rs_run_state st = { base, on_stop, on_hup, arg, 0 };
@@ -122,7 +122,7 @@ int rs_run_hup(struct event_base *base, void (*on_stop)(void *arg), void (*on_hu
     return rc;
 }
 
-int rs_run(struct event_base *base, void (*on_stop)(void *arg), void *arg)
+int rs_run(struct event_base *base, int (*on_stop)(void *arg), void *arg)
 {
     return rs_run_hup(base, on_stop, NULL, arg);
 }

@@ -976,6 +976,11 @@ unsigned rs_port(const rserver *s)
     return s->port;
 }
 
+unsigned long rs_nclients(const rserver *s)
+{
+    return s->st.clients;
+}
+
 void rs_info_clients(const rserver *s, resp_buf *b)
 {
     resp_buf_printf(b,

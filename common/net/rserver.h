@@ -240,6 +240,8 @@ void rs_metrics_text(rserver *s, resp_buf *b, void (*extra)(void *ctx, resp_buf 
 /* `# HELP` and `# TYPE` lines of one family. */
 void rs_prom_family(resp_buf *b, const char *name, const char *type, const char *help);
 
+/* Clients connected now. */
+unsigned long rs_nclients(const rserver *s);
 /* Append the INFO lines of the server ("connected_clients:3\r\n" ...) to b. */
 void rs_info_clients(const rserver *s, resp_buf *b);
 
@@ -251,11 +253,12 @@ void rs_pidfile_remove(const char *path);
 
 /* Ignore SIGPIPE, then run base until SIGTERM or SIGINT arrives; on_stop(arg) is
  * called once at that moment (close servers there; the loop then exits when
- * nothing is left, or at once with loopexit). Returns 0, or -1 on a loop error. */
-int rs_run(struct event_base *base, void (*on_stop)(void *arg), void *arg);
+ * nothing is left, or at once with loopexit). on_stop returns 0, or 1 when it ends
+ * the loop itself later (a drain). Returns 0, or -1 on a loop error. */
+int rs_run(struct event_base *base, int (*on_stop)(void *arg), void *arg);
 /* rs_run, and on SIGHUP: reopen the log file (logrotate), then on_hup(arg) (NULL: none)
  * to reload the settings that may change while running. */
-int rs_run_hup(struct event_base *base, void (*on_stop)(void *arg), void (*on_hup)(void *arg),
+int rs_run_hup(struct event_base *base, int (*on_stop)(void *arg), void (*on_hup)(void *arg),
                void *arg);
 /* Slow log settings while running (SIGHUP reload): a new max_len empties it. */
 void rs_set_slowlog(rserver *s, unsigned slower_than_us, unsigned max_len);

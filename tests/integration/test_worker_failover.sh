@@ -16,7 +16,7 @@ DRIVER="$TH_SRC/tests/tools/simhash_e2e.py"
 down() { [ -f "$TH_DIR/procs" ] && dl_down; return 0; }
 trap 'rc=$?; down; (exit $rc); th_cleanup' EXIT
 
-dl_up_cluster "simhash-local up --cluster" --masters 3 --replicas 0 --spare-workers 0 \
+dl_up_cluster "simhash-local up --cluster" --masters 3 --replicas 0 \
     --coordinators 2 --no-aof --lifetime 600 --timeout-ms 3000
 c1=$((cport + 1))
 dl_wait_routing "$cport" || th_fail "routing never complete: $DL_REPLY"

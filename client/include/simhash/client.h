@@ -147,6 +147,22 @@ shc_status shc_fingerprint_as(shc_client *c, const char *text, size_t len, int f
  * the caller frees it with free(). */
 shc_status shc_info(shc_client *c, char **text, size_t *len);
 
+/* Adds n (fingerprint, document id) pairs in one SIMHASH.ADD (ids of lens[i] bytes,
+ * any bytes; lens NULL: NUL-terminated), at most 32767 pairs: the coordinator takes
+ * each fingerprint's write lock once for all its ids. *added (may be NULL) gets the
+ * number of new pairs. All or nothing is not promised: on an error some pairs may be
+ * stored (adding them again is harmless). */
+shc_status shc_add_pairs(shc_client *c, const uint64_t *fps, const char *const *docids,
+                         const size_t *lens, size_t n, long long *added);
+
+/* One step of a walk over the whole corpus (SIMHASH.SCAN): the fingerprints of up to
+ * count buckets (1..1024; 0: the server's default) from cursor on, each with its
+ * document ids, in *out (distance 0), and the cursor of the next step in *next.
+ * Start with cursor 0; the walk is over when *next is 0. Every fingerprint stored for
+ * the whole walk comes exactly once; one added or removed meanwhile may or may not. */
+shc_status shc_scan(shc_client *c, uint64_t cursor, unsigned count, uint64_t *next,
+                    shc_result **out);
+
 /* The same fingerprint computed here, with no server, with the default algorithm
  * (v2): identical to a default server's and to every simhash tool's for the same
  * bytes. */

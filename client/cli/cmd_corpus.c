@@ -1,0 +1,441 @@
+/* cmd_corpus.c: `simhash export` and `simhash migrate`, which walk a running
+ * deployment's whole corpus with SIMHASH.SCAN (shc_scan). export prints 'fingerprint
+ * docid' lines, the input of `simhash load`; migrate copies the corpus into another
+ * deployment (other layout, blocks, distance, bucket bits or name: its own settings),
+ * online, resumable from a state file, ending with a count of both sides. Exit status
+ * 0 ok, 1 runtime or server error (or a copy whose counts differ), 2 usage. */
+#include "cmd_net.h"
+
+#include "cli.h"
+#include "parse.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define CORPUS_COUNT_DEFAULT 64         /* buckets per SIMHASH.SCAN step */
+
+enum { OPT_COUNT = 1100, OPT_OUT, OPT_TO, OPT_TO_PORT, OPT_TO_PASSFILE, OPT_STATE };
+
+/* A document id that a 'fingerprint docid' line of simhash load cannot carry: empty,
+ * or with white space or a NUL byte. */
+static int corpus_id_unprintable(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r') || s[i] == '\0')
+            return 1;
+    return n == 0;
+}
+
+/* "name:value" of an INFO text as a number; -1 when absent or not a number. */
+static long long corpus_info_num(const char *info, const char *name)
+{
+    char v[32];
+    uint64_t x;
+    const char *why;
+    if (parse_info_str(info, strlen(info), name, v, sizeof v) != 0 ||
+        parse_u64(v, strlen(v), &x, &why) != 0)
+        return -1;
+    return (long long)x;
+}
+
+/* SIMHASH.INFO of c (malloc'd text), or NULL with a message printed. */
+static char *corpus_info(const char *prog, shc_client *c, const char *side)
+{
+    char *text = NULL;
+    if (shc_info(c, &text, NULL) != SHC_OK) {
+        fprintf(stderr, "%s: SIMHASH.INFO of the %s: %s\n", prog, side, shc_errstr(c));
+        return NULL;
+    }
+    return text;
+}
+
+/* ---- simhash export ---- */
+
+int cmd_export(int argc, char **argv)
+{
+    static const char usage[] =
+        "Usage: simhash export [OPTIONS]\n"
+        "Print every (fingerprint, document id) pair of a running deployment as\n"
+        "'fingerprint docid' lines (the input of simhash load), walking the corpus\n"
+        "with SIMHASH.SCAN while it keeps serving: every pair stored for the whole\n"
+        "export is printed exactly once; pairs added or removed meanwhile may or may\n"
+        "not be. A progress bar on a terminal; a summary on standard error.\n\n"
+        "  -o, --output FILE         write here instead of standard output\n"
+        "      --count N             buckets per SIMHASH.SCAN step (1..1024, default 64)\n";
+    static const struct option longopts[] = {
+        NET_LONGOPTS,
+        {"output", required_argument, NULL, 'o'},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {NULL, 0, NULL, 0}
+    };
+    const char *prog = "simhash export", *path = NULL;
+    unsigned count = CORPUS_COUNT_DEFAULT;
+    net_opts o;
+    int c, rc;
+    uint64_t v;
+
+    net_opts_init(&o, prog);
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":ho:", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage, stdout);
+            fputs(NET_OPTIONS_HELP, stdout);
+            return CLI_EXIT_OK;
+        }
+        if (c == 'o') {
+            path = optarg;
+            continue;
+        }
+        if (c == OPT_COUNT) {
+            if (cli_opt_uint(prog, "--count", optarg, 1, 1024, &v) != 0)
+                return CLI_EXIT_USAGE;
+            count = (unsigned)v;
+            continue;
+        }
+        if ((rc = net_common_opt(&o, c, optarg)) < 0)
+            return CLI_EXIT_USAGE;
+        if (rc == 2)
+            return CLI_EXIT_OK;
+        if (rc == 0)
+            return cli_opt_error(prog, c, argv);
+    }
+    if (optind < argc)
+        return net_usage_error(prog, "no operands expected");
+    FILE *out = path ? fopen(path, "w") : stdout;
+    if (!out) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    shc_client *cl = net_connect(&o);
+    if (!cl) {
+        if (path)
+            fclose(out);
+        return CLI_EXIT_FAIL;
+    }
+    cli_progress bar;
+    cli_progress_init(&bar, "exporting", 256);
+    uint64_t cursor = 0;
+    unsigned long long nfps = 0, ndocs = 0;
+    rc = CLI_EXIT_OK;
+    do {
+        shc_result *res;
+        uint64_t next;
+        if (shc_scan(cl, cursor, count, &next, &res) != SHC_OK) {
+            cli_progress_end(&bar);
+            rc = net_fail(&o, cl);
+            break;
+        }
+        for (size_t i = 0; i < res->nmatches && rc == CLI_EXIT_OK; i++) {
+            const shc_match *m = &res->matches[i];
+            nfps++;
+            for (size_t j = 0; j < m->ndocids; j++) {
+                if (corpus_id_unprintable(m->docids[j], m->docid_lens[j])) {
+                    cli_progress_end(&bar);
+                    fprintf(stderr, "%s: fingerprint %llu has a document id with white space "
+                            "or a NUL byte, which a 'fingerprint docid' line cannot carry; "
+                            "nothing after it was written (simhash migrate copies such ids)\n",
+                            prog, (unsigned long long)m->fp);
+                    rc = CLI_EXIT_FAIL;
+                    break;
+                }
+                fprintf(out, "%llu %.*s\n", (unsigned long long)m->fp, (int)m->docid_lens[j],
+                        m->docids[j]);
+                ndocs++;
+            }
+        }
+        shc_result_free(res);
+        cursor = next;
+        cli_progress_update(&bar, cursor ? (size_t)(cursor >> 24) : 256);
+    } while (cursor != 0 && rc == CLI_EXIT_OK);
+    cli_progress_end(&bar);
+    if (fflush(out) != 0 || ferror(out) || (path && fclose(out) != 0)) {
+        fprintf(stderr, "%s: writing %s failed: %s\n", prog, path ? path : "standard output",
+                strerror(errno));
+        rc = CLI_EXIT_FAIL;
+    }
+    shc_free(cl);
+    if (rc == CLI_EXIT_OK)
+        fprintf(stderr, "exported %llu documents of %llu fingerprints\n", ndocs, nfps);
+    return rc;
+}
+
+/* ---- simhash migrate ---- */
+
+typedef struct corpus_state {
+    uint64_t cursor;
+    unsigned long long fps, docs;   /* copied so far */
+} corpus_state;
+
+/* Reads the state file: 0 (found), 1 (absent: start), -1 (unreadable, message). */
+static int corpus_state_read(const char *prog, const char *path, corpus_state *st)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return errno == ENOENT ? 1 : (fprintf(stderr, "%s: %s: %s\n", prog, path,
+                                              strerror(errno)), -1);
+    unsigned long long cur;
+    int n = fscanf(f, "simhash-migrate cursor %llu fingerprints %llu documents %llu",
+                   &cur, &st->fps, &st->docs);
+    fclose(f);
+    if (n != 3) {
+        fprintf(stderr, "%s: %s: not a state file of simhash migrate\n", prog, path);
+        return -1;
+    }
+    st->cursor = cur;
+    return 0;
+}
+
+/* Writes the state file atomically (temporary file, rename). Returns 0 or -1. */
+static int corpus_state_write(const char *prog, const char *path, const corpus_state *st)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
+        fprintf(stderr, "%s: state file name too long\n", prog);
+        return -1;
+    }
+    FILE *f = fopen(tmp, "w");
+    if (!f || fprintf(f, "simhash-migrate cursor %llu fingerprints %llu documents %llu\n",
+                      (unsigned long long)st->cursor, st->fps, st->docs) < 0 ||
+        fflush(f) != 0 || fclose(f) != 0 || rename(tmp, path) != 0) {
+        fprintf(stderr, "%s: cannot write the state file %s: %s\n", prog, path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+#define CORPUS_ADD_PAIRS 4096            /* pairs per SIMHASH.ADD of migrate */
+
+/* Adds pairs [from, from+n) in one SIMHASH.ADD; a busy target (-TIMEOUT, -BUSY) gets
+ * the same again (adds are set inserts), pausing 100 ms doubling, 7 tries at most.
+ * Returns 0, or -1 with a message. */
+static int corpus_add(const char *prog, shc_client *dst, const uint64_t *fps,
+                      const char *const *ids, const size_t *lens, size_t n)
+{
+    unsigned pause_ms = 100;
+    for (int attempt = 1;; attempt++) {
+        shc_status st = shc_add_pairs(dst, fps, ids, lens, n, NULL);
+        if (st == SHC_OK)
+            return 0;
+        if (st == SHC_ERR_IO || st == SHC_ERR_NOMEM || st == SHC_ERR_ARG || attempt == 7) {
+            fprintf(stderr, "%s: adding to the target: %s (run again with the same --state "
+                    "to resume)\n", prog, shc_errstr(dst));
+            return -1;
+        }
+        struct timespec ts = { (time_t)(pause_ms / 1000), (long)(pause_ms % 1000) * 1000000L };
+        nanosleep(&ts, NULL);
+        pause_ms *= 2;
+    }
+}
+
+/* Copies one step's pairs into the target, in SIMHASH.ADD calls of at most
+ * CORPUS_ADD_PAIRS pairs (a fingerprint's ids together: one write lock each). Returns
+ * 0, or -1 with a message. */
+static int corpus_copy(const char *prog, shc_client *dst, const shc_result *res,
+                       unsigned long long *docs)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < res->nmatches; i++)
+        n += res->matches[i].ndocids;
+    if (n == 0)
+        return 0;
+    uint64_t *fps = malloc(n * sizeof *fps);
+    const char **ids = malloc(n * sizeof *ids);
+    size_t *lens = malloc(n * sizeof *lens);
+    int rc = -1;
+    if (!fps || !ids || !lens) {
+        fprintf(stderr, "%s: out of memory\n", prog);
+        goto out;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < res->nmatches; i++)
+        for (size_t j = 0; j < res->matches[i].ndocids; j++) {
+            fps[k] = res->matches[i].fp;
+            ids[k] = res->matches[i].docids[j];
+            lens[k++] = res->matches[i].docid_lens[j];
+        }
+    for (size_t from = 0; from < n; from += CORPUS_ADD_PAIRS) {
+        size_t cnt = n - from < CORPUS_ADD_PAIRS ? n - from : CORPUS_ADD_PAIRS;
+        if (corpus_add(prog, dst, fps + from, ids + from, lens + from, cnt) != 0)
+            goto out;
+    }
+    *docs += n;
+    rc = 0;
+out:
+    free(fps);
+    free(ids);
+    free(lens);
+    return rc;
+}
+
+int cmd_migrate(int argc, char **argv)
+{
+    static const char usage[] =
+        "Usage: simhash migrate --to HOST[,HOST..] [OPTIONS]\n"
+        "Copy every (fingerprint, document id) pair of a running deployment (the\n"
+        "source: the connection options) into another one (the target, --to), which\n"
+        "may have another layout, blocks, distance, bucket bits or corpus name: its\n"
+        "own settings. Both keep serving. Adds are set inserts, so a copy interrupted\n"
+        "at any point is resumed with the same --state FILE (or simply run again).\n"
+        "The fingerprint algorithm cannot change (the texts are not stored): source\n"
+        "and target must report the same. At the end the fingerprint and document\n"
+        "counts of both sides are compared: exit 0 only when they agree.\n\n"
+        "      --to HOST[,HOST..]    target coordinator(s), each host[:port]\n"
+        "      --to-port PORT        target port (default 7000)\n"
+        "      --to-password-file F  AUTH to the target with the password in F\n"
+        "      --state FILE          progress kept here (resumed when it exists;\n"
+        "                            removed when the copy is verified)\n"
+        "      --count N             buckets per SIMHASH.SCAN step (1..1024, default 64)\n";
+    static const struct option longopts[] = {
+        NET_LONGOPTS,
+        {"to", required_argument, NULL, OPT_TO},
+        {"to-port", required_argument, NULL, OPT_TO_PORT},
+        {"to-password-file", required_argument, NULL, OPT_TO_PASSFILE},
+        {"state", required_argument, NULL, OPT_STATE},
+        {"count", required_argument, NULL, OPT_COUNT},
+        {NULL, 0, NULL, 0}
+    };
+    const char *prog = "simhash migrate", *state_path = NULL;
+    unsigned count = CORPUS_COUNT_DEFAULT;
+    net_opts o, t;
+    int c, rc;
+    uint64_t v;
+
+    net_opts_init(&o, prog);
+    net_opts_init(&t, prog);
+    t.host = NULL;
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+            fputs(usage, stdout);
+            fputs(NET_OPTIONS_HELP, stdout);
+            return CLI_EXIT_OK;
+        case OPT_TO:
+            if (!optarg[0])
+                return net_usage_error(prog, "--to: empty");
+            t.host = optarg;
+            continue;
+        case OPT_TO_PORT:
+            if (cli_opt_uint(prog, "--to-port", optarg, 1, 65535, &v) != 0)
+                return CLI_EXIT_USAGE;
+            t.port = (unsigned)v;
+            continue;
+        case OPT_TO_PASSFILE:
+            t.password_file = optarg;
+            continue;
+        case OPT_STATE:
+            state_path = optarg;
+            continue;
+        case OPT_COUNT:
+            if (cli_opt_uint(prog, "--count", optarg, 1, 1024, &v) != 0)
+                return CLI_EXIT_USAGE;
+            count = (unsigned)v;
+            continue;
+        }
+        if ((rc = net_common_opt(&o, c, optarg)) < 0)
+            return CLI_EXIT_USAGE;
+        if (rc == 2)
+            return CLI_EXIT_OK;
+        if (rc == 0)
+            return cli_opt_error(prog, c, argv);
+    }
+    if (optind < argc)
+        return net_usage_error(prog, "no operands expected");
+    if (!t.host)
+        return net_usage_error(prog, "--to is required (the target deployment)");
+    t.timeout_ms = o.timeout_ms;
+
+    corpus_state st = {0, 0, 0};
+    if (state_path && (rc = corpus_state_read(prog, state_path, &st)) < 0)
+        return CLI_EXIT_FAIL;
+    shc_client *src = net_connect(&o);
+    if (!src)
+        return CLI_EXIT_FAIL;
+    shc_client *dst = net_connect(&t);
+    if (!dst) {
+        shc_free(src);
+        return CLI_EXIT_FAIL;
+    }
+    rc = CLI_EXIT_FAIL;
+    char *si = corpus_info(prog, src, "source"), *ti = si ? corpus_info(prog, dst, "target") : NULL;
+    char sa[32] = "", ta[32] = "";
+    if (!si || !ti)
+        goto out;
+    if (parse_info_str(si, strlen(si), "fingerprint_algorithm", sa, sizeof sa) != 0 ||
+        parse_info_str(ti, strlen(ti), "fingerprint_algorithm", ta, sizeof ta) != 0) {
+        fprintf(stderr, "%s: a coordinator does not report its fingerprint algorithm (an "
+                "older version): upgrade it first\n", prog);
+        goto out;
+    }
+    if (strcmp(sa, ta) != 0) {
+        fprintf(stderr, "%s: the source's fingerprints are algorithm %s, the target's %s: "
+                "fingerprints cannot be converted without the texts (they are not stored); "
+                "fingerprint the documents again and load them into the target\n", prog, sa, ta);
+        goto out;
+    }
+    if (st.cursor || st.fps)
+        fprintf(stderr, "%s: resuming at cursor %llu (%llu fingerprints, %llu documents "
+                "copied before)\n", prog, (unsigned long long)st.cursor, st.fps, st.docs);
+    cli_progress bar;
+    cli_progress_init(&bar, "migrating", 256);
+    do {
+        shc_result *res;
+        uint64_t next;
+        if (shc_scan(src, st.cursor, count, &next, &res) != SHC_OK) {
+            cli_progress_end(&bar);
+            fprintf(stderr, "%s: reading the source: %s\n", prog, shc_errstr(src));
+            goto out;
+        }
+        int crc = corpus_copy(prog, dst, res, &st.docs);
+        st.fps += crc == 0 ? res->nmatches : 0;
+        shc_result_free(res);
+        if (crc != 0) {
+            cli_progress_end(&bar);
+            goto out;
+        }
+        st.cursor = next;
+        if (state_path && corpus_state_write(prog, state_path, &st) != 0)
+            goto out;
+        cli_progress_update(&bar, st.cursor ? (size_t)(st.cursor >> 24) : 256);
+    } while (st.cursor != 0);
+    cli_progress_end(&bar);
+
+    /* the count: both sides as their coordinators report them now */
+    free(si);
+    free(ti);
+    si = corpus_info(prog, src, "source");
+    ti = si ? corpus_info(prog, dst, "target") : NULL;
+    if (!si || !ti)
+        goto out;
+    long long sf = corpus_info_num(si, "fingerprints"), sd = corpus_info_num(si, "documents");
+    long long tf = corpus_info_num(ti, "fingerprints"), td = corpus_info_num(ti, "documents");
+    printf("copied %llu fingerprints, %llu documents; source has %lld fingerprints, %lld "
+           "documents; target has %lld fingerprints, %lld documents\n", st.fps, st.docs,
+           sf, sd, tf, td);
+    if (sf < 0 || tf < 0 || sd < 0 || td < 0) {
+        fprintf(stderr, "%s: a side's counts are unknown (a worker down?): not verified\n", prog);
+        goto out;
+    }
+    if (sf != tf || sd != td) {
+        fprintf(stderr, "%s: the counts differ: pairs written to the source during the copy, "
+                "or the target held other data; run again (adds are idempotent) to copy "
+                "what was added meanwhile\n", prog);
+        goto out;
+    }
+    printf("verified: %lld fingerprints and %lld documents on both sides\n", sf, sd);
+    if (state_path && remove(state_path) != 0 && errno != ENOENT)
+        fprintf(stderr, "%s: could not remove %s: %s\n", prog, state_path, strerror(errno));
+    rc = CLI_EXIT_OK;
+out:
+    free(si);
+    free(ti);
+    shc_free(src);
+    shc_free(dst);
+    return rc;
+}

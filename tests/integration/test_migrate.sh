@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# test_migrate.sh: moving a corpus (docs/operations.md, "Moving a corpus"). A source
+# deployment (blocks 6, distance 3) holds a planted corpus, a fingerprint with 500
+# document ids, ids of 100+ bytes and ids with spaces and line ends. `simhash export`
+# prints exactly what was loaded (checked line by line) and refuses an id that a line
+# cannot carry; SIMHASH.SCAN rejects bad cursors and counts. `simhash migrate` copies
+# the corpus into deployments with other settings (bucket-bits 24; blocks 8 distance
+# 2 bucket-bits 8), verified by counts, by export -> migrate -> export giving the same
+# set, and by the planted corpus answering exactly against brute force in the copy; a
+# migrate killed with SIGKILL resumes from its --state file; a migrate while a client
+# keeps writing to the source reports the difference, and a second run closes it.
+set -u
+. "$(dirname "$0")/lib.sh"
+th_init migrate
+th_need_bins simhash-shard simhash-coordinator simhash
+command -v redis-cli >/dev/null || th_fail "redis-cli not found"
+E2E="$TH_SRC/tests/tools/simhash_e2e.py"
+LIVE="$TH_SRC/tests/tools/simhash_live.py"
+SH="$TH_BIN/simhash"
+
+# deploy NAME BLOCKS DISTANCE BUCKET_BITS: redis + worker + coordinator; sets port_NAME
+deploy() {
+    local name=$1 b=$2 k=$3 bb=$4
+    th_start_redis "r-$name"
+    th_start_shard "w-$name" "$TH_REDIS_PORT" 0-255 "$b" "$k" "" --bucket-bits "$bb"
+    th_start_coord "c-$name" "$b" "$k" 3000 "127.0.0.1:$TH_SHARD_PORT"
+    printf -v "port_$name" '%s' "$TH_COORD_PORT"
+    printf -v "redis_$name" '%s' "$TH_REDIS_PORT"
+}
+deploy src 6 3 16
+deploy t24 6 3 24
+deploy t8 8 2 8
+deploy tres 6 3 16
+deploy tlive 6 3 16
+
+# ---- the source corpus ----
+st="$TH_DIR/planted.json"
+timeout 120 python3 "$E2E" load --port "$port_src" --blocks 6 --distance 3 --bases 80 --seed 91 \
+    --state-out "$st" >"$TH_DIR/load.out" 2>&1 || { cat "$TH_DIR/load.out" >&2; th_fail "planted load"; }
+python3 - "$TH_DIR/extra.txt" <<'EOF'
+import random, sys
+r = random.Random(92)
+with open(sys.argv[1], "w") as f:
+    for i in range(500):                       # many ids on one fingerprint
+        f.write("4242424242 many-%d\n" % i)
+    for i in range(50):                        # long ids
+        f.write("%d %s\n" % (r.getrandbits(64), ("long-%d-" % i) + "x" * 120))
+EOF
+timeout 60 "$SH" load --port "$port_src" "$TH_DIR/extra.txt" >/dev/null || th_fail "loading the extra pairs"
+# the expected export: every pair loaded so far, as lines
+python3 - "$st" "$TH_DIR/extra.txt" >"$TH_DIR/want.txt" <<'EOF'
+import json, sys
+s = json.load(open(sys.argv[1]))
+docs = s["docs"] if "docs" in s else s["model"]["docs"]
+for fp, ids in docs.items():
+    for d in ids:
+        print(fp, d)
+for line in open(sys.argv[2]):
+    print(line.rstrip("\n"))
+EOF
+sort -u "$TH_DIR/want.txt" -o "$TH_DIR/want.txt"
+timeout 120 "$SH" export --port "$port_src" -o "$TH_DIR/export1.txt" 2>"$TH_DIR/export1.err" ||
+    { cat "$TH_DIR/export1.err" >&2; th_fail "simhash export"; }
+sort "$TH_DIR/export1.txt" >"$TH_DIR/export1.sorted"
+cmp -s "$TH_DIR/export1.sorted" "$TH_DIR/want.txt" ||
+    th_fail "export differs from what was loaded: $(diff "$TH_DIR/export1.sorted" "$TH_DIR/want.txt" | head -5)"
+[ "$(sort "$TH_DIR/export1.txt" | uniq -d | wc -l)" -eq 0 ] || th_fail "export printed a pair twice"
+th_log "export: $(wc -l <"$TH_DIR/export1.txt") pairs, exactly the loaded ones; $(cat "$TH_DIR/export1.err")"
+
+# bad requests: a clear error
+out=$(timeout 5 redis-cli -p "$port_src" simhash.scan 99999999999 2>&1)
+[[ $out == *"invalid cursor"* ]] || th_fail "SIMHASH.SCAN bad cursor: $out"
+out=$(timeout 5 redis-cli -p "$port_src" simhash.scan 0 COUNT 5000 2>&1)
+[[ $out == *"COUNT"* ]] || th_fail "SIMHASH.SCAN COUNT 5000: $out"
+out=$("$SH" migrate --port "$port_src" 2>&1); rc=$?
+[ $rc -eq 2 ] && [[ $out == *"--to is required"* ]] || th_fail "migrate without --to: exit $rc, $out"
+
+# ids that a line cannot carry: export refuses them, migrate copies them
+timeout 5 redis-cli -p "$port_src" simhash.add 77 "id with space" 77 "$(printf 'line\nend')" >/dev/null
+out=$(timeout 60 "$SH" export --port "$port_src" 2>&1 >/dev/null); rc=$?
+[ $rc -eq 1 ] && [[ $out == *"fingerprint 77 has a document id with white space"* ]] ||
+    th_fail "export of an id with a space: exit $rc, $out"
+
+# ---- migrate into other settings ----
+for t in t24 t8; do
+    tp=port_$t
+    timeout 300 "$SH" migrate --port "$port_src" --to "127.0.0.1:${!tp}" >"$TH_DIR/mig-$t.out" 2>&1 ||
+        { cat "$TH_DIR/mig-$t.out" >&2; th_fail "migrate to $t"; }
+    grep -q '^verified: ' "$TH_DIR/mig-$t.out" || th_fail "migrate to $t: no verified count"
+    th_log "migrate to $t: $(tail -n 1 "$TH_DIR/mig-$t.out")"
+    r=$(timeout 5 redis-cli -p "${!tp}" simhash.query 77 DISTANCE 0 | tr '\n' '|')
+    [ "$r" = "77|0|id with space|line|end|" ] || th_fail "ids with a space and a line end in $t: '$r'"
+    timeout 5 redis-cli -p "${!tp}" simhash.del 77 >/dev/null
+done
+timeout 5 redis-cli -p "$port_src" simhash.del 77 >/dev/null
+for t in t24 t8; do
+    tp=port_$t
+    timeout 120 "$SH" export --port "${!tp}" 2>/dev/null | sort >"$TH_DIR/export-$t.sorted"
+    cmp -s "$TH_DIR/export-$t.sorted" "$TH_DIR/want.txt" ||
+        th_fail "export of $t differs from the source's: $(diff "$TH_DIR/export-$t.sorted" "$TH_DIR/want.txt" | head -5)"
+done
+# exactness against brute force in the copy with bucket-bits 24 (same distance)
+timeout 120 python3 "$E2E" verify --port "$port_t24" --state "$st" --seed 93 >"$TH_DIR/verify.out" 2>&1 ||
+    { cat "$TH_DIR/verify.out" >&2; th_fail "planted corpus in the bucket-bits 24 copy"; }
+th_log "copies: export -> migrate -> export the same set in t24 and t8; t24 $(tail -n 1 "$TH_DIR/verify.out")"
+
+# ---- interrupted and resumed ----
+"$SH" migrate --port "$port_src" --to "127.0.0.1:$port_tres" --state "$TH_DIR/state" --count 1 \
+    >"$TH_DIR/mig-kill.out" 2>&1 &
+mpid=$!
+TH_PIDS+=("$mpid")
+for i in $(seq 1 300); do
+    c=$(awk '{print $3}' "$TH_DIR/state" 2>/dev/null || echo 0)
+    [ "${c:-0}" -gt $((40 << 24)) ] && break
+    sleep 0.05
+done
+kill -KILL "$mpid" 2>/dev/null
+wait "$mpid" 2>/dev/null
+[ -f "$TH_DIR/state" ] || th_fail "no state file after the interrupted migrate"
+before=$(cat "$TH_DIR/state")
+timeout 300 "$SH" migrate --port "$port_src" --to "127.0.0.1:$port_tres" --state "$TH_DIR/state" \
+    >"$TH_DIR/mig-resume.out" 2>&1 || { cat "$TH_DIR/mig-resume.out" >&2; th_fail "resumed migrate"; }
+grep -q 'resuming at cursor' "$TH_DIR/mig-resume.out" || th_fail "the second run did not resume"
+grep -q '^verified: ' "$TH_DIR/mig-resume.out" || th_fail "resumed migrate: no verified count"
+[ ! -f "$TH_DIR/state" ] || th_fail "state file left after a verified copy"
+timeout 120 "$SH" export --port "$port_tres" 2>/dev/null | sort | cmp -s - "$TH_DIR/want.txt" ||
+    th_fail "the resumed copy differs from the source"
+th_log "killed at '$before', resumed: $(tail -n 1 "$TH_DIR/mig-resume.out")"
+
+# ---- online: the source keeps taking writes during the copy ----
+timeout 120 python3 "$LIVE" run --port "$port_src" --distance 3 --seed 94 --seconds 60 \
+    --stop-file "$TH_DIR/stop" --progress "$TH_DIR/progress.json" --state-out "$TH_DIR/live.json" \
+    --max-adds 3000 --add-rate 200 --pause-ms 1 >"$TH_DIR/live.log" 2>&1 &
+lpid=$!
+TH_PIDS+=("$lpid")
+sleep 1
+timeout 300 "$SH" migrate --port "$port_src" --to "127.0.0.1:$port_tlive" --count 4 \
+    >"$TH_DIR/mig-live1.out" 2>&1
+rc1=$?
+touch "$TH_DIR/stop"
+wait "$lpid" || { cat "$TH_DIR/live.log" >&2; th_fail "the source answered wrongly during the copy"; }
+grep -q ' 0 error replies' "$TH_DIR/live.log" || th_fail "the source failed requests during the copy: $(tail -n 1 "$TH_DIR/live.log")"
+if [ $rc1 -ne 0 ]; then
+    grep -q 'the counts differ' "$TH_DIR/mig-live1.out" || { cat "$TH_DIR/mig-live1.out" >&2; th_fail "migrate during writes: exit $rc1"; }
+fi
+timeout 300 "$SH" migrate --port "$port_src" --to "127.0.0.1:$port_tlive" >"$TH_DIR/mig-live2.out" 2>&1 ||
+    { cat "$TH_DIR/mig-live2.out" >&2; th_fail "second migrate after the writes"; }
+timeout 200 python3 "$LIVE" check --port "$port_tlive" --distance 3 --seed 95 --state "$TH_DIR/live.json" \
+    --seconds 30 >"$TH_DIR/check.out" 2>&1 || { cat "$TH_DIR/check.out" >&2; th_fail "acknowledged writes missing in the copy"; }
+th_log "online: first copy exit $rc1 ($(tail -n 1 "$TH_DIR/mig-live1.out")); second: $(tail -n 1 "$TH_DIR/mig-live2.out"); copy: $(tail -n 1 "$TH_DIR/check.out")"
+th_log "PASS"
