@@ -458,6 +458,14 @@ static void coord_worker_join(coord *co, const char *addr)
 {
     char err[200];
     coord_worker *w = NULL;
+    const char *colon = strrchr(addr, ':');
+    uint64_t port;
+    const char *why;
+    if (colon == NULL || colon == addr ||
+        parse_uint_range(colon + 1, strlen(colon + 1), 1, 65535, &port, &why) != 0) {
+        log_warn_rl("worker registry lists '%.60s', not a HOST:PORT: ignored", addr);
+        return;
+    }
     if (co->nw < COORD_WORKERS_MAX) {
         w = &co->w[co->nw];
     } else {
@@ -475,14 +483,12 @@ static void coord_worker_join(coord *co, const char *addr)
     }
     unsigned idx = (unsigned)(w - co->w);
     if (coord_worker_init(co, w, idx, addr, 0, err, sizeof err) != 0) {
-        log_warn_rl("worker registry: %s", err);
+        log_warn_rl("worker registry: %s", err);     /* out of memory */
         coord_worker_release(w);
         memset(w, 0, sizeof *w);
-        w->health = W_GONE;
+        w->health = W_GONE;     /* a free slot again (gone_ms 0: reusable at once) */
         w->idx = idx;
         w->co = co;
-        if (idx == co->nw)
-            co->nw++;           /* keep the slot: marked gone, reusable later */
         return;
     }
     if (idx == co->nw)

@@ -53,7 +53,9 @@ PY
 th_start fake 70 python3 "$TH_DIR/fake.py" "$FAKE_PORT" "$TH_DIR/fake.count"
 th_wait_port "$FAKE_PORT" 10 || th_fail "fake worker did not listen"
 
-th_start_coord coord 6 3 300 "127.0.0.1:$FAKE_PORT" "" --health-interval-ms 600000
+# (no registry reads: the unsolicited reply must be the only thing the fake sends)
+th_start_coord coord 6 3 300 "127.0.0.1:$FAKE_PORT" "" --health-interval-ms 600000 \
+    --discover-interval-ms 0
 COORD_CHILD=$(th_child_pid "$TH_COORD_PID")
 
 # Wait until the coordinator has connected at least twice: the first connection got
