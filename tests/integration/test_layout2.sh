@@ -8,8 +8,9 @@
 #      fingerprints with other ids, each coordinator sees only its corpus; every key
 #      carries its corpus's prefix; the same two corpora again under their own names
 #      with the unnamed corpus beside them
-#   3. refusals: a coordinator of corpus a given a worker of corpus b, and one whose
-#      workers serve corpora of two layouts, exit 2 naming the difference; a worker
+#   3. refusals: a coordinator of corpus a given a worker of corpus b exits 2 naming
+#      it; one whose workers serve corpora of two layouts refuses the later one with
+#      "layouts differ"; a coordinator with layout 2 given a layout-1 worker exits 2; a worker
 #      configured with layout 2 refuses a layout-1 corpus; a worker without layout or
 #      bucket-bits follows the corpus (layout 1, bucket bits 16) and a new corpus
 #      gets layout 2 with bucket bits 12
@@ -91,11 +92,19 @@ th_start_redis redis-l1
 r1=$TH_REDIS_PORT
 th_start_shard wl1 "$r1" 0-255 6 3 "" --corpus a --layout 1
 wl1=$TH_SHARD_PORT
-out=$(timeout 20 "$TH_BIN/simhash-coordinator" --bind 127.0.0.1 --port "$(th_free_port)" \
-    --blocks 6 --distance 3 --worker "127.0.0.1:$wa" --worker "127.0.0.1:$wl1" --corpus a 2>&1)
-rc=$?
-[ $rc = 2 ] || th_fail "coordinator over layouts 1 and 2: exit $rc, want 2"
-echo "$out" | grep -q "layouts differ" || th_fail "no clear message for mixed layouts: $out"
+# two workers of corpus a, each serving 0-255, one beside a layout-1 Redis: whichever
+# answers first is served, the other refused with the message (and no traffic)
+th_start coord-mixed 60 "$TH_BIN/simhash-coordinator" --bind 127.0.0.1 --port "$(th_free_port)" \
+    --blocks 6 --distance 3 --worker "127.0.0.1:$wa" --worker "127.0.0.1:$wl1" --corpus a
+mixed=$TH_PID
+i=0
+until grep -q "layouts differ: shard worker serves a layout-[12] corpus, this coordinator a layout-[12] one (its other workers); a coordinator never mixes layouts" \
+        "$TH_DIR/coord-mixed.log"; do
+    i=$((i + 1))
+    [ $i -lt 100 ] || th_fail "no clear message for mixed layouts: $(cat "$TH_DIR/coord-mixed.log")"
+    sleep 0.1
+done
+th_stop "$mixed"
 out=$(timeout 20 "$TH_BIN/simhash-coordinator" --bind 127.0.0.1 --port "$(th_free_port)" \
     --blocks 6 --distance 3 --worker "127.0.0.1:$wl1" --corpus a --layout 2 2>&1)
 rc=$?
