@@ -1,7 +1,8 @@
 /* dist_load.c: load generator for the distributed-mode benchmark (bench/distributed/run.sh).
  *
- * Drives either Redis directly with the commands one operation needs in layout 1
- * (the "raw" rate: what Redis alone can do) or simhash-coordinator with the client
+ * Drives either Redis directly with the commands one operation needs in the data
+ * layout of --layout (1 or 2; the "raw" rate: what Redis alone can do) or
+ * simhash-coordinator with the client
  * commands (the "system" rate), and prints machine-readable lines
  *   bench=<name> metric=<metric> value=<number>
  * Fingerprint i of a corpus is splitmix64(seed * 2^32 + i), so separate runs agree on
@@ -10,11 +11,15 @@
  * Modes:
  *   preload     bulk-load fingerprints [offset, offset+count) into the tables, grouped
  *               by key (one ZADD of many members per bucket key); writes simhash:meta
- *   predocs     SADD one document id to each of those fingerprints' document sets
- *   raw-query   per query: the ZRANGEBYLEX calls of every table, pipelined
- *   raw-ingest  per fingerprint: one ZADD per table + one SADD, pipelined
+ *   predocs     one document id (30 bytes, dl_doc) to each of those fingerprints:
+ *               SADD to its set (layout 1), HSET of its packed id into its bucket
+ *               hash (layout 2)
+ *   raw-query   per query: the ZRANGEBYLEX calls of every table and the read of the
+ *               query's ids (SMEMBERS; layout 2: HGET of its hash field), pipelined
+ *   raw-ingest  per fingerprint: one ZADD per table + the SADD (layout 2: HSET),
+ *               pipelined
  *   sys-query   SIMHASH.QUERY fp, pipelined
- *   raw-locked  per fingerprint: the lock script (with the SADD), one ZADD per table,
+ *   raw-locked  per fingerprint: the lock script (with the id), one ZADD per table,
  *               the unlock script: what the system sends for an ADD, pipelined
  *   sys-ingest  SIMHASH.ADD fp docid, pipelined
  *   paced       SIMHASH.QUERY at a fixed rate (open loop, hiredis async + libevent);
@@ -23,7 +28,7 @@
  *   paced-ingest SIMHASH.ADD of new fingerprints [offset, ...) at a fixed rate, latency
  *               as for paced (the ingest latency through the system)
  *   paced-raw   the same schedule, but each query is the Redis commands a worker sends
- *               for it (ZRANGEBYLEX per table + SMEMBERS of its document set), straight
+ *               for it (ZRANGEBYLEX per table + the read of its ids), straight
  *               to Redis: the latency baseline of the same work without our daemons
  *   check       SIMHASH.QUERY of corpus fingerprints must find each at distance 0 */
 #include <errno.h>
@@ -51,14 +56,14 @@
 typedef struct dl_opts {
     const char *mode, *host, *name, *trace;
     int port;
-    unsigned blocks, distance, bucket_bits;
+    unsigned blocks, distance, bucket_bits, layout;
     uint64_t seed, count, offset, corpus, depth;
     double seconds, rate;
 } dl_opts;
 
 static dl_opts opt = {
     .host = "127.0.0.1", .name = "dist", .port = 6379, .blocks = 6, .distance = 3,
-    .bucket_bits = 16, .seed = 1, .count = 100000, .offset = 0, .corpus = 0, .depth = 64,
+    .bucket_bits = 0, .layout = LAYOUT_VERSION_DEFAULT, .seed = 1, .count = 100000, .offset = 0, .corpus = 0, .depth = 64,
     .seconds = 10.0, .rate = 1000.0,
 };
 static perm_set ps;
@@ -103,7 +108,61 @@ static redisContext *dl_connect(void)
     return c;
 }
 
+/* Writes document id number id (30 bytes: a URL-like string) into buf[32]; returns
+ * its length. */
+static int dl_doc(char *buf, uint64_t id)
+{
+    return snprintf(buf, 32, "https://ex.org/doc/%011" PRIu64, id % UINT64_C(100000000000));
+}
+
 /* ---- building commands ---- */
+
+/* The write of fp's one id straight to Redis: SADD to its set (layout 1), HSET of the
+ * packed id into its bucket hash (layout 2). Returns 1 (commands appended). */
+static unsigned dl_append_doc(redisContext *c, uint64_t fp, uint64_t id)
+{
+    char key[LAYOUT_KEY_MAX], doc[32];
+    uint8_t packed[48], mem[LAYOUT_MEMBER_MAX];
+    uint64_t p0 = perm_apply(&ps.tables[0], fp);
+    int dlen = dl_doc(doc, id);
+    if (opt.layout == 1) {
+        size_t klen = layout_doc_key(key, sizeof key, fp, p0);
+        const char *argv[3] = {"SADD", key, doc};
+        size_t lens[3] = {RESP_LITLEN("SADD"), klen, (size_t)dlen};
+        redisAppendCommandArgv(c, 3, argv, lens);
+        return 1;
+    }
+    size_t klen = layout_hash_key(key, sizeof key, p0, opt.bucket_bits);
+    size_t ml = layout_member(mem, p0, opt.bucket_bits);
+    size_t pl = layout_ids_put(packed, doc, (size_t)dlen);
+    const char *argv[4] = {"HSET", key, (const char *)mem, (const char *)packed};
+    size_t lens[4] = {RESP_LITLEN("HSET"), klen, ml, pl};
+    redisAppendCommandArgv(c, 4, argv, lens);
+    return 1;
+}
+
+/* The read of fp's ids a worker needs at least: SMEMBERS (layout 1), HGET of its
+ * bucket hash field (layout 2). */
+static void dl_doc_read_argv(uint64_t fp, char key[LAYOUT_KEY_MAX], uint8_t mem[LAYOUT_MEMBER_MAX],
+                             const char *argv[3], size_t lens[3], int *argc)
+{
+    uint64_t p0 = perm_apply(&ps.tables[0], fp);
+    if (opt.layout == 1) {
+        argv[0] = "SMEMBERS";
+        argv[1] = key;
+        lens[0] = RESP_LITLEN("SMEMBERS");
+        lens[1] = layout_doc_key(key, LAYOUT_KEY_MAX, fp, p0);
+        *argc = 2;
+        return;
+    }
+    argv[0] = "HGET";
+    argv[1] = key;
+    argv[2] = (const char *)mem;
+    lens[0] = RESP_LITLEN("HGET");
+    lens[1] = layout_hash_key(key, LAYOUT_KEY_MAX, p0, opt.bucket_bits);
+    lens[2] = layout_member(mem, p0, opt.bucket_bits);
+    *argc = 3;
+}
 
 /* One operation's Redis commands, as argv arrays appended to the context.
  * Returns the number of commands appended. */
@@ -124,7 +183,14 @@ static unsigned dl_append_raw_query(redisContext *c, uint64_t fp)
             n++;
         }
     }
-    return n;
+    char key[LAYOUT_KEY_MAX];
+    uint8_t mem[LAYOUT_MEMBER_MAX];
+    const char *argv[3];
+    size_t lens[3];
+    int argc;
+    dl_doc_read_argv(fp, key, mem, argv, lens, &argc);
+    redisAppendCommandArgv(c, argc, argv, lens);
+    return n + 1;
 }
 
 /* One ZADD per table of fp's entries. Returns the number of commands. */
@@ -145,32 +211,26 @@ static unsigned dl_append_zadds(redisContext *c, uint64_t fp)
 
 static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
 {
-    char key[LAYOUT_KEY_MAX], doc[32];
     unsigned n = dl_append_zadds(c, fp);
-    size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
-    int dlen = snprintf(doc, sizeof doc, "d%" PRIu64, id);
-    const char *argv[3] = {"SADD", key, doc};
-    size_t lens[3] = {RESP_LITLEN("SADD"), klen, (size_t)dlen};
-    redisAppendCommandArgv(c, 3, argv, lens);
-    return n + 1;
+    return n + dl_append_doc(c, fp, id);
 }
 
 /* The Redis commands a worker sends for one SIMHASH.ADD of a new fingerprint: the
  * lock script (takes fp's lock, SADDs the id), one ZADD per table, the unlock script. */
 static unsigned dl_append_raw_locked(redisContext *c, uint64_t fp, uint64_t id)
 {
-    char dkey[LAYOUT_KEY_MAX], wkey[LAYOUT_KEY_MAX], ckey[LAYOUT_KEY_MAX], field[17], doc[32];
+    char wkey[LAYOUT_KEY_MAX], field[17], doc[32];
     char tok[24];
     uint64_t p0 = perm_apply(&ps.tables[0], fp);
-    layout_doc_key(dkey, sizeof dkey, fp, p0);
     layout_lock_key(wkey, sizeof wkey, layout_shard_of(p0));
-    layout_count_key(ckey, sizeof ckey, layout_shard_of(p0));
     layout_lock_field(field, fp);
-    snprintf(doc, sizeof doc, "d%" PRIu64, id);
+    int dlen = dl_doc(doc, id);
     snprintf(tok, sizeof tok, "b%" PRIx64, id);
-    const char *la[11] = {"EVAL", LAYOUT_LOCK_LUA, "3", dkey, wkey, ckey, field, tok, "4000",
-                          LAYOUT_LOCK_OP_ADD, doc};
-    redisAppendCommandArgv(c, 11, la, NULL);
+    layout_cmd lc;
+    layout_cmd_lock(&lc, opt.layout, opt.bucket_bits, fp, p0, tok, 4000, LAYOUT_LOCK_OP_ADD);
+    lc.argv[lc.argc] = doc;
+    lc.argvlen[lc.argc] = (size_t)dlen;
+    redisAppendCommandArgv(c, lc.argc + 1, lc.argv, lc.argvlen);
     dl_append_zadds(c, fp);
     const char *ua[6] = {"EVAL", LAYOUT_UNLOCK_LUA, "1", wkey, field, tok};
     redisAppendCommandArgv(c, 6, ua, NULL);
@@ -181,7 +241,7 @@ static unsigned dl_append_sys(redisContext *c, int ingest, uint64_t fp, uint64_t
 {
     char fps[24], doc[32];
     int flen = snprintf(fps, sizeof fps, "%" PRIu64, fp);
-    int dlen = snprintf(doc, sizeof doc, "d%" PRIu64, id);
+    int dlen = dl_doc(doc, id);
     const char *argv[3] = {ingest ? "SIMHASH.ADD" : "SIMHASH.QUERY", fps, doc};
     size_t lens[3] = {strlen(argv[0]), (size_t)flen, (size_t)dlen};
     redisAppendCommandArgv(c, ingest ? 3 : 2, argv, lens);
@@ -310,7 +370,7 @@ static int dl_preload(void)
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s distance %u", LAYOUT_META_KEY, opt.distance);
     freeReplyObject(r);
-    r = redisCommand(c, "HSETNX %s layout %d", LAYOUT_META_KEY, LAYOUT_VERSION);
+    r = redisCommand(c, "HSETNX %s layout %u", LAYOUT_META_KEY, opt.layout);
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s bucket_bits %u", LAYOUT_META_KEY, opt.bucket_bits);
     freeReplyObject(r);
@@ -363,15 +423,10 @@ static int dl_predocs(void)
     redisContext *c = dl_connect();
     dl_stats st = {0};
     uint64_t pending = 0;
-    char key[LAYOUT_KEY_MAX], doc[32];
     double t0 = bench_now();
     for (uint64_t i = 0; i < opt.count; i++) {
         uint64_t id = opt.offset + i, fp = dl_fp(id);
-        size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
-        int dlen = snprintf(doc, sizeof doc, "d%" PRIu64, id);
-        const char *argv[3] = {"SADD", key, doc};
-        size_t lens[3] = {RESP_LITLEN("SADD"), klen, (size_t)dlen};
-        redisAppendCommandArgv(c, 3, argv, lens);
+        dl_append_doc(c, fp, id);
         pending++;
         dl_drain(c, &pending, 1024, &st);
     }
@@ -458,10 +513,12 @@ static void dl_async_raw_query(redisAsyncContext *ac, uint64_t fp, void *priv)
         }
     }
     char key[LAYOUT_KEY_MAX];
-    size_t klen = layout_doc_key(key, sizeof key, fp, perm_apply(&ps.tables[0], fp));
-    const char *argv[2] = {"SMEMBERS", key};
-    size_t lens[2] = {RESP_LITLEN("SMEMBERS"), klen};
-    redisAsyncCommandArgv(ac, dl_paced_reply, priv, 2, argv, lens);
+    uint8_t mem[LAYOUT_MEMBER_MAX];
+    const char *argv[3];
+    size_t lens[3];
+    int argc;
+    dl_doc_read_argv(fp, key, mem, argv, lens, &argc);
+    redisAsyncCommandArgv(ac, dl_paced_reply, priv, argc, argv, lens);
 }
 
 static void dl_paced_tick(evutil_socket_t fd, short what, void *arg)
@@ -573,7 +630,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
-            "         [--distance K] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
+            "         [--distance K] [--layout L] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
             "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE]\n"
             "MODE: preload predocs raw-query raw-ingest raw-locked sys-query sys-ingest paced paced-ingest paced-raw check\n");
     exit(2);
@@ -607,6 +664,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--blocks")) opt.blocks = (unsigned)dl_num("blocks", v, 1, 64);
         else if (!strcmp(a, "--distance")) opt.distance = (unsigned)dl_num("distance", v, 0, 63);
         else if (!strcmp(a, "--bucket-bits")) opt.bucket_bits = (unsigned)dl_num("bucket-bits", v, 8, 24);
+        else if (!strcmp(a, "--layout")) opt.layout = (unsigned)dl_num("layout", v, 1, 2);
         else if (!strcmp(a, "--seed")) opt.seed = dl_num("seed", v, 0, UINT32_MAX);
         else if (!strcmp(a, "--count")) opt.count = dl_num("count", v, 1, 100000000);
         else if (!strcmp(a, "--offset")) opt.offset = dl_num("offset", v, 0, UINT32_MAX);
@@ -616,8 +674,10 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--rate")) opt.rate = (double)dl_num("rate", v, 1, 10000000);
         else usage();
     }
+    if (opt.bucket_bits == 0)   /* the workers' default for a new corpus */
+        opt.bucket_bits = opt.layout == 1 ? LAYOUT_BUCKET_BITS_DEFAULT : LAYOUT2_BUCKET_BITS_DEFAULT;
     if (!layout_bucket_bits_ok(opt.bucket_bits))
-        die("--bucket-bits", "must be 8, 16 or 24");
+        die("--bucket-bits", "must be 8, 12, 16, 20 or 24");
     char err[256];
     if (perm_set_init(&ps, opt.blocks, opt.distance, err, sizeof err) != 0)
         die("tables", err);

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "fingerprint.h"
+#include "layout.h"
 #include "perm.h"
 #include "rasync.h"
 #include "rserver.h"
@@ -48,6 +49,8 @@ typedef struct coord_config {
     char *fingerprint_algorithm;    /* as given */
     fp_params fp;                   /* parsed from it by the validation */
     char fp_spec[16];               /* canonical text, compared with the workers' */
+    unsigned layout;                /* 1 or 2: the workers' must be it; 0: any, one for all */
+    char *corpus;                   /* corpus name the workers must serve; NULL: unnamed */
 } coord_config;
 
 typedef enum coord_health {
@@ -140,6 +143,7 @@ struct coord {
     struct coord_cluster *cl;       /* Redis Cluster mode (route.c); NULL: single Redis */
     long long start_time;
     char lock_id[24];               /* this process's prefix of write-lock tokens */
+    unsigned layout;                /* the corpus's layout (corpus.c); 0 until a worker said */
     coord_stats st;
     rs_metrics *metrics;            /* GET /metrics, when metrics-port is set */
 };
@@ -287,5 +291,13 @@ void coord_cluster_stop(coord *co);
 void coord_cluster_refresh(coord *co, const char *why);
 /* Append the # Cluster section. */
 void coord_cluster_info(coord *co, resp_buf *b);
+
+/* ---- corpus.c: the corpus checks of SHARD.HELLO ---- */
+
+/* Checks the layout (element 2) and corpus name (element 9) of a SHARD.HELLO reply
+ * against the coordinator's corpus: the configured layout, or the one the first
+ * worker reported, and the configured name. Returns 0, or -1 with why (for the
+ * operator) set. */
+int coord_corpus_check(coord *co, const redisReply *r, char *why, size_t whylen);
 
 #endif

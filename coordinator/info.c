@@ -35,10 +35,14 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
     long long fps, docs;
 
     coord_corpus_counts(co, &fps, &docs);
-    resp_buf_printf(b, "\r\n# Corpus\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\nlayout:%d\r\n"
+    resp_buf_printf(b, "\r\n# Corpus\r\ncorpus:%s\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\n"
                     "fingerprint_algorithm:%s\r\n",
-                    co->cfg.blocks, co->cfg.distance, co->ps.ntables, LAYOUT_VERSION,
-                    co->cfg.fp_spec);
+                    co->cfg.corpus ? co->cfg.corpus : "", co->cfg.blocks, co->cfg.distance,
+                    co->ps.ntables, co->cfg.fp_spec);
+    if (co->layout)
+        resp_buf_printf(b, "layout:%u\r\n", co->layout);
+    else
+        resp_buf_printf(b, "layout:unknown\r\n");
     if (fps >= 0)
         resp_buf_printf(b, "fingerprints:%lld\r\n", fps);
     else
@@ -54,6 +58,11 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
                         (double)mem / (1024.0 * 1024.0));
     else
         resp_buf_printf(b, "redis_used_memory:unknown\r\nredis_used_memory_human:unknown\r\n");
+    /* everything on the nodes counted (other corpora on them too, docs/capacity.md) */
+    if (mem >= 0 && fps > 0)
+        resp_buf_printf(b, "bytes_per_fingerprint:%.1f\r\n", (double)mem / (double)fps);
+    else
+        resp_buf_printf(b, "bytes_per_fingerprint:unknown\r\n");
     /* every configured limit, then each worker's requests in flight against its cap */
     resp_buf_printf(b, "\r\n# Limits\r\ntimeout_ms:%u\r\nmax_inflight_worker:%u\r\n"
                     "max_clients:%u\r\nmax_pending:%u\r\nmax_args:%u\r\nmax_arg_bytes:%zu\r\n"

@@ -125,13 +125,17 @@ static void coord_worker_on_hello(redisAsyncContext *ac, void *reply, void *priv
         redisAsyncDisconnect(w->ac);
         return;
     }
-    long long blocks = coord_hello_int(r, 0), dist = coord_hello_int(r, 1), layout = coord_hello_int(r, 2);
+    long long blocks = coord_hello_int(r, 0), dist = coord_hello_int(r, 1);
     long long lo = coord_hello_int(r, 4), hi = coord_hello_int(r, 5);
-    if (blocks != co->cfg.blocks || dist != co->cfg.distance || layout != LAYOUT_VERSION) {
+    if (blocks != co->cfg.blocks || dist != co->cfg.distance) {
         snprintf(w->problem, sizeof(w->problem),
-                 "settings differ: shard worker has blocks %lld distance %lld layout %lld, "
-                 "coordinator has blocks %u distance %u layout %d",
-                 blocks, dist, layout, co->cfg.blocks, co->cfg.distance, LAYOUT_VERSION);
+                 "settings differ: shard worker has blocks %lld distance %lld, "
+                 "coordinator has blocks %u distance %u",
+                 blocks, dist, co->cfg.blocks, co->cfg.distance);
+        coord_worker_mismatch(w);
+        return;
+    }
+    if (coord_corpus_check(co, r, w->problem, sizeof(w->problem)) != 0) {
         coord_worker_mismatch(w);
         return;
     }

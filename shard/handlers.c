@@ -70,9 +70,9 @@ static int shard_ints_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
 
 static const shard_job_ops shard_ints_ops = {shard_ints_absorb, shard_job_answer, NULL, NULL};
 
-/* DOCS: one SMEMBERS per fingerprint, answered as an array of arrays of ids. */
+/* DOCS: the ids of each fingerprint (shard_ids), answered as an array of arrays. */
 typedef struct shard_docs {
-    resp_buf *parts;
+    shard_ids *ids;
     unsigned n;
 } shard_docs;
 
@@ -80,19 +80,15 @@ static void shard_docs_free(void *p)
 {
     shard_docs *d = p;
     for (unsigned i = 0; i < d->n; i++)
-        resp_buf_free(&d->parts[i]);
-    free(d->parts);
+        shard_ids_free(&d->ids[i]);
+    free(d->ids);
     free(d);
 }
 
 static int shard_docs_absorb(shard_job *j, const shard_slot *s, redisReply *rep, const char **why)
 {
     shard_docs *d = j->state;
-    if (rep->type != REDIS_REPLY_ARRAY) {
-        *why = "unexpected reply to SMEMBERS";
-        return -1;
-    }
-    return shard_reply_docs(&d->parts[s->idx], rep, why);
+    return shard_ids_absorb(&d->ids[s->idx], s, rep, why);
 }
 
 static void shard_docs_done(shard_job *j)
@@ -100,8 +96,14 @@ static void shard_docs_done(shard_job *j)
     shard_docs *d = j->state;
     resp_buf *out = rs_req_out(j->req);
     resp_add_array(out, d->n);
-    for (unsigned i = 0; i < d->n; i++)
-        resp_buf_append(out, d->parts[i].data, d->parts[i].len);
+    for (unsigned i = 0; i < d->n; i++) {
+        resp_buf part;
+        int empty;
+        resp_buf_init(&part, 0);
+        shard_ids_take(j->sc, &d->ids[i], &part, &empty);
+        resp_buf_append(out, part.data, part.len);
+        resp_buf_free(&part);
+    }
     shard_job_answer(j);
 }
 
@@ -158,16 +160,17 @@ static void shard_cmd_hello(rs_req *req)
     shard_ctx *sc = rs_req_ctx(req);
     resp_buf *out = rs_req_out(req);
     int cl = shard_redis_cluster_mode(sc->redis);   /* cluster: 1, node (docs/cluster.md) */
-    resp_add_array(out, 9);
+    resp_add_array(out, 10);
     resp_add_int(out, sc->cfg.blocks);
     resp_add_int(out, sc->cfg.distance);
-    resp_add_int(out, LAYOUT_VERSION);
+    resp_add_int(out, sc->cfg.layout);
     resp_add_int(out, sc->cfg.bucket_bits);
     resp_add_int(out, sc->cfg.lo);
     resp_add_int(out, sc->cfg.hi);
     resp_add_int(out, cl);
     resp_add_bulk_str(out, cl ? shard_redis_node(sc->redis) : "");
     resp_add_bulk_str(out, sc->cfg.fp_spec);
+    resp_add_bulk_str(out, layout_corpus());
     rs_req_finish(req);
 }
 
@@ -252,7 +255,7 @@ static void shard_cmd_lock(rs_req *req)
     const char *token = rs_req_arg(req, 2, &tlen);
     const char *ls = rs_req_arg(req, 3, &llen), *why;
     const char *op = rs_req_arg(req, 4, &olen);
-    char dkey[LAYOUT_KEY_MAX], wkey[LAYOUT_KEY_MAX], ckey[LAYOUT_KEY_MAX], field[17];
+    char dkey[LAYOUT_KEY_MAX], tok[SHARD_TOKEN_MAX + 1], opz[2];
     if (shard_arg_fp(req, 1, &fp) != 0)
         return;
     if (tlen == 0 || tlen > SHARD_TOKEN_MAX || memchr(token, ':', tlen) != NULL) {
@@ -278,11 +281,20 @@ static void shard_cmd_lock(rs_req *req)
     if (shard_check_docids(req, 5, argc - 5) != 0 || shard_doc_key(req, fp, dkey) != 0 ||
         shard_check_redis(req, 1) != 0)
         return;
-    unsigned xx = layout_shard_of(perm_apply(&sc->ps.tables[0], fp));
-    layout_lock_key(wkey, sizeof wkey, xx);
-    layout_count_key(ckey, sizeof ckey, xx);
-    layout_lock_field(field, fp);
-    size_t n = argc + 5;     /* EVAL script 3 (3 keys) field token lease op ids... */
+    /* token and op are NUL-free here (no ':' checked above; op is one letter) */
+    if (memchr(token, '\0', tlen) != NULL) {
+        shard_fail(req, RS_ERR, &sc->st.bad_args, "lock token must not hold a NUL byte");
+        return;
+    }
+    memcpy(tok, token, tlen);
+    tok[tlen] = '\0';
+    opz[0] = op[0];
+    opz[1] = '\0';
+    layout_cmd lc;
+    layout_cmd_lock(&lc, sc->cfg.layout, sc->cfg.bucket_bits, fp,
+                    perm_apply(&sc->ps.tables[0], fp), tok, lease, opz);
+    size_t nids = argc - 5;
+    size_t n = (size_t)lc.argc + nids;
     const char **argv = malloc(n * sizeof *argv);
     size_t *argvlen = malloc(n * sizeof *argvlen);
     shard_job *j = argv && argvlen ? shard_job_new(sc, req, &shard_ints_ops, NULL, 1) : NULL;
@@ -292,17 +304,10 @@ static void shard_cmd_lock(rs_req *req)
         shard_oom(req);
         return;
     }
-    argv[0] = "EVAL";
-    argv[1] = LAYOUT_LOCK_LUA;
-    argv[2] = "3";
-    argv[3] = dkey;
-    argv[4] = wkey;
-    argv[5] = ckey;
-    argv[6] = field;
-    for (size_t i = 0; i < 7; i++)
-        argvlen[i] = strlen(argv[i]);
-    for (size_t i = 2; i < argc; i++)
-        argv[5 + i] = rs_req_arg(req, i, &argvlen[5 + i]);
+    memcpy(argv, lc.argv, (size_t)lc.argc * sizeof *argv);
+    memcpy(argvlen, lc.argvlen, (size_t)lc.argc * sizeof *argvlen);
+    for (size_t i = 0; i < nids; i++)
+        argv[(size_t)lc.argc + i] = rs_req_arg(req, 5 + i, &argvlen[(size_t)lc.argc + i]);
     shard_job_send(j, 0, (int)n, argv, argvlen);
     free(argv);
     free(argvlen);
@@ -343,44 +348,45 @@ static void shard_cmd_unlock(rs_req *req)
     shard_job_release(j);
 }
 
-/* SHARD.DOCS fp [fp ...]: SMEMBERS per fingerprint, ids sorted bytewise. */
+/* SHARD.DOCS fp [fp ...]: the ids of each fingerprint (layout_cmd_docs), sorted
+ * bytewise. */
 static void shard_cmd_docs(rs_req *req)
 {
     shard_ctx *sc = rs_req_ctx(req);
     sc->st.requests++;
     unsigned n = (unsigned)(rs_req_argc(req) - 1);
-    char (*keys)[LAYOUT_KEY_MAX] = malloc(n * sizeof *keys);
-    if (keys == NULL) {
+    uint64_t *fps = malloc(n * sizeof *fps);
+    if (fps == NULL) {
         shard_oom(req);
         return;
     }
     for (unsigned i = 0; i < n; i++) {
-        uint64_t fp;
-        if (shard_arg_fp(req, 1 + i, &fp) != 0 || shard_doc_key(req, fp, keys[i]) != 0)
+        char key[LAYOUT_KEY_MAX];
+        if (shard_arg_fp(req, 1 + i, &fps[i]) != 0 || shard_doc_key(req, fps[i], key) != 0)
             goto out;
     }
-    if (shard_check_redis(req, n) != 0)
+    unsigned per = shard_ids_ncmds(sc);
+    if (shard_check_redis(req, n * per) != 0)
         goto out;
     shard_docs *d = calloc(1, sizeof *d);
-    if (d && (d->parts = calloc(n, sizeof *d->parts)) != NULL) {
+    if (d && (d->ids = calloc(n, sizeof *d->ids)) != NULL) {
         d->n = n;
         for (unsigned i = 0; i < n; i++)
-            resp_buf_init(&d->parts[i], 0);
+            shard_ids_init(&d->ids[i]);
     }
-    shard_job *j = d && d->parts ? shard_job_new(sc, req, &shard_docs_ops, d, n) : NULL;
+    shard_job *j = d && d->ids ? shard_job_new(sc, req, &shard_docs_ops, d, n * per) : NULL;
     if (j == NULL) {
         if (d)
             shard_docs_free(d);
         shard_oom(req);
         goto out;
     }
-    for (unsigned i = 0; i < n && j->req; i++) {
-        const char *argv[2] = {"SMEMBERS", keys[i]};
-        shard_job_send(j, i, 2, argv, NULL);
-    }
+    unsigned slot = 0;
+    for (unsigned i = 0; i < n && j->req; i++)
+        shard_ids_send(j, &slot, i, fps[i]);
     shard_job_release(j);
 out:
-    free(keys);
+    free(fps);
 }
 
 /* SHARD.INFO: reads the Redis node's INFO (memory, role) and the counter hash of

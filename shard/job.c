@@ -8,6 +8,7 @@
 
 #include <event2/event.h>
 
+#include "layout.h"
 #include "rasync.h"
 
 static void shard_job_free(shard_job *j)
@@ -145,38 +146,153 @@ int shard_job_send(shard_job *j, unsigned i, int argc, const char **argv, const 
     return 0;
 }
 
-/* Compares two Redis string replies as byte strings (for sorting document ids). */
-static int shard_reply_cmp(const void *a, const void *b)
+/* One document id: bytes and length. */
+typedef struct shard_id {
+    const uint8_t *s;
+    size_t len;
+} shard_id;
+
+/* Compares two ids as byte strings. */
+static int shard_id_cmp(const void *a, const void *b)
 {
-    const redisReply *x = *(redisReply *const *)a, *y = *(redisReply *const *)b;
+    const shard_id *x = a, *y = b;
     size_t n = x->len < y->len ? x->len : y->len;
-    int c = memcmp(x->str, y->str, n);
+    int c = n ? memcmp(x->s, y->s, n) : 0;
     if (c != 0)
         return c;
     return x->len < y->len ? -1 : x->len > y->len;
 }
 
+/* Counts the ids of a packed string (layout_ids_next); -1 when malformed. */
+static long long shard_ids_count(const redisReply *rep)
+{
+    size_t off = 0, len;
+    const uint8_t *id;
+    long long n = 0;
+    int rc;
+    while ((rc = layout_ids_next(rep->str, rep->len, &off, &id, &len)) == 1)
+        n++;
+    return rc < 0 ? -1 : n;
+}
+
 int shard_reply_docs(resp_buf *b, const redisReply *rep, const char **why)
 {
-    redisReply **v = NULL;
-    for (size_t i = 0; i < rep->elements; i++)
-        if (rep->element[i]->type != REDIS_REPLY_STRING) {
-            *why = "unexpected member in a reply to SMEMBERS";
+    long long n;
+    if (rep->type == REDIS_REPLY_NIL) {
+        n = 0;
+    } else if (rep->type == REDIS_REPLY_ARRAY) {
+        n = (long long)rep->elements;
+        for (size_t i = 0; i < rep->elements; i++)
+            if (rep->element[i]->type != REDIS_REPLY_STRING) {
+                *why = "unexpected member in a reply to SMEMBERS";
+                return -1;
+            }
+    } else if (rep->type == REDIS_REPLY_STRING) {
+        if ((n = shard_ids_count(rep)) < 0) {
+            *why = "malformed packed document ids in a bucket hash";
             return -1;
         }
-    if (rep->elements) {
-        v = malloc(rep->elements * sizeof *v);
+    } else {
+        *why = "unexpected reply to a read of document ids";
+        return -1;
+    }
+    shard_id *v = NULL;
+    if (n > 0) {
+        v = malloc((size_t)n * sizeof *v);
         if (v == NULL) {
             *why = "out of memory";
             return -1;
         }
-        memcpy(v, rep->element, rep->elements * sizeof *v);
-        if (rep->elements > 1)
-            qsort(v, rep->elements, sizeof *v, shard_reply_cmp);
+        if (rep->type == REDIS_REPLY_ARRAY) {
+            for (size_t i = 0; i < rep->elements; i++)
+                v[i] = (shard_id){(const uint8_t *)rep->element[i]->str, rep->element[i]->len};
+        } else {
+            size_t off = 0;
+            for (long long i = 0; i < n; i++)
+                layout_ids_next(rep->str, rep->len, &off, &v[i].s, &v[i].len);
+        }
+        if (n > 1)
+            qsort(v, (size_t)n, sizeof *v, shard_id_cmp);
     }
-    resp_add_array(b, rep->elements);
-    for (size_t i = 0; i < rep->elements; i++)
-        resp_add_bulk(b, v[i]->str, v[i]->len);
+    resp_add_array(b, (size_t)n);
+    for (long long i = 0; i < n; i++)
+        resp_add_bulk(b, (const char *)v[i].s, v[i].len);
     free(v);
     return 0;
+}
+
+int shard_reply_docs_empty(const redisReply *rep)
+{
+    return rep->type == REDIS_REPLY_NIL ||
+           (rep->type == REDIS_REPLY_ARRAY && rep->elements == 0) ||
+           (rep->type == REDIS_REPLY_STRING && rep->len == 0);
+}
+
+unsigned shard_ids_ncmds(const shard_ctx *sc)
+{
+    return sc->cfg.layout == 1 ? 1 : 2;
+}
+
+void shard_ids_send(shard_job *j, unsigned *slot, uint32_t idx, uint64_t fp)
+{
+    shard_ctx *sc = j->sc;
+    uint64_t p0 = perm_apply(&sc->ps.tables[0], fp);
+    layout_cmd c;
+    if (sc->cfg.layout != 1) {
+        layout_cmd_docs(&c, sc->cfg.layout, sc->cfg.bucket_bits, fp, p0);
+        j->slots[*slot].idx = idx;
+        j->slots[*slot].part = 0;
+        shard_job_send(j, (*slot)++, c.argc, c.argv, c.argvlen);
+        if (j->req == NULL)
+            return;
+    }
+    layout_cmd_overflow(&c, fp, p0);
+    j->slots[*slot].idx = idx;
+    j->slots[*slot].part = 1;
+    shard_job_send(j, (*slot)++, c.argc, c.argv, c.argvlen);
+}
+
+void shard_ids_init(shard_ids *x)
+{
+    memset(x, 0, sizeof *x);
+    resp_buf_init(&x->field, 0);
+    resp_buf_init(&x->set, 0);
+}
+
+void shard_ids_free(shard_ids *x)
+{
+    resp_buf_free(&x->field);
+    resp_buf_free(&x->set);
+}
+
+int shard_ids_absorb(shard_ids *x, const shard_slot *s, redisReply *rep, const char **why)
+{
+    if (s->part == 1) {
+        if (rep->type != REDIS_REPLY_ARRAY) {
+            *why = "unexpected reply to SMEMBERS";
+            return -1;
+        }
+        x->set_empty = rep->elements == 0;
+        return shard_reply_docs(&x->set, rep, why);
+    }
+    if (rep->type == REDIS_REPLY_STRING && rep->len == 0) {
+        x->overflow = 1;
+        return 0;
+    }
+    if (rep->type != REDIS_REPLY_STRING && rep->type != REDIS_REPLY_NIL) {
+        *why = "unexpected reply to HGET";
+        return -1;
+    }
+    x->field_empty = shard_reply_docs_empty(rep);
+    return shard_reply_docs(&x->field, rep, why);
+}
+
+void shard_ids_take(const shard_ctx *sc, shard_ids *x, resp_buf *out, int *empty)
+{
+    int use_set = sc->cfg.layout == 1 || x->overflow;
+    resp_buf *from = use_set ? &x->set : &x->field;
+    *empty = use_set ? x->set_empty : x->field_empty;
+    resp_buf_free(out);
+    *out = *from;
+    resp_buf_init(from, 0);
 }

@@ -47,8 +47,16 @@ static const cfg_option shard_options[] = {
               "first-byte range LO-HI of permuted fingerprints this worker serves"),
     SHARD_OPT("blocks", CFG_UINT, blocks, 1, 64, "6", "blocks of the permutation tables"),
     SHARD_OPT("distance", CFG_UINT, distance, 0, 63, "3", "largest Hamming distance searched"),
-    SHARD_OPT("bucket-bits", CFG_UINT, bucket_bits, 8, 24, "16",
-              "bits of a permuted fingerprint in its key: 8, 16 or 24"),
+    SHARD_OPT("bucket-bits", CFG_UINT, bucket_bits, 0, 24, "0",
+              "bits of a permuted fingerprint in its key: 8, 12, 16, 20 or 24; 0: the "
+              "corpus's, and for a new corpus 16 in layout 1, 12 in layout 2"),
+    SHARD_OPT("layout", CFG_UINT, layout, 0, 2, "0",
+              "data layout of a new corpus: 1 or 2 (docs/protocol.md); 0: the corpus's, "
+              "and 2 for a new corpus"),
+    SHARD_OPT("corpus", CFG_STR, corpus, 0, 0, NULL,
+              "corpus name: every Redis key starts with NAME: so several corpora share "
+              "Redis nodes (letters, digits, _ . -; at most 32); unset: the keys of a "
+              "corpus without a name"),
     SHARD_OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, "v2",
               "fingerprint algorithm of the corpus (v2, v1 or v1:W; docs/fingerprint.md), "
               "recorded in simhash:meta: a corpus never mixes two"),
@@ -181,8 +189,13 @@ static int shard_validate(void *obj, char *err, size_t errlen)
         return -1;
     }
     fp_params_format(&fpp, c->fp_spec, sizeof c->fp_spec);
-    if (!layout_bucket_bits_ok(c->bucket_bits)) {
-        snprintf(err, errlen, "bucket-bits %u: must be 8, 16 or 24", c->bucket_bits);
+    if (c->bucket_bits != 0 && !layout_bucket_bits_ok(c->bucket_bits)) {
+        snprintf(err, errlen, "bucket-bits %u: must be 8, 12, 16, 20 or 24", c->bucket_bits);
+        return -1;
+    }
+    if (layout_corpus_set(c->corpus) != 0) {
+        snprintf(err, errlen, "corpus '%s': at most %d letters, digits, '_', '.' or '-'",
+                 c->corpus, LAYOUT_CORPUS_MAX);
         return -1;
     }
     perm_set ps;
@@ -199,7 +212,7 @@ static int shard_validate(void *obj, char *err, size_t errlen)
                      "distributed mode needs at least %d (use more blocks or a smaller "
                      "distance)", c->blocks, c->distance, t, pb, LAYOUT_MIN_PREFIX_BITS);
             rc = -1;
-        } else if (pb < c->bucket_bits &&
+        } else if (c->bucket_bits && pb < c->bucket_bits &&
                    ((uint64_t)1 << (c->bucket_bits - pb)) > c->max_inflight_redis) {
             snprintf(err, errlen, "blocks %u distance %u with bucket-bits %u: a query "
                      "reads %llu buckets of table %u, more than max-inflight-redis %u; "
@@ -331,7 +344,8 @@ int main(int argc, char **argv)
         .host = c->redis_host, .port = (int)c->redis_port, .password = c->redis_password,
         .user = c->redis_user,
         .db = c->redis_db, .blocks = c->blocks, .distance = c->distance,
-        .bucket_bits = c->bucket_bits, .max_inflight = c->max_inflight_redis,
+        .bucket_bits = c->bucket_bits, .layout = c->layout,
+        .max_inflight = c->max_inflight_redis,
         .fingerprint = c->fp_spec,
         .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal, .fatal_arg = &sc,
         .cluster = mc.cluster, .announce = mc.redis_announce,
@@ -344,6 +358,13 @@ int main(int argc, char **argv)
     }
     if (mrc == -2)   /* not reachable yet: serve -REDIS unavailable, keep trying */
         log_warn("%s; answering -REDIS unavailable until it answers", err);
+    c->layout = ro.layout;              /* resolved: the corpus's, or a new one's */
+    c->bucket_bits = ro.bucket_bits;
+    if (shard_validate(&mc, err, sizeof err) != 0) {
+        log_error("%s", err);
+        fprintf(stderr, "simhash-shard: %s\n", err);
+        goto out_perm;
+    }
     sc.base = rs_base_new();
     if (sc.base == NULL) {
         fprintf(stderr, "simhash-shard: cannot create the event loop\n");
@@ -391,10 +412,12 @@ int main(int argc, char **argv)
         goto out_srv;
     }
     log_info("simhash-shard %s listening on %s:%u, shards %s, redis %s%s:%u db %u, "
-             "blocks %u distance %u bucket-bits %u (%u tables)", SIMHASH_VERSION, c->bind,
+             "blocks %u distance %u bucket-bits %u (%u tables), layout %u, corpus %s",
+             SIMHASH_VERSION, c->bind,
              rs_port(sc.srv), mc.cluster ? "as the cluster's slots" : c->shards,
              mc.cluster ? "cluster node " : "", c->redis_host, c->redis_port, c->redis_db,
-             c->blocks, c->distance, c->bucket_bits, sc.ps.ntables);
+             c->blocks, c->distance, c->bucket_bits, sc.ps.ntables, c->layout,
+             layout_corpus()[0] ? layout_corpus() : "(unnamed)");
     if (shard_repair_start(&sc) != 0 || shard_registry_start(&sc) != 0) {
         fprintf(stderr, "simhash-shard: out of memory\n");
         goto out_srv;

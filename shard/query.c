@@ -2,14 +2,14 @@
  * read top to bottom:
  *
  *   shard_cmd_query        checks the arguments, sends one ZRANGEBYLEX per bucket of
- *                          every table asked for (and, with DOCS, the SMEMBERS of q's
- *                          own document set behind them): the scan job
+ *                          every table asked for (and, with DOCS, the read of q's own
+ *                          ids behind them: SMEMBERS, layout 2 HGET): the scan job
  *   shard_query_absorb     keeps every member within distance d (reverted to its
  *                          fingerprint)
  *   shard_query_scanned    the scan is done: matches sorted and unique; with DOCS,
  *                          the document ids of the matches whose table-0 shard this
  *                          worker serves are read by a second job (the docs job)
- *   shard_query_docs_absorb   one SMEMBERS reply per match
+ *   shard_query_docs_absorb   one read of ids per match (layout_cmd_docs)
  *   shard_query_answer     [fp, dist] or [fp, dist, [docid ...]] per match, those whose
  *                          document set turned out empty left out */
 #include <stdlib.h>
@@ -41,14 +41,19 @@ typedef struct shard_query {
     resp_buf qdocs;
     resp_buf *parts;       /* DOCS: the ids of match i, as RESP */
     size_t nparts;
+    shard_ids *ids;        /* the docs job: what its reads of match i gave */
 } shard_query;
 
 static void shard_query_free(void *p)
 {
     shard_query *qs = p;
-    for (size_t i = 0; i < qs->nparts; i++)
+    for (size_t i = 0; i < qs->nparts; i++) {
         resp_buf_free(&qs->parts[i]);
+        if (qs->ids)
+            shard_ids_free(&qs->ids[i]);
+    }
     free(qs->parts);
+    free(qs->ids);
     resp_buf_free(&qs->qdocs);
     free(qs->m);
     free(qs);
@@ -64,8 +69,9 @@ static void shard_query_answer(shard_job *j);
 static const shard_job_ops shard_query_scan_ops = {
     shard_query_absorb, shard_query_scanned, NULL, shard_query_free,
 };
+static void shard_query_docs_done(shard_job *j);
 static const shard_job_ops shard_query_docs_ops = {
-    shard_query_docs_absorb, shard_query_answer, NULL, shard_query_free,
+    shard_query_docs_absorb, shard_query_docs_done, NULL, shard_query_free,
 };
 
 /* ---- The scan ---- */
@@ -158,12 +164,10 @@ void shard_cmd_query(rs_req *req)
         }
     }
     if (qdocs && j->req) {      /* after the scans, as the separate read would be */
-        char key[LAYOUT_KEY_MAX];
-        size_t klen = layout_doc_key(key, sizeof key, q, p0);
-        const char *argv[2] = {"SMEMBERS", key};
-        size_t argvlen[2] = {strlen(argv[0]), klen};
+        layout_cmd dc;     /* layout 2: HGET; ids in an overflow set go to the docs job */
+        layout_cmd_docs(&dc, sc->cfg.layout, sc->cfg.bucket_bits, q, p0);
         j->slots[slot].qdocs = 1;
-        shard_job_send(j, slot, 2, argv, argvlen);
+        shard_job_send(j, slot, dc.argc, dc.argv, dc.argvlen);
     }
     shard_job_release(j);
 out:
@@ -181,12 +185,10 @@ static int shard_query_absorb(shard_job *j, const shard_slot *s, redisReply *rep
     shard_ctx *sc = j->sc;
     shard_query *qs = j->state;
     if (s->qdocs) {
-        if (rep->type != REDIS_REPLY_ARRAY) {
-            *why = "unexpected reply to SMEMBERS";
-            return -1;
-        }
+        if (rep->type == REDIS_REPLY_STRING && rep->len == 0)
+            return 0;   /* layout 2: q's ids are in its overflow set; read like a match's */
         qs->qdocs_read = 1;
-        qs->qdocs_empty = rep->elements == 0;
+        qs->qdocs_empty = shard_reply_docs_empty(rep);
         return shard_reply_docs(&qs->qdocs, rep, why);
     }
     if (rep->type != REDIS_REPLY_ARRAY) {
@@ -249,12 +251,19 @@ static unsigned shard_query_own(shard_ctx *sc, shard_query *qs)
     unsigned n = 0;
     int cl = shard_redis_cluster_mode(sc->redis);
     qs->parts = calloc(qs->nm ? qs->nm : 1, sizeof *qs->parts);
-    if (qs->parts == NULL)
+    qs->ids = calloc(qs->nm ? qs->nm : 1, sizeof *qs->ids);
+    if (qs->parts == NULL || qs->ids == NULL) {
+        free(qs->parts);
+        free(qs->ids);
+        qs->parts = NULL;
+        qs->ids = NULL;
         return 0;
+    }
     qs->nparts = qs->nm;
     for (size_t i = 0; i < qs->nm; i++) {
         unsigned sh = layout_shard_of(perm_apply(&sc->ps.tables[0], qs->m[i].fp));
         resp_buf_init(&qs->parts[i], 0);
+        shard_ids_init(&qs->ids[i]);
         qs->m[i].own = cl ? qs->q0shard >= 0 && sh == (unsigned)qs->q0shard
                           : sh >= sc->cfg.lo && sh <= sc->cfg.hi;
         if (qs->m[i].own && shard_match_has_qdocs(qs, i)) {
@@ -288,7 +297,8 @@ static void shard_query_scanned(shard_job *j)
         shard_query_answer(j);
         return;
     }
-    if (nread > sc->cfg.max_inflight_redis || !shard_redis_room(sc->redis, nread) ||
+    unsigned per = shard_ids_ncmds(sc);
+    if (nread > sc->cfg.max_inflight_redis / per || !shard_redis_room(sc->redis, nread * per) ||
         shard_redis_get_state(sc->redis) != SHARD_REDIS_READY) {
         for (size_t i = 0; i < qs->nm; i++)
             if (qs->m[i].own && !shard_match_has_qdocs(qs, i))
@@ -296,7 +306,7 @@ static void shard_query_scanned(shard_job *j)
         shard_query_answer(j);
         return;
     }
-    shard_job *dj = shard_job_new(sc, j->req, &shard_query_docs_ops, qs, nread);
+    shard_job *dj = shard_job_new(sc, j->req, &shard_query_docs_ops, qs, nread * per);
     if (dj == NULL) {
         shard_job_fail(j, RS_OOM, NULL, "out of memory");
         return;
@@ -306,29 +316,31 @@ static void shard_query_scanned(shard_job *j)
     for (size_t i = 0; i < qs->nm && dj->req; i++) {
         if (!qs->m[i].own || shard_match_has_qdocs(qs, i))
             continue;
-        char key[LAYOUT_KEY_MAX];
-        uint64_t p0 = perm_apply(&sc->ps.tables[0], qs->m[i].fp);
-        size_t klen = layout_doc_key(key, sizeof key, qs->m[i].fp, p0);
-        const char *argv[2] = {"SMEMBERS", key};
-        size_t argvlen[2] = {strlen(argv[0]), klen};
-        dj->slots[k].idx = (uint32_t)i;
-        shard_job_send(dj, k, 2, argv, argvlen);
-        k++;
+        shard_ids_send(dj, &k, (uint32_t)i, qs->m[i].fp);
     }
     shard_job_release(dj);
 }
 
-/* One SMEMBERS reply of the docs job: the ids of match s->idx. */
+/* One reply of the docs job, about match s->idx (shard_ids). */
 static int shard_query_docs_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
                                    const char **why)
 {
     shard_query *qs = j->state;
-    if (rep->type != REDIS_REPLY_ARRAY) {
-        *why = "unexpected reply to SMEMBERS";
-        return -1;
+    return shard_ids_absorb(&qs->ids[s->idx], s, rep, why);
+}
+
+/* Every read of the docs job answered: the ids of each match read go to its part. */
+static void shard_query_docs_done(shard_job *j)
+{
+    shard_query *qs = j->state;
+    for (size_t i = 0; i < qs->nm; i++) {
+        if (!qs->m[i].own || shard_match_has_qdocs(qs, i))
+            continue;
+        int empty;
+        shard_ids_take(j->sc, &qs->ids[i], &qs->parts[i], &empty);
+        qs->m[i].empty = (uint8_t)empty;
     }
-    qs->m[s->idx].empty = rep->elements == 0;
-    return shard_reply_docs(&qs->parts[s->idx], rep, why);
+    shard_query_answer(j);
 }
 
 /* ---- The answer ---- */

@@ -24,6 +24,43 @@
 
 /* ---- Meta check ---- */
 
+const char *shard_redis_meta_key(void)
+{
+    static char key[LAYOUT_KEY_MAX];
+    layout_meta_key(key, sizeof key);
+    return key;
+}
+
+void shard_redis_resolve(shard_redis_opts *o)
+{
+    if (o->layout == 0)
+        o->layout = LAYOUT_VERSION_DEFAULT;
+    if (o->bucket_bits == 0)
+        o->bucket_bits = o->layout == 1 ? LAYOUT_BUCKET_BITS_DEFAULT : LAYOUT2_BUCKET_BITS_DEFAULT;
+}
+
+/* Takes the layout and bucket_bits of an HGETALL meta reply into o where o has 0. */
+static void shard_meta_adopt(const redisReply *r, shard_redis_opts *o)
+{
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+        return;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const redisReply *k = r->element[i], *v = r->element[i + 1];
+        if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING || v->len > 9)
+            continue;
+        unsigned n = (unsigned)strtoul(v->str, NULL, 10);
+        if (strcmp(k->str, "layout") == 0 && o->layout == 0 && layout_version_ok(n))
+            o->layout = n;
+        else if (strcmp(k->str, "bucket_bits") == 0 && o->bucket_bits == 0 &&
+                 layout_bucket_bits_ok(n))
+            o->bucket_bits = n;
+    }
+}
+
+/* zset- and hash-max-listpack-entries that layout 2 needs (a bucket of 2^12 at 1M
+ * fingerprints holds about 244, docs/capacity.md) */
+#define SHARD_LISTPACK_ENTRIES 1024
+
 #define SHARD_META_FIELDS 5       /* blocks, distance, layout, bucket_bits, fingerprint */
 
 /* Parses a decimal field value; returns -1 when it is not a number. */
@@ -45,7 +82,7 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
 {
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements % 2 != 0) {
         snprintf(err, errlen, "redis %s:%d: unexpected reply to HGETALL %s", o->host, o->port,
-                 LAYOUT_META_KEY);
+                 shard_redis_meta_key());
         return -1;
     }
     if (r->elements == 0)
@@ -75,12 +112,19 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
     if (blocks < 0 || distance < 0 || layout < 0 || bucket_bits < 0) {
         snprintf(err, errlen, "redis %s:%d: %s lacks a field or holds a non-number "
                  "(blocks, distance, layout, bucket_bits); repair or delete it",
-                 o->host, o->port, LAYOUT_META_KEY);
+                 o->host, o->port, shard_redis_meta_key());
         return -1;
     }
-    if (layout != LAYOUT_VERSION) {
+    if (!layout_version_ok((unsigned)layout)) {
         snprintf(err, errlen, "corpus in redis %s:%d uses data layout %ld; this worker "
-                 "understands layout %d", o->host, o->port, layout, LAYOUT_VERSION);
+                 "understands layouts %d to %d", o->host, o->port, layout,
+                 LAYOUT_VERSION_MIN, LAYOUT_VERSION_MAX);
+        return -1;
+    }
+    if ((unsigned long)layout != o->layout) {
+        snprintf(err, errlen, "corpus in redis %s:%d uses data layout %ld; this worker is "
+                 "configured with layout %u (leave layout unset to follow the corpus, or "
+                 "copy the corpus with simhash migrate)", o->host, o->port, layout, o->layout);
         return -1;
     }
     if ((unsigned long)blocks != o->blocks || (unsigned long)distance != o->distance ||
@@ -115,19 +159,19 @@ static int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[5
 {
     static const char *names[SHARD_META_FIELDS] = {"fingerprint", "blocks", "distance",
                                                    "layout", "bucket_bits"};
-    unsigned vals[SHARD_META_FIELDS] = {0, o->blocks, o->distance, LAYOUT_VERSION,
+    unsigned vals[SHARD_META_FIELDS] = {0, o->blocks, o->distance, o->layout,
                                         o->bucket_bits};
     if (i == 0) {
         argv[0] = "EVAL";
         argv[1] = SHARD_META_FP_LUA;
         argv[2] = "1";
-        argv[3] = LAYOUT_META_KEY;
+        argv[3] = shard_redis_meta_key();
         argv[4] = o->fingerprint;
         return 5;
     }
     snprintf(val, 16, "%u", vals[i]);
     argv[0] = "HSETNX";
-    argv[1] = LAYOUT_META_KEY;
+    argv[1] = shard_redis_meta_key();
     argv[2] = names[i];
     argv[3] = val;
     return 4;
@@ -219,24 +263,67 @@ static redisReply *shard_sync_cmd(redisContext **cp, const shard_redis_opts *o, 
 
 /* HGETALL of the meta hash compared with o: shard_redis_meta_compare's result, or -1
  * (err set) when the read failed. */
-static int shard_meta_read(redisContext **cp, const shard_redis_opts *o, char *err,
+static int shard_meta_read(redisContext **cp, shard_redis_opts *o, char *err,
                            size_t errlen, int *transient)
 {
-    const char *argv[2] = {"HGETALL", LAYOUT_META_KEY};
+    const char *argv[2] = {"HGETALL", shard_redis_meta_key()};
     redisReply *rep = shard_sync_cmd(cp, o, 2, argv, err, errlen, transient);
     if (rep == NULL)
         return -1;
-    int rc = shard_redis_meta_compare(rep, o, err, errlen);
+    shard_meta_adopt(rep, o);
+    int rc = rep->type == REDIS_REPLY_ARRAY && rep->elements == 0
+                 ? 1 : shard_redis_meta_compare(rep, o, err, errlen);
     freeReplyObject(rep);
     return rc;
 }
 
-int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t errlen)
+/* The Redis settings the layout relies on (docs/protocol.md): bucket keys must stay
+ * listpacks, or they cost several times the memory. Logs a warning per setting below
+ * what the layout needs; a node that refuses CONFIG is not checked. */
+static void shard_listpack_check(redisContext **cp, const shard_redis_opts *o)
+{
+    static const char *names[4] = {"zset-max-listpack-entries", "zset-max-listpack-value",
+                                   "hash-max-listpack-entries", "hash-max-listpack-value"};
+    int two = o->layout == 2;
+    unsigned long need[4] = {two ? SHARD_LISTPACK_ENTRIES : 128,
+                             layout_member_len(o->bucket_bits),
+                             two ? SHARD_LISTPACK_ENTRIES : 0, two ? LAYOUT2_INLINE_MAX : 0};
+    for (int i = 0; i < 4; i++) {
+        if (need[i] == 0)
+            continue;
+        const char *argv[3] = {"CONFIG", "GET", names[i]};
+        char err[160];
+        int transient = 0;
+        redisReply *rep = shard_sync_cmd(cp, o, 3, argv, err, sizeof err, &transient);
+        if (rep == NULL) {
+            log_warn("redis %s:%d: %s; cannot check %s", o->host, o->port, err, names[i]);
+            if (*cp == NULL || (*cp)->err)
+                return;
+            continue;
+        }
+        if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+            rep->element[1]->type == REDIS_REPLY_STRING) {
+            unsigned long have = strtoul(rep->element[1]->str, NULL, 10);
+            if (have < need[i])
+                log_warn("redis %s:%d: %s is %lu; layout %u needs at least %lu, or bucket "
+                         "keys past %lu entries turn into %s (several times the memory per "
+                         "fingerprint; a bucket holds about fingerprints / 2^%u entries). "
+                         "Set it in redis.conf (deploy/redis-cluster-node.conf has the "
+                         "values)", o->host, o->port, names[i], have, o->layout, need[i],
+                         have, i < 2 ? "skiplists" : "hash tables", o->bucket_bits);
+        }
+        freeReplyObject(rep);
+    }
+}
+
+int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen)
 {
     int refused = 0;
     redisContext *c = shard_sync_connect(o, o->host, o->port, err, errlen, &refused);
-    if (c == NULL)
+    if (c == NULL) {
+        shard_redis_resolve(o);
         return refused ? -1 : -2;
+    }
     int rc = -1, transient = 0;
     redisReply *rep;
     char dbs[16], val[16];
@@ -249,10 +336,14 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
             goto out;
         freeReplyObject(rep);
     }
-    if ((rc = shard_meta_read(&c, o, err, errlen, &transient)) != 1)
+    if ((rc = shard_meta_read(&c, o, err, errlen, &transient)) != 1) {
+        if (rc == 0)
+            shard_listpack_check(&c, o);
         goto out;
+    }
     /* absent: create it; a worker racing us with other settings wins some fields,
      * and the re-read below then reports the mismatch */
+    shard_redis_resolve(o);
     rc = -1;
     for (int i = 0; i < SHARD_META_FIELDS; i++) {
         int na = shard_meta_field(o, i, argv, val);
@@ -261,13 +352,16 @@ int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t err
         freeReplyObject(rep);
     }
     rc = shard_meta_read(&c, o, err, errlen, &transient);
+    if (rc == 0)
+        shard_listpack_check(&c, o);
     if (rc == 1) {
         snprintf(err, errlen, "redis %s:%d: %s still empty after creating it", o->host,
-                 o->port, LAYOUT_META_KEY);
+                 o->port, shard_redis_meta_key());
         rc = -1;
     }
 out:
     redisFree(c);
+    shard_redis_resolve(o);
     return rc != 0 && transient ? -2 : rc;
 }
 
@@ -366,7 +460,7 @@ static void shard_redis_on_meta(redisAsyncContext *ac, void *reply, void *priv)
     }
     if (rc == 1)
         snprintf(err, sizeof err, "redis %s:%d: %s missing right after creating it",
-                 r->host, r->o.port, LAYOUT_META_KEY);
+                 r->host, r->o.port, shard_redis_meta_key());
     snprintf(r->st.last_error, sizeof r->st.last_error, "%s", err);
     /* refuse work; reconnect later in case it is repaired */
     r->state = SHARD_REDIS_MISMATCH;
@@ -386,7 +480,7 @@ static void shard_redis_on_cluster_setnx(void *priv, redisReply *rep, const char
     shard_setup *s = priv;
     shard_redis *r = s->r;
     if (s->gen == r->gen && (err || (rep && rep->type == REDIS_REPLY_ERROR)))
-        log_warn_rl("redis %s:%d: creating %s: %.*s", r->host, r->o.port, LAYOUT_META_KEY,
+        log_warn_rl("redis %s:%d: creating %s: %.*s", r->host, r->o.port, shard_redis_meta_key(),
                     err ? 200 : (int)rep->len, err ? err : rep->str);
     free(s);
 }
@@ -402,7 +496,7 @@ static void shard_redis_on_cluster_meta(void *priv, redisReply *rep, const char 
         return;
     if (rep == NULL || rep->type == REDIS_REPLY_ERROR) {
         snprintf(r->st.last_error, sizeof r->st.last_error, "HGETALL %s: %.*s",
-                 LAYOUT_META_KEY, rep ? (int)rep->len : 200, rep ? rep->str : err);
+                 shard_redis_meta_key(), rep ? (int)rep->len : 200, rep ? rep->str : err);
         log_warn_rl("redis %s:%d: %s", r->host, r->o.port, r->st.last_error);
         r->st.connect_failures++;
         redisAsyncDisconnect(r->ac);
@@ -514,7 +608,7 @@ void shard_redis_connect(shard_redis *r)
                 na = shard_meta_field(&r->o, i, argv, val);
             else {
                 argv[0] = "HGETALL";
-                argv[1] = LAYOUT_META_KEY;
+                argv[1] = shard_redis_meta_key();
             }
             if (shard_redis_send(r, ac, setnx ? shard_redis_on_cluster_setnx
                                               : shard_redis_on_cluster_meta,
@@ -532,7 +626,7 @@ void shard_redis_connect(shard_redis *r)
         redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, na, argv, NULL);
     }
     argv[0] = "HGETALL";
-    argv[1] = LAYOUT_META_KEY;
+    argv[1] = shard_redis_meta_key();
     redisAsyncCommandArgv(ac, shard_redis_on_meta, r, 2, argv, NULL);
 deadline:;
     unsigned tmo = r->o.timeout_ms < 1000 ? 1000 : r->o.timeout_ms;

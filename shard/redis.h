@@ -22,6 +22,8 @@ typedef struct shard_redis_opts {
     const char *user;         /* ACL user sent with AUTH; NULL or "" for the default */
     unsigned db;
     unsigned blocks, distance, bucket_bits;
+    unsigned layout;          /* 1 or 2; 0 (and bucket_bits 0): the corpus's, resolved
+                                 by shard_redis_check_meta_sync */
     const char *fingerprint;  /* fingerprint algorithm, canonical ("v2", "v1:3") */
     unsigned max_inflight;    /* Redis commands outstanding at once */
     unsigned timeout_ms;      /* connect + meta check deadline, stall detection */
@@ -49,10 +51,20 @@ typedef struct shard_redis shard_redis;
 typedef void (*shard_redis_cb)(void *priv, redisReply *reply, const char *err);
 
 /* Startup check, blocking: connect, AUTH, SELECT, create simhash:meta if absent,
- * compare it with o. Returns 0; -1 with a message for the operator in err when the
- * settings disagree or Redis refuses us (AUTH, SELECT); -2 with err set when Redis
- * is unreachable or still loading (worth retrying). */
-int shard_redis_check_meta_sync(const shard_redis_opts *o, char *err, size_t errlen);
+ * compare it with o. A layout or bucket_bits of 0 in o is replaced by the corpus's
+ * (or, for a new corpus, by the defaults of shard_redis_resolve). Returns 0; -1 with
+ * a message for the operator in err when the settings disagree or Redis refuses us
+ * (AUTH, SELECT); -2 with err set when Redis is unreachable or still loading (worth
+ * retrying; o is then resolved with the defaults of a new corpus). */
+int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen);
+
+/* Replaces a layout or bucket_bits of 0 in o by the defaults of a new corpus
+ * (LAYOUT_VERSION_DEFAULT; bucket bits 16 in layout 1, 12 in layout 2). */
+void shard_redis_resolve(shard_redis_opts *o);
+
+/* Writes the corpus's meta hash key (layout_meta_key) into a static buffer and
+ * returns it. */
+const char *shard_redis_meta_key(void);
 
 /* Compares an HGETALL simhash:meta reply with o. Returns 0 when they agree, 1 when
  * the hash is empty, -1 with err set ("corpus in redis H:P was built with ...") when

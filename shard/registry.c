@@ -1,7 +1,7 @@
 /* registry.c: the worker's entry in its corpus's worker registry (docs/protocol.md,
  * "Worker registry"), and SHARD.WORKERS, which reads the registry for coordinators.
  *
- * The registry is one sorted set in the corpus's Redis (LAYOUT_REGISTRY_KEY; in a
+ * The registry is one sorted set in the corpus's Redis (layout_registry_key; in a
  * cluster, in whichever node serves its slot: the worker's connection follows
  * -MOVED): member = the address coordinators reach the worker at ("host:port"),
  * score = the entry's expiry in Redis's own clock (milliseconds). Every
@@ -25,10 +25,18 @@
 #include "rasync.h"
 #include "shard.h"
 
-/* KEYS[1] = registry; ARGV = address, ttl ms. Renews the entry by Redis's clock and
- * deletes entries expired for more than a minute. */
+/* The registry key of this worker's corpus (layout_registry_key), in a static buffer. */
+static const char *shard_reg_key(void)
+{
+    static char key[LAYOUT_KEY_MAX];
+    layout_registry_key(key, sizeof key);
+    return key;
+}
+
 #define SHARD_REG_LEAVE_WAIT_MS 500     /* longest wait for the ZREM at shutdown */
 
+/* KEYS[1] = registry; ARGV = address, ttl ms. Renews the entry by Redis's clock and
+ * deletes entries expired for more than a minute. */
 static const char shard_reg_renew_lua[] =
     "local t = redis.call('TIME')\n"
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
@@ -119,7 +127,7 @@ static void shard_registry_renew(evutil_socket_t fd, short what, void *arg)
     (void)what;
     if (rg->leaving || rg->outstanding > 0)
         return;         /* a renewal still waits for Redis: do not pile them up */
-    const char *argv[6] = {"EVAL", shard_reg_renew_lua, "1", LAYOUT_REGISTRY_KEY, rg->addr,
+    const char *argv[6] = {"EVAL", shard_reg_renew_lua, "1", shard_reg_key(), rg->addr,
                            rg->ttl};
     if (shard_registry_send(rg, shard_registry_on_renew, 6, argv) != 0) {
         if (rg->announced)
@@ -222,7 +230,7 @@ int shard_registry_leave(shard_ctx *sc, void (*on_drained)(shard_ctx *sc))
         return 0;
     rg->leaving = 1;
     event_del(rg->tick);
-    const char *argv[3] = {"ZREM", LAYOUT_REGISTRY_KEY, rg->addr};
+    const char *argv[3] = {"ZREM", shard_reg_key(), rg->addr};
     rg->zrem_pending = shard_registry_send(rg, shard_registry_on_left, 3, argv) == 0;
     if (!rg->zrem_pending && sc->cfg.drain_ms == 0)
         return 0;           /* Redis not connected: the entry expires by itself */
@@ -305,7 +313,7 @@ void shard_cmd_workers(rs_req *req)
     }
     char limit[16];
     snprintf(limit, sizeof limit, "%u", LAYOUT_REGISTRY_MAX);
-    const char *argv[5] = {"EVAL", shard_reg_list_lua, "1", LAYOUT_REGISTRY_KEY, limit};
+    const char *argv[5] = {"EVAL", shard_reg_list_lua, "1", shard_reg_key(), limit};
     j->background = 1;      /* the registry's slot may be on another node */
     shard_job_send(j, 0, 5, argv, NULL);
     shard_job_release(j);

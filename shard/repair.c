@@ -202,17 +202,12 @@ static void shard_fix_start(struct shard_repair *rp, uint64_t fp)
     f->rp = rp;
     f->fp = fp;
     snprintf(f->token, sizeof f->token, "repair-%d-%llu", (int)getpid(), ++rp->seq);
-    uint64_t p0 = perm_apply(&sc->ps.tables[0], fp);
-    char dkey[LAYOUT_KEY_MAX], wkey[LAYOUT_KEY_MAX], ckey[LAYOUT_KEY_MAX], field[17], lease[24];
-    layout_doc_key(dkey, sizeof dkey, fp, p0);
-    layout_lock_key(wkey, sizeof wkey, layout_shard_of(p0));
-    layout_count_key(ckey, sizeof ckey, layout_shard_of(p0));
-    layout_lock_field(field, fp);
-    snprintf(lease, sizeof lease, "%d", LAYOUT_LOCK_LEASE_MS);
-    const char *argv[11] = {"EVAL", LAYOUT_LOCK_LUA, "3", dkey, wkey, ckey, field, f->token,
-                            lease, LAYOUT_LOCK_OP_FIXSTALE, NULL};
+    layout_cmd lc;
+    layout_cmd_lock(&lc, sc->cfg.layout, sc->cfg.bucket_bits, fp,
+                    perm_apply(&sc->ps.tables[0], fp), f->token, LAYOUT_LOCK_LEASE_MS,
+                    LAYOUT_LOCK_OP_FIXSTALE);
     rp->active++;
-    if (shard_repair_send(rp, shard_fix_on_lock, f, 10, argv, NULL) != 0) {
+    if (shard_repair_send(rp, shard_fix_on_lock, f, lc.argc, lc.argv, lc.argvlen) != 0) {
         rp->active--;
         free(f);
     }

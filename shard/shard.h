@@ -20,7 +20,9 @@ typedef struct shard_config {
     char *redis_user;           /* redis-user: ACL user for AUTH (NULL: default user) */
     unsigned redis_db;
     char *shards;               /* "LO-HI" */
-    unsigned blocks, distance, bucket_bits;
+    unsigned blocks, distance, bucket_bits; /* bucket_bits 0: the corpus's (resolved at start) */
+    unsigned layout;            /* 1 or 2; 0: the corpus's, LAYOUT_VERSION_DEFAULT when new */
+    char *corpus;               /* corpus name (key prefix); NULL: none */
     char *pidfile, *logfile;
     int loglevel;
     unsigned max_inflight_redis;

@@ -8,13 +8,17 @@
 #       per table, unlock script), against SIMHASH.ADD
 #   (3) query latency p50/p99 at half of the measured system query rate (open loop),
 #       against the same schedule of raw Redis work (paced-raw) in alternating rounds
-#   (4) Redis used_memory per fingerprint per table at N fingerprints (documents
-#       loaded afterwards and counted separately)
-# Prints `bench=... metric=... value=...` lines on stdout (progress on stderr).
+#   (4) Redis used_memory per fingerprint per table at N fingerprints (documents,
+#       one 30-byte id each, loaded afterwards and counted separately), and
+#       everything counted: used_memory / N
+# All of it for each data layout of BENCH_LAYOUTS (default "1 2"), each on a fresh
+# Redis with the listpack limits of deploy/simhash-local, in the same run.
+# Prints `bench=... layout=L metric=... value=...` lines on stdout (progress on stderr).
 # Environment: SIMHASH_BIN (default build/bin), BENCH_N (corpus, default 1000000),
 # BENCH_SECONDS (per rate measurement, default 10), BENCH_ROUNDS (3; medians are
 # reported), BENCH_RAW_DEPTH / BENCH_SYS_DEPTH (operations in flight, 32 / 64),
-# BENCH_BLOCKS/BENCH_DISTANCE (6/3), BENCH_LAT_RATES (extra fixed latency rates, "1000 3000").
+# BENCH_BLOCKS/BENCH_DISTANCE (6/3), BENCH_LAT_RATES (extra fixed latency rates, "1000 3000"),
+# BENCH_LAYOUTS ("1 2"; bucket bits are each layout's default for a new corpus).
 # Everything runs on 127.0.0.1 in a mktemp -d directory and is stopped by PID at exit.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -36,33 +40,44 @@ export TH_DAEMON_SECS=3600
 mem() { timeout 10 redis-cli -p "$rport" info memory | tr -d '\r' | sed -n 's/^used_memory://p'; }
 # val FILE METRIC: the value of METRIC in a dist_load output file
 val() { sed -n "s/.* metric=$2 value=//p" "$1" | head -n 1; }
-# emit NAME METRIC VALUE
-emit() { echo "bench=$1 metric=$2 value=$3"; }
+# emit NAME METRIC VALUE (of the layout under test, L)
+emit() { echo "bench=$1 layout=$L metric=$2 value=$3"; }
 run() { # run NAME MODE ARGS..: one dist_load run, output kept in $TH_DIR/NAME.out
-    local name=$1
+    local name=$1-l$L
     shift
     timeout $((SECS * 3 + 600)) "$LOAD" "$@" --name "$name" --blocks "$M" --distance "$K" \
-        >"$TH_DIR/$name.out" || { cat "$TH_DIR/$name.out"; th_fail "bench-dist_load $name"; }
+        --layout "$L" >"$TH_DIR/$name.out" || { cat "$TH_DIR/$name.out"; th_fail "bench-dist_load $name"; }
     cat "$TH_DIR/$name.out"
 }
+# out NAME: the output file of run NAME
+out() { echo "$TH_DIR/$1-l$L.out"; }
 
-th_start_redis redis
+for L in ${BENCH_LAYOUTS:-1 2}; do
+th_log "layout $L"
+th_start_redis "redis-l$L"
 rport=$TH_REDIS_PORT
+for s in zset-max-listpack-entries hash-max-listpack-entries; do   # as simhash-local
+    timeout 10 redis-cli -p "$rport" config set "$s" 2048 >/dev/null
+done
 # BENCH_WORKERS=1 (default): one worker beside the Redis serving every shard (one
 # worker per Redis node, as in cluster mode); 2: two workers splitting the first-byte shards
 # 0-127 / 128-255 on the same Redis (fan-out to two workers on one machine).
+pids=$TH_REDIS_PID
 if [ "${BENCH_WORKERS:-1}" = 1 ]; then
-    th_start_shard shard-a "$rport" 0-255 "$M" "$K"
+    th_start_shard "shard-a-l$L" "$rport" 0-255 "$M" "$K" "" --layout "$L"
     workers="127.0.0.1:$TH_SHARD_PORT"
 else
-    th_start_shard shard-a "$rport" 0-127 "$M" "$K"
+    th_start_shard "shard-a-l$L" "$rport" 0-127 "$M" "$K" "" --layout "$L"
     a=$TH_SHARD_PORT
-    th_start_shard shard-b "$rport" 128-255 "$M" "$K"
+    pids="$pids $TH_SHARD_PID"
+    th_start_shard "shard-b-l$L" "$rport" 128-255 "$M" "$K" "" --layout "$L"
     workers="127.0.0.1:$a 127.0.0.1:$TH_SHARD_PORT"
 fi
+pids="$pids $TH_SHARD_PID"
 emit machine shard_workers "${BENCH_WORKERS:-1}"
-th_start_coord coord "$M" "$K" 2000 "$workers"
+th_start_coord "coord-l$L" "$M" "$K" 2000 "$workers"
 cport=$TH_COORD_PORT
+pids="$pids $TH_COORD_PID"
 ntables=$(python3 -c "import math; print(math.comb($M, $M - $K))")
 th_log "blocks $M distance $K ($ntables tables), corpus $N, $SECS s per rate"
 
@@ -82,8 +97,12 @@ emit memory used_memory_tables_docs "$m2"
 emit memory bytes_per_fp_per_table "$(python3 -c "print(round(($m1 - $m0) / ($N * $ntables), 2))")"
 emit memory bytes_per_fp_docs "$(python3 -c "print(round(($m2 - $m1) / $N, 2))")"
 emit memory bytes_per_fp_total "$(python3 -c "print(round(($m2 - $m0) / $N, 2))")"
-enc=$(timeout 10 redis-cli -p "$rport" object encoding "s:{0:00}:00")
+emit memory bytes_per_fp_everything "$(python3 -c "print(round($m2 / $N, 2))")"
+emit memory bucket_bits "$(timeout 10 redis-cli -p "$rport" hget simhash:meta bucket_bits)"
+key=$(timeout 10 redis-cli -p "$rport" --scan --pattern 's:{0:00}:*' | head -n 1)
+enc=$(timeout 10 redis-cli -p "$rport" object encoding "$key")
 th_log "table bucket encoding: $enc"
+[ "$enc" = listpack ] || th_log "WARNING: bucket $key is a $enc"
 
 # the workers read what preload wrote
 run check check --port "$cport" --corpus "$N" --count 200
@@ -96,16 +115,16 @@ for r in $(seq 1 "$ROUNDS"); do
     th_log "round $r: query rate, raw Redis then through the coordinator"
     run raw-query-$r raw-query --port "$rport" --corpus "$N" --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
     run sys-query-$r sys-query --port "$cport" --corpus "$N" --count 100000000 --seconds "$SECS" --depth "$SYS_DEPTH"
-    rq+=("$(val "$TH_DIR/raw-query-$r.out" queries_per_sec)")
-    sq+=("$(val "$TH_DIR/sys-query-$r.out" queries_per_sec)")
+    rq+=("$(val "$(out raw-query-$r)" queries_per_sec)")
+    sq+=("$(val "$(out sys-query-$r)" queries_per_sec)")
     # ingest of new fingerprints (offsets far beyond the corpus, new ones every round)
     th_log "round $r: ingest rate, raw Redis then through the coordinator"
     run raw-ingest-$r raw-ingest --port "$rport" --offset $((100000000 * r)) --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
     run raw-locked-$r raw-locked --port "$rport" --offset $((100000000 * r + 25000000)) --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
     run sys-ingest-$r sys-ingest --port "$cport" --offset $((100000000 * r + 50000000)) --count 100000000 --seconds "$SECS" --depth "$SYS_DEPTH"
-    rl+=("$(val "$TH_DIR/raw-locked-$r.out" ingests_per_sec)")
-    ri+=("$(val "$TH_DIR/raw-ingest-$r.out" ingests_per_sec)")
-    si+=("$(val "$TH_DIR/sys-ingest-$r.out" ingests_per_sec)")
+    rl+=("$(val "$(out raw-locked-$r)" ingests_per_sec)")
+    ri+=("$(val "$(out raw-ingest-$r)" ingests_per_sec)")
+    si+=("$(val "$(out sys-ingest-$r)" ingests_per_sec)")
 done
 th_log "query rates raw: ${rq[*]}; system: ${sq[*]}"
 th_log "ingest rates raw: ${ri[*]}; raw with the lock scripts: ${rl[*]}; system: ${si[*]}"
@@ -137,11 +156,11 @@ lr50=() lr99=() ls50=() ls99=() ls999=()
 for r in $(seq 1 "$ROUNDS"); do
     run paced-raw-$r paced-raw --port "$rport" --corpus "$N" --rate "$half" --seconds "$SECS" --count 100000000
     run paced-$r paced --port "$cport" --corpus "$N" --rate "$half" --seconds "$SECS" --count 100000000
-    lr50+=("$(val "$TH_DIR/paced-raw-$r.out" p50_ms)")
-    lr99+=("$(val "$TH_DIR/paced-raw-$r.out" p99_ms)")
-    ls50+=("$(val "$TH_DIR/paced-$r.out" p50_ms)")
-    ls99+=("$(val "$TH_DIR/paced-$r.out" p99_ms)")
-    ls999+=("$(val "$TH_DIR/paced-$r.out" p999_ms)")
+    lr50+=("$(val "$(out paced-raw-$r)" p50_ms)")
+    lr99+=("$(val "$(out paced-raw-$r)" p99_ms)")
+    ls50+=("$(val "$(out paced-$r)" p50_ms)")
+    ls99+=("$(val "$(out paced-$r)" p99_ms)")
+    ls999+=("$(val "$(out paced-$r)" p999_ms)")
 done
 th_log "half load p99 raw: ${lr99[*]}; system: ${ls99[*]}"
 emit latency raw_p50_ms "$(median "${lr50[@]}")"
@@ -154,8 +173,10 @@ emit latency raw_p99_rounds "$(IFS=/; echo "${lr99[*]}")"
 # the same at fixed rates well below saturation (BENCH_LAT_RATES), for comparison
 for rate in ${BENCH_LAT_RATES:-1000 3000}; do
     run paced-$rate paced --port "$cport" --corpus "$N" --rate "$rate" --seconds "$SECS" --count 100000000
-    emit latency "r${rate}_p50_ms" "$(val "$TH_DIR/paced-$rate.out" p50_ms)"
-    emit latency "r${rate}_p99_ms" "$(val "$TH_DIR/paced-$rate.out" p99_ms)"
+    emit latency "r${rate}_p50_ms" "$(val "$(out paced-$rate)" p50_ms)"
+    emit latency "r${rate}_p99_ms" "$(val "$(out paced-$rate)" p99_ms)"
+done
+for p in $pids; do th_stop "$p"; done
 done
 emit machine loadavg_1m_end "$(cut -d' ' -f1 /proc/loadavg)"
 th_log "done"

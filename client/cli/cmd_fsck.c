@@ -4,9 +4,13 @@
  * is non-empty, no write lock is stale, and the counters c:{0:xx} are exact.
  *
  * It talks to Redis directly (hiredis, blocking, pipelined in batches), in phases:
- *   documents  SCAN d:*, SCARD each set, ZSCORE of its entry in every table
- *   tables     SCAN s:*, every member reverted to its fingerprint; one without a
- *              document set (EXISTS, checked once per fingerprint) is an orphan
+ *   documents  layout 1: SCAN d:*, SCARD each set; layout 2: SCAN h:*, HGETALL each
+ *              bucket hash, ids counted from the packing (SCARD of the overflow set
+ *              when the field is ""); ZSCORE of the entry in every table
+ *   tables     SCAN s:*, every member reverted to its fingerprint; one without
+ *              documents (EXISTS of the set, HEXISTS of the hash field in layout 2,
+ *              checked once per fingerprint) is an orphan
+ * With --corpus NAME every key pattern carries the corpus's prefix.
  *   locks      SCAN w:*, locks whose expiry passed (Redis TIME) are stale
  *   counters   c:{0:xx} against the recount of the documents phase
  * With --repair every inconsistent fingerprint is reconciled under its write lock
@@ -79,7 +83,8 @@ typedef struct fk {
     fk_node nodes[FK_MAX_NODES];
     size_t nnodes;
     cluster_map *map;           /* cluster: slot -> node index into nodes */
-    unsigned blocks, distance, bucket_bits;
+    unsigned blocks, distance, bucket_bits, layout;
+    size_t plen;                /* bytes of the corpus prefix of every key */
     perm_set ps;
     uint64_t *have;             /* fingerprints with documents, sorted after phase 1 */
     size_t nhave, caphave;
@@ -298,11 +303,11 @@ static int fk_docs(fk *f, redisReply **keys, size_t n)
     for (size_t i = 0; i < n; i++) {
         const redisReply *k = keys[i];
         uint64_t fp;
-        ok[i] = k->len == 25 && fk_hex16(k->str + 9, 16, &fp) == 0;
+        ok[i] = k->len == f->plen + 25 && fk_hex16(k->str + f->plen + 9, 16, &fp) == 0;
         if (ok[i]) {
             char want[LAYOUT_KEY_MAX];
             layout_doc_key(want, sizeof(want), fp, perm_apply(&f->ps.tables[0], fp));
-            ok[i] = memcmp(want, k->str, 25) == 0;
+            ok[i] = memcmp(want, k->str, k->len) == 0;
         }
         if (!ok[i]) {
             f->n.foreign++;
@@ -347,12 +352,20 @@ static int fk_docs(fk *f, redisReply **keys, size_t n)
     return 0;
 }
 
-/* Parses a bucket key s:{t:xx}:yy..: table and bucket number. */
-static int fk_bucket_key(const fk *f, const char *s, size_t n, unsigned *t, uint64_t *bucket)
+/* Parses a bucket key [prefix]s:{t:xx}:yy.. (kind 's'; 'h': layout 2's bucket hash
+ * h:{0:xx}:yy..): table and bucket number. */
+static int fk_bucket_key(const fk *f, char kind, const char *s, size_t n, unsigned *t,
+                         uint64_t *bucket)
 {
     char buf[LAYOUT_KEY_MAX];
     unsigned tt;
-    if (n < 8 || n >= sizeof(buf) || memcmp(s, "s:{", 3) != 0)
+    const char *full = s;
+    size_t fulln = n;
+    if (n < f->plen + 8 || n >= sizeof(buf))
+        return -1;
+    s += f->plen;
+    n -= f->plen;
+    if (s[0] != kind || memcmp(s + 1, ":{", 2) != 0)
         return -1;
     const char *colon = memchr(s + 3, ':', n - 3);
     if (colon == NULL)
@@ -378,10 +391,122 @@ static int fk_bucket_key(const fk *f, const char *s, size_t n, unsigned *t, uint
         b = b << 4 | (uint64_t)d;
     }
     size_t kl = layout_bucket_key(buf, sizeof(buf), tt, b, f->bucket_bits);
-    if (kl != n || memcmp(buf, s, n) != 0)
+    if (kl)
+        buf[f->plen] = kind;
+    if (kl != fulln || memcmp(buf, full, fulln) != 0 || (kind == 'h' && tt != 0))
         return -1;
     *t = tt;
     *bucket = b;
+    return 0;
+}
+
+/* Layout 2: tallies the fingerprints fps[0..n) whose ids were counted (cnt[i]; -1:
+ * in the overflow set, SCARD here) and checks their entry in every table. */
+static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
+{
+    fk_batch *bp = &f->b;
+    for (size_t i = 0; i < n; i++) {
+        if (cnt[i] < 0) {
+            char key[LAYOUT_KEY_MAX];
+            size_t kl = layout_doc_key(key, sizeof(key), fps[i], perm_apply(&f->ps.tables[0], fps[i]));
+            const char *argv[2] = {"SCARD", key};
+            size_t lens[2] = {5, kl};
+            if (fk_add(f, bp, key, kl, 2, argv, lens) != 0)
+                return -1;
+        }
+        if (fk_add_entries(f, bp, fps[i], "ZSCORE") != 0)
+            return -1;
+    }
+    if (fk_run(f, bp) != 0)
+        return -1;
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        long long c = cnt[i];
+        if (c < 0) {
+            c = bp->reply[j]->type == REDIS_REPLY_INTEGER ? bp->reply[j]->integer : 0;
+            j++;
+        }
+        unsigned missing = 0;
+        for (unsigned t = 0; t < f->ps.ntables; t++, j++)
+            missing += bp->reply[j]->type == REDIS_REPLY_NIL;
+        if (c <= 0) {
+            f->n.foreign += cnt[i] < 0;     /* a "" field without its overflow set */
+            continue;
+        }
+        unsigned xx = layout_shard_of(perm_apply(&f->ps.tables[0], fps[i]));
+        f->n.fps++;
+        f->n.docs += (unsigned long long)c;
+        f->cnt_fps[xx]++;
+        f->cnt_docs[xx] += c;
+        if (fk_push(&f->have, &f->nhave, &f->caphave, fps[i]) != 0)
+            return -1;
+        if (missing) {
+            f->n.fps_missing++;
+            f->n.entries_missing += missing;
+            if (fk_push(&f->bad, &f->nbad, &f->capbad, fps[i]) != 0)
+                return -1;
+        }
+    }
+    fk_batch_clear(bp);
+    return 0;
+}
+
+/* Layout 2's documents: every field of every bucket hash (HGETALL), its ids counted,
+ * tallied FK_BATCH fingerprints at a time. */
+static int fk_hashes(fk *f, redisReply **keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned t;
+        uint64_t bucket;
+        if (fk_bucket_key(f, 'h', keys[i]->str, keys[i]->len, &t, &bucket) != 0) {
+            f->n.foreign++;
+            continue;
+        }
+        redisContext *c = fk_node_conn(f, fk_node_of(f, keys[i]->str, keys[i]->len));
+        if (c == NULL)
+            return -1;
+        redisReply *r = redisCommand(c, "HGETALL %b", keys[i]->str, keys[i]->len);
+        if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+            fprintf(stderr, "%s: HGETALL %.*s: %s\n", f->prog, (int)keys[i]->len, keys[i]->str,
+                    r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
+            if (r)
+                freeReplyObject(r);
+            return -1;
+        }
+        uint64_t fps[FK_BATCH];
+        long long cnt[FK_BATCH];
+        size_t m = 0;
+        for (size_t e = 0; e + 1 < r->elements; e += 2) {
+            const redisReply *k = r->element[e], *v = r->element[e + 1];
+            uint64_t p0;
+            if (layout_member_decode(k->str, k->len, bucket, f->bucket_bits, &p0) != 0) {
+                f->n.foreign++;
+                continue;
+            }
+            long long ids = v->len == 0 ? -1 : 0;
+            size_t off = 0, idlen;
+            const uint8_t *id;
+            int rc;
+            while (v->len && (rc = layout_ids_next(v->str, v->len, &off, &id, &idlen)) == 1)
+                ids++;
+            if (v->len && rc < 0) {
+                f->n.foreign++;
+                continue;
+            }
+            fps[m] = perm_revert(&f->ps.tables[0], p0);
+            cnt[m++] = ids;
+            if (m == FK_BATCH) {
+                if (fk_tally(f, fps, cnt, m) != 0) {
+                    freeReplyObject(r);
+                    return -1;
+                }
+                m = 0;
+            }
+        }
+        freeReplyObject(r);
+        if (m && fk_tally(f, fps, cnt, m) != 0)
+            return -1;
+    }
     return 0;
 }
 
@@ -394,7 +519,7 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
     uint64_t bucket[FK_BATCH];
     int ok[FK_BATCH];
     for (size_t i = 0; i < n; i++) {
-        ok[i] = fk_bucket_key(f, keys[i]->str, keys[i]->len, &tab[i], &bucket[i]) == 0;
+        ok[i] = fk_bucket_key(f, 's', keys[i]->str, keys[i]->len, &tab[i], &bucket[i]) == 0;
         if (!ok[i]) {
             f->n.foreign++;
             continue;
@@ -434,10 +559,14 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
     fk_batch_clear(bp);
     for (size_t i = 0; i < ncand; i++) {
         char key[LAYOUT_KEY_MAX];
-        size_t kl = layout_doc_key(key, sizeof(key), cand[i], perm_apply(&f->ps.tables[0], cand[i]));
-        const char *argv[2] = {"EXISTS", key};
-        size_t lens[2] = {6, kl};
-        if (fk_add(f, ep, key, kl, 2, argv, lens) != 0)
+        uint8_t mem[LAYOUT_MEMBER_MAX];
+        uint64_t p0 = perm_apply(&f->ps.tables[0], cand[i]);
+        size_t kl = f->layout == 1 ? layout_doc_key(key, sizeof(key), cand[i], p0)
+                                   : layout_hash_key(key, sizeof(key), p0, f->bucket_bits);
+        size_t ml = layout_member(mem, p0, f->bucket_bits);
+        const char *argv[3] = {f->layout == 1 ? "EXISTS" : "HEXISTS", key, (const char *)mem};
+        size_t lens[3] = {strlen(argv[0]), kl, ml};
+        if (fk_add(f, ep, key, kl, f->layout == 1 ? 2 : 3, argv, lens) != 0)
             return -1;
         if (ep->n == FK_BATCH || i + 1 == ncand) {
             if (fk_run(f, ep) != 0)
@@ -538,20 +667,17 @@ static int fk_fix(fk *f, uint64_t fp, unsigned seq)
 {
     fk_batch *bp = &f->b;
     uint64_t p0 = perm_apply(&f->ps.tables[0], fp);
-    char dkey[LAYOUT_KEY_MAX], wkey[LAYOUT_KEY_MAX], ckey[LAYOUT_KEY_MAX], field[17], tok[48],
-        lease[16];
-    size_t dl = layout_doc_key(dkey, sizeof(dkey), fp, p0);
+    char wkey[LAYOUT_KEY_MAX], field[17], tok[48];
     layout_lock_key(wkey, sizeof(wkey), layout_shard_of(p0));
-    layout_count_key(ckey, sizeof(ckey), layout_shard_of(p0));
     layout_lock_field(field, fp);
     snprintf(tok, sizeof(tok), "fsck-%d-%u", (int)getpid(), seq);
-    snprintf(lease, sizeof(lease), "%u", f->lease_ms);
-    redisContext *c = fk_node_conn(f, fk_node_of(f, dkey, dl));
+    layout_cmd lc;
+    layout_cmd_lock(&lc, f->layout, f->bucket_bits, fp, p0, tok, f->lease_ms,
+                    LAYOUT_LOCK_OP_FIX);
+    redisContext *c = fk_node_conn(f, fk_node_of(f, wkey, strlen(wkey)));
     if (c == NULL)
         return -1;
-    const char *la[10] = {"EVAL", LAYOUT_LOCK_LUA, "3", dkey, wkey, ckey, field, tok, lease,
-                          LAYOUT_LOCK_OP_FIX};
-    redisReply *r = redisCommandArgv(c, 10, la, NULL);
+    redisReply *r = redisCommandArgv(c, lc.argc, lc.argv, lc.argvlen);
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
         if (r)
             freeReplyObject(r);
@@ -618,11 +744,13 @@ static int fk_setup(fk *f, const char *host, int port)
 /* Reads simhash:meta. Returns 0, or -1 (printed). */
 static int fk_meta(fk *f)
 {
-    size_t ni = fk_node_of(f, LAYOUT_META_KEY, strlen(LAYOUT_META_KEY));
+    char mkey[LAYOUT_KEY_MAX];
+    size_t ml = layout_meta_key(mkey, sizeof(mkey));
+    size_t ni = fk_node_of(f, mkey, ml);
     redisContext *c = fk_node_conn(f, ni);
     if (c == NULL)
         return -1;
-    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout bucket_bits", LAYOUT_META_KEY);
+    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout bucket_bits", mkey);
     long v[4] = {-1, -1, -1, -1};
     for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 4 && i < r->elements; i++)
         if (r->element[i]->type == REDIS_REPLY_STRING)
@@ -631,14 +759,15 @@ static int fk_meta(fk *f)
         freeReplyObject(r);
     if (v[0] < 0) {
         fprintf(stderr, "%s: no corpus here: %s is missing on redis %s:%d\n", f->prog,
-                LAYOUT_META_KEY, f->nodes[ni].host, f->nodes[ni].port);
+                mkey, f->nodes[ni].host, f->nodes[ni].port);
         return -1;
     }
-    if (v[2] != LAYOUT_VERSION || !layout_bucket_bits_ok((unsigned)v[3])) {
-        fprintf(stderr, "%s: %s says layout %ld, bucket_bits %ld; this fsck reads layout %d\n",
-                f->prog, LAYOUT_META_KEY, v[2], v[3], LAYOUT_VERSION);
+    if (v[2] < 0 || !layout_version_ok((unsigned)v[2]) || !layout_bucket_bits_ok((unsigned)v[3])) {
+        fprintf(stderr, "%s: %s says layout %ld, bucket_bits %ld; this fsck reads layouts "
+                "%d to %d\n", f->prog, mkey, v[2], v[3], LAYOUT_VERSION_MIN, LAYOUT_VERSION_MAX);
         return -1;
     }
+    f->layout = (unsigned)v[2];
     f->blocks = (unsigned)v[0];
     f->distance = (unsigned)v[1];
     f->bucket_bits = (unsigned)v[3];
@@ -660,6 +789,7 @@ static void fk_usage(FILE *out)
             "1 inconsistencies left, 2 usage or connection errors.\n"
             "  --redis HOST:PORT     the Redis node (a seed node with --cluster; default 127.0.0.1:6379)\n"
             "  --cluster             a Redis Cluster: scan every master\n"
+            "  --corpus NAME         the corpus of that name (its workers' option corpus)\n"
             "  --repair              reconcile every inconsistent fingerprint under its write\n"
             "                        lock and rewrite wrong counters\n"
             "  --password-file FILE  AUTH with the password in FILE\n"
@@ -690,6 +820,7 @@ int cmd_fsck(int argc, char **argv)
         {"repair", no_argument, NULL, 'R'},         {"password-file", required_argument, NULL, 'p'},
         {"user", required_argument, NULL, 'u'},     {"lease-ms", required_argument, NULL, 'l'},
         {"quiet", no_argument, NULL, 'q'},          {"help", no_argument, NULL, 'h'},
+        {"corpus", required_argument, NULL, 'C'},
         {NULL, 0, NULL, 0}};
     fk *f = calloc(1, sizeof(*f));
     const char *addr = "127.0.0.1:6379", *pwfile = NULL;
@@ -712,6 +843,13 @@ int cmd_fsck(int argc, char **argv)
         case 'p': pwfile = optarg; break;
         case 'u': f->user = optarg; break;
         case 'q': f->quiet = 1; break;
+        case 'C':
+            if (layout_corpus_set(optarg) != 0) {
+                fprintf(stderr, "%s: --corpus '%s': at most %d letters, digits, '_', '.' or '-'\n",
+                        f->prog, optarg, LAYOUT_CORPUS_MAX);
+                goto out;
+            }
+            break;
         case 'l':
             if (parse_uint_range(optarg, strlen(optarg), 100, 3600000, &v, &why) != 0) {
                 fprintf(stderr, "%s: --lease-ms '%s': %s (100..3600000)\n", f->prog, optarg, why);
@@ -762,11 +900,17 @@ int cmd_fsck(int argc, char **argv)
     cli_progress_init(&f->prog_bar, "simhash fsck", (size_t)f->total_keys);
     if (f->quiet)
         f->prog_bar.enabled = 0;
-    if (fk_scan(f, "d:*", fk_docs) != 0)
+    const char *pre = layout_corpus();
+    f->plen = pre[0] ? strlen(pre) + 1 : 0;
+    char pd[LAYOUT_KEY_MAX], ps[LAYOUT_KEY_MAX], pw[LAYOUT_KEY_MAX];
+    snprintf(pd, sizeof(pd), "%s%s%s:*", pre, pre[0] ? ":" : "", f->layout == 1 ? "d" : "h");
+    snprintf(ps, sizeof(ps), "%s%ss:*", pre, pre[0] ? ":" : "");
+    snprintf(pw, sizeof(pw), "%s%sw:*", pre, pre[0] ? ":" : "");
+    if (fk_scan(f, pd, f->layout == 1 ? fk_docs : fk_hashes) != 0)
         goto out;
     if (f->nhave > 1)
         qsort(f->have, f->nhave, sizeof(*f->have), fk_cmp_u64);
-    if (fk_scan(f, "s:*", fk_tables) != 0 || fk_scan(f, "w:*", fk_locks) != 0)
+    if (fk_scan(f, ps, fk_tables) != 0 || fk_scan(f, pw, fk_locks) != 0)
         goto out;
     cli_progress_end(&f->prog_bar);
     if (f->nbad > 1)

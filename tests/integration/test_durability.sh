@@ -93,7 +93,12 @@ until [ "$(printf 'SET wait-probe 1\nWAIT 1 200\n' | cli "$mport" | tail -n 1)" 
 done
 out=$(cli "$TH_COORD_PORT" SIMHASH.ADD 778 doc-s)
 [ "$out" = 1 ] || th_fail "durable ADD with a replica attached: expected 1, got: $out"
-out=$(cli "$rport2" smembers "$(cli "$rport2" --scan --pattern 'd:*:000000000000030a')")
+if [ "$(cli "$rport2" hget simhash:meta layout)" = 1 ]; then
+    out=$(cli "$rport2" smembers "$(cli "$rport2" --scan --pattern 'd:*:000000000000030a')")
+else    # layout 2: ids packed in the bucket hashes (here each alone: length 5, "doc-?")
+    out=$(for k in $(cli "$rport2" --scan --pattern 'h:*'); do cli "$rport2" hvals "$k"; done |
+          tr -d '\005' | grep -x doc-s)
+fi
 [ "$out" = doc-s ] || th_fail "replica does not hold the acknowledged document: $out"
 waits=$(cli "$rep_shard" SHARD.INFO | tr -d '\r' | sed -n 's/^wait_commands://p')
 [ "${waits:-0}" -ge 1 ] || th_fail "worker sent no WAIT (wait_commands=$waits)"

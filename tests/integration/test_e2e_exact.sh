@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test_e2e_exact.sh: distributed mode end to end, exactness. For several (blocks,
-# distance) settings: redis-server + 2 shard workers (first-byte shards 0-127 and
-# 128-255) + coordinator; a planted corpus (random bases, copies with 1..k+2 flipped
+# distance, bucket bits) settings, in the data layout a new corpus gets (2; with
+# TH_LAYOUT=1 layout 1, tests/CMakeLists.txt): redis-server + 2 shard workers
+# (first-byte shards 0-127 and 128-255) + coordinator; a planted corpus (random bases, copies with 1..k+2 flipped
 # bits, fingerprints shared by two documents) loaded with pipelined SIMHASH.ADD;
 # every stored fingerprint and near misses queried and compared with brute force:
 # nothing missed or extra, distances, document ids and order right; DISTANCE d < k,
@@ -17,8 +18,9 @@ BASES=${E2E_BASES:-300}
 # layouts; at 24 with 16-bit table prefixes a query reads 256 bucket keys per table
 # (1024 ZRANGEBYLEX), so fewer queries go in one pipelined write to stay under the
 # workers' bound on Redis commands in flight (past it they answer -BUSY)
+# 12 and 20 bits: members of 7 and 6 bytes whose top 4 bits repeat the bucket's
 for setting in "6 3 16 $BASES 200" "5 3 16 $BASES 200" "4 3 16 $BASES 200" "8 2 16 $BASES 200" \
-        "6 3 8 100 200" "4 3 24 60 4"; do
+        "6 3 8 100 200" "4 3 24 60 4" "6 3 12 100 200" "5 3 20 60 20"; do
     set -- $setting
     blocks=$1 dist=$2 bbits=$3 nbases=$4 batch=$5
     th_log "blocks $blocks distance $dist bucket_bits $bbits"

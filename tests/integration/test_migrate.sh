@@ -6,7 +6,8 @@
 # cannot carry; SIMHASH.SCAN rejects bad arguments, and its walk gives the same set
 # with one fingerprint per step (continuing inside buckets) as with the defaults.
 # `simhash migrate` copies the corpus into deployments with other settings
-# (bucket-bits 24; blocks 8 distance 2 bucket-bits 8), verified by a digest of every
+# (bucket-bits 24; blocks 8 distance 2 bucket-bits 8; the other data layout with
+# bucket-bits 12), verified by a digest of every
 # pair on both sides, by export -> migrate -> export giving the same set, and by the
 # planted corpus answering exactly against brute force in the copy; a migrate killed
 # with SIGKILL resumes from its --state file (which refuses another source/target);
@@ -22,6 +23,7 @@ LIVE="$TH_SRC/tests/tools/simhash_live.py"
 SH="$TH_BIN/simhash"
 
 # deploy NAME BLOCKS DISTANCE BUCKET_BITS: redis + worker + coordinator; sets port_NAME
+# (the worker's layout: TH_LAYOUT's, or the default for a new corpus, 2)
 deploy() {
     local name=$1 b=$2 k=$3 bb=$4
     th_start_redis "r-$name"
@@ -35,6 +37,9 @@ deploy t24 6 3 24
 deploy t8 8 2 8
 deploy tres 6 3 16
 deploy tlive 6 3 16
+# a copy into the other data layout (layout 2 -> 1 here, 1 -> 2 in the run with TH_LAYOUT=1)
+OTHER=$([ "${TH_LAYOUT:-2}" = 1 ] && echo 2 || echo 1)
+TH_LAYOUT=$OTHER deploy tlay 6 3 12
 
 # ---- the source corpus ----
 st="$TH_DIR/planted.json"
@@ -114,7 +119,7 @@ out=$(timeout 60 "$SH" export --port "$port_src" 2>&1 >/dev/null); rc=$?
     th_fail "export of an id with a space: exit $rc, $out"
 
 # ---- migrate into other settings ----
-for t in t24 t8; do
+for t in t24 t8 tlay; do
     tp=port_$t
     timeout 300 "$SH" migrate --port "$port_src" --to "127.0.0.1:${!tp}" >"$TH_DIR/mig-$t.out" 2>&1 ||
         { cat "$TH_DIR/mig-$t.out" >&2; th_fail "migrate to $t"; }
@@ -125,7 +130,9 @@ for t in t24 t8; do
     timeout 5 redis-cli -p "${!tp}" simhash.del 77 >/dev/null
 done
 timeout 5 redis-cli -p "$port_src" simhash.del 77 >/dev/null
-for t in t24 t8; do
+[ "$(timeout 5 redis-cli -p "$redis_tlay" hget simhash:meta layout)" = "$OTHER" ] ||
+    th_fail "the copy into layout $OTHER has layout $(timeout 5 redis-cli -p "$redis_tlay" hget simhash:meta layout)"
+for t in t24 t8 tlay; do
     tp=port_$t
     timeout 120 "$SH" export --port "${!tp}" 2>/dev/null | sort >"$TH_DIR/export-$t.sorted"
     cmp -s "$TH_DIR/export-$t.sorted" "$TH_DIR/want.txt" ||

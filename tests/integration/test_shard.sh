@@ -97,8 +97,11 @@ PIDS+=($!)
 wait_pong "$SPORT"
 
 # ---- HELLO, meta ----
-expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 1 16 0 255 0  v2 "
-expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 1"
+# a new corpus: layout 2, bucket bits 12; no corpus name (the last, empty element)
+L=2
+BB=12
+expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v2  "
+expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 $L"
 SHARD_PID=$(cat "$DIR/shard.pid")
 expect_eq "pidfile" "$(ps -o comm= -p "$SHARD_PID")" "simhash-shard"
 ALL=$(seq -s ' ' 0 19)
@@ -168,8 +171,10 @@ expect_eq "query docs" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" "$c 2 
 expect_eq "query docs lower case" "$(sc SHARD.QUERY "$b" 3 $ALL docs | tr '\n' ' ')" "$c 2 doc-a doc-b doc-c "
 expect_eq "query docs none near" "$(sc SHARD.QUERY "$b" 0 $ALL DOCS)" ""
 expect_match "query docs no table" "$(sc SHARD.QUERY "$b" 3 DOCS)" "^ERR"
-# q itself stored: its ids are read in the scan pipeline (20 ZRANGEBYLEX + 1 SMEMBERS,
-# one round); every other match costs one more SMEMBERS (c, and e, whose set is empty)
+# q itself stored: its ids are read in the scan pipeline (20 ZRANGEBYLEX + 1 SMEMBERS or,
+# in layout 2, HGET: one round); every other match costs one more round of reads (c,
+# and e, whose set is empty): in layout 2 two commands each, HGET of its hash field
+# and SMEMBERS of its overflow set
 cmds() { sc SHARD.INFO | tr -d '\r' | sed -n 's/^redis_commands://p'; }
 expect_eq "lock b" "$(lk "$b" t4 5000 A doc-q)" "1 0 1 0 1 "
 expect_eq "add b" "$(sc SHARD.ADD "$b" $ALL)" "20"
@@ -183,7 +188,7 @@ expect_eq "query docs of q: redis commands" "$((n1 - n0 - inf))" 21
 expect_eq "query docs of q and c" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" \
     "$b 0 doc-q $c 2 doc-a doc-b doc-c "
 n2=$(cmds)
-expect_eq "query docs of q, c and e: redis commands" "$((n2 - n1 - inf))" 23
+expect_eq "query docs of q, c and e: redis commands" "$((n2 - n1 - inf))" 25
 expect_eq "query docs of c only" "$(sc SHARD.QUERY "$c" 0 $ALL DOCS | tr '\n' ' ')" "$c 0 doc-a doc-b doc-c "
 # q stored without a document (table entries only): dropped, as any such match
 expect_eq "lock b: delete all" "$(lk "$b" t5 5000 X)" "1 1 0 0 1 "
@@ -272,7 +277,7 @@ set +e
 out=$(timeout 20 "$SHARD" --port "$(free_port)" --redis-port "$RPORT" --blocks 5 2>&1); rc=$?
 set -e
 expect_eq "mismatch exit" "$rc" "1"
-expect_match "mismatch message" "$out" "corpus in redis 127.0.0.1:$RPORT was built with blocks 6 distance 3 bucket-bits 16; this worker is configured with blocks 5 distance 3 bucket-bits 16"
+expect_match "mismatch message" "$out" "corpus in redis 127.0.0.1:$RPORT was built with blocks 6 distance 3 bucket-bits $BB; this worker is configured with blocks 5 distance 3 bucket-bits $BB"
 set +e
 out=$(timeout 20 "$SHARD" --redis-port "$RPORT" --bucket-bits 24 --port "$(free_port)" 2>&1); rc=$?
 set -e
@@ -329,7 +334,7 @@ set +e
 wait "$W4"; rc=$?
 set -e
 expect_eq "late mismatch exit" "$rc" "1"
-expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits 16; this worker is configured with blocks 6"
+expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits $BB; this worker is configured with blocks 6"
 
 # ---- Redis stalls: -REDIS timeout, the worker drops the connection and recovers ----
 kill -STOP "$REDIS_PID"

@@ -181,6 +181,26 @@ def redis_state(nodes):
     for n in nodes:
         for k in scan(n, "s:*"):
             ent += int(rcli(n, "ZCARD", k).strip() or 0)
+        # layout 2: ids packed per bucket hash field (a varint length before each id),
+        # "" when they are in the overflow set d:{0:xx}:<fp hex> (counted below)
+        for k in scan(n, "h:*"):
+            c = C(n[1])
+            vals = c.call("HVALS", k)
+            for v in vals:
+                i = ids = 0
+                while i < len(v):
+                    ln, sh = 0, 0
+                    while True:
+                        b = v[i]
+                        i += 1
+                        ln |= (b & 0x7f) << sh
+                        sh += 7
+                        if b < 0x80:
+                            break
+                    i += ln
+                    ids += 1
+                nsets += ids > 0
+                ndocs += ids
         for k in scan(n, "d:*"):
             c = int(rcli(n, "SCARD", k).strip() or 0)
             nsets += c > 0

@@ -1,5 +1,7 @@
-/* test_layout.c: unit tests of the Redis layout: key names, member encoding round
- * trips, prefix-range bounds for every bucket_bits, edge values 0 and 2^64-1. */
+/* test_layout.c: unit tests of the Redis layouts: key names (with and without a
+ * corpus name), member encoding round trips, prefix-range bounds for every
+ * bucket_bits, edge values 0 and 2^64-1, layout 2's packed document ids and the
+ * commands built for reading ids and taking a lock in both layouts. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -56,7 +58,7 @@ static void test_key_errors(void **state)
 {
     (void)state;
     char k[LAYOUT_KEY_MAX];
-    assert_int_equal(layout_key_of(k, sizeof k, 0, 1, 12), 0);
+    assert_int_equal(layout_key_of(k, sizeof k, 0, 1, 10), 0);
     assert_int_equal(layout_key_of(k, sizeof k, 0, 1, 32), 0);
     assert_int_equal(layout_key_of(k, sizeof k, 0, 1, 0), 0);
     /* "s:{0:a7}:b3" needs 12 bytes with the NUL */
@@ -65,7 +67,179 @@ static void test_key_errors(void **state)
     assert_int_equal(layout_bucket_bits_ok(8), 1);
     assert_int_equal(layout_bucket_bits_ok(16), 1);
     assert_int_equal(layout_bucket_bits_ok(24), 1);
-    assert_int_equal(layout_bucket_bits_ok(20), 0);
+    assert_int_equal(layout_bucket_bits_ok(12), 1);
+    assert_int_equal(layout_bucket_bits_ok(20), 1);
+    assert_int_equal(layout_bucket_bits_ok(4), 0);
+    assert_int_equal(layout_bucket_bits_ok(28), 0);
+    assert_int_equal(layout_version_ok(1), 1);
+    assert_int_equal(layout_version_ok(2), 1);
+    assert_int_equal(layout_version_ok(0), 0);
+    assert_int_equal(layout_version_ok(3), 0);
+}
+
+static void test_key_names_12_20(void **state)
+{
+    (void)state;
+    char k[LAYOUT_KEY_MAX];
+    uint64_t p = 0xa7b3c4d5e6f70819ull;
+    assert_int_equal(layout_key_of(k, sizeof k, 4, p, 12), strlen("s:{4:a7}:b"));
+    assert_string_equal(k, "s:{4:a7}:b");
+    layout_key_of(k, sizeof k, 4, p, 20);
+    assert_string_equal(k, "s:{4:a7}:b3c");
+    assert_int_equal(layout_hash_key(k, sizeof k, p, 12), strlen("h:{0:a7}:b"));
+    assert_string_equal(k, "h:{0:a7}:b");
+    layout_hash_key(k, sizeof k, p, 16);
+    assert_string_equal(k, "h:{0:a7}:b3");
+    /* members: 7 bytes at 12 bits (the top 4 repeat the bucket's low 4), 6 at 20 */
+    uint8_t m[LAYOUT_MEMBER_MAX];
+    assert_int_equal(layout_member(m, p, 12), 7);
+    static const uint8_t want12[7] = {0xb3, 0xc4, 0xd5, 0xe6, 0xf7, 0x08, 0x19};
+    assert_memory_equal(m, want12, 7);
+    assert_int_equal(layout_member(m, p, 20), 6);
+    static const uint8_t want20[6] = {0xc4, 0xd5, 0xe6, 0xf7, 0x08, 0x19};
+    assert_memory_equal(m, want20, 6);
+}
+
+static void test_corpus_names(void **state)
+{
+    (void)state;
+    char k[LAYOUT_KEY_MAX];
+    uint64_t p = 0xa7b3c4d5e6f70819ull;
+    assert_string_equal(layout_corpus(), "");
+    assert_int_equal(layout_meta_key(k, sizeof k), strlen("simhash:meta"));
+    assert_string_equal(k, "simhash:meta");
+    assert_int_equal(layout_corpus_set("news-2.b_x"), 0);
+    assert_string_equal(layout_corpus(), "news-2.b_x");
+    layout_meta_key(k, sizeof k);
+    assert_string_equal(k, "news-2.b_x:simhash:meta");
+    layout_key_of(k, sizeof k, 3, p, 16);
+    assert_string_equal(k, "news-2.b_x:s:{3:a7}:b3");
+    layout_hash_key(k, sizeof k, p, 12);
+    assert_string_equal(k, "news-2.b_x:h:{0:a7}:b");
+    layout_doc_key(k, sizeof k, 1, p);
+    assert_string_equal(k, "news-2.b_x:d:{0:a7}:0000000000000001");
+    layout_count_key(k, sizeof k, 0xa7);
+    assert_string_equal(k, "news-2.b_x:c:{0:a7}");
+    layout_lock_key(k, sizeof k, 0xa7);
+    assert_string_equal(k, "news-2.b_x:w:{0:a7}");
+    /* too small a buffer: 0, never a partial key */
+    assert_int_equal(layout_count_key(k, strlen("news-2.b_x:c:{0:a7}"), 0xa7), 0);
+    /* bad names are refused and leave the name as it was */
+    static const char *bad[] = {"a{b", "a}b", "a:b", "a b", "a\nb", "\xc3\xa9",
+                                "123456789012345678901234567890123"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(layout_corpus_set(bad[i]), -1);
+    assert_string_equal(layout_corpus(), "news-2.b_x");
+    /* the longest name fits every key */
+    assert_int_equal(layout_corpus_set("12345678901234567890123456789012"), 0);
+    assert_true(layout_doc_key(k, sizeof k, UINT64_MAX, UINT64_MAX) > 0);
+    assert_true(layout_key_of(k, sizeof k, 999, p, 24) > 0);
+    assert_int_equal(layout_corpus_set(NULL), 0);
+    assert_string_equal(layout_corpus(), "");
+    layout_key_of(k, sizeof k, 3, p, 16);
+    assert_string_equal(k, "s:{3:a7}:b3");
+}
+
+static void test_ids_packing(void **state)
+{
+    (void)state;
+    static const size_t lens[] = {1, 2, 30, 64, 127, 128, 129, 300, 16383, 16384, 70000};
+    size_t total = 0;
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++)
+        total += lens[i] + 10;
+    uint8_t *buf = malloc(total), *id = malloc(70000);
+    assert_non_null(buf);
+    assert_non_null(id);
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        for (size_t j = 0; j < lens[i]; j++)
+            id[j] = (uint8_t)(i * 31 + j);  /* NUL and newline bytes among them */
+        size_t n = layout_ids_put(buf + len, id, lens[i]);
+        assert_int_equal(n, lens[i] + (lens[i] < 128 ? 1 : lens[i] < 16384 ? 2 : 3));
+        len += n;
+    }
+    size_t off = 0, idlen;
+    const uint8_t *got;
+    for (size_t i = 0; i < sizeof lens / sizeof lens[0]; i++) {
+        assert_int_equal(layout_ids_next(buf, len, &off, &got, &idlen), 1);
+        assert_int_equal(idlen, lens[i]);
+        for (size_t j = 0; j < lens[i]; j++)
+            assert_int_equal(got[j], (uint8_t)(i * 31 + j));
+    }
+    assert_int_equal(layout_ids_next(buf, len, &off, &got, &idlen), 0);
+    /* golden: "ab" then a 128-byte id */
+    assert_int_equal(layout_ids_put(buf, "ab", 2), 3);
+    static const uint8_t g[3] = {2, 'a', 'b'};
+    assert_memory_equal(buf, g, 3);
+    assert_int_equal(layout_ids_put(buf, id, 128), 130);
+    assert_int_equal(buf[0], 0x80);
+    assert_int_equal(buf[1], 0x01);
+    /* malformed: length past the end, zero length, varint cut or too long */
+    static const uint8_t past[3] = {5, 'a', 'b'}, zero[2] = {0, 'a'}, cut[1] = {0x80},
+                         huge[11] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+                                     0xff, 0x01};
+    off = 0;
+    assert_int_equal(layout_ids_next(past, 3, &off, &got, &idlen), -1);
+    off = 0;
+    assert_int_equal(layout_ids_next(zero, 2, &off, &got, &idlen), -1);
+    off = 0;
+    assert_int_equal(layout_ids_next(cut, 1, &off, &got, &idlen), -1);
+    off = 0;
+    assert_int_equal(layout_ids_next(huge, 11, &off, &got, &idlen), -1);
+    off = 0;
+    assert_int_equal(layout_ids_next(g, 0, &off, &got, &idlen), 0);
+    free(buf);
+    free(id);
+}
+
+static void test_commands(void **state)
+{
+    (void)state;
+    layout_cmd c;
+    uint64_t fp = 0x0123456789abcdefull, p0 = 0xa7b3c4d5e6f70819ull;
+    assert_int_equal(layout_cmd_docs(&c, 1, 16, fp, p0), 0);
+    assert_int_equal(c.argc, 2);
+    assert_string_equal(c.argv[0], "SMEMBERS");
+    assert_string_equal(c.argv[1], "d:{0:a7}:0123456789abcdef");
+    assert_int_equal(c.argvlen[1], 25);
+    assert_int_equal(layout_cmd_docs(&c, 2, 12, fp, p0), 0);
+    assert_int_equal(c.argc, 3);
+    assert_string_equal(c.argv[0], "HGET");
+    assert_string_equal(c.argv[1], "h:{0:a7}:b");
+    assert_int_equal(c.argvlen[1], strlen("h:{0:a7}:b"));
+    assert_int_equal(c.argvlen[2], 7);
+    uint8_t m[LAYOUT_MEMBER_MAX];
+    layout_member(m, p0, 12);
+    assert_memory_equal(c.argv[2], m, 7);
+    layout_cmd_overflow(&c, fp, p0);
+    assert_int_equal(c.argc, 2);
+    assert_string_equal(c.argv[0], "SMEMBERS");
+    assert_string_equal(c.argv[1], "d:{0:a7}:0123456789abcdef");
+    assert_int_equal(layout_cmd_docs(&c, 3, 12, fp, p0), -1);
+    assert_int_equal(layout_cmd_docs(&c, 2, 11, fp, p0), -1);
+
+    assert_int_equal(layout_cmd_lock(&c, 1, 16, fp, p0, "tok", 4000, "A"), 0);
+    static const char *want1[] = {"EVAL", NULL, "3", "d:{0:a7}:0123456789abcdef", "w:{0:a7}",
+                                  "c:{0:a7}", "0123456789abcdef", "tok", "4000", "A"};
+    assert_int_equal(c.argc, 10);
+    assert_true(c.argv[1] == LAYOUT_LOCK_LUA);
+    for (int i = 0; i < 10; i++)
+        if (want1[i]) {
+            assert_string_equal(c.argv[i], want1[i]);
+            assert_int_equal(c.argvlen[i], strlen(want1[i]));
+        }
+    assert_int_equal(layout_cmd_lock(&c, 2, 12, fp, p0, "tok", 5000, "S"), 0);
+    static const char *want2[] = {"EVAL", NULL, "4", "h:{0:a7}:b", "d:{0:a7}:0123456789abcdef",
+                                  "w:{0:a7}", "c:{0:a7}", "0123456789abcdef", "tok", "5000",
+                                  "S"};
+    assert_int_equal(c.argc, 12);
+    assert_true(c.argv[1] == LAYOUT2_LOCK_LUA);
+    for (int i = 0; i < 11; i++)
+        if (want2[i])
+            assert_string_equal(c.argv[i], want2[i]);
+    assert_int_equal(c.argvlen[11], 7);
+    assert_memory_equal(c.argv[11], m, 7);
+    assert_int_equal(layout_cmd_lock(&c, 0, 12, fp, p0, "tok", 5000, "S"), -1);
 }
 
 static void test_member_encoding(void **state)
@@ -92,10 +266,10 @@ static void test_member_encoding(void **state)
 static void test_member_round_trip(void **state)
 {
     (void)state;
-    static const unsigned bbs[] = {8, 16, 24};
+    static const unsigned bbs[] = {8, 12, 16, 20, 24};
     uint64_t edges[] = {0, UINT64_MAX, 1, (uint64_t)1 << 63, 0x00ffffffffffffffull,
                         0xff00000000000000ull};
-    for (size_t b = 0; b < 3; b++) {
+    for (size_t b = 0; b < sizeof bbs / sizeof bbs[0]; b++) {
         unsigned bb = bbs[b];
         size_t n = test_iters(20000);
         for (size_t i = 0; i < n + 6; i++) {
@@ -216,9 +390,9 @@ static void check_range_exact(unsigned prefix_bits, unsigned bb)
 static void test_range_prefix_ge_bucket(void **state)
 {
     (void)state;
-    static const unsigned bbs[] = {8, 16, 24};
+    static const unsigned bbs[] = {8, 12, 16, 20, 24};
     static const unsigned pbs[] = {24, 25, 31, 32, 33, 48, 63, 64};
-    for (size_t b = 0; b < 3; b++)
+    for (size_t b = 0; b < sizeof bbs / sizeof bbs[0]; b++)
         for (size_t p = 0; p < sizeof pbs / sizeof pbs[0]; p++)
             check_range_exact(pbs[p], bbs[b]);
     layout_range r;
@@ -247,6 +421,10 @@ static void test_range_prefix_lt_bucket(void **state)
     check_range_exact(8, 8);
     check_range_exact(10, 24);
     check_range_exact(20, 24);
+    check_range_exact(8, 12);
+    check_range_exact(11, 12);
+    check_range_exact(12, 12);
+    check_range_exact(16, 20);
     layout_range r;
     assert_int_equal(layout_range_init(&r, 0xa7b3c4d5e6f70819ull, 12, 16), 0);
     assert_int_equal(r.first_bucket, 0xa7b0);
@@ -268,7 +446,7 @@ static void test_range_errors(void **state)
     layout_range r;
     assert_int_equal(layout_range_init(&r, 1, 7, 16), -1);
     assert_int_equal(layout_range_init(&r, 1, 65, 16), -1);
-    assert_int_equal(layout_range_init(&r, 1, 32, 12), -1);
+    assert_int_equal(layout_range_init(&r, 1, 32, 10), -1);
     assert_int_equal(layout_range_init(&r, 1, 32, 32), -1);
 }
 
@@ -277,6 +455,10 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_names),
         cmocka_unit_test(test_key_errors),
+        cmocka_unit_test(test_key_names_12_20),
+        cmocka_unit_test(test_corpus_names),
+        cmocka_unit_test(test_ids_packing),
+        cmocka_unit_test(test_commands),
         cmocka_unit_test(test_member_encoding),
         cmocka_unit_test(test_member_round_trip),
         cmocka_unit_test(test_member_order),

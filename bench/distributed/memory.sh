@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# bench/distributed/memory.sh: Redis memory per fingerprint, everything counted, of a
+# default deploy/simhash-local deployment (one Redis with AOF, two workers, blocks 6
+# distance 3) loaded with `simhash load`: BENCH_N random fingerprints (default
+# 1000000) with one 30-byte document id each, once per data layout of BENCH_LAYOUTS
+# (default "1 2"; layout 2 is what a new corpus gets, layout 1 is asked for with
+# simhash-local --layout 1), in the same run. Prints, per layout,
+#   bench=memory layout=L metric=used_memory|bytes_per_fingerprint|load_per_sec value=...
+# bytes_per_fingerprint = Redis used_memory / N (the empty Redis, the counters, the
+# lock hashes, allocator rounding: everything), and SIMHASH.INFO's own figure.
+# Everything runs on 127.0.0.1 in a mktemp -d directory; simhash-local stops its
+# processes by PID (down) at exit.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+BIN=${SIMHASH_BIN:-$SRC/build/bin}
+N=${BENCH_N:-1000000}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/simhash-bench-memory.XXXXXX") || exit 1
+DIRS=()
+cleanup() {
+    local d
+    for d in "${DIRS[@]}"; do
+        SIMHASH_BIN=$BIN timeout 60 "$SRC/deploy/simhash-local" down --dir "$d" >/dev/null 2>&1
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() { python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+
+python3 - "$N" >"$WORK/load.txt" <<'PY'
+import random, sys
+r = random.Random(42)
+for i in range(int(sys.argv[1])):
+    print(r.getrandbits(64), "https://example.org/d/%08d" % i)   # 30-byte ids
+PY
+for L in ${BENCH_LAYOUTS:-1 2}; do
+    d="$WORK/l$L"
+    DIRS+=("$d")
+    port=$(free_port)
+    # the default deployment but for ports (and --layout 1 for the old layout)
+    args=(--dir "$d" --port "$port" --redis-port "$(free_port)" --shard-port "$(free_port)"
+          --metrics-offset 0 --fresh --lifetime 7200)
+    [ "$L" = 2 ] || args+=(--layout "$L")
+    SIMHASH_BIN=$BIN timeout 120 "$SRC/deploy/simhash-local" up "${args[@]}" >"$WORK/up-$L.out" 2>&1 ||
+        { cat "$WORK/up-$L.out"; echo "simhash-local up failed" >&2; exit 1; }
+    rport=$(sed -n 's/^port //p' "$d/redis.conf")
+    t0=$(date +%s.%N)
+    timeout 3600 "$BIN/simhash" load --port "$port" "$WORK/load.txt" >&2 || exit 1
+    t1=$(date +%s.%N)
+    used=$(timeout 10 redis-cli -p "$rport" info memory | tr -d '\r' | sed -n 's/^used_memory://p')
+    info=$(timeout 10 redis-cli -p "$port" simhash.info | tr -d '\r')
+    layout=$(echo "$info" | sed -n 's/^layout://p')
+    [ "$layout" = "$L" ] || { echo "deployment has layout '$layout', want $L" >&2; exit 1; }
+    echo "bench=memory layout=$L metric=used_memory value=$used"
+    echo "bench=memory layout=$L metric=bytes_per_fingerprint value=$(python3 -c "print(round($used / $N, 1))")"
+    echo "bench=memory layout=$L metric=info_bytes_per_fingerprint value=$(echo "$info" | sed -n 's/^bytes_per_fingerprint://p')"
+    echo "bench=memory layout=$L metric=bucket_bits value=$(timeout 10 redis-cli -p "$rport" hget simhash:meta bucket_bits)"
+    echo "bench=memory layout=$L metric=load_per_sec value=$(python3 -c "print(round($N / ($t1 - $t0)))")"
+    SIMHASH_BIN=$BIN timeout 60 "$SRC/deploy/simhash-local" down --dir "$d" >/dev/null 2>&1
+done
