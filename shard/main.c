@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -350,7 +351,24 @@ int main(int argc, char **argv)
         .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal, .fatal_arg = &sc,
         .cluster = mc.cluster, .announce = mc.redis_announce,
     };
-    int mrc = shard_redis_check_meta_sync(&ro, err, sizeof err);
+    /* A worker that follows its corpus's layout and bucket bits (options unset) cannot
+     * know them before Redis answers: it waits for Redis before it listens (SIGTERM
+     * still ends it), rather than guess a new corpus's settings and be refused later.
+     * With both given it starts at once and answers -REDIS unavailable meanwhile. */
+    const unsigned want_layout = c->layout, want_bb = c->bucket_bits;
+    int mrc;
+    for (unsigned tries = 0;; tries++) {
+        ro.layout = want_layout;
+        ro.bucket_bits = want_bb;
+        mrc = shard_redis_check_meta_sync(&ro, err, sizeof err);
+        if (mrc != -2 || (want_layout != 0 && want_bb != 0))
+            break;
+        if (tries % 10 == 0)
+            log_warn("%s; waiting for it: this worker follows its corpus's layout and "
+                     "bucket bits (options layout and bucket-bits unset), which only its "
+                     "Redis knows", err);
+        sleep(1);
+    }
     if (mrc == -1) {
         log_error("%s", err);
         fprintf(stderr, "simhash-shard: %s\n", err);

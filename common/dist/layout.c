@@ -134,7 +134,11 @@ int layout_member_decode(const void *member, size_t len, uint64_t bucket,
     uint64_t low = 0;
     for (size_t i = 0; i < len; i++)
         low = (low << 8) | m[i];
-    /* at 12 and 20 bits the member's top 4 bits repeat the bucket's low 4 */
+    /* at 12 and 20 bits the member's top 4 bits repeat the bucket's low 4: a member
+     * whose do not was not written for this bucket (foreign or corrupt data) */
+    unsigned extra = (unsigned)(len * 8u) - (64u - bucket_bits);
+    if (extra > 0 && (low >> (64u - bucket_bits)) != (bucket & ((1u << extra) - 1u)))
+        return -1;
     low &= ~(uint64_t)0 >> bucket_bits;
     *p = (bucket << (64u - bucket_bits)) | low;
     return 0;
@@ -295,8 +299,10 @@ size_t layout_ids_put(uint8_t *out, const void *id, size_t idlen)
 }
 
 /* The lock steps shared by both scripts: Redis time, a held lock refused, a stale
- * one taken over (KEYS[w] is the lock hash). */
-#define LAYOUT_LUA_TAKE(w)                                                              \
+ * one taken over (KEYS[w] is the lock hash). CHECK decides, SET writes the lock:
+ * layout 2 reads and checks the stored ids between the two, so a malformed value
+ * is refused before anything is written. */
+#define LAYOUT_LUA_CHECK(w)                                                             \
     "local t = redis.call('TIME')\n"                                                    \
     "local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"           \
     "local cur = redis.call('HGET', KEYS[" w "], ARGV[1])\n"                            \
@@ -307,8 +313,10 @@ size_t layout_ids_put(uint8_t *out, const void *id, size_t idlen)
     "  stale = 1\n"                                                                     \
     "elseif ARGV[4] == 'S' then\n"                                                      \
     "  return {0, 0}\n"                                                                 \
-    "end\n"                                                                             \
+    "end\n"
+#define LAYOUT_LUA_SET(w)                                                               \
     "redis.call('HSET', KEYS[" w "], ARGV[1], (now + tonumber(ARGV[3])) .. ':' .. ARGV[2])\n"
+#define LAYOUT_LUA_TAKE(w) LAYOUT_LUA_CHECK(w) LAYOUT_LUA_SET(w)
 
 /* The counter updates shared by both scripts (KEYS[c] is the counter hash). */
 #define LAYOUT_LUA_COUNT(c)                                                             \
@@ -325,7 +333,7 @@ size_t layout_ids_put(uint8_t *out, const void *id, size_t idlen)
 #define LAYOUT_STR_(x) #x
 #define LAYOUT_STR(x) LAYOUT_STR_(x)
 const char LAYOUT2_LOCK_LUA[] =
-    LAYOUT_LUA_TAKE("3")
+    LAYOUT_LUA_CHECK("3")
     "local function chunks(cmd, key, list, from)\n"
     "  local n, i = 0, from\n"
     "  while i <= #list do\n"
@@ -340,27 +348,39 @@ const char LAYOUT2_LOCK_LUA[] =
     "local big = v == ''\n"
     "local ids = {}\n"
     "local before = 0\n"
+    "local bad = false\n"
     "if big then\n"
     "  before = redis.call('SCARD', KEYS[2])\n"
     "elseif v then\n"
     "  local i, len = 1, #v\n"
-    "  while i <= len do\n"
-    "    local n, m = 0, 1\n"
-    "    repeat\n"
-    "      local b = string.byte(v, i)\n"
-    "      if not b then return redis.error_reply('malformed document ids in ' .. KEYS[1]) end\n"
-    "      i = i + 1\n"
-    "      n = n + (b % 128) * m\n"
-    "      m = m * 128\n"
-    "    until b < 128\n"
-    "    if n == 0 or i + n - 1 > len then\n"
-    "      return redis.error_reply('malformed document ids in ' .. KEYS[1])\n"
+    "  while i <= len and not bad do\n"
+    "    local n, m, b = 0, 1, 128\n"
+    "    while b >= 128 and not bad do\n"
+    "      b = string.byte(v, i)\n"
+    "      if not b or m > 2097152 then bad = true else\n"     /* at most 4 length bytes */
+    "        i = i + 1\n"
+    "        n = n + (b % 128) * m\n"
+    "        m = m * 128\n"
+    "      end\n"
     "    end\n"
-    "    ids[string.sub(v, i, i + n - 1)] = true\n"
-    "    before = before + 1\n"
-    "    i = i + n\n"
+    "    if not bad and (n < 1 or n > len - i + 1) then bad = true end\n"
+    "    if not bad then\n"
+    "      ids[string.sub(v, i, i + n - 1)] = true\n"
+    "      before = before + 1\n"
+    "      i = i + n\n"
+    "    end\n"
     "  end\n"
     "end\n"
+    /* a malformed value: refused before the lock is written (nothing changes), but
+     * for X, which removes it whatever it holds (the counters are then fsck's to
+     * fix) */
+    "if bad and op ~= 'X' then\n"
+    "  return redis.error_reply('malformed document ids in ' .. KEYS[1] .. ' (simhash fsck; "
+    "SIMHASH.DEL of the fingerprint removes them)')\n"
+    "end\n"
+    "if bad then ids = {}; before = 0; redis.call('HDEL', KEYS[1], ARGV[5]); "
+    "redis.call('DEL', KEYS[2]) end\n"
+    LAYOUT_LUA_SET("3")
     "local n, after = 0, before\n"
     "if big then\n"
     "  if op == 'A' then n = chunks('SADD', KEYS[2], ARGV, 6)\n"
@@ -397,6 +417,7 @@ const char LAYOUT2_LOCK_LUA[] =
     "    if size <= " LAYOUT_STR(LAYOUT2_INLINE_MAX) " then\n"
     "      redis.call('HSET', KEYS[1], ARGV[5], table.concat(parts))\n"
     "    else\n"
+    "      redis.call('DEL', KEYS[2])\n"      /* a leftover set holds nothing of ours */
     "      chunks('SADD', KEYS[2], list, 1)\n"
     "      redis.call('HSET', KEYS[1], ARGV[5], '')\n"
     "    end\n"

@@ -14,6 +14,8 @@
 #      configured with layout 2 refuses a layout-1 corpus; a worker without layout or
 #      bucket-bits follows the corpus (layout 1, bucket bits 16) and a new corpus
 #      gets layout 2 with bucket bits 12
+#   4. a malformed id value in a bucket hash: an ADD of that fingerprint is refused
+#      with nothing written (no lock left behind), its DEL removes it
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init layout2
@@ -126,4 +128,23 @@ case "$hello" in
     *" a ") ;;
     *) th_fail "SHARD.HELLO does not end with the corpus name: $hello" ;;
 esac
+# ---- 4. a malformed value: refused before the lock is written; DEL clears it
+th_start_redis "redis-bad"
+rb=$TH_REDIS_PORT
+th_start_shard wbad "$rb" 0-255 6 3 "" --layout 2
+th_start_coord cbad 6 3 1000 "127.0.0.1:$TH_SHARD_PORT"
+cb=$TH_COORD_PORT
+[ "$(rcli "$cb" simhash.add 777 doc-a)" = 1 ] || th_fail "add before the corruption"
+hkey=$(rcli "$rb" --scan --pattern 'h:*' | head -n 1)
+[ -n "$hkey" ] || th_fail "no bucket hash after an add in layout 2"
+field=$(rcli "$rb" --no-raw hkeys "$hkey" | head -n 1 | sed 's/^1) //')
+printf 'HSET %s %s "\\x09docA"\n' "$hkey" "$field" | rcli "$rb" >/dev/null
+out=$(rcli "$cb" simhash.add 777 doc-b 2>&1)
+[[ $out == *"malformed document ids"* ]] || th_fail "ADD onto a malformed value: $out"
+locks=$(rcli "$rb" --scan --pattern 'w:*' | while read -r k; do rcli "$rb" hlen "$k"; done | awk '{ s += $1 } END { print s + 0 }')
+[ "$locks" = 0 ] || th_fail "a refused write left $locks lock(s)"
+[ "$(rcli "$cb" simhash.del 777)" != "" ] || th_fail "DEL of the malformed fingerprint"
+[ "$(rcli "$rb" hlen "$hkey")" = 0 ] || th_fail "DEL left the malformed value"
+[ "$(rcli "$cb" simhash.add 777 doc-c)" = 1 ] || th_fail "add after the DEL"
+th_log "a malformed id value: ADD refused without a lock left behind, DEL removes it"
 th_log "PASS"

@@ -310,7 +310,9 @@ out=$(timeout 20 "$SHARD" --wait-replicas 0 --wait-timeout-ms 5000 --check-confi
 # ---- started before its Redis: serves -REDIS unavailable, connects when it appears ----
 RPORT2=$(free_port)
 SPORT3=$(free_port)
-timeout 300 "$SHARD" --port "$SPORT3" --redis-port "$RPORT2" >"$DIR/shard3.log" 2>&1 &
+# layout and bucket bits given: it starts at once (a worker that follows its corpus
+# waits for Redis before it listens)
+timeout 300 "$SHARD" --port "$SPORT3" --redis-port "$RPORT2" --layout 2 --bucket-bits 12 >"$DIR/shard3.log" 2>&1 &
 PIDS+=($!)
 wait_pong "$SPORT3"
 expect_match "no redis yet" "$(timeout 10 redis-cli -p "$SPORT3" SHARD.QUERY 1 3 0)" "^REDIS unavailable"
@@ -335,6 +337,21 @@ wait "$W4"; rc=$?
 set -e
 expect_eq "late mismatch exit" "$rc" "1"
 expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits $BB; this worker is configured with blocks 6"
+# a worker that follows its corpus (no layout, no bucket-bits) started while Redis
+# does not answer: it waits, then takes the corpus's layout 1 and bucket bits 16
+# (never a new corpus's defaults, which its Redis would then refuse)
+redis-cli -p "$RPORT2" FLUSHALL >/dev/null
+redis-cli -p "$RPORT2" HSET simhash:meta blocks 6 distance 3 layout 1 bucket_bits 16 fingerprint v2 >/dev/null
+kill -STOP "$REDIS2_PID"
+SPORT5=$(free_port)
+timeout 120 "$SHARD" --port "$SPORT5" --redis-port "$RPORT2" --timeout-ms 300 >"$DIR/shard5.log" 2>&1 &
+PIDS+=($!)
+sleep 1.5
+kill -CONT "$REDIS2_PID"
+wait_pong "$SPORT5"
+expect_eq "waited for its corpus: layout, bucket bits" \
+    "$(timeout 10 redis-cli -p "$SPORT5" SHARD.HELLO | sed -n 3,4p | tr '\n' ' ')" "1 16 "
+expect_match "waited for its corpus: said so" "$(cat "$DIR/shard5.log")" "waiting for it: this worker follows its corpus"
 
 # ---- Redis stalls: -REDIS timeout, the worker drops the connection and recovers ----
 kill -STOP "$REDIS_PID"
