@@ -903,9 +903,11 @@ int cmd_fsck(int argc, char **argv)
     const char *pre = layout_corpus();
     f->plen = pre[0] ? strlen(pre) + 1 : 0;
     char pd[LAYOUT_KEY_MAX], ps[LAYOUT_KEY_MAX], pw[LAYOUT_KEY_MAX];
-    snprintf(pd, sizeof(pd), "%s%s%s:*", pre, pre[0] ? ":" : "", f->layout == 1 ? "d" : "h");
-    snprintf(ps, sizeof(ps), "%s%ss:*", pre, pre[0] ? ":" : "");
-    snprintf(pw, sizeof(pw), "%s%sw:*", pre, pre[0] ? ":" : "");
+    /* "x:{*": the hash tag right after the kind, so the keys of a corpus named like a
+     * kind ("w:w:{0:13}") are not taken for the unnamed corpus's ("w:{0:13}") */
+    snprintf(pd, sizeof(pd), "%s%s%s:{*", pre, pre[0] ? ":" : "", f->layout == 1 ? "d" : "h");
+    snprintf(ps, sizeof(ps), "%s%ss:{*", pre, pre[0] ? ":" : "");
+    snprintf(pw, sizeof(pw), "%s%sw:{*", pre, pre[0] ? ":" : "");
     if (fk_scan(f, pd, f->layout == 1 ? fk_docs : fk_hashes) != 0)
         goto out;
     if (f->nhave > 1)
