@@ -72,8 +72,8 @@ kill -0 "$lpid" 2>/dev/null || th_fail "the load ended before its coordinator wa
 wait "$lpid"
 lrc=$?
 [ "$lrc" = 0 ] || th_fail "load exit $lrc after its coordinator died: $(cat "$TH_DIR/load.out")"
-n=$(timeout 60 redis-cli -p "$base" --scan --pattern 'd:*' | wc -l)
-[ "$n" = 60000 ] || th_fail "after the load: $n fingerprints stored, want 60000"
+n=$(timeout 120 "$S" export --host "127.0.0.1:$c1" 2>/dev/null | cut -d' ' -f1 | sort -u | wc -l)
+[ "$n" = 60000 ] || th_fail "after the load: $n fingerprints stored (simhash export), want 60000"
 th_log "load exit 0 across the failover: $(tr '\n' ' ' <"$TH_DIR/load.out"); 60000 of 60000 stored"
 info_count() { timeout 10 redis-cli -p "$1" SIMHASH.INFO | tr -d '\r' | sed -n "s/^$2://p"; }
 # SIMHASH.INFO asks the workers afresh: right at once after the writes
