@@ -86,12 +86,8 @@ int cmd_export(int argc, char **argv)
             count = (unsigned)v;
             continue;
         }
-        if ((rc = net_common_opt(&o, c, optarg)) < 0)
-            return CLI_EXIT_USAGE;
-        if (rc == 2)
-            return CLI_EXIT_OK;
-        if (rc == 0)
-            return cli_opt_error(prog, c, argv);
+        if ((rc = net_opt_or_exit(&o, c, argv)) >= 0)
+            return rc;
     }
     if (optind < argc)
         return net_usage_error(prog, "no operands expected");
@@ -393,12 +389,8 @@ int cmd_migrate(int argc, char **argv)
             count = (unsigned)v;
             continue;
         }
-        if ((rc = net_common_opt(&o, c, optarg)) < 0)
-            return CLI_EXIT_USAGE;
-        if (rc == 2)
-            return CLI_EXIT_OK;
-        if (rc == 0)
-            return cli_opt_error(prog, c, argv);
+        if ((rc = net_opt_or_exit(&o, c, argv)) >= 0)
+            return rc;
     }
     if (optind < argc)
         return net_usage_error(prog, "no operands expected");

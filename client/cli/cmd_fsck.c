@@ -294,6 +294,27 @@ static int fk_scan(fk *f, const char *pattern, fk_keys_fn fn)
     return 0;
 }
 
+/* A fingerprint with cnt > 0 document ids, missing from that many tables: counted
+ * in its shard, remembered as present, and as damaged when entries are missing.
+ * Returns 0, or -1 (out of memory). */
+static int fk_tally_one(fk *f, uint64_t fp, long long cnt, unsigned missing)
+{
+    unsigned xx = layout_shard_of(perm_apply(&f->ps.tables[0], fp));
+    f->n.fps++;
+    f->n.docs += (unsigned long long)cnt;
+    f->cnt_fps[xx]++;
+    f->cnt_docs[xx] += cnt;
+    if (fk_push(&f->have, &f->nhave, &f->caphave, fp) != 0)
+        return -1;
+    if (missing) {
+        f->n.fps_missing++;
+        f->n.entries_missing += missing;
+        if (fk_push(&f->bad, &f->nbad, &f->capbad, fp) != 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* Documents: SCARD, and ZSCORE of the entry in every table. */
 static int fk_docs(fk *f, redisReply **keys, size_t n)
 {
@@ -334,19 +355,8 @@ static int fk_docs(fk *f, redisReply **keys, size_t n)
             missing += bp->reply[j]->type == REDIS_REPLY_NIL;
         if (cnt <= 0)
             continue;       /* emptied meanwhile */
-        unsigned xx = layout_shard_of(perm_apply(&f->ps.tables[0], fps[i]));
-        f->n.fps++;
-        f->n.docs += (unsigned long long)cnt;
-        f->cnt_fps[xx]++;
-        f->cnt_docs[xx] += cnt;
-        if (fk_push(&f->have, &f->nhave, &f->caphave, fps[i]) != 0)
+        if (fk_tally_one(f, fps[i], cnt, missing) != 0)
             return -1;
-        if (missing) {
-            f->n.fps_missing++;
-            f->n.entries_missing += missing;
-            if (fk_push(&f->bad, &f->nbad, &f->capbad, fps[i]) != 0)
-                return -1;
-        }
     }
     fk_batch_clear(bp);
     return 0;
@@ -433,19 +443,8 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
             f->n.foreign += cnt[i] < 0;     /* a "" field without its overflow set */
             continue;
         }
-        unsigned xx = layout_shard_of(perm_apply(&f->ps.tables[0], fps[i]));
-        f->n.fps++;
-        f->n.docs += (unsigned long long)c;
-        f->cnt_fps[xx]++;
-        f->cnt_docs[xx] += c;
-        if (fk_push(&f->have, &f->nhave, &f->caphave, fps[i]) != 0)
+        if (fk_tally_one(f, fps[i], c, missing) != 0)
             return -1;
-        if (missing) {
-            f->n.fps_missing++;
-            f->n.entries_missing += missing;
-            if (fk_push(&f->bad, &f->nbad, &f->capbad, fps[i]) != 0)
-                return -1;
-        }
     }
     fk_batch_clear(bp);
     return 0;

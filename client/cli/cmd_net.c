@@ -67,6 +67,18 @@ int net_common_opt(net_opts *o, int c, const char *val)
     }
 }
 
+int net_opt_or_exit(net_opts *o, int c, char **argv)
+{
+    int rc = net_common_opt(o, c, optarg);
+    if (rc < 0)
+        return CLI_EXIT_USAGE;
+    if (rc == 2)
+        return CLI_EXIT_OK;
+    if (rc == 0)
+        return cli_opt_error(o->prog, c, argv);
+    return -1;
+}
+
 int net_read_password(const char *prog, const char *path, char *buf, size_t size)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -251,12 +263,8 @@ int net_parse_common(int argc, char **argv, const char *prog, const char *usage,
             fputs(NET_OPTIONS_HELP, stdout);
             return CLI_EXIT_OK;
         }
-        if ((rc = net_common_opt(o, c, optarg)) < 0)
-            return CLI_EXIT_USAGE;
-        if (rc == 2)
-            return CLI_EXIT_OK;
-        if (rc == 0)
-            return cli_opt_error(prog, c, argv);
+        if ((rc = net_opt_or_exit(o, c, argv)) >= 0)
+            return rc;
     }
     return -1;
 }
@@ -389,12 +397,8 @@ static int net_query_or_check(int argc, char **argv, int check)
             format = optarg[0] == 'h' ? SHC_FORMAT_HTML : SHC_FORMAT_TEXT;
             break;
         default:
-            if ((rc = net_common_opt(&o, c, optarg)) < 0)
-                return CLI_EXIT_USAGE;
-            if (rc == 2)
-                return CLI_EXIT_OK;
-            if (rc == 0)
-                return cli_opt_error(prog, c, argv);
+            if ((rc = net_opt_or_exit(&o, c, argv)) >= 0)
+                return rc;
         }
     }
     int npos = argc - optind;

@@ -59,6 +59,10 @@ void net_opts_init(net_opts *o, const char *prog);
  * command is done (--version printed), 0 when c is not one, -1 on a bad value
  * (message printed). */
 int net_common_opt(net_opts *o, int c, const char *val);
+/* getopt_long returned c (optarg set), not one of the command's own options: a
+ * connection option is taken (-1: parse on), anything else gives the exit status
+ * (0 after --version, 2 with a message for a bad value or an unknown option). */
+int net_opt_or_exit(net_opts *o, int c, char **argv);
 /* Connect as the options say. Returns the handle, or NULL with a message printed. */
 shc_client *net_connect(const net_opts *o);
 /* Print a failed call's message; returns the exit status 1. */
