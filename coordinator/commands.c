@@ -190,9 +190,7 @@ static int coord_send_per_table(coord_op *op, const char *cmd, uint64_t fp, cons
 
 static void coord_query_sort_answer_fn(coord_op *op);
 
-/* Parses e, an array of document ids, into a RESP array in *docs (malloc'd).
- * Returns 0, -1 when e is malformed, -2 out of memory. */
-static int coord_docs_copy(const redisReply *e, char **docs, size_t *docslen)
+int coord_docs_copy(const redisReply *e, char **docs, size_t *docslen)
 {
     resp_buf b;
     if (e->type != REDIS_REPLY_ARRAY)

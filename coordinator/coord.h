@@ -240,6 +240,9 @@ void coord_write_start(coord_op *op);
 
 extern const rs_command coord_commands[];
 extern const size_t coord_ncommands;
+/* Parses e, an array of document ids, into a RESP array in *docs (malloc'd).
+ * Returns 0, -1 when e is malformed, -2 out of memory. */
+int coord_docs_copy(const redisReply *e, char **docs, size_t *docslen);
 
 /* ---- info.c: SIMHASH.FINGERPRINT and SIMHASH.INFO ---- */
 

@@ -71,27 +71,15 @@ static int coord_scan_on_docs(coord_op *op, coord_worker *w, redisReply *r, void
         goto bad;
     for (size_t i = from; i < from + n; i++) {
         const redisReply *e = r->element[i - from];
-        if (e->type != REDIS_REPLY_ARRAY)
+        if (e->type == REDIS_REPLY_ARRAY && e->elements == 0)
+            continue;       /* no document: left out of the answer */
+        int rc = coord_docs_copy(e, &s->docs[i], &s->docslen[i]);
+        if (rc == -1)
             goto bad;
-        if (e->elements == 0)
-            continue;
-        resp_buf b;
-        resp_buf_init(&b, 0);
-        resp_add_array(&b, e->elements);
-        for (size_t j = 0; j < e->elements; j++) {
-            if (e->element[j]->type != REDIS_REPLY_STRING) {
-                resp_buf_free(&b);
-                goto bad;
-            }
-            resp_add_bulk(&b, e->element[j]->str, e->element[j]->len);
-        }
-        if (b.overflow) {
-            resp_buf_free(&b);
+        if (rc == -2) {
             coord_op_fail(op, RS_OOM, "out of memory");
             return -1;
         }
-        s->docs[i] = b.data;
-        s->docslen[i] = b.len;
     }
     return 0;
 bad:
