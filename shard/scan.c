@@ -27,6 +27,7 @@ typedef struct shard_scan {
     unsigned cap;               /* values read per bucket at most */
     uint64_t **ps;              /* per bucket: its permuted values, ascending */
     size_t *nps;
+    unsigned char *full;        /* per bucket: its read filled the cap (more may follow) */
 } shard_scan;
 
 static void shard_scan_free(void *p)
@@ -36,6 +37,7 @@ static void shard_scan_free(void *p)
         free(s->ps[i]);
     free(s->ps);
     free(s->nps);
+    free(s->full);
     free(s);
 }
 
@@ -64,9 +66,10 @@ static int shard_scan_absorb(shard_job *j, const shard_slot *sl, redisReply *rep
             v[k++] = p;     /* else foreign data in the key: fsck reports it */
     }
     s->ps[sl->idx] = v;
+    s->nps[sl->idx] = k;
     /* a full read ends the call at its last value, even when foreign members made
      * fewer values out of it */
-    s->nps[sl->idx] = rep->elements == s->cap ? k | ((size_t)1 << (sizeof(size_t) * 8 - 1)) : k;
+    s->full[sl->idx] = rep->elements == s->cap;
     return 0;
 }
 
@@ -74,21 +77,20 @@ static void shard_scan_done(shard_job *j)
 {
     shard_scan *s = j->state;
     const unsigned bb = j->sc->cfg.bucket_bits;
-    const size_t full = (size_t)1 << (sizeof(size_t) * 8 - 1);
     resp_buf *out = rs_req_out(j->req);
     size_t total = 0;
     unsigned upto = s->n;           /* buckets whose values are answered */
     uint64_t next;
     for (unsigned i = 0; i < s->n; i++) {
-        total += s->nps[i] & ~full;
-        if (s->nps[i] & full) {
+        total += s->nps[i];
+        if (s->full[i]) {
             upto = i + 1;
             break;
         }
     }
-    if (upto < s->n || (s->n > 0 && (s->nps[upto - 1] & full))) {
+    if (s->n > 0 && s->full[upto - 1]) {
         /* continue after the last value read of the full bucket */
-        size_t k = s->nps[upto - 1] & ~full;
+        size_t k = s->nps[upto - 1];
         uint64_t last = k ? s->ps[upto - 1][k - 1]
                           : ((s->first + upto - 1) << (64 - bb));   /* all foreign */
         next = last + 1;    /* 0 after the very last value: the walk is over */
@@ -99,7 +101,7 @@ static void shard_scan_done(shard_job *j)
     resp_add_array(out, 1 + total);
     resp_add_bulk_u64(out, next);
     for (unsigned i = 0; i < upto; i++)
-        for (size_t k = 0; k < (s->nps[i] & ~full); k++)
+        for (size_t k = 0; k < s->nps[i]; k++)
             resp_add_bulk_u64(out, perm_revert(&j->sc->ps.tables[0], s->ps[i][k]));
     shard_job_answer(j);
 }
@@ -145,11 +147,12 @@ void shard_cmd_scan(rs_req *req)
     if (s) {
         s->ps = calloc(n, sizeof *s->ps);
         s->nps = calloc(n, sizeof *s->nps);
+        s->full = calloc(n, 1);
         s->n = n;
         s->first = first;
         s->cap = (unsigned)((limit + n - 1) / n);
     }
-    shard_job *j = s && s->ps && s->nps ? shard_job_new(sc, req, &shard_scan_ops, s, n) : NULL;
+    shard_job *j = s && s->ps && s->nps && s->full ? shard_job_new(sc, req, &shard_scan_ops, s, n) : NULL;
     if (j == NULL) {
         if (s)
             shard_scan_free(s);
