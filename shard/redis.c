@@ -22,6 +22,9 @@
 
 
 
+static void shard_redis_unwait(shard_redis *r, shard_rcmd *cmd);
+static void shard_redis_cmd_fail(shard_redis *r, shard_rcmd *cmd, const char *err);
+
 /* ---- Meta check ---- */
 
 const char *shard_redis_meta_key(void)
@@ -672,6 +675,12 @@ void shard_redis_free(shard_redis *r)
     if (r == NULL)
         return;
     shard_redis_cluster_free(r);
+    while (r->waiting) {
+        shard_rcmd *cmd = r->waiting;
+        shard_redis_unwait(r, cmd);
+        r->inflight--;
+        shard_redis_cmd_fail(r, cmd, "shutting down");
+    }
     if (r->ac) {
         redisAsyncContext *ac = r->ac;
         r->ac = NULL;           /* callbacks below must not schedule a retry */
@@ -709,6 +718,72 @@ int shard_redis_room(const shard_redis *r, unsigned n)
     return r->inflight + n <= r->o.max_inflight;
 }
 
+/* ---- -TRYAGAIN: a multi-key command whose slot is being migrated ---- */
+
+static void shard_redis_unwait(shard_redis *r, shard_rcmd *cmd)
+{
+    if (cmd->wprev)
+        cmd->wprev->wnext = cmd->wnext;
+    else
+        r->waiting = cmd->wnext;
+    if (cmd->wnext)
+        cmd->wnext->wprev = cmd->wprev;
+    cmd->wnext = cmd->wprev = NULL;
+    event_free(cmd->wait_ev);
+    cmd->wait_ev = NULL;
+}
+
+/* Ends a command without a reply (err says why) and frees it. */
+static void shard_redis_cmd_fail(shard_redis *r, shard_rcmd *cmd, const char *err)
+{
+    shard_redis_cb fn = cmd->fn;
+    void *priv = cmd->priv;
+    (void)r;
+    free(cmd->fmt);
+    free(cmd);
+    fn(priv, NULL, err);
+}
+
+static void shard_redis_on_tryagain_timer(evutil_socket_t fd, short what, void *arg)
+{
+    shard_rcmd *cmd = arg;
+    shard_redis *r = cmd->r;
+    (void)fd;
+    (void)what;
+    shard_redis_unwait(r, cmd);
+    r->inflight--;
+    /* sent again to the worker's own node: -ASK / -MOVED lead on from there */
+    if (r->ac == NULL || r->state != SHARD_REDIS_READY ||
+        redisAsyncFormattedCommand(r->ac, shard_redis_on_reply, cmd, cmd->fmt, cmd->fmtlen)
+            != REDIS_OK) {
+        shard_redis_cmd_fail(r, cmd, "connection lost");
+        return;
+    }
+    r->inflight++;
+}
+
+/* Schedules cmd to be sent again after -TRYAGAIN. Returns 0, or -1 (too many tries,
+ * or out of memory: the caller passes the error on). */
+static int shard_redis_tryagain(shard_redis *r, shard_rcmd *cmd)
+{
+    if (cmd->tryagain >= SHARD_TRYAGAIN_MAX)
+        return -1;
+    unsigned ms = 10u << (cmd->tryagain < 5 ? cmd->tryagain : 5);
+    cmd->wait_ev = evtimer_new(r->base, shard_redis_on_tryagain_timer, cmd);
+    if (cmd->wait_ev == NULL)
+        return -1;
+    cmd->tryagain++;
+    cmd->wnext = r->waiting;
+    if (r->waiting)
+        r->waiting->wprev = cmd;
+    r->waiting = cmd;
+    struct timeval tv = ra_tv_ms(ms > 200 ? 200 : ms);
+    evtimer_add(cmd->wait_ev, &tv);
+    r->inflight++;
+    r->st.tryagains++;
+    return 0;
+}
+
 /* hiredis callback of every command: follow a redirection (cluster mode), else
  * account for it and hand the reply on. */
 void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
@@ -734,6 +809,9 @@ void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
             r->st.redirect_errors++;
             log_warn_rl("redis: cannot follow '%.*s' (%u hops)", (int)rep->len, rep->str,
                         cmd->hops);
+        } else if (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0 &&
+                   shard_redis_tryagain(r, cmd) == 0) {
+            return;     /* its slot is migrating and a key is on either side: again soon */
         }
     }
     const char *err = NULL;

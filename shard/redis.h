@@ -108,6 +108,7 @@ typedef struct shard_redis_stats {
     unsigned long long redirect_errors; /* redirections that could not be followed */
     unsigned long long redirects_background; /* of SHARD.INFO counter reads, meta check */
     unsigned long long reattaches;    /* cluster: moved to another node after a failover */
+    unsigned long long tryagains;     /* cluster: commands sent again after -TRYAGAIN */
     char last_error[256];
 } shard_redis_stats;
 

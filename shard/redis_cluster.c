@@ -260,10 +260,11 @@ void shard_redis_cluster_info(const shard_redis *r, resp_buf *b)
     resp_buf_printf(b, "# Cluster\r\ncluster:%s\r\ncluster_node:%s\r\ncluster_role:%s\r\n"
                     "cluster_moved:%llu\r\ncluster_ask:%llu\r\ncluster_redirect_errors:%llu\r\n"
                     "cluster_redirects_background:%llu\r\n"
-                    "cluster_reattaches:%llu\r\ncluster_peers:%zu\r\ncluster_known_nodes:%zu\r\n",
+                    "cluster_reattaches:%llu\r\ncluster_tryagain:%llu\r\ncluster_peers:%zu\r\n"
+                    "cluster_known_nodes:%zu\r\n",
                     r->o.cluster ? "yes" : "no", r->node,
                     r->role == 1 ? "master" : r->role == 0 ? "replica" : "unknown",
                     r->st.moved, r->st.ask, r->st.redirect_errors, r->st.redirects_background,
-                    r->st.reattaches, open,
+                    r->st.reattaches, r->st.tryagains, open,
                     r->nknown);
 }

@@ -13,6 +13,7 @@
 #define SHARD_BACKOFF_MIN_MS 100
 #define SHARD_BACKOFF_MAX_MS 1000     /* a restarted Redis is back within about a second */
 #define SHARD_REDIRECTS_MAX 5       /* -MOVED/-ASK hops per command */
+#define SHARD_TRYAGAIN_MAX 12       /* -TRYAGAIN retries per command (10 ms doubling to 200) */
 #define SHARD_PEERS_MAX 64          /* connections to other cluster nodes */
 #define SHARD_REATTACH_PROBES 16    /* nodes asked for CLUSTER SLOTS after a failure */
 #define SHARD_REATTACH_MS 200       /* deadline of one probe */
@@ -42,6 +43,7 @@ struct shard_redis {
     shard_redis_stats st;
     rs_hist rtt;                    /* round trip of every answered command, redirections
                                        included (metrics) */
+    struct shard_rcmd *waiting;     /* commands waiting to retry after -TRYAGAIN */
     /* cluster mode */
     unsigned gen;                   /* connection attempts; stale setup replies are ignored */
     char node[CLUSTER_ADDR_MAX + 8];/* "host:port" as the cluster names the node */
@@ -69,6 +71,9 @@ typedef struct shard_rcmd {
     char *fmt;
     size_t fmtlen;
     unsigned hops;
+    unsigned tryagain;      /* -TRYAGAIN retries so far */
+    struct event *wait_ev;  /* while waiting to retry after -TRYAGAIN */
+    struct shard_rcmd *wnext, *wprev; /* the list of those waiting (shard_redis.waiting) */
     int background;         /* not routed by the coordinator (HMGET of the counters for
                                SHARD.INFO, the meta check): redirections counted apart */
     uint64_t sent_us;       /* when it was sent (first hop), for the round-trip figures */
