@@ -1,6 +1,7 @@
-/* rs_stats.c: what the RESP server measures: per-command counters and latency
- * histograms (INFO commandstats / latencystats, /metrics) and the slow log (SLOWLOG,
- * as Redis's: entries of requests slower than slowlog-log-slower-than). */
+/* rs_stats.c: what the RESP server measures: connection counters (INFO # Clients),
+ * per-command counters and latency histograms (INFO commandstats / latencystats,
+ * /metrics) and the slow log (SLOWLOG, as Redis's: entries of requests slower than
+ * slowlog-log-slower-than). */
 #include "rs_int.h"
 
 #include <stdio.h>
@@ -13,6 +14,34 @@ unsigned long long rs_wall_us(void)
     struct timeval tv;
     gettimeofday(&tv, NULL);
     return (unsigned long long)tv.tv_sec * 1000000ull + (unsigned long long)tv.tv_usec;
+}
+
+/* ---- Connection counters (INFO # Clients) ---- */
+
+unsigned long rs_nclients(const rserver *s)
+{
+    return s->st.clients;
+}
+
+void rs_info_clients(const rserver *s, resp_buf *b)
+{
+    resp_buf_printf(b,
+                    "connected_clients:%lu\r\n"
+                    "total_connections_received:%llu\r\n"
+                    "rejected_connections:%llu\r\n"
+                    "total_commands_processed:%llu\r\n"
+                    "protocol_errors:%llu\r\n"
+                    "client_read_pauses:%llu\r\n"
+                    "inflight_requests:%llu\r\n"
+                    "auth_failures:%llu\r\n"
+                    "closed_auth_failures:%llu\r\n"
+                    "closed_auth_timeout:%llu\r\n"
+                    "closed_idle:%llu\r\n"
+                    "closed_output_limit:%llu\r\n",
+                    s->st.clients, s->st.connections, s->st.rejected, s->st.commands,
+                    s->st.proto_errors, s->st.read_pauses, s->st.inflight, s->st.auth_failures,
+                    s->st.closed_auth_failures, s->st.closed_auth_timeout, s->st.closed_idle,
+                    s->st.closed_output);
 }
 
 /* ---- Per-command counters ---- */

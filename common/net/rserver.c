@@ -975,29 +975,3 @@ unsigned rs_port(const rserver *s)
 {
     return s->port;
 }
-
-unsigned long rs_nclients(const rserver *s)
-{
-    return s->st.clients;
-}
-
-void rs_info_clients(const rserver *s, resp_buf *b)
-{
-    resp_buf_printf(b,
-                    "connected_clients:%lu\r\n"
-                    "total_connections_received:%llu\r\n"
-                    "rejected_connections:%llu\r\n"
-                    "total_commands_processed:%llu\r\n"
-                    "protocol_errors:%llu\r\n"
-                    "client_read_pauses:%llu\r\n"
-                    "inflight_requests:%llu\r\n"
-                    "auth_failures:%llu\r\n"
-                    "closed_auth_failures:%llu\r\n"
-                    "closed_auth_timeout:%llu\r\n"
-                    "closed_idle:%llu\r\n"
-                    "closed_output_limit:%llu\r\n",
-                    s->st.clients, s->st.connections, s->st.rejected, s->st.commands,
-                    s->st.proto_errors, s->st.read_pauses, s->st.inflight, s->st.auth_failures,
-                    s->st.closed_auth_failures, s->st.closed_auth_timeout, s->st.closed_idle,
-                    s->st.closed_output);
-}
