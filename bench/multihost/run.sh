@@ -19,7 +19,9 @@
 #   ingest rate  SIMHASH.ADD of new fingerprints, pipelined the same way
 #   query p50/p99, ingest p50/p99  open loop at BENCH_RATE per second (latency from
 #                the scheduled send time)
-# Prints `bench=multihost_<topology> metric=<name> value=<median>` lines, and
+# Prints `bench=multihost_<topology> metric=<name> value=<median>` lines (rates,
+# latencies, and the machine's CPU microseconds per operation: busy ticks of
+# /proc/stat over the measurement, every host sharing this machine), and
 # `bench=multihost metric=<rate>_ratio value=<rtt1ms / nodelay>`; progress on stderr.
 # Needs root (namespaces). Environment: SIMHASH_BIN (build/bin), BENCH_N (50000),
 # BENCH_SECONDS (5), BENCH_ROUNDS (3), BENCH_DEPTH (64), BENCH_RATE (500),
@@ -56,13 +58,26 @@ use() { # use TOPOLOGY: the mh_lib globals point at that topology
     case $1 in nodelay) MH_DELAY_US=0 ;; *) MH_DELAY_US=$DELAY ;; esac
     MH_JITTER_US=0
 }
+# CPU time the whole machine spent (user + nice + system + irq + softirq, in clock
+# ticks): every host of both topologies runs on it, so the busy ticks of a
+# measurement divided by its operations are the CPU cost of one operation, proxies
+# and all
+busy_ticks() { awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 run() { # run TOPOLOGY NAME MODE ARGS..: bench-dist_load in the client host
-    local t=$1 name=$2
+    local t=$1 name=$2 b0 b1
     shift 2
     use "$t"
+    b0=$(busy_ticks)
     mh_exec cl timeout $((SECS * 3 + 600)) "$LOAD" "$@" --host "${MH_IP[c1]}" --port 7000 \
         --name "$name" --blocks "$M" --distance "$K" >"$TH_DIR/$t-$name.out" 2>&1 ||
         { cat "$TH_DIR/$t-$name.out" >&2; th_fail "bench-dist_load $t $name"; }
+    b1=$(busy_ticks)
+    echo "bench=$name metric=busy_ticks value=$((b1 - b0))" >>"$TH_DIR/$t-$name.out"
+}
+# CPU microseconds per operation of a measurement's output file
+cpu_us_per_op() {
+    /usr/bin/python3 -c "import sys; t, ops, hz = float(sys.argv[1]), float(sys.argv[2]), float(sys.argv[3]); print(round(t * 1e6 / hz / ops, 1) if ops else 0)" \
+        "$(val "$1" busy_ticks)" "$(val "$1" ops)" "$(getconf CLK_TCK)"
 }
 
 for t in "${TOPOS[@]}"; do
@@ -102,6 +117,8 @@ for r in $(seq 1 "$ROUNDS"); do
         done
         res[$t,qps]+=" $(val "$TH_DIR/$t-q$r.out" queries_per_sec)"
         res[$t,ips]+=" $(val "$TH_DIR/$t-i$r.out" ingests_per_sec)"
+        res[$t,qcpu]+=" $(cpu_us_per_op "$TH_DIR/$t-q$r.out")"
+        res[$t,icpu]+=" $(cpu_us_per_op "$TH_DIR/$t-i$r.out")"
         for p in p50_ms p99_ms; do
             res[$t,q_$p]+=" $(val "$TH_DIR/$t-pq$r.out" $p)"
             res[$t,i_$p]+=" $(val "$TH_DIR/$t-pi$r.out" $p)"
@@ -112,6 +129,8 @@ for t in "${TOPOS[@]}"; do
     th_log "$t: query rates${res[$t,qps]}; ingest rates${res[$t,ips]}"
     emit "multihost_$t" queries_per_sec "$(median ${res[$t,qps]})"
     emit "multihost_$t" ingests_per_sec "$(median ${res[$t,ips]})"
+    emit "multihost_$t" query_cpu_us_per_op "$(median ${res[$t,qcpu]})"
+    emit "multihost_$t" ingest_cpu_us_per_op "$(median ${res[$t,icpu]})"
     emit "multihost_$t" query_p50_ms "$(median ${res[$t,q_p50_ms]})"
     emit "multihost_$t" query_p99_ms "$(median ${res[$t,q_p99_ms]})"
     emit "multihost_$t" ingest_p50_ms "$(median ${res[$t,i_p50_ms]})"
@@ -120,4 +139,8 @@ done
 ratio() { /usr/bin/python3 -c "print(round($1 / $2, 3))"; }
 emit multihost query_rate_ratio "$(ratio "$(median ${res[rtt1ms,qps]})" "$(median ${res[nodelay,qps]})")"
 emit multihost ingest_rate_ratio "$(ratio "$(median ${res[rtt1ms,ips]})" "$(median ${res[nodelay,ips]})")"
+# above 1: an operation costs more CPU with the delay (on this one machine, where the
+# hosts share two cores, that alone lowers the rate)
+emit multihost query_cpu_per_op_ratio "$(ratio "$(median ${res[rtt1ms,qcpu]})" "$(median ${res[nodelay,qcpu]})")"
+emit multihost ingest_cpu_per_op_ratio "$(ratio "$(median ${res[rtt1ms,icpu]})" "$(median ${res[nodelay,icpu]})")"
 emit machine loadavg_1m_end "$(cut -d' ' -f1 /proc/loadavg)"

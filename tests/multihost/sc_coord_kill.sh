@@ -54,7 +54,10 @@ checks() {
     local i fp out fails=0
     for i in $(seq 0 $((CHECKS - 1))); do
         fp=$(sed -n "$((i + 1))p" "$TH_DIR/pre" | cut -d' ' -f1)
-        if ! out=$(mh_exec cl timeout 60 "$S" check --host "${orders[$((i % 3))]}" --timeout-ms 1000 "$fp" "again-$i" 2>&1); then
+        # the handle's timeout covers a write lock the dead coordinator held: a check
+        # in flight on c1 when it died is repeated on c2, which waits out that lock's
+        # lease (2 s, then the repair pass) before it answers
+        if ! out=$(mh_exec cl timeout 60 "$S" check --host "${orders[$((i % 3))]}" --timeout-ms 4000 "$fp" "again-$i" 2>&1); then
             fails=$((fails + 1)); echo "check $i failed: $out"
         elif ! printf '%s\n' "$out" | awk -F'\t' -v d="pre-$i" '{ n = split($3, a, ","); for (j = 1; j <= n; j++) if (a[j] == d) f = 1 } END { exit !f }'; then
             fails=$((fails + 1)); echo "check $i: pre-$i not found in '$out'"
