@@ -42,7 +42,74 @@ static char *corpus_info(const char *prog, shc_client *c, const char *side)
     return text;
 }
 
+/* ---- The walk: SIMHASH.SCAN from a cursor to the end ---- */
+
+/* One step of a walk: its fingerprints and ids, and the cursor after it. Returns 0
+ * to go on, -1 to stop (a message printed). */
+typedef int (*corpus_step_fn)(const shc_result *res, uint64_t next, void *arg);
+
+/* Walks c's corpus from *cursor on, SIMHASH.SCAN step by step (count buckets each),
+ * calling step for each; *cursor follows the walk. With a label, a progress bar on a
+ * terminal (by first-byte shard). Returns 0 once the walk is over, -1 when a read or
+ * a step failed (a message printed). */
+static int corpus_walk(const char *prog, shc_client *c, const char *side, unsigned count,
+                       const char *label, uint64_t *cursor, corpus_step_fn step, void *arg)
+{
+    cli_progress bar;
+    cli_progress_init(&bar, label ? label : side, 256);
+    if (label == NULL)
+        bar.enabled = 0;
+    int rc = 0;
+    do {
+        shc_result *res;
+        uint64_t next;
+        if (shc_scan(c, *cursor, count, &next, &res) != SHC_OK) {
+            cli_progress_end(&bar);
+            fprintf(stderr, "%s: reading the %s: %s\n", prog, side, shc_errstr(c));
+            return -1;
+        }
+        rc = step(res, next, arg);
+        shc_result_free(res);
+        if (rc != 0)
+            break;
+        *cursor = next;
+        cli_progress_update(&bar, next ? (size_t)(next >> 56) : 256);
+    } while (*cursor != 0);
+    cli_progress_end(&bar);
+    return rc;
+}
+
 /* ---- simhash export ---- */
+
+typedef struct corpus_export {
+    const char *prog;
+    FILE *out;
+    unsigned long long fps, docs;
+} corpus_export;
+
+/* A step of the export: its pairs as lines, or -1 at an id a line cannot carry. */
+static int corpus_export_step(const shc_result *res, uint64_t next, void *arg)
+{
+    corpus_export *x = arg;
+    (void)next;
+    for (size_t i = 0; i < res->nmatches; i++) {
+        const shc_match *m = &res->matches[i];
+        x->fps++;
+        for (size_t j = 0; j < m->ndocids; j++) {
+            if (corpus_id_unprintable(m->docids[j], m->docid_lens[j])) {
+                fprintf(stderr, "%s: fingerprint %llu has a document id with white space "
+                        "or a NUL byte, which a 'fingerprint docid' line cannot carry; "
+                        "nothing after it was written (simhash migrate copies such ids)\n",
+                        x->prog, (unsigned long long)m->fp);
+                return -1;
+            }
+            fprintf(x->out, "%llu %.*s\n", (unsigned long long)m->fp, (int)m->docid_lens[j],
+                    m->docids[j]);
+            x->docs++;
+        }
+    }
+    return 0;
+}
 
 int cmd_export(int argc, char **argv)
 {
@@ -102,42 +169,10 @@ int cmd_export(int argc, char **argv)
             fclose(out);
         return CLI_EXIT_FAIL;
     }
-    cli_progress bar;
-    cli_progress_init(&bar, "exporting", 256);
     uint64_t cursor = 0;
-    unsigned long long nfps = 0, ndocs = 0;
-    rc = CLI_EXIT_OK;
-    do {
-        shc_result *res;
-        uint64_t next;
-        if (shc_scan(cl, cursor, count, &next, &res) != SHC_OK) {
-            cli_progress_end(&bar);
-            rc = net_fail(&o, cl);
-            break;
-        }
-        for (size_t i = 0; i < res->nmatches && rc == CLI_EXIT_OK; i++) {
-            const shc_match *m = &res->matches[i];
-            nfps++;
-            for (size_t j = 0; j < m->ndocids; j++) {
-                if (corpus_id_unprintable(m->docids[j], m->docid_lens[j])) {
-                    cli_progress_end(&bar);
-                    fprintf(stderr, "%s: fingerprint %llu has a document id with white space "
-                            "or a NUL byte, which a 'fingerprint docid' line cannot carry; "
-                            "nothing after it was written (simhash migrate copies such ids)\n",
-                            prog, (unsigned long long)m->fp);
-                    rc = CLI_EXIT_FAIL;
-                    break;
-                }
-                fprintf(out, "%llu %.*s\n", (unsigned long long)m->fp, (int)m->docid_lens[j],
-                        m->docids[j]);
-                ndocs++;
-            }
-        }
-        shc_result_free(res);
-        cursor = next;
-        cli_progress_update(&bar, cursor ? (size_t)(cursor >> 56) : 256);
-    } while (cursor != 0 && rc == CLI_EXIT_OK);
-    cli_progress_end(&bar);
+    corpus_export x = {prog, out, 0, 0};
+    rc = corpus_walk(prog, cl, "deployment", count, "exporting", &cursor, corpus_export_step, &x)
+             == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     if (fflush(out) != 0 || ferror(out) || (path && fclose(out) != 0)) {
         fprintf(stderr, "%s: writing %s failed: %s\n", prog, path ? path : "standard output",
                 strerror(errno));
@@ -145,7 +180,7 @@ int cmd_export(int argc, char **argv)
     }
     shc_free(cl);
     if (rc == CLI_EXIT_OK)
-        fprintf(stderr, "exported %llu documents of %llu fingerprints\n", ndocs, nfps);
+        fprintf(stderr, "exported %llu documents of %llu fingerprints\n", x.docs, x.fps);
     return rc;
 }
 
@@ -235,22 +270,20 @@ static void corpus_digest_add(corpus_digest *d, const shc_result *res)
     }
 }
 
+static int corpus_digest_step(const shc_result *res, uint64_t next, void *arg)
+{
+    (void)next;
+    corpus_digest_add(arg, res);
+    return 0;
+}
+
 /* Walks the whole corpus of c into d. Returns 0, or -1 with a message. */
 static int corpus_digest_walk(const char *prog, shc_client *c, unsigned count, const char *side,
                               corpus_digest *d)
 {
     uint64_t cursor = 0;
     memset(d, 0, sizeof *d);
-    do {
-        shc_result *res;
-        if (shc_scan(c, cursor, count, &cursor, &res) != SHC_OK) {
-            fprintf(stderr, "%s: reading the %s: %s\n", prog, side, shc_errstr(c));
-            return -1;
-        }
-        corpus_digest_add(d, res);
-        shc_result_free(res);
-    } while (cursor != 0);
-    return 0;
+    return corpus_walk(prog, c, side, count, NULL, &cursor, corpus_digest_step, d);
 }
 
 #define CORPUS_ADD_PAIRS 4096            /* pairs per SIMHASH.ADD of migrate, at most */
@@ -320,6 +353,25 @@ out:
     free(ids);
     free(lens);
     return rc;
+}
+
+typedef struct corpus_copying {
+    const char *prog;
+    shc_client *dst;
+    const char *state_path;
+    corpus_state *st;
+} corpus_copying;
+
+/* A step of the copy: its pairs added to the target, then the state file written
+ * with the cursor after the step. */
+static int corpus_copy_step(const shc_result *res, uint64_t next, void *arg)
+{
+    corpus_copying *cp = arg;
+    if (corpus_copy(cp->prog, cp->dst, res, &cp->st->docs) != 0)
+        return -1;
+    cp->st->fps += res->nmatches;
+    cp->st->cursor = next;
+    return cp->state_path ? corpus_state_write(cp->prog, cp->state_path, cp->st) : 0;
 }
 
 int cmd_migrate(int argc, char **argv)
@@ -430,29 +482,9 @@ int cmd_migrate(int argc, char **argv)
     if (st.cursor || st.fps)
         fprintf(stderr, "%s: resuming at cursor %llu (%llu fingerprints, %llu documents "
                 "copied before)\n", prog, (unsigned long long)st.cursor, st.fps, st.docs);
-    cli_progress bar;
-    cli_progress_init(&bar, "migrating", 256);
-    do {
-        shc_result *res;
-        uint64_t next;
-        if (shc_scan(src, st.cursor, count, &next, &res) != SHC_OK) {
-            cli_progress_end(&bar);
-            fprintf(stderr, "%s: reading the source: %s\n", prog, shc_errstr(src));
-            goto out;
-        }
-        int crc = corpus_copy(prog, dst, res, &st.docs);
-        st.fps += crc == 0 ? res->nmatches : 0;
-        shc_result_free(res);
-        if (crc != 0) {
-            cli_progress_end(&bar);
-            goto out;
-        }
-        st.cursor = next;
-        if (state_path && corpus_state_write(prog, state_path, &st) != 0)
-            goto out;
-        cli_progress_update(&bar, st.cursor ? (size_t)(st.cursor >> 56) : 256);
-    } while (st.cursor != 0);
-    cli_progress_end(&bar);
+    corpus_copying cp = {prog, dst, state_path, &st};
+    if (corpus_walk(prog, src, "source", count, "migrating", &st.cursor, corpus_copy_step, &cp) != 0)
+        goto out;
 
     /* the check: both corpora walked again, every pair hashed into a digest */
     printf("copied %llu fingerprints, %llu documents\n", st.fps, st.docs);
