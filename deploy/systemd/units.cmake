@@ -3,7 +3,11 @@
 # go (/usr from the .deb, /usr/local by default), and the default configuration the
 # units read (SYSCONFDIR/simhash: /etc from the .deb). Set by the caller:
 # SIMHASH_UNIT_SRC (deploy/systemd), SIMHASH_CONF_SRC (deploy), SIMHASH_UNIT_TMP (a
-# build folder), and the GNUInstallDirs names.
+# build folder), and the GNUInstallDirs names. Each run writes in a folder of its own
+# under SIMHASH_UNIT_TMP, so a `cmake --install` and a cpack of one build tree can run
+# at the same time (each with its own prefix).
+string(RANDOM LENGTH 12 SIMHASH_RUN)
+set(SIMHASH_UNIT_TMP "${SIMHASH_UNIT_TMP}/${SIMHASH_RUN}")
 set(CMAKE_INSTALL_FULL_BINDIR "${CMAKE_INSTALL_PREFIX}/${SIMHASH_BINDIR}")
 set(CMAKE_INSTALL_FULL_DOCDIR "${CMAKE_INSTALL_PREFIX}/${SIMHASH_DOCDIR}")
 if(CMAKE_INSTALL_PREFIX STREQUAL "/usr")
@@ -31,3 +35,4 @@ foreach(conf coordinator.conf shard-0.conf)
          PERMISSIONS OWNER_READ OWNER_WRITE GROUP_READ WORLD_READ)
   endif()
 endforeach()
+file(REMOVE_RECURSE "${SIMHASH_UNIT_TMP}")
