@@ -51,6 +51,30 @@ EOF
 [ "$out" = "SimhashDownloaderMiddleware SimhashPipeline" ] || th_fail "simhash.scrapy without Scrapy: $out"
 ok "simhash.scrapy imports without Scrapy"
 
+# bad settings are refused when the crawler starts, with a message naming the setting
+: >"$TH_DIR/empty-password"
+out=$("$PY" - "$TH_DIR/empty-password" <<'EOF' 2>&1
+import sys
+from scrapy.utils.test import get_crawler
+from simhash.scrapy import SimhashDownloaderMiddleware, SimhashPipeline
+cases = [({"SIMHASH_FORMAT": "pdf"}, "SIMHASH_FORMAT"), ({"SIMHASH_HOSTS": "nohost"}, "SIMHASH_HOSTS"),
+         ({"SIMHASH_HOSTS": "h:99999"}, "SIMHASH_HOSTS"), ({"SIMHASH_HOSTS": []}, "SIMHASH_HOSTS"),
+         ({"SIMHASH_PASSWORD_FILE": sys.argv[1]}, "SIMHASH_PASSWORD_FILE"),
+         ({"SIMHASH_ITEM_FORMAT": "pdf"}, "SIMHASH_ITEM_FORMAT")]
+for settings, word in cases:
+    cls = SimhashPipeline if "SIMHASH_ITEM_FORMAT" in settings else SimhashDownloaderMiddleware
+    try:
+        cls.from_crawler(get_crawler(settings_dict=settings))
+    except ValueError as e:
+        assert word in str(e), (settings, str(e))
+        continue
+    sys.exit("accepted: %r" % settings)
+print(len(cases))
+EOF
+) || th_fail "bad settings: $out"
+[ "$out" = 6 ] || th_fail "bad settings: $out"
+ok "6 bad settings refused with a ValueError naming the setting"
+
 # ---- deployments (2 coordinators, password) and the site ----
 printf 'scrapy-%s\n' "$RANDOM$RANDOM" >"$TH_DIR/password"
 chmod 600 "$TH_DIR/password"
