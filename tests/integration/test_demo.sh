@@ -51,7 +51,8 @@ for bad in "--port 80" "--port 7x" "--metrics-offset 99999"; do
 done
 ok "demo.sh refuses a bad --port or --metrics-offset with exit 2"
 
-SIMHASH_DEMO_PORT=$B timeout 300 bash "$TH_SRC/deploy/demo.sh" --docs 40 --metrics-offset "$M" --keep \
+# (its work directory inside ours, so the cleanup removes what --keep leaves)
+TMPDIR=$TH_DIR SIMHASH_DEMO_PORT=$B timeout 300 bash "$TH_SRC/deploy/demo.sh" --docs 40 --metrics-offset "$M" --keep \
     >"$TH_DIR/demo.log" 2>&1 || th_fail "demo.sh beside the first deployment: $(tail -20 "$TH_DIR/demo.log")"
 DEMO_RUN=$(sed -n 's/^Stop it with: bash .* down --dir //p' "$TH_DIR/demo.log")
 P=$(sed -n 's/^Deployment kept running in .* (coordinator 127\.0\.0\.1:\([0-9]*\))\.$/\1/p' "$TH_DIR/demo.log")
