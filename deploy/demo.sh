@@ -5,10 +5,14 @@
 # then checks its planted near-duplicates through the coordinator with plain redis-cli
 # (SIMHASH.CHECKTEXT, SIMHASH.QUERY), prints SIMHASH.INFO and brings everything down.
 #
-#   bash deploy/demo.sh [--keep] [--docs N]
+#   bash deploy/demo.sh [--keep] [--docs N] [--port P] [--metrics-offset N]
 #
 # --keep leaves the deployment running (the command to stop it is printed);
-# --docs N sets the corpus size (default 400). Installs missing Debian packages with
+# --docs N sets the corpus size (default 400); --port P looks for free ports from P
+# (coordinator P, workers P+100 and P+101, redis P+379; default 7000, or
+# $SIMHASH_DEMO_PORT), trying up to P+99; --metrics-offset N puts the Prometheus
+# endpoints at port+N (default 2000, or $SIMHASH_DEMO_METRICS_OFFSET; 0: none), so the
+# demo runs beside another deployment. Installs missing Debian packages with
 # scripts/install-deps.sh and builds the project into build/ when needed.
 set -euo pipefail
 export LC_ALL=C
@@ -16,17 +20,28 @@ export LC_ALL=C
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 KEEP=0
 DOCS=400
+BASE=${SIMHASH_DEMO_PORT:-7000}
+METRICS_OFFSET=${SIMHASH_DEMO_METRICS_OFFSET:-2000}
 while [ $# -gt 0 ]; do
     case "$1" in
         --keep) KEEP=1; shift ;;
+        --port) [ $# -ge 2 ] || { echo "demo: --port needs a value" >&2; exit 2; }
+            BASE=$2; shift 2 ;;
+        --metrics-offset) [ $# -ge 2 ] || { echo "demo: --metrics-offset needs a value" >&2; exit 2; }
+            METRICS_OFFSET=$2; shift 2 ;;
         --docs)
             [ $# -ge 2 ] && [[ $2 =~ ^[0-9]{1,5}$ ]] && [ "$2" -ge 25 ] ||
                 { echo "demo: --docs needs a number from 25 to 99999" >&2; exit 2; }
             DOCS=$2; shift 2 ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-        *) echo "demo: unknown option '$1' (--keep, --docs N)" >&2; exit 2 ;;
+        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        *) echo "demo: unknown option '$1' (--keep, --docs N, --port P, --metrics-offset N)" >&2; exit 2 ;;
     esac
 done
+# the highest port tried (BASE+99) plus redis' +379 and the metrics offset stay < 65536
+[[ $BASE =~ ^[0-9]{1,5}$ ]] && [ "$BASE" -ge 1024 ] && [ "$BASE" -le 65000 ] ||
+    { echo "demo: --port needs a number from 1024 to 65000, not '$BASE'" >&2; exit 2; }
+[[ $METRICS_OFFSET =~ ^[0-9]{1,5}$ ]] && [ $((BASE + 479 + METRICS_OFFSET)) -le 65535 ] ||
+    { echo "demo: --metrics-offset needs a number from 0 to $((65535 - BASE - 479)), not '$METRICS_OFFSET'" >&2; exit 2; }
 
 say() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 run_shown() { printf '$ %s\n' "$*"; "$@"; }
@@ -45,11 +60,11 @@ export SIMHASH_BIN=$BIN
 
 # Free loopback ports: coordinator P, workers P+100 and P+101, redis P+379.
 port_free() { ! (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-PORT=7000
+PORT=$BASE
 while ! { port_free $PORT && port_free $((PORT + 100)) && port_free $((PORT + 101)) &&
           port_free $((PORT + 379)); }; do
     PORT=$((PORT + 1))
-    [ $PORT -lt 7100 ] || { echo "demo: no free ports from 7000 to 7099" >&2; exit 1; }
+    [ $PORT -lt $((BASE + 100)) ] || { echo "demo: no free ports from $BASE to $((BASE + 99))" >&2; exit 1; }
 done
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/simhash-demo.XXXXXX")
@@ -76,7 +91,8 @@ trap 'exit 130' INT TERM
 
 say "Local deployment in $RUN"
 UP=1
-run_shown bash "$ROOT/deploy/simhash-local" up --dir "$RUN" --port "$PORT" --shards 2
+run_shown bash "$ROOT/deploy/simhash-local" up --dir "$RUN" --port "$PORT" --shards 2 \
+    --metrics-offset "$METRICS_OFFSET"
 run_shown bash "$ROOT/deploy/simhash-local" status --dir "$RUN"
 RC=(redis-cli -h 127.0.0.1 -p "$PORT")
 

@@ -1,8 +1,9 @@
 /* fuzz_cli_input.c: libFuzzer target for the CLI's input parsers:
  *   - cli_parse_u64_lines (one unsigned decimal 64-bit number per line: find-all,
  *     find-clusters, compute). Differential check: it must agree with a plain
- *     reference built on parse_u64 (split at '\n', drop one trailing '\r' per line, a
- *     final line may lack its ending): the same numbers in the same order, or a
+ *     reference built on parse_u64 (split at '\n', drop one trailing '\r' per line,
+ *     then the spaces and tabs around the number; a final line may lack its ending):
+ *     the same numbers in the same order, or a
  *     failure on the same line with the same reason.
  *   - load_parse of `simhash load` ("fingerprint docid" lines), static in
  *     client/cli/cmd_net.c, which this file includes for that reason. Checks: on
@@ -38,7 +39,12 @@ static int ref_parse(const char *d, size_t len, uint64_t **out, size_t *n, size_
         line++;
         if (ll > 0 && d[pos + ll - 1] == '\r')
             ll--;
-        if (parse_u64(d + pos, ll, &v[count], why) != 0) {
+        size_t b = 0;                   /* blanks around the number are skipped */
+        while (b < ll && d[pos + b] != '\0' && strchr(" \t\v\f", d[pos + b]))
+            b++;
+        while (ll > b && d[pos + ll - 1] != '\0' && strchr(" \t\v\f", d[pos + ll - 1]))
+            ll--;
+        if (parse_u64(d + pos + b, ll - b, &v[count], why) != 0) {
             free(v);
             *bad_line = line;
             return -1;

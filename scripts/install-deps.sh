@@ -7,13 +7,19 @@ PKGS=(build-essential cmake pkg-config libhiredis-dev libevent-dev libxxhash-dev
       libcmocka-dev redis-server redis-tools clang libclang-rt-14-dev valgrind
       python3 python3-redis procps iproute2 nftables netcat-openbsd bsdutils
       python3-dev python3-setuptools python3-wheel python3-pip python3-venv python3-numpy
-      prometheus libsystemd-dev help2man groff-base systemd dpkg-dev)
+      prometheus libsystemd-dev help2man groff-base systemd dpkg-dev
+      python3-scrapy lintian man-db file)
 # python3-*: the Python package (client/python; pip install --no-build-isolation) and its
 # tests (tests/integration/test_python.sh; numpy for the buffer-protocol cases)
 # libsystemd-dev: sd_notify (Type=notify units); help2man: the man pages; groff-base,
 # systemd (systemd-analyze) and dpkg-dev (cpack's dependency list): test_install.sh
 # iproute2 (ip netns, veth, bridge) and nftables (partitions): tests/multihost
 # prometheus: its promtool checks the /metrics text (tests/integration/test_metrics.sh)
+# and the rules of deploy/prometheus (tests/integration/test_prometheus_rules.sh)
+# python3-scrapy: the crawl through simhash.scrapy (tests/integration/test_scrapy.sh)
+# lintian, file (cpack's and the test's ELF checks): the .debs checked and installed
+# into a scratch root (tests/integration/test_deb.sh); man-db: lexgrog reads the man
+# pages' names (test_install.sh)
 # node and npm: only for the tests that run ioredis and node-redis (tests/clients)
 command -v node >/dev/null && command -v npm >/dev/null || PKGS+=(nodejs npm)
 

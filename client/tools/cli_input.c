@@ -226,6 +226,12 @@ static int cli_in_lines_grow(cli_lines *s)
     return 0;
 }
 
+/* Spaces and tabs (and \v, \f) may surround a number on its line. */
+static int cli_in_blank(unsigned char c)
+{
+    return c == ' ' || c == '\t' || c == '\v' || c == '\f';
+}
+
 /* Parse the lines of data[0..len) into s: every line but possibly the last ends in
  * '\n'; a last line without ending counts as a line. Returns 0, or -1 with *e. */
 static int cli_in_parse_block(cli_lines *s, const char *data, size_t len, cli_parse_error *e)
@@ -286,7 +292,13 @@ static int cli_in_parse_block(cli_lines *s, const char *data, size_t len, cli_pa
             rc = -1;
             break;
         }
-        if (parse_u64((const char *)start, l, &x, &why) != 0) {
+        /* blanks around the number are skipped, as simhash-cpp's stream reads do */
+        size_t b = 0;
+        while (b < l && cli_in_blank(start[b]))
+            b++;
+        while (l > b && cli_in_blank(start[l - 1]))
+            l--;
+        if (parse_u64((const char *)start + b, l - b, &x, &why) != 0) {
             cli_in_set_error(e, line, why, (const char *)start, l);
             rc = -1;
             break;

@@ -170,7 +170,7 @@ for p in simhash-find-all simhash-find-clusters; do
 done
 
 # ---- bad input: exit 1, the line number, nothing on stdout ----
-bad_cases=("abc" "0x10" "-5" "18446744073709551616" "" " 12" "12 " "12 34" "+7" "1e5" "12a" "99999999999999999999999")
+bad_cases=("abc" "0x10" "-5" "18446744073709551616" "" "  " "12 34" "+7" "1e5" "12a" "99999999999999999999999")
 for p in simhash-find-all simhash-find-clusters; do
     for s in "${bad_cases[@]}"; do
         printf '1\n2\n%s\n4\n' "$s" >"$T/bad.txt"
@@ -184,6 +184,10 @@ for p in simhash-find-all simhash-find-clusters; do
     expect_rc 1 "$p bad last line" $TO "$BIN/$p" -i "$T/bad.txt" -o "$T/never.out"
     has ":5: not a decimal number: 'abc'" "$T/err" "$p bad last line message"
     [ ! -e "$T/never.out" ] && ok || fail "$p created its output file despite bad input"
+    # blanks around a number are skipped, as simhash-cpp reads them
+    printf ' 1\n3 \n\t64\t\r\n' >"$T/blanks.txt"
+    expect_rc 0 "$p blanks around numbers" $TO "$BIN/$p" -d 1 -i "$T/blanks.txt"
+    [ "$(cat "$T/out")" = "[1, 3]" ] && ok || fail "$p read ' 1', '3 ', tab 64 tab as: $(cat "$T/out")"
     printf '1\r\r\n' >"$T/bad.txt"
     expect_rc 1 "$p stray CR" $TO "$BIN/$p" -i "$T/bad.txt"
     printf '\n' >"$T/bad.txt"

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# test_install.sh: what `cmake --install` and `cpack -G DEB` deliver, used as a user
-# would: the installed tree moved elsewhere still works through pkg-config (relocatable
-# .pc) and find_package (CMake config packages) for both libraries; libsimhash exports
-# exactly the functions of its installed headers; man pages render; bash completion
-# completes; the systemd units are hardened (systemd-analyze security <= 3.0); the .deb
-# holds the files and its programs run from an unpacked root.
+# test_install.sh: what `cmake --install` delivers, used as a user would: the
+# installed tree moved elsewhere still works through pkg-config (relocatable .pc) and
+# find_package (CMake config packages) for each library alone and both; libsimhash
+# exports exactly the functions of its installed headers; man pages are compressed,
+# render, and lexgrog reads each page's own name; bash completion completes every
+# command of the program's table; the systemd units are hardened (systemd-analyze
+# security <= 3.0); the default configuration passes --check-config. (The Debian
+# packages: test_deb.sh.)
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -30,11 +32,11 @@ flags=$(pkg-config --cflags --libs simhash simhashclient) || th_fail "pkg-config
 case "$flags" in *"$P"*) ;; *) th_fail "pkg-config flags do not follow the moved tree: $flags" ;; esac
 ok "pkg-config finds the moved tree: $flags"
 
-cat >"$TH_DIR/use.c" <<'EOF'
+# one program per library, each built against that library alone, and one on both
+cat >"$TH_DIR/use_core.c" <<'EOF'
 #include <stdio.h>
 #include <simhash/corpus.h>
 #include <simhash/fingerprint.h>
-#include <simhash/client.h>
 int main(void)
 {
     char err[128];
@@ -44,33 +46,49 @@ int main(void)
     uint64_t a = fp_text("the same text", 13, 0), found = 0;
     corpus_insert(c, a);
     int r = corpus_find_first(c, a ^ 5, 3, &found);
-    printf("%d %d %s\n", r, found == a, shc_status_name(SHC_OK));
+    printf("%d %d\n", r, found == a);
     corpus_free(c);
     return r == 1 && found == a ? 0 : 1;
 }
 EOF
-"$CC" $SANFLAGS -o "$TH_DIR/use" "$TH_DIR/use.c" $(pkg-config --cflags --libs simhash simhashclient) >"$TH_DIR/cc.log" 2>&1 ||
-    th_fail "compile against the installed headers: $(cat "$TH_DIR/cc.log")"
-out=$(LD_LIBRARY_PATH="$LIBDIR" "$TH_DIR/use") || th_fail "program on the installed libraries: $out"
-[ "$out" = "1 1 SHC_OK" ] || th_fail "program output: $out"
-ok "a program builds and runs on the installed libraries (pkg-config)"
-
-mkdir -p "$TH_DIR/cm"
-cp "$TH_DIR/use.c" "$TH_DIR/cm/use.c"
-cat >"$TH_DIR/cm/CMakeLists.txt" <<'EOF'
-cmake_minimum_required(VERSION 3.20)
-project(use C)
-find_package(simhash 0.1 REQUIRED)
-find_package(simhashclient 0.1 REQUIRED)
-add_executable(use use.c)
-target_link_libraries(use PRIVATE simhash::simhash simhashclient::simhashclient)
+cat >"$TH_DIR/use_client.c" <<'EOF'
+#include <stdio.h>
+#include <simhash/client.h>
+int main(void)
+{
+    printf("%s\n", shc_status_name(SHC_OK));
+    return 0;
+}
 EOF
-(cd "$TH_DIR/cm" && timeout 300 cmake -S . -B b -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_COMPILER="$CC" \
-        -DCMAKE_C_FLAGS="$SANFLAGS" -DCMAKE_EXE_LINKER_FLAGS="$SANFLAGS" >"$TH_DIR/cm.log" 2>&1 &&
-    timeout 300 cmake --build b >>"$TH_DIR/cm.log" 2>&1) || th_fail "find_package project: $(tail -20 "$TH_DIR/cm.log")"
-out=$(LD_LIBRARY_PATH="$LIBDIR" "$TH_DIR/cm/b/use") || th_fail "find_package program: $out"
-[ "$out" = "1 1 SHC_OK" ] || th_fail "find_package program output: $out"
-ok "find_package(simhash) and find_package(simhashclient) give working targets"
+sed 's|#include <simhash/fingerprint.h>|&\n#include <simhash/client.h>|
+     s|printf("%d %d\\n", r, found == a);|printf("%d %d %s\\n", r, found == a, shc_status_name(SHC_OK));|' \
+    "$TH_DIR/use_core.c" >"$TH_DIR/use_both.c"
+# consumer | pkg-config modules = CMake packages | imported targets | its output
+CONSUMERS=("core|simhash|simhash::simhash|1 1"
+           "client|simhashclient|simhashclient::simhashclient|SHC_OK"
+           "both|simhash simhashclient|simhash::simhash simhashclient::simhashclient|1 1 SHC_OK")
+for spec in "${CONSUMERS[@]}"; do
+    IFS='|' read -r name mods targets want <<<"$spec"
+    "$CC" $SANFLAGS -o "$TH_DIR/use_$name" "$TH_DIR/use_$name.c" $(pkg-config --cflags --libs $mods) \
+        >"$TH_DIR/cc.log" 2>&1 || th_fail "use_$name.c with pkg-config $mods alone: $(cat "$TH_DIR/cc.log")"
+    out=$(LD_LIBRARY_PATH="$LIBDIR" "$TH_DIR/use_$name") || th_fail "use_$name on the installed libraries: $out"
+    [ "$out" = "$want" ] || th_fail "use_$name output: $out"
+    ok "pkg-config $mods alone: a program builds and runs"
+
+    d="$TH_DIR/cm_$name"
+    mkdir -p "$d"
+    cp "$TH_DIR/use_$name.c" "$d/use.c"
+    { echo "cmake_minimum_required(VERSION 3.20)"; echo "project(use C)"
+      for m in $mods; do echo "find_package($m 0.1 REQUIRED)"; done
+      echo "add_executable(use use.c)"
+      echo "target_link_libraries(use PRIVATE $targets)"; } >"$d/CMakeLists.txt"
+    (cd "$d" && timeout 300 cmake -S . -B b -DCMAKE_PREFIX_PATH="$P" -DCMAKE_C_COMPILER="$CC" \
+            -DCMAKE_C_FLAGS="$SANFLAGS" -DCMAKE_EXE_LINKER_FLAGS="$SANFLAGS" >"$d.log" 2>&1 &&
+        timeout 300 cmake --build b >>"$d.log" 2>&1) || th_fail "find_package with $targets alone: $(tail -20 "$d.log")"
+    out=$(LD_LIBRARY_PATH="$LIBDIR" "$d/b/use") || th_fail "find_package use_$name: $out"
+    [ "$out" = "$want" ] || th_fail "find_package use_$name output: $out"
+    ok "find_package: $targets alone gives a working target"
+done
 
 # ---- libsimhash exports the functions of its installed headers, nothing else ----
 declared=$(cat "$P"/include/simhash/{fingerprint,html,perm,match,corpus}.h |
@@ -81,17 +99,24 @@ exported=$(nm -D --defined-only "$LIBDIR/libsimhash.so" | awk '$2 == "T" {sub(/@
 $(diff <(echo "$declared") <(echo "$exported"))"
 ok "libsimhash exports exactly the $(echo "$exported" | wc -l) functions of its headers"
 
-# ---- man pages ----
+# ---- man pages (installed gzip-compressed) ----
 for page in man1/simhash.1 man1/simhash-find-all.1 man1/simhash-find-clusters.1 \
             man8/simhash-coordinator.8 man8/simhash-shard.8 man8/simhash-local.8; do
-    f="$P/share/man/$page"
-    [ -s "$f" ] || th_fail "man page $page not installed"
-    warn=$(groff -man -ww -z "$f" 2>&1)
+    f="$P/share/man/$page.gz"
+    [ -s "$f" ] || th_fail "man page $page.gz not installed"
+    gzip -t "$f" || th_fail "$page.gz is not gzip"
+    warn=$(zcat "$f" | groff -man -ww -z 2>&1)
     [ -z "$warn" ] || th_fail "groff warnings in $page: $warn"
-    grep -q '^\.SH "SEE ALSO"' "$f" || th_fail "$page has no SEE ALSO"
+    zcat "$f" | grep -q '^\.SH "SEE ALSO"' || th_fail "$page has no SEE ALSO"
+    # whatis/apropos read the NAME section: it must name this page's own program
+    name=$(basename "$page"); name=${name%.*}
+    lg=$(lexgrog "$f" 2>&1) || th_fail "lexgrog $page: $lg"
+    case "$lg" in *": \"$name - "*) ;; *) th_fail "lexgrog reads $page as: $lg" ;; esac
+    zcat "$f" | grep -q "^\.TH ${name^^} " || th_fail "$page title is not ${name^^}: $(zcat "$f" | grep '^\.TH')"
 done
-grep -q -- 'metrics\\-port' "$P/share/man/man8/simhash-coordinator.8" || th_fail "simhash-coordinator(8) lacks its options"
-ok "six man pages, rendered without warnings"
+zcat "$P/share/man/man8/simhash-coordinator.8.gz" | grep -q -- 'metrics\\-port' ||
+    th_fail "simhash-coordinator(8) lacks its options"
+ok "six man pages, compressed, rendered without warnings, each named after its program (lexgrog)"
 
 # ---- bash completion ----
 comp=$(PATH="$P/bin:$PATH" bash -c '. "$1"
@@ -99,7 +124,13 @@ COMP_WORDS=(simhash qu); COMP_CWORD=1; _simhash; echo "${COMPREPLY[*]}"
 COMP_WORDS=(simhash query --li); COMP_CWORD=2; _simhash; echo "${COMPREPLY[*]}"' _ \
     "$P/share/bash-completion/completions/simhash")
 [ "$comp" = "$(printf 'query\n--limit')" ] || th_fail "bash completion: $comp"
-ok "bash completion completes commands and options"
+# every command of the program's table (its --help) is completed, none other
+want=$("$P/bin/simhash" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z][a-z0-9-]*\) .*/\1/p' | sort | tr '\n' ' ')
+got=$(PATH="$P/bin:$PATH" bash -c '. "$1"; COMP_WORDS=(simhash ""); COMP_CWORD=1; _simhash
+    printf "%s\n" "${COMPREPLY[@]}"' _ "$P/share/bash-completion/completions/simhash" | grep -v '^--' | sort | tr '\n' ' ')
+[ -n "$want" ] && [ "$got" = "$want" ] || th_fail "bash completion commands: '$got', the program has '$want'"
+case " $got " in *" export "*" migrate "*) ;; *) th_fail "bash completion lacks export or migrate: $got" ;; esac
+ok "bash completion completes commands ($got) and options"
 
 # ---- systemd units ----
 for u in simhash-coordinator.service simhash-shard@.service; do
@@ -112,25 +143,13 @@ for u in simhash-coordinator.service simhash-shard@.service; do
     ok "$u: Type=notify, exposure $lvl"
 done
 
-# ---- the Debian package ----
-(cd "$BUILD" && timeout 600 cpack -G DEB -B "$TH_DIR/deb" >"$TH_DIR/cpack.log" 2>&1) ||
-    th_fail "cpack: $(tail -10 "$TH_DIR/cpack.log")"
-deb=$(ls "$TH_DIR"/deb/simhash_*.deb 2>/dev/null | head -n 1)
-[ -n "$deb" ] || th_fail "no .deb: $(tail -5 "$TH_DIR/cpack.log")"
-files=$(dpkg-deb -c "$deb" | awk '{print $6}')
-for want in ./usr/bin/simhash ./usr/bin/simhash-coordinator ./usr/bin/simhash-shard ./usr/bin/simhash-local \
-            ./usr/lib/systemd/system/simhash-coordinator.service ./usr/share/man/man8/simhash-shard.8 \
-            ./usr/include/simhash/corpus.h ./usr/lib/pkgconfig/simhash.pc; do
-    printf '%s\n' "$files" | grep -qx -- "$want" || th_fail ".deb lacks $want"
+# ---- default configuration (the units' config files) ----
+for conf in coordinator.conf shard-0.conf; do
+    [ -s "$P/etc/simhash/$conf" ] || th_fail "$conf not installed in etc/simhash"
 done
-dpkg-deb -f "$deb" Depends | grep -q libhiredis || th_fail ".deb Depends lacks hiredis: $(dpkg-deb -f "$deb" Depends)"
-mkdir "$TH_DIR/root"
-dpkg-deb -x "$deb" "$TH_DIR/root"
-grep -q '^ExecStart=/usr/bin/simhash-coordinator ' "$TH_DIR/root/usr/lib/systemd/system/simhash-coordinator.service" ||
-    th_fail "the .deb's unit does not run /usr/bin/simhash-coordinator"
-v=$(LD_LIBRARY_PATH="$TH_DIR/root/usr/lib" "$TH_DIR/root/usr/bin/simhash" --version) || th_fail "unpacked simhash: $v"
-[ "$v" = "simhash 0.1.0" ] || th_fail "unpacked simhash --version: $v"
-v=$(bash "$TH_DIR/root/usr/bin/simhash-local" --version) || th_fail "unpacked simhash-local: $v"
-[ "$v" = "simhash-local (simhash) 0.1.0" ] || th_fail "unpacked simhash-local --version: $v"
-ok ".deb: $(printf '%s\n' "$files" | grep -c '[^/]$') files, programs run from the unpacked root"
+LD_LIBRARY_PATH="$LIBDIR" "$P/bin/simhash-coordinator" --check-config --config "$P/etc/simhash/coordinator.conf" \
+    >"$TH_DIR/cc.out" 2>&1 || th_fail "installed coordinator.conf: $(cat "$TH_DIR/cc.out")"
+LD_LIBRARY_PATH="$LIBDIR" "$P/bin/simhash-shard" --check-config --config "$P/etc/simhash/shard-0.conf" \
+    >"$TH_DIR/cc.out" 2>&1 || th_fail "installed shard-0.conf: $(cat "$TH_DIR/cc.out")"
+ok "etc/simhash/coordinator.conf and shard-0.conf pass --check-config (the Debian packages: test_deb.sh)"
 th_log "all install checks passed"

@@ -1,5 +1,5 @@
 /* test_cli_parse.c: the CLI's fast line parser accepts exactly what parse_u64
- * accepts (random lines compared against a line-by-line reference), the streaming
+ * accepts around blanks (random lines compared against a line-by-line reference), the streaming
  * parser matches it however the input is split and refuses over-long lines at
  * once, block reading, decimal formatting round-trips, and the output writer's
  * JSON and text escaping. */
@@ -58,13 +58,26 @@ static void test_parse_basic(void **state)
     assert_memory_equal(e.text, "18446744073709551616", 20);
     assert_non_null(strstr(e.why, "out of range"));
 
+    const char *blanks = " 1\n2 \n\t3\t\r\n 4";   /* as simhash-cpp reads them */
+    assert_int_equal(cli_parse_u64_lines(blanks, strlen(blanks), &v, &n, &e), 0);
+    assert_int_equal(n, 4);
+    assert_true(v[0] == 1 && v[1] == 2 && v[2] == 3 && v[3] == 4);
+    free(v);
+    const char *inner = "1\n2 3\n";                  /* one number per line still */
+    assert_int_equal(cli_parse_u64_lines(inner, strlen(inner), &v, &n, &e), -1);
+    assert_int_equal(e.line, 2);
+    assert_string_equal(e.why, "not a decimal number");
+    assert_int_equal(cli_parse_u64_lines(" \n", 2, &v, &n, &e), -1);
+    assert_string_equal(e.why, "empty");
+
     const char *cr = "1\n\r\n";
     assert_int_equal(cli_parse_u64_lines(cr, strlen(cr), &v, &n, &e), -1);
     assert_int_equal(e.line, 2);
     assert_string_equal(e.why, "empty");
 }
 
-/* Reference: split on '\n', drop one trailing '\r', parse_u64 each line. */
+/* Reference: split on '\n', drop one trailing '\r', then the blanks around the
+ * number, parse_u64 each line. */
 static int reference_parse(const char *s, size_t len, uint64_t *out, size_t *n,
                            size_t *bad_line, const char **why)
 {
@@ -76,8 +89,13 @@ static int reference_parse(const char *s, size_t len, uint64_t *out, size_t *n,
         size_t l = j - i;
         if (l > 0 && s[i + l - 1] == '\r')
             l--;
+        size_t b = 0;                   /* blanks around the number are skipped */
+        while (b < l && strchr(" \t\v\f", s[i + b]) && s[i + b])
+            b++;
+        while (l > b && strchr(" \t\v\f", s[i + l - 1]) && s[i + l - 1])
+            l--;
         line++;
-        if (parse_u64(s + i, l, &out[count], why) != 0) {
+        if (parse_u64(s + i + b, l - b, &out[count], why) != 0) {
             *bad_line = line;
             return -1;
         }
@@ -91,7 +109,7 @@ static int reference_parse(const char *s, size_t len, uint64_t *out, size_t *n,
 static void test_parse_matches_reference(void **state)
 {
     (void)state;
-    static const char alphabet[] = "0123456789012345678901234567890123456789 \r-+ax";
+    static const char alphabet[] = "0123456789012345678901234567890123456789 \t\r-+ax";
     char buf[4096];
     uint64_t ref[4096];
 
@@ -282,7 +300,7 @@ static int stream_parse(const char *buf, size_t len, uint64_t **v, size_t *n, cl
 static void test_stream_matches_whole(void **state)
 {
     (void)state;
-    static const char alphabet[] = "0123456789012345678901234567890123456789 \r-+ax";
+    static const char alphabet[] = "0123456789012345678901234567890123456789 \t\r-+ax";
     char buf[4096];
 
     for (int r = 0; r < rounds(20000); r++) {
