@@ -42,9 +42,10 @@ typedef struct fz_sink {
 
 /* libxml2 hands text in pieces that may split a UTF-8 sequence: check whole
  * sequences, carrying an incomplete tail to the next piece. */
-static void fz_on_text(void *arg, const char *t, size_t n)
+static void fz_on_text(void *arg, unsigned tiers, const char *t, size_t n)
 {
     fz_sink *s = arg;
+    (void)tiers;
     uint8_t buf[512 + 4];
     while (n > 0) {
         size_t m = n < 512 ? n : 512;

@@ -287,7 +287,7 @@ struct fp_state {
     XXH3_state_t xs;          /* hash of the current token once it outgrows tok[] */
     int spilled;              /* current token's first bytes are already in xs */
     unsigned window;          /* tokens in the ring: v1 the shingle, v2 the largest n-gram */
-    unsigned version;         /* FP_V1, FP_V2 */
+    unsigned version;         /* FP_V1, FP_V2, FP_V3 (v2's features) */
     unsigned orders;          /* v2: bit o-1 set = an o-gram feature per token (0: v1) */
     size_t tlen;              /* bytes in tok[] */
     uint64_t ntok;            /* tokens so far */
@@ -315,7 +315,7 @@ static void fp_state_init(fp_state *s, const fp_params *p)
 {
     s->spilled = 0;
     s->version = p->version;
-    if (p->version == FP_V2) {
+    if (p->version != FP_V1) {
         s->orders = FP_V2_ORDERS;
         s->window = 32 - (unsigned)__builtin_clz(FP_V2_ORDERS);
     } else {
@@ -537,7 +537,7 @@ static size_t fp_scan(fp_state *s, const uint8_t *p, size_t len, int final)
                 s->tlen = tl;
                 return (size_t)(p - start);
             }
-            if (s->version == FP_V2 && cp != FP_NOT_CP) {
+            if (s->version != FP_V1 && cp != FP_NOT_CP) {
                 tl = fp_v2_unit(s, cp, tl);
                 p += u;
                 continue;
@@ -600,7 +600,7 @@ static int fp_params_norm(const fp_params *p, fp_params *out)
             d.window = FP_WINDOW_DEFAULT;
         if (d.window > FP_WINDOW_MAX)
             return -1;
-    } else if (d.version == FP_V2) {
+    } else if (d.version == FP_V2 || d.version == FP_V3) {
         if (d.window != 0)
             return -1;
     } else {
@@ -615,13 +615,14 @@ int fp_params_check(const fp_params *p, char *err, size_t errlen)
     fp_params d;
     if (fp_params_norm(p, &d) == 0)
         return 0;
-    if (p->version != 0 && p->version != FP_V1 && p->version != FP_V2)
-        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v2)", p->version);
+    if (p->version != 0 && p->version != FP_V1 && p->version != FP_V2 && p->version != FP_V3)
+        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v2, v3)",
+                 p->version);
     else if (p->version == FP_V1 || (p->version == 0 && FP_VERSION_DEFAULT == FP_V1))
         snprintf(err, errlen, "window %u out of range 1..%d", p->window, FP_WINDOW_MAX);
     else
-        snprintf(err, errlen, "fingerprint algorithm v2 has no window setting (a window "
-                 "applies to v1: v1:W)");
+        snprintf(err, errlen, "fingerprint algorithm v%u has no window setting (a window "
+                 "applies to v1: v1:W)", p->version ? p->version : FP_VERSION_DEFAULT);
     return -1;
 }
 
@@ -647,8 +648,8 @@ int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
                 goto bad;
             p.window = (unsigned)v;
         }
-    } else if (q[0] == '2' && q[1] == '\0') {
-        p.version = FP_V2;
+    } else if ((q[0] == '2' || q[0] == '3') && q[1] == '\0') {
+        p.version = q[0] == '2' ? FP_V2 : FP_V3;
     } else {
         goto bad;
     }
@@ -656,7 +657,7 @@ int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
         goto bad;
     return 0;
 bad:
-    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v2, v1 or v1:W with "
+    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v3, v2, v1 or v1:W with "
              "W 1..%d)", spec, FP_WINDOW_MAX);
     return -1;
 }
@@ -669,14 +670,14 @@ void fp_params_format(const fp_params *p, char *buf, size_t n)
     else if (d.version == FP_V1)
         snprintf(buf, n, "v1:%u", d.window);
     else
-        snprintf(buf, n, "v2");
+        snprintf(buf, n, "v%u", d.version);
 }
 
 uint64_t fp_text_p(const char *text, size_t len, const fp_params *p)
 {
     fp_params d;
     if (fp_params_norm(p, &d) != 0) {
-        d.version = p && p->version == FP_V1 ? FP_V1 : FP_V2;
+        d.version = p && p->version == FP_V1 ? FP_V1 : FP_VERSION_DEFAULT;
         d.window = d.version == FP_V1 ? FP_WINDOW_MAX : 0;
     }
     fp_state s;
