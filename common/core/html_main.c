@@ -130,56 +130,83 @@ static unsigned hm_rules(const hmain *m, const char *name, const char *const *at
 
 /* ---- Blocks ---- */
 
-static void hm_out(hmain *m, unsigned tiers, const char *s, size_t n)
+static unsigned hm_tiers(int main)
 {
-    m->emit(m->arg, tiers, s, n);
-    m->emit(m->arg, tiers, "\n", 1);
+    return HMAIN_CONTENT | (main ? HMAIN_MAIN : 0);
 }
 
-/* Forgets the held short blocks. */
+/* Hands over one kept block (its text, then a block boundary). */
+static void hm_out(hmain *m, int main, const char *s, size_t n, uint64_t letters)
+{
+    if (n)
+        m->emit(m->arg, hm_tiers(main), s, n);
+    m->emit(m->arg, hm_tiers(main), "\n", 1);
+    m->good_content += letters;
+    if (main)
+        m->good_main += letters;
+}
+
+/* Forgets the held blocks. */
 static void hm_discard(hmain *m)
 {
     m->npb = 0;
     m->npend = 0;
 }
 
-/* Hands over the held short blocks to keep (all of them, or only headings) and
- * forgets them. */
-static void hm_flush_pending(hmain *m, int keep_all)
+/* Whether a provisional block is held (after it only headings can be). */
+static int hm_last_provisional(const hmain *m)
 {
+    for (unsigned i = m->npb; i > 0; i--)
+        if (m->pb[i - 1].kind != HMAIN_HELD_HEADING)
+            return m->pb[i - 1].kind == HMAIN_HELD_PROVISIONAL;
+    return 0;
+}
+
+/* A kept block follows the held ones: hands over those to keep (a provisional block;
+ * a short block after a kept one, or right before a kept one; a heading) and forgets
+ * them all. */
+static void hm_flush(hmain *m)
+{
+    int ctx = m->prev_good;
     for (unsigned i = 0; i < m->npb; i++) {
         const hmain_pend *p = &m->pb[i];
-        if (keep_all || p->heading)
-            hm_out(m, HMAIN_CONTENT | (p->main ? HMAIN_MAIN : 0), m->pend + p->off, p->len);
+        int next_kept = i + 1 == m->npb || m->pb[i + 1].kind == HMAIN_HELD_PROVISIONAL;
+        if (p->kind == HMAIN_HELD_PROVISIONAL) {
+            hm_out(m, p->main, m->pend + p->off, p->len, p->letters);
+            ctx = 1;
+        } else if (ctx || next_kept || p->kind == HMAIN_HELD_HEADING) {
+            hm_out(m, p->main, m->pend + p->off, p->len, 0);
+        }
     }
     hm_discard(m);
 }
 
-/* Holds the current (short) block until the next judged block decides. */
-static void hm_hold(hmain *m)
+/* Holds the current block (kind HMAIN_HELD_*) until a later block decides: 0, or -1
+ * when it does not fit. */
+static int hm_hold(hmain *m, unsigned kind)
 {
     if (m->npb == HMAIN_NPEND || m->npend + m->nblk > HMAIN_PENDING)
         hm_discard(m);      /* more short blocks in a row than an article has: none kept */
     if (m->nblk > HMAIN_PENDING)
-        return;             /* a few letters in kilobytes of spaces: not text to keep */
+        return -1;
     hmain_pend *p = &m->pb[m->npb++];
     p->off = (uint32_t)m->npend;
     p->len = (uint32_t)m->nblk;
-    p->heading = (uint8_t)m->blk_heading;
+    p->letters = (uint32_t)m->letters;
+    p->kind = (uint8_t)kind;
     p->main = (uint8_t)m->blk_main;
     memcpy(m->pend + m->npend, m->blk, m->nblk);
     m->npend += m->nblk;
+    return 0;
 }
 
-/* A block is kept: the held short blocks before it too (all when the block before
- * them was kept, else only headings). */
+/* The current block is kept: the held blocks before it by hm_flush's rules, then it. */
 static void hm_keep(hmain *m)
 {
-    hm_flush_pending(m, m->prev_good);
-    unsigned tiers = HMAIN_CONTENT | (m->blk_main ? HMAIN_MAIN : 0);
-    if (m->nblk)
-        m->emit(m->arg, tiers, m->blk, m->nblk);
+    hm_flush(m);
+    m->emit(m->arg, hm_tiers(m->blk_main), m->blk, m->nblk);
     m->prev_good = 1;
+    m->prev_links = 0;
 }
 
 static int hm_mostly_links(const hmain *m)
@@ -203,29 +230,23 @@ static void hm_decide_early(hmain *m)
  * dropped. */
 static void hm_block_end(hmain *m)
 {
-    unsigned tiers = HMAIN_CONTENT | (m->blk_main ? HMAIN_MAIN : 0);
-    int kept = 0;
     if (m->streaming > 0) {
-        m->emit(m->arg, tiers, "\n", 1);
-        kept = 1;
+        hm_out(m, m->blk_main, NULL, 0, m->letters);
     } else if (m->blk_drop || m->letters == 0) {
         /* furniture is as if absent (a share bar between a title and its text); a
          * block of spaces and punctuation is no block */
     } else if (m->streaming < 0 || hm_mostly_links(m)) {
-        hm_discard(m);      /* link lists around short blocks: they are furniture too */
+        hm_discard(m);      /* link lists around held blocks: they are furniture too */
         m->prev_good = 0;
-        /* nothing but spaces and punctuation: no block */
+        m->prev_links = 1;
     } else if (m->letters < HMAIN_SHORT) {
-        hm_hold(m);
-    } else {
+        if (hm_last_provisional(m) && !m->blk_heading)
+            hm_discard(m);  /* text after link text, then a short line: furniture */
+        hm_hold(m, m->blk_heading ? HMAIN_HELD_HEADING : HMAIN_HELD_SHORT);
+    } else if (!m->prev_links || m->letters >= HMAIN_LONG || hm_last_provisional(m) ||
+               hm_hold(m, HMAIN_HELD_PROVISIONAL) != 0) {
         hm_keep(m);
-        m->emit(m->arg, tiers, "\n", 1);
-        kept = 1;
-    }
-    if (kept) {
-        m->good_content += m->letters;
-        if (m->blk_main)
-            m->good_main += m->letters;
+        hm_out(m, m->blk_main, NULL, 0, m->letters);
     }
     m->nblk = 0;
     m->letters = m->lletters = 0;
@@ -252,7 +273,7 @@ void hmain_init(hmain *m, hmain_emit_fn emit, void *arg)
     m->letters = m->lletters = 0;
     m->blk_drop = m->blk_heading = m->blk_main = m->streaming = 0;
     hm_discard(m);
-    m->prev_good = 0;
+    m->prev_good = m->prev_links = 0;
     m->good_content = m->good_main = 0;
 }
 
@@ -363,6 +384,8 @@ void hmain_text(hmain *m, const char *s, size_t n)
 unsigned hmain_finish(hmain *m)
 {
     hm_block_end(m);
+    if (hm_last_provisional(m))
+        hm_flush(m);        /* the page ends after it: kept */
     unsigned tier = m->good_main > 0 && m->good_main * 5 >= m->good_content ? HMAIN_MAIN
                     : m->good_content > 0                                   ? HMAIN_CONTENT
                                                                             : HMAIN_ALL;

@@ -4,7 +4,9 @@
  * an article, aside, form, ARIA navigation/banner/contentinfo roles, class or id names
  * of menus, sidebars, cookie banners, comments...) is dropped, and the remaining text
  * is cut into blocks at element boundaries and judged block by block (mostly link
- * text: dropped; too short: kept only between kept blocks, or a heading before one).
+ * text: dropped; too short: kept only after a kept block, right before one, or as a
+ * heading before one; a block right after link text: kept when long, or when the
+ * next block is not short).
  * Kept text goes out in two tiers: every kept block (content) and the kept blocks
  * inside <main>/<article> (main); html.c fingerprints both beside all visible text and
  * hmain_finish says which one is the page's. docs/fingerprint.md "Main content (v3)"
@@ -17,9 +19,14 @@
 
 #define HMAIN_DEPTH 256          /* open elements followed; deeper ones inherit */
 #define HMAIN_BLOCK 16384        /* text bytes of one block held until its end */
-#define HMAIN_PENDING 4096       /* bytes of short blocks held until a neighbour decides */
-#define HMAIN_NPEND 32           /* short blocks held */
+#define HMAIN_PENDING 8192       /* bytes of blocks held until a later block decides */
+#define HMAIN_NPEND 32           /* blocks held */
 #define HMAIN_SHORT 60           /* a block with fewer letters is short */
+#define HMAIN_LONG 400           /* a block right after link text with fewer letters
+                                    waits for the next one (provisional) */
+
+/* Blocks held until a later block decides. */
+enum { HMAIN_HELD_SHORT, HMAIN_HELD_HEADING, HMAIN_HELD_PROVISIONAL };
 
 /* Tiers of text (bit mask); the values are html.h's FP_HTML_TIER_*. */
 enum { HMAIN_ALL = 1, HMAIN_CONTENT = 2, HMAIN_MAIN = 4 };
@@ -28,8 +35,8 @@ enum { HMAIN_ALL = 1, HMAIN_CONTENT = 2, HMAIN_MAIN = 4 };
 typedef void (*hmain_emit_fn)(void *arg, unsigned tiers, const char *s, size_t n);
 
 typedef struct hmain_pend {
-    uint32_t off, len;
-    uint8_t heading, main;
+    uint32_t off, len, letters;
+    uint8_t kind, main;       /* HMAIN_HELD_*; inside <main>/<article> */
 } hmain_pend;
 
 typedef struct hmain {
@@ -46,12 +53,13 @@ typedef struct hmain {
     uint64_t letters, lletters;      /* letters, and letters inside links */
     int blk_drop, blk_heading, blk_main;
     int streaming;                   /* the block outgrew blk[]: 1 kept, -1 dropped */
-    /* short blocks waiting for the next judged block */
+    /* blocks held until a later block decides */
     char pend[HMAIN_PENDING];
     size_t npend;
     hmain_pend pb[HMAIN_NPEND];
     unsigned npb;
-    int prev_good;
+    int prev_good;                   /* the last judged block was kept */
+    int prev_links;                  /* the last judged block was mostly links */
     uint64_t good_content, good_main;   /* letters of kept long blocks per tier */
 } hmain;
 

@@ -193,15 +193,46 @@ static void test_short_blocks(void **state)
     /* short between kept blocks: kept; short next to furniture: dropped */
     expect_main("<p>" P1 "</p><p>Short one.</p><p>" P2 "</p>", 0, CONTENT,
                 P1 " Short one. " P2);
-    expect_main("<nav><a href=\"/\">Home</a></nav><p>Short one.</p><p>" P1 "</p>", 0, CONTENT, P1);
+    /* right before kept text (a title line) it stays, further away it goes */
+    expect_main("<nav><a href=\"/\">Home</a></nav><p>Short one.</p><p>" P1 "</p>", 0, CONTENT,
+                "Short one. " P1);
+    expect_main("<nav><a href=\"/\">Home</a></nav><p>Short one.</p><p>Short two.</p><p>" P1
+                "</p>", 0, CONTENT, "Short two. " P1);
     expect_main("<p>" P1 "</p><p>Short one.</p><ul><li><a href=\"/1\">Link one</a></li></ul>"
                 "<p>" P2 "</p>", 0, CONTENT, P1 " " P2);
     /* a short block at the end of the page: dropped */
     expect_main("<p>" P1 "</p><p>Share this.</p>", 0, CONTENT, P1);
     /* a heading right before kept text is kept, before furniture it is not */
-    expect_main("<div><a href=\"/x\">Home page</a></div><h2>The budget</h2><p>" P1 "</p>"
-                "<h3>Related stories</h3><ul><li><a href=\"/y\">Another story</a></li></ul>",
-                0, CONTENT, "The budget " P1);
+    expect_main("<div><a href=\"/x\">Home page</a></div><h2>The budget</h2><p>" P1 "</p><p>" P2
+                "</p><h3>Related stories</h3><ul><li><a href=\"/y\">Another story</a></li></ul>",
+                0, CONTENT, "The budget " P1 " " P2);
+}
+
+/* A block right after link text (not long) waits for the next one: kept when the next
+ * is kept too or the page ends, dropped when the next is short (an "about" blurb
+ * between a link box and a title). */
+#define LINKBOX "<div><a href=\"/1\">Council approves the new budget</a> <a href=\"/2\">" \
+                "Weekend opening hours extended</a></div>"
+static void test_after_links(void **state)
+{
+    (void)state;
+    expect_main(LINKBOX "<p>" P2 "</p><div>Budget talks</div><p>" P1 "</p><p>" P3 "</p>", 0,
+                CONTENT, "Budget talks " P1 " " P3);
+    expect_main(LINKBOX "<p>" P2 "</p><p>" P1 "</p>", 0, CONTENT, P2 " " P1);
+    expect_main(LINKBOX "<p>" P2 "</p>", 0, CONTENT, P2);
+    /* a heading does not decide: the block after it does */
+    expect_main(LINKBOX "<p>" P2 "</p><h2>Budget talks</h2><p>" P1 "</p>", 0, CONTENT,
+                P2 " Budget talks " P1);
+    /* a lone block between link lists goes (with the rest: all visible text) */
+    expect_main(LINKBOX "<p>" P2 "</p>" LINKBOX, 0, ALL,
+                "Council approves the new budget Weekend opening hours extended " P2
+                " Council approves the new budget Weekend opening hours extended");
+    expect_main(LINKBOX "<p>" P2 "</p>" LINKBOX "<p>" P1 "</p><p>" P3 "</p>", 0, CONTENT,
+                P1 " " P3);
+    /* not after link text (the start of the page, after furniture): kept at once */
+    expect_main("<p>" P2 "</p><p>Short.</p>", 0, CONTENT, P2);
+    expect_main("<nav>" LINKBOX "</nav><p>" P2 "</p><div>Budget talks</div><p>" P1 "</p>", 0,
+                CONTENT, P2 " Budget talks " P1);
 }
 
 static void test_fallback(void **state)
@@ -248,7 +279,7 @@ static void test_no_semantic_elements(void **state)
                 "talks</b></div><div>" P1 "</div><div>" P2 "</div></div><div class=\"bottom\">"
                 "<div><a href=\"/c\">Contact</a> <a href=\"/p\">Privacy</a></div><div>(c) 2024 "
                 "Example</div></div>",
-                0, CONTENT, P1 " " P2);
+                0, CONTENT, "Budget talks " P1 " " P2);
 }
 
 static void test_layout_table(void **state)
@@ -383,6 +414,7 @@ int main(void)
         cmocka_unit_test(test_furniture_elements), cmocka_unit_test(test_roles),
         cmocka_unit_test(test_names_and_hidden), cmocka_unit_test(test_article_header_footer),
         cmocka_unit_test(test_link_text), cmocka_unit_test(test_short_blocks),
+        cmocka_unit_test(test_after_links),
         cmocka_unit_test(test_fallback), cmocka_unit_test(test_main_tier),
         cmocka_unit_test(test_nested_layouts), cmocka_unit_test(test_no_semantic_elements),
         cmocka_unit_test(test_layout_table), cmocka_unit_test(test_long_blocks),
