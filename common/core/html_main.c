@@ -243,7 +243,7 @@ static void hm_block_end(hmain *m)
         if (hm_last_provisional(m) && !m->blk_heading)
             hm_discard(m);  /* text after link text, then a short line: furniture */
         hm_hold(m, m->blk_heading ? HMAIN_HELD_HEADING : HMAIN_HELD_SHORT);
-    } else if (!m->prev_links || m->letters >= HMAIN_LONG || hm_last_provisional(m) ||
+    } else if (!m->prev_links || m->blk_main || m->letters >= HMAIN_LONG || hm_last_provisional(m) ||
                hm_hold(m, HMAIN_HELD_PROVISIONAL) != 0) {
         hm_keep(m);
         hm_out(m, m->blk_main, NULL, 0, m->letters);
@@ -384,8 +384,9 @@ void hmain_text(hmain *m, const char *s, size_t n)
 unsigned hmain_finish(hmain *m)
 {
     hm_block_end(m);
-    if (hm_last_provisional(m))
-        hm_flush(m);        /* the page ends after it: kept */
+    if (hm_last_provisional(m) && m->good_content == 0)
+        hm_flush(m);        /* the page's only text after link text: kept (else it is
+                               a footer line) */
     unsigned tier = m->good_main > 0 && m->good_main * 5 >= m->good_content ? HMAIN_MAIN
                     : m->good_content > 0                                   ? HMAIN_CONTENT
                                                                             : HMAIN_ALL;

@@ -58,7 +58,8 @@ def _unroff(text):
             if not m:
                 continue
             line = m.group(2)
-        out.append(_ROFF_ESC.sub(" ", line).replace('"', ""))
+        line = _ROFF_ESC.sub(" ", line).replace('"', "")
+        out.append(re.sub(r"\\\S*", " ", line))     # any other escape, with its word
     return "\n".join(out)
 
 

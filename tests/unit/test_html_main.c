@@ -199,7 +199,7 @@ static void test_short_blocks(void **state)
     expect_main("<nav><a href=\"/\">Home</a></nav><p>Short one.</p><p>Short two.</p><p>" P1
                 "</p>", 0, CONTENT, "Short two. " P1);
     expect_main("<p>" P1 "</p><p>Short one.</p><ul><li><a href=\"/1\">Link one</a></li></ul>"
-                "<p>" P2 "</p>", 0, CONTENT, P1 " " P2);
+                "<p>" P2 "</p><p>" P3 "</p>", 0, CONTENT, P1 " " P2 " " P3);
     /* a short block at the end of the page: dropped */
     expect_main("<p>" P1 "</p><p>Share this.</p>", 0, CONTENT, P1);
     /* a heading right before kept text is kept, before furniture it is not */
@@ -220,6 +220,10 @@ static void test_after_links(void **state)
                 CONTENT, "Budget talks " P1 " " P3);
     expect_main(LINKBOX "<p>" P2 "</p><p>" P1 "</p>", 0, CONTENT, P2 " " P1);
     expect_main(LINKBOX "<p>" P2 "</p>", 0, CONTENT, P2);
+    /* at the end of a page with kept text before: a footer line, dropped */
+    expect_main("<p>" P1 "</p>" LINKBOX "<p>" P2 "</p>", 0, CONTENT, P1);
+    /* inside <main> or <article> link text makes nothing wait */
+    expect_main("<article><p>" P1 "</p>" LINKBOX "<p>" P2 "</p></article>", 0, MAIN, P1 " " P2);
     /* a heading does not decide: the block after it does */
     expect_main(LINKBOX "<p>" P2 "</p><h2>Budget talks</h2><p>" P1 "</p>", 0, CONTENT,
                 P2 " Budget talks " P1);
@@ -310,9 +314,10 @@ static void test_long_blocks(void **state)
     char err[160];
     assert_int_equal(fp_html_text(page, (size_t)m, &V3, 0, &fp, err, sizeof err), 0);
     assert_true(fp == fp_text_p(text, n, &V3));
-    m = sprintf(page, "<p>" P1 "</p><div><a href=\"/x\">%s</a></div><p>" P2 "</p>", text);
+    m = sprintf(page, "<p>" P1 "</p><div><a href=\"/x\">%s</a></div><p>" P2 "</p><p>" P3 "</p>",
+                text);
     assert_int_equal(fp_html_text(page, (size_t)m, &V3, 0, &fp, err, sizeof err), 0);
-    assert_true(fp == fp_text_p(P1 "\n" P2, strlen(P1 "\n" P2), &V3));
+    assert_true(fp == fp_text_p(P1 "\n" P2 "\n" P3, strlen(P1 "\n" P2 "\n" P3), &V3));
     free(text);
     free(page);
 }
