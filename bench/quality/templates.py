@@ -13,6 +13,8 @@ in the same run:
            the median distance between pages, against the same articles as plain text
   site     one site of N pages, each a 150-word passage of a different document: the
            share of pages with a false near-duplicate (J < 0.3) within 3 bits
+  sphinx   a real template: the Python documentation pages (python3-doc) against their
+           reST sources as plain text, the same counts as diff
   license  /usr/share/doc/*/copyright files (real texts sharing license boilerplate):
            pairs with J < 0.3 within 3 bits, v1 against v2 (text)
 
@@ -158,6 +160,34 @@ def set_site(simhash, docs, n, tmp, templates):
               flush=True)
 
 
+def set_sphinx(simhash):
+    """Real pages of one real template: the Python documentation as Debian ships it
+    (python3-doc, Sphinx), against its reST sources as plain text."""
+    import glob
+    root = "/usr/share/doc/python3.11/html"
+    pages, srcs, sh = [], [], []
+    for h in sorted(glob.glob(root + "/**/*.html", recursive=True)):
+        src = root + "/_sources/" + h[len(root) + 1:-5] + ".rst.txt"
+        if not os.path.isfile(src):
+            continue
+        words = open(src, encoding="utf-8", errors="replace").read().split()
+        if len(words) < 100:
+            continue
+        pages.append(h)
+        srcs.append(src)
+        sh.append(st.shingles(words))
+    if not pages:
+        print("sphinx: /usr/share/doc/python3.11/html missing (package python3-doc)")
+        return
+    r = {"text": false_pairs(fingerprints(simhash, srcs, "--text", "--algorithm", "v2"), sh),
+         "v2": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v2"), sh),
+         "v3": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v3"), sh)}
+    print("sphinx %d Python documentation pages, %d pairs: J<%.1f (of the sources) within %d bits: "
+          "sources as text %d, v2 %d, v3 %d; median distance text %s, v2 %s, v3 %s"
+          % (len(pages), len(pages) * (len(pages) - 1) // 2, J_FALSE, K, r["text"][0],
+             r["v2"][0], r["v3"][0], r["text"][1], r["v2"][1], r["v3"][1]), flush=True)
+
+
 def set_license(simhash, tmp):
     import glob
     import hashlib
@@ -188,7 +218,7 @@ def main():
     ap.add_argument("--docs", type=int, default=300, help="articles per diff set")
     ap.add_argument("--same", type=int, default=30, help="articles of the same set")
     ap.add_argument("--site", type=int, default=1700, help="pages of the site")
-    ap.add_argument("--sets", default="same,diff,site,license")
+    ap.add_argument("--sets", default="same,diff,site,sphinx,license")
     args = ap.parse_args()
     docs = st.documents(100, 4000)
     print("documents: %d of at least 100 words; template words: %s" % (
@@ -203,6 +233,8 @@ def main():
                      (100, 150, 300, 600, 1000))
         if "site" in sets:
             set_site(args.simhash, docs, args.site, tmp, ("portal", "divsoup"))
+        if "sphinx" in sets:
+            set_sphinx(args.simhash)
         if "license" in sets:
             set_license(args.simhash, tmp)
 

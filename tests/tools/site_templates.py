@@ -20,6 +20,7 @@ notices), each the same on every page of a site:
   light    a small nav and one footer line
 
 `words(t)` gives a template's own visible words (what it adds to every page)."""
+import functools
 import glob
 import gzip
 import hashlib
@@ -144,6 +145,7 @@ def _li_links(labels):
     return "".join('<li><a href="/%s">%s</a></li>' % (_e(x), _e(x)) for x in labels)
 
 
+@functools.lru_cache(maxsize=None)
 def template(name, seed=7):
     """(before, after) HTML around the article of template `name`; the title and the
     article body go between them (see page())."""
