@@ -197,6 +197,8 @@ static int hm_hold(hmain *m, unsigned kind)
     p->main = (uint8_t)m->blk_main;
     memcpy(m->pend + m->npend, m->blk, m->nblk);
     m->npend += m->nblk;
+    if (kind != HMAIN_HELD_PROVISIONAL)
+        m->links_run = 0;
     return 0;
 }
 
@@ -206,7 +208,7 @@ static void hm_keep(hmain *m)
     hm_flush(m);
     m->emit(m->arg, hm_tiers(m->blk_main), m->blk, m->nblk);
     m->prev_good = 1;
-    m->prev_links = 0;
+    m->links_run = 0;
 }
 
 static int hm_mostly_links(const hmain *m)
@@ -238,12 +240,13 @@ static void hm_block_end(hmain *m)
     } else if (m->streaming < 0 || hm_mostly_links(m)) {
         hm_discard(m);      /* link lists around held blocks: they are furniture too */
         m->prev_good = 0;
-        m->prev_links = 1;
+        m->links_run += m->letters;
     } else if (m->letters < HMAIN_SHORT) {
         if (hm_last_provisional(m) && !m->blk_heading)
             hm_discard(m);  /* text after link text, then a short line: furniture */
         hm_hold(m, m->blk_heading ? HMAIN_HELD_HEADING : HMAIN_HELD_SHORT);
-    } else if (!m->prev_links || m->blk_main || m->letters >= HMAIN_LONG || hm_last_provisional(m) ||
+    } else if (m->links_run < HMAIN_LINKRUN || m->blk_main || m->letters >= HMAIN_LONG ||
+               hm_last_provisional(m) ||
                hm_hold(m, HMAIN_HELD_PROVISIONAL) != 0) {
         hm_keep(m);
         hm_out(m, m->blk_main, NULL, 0, m->letters);
@@ -273,7 +276,8 @@ void hmain_init(hmain *m, hmain_emit_fn emit, void *arg)
     m->letters = m->lletters = 0;
     m->blk_drop = m->blk_heading = m->blk_main = m->streaming = 0;
     hm_discard(m);
-    m->prev_good = m->prev_links = 0;
+    m->prev_good = 0;
+    m->links_run = 0;
     m->good_content = m->good_main = 0;
 }
 

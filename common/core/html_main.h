@@ -5,8 +5,8 @@
  * of menus, sidebars, cookie banners, comments...) is dropped, and the remaining text
  * is cut into blocks at element boundaries and judged block by block (mostly link
  * text: dropped; too short: kept only after a kept block, right before one, or as a
- * heading before one; a block right after link text: kept when long, or when the
- * next block is not short).
+ * heading before one; a block right after a run of link text: kept when long, or
+ * when the next block is not short).
  * Kept text goes out in two tiers: every kept block (content) and the kept blocks
  * inside <main>/<article> (main); html.c fingerprints both beside all visible text and
  * hmain_finish says which one is the page's. docs/fingerprint.md "Main content (v3)"
@@ -24,6 +24,7 @@
 #define HMAIN_SHORT 60           /* a block with fewer letters is short */
 #define HMAIN_LONG 400           /* a block right after link text with fewer letters
                                     waits for the next one (provisional) */
+#define HMAIN_LINKRUN 150        /* ... after that many letters of link text in a row */
 
 /* Blocks held until a later block decides. */
 enum { HMAIN_HELD_SHORT, HMAIN_HELD_HEADING, HMAIN_HELD_PROVISIONAL };
@@ -59,7 +60,8 @@ typedef struct hmain {
     hmain_pend pb[HMAIN_NPEND];
     unsigned npb;
     int prev_good;                   /* the last judged block was kept */
-    int prev_links;                  /* the last judged block was mostly links */
+    uint64_t links_run;              /* letters of the mostly-link blocks since the last
+                                        kept or held block */
     uint64_t good_content, good_main;   /* letters of kept long blocks per tier */
 } hmain;
 

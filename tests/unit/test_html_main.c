@@ -208,11 +208,19 @@ static void test_short_blocks(void **state)
                 0, CONTENT, "The budget " P1 " " P2);
 }
 
-/* A block right after link text (not long) waits for the next one: kept when the next
- * is kept too or the page ends, dropped when the next is short (an "about" blurb
- * between a link box and a title). */
+/* A block right after a run of link text (150 letters or more) that is not long waits
+ * for the next one: kept when the next is kept too or the page ends with nothing else
+ * kept, dropped when the next is short (an "about" blurb between a box of headlines
+ * and a title). */
+#define LINKTEXT "Council approves the new budget Weekend opening hours extended " \
+                 "Library wins the regional prize for its reading programme " \
+                 "Parking rules change in the old town next spring " \
+                 "Museum reopens after two years of careful restoration work"
 #define LINKBOX "<div><a href=\"/1\">Council approves the new budget</a> <a href=\"/2\">" \
-                "Weekend opening hours extended</a></div>"
+                "Weekend opening hours extended</a></div><div><a href=\"/3\">Library wins the " \
+                "regional prize for its reading programme</a></div><div><a href=\"/4\">Parking " \
+                "rules change in the old town next spring</a></div><div><a href=\"/5\">Museum " \
+                "reopens after two years of careful restoration work</a></div>"
 static void test_after_links(void **state)
 {
     (void)state;
@@ -228,9 +236,10 @@ static void test_after_links(void **state)
     expect_main(LINKBOX "<p>" P2 "</p><h2>Budget talks</h2><p>" P1 "</p>", 0, CONTENT,
                 P2 " Budget talks " P1);
     /* a lone block between link lists goes (with the rest: all visible text) */
-    expect_main(LINKBOX "<p>" P2 "</p>" LINKBOX, 0, ALL,
-                "Council approves the new budget Weekend opening hours extended " P2
-                " Council approves the new budget Weekend opening hours extended");
+    expect_main(LINKBOX "<p>" P2 "</p>" LINKBOX, 0, ALL, LINKTEXT " " P2 " " LINKTEXT);
+    /* a short run of link text (a linked line) makes nothing wait */
+    expect_main("<div><a href=\"/1\">Council approves the new budget</a></div><p>" P2
+                "</p><div>Budget talks</div><p>" P1 "</p>", 0, CONTENT, P2 " Budget talks " P1);
     expect_main(LINKBOX "<p>" P2 "</p>" LINKBOX "<p>" P1 "</p><p>" P3 "</p>", 0, CONTENT,
                 P1 " " P3);
     /* not after link text (the start of the page, after furniture): kept at once */
