@@ -13,13 +13,13 @@
 #define FP_WINDOW_MAX 64
 
 /* Fingerprint algorithms (docs/fingerprint.md). v1: ASCII case folding, shingles of
- * `window` tokens. v2 (the default): Unicode case folding and compatibility
- * decomposition, its own token classes and features (section "Algorithm v2"). v3:
- * v2's text fingerprint (the same values for text), and HTML pages by their main
+ * `window` tokens. v2: Unicode case folding and compatibility decomposition, its own
+ * token classes and features (section "Algorithm v2"). v3 (the default): v2's text
+ * fingerprint (the same values for text), and HTML pages by their main
  * content instead of all their visible text (html.h, section "Main content (v3)"). A
  * fingerprint is only comparable with fingerprints of the same algorithm and
  * settings; deployments record them in simhash:meta. */
-enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_VERSION_DEFAULT = FP_V2 };
+enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_VERSION_DEFAULT = FP_V3 };
 
 typedef struct fp_params {
     unsigned version;         /* FP_V1, FP_V2 or FP_V3; 0 means FP_VERSION_DEFAULT */
