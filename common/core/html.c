@@ -152,8 +152,8 @@ static void html_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
     if (!h->body && strcmp((const char *)name, "body") == 0)
         h->body = 1;            /* libxml2 reports an implied <body> too */
     int cls = html_class_cached(h, name);
-    if (h->hm)
-        hmain_start(h->hm, (const char *)name, cls == HTML_INLINE,
+    if (h->hm)      /* skipped elements split no words: no block boundary either */
+        hmain_start(h->hm, (const char *)name, cls == HTML_INLINE || cls == HTML_SKIP,
                     (const char *const *)atts);
     switch (cls) {
     case HTML_INLINE:
@@ -175,7 +175,7 @@ static void html_on_end(void *ctx, const xmlChar *name)
     fp_html *h = ctx;
     int cls = html_class_cached(h, name);
     if (h->hm)
-        hmain_end(h->hm, (const char *)name, cls == HTML_INLINE);
+        hmain_end(h->hm, (const char *)name, cls == HTML_INLINE || cls == HTML_SKIP);
     switch (cls) {
     case HTML_INLINE:
         return;

@@ -370,6 +370,10 @@ static void test_v3_fingerprint(void **state)
     assert_true(v3title == fp_text_p("Budget\n" P1, strlen("Budget\n" P1), &V2));
     /* v3's text fingerprint is v2's */
     assert_true(fp_text_p(P1, strlen(P1), &V3) == fp_text_p(P1, strlen(P1), &V2));
+    /* a script inside a word splits it in neither */
+    const char *w = "<p>" P1 " wor<script>x()</script>d</p>";
+    assert_int_equal(fp_html_text(w, strlen(w), &V3, 0, &v3, err, sizeof err), 0);
+    assert_true(v3 == fp_text_p(P1 " word", strlen(P1 " word"), &V2));
     /* FP_HTML_ALL_TEXT wins over FP_HTML_MAIN in a sink parser */
     fp_html *h = fp_html_new_sink(FP_HTML_MAIN | FP_HTML_ALL_TEXT, tier_sink, NULL);
     assert_non_null(h);
