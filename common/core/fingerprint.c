@@ -714,6 +714,12 @@ void fp_state_free(fp_state *s)
     free(s);
 }
 
+void fp_state_copy(fp_state *dst, const fp_state *src)
+{
+    memcpy(dst, src, sizeof *dst);
+    XXH3_copyState(&dst->xs, &src->xs);
+}
+
 void fp_state_update(fp_state *s, const void *data, size_t len)
 {
     const uint8_t *p = data;

@@ -76,6 +76,9 @@ fp_state *fp_state_new(unsigned window);
 /* Any algorithm (NULL: the default); NULL when p is invalid or out of memory. */
 fp_state *fp_state_new_p(const fp_params *p);
 void fp_state_free(fp_state *s);
+/* dst becomes a copy of src (its parameters and the text given so far): both then go
+ * on independently. */
+void fp_state_copy(fp_state *dst, const fp_state *src);
 void fp_state_update(fp_state *s, const void *data, size_t len);
 /* The fingerprint of the text given so far; the state is then reset for a new text. */
 uint64_t fp_state_final(fp_state *s);

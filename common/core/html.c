@@ -30,6 +30,8 @@ struct fp_html {
     htmlParserCtxtPtr ctxt;   /* NULL until the first bytes (or after an error) */
     fp_state *fs;             /* fingerprint state of all visible text, or NULL with a sink */
     fp_state *fs_content, *fs_main;   /* with extraction: the two other tiers */
+    int main_same;            /* every kept piece so far was in both tiers: fs_main is
+                                 not fed, it would equal fs_content */
     hmain *hm;                /* main-content extraction, or NULL (all visible text) */
     unsigned tier;            /* the tier the last fp_html_final used */
     fp_html_sink sink;
@@ -121,9 +123,13 @@ static void html_emit_tiers(void *arg, unsigned tiers, const char *s, size_t n)
         h->sink(h->arg, tiers, s, n);
         return;
     }
+    if (h->main_same && !(tiers & FP_HTML_TIER_MAIN)) {
+        fp_state_copy(h->fs_main, h->fs_content);   /* the tiers part: main goes on alone */
+        h->main_same = 0;
+    }
     if (tiers & FP_HTML_TIER_CONTENT)
         fp_state_update(h->fs_content, s, n);
-    if (tiers & FP_HTML_TIER_MAIN)
+    if ((tiers & FP_HTML_TIER_MAIN) && !h->main_same)
         fp_state_update(h->fs_main, s, n);
 }
 
@@ -493,6 +499,7 @@ fp_html *fp_html_new(const fp_params *p, unsigned flags)
     if (h->fs && h->hm) {
         h->fs_content = fp_state_new_p(p);
         h->fs_main = fp_state_new_p(p);
+        h->main_same = 1;
     }
     if (h->fs == NULL || (h->hm && (h->fs_content == NULL || h->fs_main == NULL))) {
         fp_html_free(h);
@@ -576,6 +583,9 @@ int fp_html_final(fp_html *h, uint64_t *fp)
     uint64_t v = h->fs ? fp_state_final(h->fs) : 0;
     if (h->fs_content) {
         uint64_t vc = fp_state_final(h->fs_content), vm = fp_state_final(h->fs_main);
+        if (h->main_same)
+            vm = vc;
+        h->main_same = 1;
         v = h->tier == FP_HTML_TIER_MAIN ? vm : h->tier == FP_HTML_TIER_CONTENT ? vc : v;
     }
     if (fp)
