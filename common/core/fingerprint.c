@@ -181,10 +181,12 @@ static const uint64_t fp_spread[256] = {
 };
 
 typedef struct fp_vote {
-    uint64_t acc[8];          /* byte-wide counters of bits 8j..8j+7, < 255 hashes */
-    unsigned acc_n;           /* hashes in acc */
+    uint64_t acc[8];          /* byte-wide counters of bits 8j..8j+7, each < 256 */
+    unsigned acc_n;           /* the most any byte counter of acc can hold */
     uint64_t n;               /* hashes voted in total */
     uint64_t cnt[64];         /* per bit: hashes with the bit set, flushed part */
+    uint64_t grp[8];          /* hashes waiting to be added as one group of 8 */
+    unsigned ngrp;
 } fp_vote;
 
 static void fp_vote_init(fp_vote *v)
@@ -203,24 +205,70 @@ static void fp_vote_flush(fp_vote *v)
     v->acc_n = 0;
 }
 
+/* Adds plane p, each bit counting `1 << shift`, into the byte counters. */
+static inline void fp_vote_plane(fp_vote *v, uint64_t p, unsigned shift)
+{
+    for (unsigned j = 0; j < 8; j++)
+        v->acc[j] += fp_spread[(p >> (8 * j)) & 0xFF] << shift;
+}
+
+/* Adds one hash on its own (the group's leftovers). */
+static void fp_vote_one(fp_vote *v, uint64_t h)
+{
+    if (v->acc_n + 1 > 255)
+        fp_vote_flush(v);
+    fp_vote_plane(v, h, 0);
+    v->acc_n++;
+}
+
+/* Adds the 8 grouped hashes: a bit-sliced adder turns them into the 4 bit planes of
+ * their per-bit counts (0..8), and 32 table lookups add those, where adding the
+ * hashes one by one takes 64. */
+static void fp_vote_group(fp_vote *v)
+{
+    const uint64_t *g = v->grp;
+    uint64_t l[4], h[4];                    /* 2-bit sums of pairs */
+    for (unsigned i = 0; i < 4; i++) {
+        l[i] = g[2 * i] ^ g[2 * i + 1];
+        h[i] = g[2 * i] & g[2 * i + 1];
+    }
+    uint64_t q[2][3];                       /* 3-bit sums of quads */
+    for (unsigned i = 0; i < 2; i++) {
+        uint64_t a0 = l[2 * i], a1 = h[2 * i], b0 = l[2 * i + 1], b1 = h[2 * i + 1];
+        uint64_t c0 = a0 & b0;
+        q[i][0] = a0 ^ b0;
+        q[i][1] = a1 ^ b1 ^ c0;
+        q[i][2] = (a1 & b1) | (c0 & (a1 ^ b1));
+    }
+    uint64_t c0 = q[0][0] & q[1][0];        /* the 4-bit sum of all eight */
+    uint64_t s1 = q[0][1] ^ q[1][1] ^ c0;
+    uint64_t c1 = (q[0][1] & q[1][1]) | (c0 & (q[0][1] ^ q[1][1]));
+    uint64_t s2 = q[0][2] ^ q[1][2] ^ c1;
+    uint64_t s3 = (q[0][2] & q[1][2]) | (c1 & (q[0][2] ^ q[1][2]));
+    if (v->acc_n + 8 > 255)
+        fp_vote_flush(v);
+    fp_vote_plane(v, q[0][0] ^ q[1][0], 0);
+    fp_vote_plane(v, s1, 1);
+    fp_vote_plane(v, s2, 2);
+    fp_vote_plane(v, s3, 3);
+    v->acc_n += 8;
+    v->ngrp = 0;
+}
+
 static inline void fp_vote_add(fp_vote *v, uint64_t h)
 {
-    v->acc[0] += fp_spread[h & 0xFF];
-    v->acc[1] += fp_spread[(h >> 8) & 0xFF];
-    v->acc[2] += fp_spread[(h >> 16) & 0xFF];
-    v->acc[3] += fp_spread[(h >> 24) & 0xFF];
-    v->acc[4] += fp_spread[(h >> 32) & 0xFF];
-    v->acc[5] += fp_spread[(h >> 40) & 0xFF];
-    v->acc[6] += fp_spread[(h >> 48) & 0xFF];
-    v->acc[7] += fp_spread[h >> 56];
+    v->grp[v->ngrp++] = h;
     v->n++;
-    if (++v->acc_n == 255)
-        fp_vote_flush(v);
+    if (v->ngrp == 8)
+        fp_vote_group(v);
 }
 
 /* The voted fingerprint: bit i set when more than half of the hashes had it set. */
 static uint64_t fp_vote_result(fp_vote *v)
 {
+    for (unsigned i = 0; i < v->ngrp; i++)
+        fp_vote_one(v, v->grp[i]);
+    v->ngrp = 0;
     fp_vote_flush(v);
     uint64_t r = 0;
     for (unsigned i = 0; i < 64; i++)
