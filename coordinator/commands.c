@@ -490,9 +490,9 @@ static void coord_query_start(coord_op *op)
 int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord_qopts *o)
 {
     static const char *const expect[8] = {
-        "no option", "DISTANCE d", "LIMIT n", "DISTANCE d or LIMIT n", "FORMAT text|html",
-        "DISTANCE d or FORMAT text|html", "LIMIT n or FORMAT text|html",
-        "DISTANCE d, LIMIT n or FORMAT text|html",
+        "no option", "DISTANCE d", "LIMIT n", "DISTANCE d or LIMIT n", "FORMAT text|html|html-all",
+        "DISTANCE d or FORMAT text|html|html-all", "LIMIT n or FORMAT text|html|html-all",
+        "DISTANCE d, LIMIT n or FORMAT text|html|html-all",
     };
     o->d = co->cfg.distance;
     o->limit = 0;
@@ -519,10 +519,13 @@ int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord
         if (is_f) {
             if (vn == 4 && strncasecmp(val, "html", 4) == 0) {
                 o->html = 1;
+            } else if (vn == 8 && strncasecmp(val, "html-all", 8) == 0) {
+                o->html = 2;
             } else if (vn == 4 && strncasecmp(val, "text", 4) == 0) {
                 o->html = 0;
             } else {
-                rs_req_fail(r, RS_ERR, "invalid FORMAT '%s' (argument %zu): expected text or html",
+                rs_req_fail(r, RS_ERR, "invalid FORMAT '%s' (argument %zu): expected text, html "
+                            "or html-all",
                             rs_printable(b, sizeof(b), val, vn, 40), i + 1);
                 return -1;
             }
@@ -555,7 +558,8 @@ int coord_text_fingerprint(coord *co, rs_req *r, const char *text, size_t n, int
         return 0;
     }
     char err[200];
-    if (fp_html_text(text, n, &co->cfg.fp, 0, fp, err, sizeof err) != 0) {
+    unsigned flags = html == 2 ? FP_HTML_ALL_TEXT : 0;
+    if (fp_html_text(text, n, &co->cfg.fp, flags, fp, err, sizeof err) != 0) {
         rs_req_fail(r, RS_ERR, "cannot read the HTML: %s", err);
         return -1;
     }

@@ -257,7 +257,7 @@ enum { COORD_OPT_DISTANCE = 1, COORD_OPT_LIMIT = 2, COORD_OPT_FORMAT = 4 };
 typedef struct coord_qopts {
     unsigned d;                     /* DISTANCE, default the corpus distance */
     size_t limit;                   /* LIMIT, 0: none */
-    int html;                       /* FORMAT html */
+    int html;                       /* FORMAT html: 1, html-all (all visible text): 2 */
 } coord_qopts;
 /* Parses the options from argument `from` on (those in allow); 0, or -1 after
  * failing r. */

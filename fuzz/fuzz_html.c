@@ -1,9 +1,12 @@
 /* fuzz_html.c: libFuzzer target for the HTML text of fingerprints (common/core/html.c
- * on libxml2) and the v2 tokenizer behind it.
+ * on libxml2), main-content extraction (common/core/html_main.c, algorithm v3) and
+ * the v2 tokenizer behind them.
  *
- * The first byte chooses the piece size (1..256) and the flags; the rest is the
- * document. Checks: no crash, leak, overrun or hang under the sanitizers; the
- * fingerprint is the same fed whole or in pieces; the text handed to the sink is
+ * The first byte chooses the piece size (1..256), the flags and the algorithm (v2 or
+ * v3); the rest is the document. Checks: no crash, leak, overrun or hang under the
+ * sanitizers; the fingerprint is the same fed whole or in pieces; with v3 it is the
+ * v2 fingerprint of the text of the tier the parser chose (collected from a sink
+ * parser), and with FP_HTML_ALL_TEXT v2's page fingerprint; the text handed to the sink is
  * valid UTF-8 when the page declares no charset (html.c then turns invalid bytes into
  * U+FFFD; with a declaration libxml2 reads the first 1024 bytes itself and may pass
  * invalid bytes on, which the tokenizer takes as they are); a failed document
@@ -38,13 +41,19 @@ typedef struct fz_sink {
     int bad;
     uint8_t carry[4];         /* a sequence split between two sink calls */
     size_t ncarry;
+    fp_state *tier[3];        /* v2 fingerprints of each tier's text */
 } fz_sink;
 
 /* libxml2 hands text in pieces that may split a UTF-8 sequence: check whole
  * sequences, carrying an incomplete tail to the next piece. */
-static void fz_on_text(void *arg, const char *t, size_t n)
+static void fz_on_text(void *arg, unsigned tiers, const char *t, size_t n)
 {
     fz_sink *s = arg;
+    for (int i = 0; i < 3; i++)
+        if (tiers & (1u << i))
+            fp_state_update(s->tier[i], t, n);
+    if (!(tiers & FP_HTML_TIER_ALL))
+        return;
     uint8_t buf[512 + 4];
     while (n > 0) {
         size_t m = n < 512 ? n : 512;
@@ -76,13 +85,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     size_t piece = (size_t)(data[0] & 0xFF) + 1;
     unsigned flags = data[0] & 1 ? FP_HTML_TITLE : 0;
+    fp_params alg = {data[0] & 2 ? FP_V3 : FP_V2, 0};
+    const fp_params v2 = {FP_V2, 0};
     const char *doc = (const char *)data + 1;
     size_t len = size - 1;
 
     uint64_t whole = 0, parts = 0;
     char err[200];
-    int rc_whole = fp_html_text(doc, len, NULL, flags, &whole, err, sizeof err);
-    fp_html *h = fp_html_new(NULL, flags);
+    int rc_whole = fp_html_text(doc, len, &alg, flags, &whole, err, sizeof err);
+    fp_html *h = fp_html_new(&alg, flags);
     if (h == NULL)
         abort();
     int rc = 0;
@@ -100,13 +111,35 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     fp_html_free(h);
 
-    fz_sink s = {0, {0}, 0};
-    fp_html *t = fp_html_new_sink(flags, fz_on_text, &s);
+    if (alg.version == FP_V3) {     /* FP_HTML_ALL_TEXT: v2's page fingerprint */
+        uint64_t a3 = 0, a2 = 0;
+        int r3 = fp_html_text(doc, len, &alg, flags | FP_HTML_ALL_TEXT, &a3, err, sizeof err);
+        int r2 = fp_html_text(doc, len, &v2, flags, &a2, err, sizeof err);
+        if (r3 != r2 || a3 != a2)
+            abort();
+    }
+
+    fz_sink s = {0, {0}, 0, {NULL, NULL, NULL}};
+    for (int i = 0; i < 3; i++)
+        if ((s.tier[i] = fp_state_new_p(&v2)) == NULL)
+            abort();
+    fp_html *t = fp_html_new_sink(flags | (alg.version == FP_V3 ? FP_HTML_MAIN : 0), fz_on_text, &s);
     if (t == NULL)
         abort();
     fp_html_update(t, doc, len);
-    fp_html_final(t, NULL);
+    int rc_sink = fp_html_final(t, NULL);
+    unsigned tier = fp_html_tier(t);
     fp_html_free(t);
+    uint64_t tf[3];
+    for (int i = 0; i < 3; i++) {
+        tf[i] = fp_state_final(s.tier[i]);
+        fp_state_free(s.tier[i]);
+    }
+    if (alg.version == FP_V2 && tier != FP_HTML_TIER_ALL)
+        abort();
+    if (rc_sink == 0 && rc_whole == 0 &&
+        whole != tf[tier == FP_HTML_TIER_MAIN ? 2 : tier == FP_HTML_TIER_CONTENT ? 1 : 0])
+        abort();
     int declared = 0;
     for (size_t i = 0; i + 7 <= len && i < 1024 && !declared; i++)
         declared = strncasecmp(doc + i, "charset", 7) == 0;

@@ -58,8 +58,8 @@ static const cfg_option shard_options[] = {
               "corpus name: every Redis key starts with NAME: so several corpora share "
               "Redis nodes (letters, digits, _ . -; at most 32); unset: the keys of a "
               "corpus without a name"),
-    SHARD_OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, "v2",
-              "fingerprint algorithm of the corpus (v2, v1 or v1:W; docs/fingerprint.md), "
+    SHARD_OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, "v3",
+              "fingerprint algorithm of the corpus (v3, v2, v1 or v1:W; docs/fingerprint.md), "
               "recorded in simhash:meta: a corpus never mixes two"),
     SHARD_OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, "write the process id here"),
     SHARD_OPT("logfile", CFG_STR, logfile, 0, 0, NULL, "log here instead of stderr"),

@@ -198,6 +198,13 @@ shc_status shc_check_text(shc_client *c, const char *docid, const char *text, si
     return shc_check_text_as(c, docid, text, len, SHC_FORMAT_TEXT, -1, fp, out);
 }
 
+/* The FORMAT value of a SHC_FORMAT_* ("text", "html", "html-all"), NULL if unknown. */
+static const char *shci_format_arg(int format)
+{
+    static const char *const names[] = { "text", "html", "html-all" };
+    return format >= 0 && format < 3 ? names[format] : NULL;
+}
+
 shc_status shc_check_text_as(shc_client *c, const char *docid, const char *text, size_t len,
                              int format, int distance, uint64_t *fp, shc_result **out)
 {
@@ -214,19 +221,21 @@ shc_status shc_check_text_as(shc_client *c, const char *docid, const char *text,
         return st;
     if (!text && len > 0)
         return shci_set_error(c, SHC_ERR_ARG, "no text given");
-    if (format != SHC_FORMAT_TEXT && format != SHC_FORMAT_HTML)
-        return shci_set_error(c, SHC_ERR_ARG, "format must be SHC_FORMAT_TEXT or SHC_FORMAT_HTML");
+    const char *fmt = shci_format_arg(format);
+    if (fmt == NULL)
+        return shci_set_error(c, SHC_ERR_ARG, "format must be SHC_FORMAT_TEXT, "
+                              "SHC_FORMAT_HTML or SHC_FORMAT_HTML_ALL");
     if (distance > 64 || distance < -1)
         return shci_set_error(c, SHC_ERR_ARG, "distance %d out of range (-1..64)", distance);
     char dbuf[8];
     const char *argv[7] = { "SIMHASH.CHECKTEXT", docid, text ? text : "" };
     size_t lens[7] = { SHCI_LITLEN("SIMHASH.CHECKTEXT"), strlen(docid), len };
     int argc = 3;
-    if (format == SHC_FORMAT_HTML) {
+    if (format != SHC_FORMAT_TEXT) {
         argv[argc] = "FORMAT";
         lens[argc++] = 6;
-        argv[argc] = "html";
-        lens[argc++] = 4;
+        argv[argc] = fmt;
+        lens[argc++] = strlen(fmt);
     }
     if (distance >= 0) {
         snprintf(dbuf, sizeof dbuf, "%d", distance);
@@ -267,11 +276,13 @@ shc_status shc_fingerprint_as(shc_client *c, const char *text, size_t len, int f
         return SHC_ERR_ARG;
     if (!fp || (!text && len > 0))
         return shci_set_error(c, SHC_ERR_ARG, "no text or result pointer given");
-    if (format != SHC_FORMAT_TEXT && format != SHC_FORMAT_HTML)
-        return shci_set_error(c, SHC_ERR_ARG, "format must be SHC_FORMAT_TEXT or SHC_FORMAT_HTML");
-    const char *argv[4] = { "SIMHASH.FINGERPRINT", text ? text : "", "FORMAT", "html" };
-    size_t lens[4] = { SHCI_LITLEN("SIMHASH.FINGERPRINT"), len, 6, 4 };
-    if ((st = shci_run(c, format == SHC_FORMAT_HTML ? 4 : 2, argv, lens, &r)) != SHC_OK)
+    const char *fmt = shci_format_arg(format);
+    if (fmt == NULL)
+        return shci_set_error(c, SHC_ERR_ARG, "format must be SHC_FORMAT_TEXT, "
+                              "SHC_FORMAT_HTML or SHC_FORMAT_HTML_ALL");
+    const char *argv[4] = { "SIMHASH.FINGERPRINT", text ? text : "", "FORMAT", fmt };
+    size_t lens[4] = { SHCI_LITLEN("SIMHASH.FINGERPRINT"), len, 6, strlen(fmt) };
+    if ((st = shci_run(c, format != SHC_FORMAT_TEXT ? 4 : 2, argv, lens, &r)) != SHC_OK)
         return st;
     st = shci_parse_fp_reply(c, r, "SIMHASH.FINGERPRINT", &v);
     if (st == SHC_OK)
@@ -407,7 +418,7 @@ int shc_fingerprint_local_as(const char *text, size_t len, const char *algorithm
 {
     fp_params p = {FP_VERSION_DEFAULT, 0};
     char err[160];
-    if (!fp || (!text && len > 0) || (format != SHC_FORMAT_TEXT && format != SHC_FORMAT_HTML))
+    if (!fp || (!text && len > 0) || shci_format_arg(format) == NULL)
         return -1;
     if (algorithm && fp_params_parse(algorithm, &p, err, sizeof err) != 0)
         return -1;
@@ -415,7 +426,8 @@ int shc_fingerprint_local_as(const char *text, size_t len, const char *algorithm
         *fp = fp_text_p(text ? text : "", len, &p);
         return 0;
     }
-    return fp_html_text(text ? text : "", len, &p, 0, fp, err, sizeof err);
+    return fp_html_text(text ? text : "", len, &p,
+                        format == SHC_FORMAT_HTML_ALL ? FP_HTML_ALL_TEXT : 0, fp, err, sizeof err);
 }
 
 /* ---- Pipelined bulk forms ---- */

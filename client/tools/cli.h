@@ -171,27 +171,30 @@ int cli_opt_error(const char *prog, int ret, char **argv);
 #include "html.h"
 
 /* The fingerprint options of fingerprint and dedup: -A/--algorithm, -w/--window
- * (v1's window: the same as --algorithm v1:W), --html, --text, --title. */
+ * (v1's window: the same as --algorithm v1:W), --html, --text, --title, --all-text. */
 typedef struct cli_fp_opts {
     fp_params params;
     int html;                   /* CLI_HTML_AUTO, CLI_HTML_NEVER, CLI_HTML_ALWAYS */
     int title;                  /* HTML: the <title> is text */
+    int all_text;               /* HTML: all visible text, no main-content extraction */
     int algo_given;
     int algo_window;            /* --algorithm named a window (v1:W) */
     unsigned window;            /* --window, 0 when not given */
 } cli_fp_opts;
 
 enum { CLI_HTML_AUTO, CLI_HTML_NEVER, CLI_HTML_ALWAYS };
-enum { CLI_OPT_ALGO = 0x100, CLI_OPT_HTML, CLI_OPT_TEXT, CLI_OPT_TITLE };
+enum { CLI_OPT_ALGO = 0x100, CLI_OPT_HTML, CLI_OPT_TEXT, CLI_OPT_TITLE, CLI_OPT_ALL_TEXT };
 #define CLI_FP_LONGOPTS                                                     \
     {"window", required_argument, NULL, 'w'},                             \
     {"algorithm", required_argument, NULL, CLI_OPT_ALGO},                 \
     {"html", no_argument, NULL, CLI_OPT_HTML},                            \
     {"text", no_argument, NULL, CLI_OPT_TEXT},                            \
-    {"title", no_argument, NULL, CLI_OPT_TITLE}
+    {"title", no_argument, NULL, CLI_OPT_TITLE},                          \
+    {"all-text", no_argument, NULL, CLI_OPT_ALL_TEXT}
 /* Help lines of those options. */
 #define CLI_FP_HELP                                                                   \
-    "      --algorithm A fingerprint algorithm: v2 (default), v1 or v1:W\n"           \
+    "      --algorithm A fingerprint algorithm: v3 (default: v2, and HTML by its main\n" \
+    "                   content), v2, v1 or v1:W\n"                                 \
     "                   (docs/fingerprint.md); fingerprints of different\n"           \
     "                   algorithms are not comparable\n"                              \
     "  -w, --window W   algorithm v1 with W tokens per shingle, 1..64 (the same as\n" \
@@ -200,7 +203,8 @@ enum { CLI_OPT_ALGO = 0x100, CLI_OPT_HTML, CLI_OPT_TEXT, CLI_OPT_TITLE };
     "      --text       read every input as text, also *.html and *.htm files\n"      \
     "                   (by default files named *.html or *.htm are HTML, the\n"      \
     "                   rest and standard input text)\n"                              \
-    "      --title      HTML: the <title> counts as text\n"
+    "      --title      HTML: the <title> counts as text\n"                          \
+    "      --all-text   HTML with v3: all visible text, not only the main content\n"
 
 void cli_fp_opts_init(cli_fp_opts *o);
 /* Handles getopt's option c (value arg) when it is one of CLI_FP_LONGOPTS: 1 when it

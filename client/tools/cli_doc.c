@@ -1,5 +1,5 @@
 /* cli_doc.c: the fingerprint options shared by `simhash fingerprint` and `simhash
- * dedup` (algorithm, window, text or HTML) and one streaming document reader for
+ * dedup` (algorithm, window, text or HTML, title, all text) and one streaming document reader for
  * both kinds of input. */
 #include "cli.h"
 
@@ -43,6 +43,9 @@ int cli_fp_opt(const char *prog, int c, const char *arg, cli_fp_opts *o)
     case CLI_OPT_TITLE:
         o->title = 1;
         return 1;
+    case CLI_OPT_ALL_TEXT:
+        o->all_text = 1;
+        return 1;
     default:
         return 0;
     }
@@ -80,7 +83,8 @@ int cli_doc_init(cli_doc *d, const cli_fp_opts *o)
 {
     memset(d, 0, sizeof *d);
     d->fs = fp_state_new_p(&o->params);
-    d->fh = fp_html_new(&o->params, o->title ? FP_HTML_TITLE : 0);
+    d->fh = fp_html_new(&o->params, (o->title ? FP_HTML_TITLE : 0) |
+                                        (o->all_text ? FP_HTML_ALL_TEXT : 0));
     if (d->fs == NULL || d->fh == NULL) {
         cli_doc_free(d);
         return -1;

@@ -181,10 +181,12 @@ static const uint64_t fp_spread[256] = {
 };
 
 typedef struct fp_vote {
-    uint64_t acc[8];          /* byte-wide counters of bits 8j..8j+7, < 255 hashes */
-    unsigned acc_n;           /* hashes in acc */
+    uint64_t acc[8];          /* byte-wide counters of bits 8j..8j+7, each < 256 */
+    unsigned acc_n;           /* the most any byte counter of acc can hold */
     uint64_t n;               /* hashes voted in total */
     uint64_t cnt[64];         /* per bit: hashes with the bit set, flushed part */
+    uint64_t grp[8];          /* hashes waiting to be added as one group of 8 */
+    unsigned ngrp;
 } fp_vote;
 
 static void fp_vote_init(fp_vote *v)
@@ -203,24 +205,70 @@ static void fp_vote_flush(fp_vote *v)
     v->acc_n = 0;
 }
 
+/* Adds plane p, each bit counting `1 << shift`, into the byte counters. */
+static inline void fp_vote_plane(fp_vote *v, uint64_t p, unsigned shift)
+{
+    for (unsigned j = 0; j < 8; j++)
+        v->acc[j] += fp_spread[(p >> (8 * j)) & 0xFF] << shift;
+}
+
+/* Adds one hash on its own (the group's leftovers). */
+static void fp_vote_one(fp_vote *v, uint64_t h)
+{
+    if (v->acc_n + 1 > 255)
+        fp_vote_flush(v);
+    fp_vote_plane(v, h, 0);
+    v->acc_n++;
+}
+
+/* Adds the 8 grouped hashes: a bit-sliced adder turns them into the 4 bit planes of
+ * their per-bit counts (0..8), and 32 table lookups add those, where adding the
+ * hashes one by one takes 64. */
+static void fp_vote_group(fp_vote *v)
+{
+    const uint64_t *g = v->grp;
+    uint64_t l[4], h[4];                    /* 2-bit sums of pairs */
+    for (unsigned i = 0; i < 4; i++) {
+        l[i] = g[2 * i] ^ g[2 * i + 1];
+        h[i] = g[2 * i] & g[2 * i + 1];
+    }
+    uint64_t q[2][3];                       /* 3-bit sums of quads */
+    for (unsigned i = 0; i < 2; i++) {
+        uint64_t a0 = l[2 * i], a1 = h[2 * i], b0 = l[2 * i + 1], b1 = h[2 * i + 1];
+        uint64_t c0 = a0 & b0;
+        q[i][0] = a0 ^ b0;
+        q[i][1] = a1 ^ b1 ^ c0;
+        q[i][2] = (a1 & b1) | (c0 & (a1 ^ b1));
+    }
+    uint64_t c0 = q[0][0] & q[1][0];        /* the 4-bit sum of all eight */
+    uint64_t s1 = q[0][1] ^ q[1][1] ^ c0;
+    uint64_t c1 = (q[0][1] & q[1][1]) | (c0 & (q[0][1] ^ q[1][1]));
+    uint64_t s2 = q[0][2] ^ q[1][2] ^ c1;
+    uint64_t s3 = (q[0][2] & q[1][2]) | (c1 & (q[0][2] ^ q[1][2]));
+    if (v->acc_n + 8 > 255)
+        fp_vote_flush(v);
+    fp_vote_plane(v, q[0][0] ^ q[1][0], 0);
+    fp_vote_plane(v, s1, 1);
+    fp_vote_plane(v, s2, 2);
+    fp_vote_plane(v, s3, 3);
+    v->acc_n += 8;
+    v->ngrp = 0;
+}
+
 static inline void fp_vote_add(fp_vote *v, uint64_t h)
 {
-    v->acc[0] += fp_spread[h & 0xFF];
-    v->acc[1] += fp_spread[(h >> 8) & 0xFF];
-    v->acc[2] += fp_spread[(h >> 16) & 0xFF];
-    v->acc[3] += fp_spread[(h >> 24) & 0xFF];
-    v->acc[4] += fp_spread[(h >> 32) & 0xFF];
-    v->acc[5] += fp_spread[(h >> 40) & 0xFF];
-    v->acc[6] += fp_spread[(h >> 48) & 0xFF];
-    v->acc[7] += fp_spread[h >> 56];
+    v->grp[v->ngrp++] = h;
     v->n++;
-    if (++v->acc_n == 255)
-        fp_vote_flush(v);
+    if (v->ngrp == 8)
+        fp_vote_group(v);
 }
 
 /* The voted fingerprint: bit i set when more than half of the hashes had it set. */
 static uint64_t fp_vote_result(fp_vote *v)
 {
+    for (unsigned i = 0; i < v->ngrp; i++)
+        fp_vote_one(v, v->grp[i]);
+    v->ngrp = 0;
     fp_vote_flush(v);
     uint64_t r = 0;
     for (unsigned i = 0; i < 64; i++)
@@ -287,7 +335,7 @@ struct fp_state {
     XXH3_state_t xs;          /* hash of the current token once it outgrows tok[] */
     int spilled;              /* current token's first bytes are already in xs */
     unsigned window;          /* tokens in the ring: v1 the shingle, v2 the largest n-gram */
-    unsigned version;         /* FP_V1, FP_V2 */
+    unsigned version;         /* FP_V1, FP_V2, FP_V3 (v2's features) */
     unsigned orders;          /* v2: bit o-1 set = an o-gram feature per token (0: v1) */
     size_t tlen;              /* bytes in tok[] */
     uint64_t ntok;            /* tokens so far */
@@ -315,7 +363,7 @@ static void fp_state_init(fp_state *s, const fp_params *p)
 {
     s->spilled = 0;
     s->version = p->version;
-    if (p->version == FP_V2) {
+    if (p->version != FP_V1) {
         s->orders = FP_V2_ORDERS;
         s->window = 32 - (unsigned)__builtin_clz(FP_V2_ORDERS);
     } else {
@@ -537,7 +585,7 @@ static size_t fp_scan(fp_state *s, const uint8_t *p, size_t len, int final)
                 s->tlen = tl;
                 return (size_t)(p - start);
             }
-            if (s->version == FP_V2 && cp != FP_NOT_CP) {
+            if (s->version != FP_V1 && cp != FP_NOT_CP) {
                 tl = fp_v2_unit(s, cp, tl);
                 p += u;
                 continue;
@@ -600,7 +648,7 @@ static int fp_params_norm(const fp_params *p, fp_params *out)
             d.window = FP_WINDOW_DEFAULT;
         if (d.window > FP_WINDOW_MAX)
             return -1;
-    } else if (d.version == FP_V2) {
+    } else if (d.version == FP_V2 || d.version == FP_V3) {
         if (d.window != 0)
             return -1;
     } else {
@@ -615,13 +663,14 @@ int fp_params_check(const fp_params *p, char *err, size_t errlen)
     fp_params d;
     if (fp_params_norm(p, &d) == 0)
         return 0;
-    if (p->version != 0 && p->version != FP_V1 && p->version != FP_V2)
-        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v2)", p->version);
+    if (p->version != 0 && p->version != FP_V1 && p->version != FP_V2 && p->version != FP_V3)
+        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v2, v3)",
+                 p->version);
     else if (p->version == FP_V1 || (p->version == 0 && FP_VERSION_DEFAULT == FP_V1))
         snprintf(err, errlen, "window %u out of range 1..%d", p->window, FP_WINDOW_MAX);
     else
-        snprintf(err, errlen, "fingerprint algorithm v2 has no window setting (a window "
-                 "applies to v1: v1:W)");
+        snprintf(err, errlen, "fingerprint algorithm v%u has no window setting (a window "
+                 "applies to v1: v1:W)", p->version ? p->version : FP_VERSION_DEFAULT);
     return -1;
 }
 
@@ -647,8 +696,8 @@ int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
                 goto bad;
             p.window = (unsigned)v;
         }
-    } else if (q[0] == '2' && q[1] == '\0') {
-        p.version = FP_V2;
+    } else if ((q[0] == '2' || q[0] == '3') && q[1] == '\0') {
+        p.version = q[0] == '2' ? FP_V2 : FP_V3;
     } else {
         goto bad;
     }
@@ -656,7 +705,7 @@ int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
         goto bad;
     return 0;
 bad:
-    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v2, v1 or v1:W with "
+    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v3, v2, v1 or v1:W with "
              "W 1..%d)", spec, FP_WINDOW_MAX);
     return -1;
 }
@@ -669,14 +718,14 @@ void fp_params_format(const fp_params *p, char *buf, size_t n)
     else if (d.version == FP_V1)
         snprintf(buf, n, "v1:%u", d.window);
     else
-        snprintf(buf, n, "v2");
+        snprintf(buf, n, "v%u", d.version);
 }
 
 uint64_t fp_text_p(const char *text, size_t len, const fp_params *p)
 {
     fp_params d;
     if (fp_params_norm(p, &d) != 0) {
-        d.version = p && p->version == FP_V1 ? FP_V1 : FP_V2;
+        d.version = p && p->version == FP_V1 ? FP_V1 : FP_VERSION_DEFAULT;
         d.window = d.version == FP_V1 ? FP_WINDOW_MAX : 0;
     }
     fp_state s;
@@ -711,6 +760,12 @@ fp_state *fp_state_new(unsigned window)
 void fp_state_free(fp_state *s)
 {
     free(s);
+}
+
+void fp_state_copy(fp_state *dst, const fp_state *src)
+{
+    memcpy(dst, src, sizeof *dst);
+    XXH3_copyState(&dst->xs, &src->xs);
 }
 
 void fp_state_update(fp_state *s, const void *data, size_t len)

@@ -13,22 +13,24 @@
 #define FP_WINDOW_MAX 64
 
 /* Fingerprint algorithms (docs/fingerprint.md). v1: ASCII case folding, shingles of
- * `window` tokens. v2 (the default): Unicode case folding and compatibility
- * decomposition, its own token classes and features (section "Algorithm v2"). A
+ * `window` tokens. v2: Unicode case folding and compatibility decomposition, its own
+ * token classes and features (section "Algorithm v2"). v3 (the default): v2's text
+ * fingerprint (the same values for text), and HTML pages by their main
+ * content instead of all their visible text (html.h, section "Main content (v3)"). A
  * fingerprint is only comparable with fingerprints of the same algorithm and
  * settings; deployments record them in simhash:meta. */
-enum { FP_V1 = 1, FP_V2 = 2, FP_VERSION_DEFAULT = FP_V2 };
+enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_VERSION_DEFAULT = FP_V3 };
 
 typedef struct fp_params {
-    unsigned version;         /* FP_V1 or FP_V2; 0 means FP_VERSION_DEFAULT */
+    unsigned version;         /* FP_V1, FP_V2 or FP_V3; 0 means FP_VERSION_DEFAULT */
     unsigned window;          /* v1: tokens per shingle, 1..FP_WINDOW_MAX, 0 means
-                                 FP_WINDOW_DEFAULT. v2: must be 0 (fixed features) */
+                                 FP_WINDOW_DEFAULT. v2, v3: must be 0 (fixed features) */
 } fp_params;
 
-/* Settings as text, the form the programs take and store: "v2", "v1" (window 3) or
- * "v1:W". fp_params_parse returns 0, or -1 with a message in err. */
+/* Settings as text, the form the programs take and store: "v3", "v2", "v1" (window 3)
+ * or "v1:W". fp_params_parse returns 0, or -1 with a message in err. */
 int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen);
-/* The canonical text of p ("v2", "v1:3"); p must be valid (fp_params_check). */
+/* The canonical text of p ("v3", "v2", "v1:3"); p must be valid (fp_params_check). */
 void fp_params_format(const fp_params *p, char *buf, size_t n);
 /* 0 when p is valid, else -1 with a message in err. */
 int fp_params_check(const fp_params *p, char *err, size_t errlen);
@@ -74,6 +76,9 @@ fp_state *fp_state_new(unsigned window);
 /* Any algorithm (NULL: the default); NULL when p is invalid or out of memory. */
 fp_state *fp_state_new_p(const fp_params *p);
 void fp_state_free(fp_state *s);
+/* dst becomes a copy of src (its parameters and the text given so far): both then go
+ * on independently. */
+void fp_state_copy(fp_state *dst, const fp_state *src);
 void fp_state_update(fp_state *s, const void *data, size_t len);
 /* The fingerprint of the text given so far; the state is then reset for a new text. */
 uint64_t fp_state_final(fp_state *s);

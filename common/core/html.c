@@ -3,7 +3,9 @@
  * from a BOM or <meta>, converted with iconv) delivers elements and text; this file
  * decides what is text: no script, style, noscript, template, svg, head (the title
  * optionally), comments or attributes; block elements separate words, inline ones
- * do not. docs/fingerprint.md "HTML" has the rules and why libxml2. */
+ * do not. With algorithm v3 the same text also goes through main-content extraction
+ * (html_main.c) into two more fingerprint states, and the page's fingerprint is the
+ * tier hmain_finish names. docs/fingerprint.md "HTML" has the rules and why libxml2. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +16,11 @@
 #include <libxml/parserInternals.h>
 
 #include "html.h"
+#include "html_main.h"
+
+_Static_assert((int)HMAIN_ALL == (int)FP_HTML_TIER_ALL &&
+                   (int)HMAIN_CONTENT == (int)FP_HTML_TIER_CONTENT &&
+                   (int)HMAIN_MAIN == (int)FP_HTML_TIER_MAIN, "html_main.h tiers are html.h's");
 
 #define HTML_CACHE 64
 #define HTML_CHUNK 65536      /* bytes per htmlParseChunk call */
@@ -21,7 +28,12 @@
 
 struct fp_html {
     htmlParserCtxtPtr ctxt;   /* NULL until the first bytes (or after an error) */
-    fp_state *fs;             /* fingerprint state, or NULL with a sink */
+    fp_state *fs;             /* fingerprint state of all visible text, or NULL with a sink */
+    fp_state *fs_content, *fs_main;   /* with extraction: the two other tiers */
+    int main_same;            /* every kept piece so far was in both tiers: fs_main is
+                                 not fed, it would equal fs_content */
+    hmain *hm;                /* main-content extraction, or NULL (all visible text) */
+    unsigned tier;            /* the tier the last fp_html_final used */
     fp_html_sink sink;
     void *arg;
     unsigned flags;
@@ -98,7 +110,36 @@ static void html_emit(fp_html *h, const char *s, size_t n)
     if (h->fs)
         fp_state_update(h->fs, s, n);
     else
-        h->sink(h->arg, s, n);
+        h->sink(h->arg, FP_HTML_TIER_ALL, s, n);
+    if (h->hm)
+        hmain_text(h->hm, s, n);
+}
+
+/* Text main-content extraction keeps (hmain_emit_fn). */
+static void html_emit_tiers(void *arg, unsigned tiers, const char *s, size_t n)
+{
+    fp_html *h = arg;
+    if (h->fs == NULL) {
+        h->sink(h->arg, tiers, s, n);
+        return;
+    }
+    if (h->main_same && !(tiers & FP_HTML_TIER_MAIN)) {
+        fp_state_copy(h->fs_main, h->fs_content);   /* the tiers part: main goes on alone */
+        h->main_same = 0;
+    }
+    if (tiers & FP_HTML_TIER_CONTENT)
+        fp_state_update(h->fs_content, s, n);
+    if ((tiers & FP_HTML_TIER_MAIN) && !h->main_same)
+        fp_state_update(h->fs_main, s, n);
+}
+
+/* Block boundaries ("\n") go to all visible text; extraction sees the element. */
+static void html_boundary(fp_html *h)
+{
+    if (h->fs)
+        fp_state_update(h->fs, "\n", 1);
+    else
+        h->sink(h->arg, FP_HTML_TIER_ALL, "\n", 1);
 }
 
 static int html_class_cached(fp_html *h, const xmlChar *name)
@@ -114,10 +155,13 @@ static int html_class_cached(fp_html *h, const xmlChar *name)
 static void html_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
 {
     fp_html *h = ctx;
-    (void)atts;
     if (!h->body && strcmp((const char *)name, "body") == 0)
         h->body = 1;            /* libxml2 reports an implied <body> too */
-    switch (html_class_cached(h, name)) {
+    int cls = html_class_cached(h, name);
+    if (h->hm)      /* skipped elements split no words: no block boundary either */
+        hmain_start(h->hm, (const char *)name, cls == HTML_INLINE || cls == HTML_SKIP,
+                    (const char *const *)atts);
+    switch (cls) {
     case HTML_INLINE:
         return;
     case HTML_SKIP:
@@ -129,13 +173,16 @@ static void html_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
     default:
         break;
     }
-    html_emit(h, "\n", 1);
+    html_boundary(h);
 }
 
 static void html_on_end(void *ctx, const xmlChar *name)
 {
     fp_html *h = ctx;
-    switch (html_class_cached(h, name)) {
+    int cls = html_class_cached(h, name);
+    if (h->hm)
+        hmain_end(h->hm, (const char *)name, cls == HTML_INLINE || cls == HTML_SKIP);
+    switch (cls) {
     case HTML_INLINE:
         return;
     case HTML_SKIP:
@@ -149,7 +196,7 @@ static void html_on_end(void *ctx, const xmlChar *name)
     default:
         break;
     }
-    html_emit(h, "\n", 1);
+    html_boundary(h);
 }
 
 static void html_on_text(void *ctx, const xmlChar *s, int len)
@@ -357,6 +404,8 @@ static int html_restart_after_end(fp_html *h, int terminate)
             return -1;
         }
         memcpy(rest, c->input->cur, left);
+        if (h->hm)
+            hmain_restart(h->hm);   /* before the names it holds are freed */
         htmlFreeParserCtxt(c);
         if (html_new_ctxt(h, XML_CHAR_ENCODING_UTF8) != 0) {
             free(rest);
@@ -364,7 +413,7 @@ static int html_restart_after_end(fp_html *h, int terminate)
         }
         h->skip = h->title = 0;
         memset(h->cname, 0, sizeof h->cname);     /* a new dictionary: new name pointers */
-        html_emit(h, "\n", 1);
+        html_boundary(h);
         htmlParseChunk(h->ctxt, rest, (int)left, terminate);
         free(rest);
         c = h->ctxt;
@@ -420,19 +469,40 @@ static fp_html *html_alloc(unsigned flags)
 {
     pthread_once(&html_once, html_init);
     fp_html *h = calloc(1, sizeof *h);
-    if (h)
-        h->flags = flags;
+    if (h == NULL)
+        return NULL;
+    h->flags = flags;
+    h->tier = FP_HTML_TIER_ALL;
+    if (flags & FP_HTML_MAIN) {
+        h->hm = malloc(sizeof *h->hm);
+        if (h->hm == NULL) {
+            free(h);
+            return NULL;
+        }
+        hmain_init(h->hm, html_emit_tiers, h);
+    }
     return h;
 }
 
+void fp_html_free(fp_html *h);
+
 fp_html *fp_html_new(const fp_params *p, unsigned flags)
 {
+    unsigned v = p && p->version ? p->version : FP_VERSION_DEFAULT;
+    flags &= ~(unsigned)FP_HTML_MAIN;
+    if (v == FP_V3 && !(flags & FP_HTML_ALL_TEXT))
+        flags |= FP_HTML_MAIN;
     fp_html *h = html_alloc(flags);
     if (h == NULL)
         return NULL;
     h->fs = fp_state_new_p(p);
-    if (h->fs == NULL) {
-        free(h);
+    if (h->fs && h->hm) {
+        h->fs_content = fp_state_new_p(p);
+        h->fs_main = fp_state_new_p(p);
+        h->main_same = 1;
+    }
+    if (h->fs == NULL || (h->hm && (h->fs_content == NULL || h->fs_main == NULL))) {
+        fp_html_free(h);
         return NULL;
     }
     return h;
@@ -440,6 +510,8 @@ fp_html *fp_html_new(const fp_params *p, unsigned flags)
 
 fp_html *fp_html_new_sink(unsigned flags, fp_html_sink sink, void *arg)
 {
+    if (flags & FP_HTML_ALL_TEXT)
+        flags &= ~(unsigned)FP_HTML_MAIN;
     fp_html *h = html_alloc(flags);
     if (h) {
         h->sink = sink;
@@ -460,6 +532,8 @@ static void html_reset(fp_html *h)
     h->utf16 = 0;
     h->body = 0;
     memset(h->cname, 0, sizeof h->cname);
+    if (h->hm)
+        hmain_init(h->hm, html_emit_tiers, h);
 }
 
 void fp_html_free(fp_html *h)
@@ -468,6 +542,9 @@ void fp_html_free(fp_html *h)
         return;
     html_reset(h);
     fp_state_free(h->fs);
+    fp_state_free(h->fs_content);
+    fp_state_free(h->fs_main);
+    free(h->hm);
     free(h);
 }
 
@@ -502,7 +579,15 @@ int fp_html_final(fp_html *h, uint64_t *fp)
     }
     if (h->failed)
         rc = -1;
+    h->tier = h->hm && rc == 0 ? hmain_finish(h->hm) : FP_HTML_TIER_ALL;
     uint64_t v = h->fs ? fp_state_final(h->fs) : 0;
+    if (h->fs_content) {
+        uint64_t vc = fp_state_final(h->fs_content), vm = fp_state_final(h->fs_main);
+        if (h->main_same)
+            vm = vc;
+        h->main_same = 1;
+        v = h->tier == FP_HTML_TIER_MAIN ? vm : h->tier == FP_HTML_TIER_CONTENT ? vc : v;
+    }
     if (fp)
         *fp = v;
     html_reset(h);
@@ -510,6 +595,11 @@ int fp_html_final(fp_html *h, uint64_t *fp)
         h->err[0] = '\0';
     h->failed = 0;
     return rc;
+}
+
+unsigned fp_html_tier(const fp_html *h)
+{
+    return h->tier;
 }
 
 const char *fp_html_error(const fp_html *h)

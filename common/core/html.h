@@ -9,7 +9,18 @@
 
 #include "fingerprint.h"
 
-enum { FP_HTML_TITLE = 1 };   /* flag: the <title> is text too */
+/* Flags. */
+enum {
+    FP_HTML_TITLE = 1,        /* the <title> is text too */
+    FP_HTML_ALL_TEXT = 2,     /* all visible text, even with algorithm v3 (no extraction) */
+    FP_HTML_MAIN = 4,         /* fp_html_new_sink: extract the main content (fp_html_new
+                                 extracts when the algorithm is v3) */
+};
+
+/* Tiers of a page's text (a bit mask): all visible text; the blocks main-content
+ * extraction keeps; those of them inside <main>/<article>. The fingerprint is the
+ * text of one tier (docs/fingerprint.md "Main content (v3)"). */
+enum { FP_HTML_TIER_ALL = 1, FP_HTML_TIER_CONTENT = 2, FP_HTML_TIER_MAIN = 4 };
 
 /* Bytes the parser may hold without reaching a tag boundary (libxml2 buffers text up
  * to the next '<' or '&' and a tag up to its '>'); more is an error, so memory stays
@@ -19,11 +30,13 @@ enum { FP_HTML_TITLE = 1 };   /* flag: the <title> is text too */
 typedef struct fp_html fp_html;
 
 /* Receives the text of a document piece by piece (UTF-8; block boundaries arrive
- * as "\n"). */
-typedef void (*fp_html_sink)(void *arg, const char *text, size_t len);
+ * as "\n"), with the tiers it belongs to (FP_HTML_TIER_ALL only, without
+ * FP_HTML_MAIN). */
+typedef void (*fp_html_sink)(void *arg, unsigned tiers, const char *text, size_t len);
 
 /* A parser whose text goes to a fingerprint state with parameters p (NULL: the
- * default algorithm). NULL when p is invalid or out of memory. */
+ * default algorithm; v3 extracts the main content unless FP_HTML_ALL_TEXT). NULL when
+ * p is invalid or out of memory. */
 fp_html *fp_html_new(const fp_params *p, unsigned flags);
 /* A parser whose text goes to sink (fp_html_final then returns 0 as fingerprint). */
 fp_html *fp_html_new_sink(unsigned flags, fp_html_sink sink, void *arg);
@@ -36,6 +49,9 @@ int fp_html_update(fp_html *h, const void *data, size_t len);
  * parser is then ready for the next document. */
 int fp_html_final(fp_html *h, uint64_t *fp);
 const char *fp_html_error(const fp_html *h);
+/* The tier whose text the last fp_html_final fingerprinted (FP_HTML_TIER_ALL when
+ * nothing was extracted). */
+unsigned fp_html_tier(const fp_html *h);
 
 /* One document in one call: 0 and *fp, or -1 with a message in err. */
 int fp_html_text(const char *html, size_t len, const fp_params *p, unsigned flags,

@@ -9,7 +9,7 @@ th_need_bins simhash-coordinator
 
 FAKE_PORT=$(th_free_port)
 # A fake worker: answers SHARD.HELLO like a real one (blocks 6, distance 3, layout 1,
-# bucket bits 16, shards 0-255, not a cluster, fingerprint algorithm v2), then sends an unsolicited status reply. It serves
+# bucket bits 16, shards 0-255, not a cluster, fingerprint algorithm v3), then sends an unsolicited status reply. It serves
 # every reconnect the same way and counts connections in $TH_DIR/fake.count.
 cat > "$TH_DIR/fake.py" <<'PY'
 import socket, sys, threading, time
@@ -25,7 +25,7 @@ def serve(c):
             if not d:
                 return
             buf += d
-        c.sendall(b"*9\r\n:6\r\n:3\r\n:1\r\n:16\r\n:0\r\n:255\r\n:0\r\n$0\r\n\r\n$2\r\nv2\r\n")
+        c.sendall(b"*9\r\n:6\r\n:3\r\n:1\r\n:16\r\n:0\r\n:255\r\n:0\r\n$0\r\n\r\n$2\r\nv3\r\n")
         time.sleep(0.3)
         c.sendall(b"+SURPRISE\r\n")
         while c.recv(4096):

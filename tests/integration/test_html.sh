@@ -64,7 +64,7 @@ expect "any name with --html" "$(cp "$p" "$D/page.txt"; fp --html "$D/page.txt")
 expect "--window 3 = --algorithm v1:3" "$(fp --window 3 "$D/page.txt")" "$(fp --algorithm v1:3 "$D/page.txt")"
 expect "v1 = v1:3" "$(fp --algorithm v1 "$D/page.txt")" "$(fp --algorithm v1:3 "$D/page.txt")"
 [ "$(fp --algorithm v1 "$D/page.txt")" != "$(fp "$D/page.txt")" ] || th_fail "v1 and v2 agree on a page"
-for bad in "--algorithm v3" "--algorithm v2 --window 3" "--html --text" "--lines --html" "--window 0"; do
+for bad in "--algorithm v4" "--algorithm v2 --window 3" "--html --text" "--lines --html" "--window 0"; do
     # shellcheck disable=SC2086
     timeout 10 "$S" fingerprint $bad "$p" >/dev/null 2>"$TH_DIR/err"
     expect "fingerprint $bad: exit 2" "$?" 2
@@ -98,7 +98,7 @@ sp=$TH_SHARD_PORT
 th_start_coord c 6 3 2000 "127.0.0.1:$sp"
 cp=$TH_COORD_PORT
 cli() { timeout 10 redis-cli -h 127.0.0.1 -p "$cp" "$@"; }
-expect "meta records v2" "$(timeout 5 redis-cli -p "$rp" HGET simhash:meta fingerprint)" v2
+expect "meta records v3" "$(timeout 5 redis-cli -p "$rp" HGET simhash:meta fingerprint)" v3
 page=$(cat "$D/pages/3.b.html")
 expect "FINGERPRINT FORMAT html = CLI" "$(cli SIMHASH.FINGERPRINT "$page" FORMAT html)" "$(fp "$D/pages/3.b.html")"
 expect "FINGERPRINT (text) = CLI --text" "$(cli SIMHASH.FINGERPRINT "$page")" "$(fp --text "$D/pages/3.b.html")"
@@ -118,12 +118,12 @@ th_log "server: FORMAT html through redis-cli and simhash check equals the CLI"
 # a worker with another algorithm refuses this corpus; so does a coordinator
 timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$rp" \
     --fingerprint-algorithm v1 >/dev/null 2>"$TH_DIR/err"
-expect "v1 worker on a v2 corpus: exit 1" "$?" 1
-grep -q "fingerprint algorithm v2.*configured with v1:3" "$TH_DIR/err" ||
+expect "v1 worker on a v3 corpus: exit 1" "$?" 1
+grep -q "fingerprint algorithm v3.*configured with v1:3" "$TH_DIR/err" ||
     th_fail "v1 worker message: '$(cat "$TH_DIR/err")'"
 timeout 20 "$TH_BIN/simhash-coordinator" --port "$(th_free_port)" --worker "127.0.0.1:$sp" \
     --fingerprint-algorithm v1:2 >/dev/null 2>"$TH_DIR/err"
-expect "v1:2 coordinator with a v2 worker: exit 2" "$?" 2
+expect "v1:2 coordinator with a v3 worker: exit 2" "$?" 2
 grep -q "fingerprint algorithms differ" "$TH_DIR/err" "$TH_DIR"/*.log 2>/dev/null ||
     th_fail "coordinator message: '$(cat "$TH_DIR/err")'"
 # a corpus made before the field existed is v1:3
@@ -131,7 +131,7 @@ th_start_redis redis-old
 op=$TH_REDIS_PORT
 timeout 5 redis-cli -p "$op" HSET simhash:meta blocks 6 distance 3 layout 1 bucket_bits 16 >/dev/null
 timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$op" >/dev/null 2>"$TH_DIR/err"
-expect "v2 worker on an old corpus: exit 1" "$?" 1
+expect "v3 worker on an old corpus: exit 1" "$?" 1
 grep -q "built with fingerprint algorithm v1:3" "$TH_DIR/err" || th_fail "old corpus message: '$(cat "$TH_DIR/err")'"
 th_start_shard w-old "$op" 0-255 6 3 "" --fingerprint-algorithm v1
 expect "old corpus keeps no field" "$(timeout 5 redis-cli -p "$op" HEXISTS simhash:meta fingerprint)" 0

@@ -100,7 +100,7 @@ wait_pong "$SPORT"
 # a new corpus: layout 2, bucket bits 12; no corpus name (the last, empty element)
 L=2
 BB=12
-expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v2  "
+expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v3  "
 expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 $L"
 SHARD_PID=$(cat "$DIR/shard.pid")
 expect_eq "pidfile" "$(ps -o comm= -p "$SHARD_PID")" "simhash-shard"
@@ -341,7 +341,7 @@ expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with 
 # does not answer: it waits, then takes the corpus's layout 1 and bucket bits 16
 # (never a new corpus's defaults, which its Redis would then refuse)
 redis-cli -p "$RPORT2" FLUSHALL >/dev/null
-redis-cli -p "$RPORT2" HSET simhash:meta blocks 6 distance 3 layout 1 bucket_bits 16 fingerprint v2 >/dev/null
+redis-cli -p "$RPORT2" HSET simhash:meta blocks 6 distance 3 layout 1 bucket_bits 16 fingerprint v3 >/dev/null
 kill -STOP "$REDIS2_PID"
 SPORT5=$(free_port)
 timeout 120 "$SHARD" --port "$SPORT5" --redis-port "$RPORT2" --timeout-ms 300 >"$DIR/shard5.log" 2>&1 &

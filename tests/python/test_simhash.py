@@ -271,7 +271,7 @@ class Functions(unittest.TestCase):
         page = (b"<html><head><title>T</title><style>p{}</style></head><body><p>The quick "
                 b"<b>brown</b> fox</p><script>x()</script><div>jumps &amp; runs</div></body></html>")
         for data in TEXTS + [page]:
-            for algo in ["v2", "v1", "v1:5"]:
+            for algo in ["v3", "v2", "v1", "v1:5"]:
                 self.assertEqual(simhash.fingerprint(data, algorithm=algo),
                                  cli_fingerprint(data, algorithm=algo), (data[:40], algo))
             self.assertEqual(simhash.fingerprint(data, html=True), cli_fingerprint(data, html=True))
@@ -279,12 +279,25 @@ class Functions(unittest.TestCase):
                          simhash.fingerprint("The quick brown fox\njumps & runs"))
         self.assertEqual(simhash.fingerprint(page, html=True, algorithm="v1"),
                          simhash.fingerprint("The quick brown fox jumps & runs", window=3))
+        # v3 (the default) reads a page's main content; all_text=True all of it, as v2
+        art = ("The committee met on Tuesday to discuss the budget for the coming year in "
+               "detail. Several members argued that the library should open longer hours.")
+        site = ("<html><body><nav><a href='/'>Home</a> <a href='/b'>Blog</a></nav><article><p>%s"
+                "</p></article><footer>Copyright 2024 Example Times, all rights reserved</footer>"
+                "</body></html>" % art)
+        self.assertEqual(simhash.fingerprint(site, html=True), simhash.fingerprint(art))
+        self.assertEqual(simhash.fingerprint(site, html=True),
+                         simhash.fingerprint(site, html=True, algorithm="v3"))
+        self.assertEqual(simhash.fingerprint(site, html=True, all_text=True),
+                         simhash.fingerprint(site, html=True, algorithm="v2"))
+        self.assertNotEqual(simhash.fingerprint(site, html=True, algorithm="v2"),
+                            simhash.fingerprint(art))
         # v2 folds Unicode case; v1 does not
         self.assertEqual(simhash.fingerprint("БЫСТРАЯ ЛИСА"), simhash.fingerprint("быстрая лиса"))
         self.assertNotEqual(simhash.fingerprint("БЫСТРАЯ ЛИСА", algorithm="v1"),
                             simhash.fingerprint("быстрая лиса", algorithm="v1"))
         self.assertEqual(simhash.fingerprint(b"abc", algorithm="v1:3"), simhash.fingerprint(b"abc", window=3))
-        for bad in [dict(algorithm="v3"), dict(algorithm="v2", window=3), dict(html=True, lines=True),
+        for bad in [dict(algorithm="v4"), dict(algorithm="v2", window=3), dict(html=True, lines=True),
                     dict(algorithm=""), dict(algorithm="v1:5", window=3)]:
             with self.assertRaises(ValueError, msg=str(bad)):
                 simhash.fingerprint(b"x", **bad)

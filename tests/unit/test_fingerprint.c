@@ -503,7 +503,8 @@ static void test_compute_semantics(void **state)
 static void test_vote_random(void **state)
 {
     (void)state;
-    static const size_t sizes[] = { 0, 1, 2, 3, 254, 255, 256, 509, 510, 511, 1000, 4097, 70001 };
+    static const size_t sizes[] = { 0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 247, 248, 249, 254, 255, 256,
+                                    257, 263, 264, 265, 509, 510, 511, 1000, 4097, 70001 };
     uint64_t *h = malloc(70001 * sizeof *h);
     assert_non_null(h);
     rng_state = 7;

@@ -1,6 +1,7 @@
 /* test_fp_v2.c: fingerprint algorithm v2 (common/core/fingerprint.c): golden vectors,
  * Unicode folding relations, a slow reference on ASCII text (unigrams + bigrams by
- * the definition in docs/fingerprint.md), streaming in pieces of every size, and the
+ * the definition in docs/fingerprint.md), streaming in pieces of every size, copies of
+ * a state taken mid-text (fp_state_copy), and the
  * settings text (fp_params_parse / _format / _check). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -190,6 +191,24 @@ static void test_streaming(void **state)
             fp_state_update(s, big + o, bl - o < piece ? bl - o : piece);
         assert_true(fp_state_final(s) == wb);
     }
+    /* a copy taken at any point (inside a token, a UTF-8 sequence or the long token's
+     * spill) goes on as the original would, and the original is untouched */
+    fp_state *c = fp_state_new_p(&V2);
+    assert_non_null(c);
+    for (size_t cut = 0; cut <= len; cut += 3) {
+        fp_state_update(s, text, cut);
+        fp_state_copy(c, s);
+        fp_state_update(c, text + cut, len - cut);
+        assert_true(fp_state_final(c) == whole);
+        fp_state_update(s, text + cut, len - cut);
+        assert_true(fp_state_final(s) == whole);
+    }
+    fp_state_update(s, big, 700);
+    fp_state_copy(c, s);
+    fp_state_update(c, big + 700, bl - 700);
+    fp_state_update(s, big + 700, bl - 700);
+    assert_true(fp_state_final(c) == wb && fp_state_final(s) == wb);
+    fp_state_free(c);
     fp_state_free(s);
 }
 
@@ -207,7 +226,7 @@ static void test_params(void **state)
     assert_string_equal(buf, "v1:3");
     assert_int_equal(fp_params_parse("v1:64", &p, err, sizeof err), 0);
     assert_int_equal(p.window, 64);
-    static const char *bad[] = { "", "v", "v3", "v1:", "v1:0", "v1:65", "v1:x", "v2:3", "v1:3x",
+    static const char *bad[] = { "", "v", "v4", "v3:1", "v1:", "v1:0", "v1:65", "v1:x", "v2:3", "v1:3x",
                                  "v11", "v1:99999999999999999999" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';

@@ -20,8 +20,9 @@ typedef struct textbuf {
     size_t n, cap;
 } textbuf;
 
-static void sink(void *arg, const char *t, size_t n)
+static void sink(void *arg, unsigned tiers, const char *t, size_t n)
 {
+    assert_int_equal(tiers, FP_HTML_TIER_ALL);
     textbuf *b = arg;
     if (b->n + n + 1 > b->cap) {
         b->cap = (b->n + n + 1) * 2;
@@ -37,7 +38,7 @@ static void sink(void *arg, const char *t, size_t n)
 static char *extract(const char *html, size_t len, unsigned flags, int *rc)
 {
     textbuf b = {NULL, 0, 0};
-    sink(&b, "", 0);
+    sink(&b, FP_HTML_TIER_ALL, "", 0);
     fp_html *h = fp_html_new_sink(flags, sink, &b);
     assert_non_null(h);
     int r1 = fp_html_update(h, html, len);

@@ -128,8 +128,9 @@ shc_status shc_check_text(shc_client *c, const char *docid, const char *text, si
                           uint64_t *fp, shc_result **out);
 
 /* What a text argument is: plain text, or an HTML page whose visible text counts
- * (docs/fingerprint.md "HTML"). */
-enum { SHC_FORMAT_TEXT = 0, SHC_FORMAT_HTML = 1 };
+ * (docs/fingerprint.md "HTML"; its main content only with algorithm v3), or an HTML
+ * page whose visible text all counts, whatever the algorithm (FORMAT html-all). */
+enum { SHC_FORMAT_TEXT = 0, SHC_FORMAT_HTML = 1, SHC_FORMAT_HTML_ALL = 2 };
 
 /* shc_check_text for text or HTML (format SHC_FORMAT_*), within distance bits (-1:
  * the corpus distance). */
@@ -164,10 +165,10 @@ shc_status shc_scan(shc_client *c, uint64_t cursor, unsigned count, uint64_t *ne
                     shc_result **out);
 
 /* The same fingerprint computed here, with no server, with the default algorithm
- * (v2): identical to a default server's and to every simhash tool's for the same
+ * (v3; for text the same values as v2): identical to a default server's and to every simhash tool's for the same
  * bytes. */
 uint64_t shc_fingerprint_local(const char *text, size_t len);
-/* Computed here with an algorithm ("v2", "v1", "v1:W"; NULL: the default) for text or
+/* Computed here with an algorithm ("v3", "v2", "v1", "v1:W"; NULL: the default) for text or
  * HTML (format SHC_FORMAT_*): 0, or -1 for an unknown algorithm or unreadable HTML. */
 int shc_fingerprint_local_as(const char *text, size_t len, const char *algorithm, int format,
                              uint64_t *fp);

@@ -382,14 +382,17 @@ static PyObject *shpy_client_check(shpy_client *self, PyObject *args, PyObject *
     return res;
 }
 
-/* "text" or "html": SHC_FORMAT_*, or -1 with ValueError set. */
+/* "text", "html" or "html-all": SHC_FORMAT_*, or -1 with ValueError set. */
 static int shpy_format(const char *format)
 {
     if (strcmp(format, "text") == 0)
         return SHC_FORMAT_TEXT;
     if (strcmp(format, "html") == 0)
         return SHC_FORMAT_HTML;
-    PyErr_Format(PyExc_ValueError, "format must be 'text' or 'html', not '%.40s'", format);
+    if (strcmp(format, "html-all") == 0)
+        return SHC_FORMAT_HTML_ALL;
+    PyErr_Format(PyExc_ValueError, "format must be 'text', 'html' or 'html-all', not '%.40s'",
+                 format);
     return -1;
 }
 
@@ -741,13 +744,14 @@ static PyMethodDef shpy_client_methods[] = {
      "check_text(docid, text, format='text', distance=None)\n"
      "    -> tuple[int, list[tuple[int, int, list[str]]]]\n\n"
      "As check with the fingerprint of text computed by the server\n"
-     "(SIMHASH.CHECKTEXT); format='html' reads text as an HTML page. Returns\n"
-     "(fingerprint, matches)."},
+     "(SIMHASH.CHECKTEXT); format='html' reads text as an HTML page ('html-all':\n"
+     "all its visible text even with algorithm v3). Returns (fingerprint, matches)."},
     {"fingerprint", SHPY_KW(shpy_client_fingerprint),
      "fingerprint(text, format='text') -> int\n\n"
      "The server's fingerprint of text (str as UTF-8, or bytes; format='html' for an\n"
-     "HTML page); with the server's default algorithm, the same value as\n"
-     "simhash.fingerprint(text) (html=True)."},
+     "HTML page, 'html-all' for all its visible text with algorithm v3); with the\n"
+     "server's default algorithm, the same value as simhash.fingerprint(text)\n"
+     "(html=True, all_text=...)."},
     {"info", (PyCFunction)shpy_client_info, METH_NOARGS,
      "info() -> dict[str, int | str]\n\n"
      "The coordinator's SIMHASH.INFO as a dict (integers converted)."},

@@ -385,22 +385,24 @@ static int shpy_fp_lines(const char *p, size_t len, const fp_params *fpp, uint64
 }
 
 PyDoc_STRVAR(shpy_fingerprint_doc,
-"fingerprint(text, window=None, lines=False, algorithm=None, html=False)\n"
+"fingerprint(text, window=None, lines=False, algorithm=None, html=False,\n"
+"            all_text=False)\n"
 "    -> int | list[int]\n\n"
 "The 64-bit simhash fingerprint of a text, exactly what `simhash fingerprint`\n"
 "prints for the same bytes (and what a server with the same fingerprint-algorithm\n"
 "returns for SIMHASH.FINGERPRINT). text is str (encoded as UTF-8) or a bytes-like\n"
-"object. algorithm is 'v2' (the default), 'v1' or 'v1:W'; window=W is algorithm\n"
-"v1 with W tokens per shingle, 1..64. html=True reads text as an HTML page (its\n"
-"visible text; ValueError when it cannot be read). With lines=True, every line is\n"
+"object. algorithm is 'v3' (the default), 'v2', 'v1' or 'v1:W'; window=W is\n"
+"algorithm v1 with W tokens per shingle, 1..64. html=True reads text as an HTML\n"
+"page (its visible text; with 'v3' its main content, unless all_text=True;\n"
+"ValueError when it cannot be read). With lines=True, every line is\n"
 "a document, as `simhash fingerprint --lines`: a list with one fingerprint per line\n"
 "(LF ends a line, a CR before it is dropped, a last line without LF counts).");
 
 static PyObject *shpy_fingerprint(PyObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = { "text", "window", "lines", "algorithm", "html", NULL };
+    static char *kwlist[] = { "text", "window", "lines", "algorithm", "html", "all_text", NULL };
     PyObject *text, *wobj = NULL;
-    int lines = 0, has_view = 0, rc = 0, html = 0;
+    int lines = 0, has_view = 0, rc = 0, html = 0, all_text = 0;
     long window = 0;
     const char *algo = NULL;
     fp_params fpp = {FP_VERSION_DEFAULT, 0};
@@ -412,8 +414,8 @@ static PyObject *shpy_fingerprint(PyObject *self, PyObject *args, PyObject *kw)
     size_t n = 0;
 
     (void)self;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Opzp:fingerprint", kwlist, &text, &wobj,
-                                     &lines, &algo, &html))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Opzpp:fingerprint", kwlist, &text, &wobj,
+                                     &lines, &algo, &html, &all_text))
         return NULL;
     if (wobj && wobj != Py_None && shpy_int_range(wobj, "window", 1, FP_WINDOW_MAX, &window) < 0)
         return NULL;
@@ -443,7 +445,8 @@ static PyObject *shpy_fingerprint(PyObject *self, PyObject *args, PyObject *kw)
     if (lines)
         rc = shpy_fp_lines(data, (size_t)len, &fpp, &fps, &n);
     else if (html)
-        rc = fp_html_text(data, (size_t)len, &fpp, 0, &fp, err, sizeof err);
+        rc = fp_html_text(data, (size_t)len, &fpp, all_text ? FP_HTML_ALL_TEXT : 0, &fp, err,
+                          sizeof err);
     else
         fp = fp_text_p(data, (size_t)len, &fpp);
     if (ts)

@@ -1,0 +1,399 @@
+/* html_main.c: main-content extraction for HTML fingerprints (algorithm v3): which
+ * parts of a page are its own text and which the site's template. Streaming, bounded
+ * memory (struct hmain), no tree; html.c feeds it elements and text. The rules are in
+ * docs/fingerprint.md "Main content (v3)"; each one is a table or a constant here. */
+#include <string.h>
+
+#include "html_main.h"
+
+/* Counters an open element raised (hmain.bits). */
+enum { HM_DROP = 1, HM_MAIN = 2, HM_LINK = 4, HM_HEAD = 8 };
+
+/* ---- Element rules ---- */
+
+/* Site furniture: the element and everything in it is not the page's text. */
+static const char *const hm_drop_tags[] = {
+    "nav", "aside", "form", "menu", "dialog", "button", "select", "textarea", NULL,
+};
+
+/* Furniture outside an article, the article's own header or footer inside one. */
+static const char *const hm_box_tags[] = { "header", "footer", NULL };
+
+/* The page's main content (when it says so). */
+static const char *const hm_main_tags[] = { "main", "article", NULL };
+
+/* Headings (the <title> too, when it is text): kept before kept text. */
+static const char *const hm_heading_tags[] = {
+    "h1", "h2", "h3", "h4", "h5", "h6", "title", NULL,
+};
+
+/* ARIA roles (role="...") of furniture, and of main content. */
+static const char *const hm_drop_roles[] = {
+    "navigation", "banner", "contentinfo", "complementary", "search", "dialog",
+    "alertdialog", "menu", "menubar", NULL,
+};
+static const char *const hm_main_roles[] = { "main", "article", NULL };
+
+/* Words of class and id values that name furniture (compared whole, after splitting
+ * the value at every character other than a letter or digit, in lower case). */
+static const char *const hm_drop_names[] = {
+    "nav", "navbar", "navigation", "menu", "sidebar", "footer", "breadcrumb",
+    "breadcrumbs", "cookie", "cookies", "consent", "banner", "comments", "comment",
+    "share", "sharing", "social", "related", "newsletter", "subscribe", "widget",
+    "widgets", "advert", "ads", "sponsor", "promo", "masthead", "skip", NULL,
+};
+
+static int hm_in(const char *const *list, const char *s, size_t n)
+{
+    for (size_t i = 0; list[i]; i++)
+        if (list[i][0] == s[0] && strlen(list[i]) == n && memcmp(list[i], s, n) == 0)
+            return 1;
+    return 0;
+}
+
+static int hm_is(const char *const *list, const char *s)
+{
+    return hm_in(list, s, strlen(s));
+}
+
+static int hm_alnum(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
+}
+
+/* Whether a class or id value has a word of hm_drop_names (ASCII, any case). */
+static int hm_names_furniture(const char *v)
+{
+    char w[24];
+    while (*v) {
+        while (*v && !hm_alnum((unsigned char)*v))
+            v++;
+        size_t n = 0;
+        for (; hm_alnum((unsigned char)*v); v++)
+            if (n < sizeof w)
+                w[n++] = (char)(*v | (*v >= 'A' && *v <= 'Z' ? 0x20 : 0));
+        if (n > 0 && n < sizeof w && hm_in(hm_drop_names, w, n))
+            return 1;
+    }
+    return 0;
+}
+
+static int hm_lower_eq(const char *v, const char *const *list)
+{
+    char w[24];
+    size_t n = 0;
+    for (; *v && n < sizeof w; v++)
+        w[n++] = (char)(*v >= 'A' && *v <= 'Z' ? *v | 0x20 : *v);
+    return n > 0 && n < sizeof w && !*v && hm_in(list, w, n);
+}
+
+/* What the attributes say: HM_DROP (hidden, a furniture role, class or id), HM_MAIN
+ * (a main role), or 0. */
+static unsigned hm_attr_rules(const char *const *atts)
+{
+    unsigned r = 0;
+    for (size_t i = 0; atts && atts[i]; i += 2) {
+        const char *k = atts[i], *v = atts[i + 1] ? atts[i + 1] : "";
+        if (strcmp(k, "hidden") == 0 || (strcmp(k, "aria-hidden") == 0 &&
+                                          strcmp(v, "true") == 0))
+            return HM_DROP;
+        if (strcmp(k, "role") == 0) {
+            if (hm_lower_eq(v, hm_drop_roles))
+                return HM_DROP;
+            if (hm_lower_eq(v, hm_main_roles))
+                r |= HM_MAIN;
+        } else if ((strcmp(k, "class") == 0 || strcmp(k, "id") == 0) &&
+                   hm_names_furniture(v)) {
+            return HM_DROP;
+        }
+    }
+    return r;
+}
+
+/* The counters an element raises, from its name, attributes and where it is. */
+static unsigned hm_rules(const hmain *m, const char *name, const char *const *atts)
+{
+    if (hm_is(hm_drop_tags, name))
+        return HM_DROP;
+    if (hm_is(hm_box_tags, name))
+        return m->main ? 0 : HM_DROP;
+    int is_main = hm_is(hm_main_tags, name);
+    if (is_main || strcmp(name, "body") == 0 || strcmp(name, "html") == 0) {
+        unsigned a = hm_attr_rules(atts);   /* a class never drops the body or an article */
+        return is_main || (a & HM_MAIN) ? HM_MAIN : 0;
+    }
+    unsigned a = hm_attr_rules(atts);
+    if (hm_is(hm_heading_tags, name))
+        a |= HM_HEAD;
+    return a;
+}
+
+/* ---- Blocks ---- */
+
+static unsigned hm_tiers(int main)
+{
+    return HMAIN_CONTENT | (main ? HMAIN_MAIN : 0);
+}
+
+/* Hands over one kept block (its text, then a block boundary). */
+static void hm_out(hmain *m, int main, const char *s, size_t n, uint64_t letters)
+{
+    if (n)
+        m->emit(m->arg, hm_tiers(main), s, n);
+    m->emit(m->arg, hm_tiers(main), "\n", 1);
+    m->good_content += letters;
+    if (main)
+        m->good_main += letters;
+}
+
+/* Forgets the held blocks. */
+static void hm_discard(hmain *m)
+{
+    m->npb = 0;
+    m->npend = 0;
+}
+
+/* Whether a provisional block is held (after it only headings can be). */
+static int hm_last_provisional(const hmain *m)
+{
+    for (unsigned i = m->npb; i > 0; i--)
+        if (m->pb[i - 1].kind != HMAIN_HELD_HEADING)
+            return m->pb[i - 1].kind == HMAIN_HELD_PROVISIONAL;
+    return 0;
+}
+
+/* A kept block follows the held ones: hands over those to keep (a provisional block;
+ * a short block after a kept one, or right before a kept one; a heading) and forgets
+ * them all. */
+static void hm_flush(hmain *m)
+{
+    int ctx = m->prev_good;
+    for (unsigned i = 0; i < m->npb; i++) {
+        const hmain_pend *p = &m->pb[i];
+        int next_kept = i + 1 == m->npb || m->pb[i + 1].kind == HMAIN_HELD_PROVISIONAL;
+        if (p->kind == HMAIN_HELD_PROVISIONAL) {
+            hm_out(m, p->main, m->pend + p->off, p->len, p->letters);
+            ctx = 1;
+        } else if (ctx || next_kept || p->kind == HMAIN_HELD_HEADING) {
+            hm_out(m, p->main, m->pend + p->off, p->len, 0);
+        }
+    }
+    hm_discard(m);
+}
+
+/* Holds the current block (kind HMAIN_HELD_*) until a later block decides: 0, or -1
+ * when it does not fit. */
+static int hm_hold(hmain *m, unsigned kind)
+{
+    if (m->npb == HMAIN_NPEND || m->npend + m->nblk > HMAIN_PENDING)
+        hm_discard(m);      /* more short blocks in a row than an article has: none kept */
+    if (m->nblk > HMAIN_PENDING)
+        return -1;
+    hmain_pend *p = &m->pb[m->npb++];
+    p->off = (uint32_t)m->npend;
+    p->len = (uint32_t)m->nblk;
+    p->letters = (uint32_t)m->letters;
+    p->kind = (uint8_t)kind;
+    p->main = (uint8_t)m->blk_main;
+    memcpy(m->pend + m->npend, m->blk, m->nblk);
+    m->npend += m->nblk;
+    if (kind != HMAIN_HELD_PROVISIONAL)
+        m->links_run = 0;
+    return 0;
+}
+
+/* The current block is kept: the held blocks before it by hm_flush's rules, then it. */
+static void hm_keep(hmain *m)
+{
+    hm_flush(m);
+    m->emit(m->arg, hm_tiers(m->blk_main), m->blk, m->nblk);
+    m->prev_good = 1;
+    m->links_run = 0;
+}
+
+static int hm_mostly_links(const hmain *m)
+{
+    return m->lletters * 2 > m->letters;
+}
+
+/* The block so far outgrew its buffer: judged now, the rest follows that verdict. */
+static void hm_decide_early(hmain *m)
+{
+    if (m->blk_drop || hm_mostly_links(m)) {
+        m->streaming = -1;
+    } else {
+        hm_keep(m);
+        m->streaming = 1;
+    }
+    m->nblk = 0;
+}
+
+/* The current block ends (an element boundary): judged, then handed over, held or
+ * dropped. */
+static void hm_block_end(hmain *m)
+{
+    if (m->streaming > 0) {
+        hm_out(m, m->blk_main, NULL, 0, m->letters);
+    } else if (m->blk_drop || m->letters == 0) {
+        /* furniture is as if absent (a share bar between a title and its text); a
+         * block of spaces and punctuation is no block */
+    } else if (m->streaming < 0 || hm_mostly_links(m)) {
+        hm_discard(m);      /* link lists around held blocks: they are furniture too */
+        m->prev_good = 0;
+        m->links_run += m->letters;
+    } else if (m->letters < HMAIN_SHORT) {
+        if (hm_last_provisional(m) && !m->blk_heading)
+            hm_discard(m);  /* text after link text, then a short line: furniture */
+        hm_hold(m, m->blk_heading ? HMAIN_HELD_HEADING : HMAIN_HELD_SHORT);
+    } else if (m->links_run < HMAIN_LINKRUN || m->blk_main || m->letters >= HMAIN_LONG ||
+               hm_last_provisional(m) ||
+               hm_hold(m, HMAIN_HELD_PROVISIONAL) != 0) {
+        hm_keep(m);
+        hm_out(m, m->blk_main, NULL, 0, m->letters);
+    }
+    m->nblk = 0;
+    m->letters = m->lletters = 0;
+    m->streaming = 0;
+}
+
+/* A new block starts with the current element state. */
+static void hm_block_begin(hmain *m)
+{
+    m->blk_drop = m->drop > 0;
+    m->blk_heading = m->heading > 0;
+    m->blk_main = m->main > 0;
+}
+
+/* ---- Interface ---- */
+
+void hmain_init(hmain *m, hmain_emit_fn emit, void *arg)
+{
+    m->emit = emit;
+    m->arg = arg;
+    m->depth = m->over = 0;
+    m->drop = m->main = m->link = m->heading = 0;
+    m->nblk = 0;
+    m->letters = m->lletters = 0;
+    m->blk_drop = m->blk_heading = m->blk_main = m->streaming = 0;
+    hm_discard(m);
+    m->prev_good = 0;
+    m->links_run = 0;
+    m->good_content = m->good_main = 0;
+}
+
+static void hm_pop_counters(hmain *m, unsigned b)
+{
+    m->drop -= (b & HM_DROP) != 0;
+    m->main -= (b & HM_MAIN) != 0;
+    m->link -= (b & HM_LINK) != 0;
+    m->heading -= (b & HM_HEAD) != 0;
+}
+
+void hmain_restart(hmain *m)
+{
+    hm_block_end(m);
+    while (m->depth > 0)
+        hm_pop_counters(m, m->bits[--m->depth]);
+    m->over = 0;
+    hm_block_begin(m);
+}
+
+static void hm_push(hmain *m, const char *name, unsigned b)
+{
+    if (m->depth == HMAIN_DEPTH) {
+        m->over++;
+        return;
+    }
+    m->name[m->depth] = name;
+    m->bits[m->depth++] = (uint8_t)b;
+    m->drop += (b & HM_DROP) != 0;
+    m->main += (b & HM_MAIN) != 0;
+    m->link += (b & HM_LINK) != 0;
+    m->heading += (b & HM_HEAD) != 0;
+}
+
+void hmain_start(hmain *m, const char *name, int is_inline, const char *const *atts)
+{
+    if (is_inline) {
+        if (name[0] == 'a' && name[1] == '\0')
+            hm_push(m, name, HM_LINK);
+        return;
+    }
+    hm_block_end(m);
+    hm_push(m, name, hm_rules(m, name, atts));
+    hm_block_begin(m);
+}
+
+/* Closes the innermost open element called name (and any left open inside it). */
+static void hm_pop(hmain *m, const char *name)
+{
+    if (m->over > 0) {
+        m->over--;
+        return;
+    }
+    unsigned i = m->depth;
+    while (i > 0 && m->name[i - 1] != name && strcmp(m->name[i - 1], name) != 0)
+        i--;
+    if (i == 0)
+        return;             /* not open (a stray end tag) */
+    while (m->depth >= i)
+        hm_pop_counters(m, m->bits[--m->depth]);
+}
+
+void hmain_end(hmain *m, const char *name, int is_inline)
+{
+    if (is_inline) {
+        if (name[0] == 'a' && name[1] == '\0')
+            hm_pop(m, name);
+        return;
+    }
+    hm_block_end(m);
+    hm_pop(m, name);
+    hm_block_begin(m);
+}
+
+void hmain_text(hmain *m, const char *s, size_t n)
+{
+    uint64_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        k += hm_alnum(c) || c >= 0xC0;     /* letters, digits, non-ASCII characters */
+    }
+    m->letters += k;
+    if (m->link)
+        m->lletters += k;
+    if (m->blk_drop || m->streaming < 0)
+        return;
+    if (m->streaming > 0) {
+        m->emit(m->arg, HMAIN_CONTENT | (m->blk_main ? HMAIN_MAIN : 0), s, n);
+        return;
+    }
+    while (n > 0) {
+        size_t room = HMAIN_BLOCK - m->nblk, c = n < room ? n : room;
+        memcpy(m->blk + m->nblk, s, c);
+        m->nblk += c;
+        s += c;
+        n -= c;
+        if (m->nblk == HMAIN_BLOCK) {
+            hm_decide_early(m);
+            if (m->streaming < 0)
+                return;
+            if (n > 0)
+                m->emit(m->arg, HMAIN_CONTENT | (m->blk_main ? HMAIN_MAIN : 0), s, n);
+            return;
+        }
+    }
+}
+
+unsigned hmain_finish(hmain *m)
+{
+    hm_block_end(m);
+    if (hm_last_provisional(m) && m->good_content == 0)
+        hm_flush(m);        /* the page's only text after link text: kept (else it is
+                               a footer line) */
+    unsigned tier = m->good_main > 0 && m->good_main * 5 >= m->good_content ? HMAIN_MAIN
+                    : m->good_content > 0                                   ? HMAIN_CONTENT
+                                                                            : HMAIN_ALL;
+    hmain_init(m, m->emit, m->arg);
+    return tier;
+}

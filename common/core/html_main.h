@@ -1,0 +1,82 @@
+/* html_main.h: main-content extraction for HTML fingerprints (algorithm v3, internal to
+ * html.c). It follows the page's elements as libxml2 reports them, in one pass with
+ * bounded memory and no tree: text in site furniture (nav, header and footer outside
+ * an article, aside, form, ARIA navigation/banner/contentinfo roles, class or id names
+ * of menus, sidebars, cookie banners, comments...) is dropped, and the remaining text
+ * is cut into blocks at element boundaries and judged block by block (mostly link
+ * text: dropped; too short: kept only after a kept block, right before one, or as a
+ * heading before one; a block right after a run of link text: kept when long, or
+ * when the next block is not short).
+ * Kept text goes out in two tiers: every kept block (content) and the kept blocks
+ * inside <main>/<article> (main); html.c fingerprints both beside all visible text and
+ * hmain_finish says which one is the page's. docs/fingerprint.md "Main content (v3)"
+ * has the rules. */
+#ifndef SIMHASH_HTML_MAIN_H
+#define SIMHASH_HTML_MAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HMAIN_DEPTH 256          /* open elements followed; deeper ones inherit */
+#define HMAIN_BLOCK 16384        /* text bytes of one block held until its end */
+#define HMAIN_PENDING 8192       /* bytes of blocks held until a later block decides */
+#define HMAIN_NPEND 32           /* blocks held */
+#define HMAIN_SHORT 60           /* a block with fewer letters is short */
+#define HMAIN_LONG 400           /* a block right after link text with fewer letters
+                                    waits for the next one (provisional) */
+#define HMAIN_LINKRUN 150        /* ... after that many letters of link text in a row */
+
+/* Blocks held until a later block decides. */
+enum { HMAIN_HELD_SHORT, HMAIN_HELD_HEADING, HMAIN_HELD_PROVISIONAL };
+
+/* Tiers of text (bit mask); the values are html.h's FP_HTML_TIER_*. */
+enum { HMAIN_ALL = 1, HMAIN_CONTENT = 2, HMAIN_MAIN = 4 };
+
+/* Receives kept text with the tiers it belongs to (HMAIN_CONTENT, maybe HMAIN_MAIN). */
+typedef void (*hmain_emit_fn)(void *arg, unsigned tiers, const char *s, size_t n);
+
+typedef struct hmain_pend {
+    uint32_t off, len, letters;
+    uint8_t kind, main;       /* HMAIN_HELD_*; inside <main>/<article> */
+} hmain_pend;
+
+typedef struct hmain {
+    hmain_emit_fn emit;
+    void *arg;
+    /* open elements: name (libxml2's interned pointer) and the counters it raised */
+    const void *name[HMAIN_DEPTH];
+    uint8_t bits[HMAIN_DEPTH];
+    unsigned depth, over;
+    unsigned drop, main, link, heading;
+    /* the current block */
+    char blk[HMAIN_BLOCK];
+    size_t nblk;
+    uint64_t letters, lletters;      /* letters, and letters inside links */
+    int blk_drop, blk_heading, blk_main;
+    int streaming;                   /* the block outgrew blk[]: 1 kept, -1 dropped */
+    /* blocks held until a later block decides */
+    char pend[HMAIN_PENDING];
+    size_t npend;
+    hmain_pend pb[HMAIN_NPEND];
+    unsigned npb;
+    int prev_good;                   /* the last judged block was kept */
+    uint64_t links_run;              /* letters of the mostly-link blocks since the last
+                                        kept or held block */
+    uint64_t good_content, good_main;   /* letters of kept long blocks per tier */
+} hmain;
+
+void hmain_init(hmain *m, hmain_emit_fn emit, void *arg);
+/* Forgets the open elements (a new parser after </html>: new name pointers); the
+ * text judged so far stays. */
+void hmain_restart(hmain *m);
+/* An element starts or ends; is_inline: an inline element (html.c's list). atts:
+ * libxml2's name/value pairs, NULL-terminated, or NULL. */
+void hmain_start(hmain *m, const char *name, int is_inline, const char *const *atts);
+void hmain_end(hmain *m, const char *name, int is_inline);
+/* Visible text (UTF-8) at the current position. */
+void hmain_text(hmain *m, const char *s, size_t n);
+/* Ends the page: the tier that is its text (HMAIN_MAIN, HMAIN_CONTENT, or HMAIN_ALL
+ * when no block was kept), and resets m for the next page. */
+unsigned hmain_finish(hmain *m);
+
+#endif
