@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "layout_ops.h"
 #include "perm.h"
 #include "redis.h"
 #include "rserver.h"
@@ -75,6 +76,7 @@ typedef struct shard_stats {
 typedef struct shard_ctx {
     shard_config cfg;
     perm_set ps;
+    layout_ctx lay;             /* the corpus's layout (layout_ops.h), set at start */
     shard_redis *redis;
     rserver *srv;
     struct event_base *base;

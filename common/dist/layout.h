@@ -30,6 +30,7 @@
 
 #define LAYOUT_VERSION_MIN 1
 #define LAYOUT_VERSION_MAX 2
+#define LAYOUT_VERSION_UNSET 0       /* an option left unset: the corpus's */
 #define LAYOUT_VERSION_DEFAULT 2     /* of a new corpus (docs/protocol.md, layout 2) */
 #define LAYOUT_META_KEY "simhash:meta"  /* without a corpus name; see layout_meta_key */
 #define LAYOUT_BUCKET_BITS_DEFAULT 16   /* layout 1 */
@@ -141,6 +142,9 @@ size_t layout_lock_key(char *buf, size_t cap, unsigned shard);
 /* Writes the lock field of fp (16 lower-case hex digits, NUL-terminated) into
  * buf[17]. Returns 16. */
 size_t layout_lock_field(char *buf, uint64_t fp);
+
+/* Reads back a lock field: 16 lower-case hex digits. Returns 0, or -1. */
+int layout_lock_field_parse(const char *s, size_t n, uint64_t *fp);
 
 /* Lease of a write lock when the caller gives none; a lock older than its lease is
  * stale: the next writer, the worker's repair pass or fsck takes it over and makes
