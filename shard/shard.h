@@ -63,6 +63,7 @@ typedef struct shard_config {
     X(removed,    "table_entries_removed") \
     X(repairs,    "repairs")           /* stale write locks taken over and repaired */ \
     X(repair_errors, "repair_errors")  /* repair attempts that failed (retried) */ \
+    X(scan_listings, "scan_listings")  /* SHARD.SCAN calls that listed the buckets that exist */ \
     X(waits,      "waits")             /* SHARD.WAIT requests */ \
     X(wait_cmds,  "wait_commands")     /* Redis WAIT commands sent (group commits) */ \
     X(wait_fail,  "errors_wait")       /* SHARD.WAIT refused or not replicated */

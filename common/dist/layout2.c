@@ -213,4 +213,8 @@ const layout_ops layout2_ops = {
     .plan_read = layout_fixed_plan_read,
     .member_decode = layout_fixed_member_decode,
     .entry = layout_fixed_entry,
+    .walk_pattern = layout_fixed_walk_pattern,
+    .walk_tag_of = layout_fixed_walk_tag_of,
+    .walk_first_value = layout_fixed_walk_first_value,
+    .walk_read = layout_fixed_walk_read,
 };

@@ -312,3 +312,37 @@ void layout_fixed_lock(layout_cmd *c, const char *script, const char *lead_key,
     }
     c->argc = k;
 }
+
+size_t layout_fixed_walk_pattern(const layout_ctx *c, unsigned shard, char *buf, size_t cap)
+{
+    (void)c;
+    const char *pre = layout_corpus();
+    int n = snprintf(buf, cap, "%s%ss:{0:%02x}:*", pre, pre[0] ? ":" : "", shard & 0xffu);
+    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
+}
+
+uint64_t layout_fixed_walk_tag_of(const layout_ctx *c, uint64_t p)
+{
+    return layout_bucket_of(p, c->bucket_bits);
+}
+
+uint64_t layout_fixed_walk_first_value(const layout_ctx *c, uint64_t tag)
+{
+    return tag << (64u - c->bucket_bits);
+}
+
+void layout_fixed_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r)
+{
+    r->tag = tag;
+    r->klen = layout_bucket_key(r->key, sizeof r->key, 0, tag, c->bucket_bits);
+    if (layout_bucket_of(from, c->bucket_bits) == tag) {
+        r->lo_buf[0] = '[';
+        r->lo_len = 1 + layout_member(r->lo_buf + 1, from, c->bucket_bits);
+    } else {
+        r->lo_buf[0] = '-';
+        r->lo_len = 1;
+    }
+    r->lo = r->lo_buf;
+    r->hi = (const uint8_t *)"+";
+    r->hi_len = 1;
+}

@@ -78,9 +78,10 @@ typedef struct layout_plan {
 typedef struct layout_read {
     char key[LAYOUT_KEY_MAX];
     size_t klen;
-    const uint8_t *lo, *hi;     /* the ZRANGEBYLEX bounds, into the plan */
+    const uint8_t *lo, *hi;     /* the ZRANGEBYLEX bounds, into the plan or into lo_buf */
     size_t lo_len, hi_len;
     uint64_t tag;               /* what member_decode needs to rebuild a value */
+    uint8_t lo_buf[LAYOUT_RANGE_ARG_MAX];
 } layout_read;
 
 /* Redis settings below which the layout's keys stop being listpacks (0: no need). */
@@ -128,6 +129,19 @@ struct layout_ops {
     /* `cmd key [0] member` of p's entry in table t: ZSCORE, ZREM or ZADD (score 0). */
     void (*entry)(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
                   layout_cmd *out);
+
+    /* The walk of table 0 (SHARD.SCAN): the SCAN MATCH pattern of the table-0 bucket
+     * keys of shard `shard` (layout_key_parse reads each back: its `bucket` is the
+     * tag of walk_read), so a walk visits the buckets that exist rather than every
+     * possible one. Returns the pattern's length, or 0 when it does not fit. */
+    size_t (*walk_pattern)(const layout_ctx *c, unsigned shard, char *buf, size_t cap);
+    /* The bucket (tag) of table 0 holding the permuted value p (tags ascend with the
+     * values they hold), the first value a tag can hold, and the read of the values of
+     * a tag from `from` on (the whole bucket when from is below it) in value order:
+     * ZRANGEBYLEX key lo hi (the caller adds LIMIT 0 cap). */
+    uint64_t (*walk_tag_of)(const layout_ctx *c, uint64_t p);
+    uint64_t (*walk_first_value)(const layout_ctx *c, uint64_t tag);
+    void (*walk_read)(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r);
 };
 
 /* The table of layout version v, or NULL when this code does not know it. */
@@ -185,6 +199,10 @@ int layout_fixed_member_decode(const layout_ctx *c, uint64_t tag, const void *me
                                size_t len, uint64_t *p);
 void layout_fixed_entry(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
                         layout_cmd *out);
+size_t layout_fixed_walk_pattern(const layout_ctx *c, unsigned shard, char *buf, size_t cap);
+uint64_t layout_fixed_walk_tag_of(const layout_ctx *c, uint64_t p);
+uint64_t layout_fixed_walk_first_value(const layout_ctx *c, uint64_t tag);
+void layout_fixed_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r);
 /* The lock script call: EVAL script, [lead_key,] document set, lock hash, counter
  * hash, lock field, token, lease, op [, tail]. */
 void layout_fixed_lock(layout_cmd *c, const char *script, const char *lead_key,
