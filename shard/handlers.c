@@ -231,7 +231,7 @@ static void shard_cmd_del(rs_req *req)
 /* Longest lock token accepted. */
 #define SHARD_TOKEN_MAX 64
 
-/* SHARD.LOCK fp token lease-ms op [docid ...]: one EVAL of LAYOUT_LOCK_LUA on fp's
+/* SHARD.LOCK fp token lease-ms op [docid ...]: one EVAL of the layout's lock script on fp's
  * document set (this worker must serve table 0's shard of fp): takes fp's write lock
  * and changes the set (op A: add the ids, R: remove them, X: remove all, F: none,
  * S: none, only a stale lock is taken). Answers the script's reply: [1, ids before,

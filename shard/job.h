@@ -73,7 +73,7 @@ void shard_job_answer(shard_job *j);
  * next job; j ends. */
 rs_req *shard_job_handoff(shard_job *j);
 
-/* Writes the reply of a read of document ids (layout_cmd_docs: an SMEMBERS array,
+/* Writes the reply of a read of document ids (layout_ops ids_read: an SMEMBERS array,
  * layout 2's packed string or nil) to b as an array of ids sorted bytewise.
  * Returns 0, or -1 with why set. */
 int shard_reply_docs(resp_buf *b, const redisReply *rep, const char **why);

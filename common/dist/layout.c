@@ -1,5 +1,6 @@
-/* layout.c: key names, member encoding, prefix-range bounds, packed ids and lock
- * scripts of the Redis layouts (versions 1 and 2, docs/protocol.md). */
+/* layout.c: key names, member encoding, prefix-range bounds, packed ids and the
+ * unlock script of the Redis layouts (versions 1 and 2, docs/protocol.md); the lock
+ * scripts are in layout1.c and layout2.c. */
 #include "layout.h"
 #include "layout_ops.h"
 #include "resp.h"
