@@ -649,7 +649,7 @@ int main(int argc, char **argv)
         die("tables", err);
     if (opt.corpus == 0)
         opt.corpus = opt.count;
-    int rc;
+    int rc = 2;    /* usage() exits */
     if (!strcmp(opt.mode, "preload")) rc = dl_preload();
     else if (!strcmp(opt.mode, "predocs")) rc = dl_predocs();
     else if (!strcmp(opt.mode, "raw-query")) rc = dl_report((dl_stats[]){dl_run(0)}, "queries");
