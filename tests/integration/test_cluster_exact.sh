@@ -53,6 +53,39 @@ PY
     th_log "export and fsck $what: $(wc -l <"$TH_DIR/export.txt") pairs, $(sed -n 's/^fingerprints://p' "$TH_DIR/fsck.out") fingerprints, clean"
 }
 
+# walk_small COORD_PORT: SIMHASH.SCAN one bucket and one value a step (an empty
+# window makes the worker list the buckets that exist) gives exactly want.txt
+walk_small() {
+    timeout 300 python3 - "$TH_SRC/tests/tools" "$1" "$TH_DIR/want.txt" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from resp_client import C
+c, want = C(int(sys.argv[2])), set(open(sys.argv[3]).read().split("\n")) - {""}
+cur, got, dup = 0, set(), 0
+while True:
+    nxt, ents = c.call("SIMHASH.SCAN", cur, "COUNT", 1, "LIMIT", 1)
+    for fp, ids in ents:
+        for i in ids:
+            p = "%s %s" % (fp.decode(), i.decode())
+            dup += p in got
+            got.add(p)
+    cur = int(nxt)
+    if cur == 0:
+        break
+sys.exit(0 if got == want and dup == 0 else 1)
+PY
+}
+
+# listings SHARD_PORTS...: the SHARD.SCAN calls of those workers that listed buckets
+listings() {
+    local n=0 p v
+    for p in "$@"; do
+        v=$(timeout 5 redis-cli -p "$p" shard.info | tr -d '\r' | sed -n 's/^scan_listings://p')
+        n=$((n + ${v:-0}))
+    done
+    echo "$n"
+}
+
 # Wait until the coordinator on port $1 reports routing ok (all routes up).
 wait_routing() {
     local i=0
@@ -83,12 +116,13 @@ for setting in "6 3" "8 2"; do
     set -- $setting
     blocks=$1 dist=$2
     th_log "blocks $blocks distance $dist"
-    wpids=() workers=""
+    wpids=() workers="" wports=()
     bb=$([ "$blocks" = 8 ] && echo 24 || echo 0)     # 0: the layout's default
     for i in 0 1 2; do
         th_start_shard "shard-$blocks-$dist-$i" "${CL_PORTS[$i]}" 0-255 "$blocks" "$dist" "" \
             --cluster yes --bucket-bits "$bb"
         wpids+=("$TH_SHARD_PID")
+        wports+=("$TH_SHARD_PORT")
         workers="$workers 127.0.0.1:$TH_SHARD_PORT"
     done
     # the periodic refresh is off (10 min): only MOVED seen by the workers, a worker
@@ -108,6 +142,9 @@ for setting in "6 3" "8 2"; do
     timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 7 \
         || th_fail "verify (blocks $blocks distance $dist)"
     export_check "$cport" "$state" "after the load (blocks $blocks distance $dist)"
+    if [ "$bb" = 24 ]; then     # sparse: the walk listed the buckets of the slots
+        [ "$(listings "${wports[@]}")" -gt 0 ] || th_fail "no SHARD.SCAN listed buckets at bucket-bits 24"
+    fi
 
     # keys on every master, no data request redirected while the map was right
     for p in "${CL_PORTS[@]}"; do
@@ -170,6 +207,11 @@ for setting in "6 3" "8 2"; do
         [ "${ask1:-0}" -gt "${ask0:-0}" ] || th_fail "no ASK followed during the migration ($ask0 -> $ask1)"
         timeout 300 "$TH_BIN/simhash" export --port "$cport" 2>/dev/null | sort |
             cmp -s - "$TH_DIR/want.txt" || th_fail "export during a slot migration differs"
+        # small steps: empty windows, so listings, one of them in the migrating slot,
+        # which the worker must not trust (its keys are on two nodes)
+        l0=$(listings "${wports[@]}")
+        walk_small "$cport" || th_fail "SIMHASH.SCAN in small steps during a slot migration"
+        [ "$(listings "${wports[@]}")" -gt "$l0" ] || th_fail "no listing in the small-step walk"
         timeout 20 redis-cli -p "$src" migrate 127.0.0.1 "$dst" "" 0 5000 keys "${keys[@]:$half}" \
             >/dev/null || th_fail "migrate the rest"
         for p in $(cl_master_ports); do
