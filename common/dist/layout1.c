@@ -89,12 +89,5 @@ const layout_ops layout1_ops = {
     .has_ids = layout1_has_ids,
     .put_id = layout1_put_id,
     .lock = layout1_lock,
-    .plan = layout_fixed_plan,
-    .plan_read = layout_fixed_plan_read,
-    .member_decode = layout_fixed_member_decode,
-    .entry = layout_fixed_entry,
-    .walk_pattern = layout_fixed_walk_pattern,
-    .walk_tag_of = layout_fixed_walk_tag_of,
-    .walk_first_value = layout_fixed_walk_first_value,
-    .walk_read = layout_fixed_walk_read,
+    LAYOUT_FIXED_BUCKET_OPS,
 };

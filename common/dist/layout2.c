@@ -209,12 +209,5 @@ const layout_ops layout2_ops = {
     .has_ids = layout2_has_ids,
     .put_id = layout2_put_id,
     .lock = layout2_lock,
-    .plan = layout_fixed_plan,
-    .plan_read = layout_fixed_plan_read,
-    .member_decode = layout_fixed_member_decode,
-    .entry = layout_fixed_entry,
-    .walk_pattern = layout_fixed_walk_pattern,
-    .walk_tag_of = layout_fixed_walk_tag_of,
-    .walk_first_value = layout_fixed_walk_first_value,
-    .walk_read = layout_fixed_walk_read,
+    LAYOUT_FIXED_BUCKET_OPS,
 };
