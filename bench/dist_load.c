@@ -43,7 +43,7 @@
 #include <hiredis/async.h>
 #include <hiredis/adapters/libevent.h>
 
-#include "layout.h"
+#include "layout_ops.h"
 #include "parse.h"
 #include "perm.h"
 #include "resp.h"
@@ -67,6 +67,7 @@ static dl_opts opt = {
     .seconds = 10.0, .rate = 1000.0,
 };
 static perm_set ps;
+static layout_ctx lay;       /* the layout of --layout (layout_ops.h) */
 
 /* ---- helpers ---- */
 
@@ -117,51 +118,33 @@ static int dl_doc(char *buf, uint64_t id)
 
 /* ---- building commands ---- */
 
-/* The write of fp's one id straight to Redis: SADD to its set (layout 1), HSET of the
- * packed id into its bucket hash (layout 2). Returns 1 (commands appended). */
+/* The write of fp's one id straight to Redis (the layout's put_id: SADD to its set
+ * in layout 1, HSET of the packed id into its bucket hash in layout 2). Returns 1
+ * (commands appended). */
 static unsigned dl_append_doc(redisContext *c, uint64_t fp, uint64_t id)
 {
-    char key[LAYOUT_KEY_MAX], doc[32];
-    uint8_t packed[48], mem[LAYOUT_MEMBER_MAX];
-    uint64_t p0 = perm_apply(&ps.tables[0], fp);
+    char doc[32];
+    uint8_t scratch[48];
     int dlen = dl_doc(doc, id);
-    if (opt.layout == 1) {
-        size_t klen = layout_doc_key(key, sizeof key, fp, p0);
-        const char *argv[3] = {"SADD", key, doc};
-        size_t lens[3] = {RESP_LITLEN("SADD"), klen, (size_t)dlen};
-        redisAppendCommandArgv(c, 3, argv, lens);
-        return 1;
-    }
-    size_t klen = layout_hash_key(key, sizeof key, p0, opt.bucket_bits);
-    size_t ml = layout_member(mem, p0, opt.bucket_bits);
-    size_t pl = layout_ids_put(packed, doc, (size_t)dlen);
-    const char *argv[4] = {"HSET", key, (const char *)mem, (const char *)packed};
-    size_t lens[4] = {RESP_LITLEN("HSET"), klen, ml, pl};
-    redisAppendCommandArgv(c, 4, argv, lens);
+    layout_cmd pc;
+    lay.ops->put_id(&lay, fp, perm_apply(&ps.tables[0], fp), doc, (size_t)dlen, scratch, &pc);
+    redisAppendCommandArgv(c, pc.argc, pc.argv, pc.argvlen);
     return 1;
 }
 
-/* The read of fp's ids a worker needs at least: SMEMBERS (layout 1), HGET of its
- * bucket hash field (layout 2). */
-static void dl_doc_read_argv(uint64_t fp, char key[LAYOUT_KEY_MAX], uint8_t mem[LAYOUT_MEMBER_MAX],
-                             const char *argv[3], size_t lens[3], int *argc)
+/* The read of fp's ids a worker needs at least: the layout's first read (SMEMBERS in
+ * layout 1, HGET of its bucket hash field in layout 2). */
+static void dl_doc_read(uint64_t fp, layout_cmd *rc)
 {
-    uint64_t p0 = perm_apply(&ps.tables[0], fp);
-    if (opt.layout == 1) {
-        argv[0] = "SMEMBERS";
-        argv[1] = key;
-        lens[0] = RESP_LITLEN("SMEMBERS");
-        lens[1] = layout_doc_key(key, LAYOUT_KEY_MAX, fp, p0);
-        *argc = 2;
-        return;
-    }
-    argv[0] = "HGET";
-    argv[1] = key;
-    argv[2] = (const char *)mem;
-    lens[0] = RESP_LITLEN("HGET");
-    lens[1] = layout_hash_key(key, LAYOUT_KEY_MAX, p0, opt.bucket_bits);
-    lens[2] = layout_member(mem, p0, opt.bucket_bits);
-    *argc = 3;
+    layout_ids_kind kind;
+    lay.ops->ids_read(&lay, 0, fp, perm_apply(&ps.tables[0], fp), rc, &kind);
+}
+
+/* The reads of fp's query in table t (the layout's plan). */
+static void dl_plan(unsigned t, uint64_t fp, layout_plan *pl)
+{
+    if (lay.ops->plan(&lay, t, perm_apply(&ps.tables[t], fp), ps.tables[t].prefix_bits, pl) != 0)
+        die("layout", "table prefix shorter than 8 bits");
 }
 
 /* One operation's Redis commands, as argv arrays appended to the context.
@@ -170,41 +153,30 @@ static unsigned dl_append_raw_query(redisContext *c, uint64_t fp)
 {
     unsigned n = 0;
     for (unsigned t = 0; t < ps.ntables; t++) {
-        uint64_t p = perm_apply(&ps.tables[t], fp);
-        layout_range r;
-        if (layout_range_init(&r, p, ps.tables[t].prefix_bits, opt.bucket_bits) != 0)
-            die("layout", "table prefix shorter than 8 bits");
-        for (uint64_t b = 0; b < r.nbuckets && n < DL_MAX_CMDS; b++) {
-            char key[LAYOUT_KEY_MAX];
-            size_t klen = layout_bucket_key(key, sizeof key, t, r.first_bucket + b, opt.bucket_bits);
-            const char *argv[4] = {"ZRANGEBYLEX", key, (const char *)r.lo, (const char *)r.hi};
-            size_t lens[4] = {RESP_LITLEN("ZRANGEBYLEX"), klen, r.lo_len, r.hi_len};
+        layout_plan pl;
+        dl_plan(t, fp, &pl);
+        for (uint64_t b = 0; b < pl.nreads && n < DL_MAX_CMDS; b++) {
+            layout_read rd;
+            lay.ops->plan_read(&lay, &pl, b, &rd);
+            const char *argv[4] = {"ZRANGEBYLEX", rd.key, (const char *)rd.lo, (const char *)rd.hi};
+            size_t lens[4] = {RESP_LITLEN("ZRANGEBYLEX"), rd.klen, rd.lo_len, rd.hi_len};
             redisAppendCommandArgv(c, 4, argv, lens);
             n++;
         }
     }
-    char key[LAYOUT_KEY_MAX];
-    uint8_t mem[LAYOUT_MEMBER_MAX];
-    const char *argv[3];
-    size_t lens[3];
-    int argc;
-    dl_doc_read_argv(fp, key, mem, argv, lens, &argc);
-    redisAppendCommandArgv(c, argc, argv, lens);
+    layout_cmd rc;
+    dl_doc_read(fp, &rc);
+    redisAppendCommandArgv(c, rc.argc, rc.argv, rc.argvlen);
     return n + 1;
 }
 
 /* One ZADD per table of fp's entries. Returns the number of commands. */
 static unsigned dl_append_zadds(redisContext *c, uint64_t fp)
 {
-    char key[LAYOUT_KEY_MAX];
-    uint8_t mem[LAYOUT_MEMBER_MAX];
     for (unsigned t = 0; t < ps.ntables; t++) {
-        uint64_t p = perm_apply(&ps.tables[t], fp);
-        size_t klen = layout_key_of(key, sizeof key, t, p, opt.bucket_bits);
-        size_t mlen = layout_member(mem, p, opt.bucket_bits);
-        const char *argv[4] = {"ZADD", key, "0", (const char *)mem};
-        size_t lens[4] = {RESP_LITLEN("ZADD"), klen, RESP_LITLEN("0"), mlen};
-        redisAppendCommandArgv(c, 4, argv, lens);
+        layout_cmd ec;
+        lay.ops->entry(&lay, t, perm_apply(&ps.tables[t], fp), "ZADD", &ec);
+        redisAppendCommandArgv(c, ec.argc, ec.argv, ec.argvlen);
     }
     return ps.ntables;
 }
@@ -227,7 +199,7 @@ static unsigned dl_append_raw_locked(redisContext *c, uint64_t fp, uint64_t id)
     int dlen = dl_doc(doc, id);
     snprintf(tok, sizeof tok, "b%" PRIx64, id);
     layout_cmd lc;
-    layout_cmd_lock(&lc, opt.layout, opt.bucket_bits, fp, p0, tok, 4000, LAYOUT_LOCK_OP_ADD);
+    lay.ops->lock(&lay, fp, p0, tok, 4000, LAYOUT_LOCK_OP_ADD, &lc);
     lc.argv[lc.argc] = doc;
     lc.argvlen[lc.argc] = (size_t)dlen;
     redisAppendCommandArgv(c, lc.argc + 1, lc.argv, lc.argvlen);
@@ -500,25 +472,19 @@ static void dl_paced_reply(redisAsyncContext *ac, void *reply, void *priv)
 static void dl_async_raw_query(redisAsyncContext *ac, uint64_t fp, void *priv)
 {
     for (unsigned t = 0; t < ps.ntables; t++) {
-        uint64_t p = perm_apply(&ps.tables[t], fp);
-        layout_range r;
-        if (layout_range_init(&r, p, ps.tables[t].prefix_bits, opt.bucket_bits) != 0)
-            die("layout", "table prefix shorter than 8 bits");
-        for (uint64_t b = 0; b < r.nbuckets; b++) {
-            char key[LAYOUT_KEY_MAX];
-            size_t klen = layout_bucket_key(key, sizeof key, t, r.first_bucket + b, opt.bucket_bits);
-            const char *argv[4] = {"ZRANGEBYLEX", key, (const char *)r.lo, (const char *)r.hi};
-            size_t lens[4] = {RESP_LITLEN("ZRANGEBYLEX"), klen, r.lo_len, r.hi_len};
+        layout_plan pl;
+        dl_plan(t, fp, &pl);
+        for (uint64_t b = 0; b < pl.nreads; b++) {
+            layout_read rd;
+            lay.ops->plan_read(&lay, &pl, b, &rd);
+            const char *argv[4] = {"ZRANGEBYLEX", rd.key, (const char *)rd.lo, (const char *)rd.hi};
+            size_t lens[4] = {RESP_LITLEN("ZRANGEBYLEX"), rd.klen, rd.lo_len, rd.hi_len};
             redisAsyncCommandArgv(ac, NULL, NULL, 4, argv, lens);
         }
     }
-    char key[LAYOUT_KEY_MAX];
-    uint8_t mem[LAYOUT_MEMBER_MAX];
-    const char *argv[3];
-    size_t lens[3];
-    int argc;
-    dl_doc_read_argv(fp, key, mem, argv, lens, &argc);
-    redisAsyncCommandArgv(ac, dl_paced_reply, priv, argc, argv, lens);
+    layout_cmd rc;
+    dl_doc_read(fp, &rc);
+    redisAsyncCommandArgv(ac, dl_paced_reply, priv, rc.argc, rc.argv, rc.argvlen);
 }
 
 static void dl_paced_tick(evutil_socket_t fd, short what, void *arg)
@@ -674,16 +640,16 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--rate")) opt.rate = (double)dl_num("rate", v, 1, 10000000);
         else usage();
     }
-    if (opt.bucket_bits == 0)   /* the workers' default for a new corpus */
-        opt.bucket_bits = opt.layout == 1 ? LAYOUT_BUCKET_BITS_DEFAULT : LAYOUT2_BUCKET_BITS_DEFAULT;
-    if (!layout_bucket_bits_ok(opt.bucket_bits))
+    /* bucket bits 0: the workers' default for a new corpus */
+    if (layout_ctx_init(&lay, opt.layout, opt.bucket_bits) != 0)
         die("--bucket-bits", "must be 8, 12, 16, 20 or 24");
+    opt.bucket_bits = lay.bucket_bits;
     char err[256];
     if (perm_set_init(&ps, opt.blocks, opt.distance, err, sizeof err) != 0)
         die("tables", err);
     if (opt.corpus == 0)
         opt.corpus = opt.count;
-    int rc;
+    int rc = 2;    /* usage() exits */
     if (!strcmp(opt.mode, "preload")) rc = dl_preload();
     else if (!strcmp(opt.mode, "predocs")) rc = dl_predocs();
     else if (!strcmp(opt.mode, "raw-query")) rc = dl_report((dl_stats[]){dl_run(0)}, "queries");

@@ -100,7 +100,7 @@ static void shard_docs_done(shard_job *j)
         resp_buf part;
         int empty;
         resp_buf_init(&part, 0);
-        shard_ids_take(j->sc, &d->ids[i], &part, &empty);
+        shard_ids_take(&d->ids[i], &part, &empty);
         resp_buf_append(out, part.data, part.len);
         resp_buf_free(&part);
     }
@@ -211,19 +211,9 @@ static void shard_cmd_add_del(rs_req *req, int add)
     }
     st->stat = add ? &sc->st.added : &sc->st.removed;
     for (unsigned i = 0; i < ntab && j->req; i++) {
-        char key[LAYOUT_KEY_MAX];
-        uint8_t member[LAYOUT_MEMBER_MAX];
-        size_t klen = layout_key_of(key, sizeof key, tabs[i], ps[i], sc->cfg.bucket_bits);
-        size_t mlen = layout_member(member, ps[i], sc->cfg.bucket_bits);
-        if (add) {
-            const char *argv[4] = {"ZADD", key, "0", (const char *)member};
-            size_t argvlen[4] = {RESP_LITLEN("ZADD"), klen, RESP_LITLEN("0"), mlen};
-            shard_job_send(j, i, 4, argv, argvlen);
-        } else {
-            const char *argv[3] = {"ZREM", key, (const char *)member};
-            size_t argvlen[3] = {RESP_LITLEN("ZREM"), klen, mlen};
-            shard_job_send(j, i, 3, argv, argvlen);
-        }
+        layout_cmd ec;
+        sc->lay.ops->entry(&sc->lay, tabs[i], ps[i], add ? "ZADD" : "ZREM", &ec);
+        shard_job_send(j, i, ec.argc, ec.argv, ec.argvlen);
     }
     shard_job_release(j);
 }
@@ -241,7 +231,7 @@ static void shard_cmd_del(rs_req *req)
 /* Longest lock token accepted. */
 #define SHARD_TOKEN_MAX 64
 
-/* SHARD.LOCK fp token lease-ms op [docid ...]: one EVAL of LAYOUT_LOCK_LUA on fp's
+/* SHARD.LOCK fp token lease-ms op [docid ...]: one EVAL of the layout's lock script on fp's
  * document set (this worker must serve table 0's shard of fp): takes fp's write lock
  * and changes the set (op A: add the ids, R: remove them, X: remove all, F: none,
  * S: none, only a stale lock is taken). Answers the script's reply: [1, ids before,
@@ -291,8 +281,7 @@ static void shard_cmd_lock(rs_req *req)
     opz[0] = op[0];
     opz[1] = '\0';
     layout_cmd lc;
-    layout_cmd_lock(&lc, sc->cfg.layout, sc->cfg.bucket_bits, fp,
-                    perm_apply(&sc->ps.tables[0], fp), tok, lease, opz);
+    sc->lay.ops->lock(&sc->lay, fp, perm_apply(&sc->ps.tables[0], fp), tok, lease, opz, &lc);
     size_t nids = argc - 5;
     size_t n = (size_t)lc.argc + nids;
     const char **argv = malloc(n * sizeof *argv);
@@ -348,7 +337,7 @@ static void shard_cmd_unlock(rs_req *req)
     shard_job_release(j);
 }
 
-/* SHARD.DOCS fp [fp ...]: the ids of each fingerprint (layout_cmd_docs), sorted
+/* SHARD.DOCS fp [fp ...]: the ids of each fingerprint (layout_ops ids_read), sorted
  * bytewise. */
 static void shard_cmd_docs(rs_req *req)
 {

@@ -230,26 +230,21 @@ int shard_reply_docs_empty(const redisReply *rep)
 
 unsigned shard_ids_ncmds(const shard_ctx *sc)
 {
-    return sc->cfg.layout == 1 ? 1 : 2;
+    return sc->lay.ops->ids_reads;
 }
 
 void shard_ids_send(shard_job *j, unsigned *slot, uint32_t idx, uint64_t fp)
 {
     shard_ctx *sc = j->sc;
     uint64_t p0 = perm_apply(&sc->ps.tables[0], fp);
-    layout_cmd c;
-    if (sc->cfg.layout != 1) {
-        layout_cmd_docs(&c, sc->cfg.layout, sc->cfg.bucket_bits, fp, p0);
+    for (unsigned i = 0; i < sc->lay.ops->ids_reads && j->req; i++) {
+        layout_cmd c;
+        layout_ids_kind kind;
+        sc->lay.ops->ids_read(&sc->lay, i, fp, p0, &c, &kind);
         j->slots[*slot].idx = idx;
-        j->slots[*slot].part = 0;
+        j->slots[*slot].part = (uint8_t)kind;
         shard_job_send(j, (*slot)++, c.argc, c.argv, c.argvlen);
-        if (j->req == NULL)
-            return;
     }
-    layout_cmd_overflow(&c, fp, p0);
-    j->slots[*slot].idx = idx;
-    j->slots[*slot].part = 1;
-    shard_job_send(j, (*slot)++, c.argc, c.argv, c.argvlen);
 }
 
 void shard_ids_init(shard_ids *x)
@@ -267,7 +262,7 @@ void shard_ids_free(shard_ids *x)
 
 int shard_ids_absorb(shard_ids *x, const shard_slot *s, redisReply *rep, const char **why)
 {
-    if (s->part == 1) {
+    if (s->part == LAYOUT_IDS_SET) {
         if (rep->type != REDIS_REPLY_ARRAY) {
             *why = "unexpected reply to SMEMBERS";
             return -1;
@@ -275,6 +270,7 @@ int shard_ids_absorb(shard_ids *x, const shard_slot *s, redisReply *rep, const c
         x->set_empty = rep->elements == 0;
         return shard_reply_docs(&x->set, rep, why);
     }
+    x->packed = 1;
     if (rep->type == REDIS_REPLY_STRING && rep->len == 0) {
         x->overflow = 1;
         return 0;
@@ -287,9 +283,9 @@ int shard_ids_absorb(shard_ids *x, const shard_slot *s, redisReply *rep, const c
     return shard_reply_docs(&x->field, rep, why);
 }
 
-void shard_ids_take(const shard_ctx *sc, shard_ids *x, resp_buf *out, int *empty)
+void shard_ids_take(shard_ids *x, resp_buf *out, int *empty)
 {
-    int use_set = sc->cfg.layout == 1 || x->overflow;
+    int use_set = !x->packed || x->overflow;
     resp_buf *from = use_set ? &x->set : &x->field;
     *empty = use_set ? x->set_empty : x->field_empty;
     resp_buf_free(out);

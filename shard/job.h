@@ -25,7 +25,7 @@ typedef struct shard_slot {
     uint32_t table;        /* QUERY: table of the bucket */
     uint64_t bucket;       /* QUERY: bucket number scanned */
     uint8_t qdocs;         /* QUERY ... DOCS: the read of q's own ids */
-    uint8_t part;          /* shard_ids: 0 the layout-2 hash field, 1 the set */
+    uint8_t part;          /* shard_ids: the layout_ids_kind of the read */
 } shard_slot;
 
 typedef struct shard_job_ops {
@@ -73,7 +73,7 @@ void shard_job_answer(shard_job *j);
  * next job; j ends. */
 rs_req *shard_job_handoff(shard_job *j);
 
-/* Writes the reply of a read of document ids (layout_cmd_docs: an SMEMBERS array,
+/* Writes the reply of a read of document ids (layout_ops ids_read: an SMEMBERS array,
  * layout 2's packed string or nil) to b as an array of ids sorted bytewise.
  * Returns 0, or -1 with why set. */
 int shard_reply_docs(resp_buf *b, const redisReply *rep, const char **why);
@@ -81,15 +81,15 @@ int shard_reply_docs(resp_buf *b, const redisReply *rep, const char **why);
 /* 1 when such a reply holds no id. */
 int shard_reply_docs_empty(const redisReply *rep);
 
-/* The ids of one fingerprint, read with single-key commands only (a multi-key one
- * gets -TRYAGAIN while its slot migrates): layout 1 SMEMBERS of its set; layout 2 HGET
- * of its bucket hash field and, in the same pipeline, SMEMBERS of its overflow set,
- * which counts when the field is "". Ids only move from the field to the set while
- * the fingerprint has any (docs/protocol.md), so the two reads never miss ids that
- * were there throughout. */
+/* The ids of one fingerprint, read with the layout's reads (layout_ops ids_read),
+ * pipelined: layout 1 SMEMBERS of its set; layout 2 HGET of its bucket hash field and
+ * SMEMBERS of its overflow set, which counts when the field is "". Ids only move from
+ * the field to the set while the fingerprint has any (docs/protocol.md), so the two
+ * reads never miss ids that were there throughout. */
 typedef struct shard_ids {
     resp_buf field, set;   /* the ids each reply gave, as a RESP array */
-    uint8_t overflow;      /* the field was "": the set's ids count */
+    uint8_t packed;        /* a packed read answered: its ids count, unless ... */
+    uint8_t overflow;      /* ... it was "": the set's ids count */
     uint8_t field_empty, set_empty;
 } shard_ids;
 
@@ -103,6 +103,6 @@ void shard_ids_free(shard_ids *x);
 int shard_ids_absorb(shard_ids *x, const shard_slot *s, redisReply *rep, const char **why);
 /* Every reply in: moves the ids into out (an array of ids), sets *empty; x is left
  * empty. */
-void shard_ids_take(const shard_ctx *sc, shard_ids *x, resp_buf *out, int *empty);
+void shard_ids_take(shard_ids *x, resp_buf *out, int *empty);
 
 #endif

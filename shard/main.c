@@ -51,7 +51,7 @@ static const cfg_option shard_options[] = {
     SHARD_OPT("bucket-bits", CFG_UINT, bucket_bits, 0, 24, "0",
               "bits of a permuted fingerprint in its key: 8, 12, 16, 20 or 24; 0: the "
               "corpus's, and for a new corpus 16 in layout 1, 12 in layout 2"),
-    SHARD_OPT("layout", CFG_UINT, layout, 0, 2, "0",
+    SHARD_OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION_MAX, "0",
               "data layout of a new corpus: 1 or 2 (docs/protocol.md); 0: the corpus's, "
               "and 2 for a new corpus"),
     SHARD_OPT("corpus", CFG_STR, corpus, 0, 0, NULL,
@@ -361,7 +361,7 @@ int main(int argc, char **argv)
         ro.layout = want_layout;
         ro.bucket_bits = want_bb;
         mrc = shard_redis_check_meta_sync(&ro, err, sizeof err);
-        if (mrc != -2 || (want_layout != 0 && want_bb != 0))
+        if (mrc != -2 || (want_layout != LAYOUT_VERSION_UNSET && want_bb != 0))
             break;
         if (tries % 10 == 0)
             log_warn("%s; waiting for it: this worker follows its corpus's layout and "
@@ -378,6 +378,11 @@ int main(int argc, char **argv)
         log_warn("%s; answering -REDIS unavailable until it answers", err);
     c->layout = ro.layout;              /* resolved: the corpus's, or a new one's */
     c->bucket_bits = ro.bucket_bits;
+    if (layout_ctx_init(&sc.lay, c->layout, c->bucket_bits) != 0) {
+        fprintf(stderr, "simhash-shard: layout %u with bucket bits %u is not supported\n",
+                c->layout, c->bucket_bits);
+        goto out_perm;
+    }
     if (shard_validate(&mc, err, sizeof err) != 0) {
         log_error("%s", err);
         fprintf(stderr, "simhash-shard: %s\n", err);

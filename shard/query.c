@@ -9,7 +9,7 @@
  *   shard_query_scanned    the scan is done: matches sorted and unique; with DOCS,
  *                          the document ids of the matches whose table-0 shard this
  *                          worker serves are read by a second job (the docs job)
- *   shard_query_docs_absorb   one read of ids per match (layout_cmd_docs)
+ *   shard_query_docs_absorb   the reads of ids per match (layout_ops ids_read)
  *   shard_query_answer     [fp, dist] or [fp, dist, [docid ...]] per match, those whose
  *                          document set turned out empty left out */
 #include <stdlib.h>
@@ -100,7 +100,7 @@ void shard_cmd_query(rs_req *req)
     }
     unsigned ntab = (unsigned)(argc - 3);
     unsigned *tabs = malloc(ntab * sizeof *tabs);
-    layout_range *rg = malloc(ntab * sizeof *rg);
+    layout_plan *rg = malloc(ntab * sizeof *rg);
     shard_query *qs = calloc(1, sizeof *qs);
     if (!tabs || !rg || !qs) {
         free(tabs);
@@ -118,8 +118,8 @@ void shard_cmd_query(rs_req *req)
         uint64_t p = perm_apply(t, q);
         if (shard_check_owner(req, tabs[i], p) != 0)
             goto out;
-        layout_range_init(&rg[i], p, t->prefix_bits, sc->cfg.bucket_bits);
-        ncmd += rg[i].nbuckets;
+        sc->lay.ops->plan(&sc->lay, tabs[i], p, t->prefix_bits, &rg[i]);
+        ncmd += rg[i].nreads;
     }
     /* the shard of perm_0(q) when table 0 was asked for: in cluster mode the only
      * table-0 shard known to be on our node */
@@ -151,21 +151,22 @@ void shard_cmd_query(rs_req *req)
     qs = NULL;                  /* the job's now */
     unsigned slot = 0;
     for (unsigned i = 0; i < ntab && j->req; i++) {
-        for (uint64_t b = 0; b < rg[i].nbuckets && j->req; b++, slot++) {
-            char key[LAYOUT_KEY_MAX];
-            size_t klen = layout_bucket_key(key, sizeof key, tabs[i], rg[i].first_bucket + b,
-                                            sc->cfg.bucket_bits);
-            const char *argv[4] = {"ZRANGEBYLEX", key, (const char *)rg[i].lo,
-                                   (const char *)rg[i].hi};
-            size_t argvlen[4] = {strlen(argv[0]), klen, rg[i].lo_len, rg[i].hi_len};
+        for (uint64_t b = 0; b < rg[i].nreads && j->req; b++, slot++) {
+            layout_read rd;
+            sc->lay.ops->plan_read(&sc->lay, &rg[i], b, &rd);
+            const char *argv[4] = {"ZRANGEBYLEX", rd.key, (const char *)rd.lo,
+                                   (const char *)rd.hi};
+            size_t argvlen[4] = {strlen(argv[0]), rd.klen, rd.lo_len, rd.hi_len};
             j->slots[slot].table = tabs[i];
-            j->slots[slot].bucket = rg[i].first_bucket + b;
+            j->slots[slot].bucket = rd.tag;
             shard_job_send(j, slot, 4, argv, argvlen);
         }
     }
     if (qdocs && j->req) {      /* after the scans, as the separate read would be */
-        layout_cmd dc;     /* layout 2: HGET; ids in an overflow set go to the docs job */
-        layout_cmd_docs(&dc, sc->cfg.layout, sc->cfg.bucket_bits, q, p0);
+        layout_cmd dc;     /* the layout's first read of ids (layout 2: HGET; ids in an
+                            * overflow set go to the docs job) */
+        layout_ids_kind kind;
+        sc->lay.ops->ids_read(&sc->lay, 0, q, p0, &dc, &kind);
         j->slots[slot].qdocs = 1;
         shard_job_send(j, slot, dc.argc, dc.argv, dc.argvlen);
     }
@@ -201,7 +202,7 @@ static int shard_query_absorb(shard_job *j, const shard_slot *s, redisReply *rep
         const redisReply *e = rep->element[i];
         uint64_t p;
         if (e->type != REDIS_REPLY_STRING ||
-            layout_member_decode(e->str, e->len, s->bucket, sc->cfg.bucket_bits, &p) != 0) {
+            sc->lay.ops->member_decode(&sc->lay, s->bucket, e->str, e->len, &p) != 0) {
             log_warn_rl("foreign member of length %zu in a bucket of table %u; ignored",
                         e->type == REDIS_REPLY_STRING ? e->len : 0, s->table);
             continue;
@@ -337,7 +338,7 @@ static void shard_query_docs_done(shard_job *j)
         if (!qs->m[i].own || shard_match_has_qdocs(qs, i))
             continue;
         int empty;
-        shard_ids_take(j->sc, &qs->ids[i], &qs->parts[i], &empty);
+        shard_ids_take(&qs->ids[i], &qs->parts[i], &empty);
         qs->m[i].empty = (uint8_t)empty;
     }
     shard_query_answer(j);

@@ -17,6 +17,7 @@
 
 #include "cluster.h"
 #include "layout.h"
+#include "layout_ops.h"
 #include "log.h"
 #include "resp.h"
 
@@ -36,10 +37,11 @@ const char *shard_redis_meta_key(void)
 
 void shard_redis_resolve(shard_redis_opts *o)
 {
-    if (o->layout == 0)
+    if (o->layout == LAYOUT_VERSION_UNSET)
         o->layout = LAYOUT_VERSION_DEFAULT;
-    if (o->bucket_bits == 0)
-        o->bucket_bits = o->layout == 1 ? LAYOUT_BUCKET_BITS_DEFAULT : LAYOUT2_BUCKET_BITS_DEFAULT;
+    const layout_ops *ops = layout_ops_of(o->layout);
+    if (o->bucket_bits == 0 && ops)
+        o->bucket_bits = ops->bucket_bits_default;
 }
 
 /* Takes the layout and bucket_bits of an HGETALL meta reply into o where o has 0. */
@@ -52,17 +54,14 @@ static void shard_meta_adopt(const redisReply *r, shard_redis_opts *o)
         if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING || v->len > 9)
             continue;
         unsigned n = (unsigned)strtoul(v->str, NULL, 10);
-        if (strcmp(k->str, "layout") == 0 && o->layout == 0 && layout_version_ok(n))
+        if (strcmp(k->str, "layout") == 0 && o->layout == LAYOUT_VERSION_UNSET &&
+            layout_version_ok(n))
             o->layout = n;
         else if (strcmp(k->str, "bucket_bits") == 0 && o->bucket_bits == 0 &&
                  layout_bucket_bits_ok(n))
             o->bucket_bits = n;
     }
 }
-
-/* zset- and hash-max-listpack-entries that layout 2 needs (a bucket of 2^12 at 1M
- * fingerprints holds about 244, docs/capacity.md) */
-#define SHARD_LISTPACK_ENTRIES 1024
 
 #define SHARD_META_FIELDS 5       /* blocks, distance, layout, bucket_bits, fingerprint */
 
@@ -287,10 +286,12 @@ static void shard_listpack_check(redisContext **cp, const shard_redis_opts *o)
 {
     static const char *names[4] = {"zset-max-listpack-entries", "zset-max-listpack-value",
                                    "hash-max-listpack-entries", "hash-max-listpack-value"};
-    int two = o->layout == 2;
-    unsigned long need[4] = {two ? SHARD_LISTPACK_ENTRIES : 128,
-                             layout_member_len(o->bucket_bits),
-                             two ? SHARD_LISTPACK_ENTRIES : 0, two ? LAYOUT2_INLINE_MAX : 0};
+    layout_ctx lc;
+    layout_needs nd;
+    if (layout_ctx_init(&lc, o->layout, o->bucket_bits) != 0)
+        return;
+    lc.ops->needs(&lc, &nd);
+    unsigned long need[4] = {nd.zset_entries, nd.zset_value, nd.hash_entries, nd.hash_value};
     for (int i = 0; i < 4; i++) {
         if (need[i] == 0)
             continue;

@@ -6,9 +6,11 @@
  * with it a write that may be half applied: a document set whose table entries are
  * partly written, or entries still there for an emptied set. Every
  * repair-interval-ms (default 1000) the worker reads the lock hashes of the table-0 shards it serves (HGETALL w:{0:xx});
- * for every lock whose expiry has passed it takes the lock over (LAYOUT_LOCK_LUA op
- * S: only a stale lock is taken, by Redis's clock), makes every table's entry match
- * the document set (ZADD when it has ids, ZREM when empty), and releases the lock.
+ * for every lock whose expiry has passed it reconciles the fingerprint with the
+ * layout_fix_* steps of common/dist/layout_ops.h, the ones `simhash fsck --repair`
+ * takes too: the layout's lock script with op S (only a stale lock is taken, by
+ * Redis's clock), every table's entry made to match the document ids (ZADD when it
+ * has ids, ZREM when none), and the lock released.
  * A failed step leaves the lock; it is stale again after its lease and the next pass
  * retries. So a half-applied write is completed or rolled back within the lease
  * (LAYOUT_LOCK_LEASE_MS, or the writer's) plus one pass. In a Redis Cluster each
@@ -23,7 +25,7 @@
 #include <event2/event.h>
 
 #include "cluster.h"
-#include "layout.h"
+#include "layout_ops.h"
 #include "log.h"
 #include "rasync.h"
 #include "shard.h"
@@ -43,8 +45,7 @@ struct shard_repair {
 /* One fingerprint under repair. */
 typedef struct shard_fix {
     struct shard_repair *rp;
-    uint64_t fp;
-    char token[48];
+    layout_fix fix;
     unsigned pending;           /* table writes not yet answered */
     int failed;
 } shard_fix;
@@ -88,7 +89,7 @@ static void shard_fix_end(shard_fix *f, int ok)
     }
     if (ok)
         log_info("repaired fingerprint %016llx after a stale write lock",
-                 (unsigned long long)f->fp);
+                 (unsigned long long)f->fix.fp);
     rp->active--;
     free(f);
 }
@@ -128,12 +129,9 @@ static void shard_fix_step(shard_fix *f)
         shard_fix_end(f, 0);
         return;
     }
-    shard_ctx *sc = rp->sc;
-    char wkey[LAYOUT_KEY_MAX], field[17];
-    layout_lock_key(wkey, sizeof wkey, layout_shard_of(perm_apply(&sc->ps.tables[0], f->fp)));
-    layout_lock_field(field, f->fp);
-    const char *argv[6] = {"EVAL", LAYOUT_UNLOCK_LUA, "1", wkey, field, f->token};
-    if (shard_repair_send(rp, shard_fix_on_unlock, f, 6, argv, NULL) != 0)
+    layout_cmd uc;
+    layout_fix_unlock(&f->fix, &uc);
+    if (shard_repair_send(rp, shard_fix_on_unlock, f, uc.argc, uc.argv, uc.argvlen) != 0)
         shard_fix_end(f, 0);
 }
 
@@ -142,8 +140,10 @@ static void shard_fix_on_entry(void *priv, redisReply *reply, const char *err)
     shard_fix *f = priv;
     struct shard_repair *rp = f->rp;
     rp->outstanding--;
-    if (!shard_repair_reply_ok(reply, REDIS_REPLY_INTEGER, err, "table write"))
+    if (!layout_fix_entry_ok(reply)) {
+        shard_repair_reply_ok(reply, REDIS_REPLY_INTEGER, err, "table write");   /* logs */
         f->failed = 1;
+    }
     shard_fix_step(f);
     shard_repair_maybe_free(rp);
 }
@@ -154,33 +154,26 @@ static void shard_fix_on_lock(void *priv, redisReply *reply, const char *err)
     shard_fix *f = priv;
     struct shard_repair *rp = f->rp;
     rp->outstanding--;
-    if (!shard_repair_reply_ok(reply, REDIS_REPLY_ARRAY, err, "lock takeover") ||
-        reply->elements < 2 || reply->element[0]->type != REDIS_REPLY_INTEGER) {
+    int taken = layout_fix_locked(&f->fix, reply);
+    if (taken < 0) {
+        shard_repair_reply_ok(reply, REDIS_REPLY_ARRAY, err, "lock takeover");     /* logs */
         shard_fix_end(f, 0);
         shard_repair_maybe_free(rp);
         return;
     }
-    if (reply->element[0]->integer != 1 || reply->elements < 3 ||
-        reply->element[2]->type != REDIS_REPLY_INTEGER) {
+    if (taken == 0) {
         rp->active--;           /* no longer stale, or gone: nothing to repair */
         free(f);
         shard_repair_maybe_free(rp);
         return;
     }
-    int add = reply->element[2]->integer > 0;
     shard_ctx *sc = rp->sc;
     f->pending = 1;             /* held until every write is sent */
     for (unsigned t = 0; t < sc->ps.ntables; t++) {
-        char key[LAYOUT_KEY_MAX];
-        uint8_t member[LAYOUT_MEMBER_MAX];
-        uint64_t p = perm_apply(&sc->ps.tables[t], f->fp);
-        size_t klen = layout_key_of(key, sizeof key, t, p, sc->cfg.bucket_bits);
-        size_t mlen = layout_member(member, p, sc->cfg.bucket_bits);
-        const char *argv[4] = {add ? "ZADD" : "ZREM", key, add ? "0" : (const char *)member,
-                               (const char *)member};
-        size_t argvlen[4] = {RESP_LITLEN("ZADD"), klen, add ? RESP_LITLEN("0") : mlen, mlen};
+        layout_cmd ec;
+        layout_fix_entry(&sc->lay, &sc->ps, &f->fix, t, &ec);
         f->pending++;
-        if (shard_repair_send(rp, shard_fix_on_entry, f, add ? 4 : 3, argv, argvlen) != 0) {
+        if (shard_repair_send(rp, shard_fix_on_entry, f, ec.argc, ec.argv, ec.argvlen) != 0) {
             f->pending--;
             f->failed = 1;
             break;
@@ -200,35 +193,16 @@ static void shard_fix_start(struct shard_repair *rp, uint64_t fp)
     if (f == NULL)
         return;
     f->rp = rp;
-    f->fp = fp;
-    snprintf(f->token, sizeof f->token, "repair-%d-%llu", (int)getpid(), ++rp->seq);
+    char token[48];
+    snprintf(token, sizeof token, "repair-%d-%llu", (int)getpid(), ++rp->seq);
+    layout_fix_init(&f->fix, &sc->ps, fp, token);
     layout_cmd lc;
-    layout_cmd_lock(&lc, sc->cfg.layout, sc->cfg.bucket_bits, fp,
-                    perm_apply(&sc->ps.tables[0], fp), f->token, LAYOUT_LOCK_LEASE_MS,
-                    LAYOUT_LOCK_OP_FIXSTALE);
+    layout_fix_lock(&sc->lay, &f->fix, LAYOUT_LOCK_LEASE_MS, LAYOUT_LOCK_OP_FIXSTALE, &lc);
     rp->active++;
     if (shard_repair_send(rp, shard_fix_on_lock, f, lc.argc, lc.argv, lc.argvlen) != 0) {
         rp->active--;
         free(f);
     }
-}
-
-/* Parses 16 lower-case hex digits. Returns 0, or -1. */
-static int shard_repair_hex(const char *s, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (n != 16)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        unsigned d = c >= '0' && c <= '9' ? (unsigned)(c - '0')
-                   : c >= 'a' && c <= 'f' ? (unsigned)(c - 'a' + 10) : 16u;
-        if (d > 15)
-            return -1;
-        v = v << 4 | d;
-    }
-    *out = v;
-    return 0;
 }
 
 /* Reply of HGETALL w:{0:xx}: field, value pairs. */
@@ -245,7 +219,7 @@ static void shard_repair_on_locks(void *priv, redisReply *reply, const char *err
         const redisReply *k = reply->element[i], *v = reply->element[i + 1];
         uint64_t fp;
         if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING ||
-            shard_repair_hex(k->str, k->len, &fp) != 0)
+            layout_lock_field_parse(k->str, k->len, &fp) != 0)
             continue;
         unsigned long long exp = strtoull(v->str, NULL, 10);
         if (exp <= now)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "layout.h"
+#include "layout_ops.h"
 #include "perm.h"
 #include "redis.h"
 #include "rserver.h"
@@ -62,6 +63,7 @@ typedef struct shard_config {
     X(removed,    "table_entries_removed") \
     X(repairs,    "repairs")           /* stale write locks taken over and repaired */ \
     X(repair_errors, "repair_errors")  /* repair attempts that failed (retried) */ \
+    X(scan_listings, "scan_listings")  /* SHARD.SCAN calls that listed the buckets that exist */ \
     X(waits,      "waits")             /* SHARD.WAIT requests */ \
     X(wait_cmds,  "wait_commands")     /* Redis WAIT commands sent (group commits) */ \
     X(wait_fail,  "errors_wait")       /* SHARD.WAIT refused or not replicated */
@@ -75,6 +77,7 @@ typedef struct shard_stats {
 typedef struct shard_ctx {
     shard_config cfg;
     perm_set ps;
+    layout_ctx lay;             /* the corpus's layout (layout_ops.h), set at start */
     shard_redis *redis;
     rserver *srv;
     struct event_base *base;

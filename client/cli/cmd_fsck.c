@@ -31,7 +31,7 @@
 #include <hiredis/hiredis.h>
 
 #include "cluster.h"
-#include "layout.h"
+#include "layout_ops.h"
 #include "parse.h"
 #include "perm.h"
 
@@ -83,8 +83,8 @@ typedef struct fk {
     fk_node nodes[FK_MAX_NODES];
     size_t nnodes;
     cluster_map *map;           /* cluster: slot -> node index into nodes */
-    unsigned blocks, distance, bucket_bits, layout;
-    size_t plen;                /* bytes of the corpus prefix of every key */
+    unsigned blocks, distance;
+    layout_ctx lay;             /* the corpus's layout (layout_ops.h) */
     perm_set ps;
     uint64_t *have;             /* fingerprints with documents, sorted after phase 1 */
     size_t nhave, caphave;
@@ -189,20 +189,13 @@ static void fk_batch_clear(fk_batch *b)
     b->n = 0;
 }
 
-/* Queues `cmd key [0] member` for fp's entry in every table: ZSCORE (read), ZADD
- * (with score 0) or ZREM. Returns 0, or -1. */
+/* Queues `cmd key member` for fp's entry in every table (ZSCORE). Returns 0, or -1. */
 static int fk_add_entries(fk *f, fk_batch *b, uint64_t fp, const char *cmd)
 {
-    int zadd = strcmp(cmd, "ZADD") == 0;
     for (unsigned t = 0; t < f->ps.ntables; t++) {
-        char key[LAYOUT_KEY_MAX];
-        uint8_t mem[LAYOUT_MEMBER_MAX];
-        uint64_t p = perm_apply(&f->ps.tables[t], fp);
-        size_t kl = layout_key_of(key, sizeof(key), t, p, f->bucket_bits);
-        size_t ml = layout_member(mem, p, f->bucket_bits);
-        const char *argv[4] = {cmd, key, zadd ? "0" : (const char *)mem, (const char *)mem};
-        size_t lens[4] = {strlen(cmd), kl, zadd ? 1 : ml, ml};
-        if (fk_add(f, b, key, kl, zadd ? 4 : 3, argv, lens) != 0)
+        layout_cmd ec;
+        f->lay.ops->entry(&f->lay, t, perm_apply(&f->ps.tables[t], fp), cmd, &ec);
+        if (fk_add(f, b, ec.argv[1], ec.argvlen[1], ec.argc, ec.argv, ec.argvlen) != 0)
             return -1;
     }
     return 0;
@@ -237,23 +230,6 @@ static int fk_have(const fk *f, uint64_t fp)
 }
 
 /* ---- Phases ---- */
-
-/* Parses 16 lower-case hex digits. */
-static int fk_hex16(const char *s, size_t n, uint64_t *out)
-{
-    uint64_t v = 0;
-    if (n != 16)
-        return -1;
-    for (size_t i = 0; i < 16; i++) {
-        char c = s[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            return -1;
-        v = v << 4 | (uint64_t)d;
-    }
-    *out = v;
-    return 0;
-}
 
 typedef int (*fk_keys_fn)(fk *f, redisReply **keys, size_t n);
 
@@ -315,7 +291,8 @@ static int fk_tally_one(fk *f, uint64_t fp, long long cnt, unsigned missing)
     return 0;
 }
 
-/* Documents: SCARD, and ZSCORE of the entry in every table. */
+/* Documents kept one set per fingerprint (layout 1): SCARD, and ZSCORE of the entry
+ * in every table. */
 static int fk_docs(fk *f, redisReply **keys, size_t n)
 {
     fk_batch *bp = &f->b;
@@ -323,23 +300,19 @@ static int fk_docs(fk *f, redisReply **keys, size_t n)
     int ok[FK_BATCH];
     for (size_t i = 0; i < n; i++) {
         const redisReply *k = keys[i];
-        uint64_t fp;
-        ok[i] = k->len == f->plen + 25 && fk_hex16(k->str + f->plen + 9, 16, &fp) == 0;
-        if (ok[i]) {
-            char want[LAYOUT_KEY_MAX];
-            layout_doc_key(want, sizeof(want), fp, perm_apply(&f->ps.tables[0], fp));
-            ok[i] = memcmp(want, k->str, k->len) == 0;
-        }
+        layout_key lk;
+        ok[i] = layout_key_parse(&f->lay, &f->ps, k->str, k->len, &lk) == 0 &&
+                lk.kind == LAYOUT_KEY_IDSET;
         if (!ok[i]) {
             f->n.foreign++;
             continue;
         }
-        fps[i] = fp;
+        fps[i] = lk.fp;
         const char *argv[2] = {"SCARD", k->str};
         size_t lens[2] = {5, k->len};
         if (fk_add(f, bp, k->str, k->len, 2, argv, lens) != 0)
             return -1;
-        if (fk_add_entries(f, bp, fp, "ZSCORE") != 0)
+        if (fk_add_entries(f, bp, lk.fp, "ZSCORE") != 0)
             return -1;
     }
     if (fk_run(f, bp) != 0)
@@ -362,55 +335,7 @@ static int fk_docs(fk *f, redisReply **keys, size_t n)
     return 0;
 }
 
-/* Parses a bucket key [prefix]s:{t:xx}:yy.. (kind 's'; 'h': layout 2's bucket hash
- * h:{0:xx}:yy..): table and bucket number. */
-static int fk_bucket_key(const fk *f, char kind, const char *s, size_t n, unsigned *t,
-                         uint64_t *bucket)
-{
-    char buf[LAYOUT_KEY_MAX];
-    unsigned tt;
-    const char *full = s;
-    size_t fulln = n;
-    if (n < f->plen + 8 || n >= sizeof(buf))
-        return -1;
-    s += f->plen;
-    n -= f->plen;
-    if (s[0] != kind || memcmp(s + 1, ":{", 2) != 0)
-        return -1;
-    const char *colon = memchr(s + 3, ':', n - 3);
-    if (colon == NULL)
-        return -1;
-    uint64_t v;
-    const char *why;
-    if (parse_u64(s + 3, (size_t)(colon - s - 3), &v, &why) != 0 || v >= f->ps.ntables)
-        return -1;
-    tt = (unsigned)v;
-    size_t hexlen = (f->bucket_bits - 8u) / 4u;
-    /* the key of bucket 0 of table tt tells the layout; rebuild and compare */
-    const char *hex = colon + 1;
-    if ((size_t)(s + n - hex) != 2 + 2 + hexlen)
-        return -1;
-    uint64_t b = 0;
-    for (size_t i = 0; i < 2 + hexlen + 2; i++) {
-        if (i == 2 || i == 3)
-            continue;   /* "}:" */
-        char c = hex[i];
-        int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            return -1;
-        b = b << 4 | (uint64_t)d;
-    }
-    size_t kl = layout_bucket_key(buf, sizeof(buf), tt, b, f->bucket_bits);
-    if (kl)
-        buf[f->plen] = kind;
-    if (kl != fulln || memcmp(buf, full, fulln) != 0 || (kind == 'h' && tt != 0))
-        return -1;
-    *t = tt;
-    *bucket = b;
-    return 0;
-}
-
-/* Layout 2: tallies the fingerprints fps[0..n) whose ids were counted (cnt[i]; -1:
+/* Ids in bucket hashes: tallies the fingerprints fps[0..n) whose ids were counted (cnt[i]; -1:
  * in the overflow set, SCARD here) and checks their entry in every table. */
 static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
 {
@@ -418,7 +343,8 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
     for (size_t i = 0; i < n; i++) {
         if (cnt[i] < 0) {
             char key[LAYOUT_KEY_MAX];
-            size_t kl = layout_doc_key(key, sizeof(key), fps[i], perm_apply(&f->ps.tables[0], fps[i]));
+            size_t kl = layout_doc_key(key, sizeof(key), fps[i],
+                                       perm_apply(&f->ps.tables[0], fps[i]));
             const char *argv[2] = {"SCARD", key};
             size_t lens[2] = {5, kl};
             if (fk_add(f, bp, key, kl, 2, argv, lens) != 0)
@@ -450,14 +376,14 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
     return 0;
 }
 
-/* Layout 2's documents: every field of every bucket hash (HGETALL), its ids counted,
- * tallied FK_BATCH fingerprints at a time. */
+/* Documents kept in bucket hashes (layout 2): every field of every bucket hash
+ * (HGETALL), its ids counted, tallied FK_BATCH fingerprints at a time. */
 static int fk_hashes(fk *f, redisReply **keys, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        unsigned t;
-        uint64_t bucket;
-        if (fk_bucket_key(f, 'h', keys[i]->str, keys[i]->len, &t, &bucket) != 0) {
+        layout_key lk;
+        if (layout_key_parse(&f->lay, &f->ps, keys[i]->str, keys[i]->len, &lk) != 0 ||
+            lk.kind != LAYOUT_KEY_IDHASH) {
             f->n.foreign++;
             continue;
         }
@@ -478,7 +404,7 @@ static int fk_hashes(fk *f, redisReply **keys, size_t n)
         for (size_t e = 0; e + 1 < r->elements; e += 2) {
             const redisReply *k = r->element[e], *v = r->element[e + 1];
             uint64_t p0;
-            if (layout_member_decode(k->str, k->len, bucket, f->bucket_bits, &p0) != 0) {
+            if (f->lay.ops->member_decode(&f->lay, lk.bucket, k->str, k->len, &p0) != 0) {
                 f->n.foreign++;
                 continue;
             }
@@ -509,6 +435,19 @@ static int fk_hashes(fk *f, redisReply **keys, size_t n)
     return 0;
 }
 
+/* The walk of the documents phase for each kind of key a layout keeps ids in. */
+static fk_keys_fn fk_docs_walker(layout_key_kind kind)
+{
+    static const struct {
+        layout_key_kind kind;
+        fk_keys_fn fn;
+    } walkers[] = {{LAYOUT_KEY_IDSET, fk_docs}, {LAYOUT_KEY_IDHASH, fk_hashes}};
+    for (size_t i = 0; i < sizeof(walkers) / sizeof(walkers[0]); i++)
+        if (walkers[i].kind == kind)
+            return walkers[i].fn;
+    return NULL;
+}
+
 /* Tables: every member of every bucket; fingerprints without documents are orphans
  * (confirmed with EXISTS, in case one was added meanwhile). */
 static int fk_tables(fk *f, redisReply **keys, size_t n)
@@ -518,7 +457,11 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
     uint64_t bucket[FK_BATCH];
     int ok[FK_BATCH];
     for (size_t i = 0; i < n; i++) {
-        ok[i] = fk_bucket_key(f, 's', keys[i]->str, keys[i]->len, &tab[i], &bucket[i]) == 0;
+        layout_key lk;
+        ok[i] = layout_key_parse(&f->lay, &f->ps, keys[i]->str, keys[i]->len, &lk) == 0 &&
+                lk.kind == LAYOUT_KEY_BUCKET;
+        tab[i] = lk.table;
+        bucket[i] = lk.bucket;
         if (!ok[i]) {
             f->n.foreign++;
             continue;
@@ -538,8 +481,8 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
         redisReply *r = bp->reply[j++];
         for (size_t m = 0; r->type == REDIS_REPLY_ARRAY && m < r->elements; m++) {
             uint64_t p;
-            if (layout_member_decode(r->element[m]->str, r->element[m]->len, bucket[i],
-                                     f->bucket_bits, &p) != 0) {
+            if (f->lay.ops->member_decode(&f->lay, bucket[i], r->element[m]->str,
+                                          r->element[m]->len, &p) != 0) {
                 f->n.foreign++;
                 continue;
             }
@@ -557,15 +500,9 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
     }
     fk_batch_clear(bp);
     for (size_t i = 0; i < ncand; i++) {
-        char key[LAYOUT_KEY_MAX];
-        uint8_t mem[LAYOUT_MEMBER_MAX];
-        uint64_t p0 = perm_apply(&f->ps.tables[0], cand[i]);
-        size_t kl = f->layout == 1 ? layout_doc_key(key, sizeof(key), cand[i], p0)
-                                   : layout_hash_key(key, sizeof(key), p0, f->bucket_bits);
-        size_t ml = layout_member(mem, p0, f->bucket_bits);
-        const char *argv[3] = {f->layout == 1 ? "EXISTS" : "HEXISTS", key, (const char *)mem};
-        size_t lens[3] = {strlen(argv[0]), kl, ml};
-        if (fk_add(f, ep, key, kl, f->layout == 1 ? 2 : 3, argv, lens) != 0)
+        layout_cmd hc;
+        f->lay.ops->has_ids(&f->lay, cand[i], perm_apply(&f->ps.tables[0], cand[i]), &hc);
+        if (fk_add(f, ep, hc.argv[1], hc.argvlen[1], hc.argc, hc.argv, hc.argvlen) != 0)
             return -1;
         if (ep->n == FK_BATCH || i + 1 == ncand) {
             if (fk_run(f, ep) != 0)
@@ -608,7 +545,7 @@ static int fk_locks(fk *f, redisReply **keys, size_t n)
         redisReply *r = redisCommand(c, "HGETALL %b", keys[i]->str, keys[i]->len);
         for (size_t m = 0; r && r->type == REDIS_REPLY_ARRAY && m + 1 < r->elements; m += 2) {
             uint64_t fp;
-            if (fk_hex16(r->element[m]->str, r->element[m]->len, &fp) != 0) {
+            if (layout_lock_field_parse(r->element[m]->str, r->element[m]->len, &fp) != 0) {
                 f->n.foreign++;
                 continue;
             }
@@ -660,44 +597,43 @@ static int fk_counters(fk *f)
     return 0;
 }
 
-/* Reconciles fp under its write lock: 1 repaired, 0 busy (a live writer has it),
- * -1 failed. */
+/* Reconciles fp under its write lock with the worker's steps (layout_fix_*): 1
+ * repaired, 0 busy (a live writer has it), -1 failed. */
 static int fk_fix(fk *f, uint64_t fp, unsigned seq)
 {
     fk_batch *bp = &f->b;
-    uint64_t p0 = perm_apply(&f->ps.tables[0], fp);
-    char wkey[LAYOUT_KEY_MAX], field[17], tok[48];
-    layout_lock_key(wkey, sizeof(wkey), layout_shard_of(p0));
-    layout_lock_field(field, fp);
+    char tok[48];
     snprintf(tok, sizeof(tok), "fsck-%d-%u", (int)getpid(), seq);
+    layout_fix fx;
     layout_cmd lc;
-    layout_cmd_lock(&lc, f->layout, f->bucket_bits, fp, p0, tok, f->lease_ms,
-                    LAYOUT_LOCK_OP_FIX);
-    redisContext *c = fk_node_conn(f, fk_node_of(f, wkey, strlen(wkey)));
+    layout_fix_init(&fx, &f->ps, fp, tok);
+    layout_fix_lock(&f->lay, &fx, f->lease_ms, LAYOUT_LOCK_OP_FIX, &lc);
+    /* the script's first key: all of its keys share the slot of {0:xx} */
+    redisContext *c = fk_node_conn(f, fk_node_of(f, lc.argv[3], lc.argvlen[3]));
     if (c == NULL)
         return -1;
     redisReply *r = redisCommandArgv(c, lc.argc, lc.argv, lc.argvlen);
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements < 2) {
-        if (r)
-            freeReplyObject(r);
-        return -1;
+    int taken = layout_fix_locked(&fx, r);
+    if (r)
+        freeReplyObject(r);
+    if (taken <= 0)
+        return taken;
+    for (unsigned t = 0; t < f->ps.ntables; t++) {
+        layout_cmd ec;
+        layout_fix_entry(&f->lay, &f->ps, &fx, t, &ec);
+        if (fk_add(f, bp, ec.argv[1], ec.argvlen[1], ec.argc, ec.argv, ec.argvlen) != 0)
+            return -1;
     }
-    int taken = r->element[0]->integer == 1 && r->elements >= 3;
-    long long after = taken ? r->element[2]->integer : 0;
-    freeReplyObject(r);
-    if (!taken)
-        return 0;
-    if (fk_add_entries(f, bp, fp, after > 0 ? "ZADD" : "ZREM") != 0)
-        return -1;
     int rc = fk_run(f, bp);
     for (size_t i = 0; rc == 0 && i < bp->n; i++)
-        if (bp->reply[i]->type == REDIS_REPLY_ERROR)
+        if (!layout_fix_entry_ok(bp->reply[i]))
             rc = -1;
     fk_batch_clear(bp);
     if (rc != 0)
         return -1;      /* the lock stays; it goes stale and the workers repair it */
-    const char *ua[6] = {"EVAL", LAYOUT_UNLOCK_LUA, "1", wkey, field, tok};
-    r = redisCommandArgv(c, 6, ua, NULL);
+    layout_cmd uc;
+    layout_fix_unlock(&fx, &uc);
+    r = redisCommandArgv(c, uc.argc, uc.argv, uc.argvlen);
     if (r)
         freeReplyObject(r);
     return 1;
@@ -761,15 +697,13 @@ static int fk_meta(fk *f)
                 mkey, f->nodes[ni].host, f->nodes[ni].port);
         return -1;
     }
-    if (v[2] < 0 || !layout_version_ok((unsigned)v[2]) || !layout_bucket_bits_ok((unsigned)v[3])) {
+    if (v[2] < 0 || v[3] <= 0 || layout_ctx_init(&f->lay, (unsigned)v[2], (unsigned)v[3]) != 0) {
         fprintf(stderr, "%s: %s says layout %ld, bucket_bits %ld; this fsck reads layouts "
                 "%d to %d\n", f->prog, mkey, v[2], v[3], LAYOUT_VERSION_MIN, LAYOUT_VERSION_MAX);
         return -1;
     }
-    f->layout = (unsigned)v[2];
     f->blocks = (unsigned)v[0];
     f->distance = (unsigned)v[1];
-    f->bucket_bits = (unsigned)v[3];
     char err[256];
     if (perm_set_init(&f->ps, f->blocks, f->distance, err, sizeof(err)) != 0) {
         fprintf(stderr, "%s: %s\n", f->prog, err);
@@ -899,15 +833,12 @@ int cmd_fsck(int argc, char **argv)
     cli_progress_init(&f->prog_bar, "simhash fsck", (size_t)f->total_keys);
     if (f->quiet)
         f->prog_bar.enabled = 0;
-    const char *pre = layout_corpus();
-    f->plen = pre[0] ? strlen(pre) + 1 : 0;
     char pd[LAYOUT_KEY_MAX], ps[LAYOUT_KEY_MAX], pw[LAYOUT_KEY_MAX];
-    /* "x:{*": the hash tag right after the kind, so the keys of a corpus named like a
-     * kind ("w:w:{0:13}") are not taken for the unnamed corpus's ("w:{0:13}") */
-    snprintf(pd, sizeof(pd), "%s%s%s:{*", pre, pre[0] ? ":" : "", f->layout == 1 ? "d" : "h");
-    snprintf(ps, sizeof(ps), "%s%ss:{*", pre, pre[0] ? ":" : "");
-    snprintf(pw, sizeof(pw), "%s%sw:{*", pre, pre[0] ? ":" : "");
-    if (fk_scan(f, pd, f->layout == 1 ? fk_docs : fk_hashes) != 0)
+    layout_scan_pattern(pd, sizeof(pd), f->lay.ops->docs_kind);
+    layout_scan_pattern(ps, sizeof(ps), LAYOUT_KEY_BUCKET);
+    layout_scan_pattern(pw, sizeof(pw), LAYOUT_KEY_LOCKS);
+    fk_keys_fn docs_fn = fk_docs_walker(f->lay.ops->docs_kind);
+    if (docs_fn == NULL || fk_scan(f, pd, docs_fn) != 0)
         goto out;
     if (f->nhave > 1)
         qsort(f->have, f->nhave, sizeof(*f->have), fk_cmp_u64);

@@ -1,7 +1,9 @@
-/* layout.h: the Redis data layouts of distributed mode (versions 1 and 2, see
- * docs/protocol.md): key names, member encoding, the ZRANGEBYLEX bounds of a prefix
- * range, the packed document ids of layout 2 and the lock scripts. Pure functions
- * on permuted values; no Redis calls here.
+/* layout.h: what the Redis data layouts of distributed mode (versions 1 and 2, see
+ * docs/protocol.md) are made of: key names, member encoding, the ZRANGEBYLEX bounds of
+ * a prefix range, the packed document ids of layout 2, the lock operations and the
+ * unlock script. Pure functions on permuted values; no Redis calls here. Programs
+ * reach a corpus through layout_ops.h (one table of operations per layout, the lock
+ * scripts in layout1.c and layout2.c), which is built from these.
  *
  * Table t stores perm_t(fp) = p as follows, with B = bucket_bits (8, 12, 16, 20, 24):
  *   key    s:{t:xx}:yy..   xx = top 8 bits of p (2 hex digits), yy.. = the next
@@ -30,6 +32,7 @@
 
 #define LAYOUT_VERSION_MIN 1
 #define LAYOUT_VERSION_MAX 2
+#define LAYOUT_VERSION_UNSET 0       /* an option left unset: the corpus's */
 #define LAYOUT_VERSION_DEFAULT 2     /* of a new corpus (docs/protocol.md, layout 2) */
 #define LAYOUT_META_KEY "simhash:meta"  /* without a corpus name; see layout_meta_key */
 #define LAYOUT_BUCKET_BITS_DEFAULT 16   /* layout 1 */
@@ -142,6 +145,9 @@ size_t layout_lock_key(char *buf, size_t cap, unsigned shard);
  * buf[17]. Returns 16. */
 size_t layout_lock_field(char *buf, uint64_t fp);
 
+/* Reads back a lock field: 16 lower-case hex digits. Returns 0, or -1. */
+int layout_lock_field_parse(const char *s, size_t n, uint64_t *fp);
+
 /* Lease of a write lock when the caller gives none; a lock older than its lease is
  * stale: the next writer, the worker's repair pass or fsck takes it over and makes
  * the table entries match the document set. */
@@ -181,7 +187,9 @@ typedef struct layout_cmd {
     char lease[24];
 } layout_cmd;
 
-/* Fills c with the read of fp's document ids (p0 = perm_0(fp)), one single-key
+/* The operations of layout version `layout` (layout_ops.h) for callers holding a
+ * version number rather than a layout_ctx (the unit tests).
+ * Fills c with the read of fp's document ids (p0 = perm_0(fp)), one single-key
  * command (a multi-key one gets -TRYAGAIN while its slot migrates): layout 1 SMEMBERS
  * of its set (reply: array); layout 2 HGET of its bucket hash field (reply: nil, the
  * packed ids (layout_ids_next), or "" when they are in the overflow set, which

@@ -1,0 +1,221 @@
+/* layout_ops.h: the data layouts of distributed mode behind one interface. Each layout
+ * (layout1.c, layout2.c) is one const table of operations; the worker, the
+ * coordinator, `simhash fsck`, export/migrate and the bench reach a corpus's keys
+ * only through a layout_ctx and its table, never by testing a layout number. A new
+ * layout is one new file with its table, listed in layout_ops.c's layout_all[].
+ *
+ * What a table answers (docs/protocol.md has the keys of layouts 1 and 2):
+ *   - the table entries: the read plan of a query's prefix (plan, plan_read), the
+ *     member decoding of what those reads return, the ZADD/ZREM/ZSCORE of one entry;
+ *   - the document ids of one fingerprint: the reads that find them (ids_read, in
+ *     the order a worker pipelines them), the command that tells whether a
+ *     fingerprint has any (fsck's orphan check), a write without lock (bench);
+ *   - the lock script call of one fingerprint (every write holds its lock);
+ *   - the Redis settings the layout needs, its default bucket bits, and the kind of
+ *     key fsck walks for documents.
+ * Every operation takes the layout_ctx, the bucket/lookup context of one corpus:
+ * today its bucket bits; a layout whose buckets split keeps its per-shard directory
+ * there (ctx->dir), so the same calls route a key through it.
+ *
+ * How a fingerprint is reconciled (the repair pass of the worker and `simhash fsck
+ * --repair`) is the layout_fix_* steps below: the same commands in both, only the
+ * transport differs (async in the worker, blocking in fsck). */
+#ifndef SIMHASH_LAYOUT_OPS_H
+#define SIMHASH_LAYOUT_OPS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+#include "layout.h"
+#include "perm.h"
+
+typedef struct layout_ops layout_ops;
+
+/* The bucket/lookup context of one corpus. */
+typedef struct layout_ctx {
+    const layout_ops *ops;
+    unsigned version;           /* ops->version, for messages and SHARD.HELLO */
+    unsigned bucket_bits;       /* of the fixed-bucket layouts (1 and 2) */
+    void *dir;                  /* a layout's own lookup state; NULL in 1 and 2 */
+} layout_ctx;
+
+/* What one read of a fingerprint's ids answers (ids_read). */
+typedef enum layout_ids_kind {
+    LAYOUT_IDS_SET = 1,         /* SMEMBERS: an array of ids */
+    LAYOUT_IDS_PACKED = 2,      /* HGET: nil (none), the packed ids (layout_ids_next), or
+                                 * "" when they live in the set the next read returns */
+} layout_ids_kind;
+
+#define LAYOUT_IDS_READS_MAX 2
+
+/* The kinds of key a corpus has (first letter of the key, after the corpus prefix). */
+typedef enum layout_key_kind {
+    LAYOUT_KEY_BUCKET = 's',    /* a table bucket: sorted set of members */
+    LAYOUT_KEY_IDHASH = 'h',    /* the ids of a table-0 bucket's fingerprints (layout 2) */
+    LAYOUT_KEY_IDSET = 'd',     /* the ids of one fingerprint (layout 1; layout 2 overflow) */
+    LAYOUT_KEY_LOCKS = 'w',     /* the write locks of a table-0 shard */
+    LAYOUT_KEY_COUNTS = 'c',    /* the counters of a table-0 shard */
+} layout_key_kind;
+
+/* A key read back (layout_key_parse). */
+typedef struct layout_key {
+    layout_key_kind kind;
+    unsigned table;             /* BUCKET, IDHASH (0) */
+    uint64_t bucket;            /* BUCKET, IDHASH: the tag member_decode needs */
+    uint64_t fp;                /* IDSET */
+    unsigned shard;             /* every kind: the first byte of the hash tag */
+} layout_key;
+
+/* The reads of one table for a query (plan) and one of them (plan_read). */
+typedef struct layout_plan {
+    unsigned table;
+    uint64_t nreads;
+    layout_range r;
+} layout_plan;
+
+typedef struct layout_read {
+    char key[LAYOUT_KEY_MAX];
+    size_t klen;
+    const uint8_t *lo, *hi;     /* the ZRANGEBYLEX bounds, into the plan or into lo_buf */
+    size_t lo_len, hi_len;
+    uint64_t tag;               /* what member_decode needs to rebuild a value */
+    uint8_t lo_buf[LAYOUT_RANGE_ARG_MAX];
+} layout_read;
+
+/* Redis settings below which the layout's keys stop being listpacks (0: no need). */
+typedef struct layout_needs {
+    unsigned long zset_entries, zset_value, hash_entries, hash_value;
+} layout_needs;
+
+struct layout_ops {
+    unsigned version;
+    const char *name;                   /* "layout 1", for messages */
+    unsigned bucket_bits_default;       /* of a new corpus */
+    layout_key_kind docs_kind;          /* the keys fsck walks for document ids */
+    unsigned ids_reads;                 /* reads ids_read makes per fingerprint */
+
+    /* Settings of a Redis node the layout needs at these bucket bits. */
+    void (*needs)(const layout_ctx *c, layout_needs *out);
+    /* Read i (0..ids_reads-1) of fp's ids (p0 = perm_0(fp)); *kind says what it
+     * answers. Single-key commands only (a multi-key one gets -TRYAGAIN while its slot
+     * migrates). */
+    void (*ids_read)(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
+                     layout_cmd *cmd, layout_ids_kind *kind);
+    /* A command answering integer 1 when fp has ids, 0 when not (EXISTS, HEXISTS). */
+    void (*has_ids)(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd);
+    /* The write of one id of fp straight to Redis, without lock or counters (the
+     * bench's preload of a corpus); scratch has room for 10 + idlen bytes and
+     * outlives cmd's use. */
+    void (*put_id)(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
+                   size_t idlen, uint8_t *scratch, layout_cmd *cmd);
+    /* The lock script call of fp up to its document ids (the caller adds them for ops
+     * A and R); token and op are NUL-terminated and outlive cmd's use. */
+    void (*lock)(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
+                 unsigned long long lease_ms, const char *op, layout_cmd *cmd);
+
+    /* The reads finding every value of table `table` sharing the top prefix_bits
+     * bits of p. Returns 0, or -1 when prefix_bits is out of range. */
+    int (*plan)(const layout_ctx *c, unsigned table, uint64_t p, unsigned prefix_bits,
+                layout_plan *pl);
+    /* Read i (0..pl->nreads-1) of the plan. */
+    void (*plan_read)(const layout_ctx *c, const layout_plan *pl, uint64_t i,
+                      layout_read *r);
+    /* Rebuilds the permuted value of a member read from the key of tag `tag`.
+     * Returns 0, or -1 for a member that does not belong there (foreign data). */
+    int (*member_decode)(const layout_ctx *c, uint64_t tag, const void *member, size_t len,
+                         uint64_t *p);
+    /* `cmd key [0] member` of p's entry in table t: ZSCORE, ZREM or ZADD (score 0). */
+    void (*entry)(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
+                  layout_cmd *out);
+
+    /* The walk of table 0 (SHARD.SCAN): the SCAN MATCH pattern of the table-0 bucket
+     * keys of shard `shard` (layout_key_parse reads each back: its `bucket` is the
+     * tag of walk_read), so a walk visits the buckets that exist rather than every
+     * possible one. Returns the pattern's length, or 0 when it does not fit. */
+    size_t (*walk_pattern)(const layout_ctx *c, unsigned shard, char *buf, size_t cap);
+    /* The bucket (tag) of table 0 holding the permuted value p (tags ascend with the
+     * values they hold), the first value a tag can hold, and the read of the values of
+     * a tag from `from` on (the whole bucket when from is below it) in value order:
+     * ZRANGEBYLEX key lo hi (the caller adds LIMIT 0 cap). */
+    uint64_t (*walk_tag_of)(const layout_ctx *c, uint64_t p);
+    uint64_t (*walk_first_value)(const layout_ctx *c, uint64_t tag);
+    void (*walk_read)(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r);
+};
+
+/* The table of layout version v, or NULL when this code does not know it. */
+const layout_ops *layout_ops_of(unsigned version);
+
+/* Fills c for a corpus of layout `version` at bucket_bits (0: the layout's default).
+ * Returns 0, or -1 when either is unsupported. */
+int layout_ctx_init(layout_ctx *c, unsigned version, unsigned bucket_bits);
+
+/* Reads back a key of the corpus (its name prefix included). Checks it by writing it
+ * again: a key this code would not write is refused. ntables bounds the table number;
+ * with ps, an IDSET key must also carry the shard of its fingerprint. Returns 0, or -1
+ * (a foreign key). */
+int layout_key_parse(const layout_ctx *c, const perm_set *ps, const char *key, size_t len,
+                     layout_key *out);
+
+/* Writes the SCAN MATCH pattern of every key of one kind of the corpus:
+ * "[name:]x:{*" (the hash tag right after the kind, so the keys of a corpus named
+ * like a kind, "w:w:{0:13}", are not taken for the unnamed corpus's "w:{0:13}").
+ * Returns its length, or 0 when it does not fit in cap. */
+size_t layout_scan_pattern(char *buf, size_t cap, layout_key_kind kind);
+
+/* ---- Reconciling one fingerprint (worker repair pass, fsck --repair) ----
+ * 1. layout_fix_lock: the lock script with op F (fsck: any lock not held by a live
+ *    writer) or S (the worker: only a stale one);
+ * 2. layout_fix_locked on its reply: taken or not, and whether fp has ids;
+ * 3. layout_fix_entry for every table: ZADD when it has ids, ZREM when not; each
+ *    answers an integer (layout_fix_entry_ok);
+ * 4. layout_fix_unlock when every entry was written; after a failed one the lock
+ *    stays, goes stale after its lease, and the next pass retries. */
+typedef struct layout_fix {
+    uint64_t fp, p0;
+    char token[48];
+    int add;                    /* set by layout_fix_locked: fp has ids */
+} layout_fix;
+
+void layout_fix_init(layout_fix *f, const perm_set *ps, uint64_t fp, const char *token);
+void layout_fix_lock(const layout_ctx *c, const layout_fix *f, unsigned long long lease_ms,
+                     const char *op, layout_cmd *cmd);
+/* 1 the lock was taken (f->add set), 0 not (held by a live writer, or for op S no
+ * longer stale), -1 an unexpected reply. */
+int layout_fix_locked(layout_fix *f, const redisReply *reply);
+void layout_fix_entry(const layout_ctx *c, const perm_set *ps, const layout_fix *f,
+                      unsigned table, layout_cmd *cmd);
+int layout_fix_entry_ok(const redisReply *reply);
+void layout_fix_unlock(const layout_fix *f, layout_cmd *cmd);
+
+/* ---- The fixed-bucket family (layouts 1 and 2 share these) ---- */
+
+/* The table entries and the walk of a layout whose buckets are the top bucket_bits
+ * bits of a permuted value: the initializers of those fields in its table. */
+#define LAYOUT_FIXED_BUCKET_OPS                                                         \
+    .plan = layout_fixed_plan, .plan_read = layout_fixed_plan_read,                     \
+    .member_decode = layout_fixed_member_decode, .entry = layout_fixed_entry,           \
+    .walk_pattern = layout_fixed_walk_pattern, .walk_tag_of = layout_fixed_walk_tag_of, \
+    .walk_first_value = layout_fixed_walk_first_value, .walk_read = layout_fixed_walk_read
+void layout_fixed_needs(const layout_ctx *c, layout_needs *out);
+int layout_fixed_plan(const layout_ctx *c, unsigned table, uint64_t p, unsigned prefix_bits,
+                      layout_plan *pl);
+void layout_fixed_plan_read(const layout_ctx *c, const layout_plan *pl, uint64_t i,
+                            layout_read *r);
+int layout_fixed_member_decode(const layout_ctx *c, uint64_t tag, const void *member,
+                               size_t len, uint64_t *p);
+void layout_fixed_entry(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
+                        layout_cmd *out);
+size_t layout_fixed_walk_pattern(const layout_ctx *c, unsigned shard, char *buf, size_t cap);
+uint64_t layout_fixed_walk_tag_of(const layout_ctx *c, uint64_t p);
+uint64_t layout_fixed_walk_first_value(const layout_ctx *c, uint64_t tag);
+void layout_fixed_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r);
+/* The lock script call: EVAL script, [lead_key,] document set, lock hash, counter
+ * hash, lock field, token, lease, op [, tail]. */
+void layout_fixed_lock(layout_cmd *c, const char *script, const char *lead_key,
+                       uint64_t fp, uint64_t p0, const char *token,
+                       unsigned long long lease_ms, const char *op, const uint8_t *tail,
+                       size_t tail_len);
+
+#endif

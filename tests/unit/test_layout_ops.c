@@ -1,0 +1,319 @@
+/* test_layout_ops.c: unit tests of the layout interface (common/dist/layout_ops.h):
+ * the table of each layout, keys written and read back by layout_key_parse (every
+ * kind, with and without a corpus name, foreign keys refused), the reads of a
+ * fingerprint's ids, the orphan check, the query plan against the prefix range, and
+ * the reconcile steps (lock reply read, table entries, unlock). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "layout_ops.h"
+
+static perm_set test_ps;
+
+static int test_setup(void **state)
+{
+    (void)state;
+    char err[128];
+    return perm_set_init(&test_ps, 6, 3, err, sizeof err);
+}
+
+static int test_teardown(void **state)
+{
+    (void)state;
+    perm_set_free(&test_ps);
+    layout_corpus_set(NULL);
+    return 0;
+}
+
+static void test_ops_table(void **state)
+{
+    (void)state;
+    layout_ctx c;
+    assert_null(layout_ops_of(0));
+    assert_null(layout_ops_of(3));
+    assert_int_equal(layout_ctx_init(&c, 3, 12), -1);
+    assert_int_equal(layout_ctx_init(&c, 1, 10), -1);
+    assert_int_equal(layout_ctx_init(&c, 1, 0), 0);
+    assert_int_equal(c.bucket_bits, LAYOUT_BUCKET_BITS_DEFAULT);
+    assert_int_equal(c.ops->ids_reads, 1);
+    assert_int_equal(c.ops->docs_kind, LAYOUT_KEY_IDSET);
+    assert_int_equal(layout_ctx_init(&c, 2, 0), 0);
+    assert_int_equal(c.bucket_bits, LAYOUT2_BUCKET_BITS_DEFAULT);
+    assert_int_equal(c.ops->ids_reads, 2);
+    assert_int_equal(c.ops->docs_kind, LAYOUT_KEY_IDHASH);
+    layout_needs nd;
+    c.ops->needs(&c, &nd);
+    assert_int_equal(nd.hash_value, LAYOUT2_INLINE_MAX);
+    assert_true(nd.hash_entries >= 1024);
+    layout_ctx_init(&c, 1, 16);
+    c.ops->needs(&c, &nd);
+    assert_int_equal(nd.hash_entries, 0);
+    assert_int_equal(nd.zset_value, layout_member_len(16));
+    for (unsigned v = LAYOUT_VERSION_MIN; v <= LAYOUT_VERSION_MAX; v++)
+        assert_int_equal(layout_version_ok(v), 1);
+}
+
+/* Every kind of key written by layout.h comes back with what was written. */
+static void check_parse(unsigned version, unsigned bb, const char *corpus)
+{
+    layout_ctx c;
+    layout_key k;
+    char key[LAYOUT_KEY_MAX];
+    assert_int_equal(layout_corpus_set(corpus), 0);
+    assert_int_equal(layout_ctx_init(&c, version, bb), 0);
+    uint64_t fp = 0x0123456789abcdefull;
+    uint64_t p0 = perm_apply(&test_ps.tables[0], fp);
+    for (unsigned t = 0; t < test_ps.ntables; t++) {
+        uint64_t p = perm_apply(&test_ps.tables[t], fp);
+        size_t n = layout_key_of(key, sizeof key, t, p, bb);
+        assert_int_equal(layout_key_parse(&c, &test_ps, key, n, &k), 0);
+        assert_int_equal(k.kind, LAYOUT_KEY_BUCKET);
+        assert_int_equal(k.table, t);
+        assert_true(k.bucket == layout_bucket_of(p, bb));
+        assert_int_equal(k.shard, layout_shard_of(p));
+    }
+    size_t n = layout_hash_key(key, sizeof key, p0, bb);
+    assert_int_equal(layout_key_parse(&c, &test_ps, key, n, &k), 0);
+    assert_int_equal(k.kind, LAYOUT_KEY_IDHASH);
+    assert_true(k.bucket == layout_bucket_of(p0, bb));
+    n = layout_doc_key(key, sizeof key, fp, p0);
+    assert_int_equal(layout_key_parse(&c, &test_ps, key, n, &k), 0);
+    assert_int_equal(k.kind, LAYOUT_KEY_IDSET);
+    assert_true(k.fp == fp);
+    /* a set key naming another shard than its fingerprint's is foreign */
+    n = layout_doc_key(key, sizeof key, fp, p0 ^ ((uint64_t)1 << 56));
+    assert_int_equal(layout_key_parse(&c, &test_ps, key, n, &k), -1);
+    n = layout_lock_key(key, sizeof key, 0xa7);
+    assert_int_equal(layout_key_parse(&c, &test_ps, key, n, &k), 0);
+    assert_int_equal(k.kind, LAYOUT_KEY_LOCKS);
+    assert_int_equal(k.shard, 0xa7);
+    n = layout_count_key(key, sizeof key, 0x05);
+    assert_int_equal(layout_key_parse(&c, &test_ps, key, n, &k), 0);
+    assert_int_equal(k.kind, LAYOUT_KEY_COUNTS);
+}
+
+static void test_key_parse(void **state)
+{
+    (void)state;
+    static const unsigned bbs[] = {8, 12, 16, 20, 24};
+    for (unsigned v = 1; v <= 2; v++)
+        for (size_t i = 0; i < sizeof bbs / sizeof bbs[0]; i++) {
+            check_parse(v, bbs[i], NULL);
+            check_parse(v, bbs[i], "news");
+        }
+    layout_corpus_set(NULL);
+}
+
+static void test_key_parse_foreign(void **state)
+{
+    (void)state;
+    layout_ctx c;
+    layout_key k;
+    layout_corpus_set(NULL);
+    layout_ctx_init(&c, 2, 12);
+    static const char *bad[] = {
+        "s:{0:a7}:b3",        /* 16-bit bucket at 12 bits */
+        "s:{0:A7}:b",         /* upper-case hex */
+        "s:{00:a7}:b",        /* table with a leading zero */
+        "s:{20:a7}:b",        /* table past the 20 of (6,3) */
+        "s:{0:a7:b",          /* no closing brace */
+        "h:{1:a7}:b",         /* an ids hash of table 1 */
+        "x:{0:a7}:b",         /* unknown kind */
+        "d:{0:a7}:0123",      /* short fingerprint */
+        "w:{0:a7}:",          /* trailing bytes */
+        "news:s:{0:a7}:b",    /* another corpus's key */
+        "",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        assert_int_equal(layout_key_parse(&c, &test_ps, bad[i], strlen(bad[i]), &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{19:a7}:b", 11, &k), 0);
+    char pat[LAYOUT_KEY_MAX];
+    assert_int_equal(layout_scan_pattern(pat, sizeof pat, LAYOUT_KEY_IDHASH), 4);
+    assert_string_equal(pat, "h:{*");
+    layout_corpus_set("news");
+    layout_scan_pattern(pat, sizeof pat, LAYOUT_KEY_BUCKET);
+    assert_string_equal(pat, "news:s:{*");
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:a7}:b", 10, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "news:s:{0:a7}:b", 15, &k), 0);
+    layout_corpus_set(NULL);
+}
+
+/* The reads of ids: layout 1 one SMEMBERS, layout 2 HGET of the field then SMEMBERS
+ * of the overflow set; the orphan check and the bench's write match them. */
+static void test_ids_reads(void **state)
+{
+    (void)state;
+    layout_ctx c1, c2;
+    layout_cmd cmd;
+    layout_ids_kind kind;
+    uint64_t fp = 0xfeedull, p0 = 0xa7b3c4d5e6f70812ull;
+    layout_ctx_init(&c1, 1, 16);
+    layout_ctx_init(&c2, 2, 12);
+    c1.ops->ids_read(&c1, 0, fp, p0, &cmd, &kind);
+    assert_int_equal(kind, LAYOUT_IDS_SET);
+    assert_string_equal(cmd.argv[0], "SMEMBERS");
+    assert_string_equal(cmd.argv[1], "d:{0:a7}:000000000000feed");
+    c2.ops->ids_read(&c2, 0, fp, p0, &cmd, &kind);
+    assert_int_equal(kind, LAYOUT_IDS_PACKED);
+    assert_string_equal(cmd.argv[0], "HGET");
+    assert_string_equal(cmd.argv[1], "h:{0:a7}:b");
+    assert_int_equal(cmd.argvlen[2], 7);
+    c2.ops->ids_read(&c2, 1, fp, p0, &cmd, &kind);
+    assert_int_equal(kind, LAYOUT_IDS_SET);
+    assert_string_equal(cmd.argv[1], "d:{0:a7}:000000000000feed");
+    c1.ops->has_ids(&c1, fp, p0, &cmd);
+    assert_int_equal(cmd.argc, 2);
+    assert_string_equal(cmd.argv[0], "EXISTS");
+    c2.ops->has_ids(&c2, fp, p0, &cmd);
+    assert_int_equal(cmd.argc, 3);
+    assert_string_equal(cmd.argv[0], "HEXISTS");
+    uint8_t scratch[32];
+    c2.ops->put_id(&c2, fp, p0, "doc", 3, scratch, &cmd);
+    assert_int_equal(cmd.argc, 4);
+    assert_string_equal(cmd.argv[0], "HSET");
+    assert_int_equal(cmd.argvlen[3], 4);
+    assert_memory_equal(cmd.argv[3], "\x03" "doc", 4);
+    c1.ops->put_id(&c1, fp, p0, "doc", 3, scratch, &cmd);
+    assert_int_equal(cmd.argc, 3);
+    assert_string_equal(cmd.argv[0], "SADD");
+    /* the lock call: layout 1 three keys, layout 2 four and the field last */
+    c1.ops->lock(&c1, fp, p0, "tok", 5000, LAYOUT_LOCK_OP_ADD, &cmd);
+    assert_int_equal(cmd.argc, 10);
+    assert_string_equal(cmd.argv[2], "3");
+    c2.ops->lock(&c2, fp, p0, "tok", 5000, LAYOUT_LOCK_OP_ADD, &cmd);
+    assert_int_equal(cmd.argc, 12);
+    assert_string_equal(cmd.argv[2], "4");
+    assert_string_equal(cmd.argv[3], "h:{0:a7}:b");
+}
+
+/* The plan reads exactly the buckets of the prefix range, each decoding what it holds. */
+static void test_plan(void **state)
+{
+    (void)state;
+    layout_ctx c;
+    layout_plan pl;
+    layout_read rd;
+    layout_ctx_init(&c, 2, 16);
+    uint64_t p = 0xa7b3c4d5e6f70812ull;
+    assert_int_equal(c.ops->plan(&c, 3, p, 4, &pl), -1);
+    assert_int_equal(c.ops->plan(&c, 3, p, 12, &pl), 0);
+    assert_int_equal(pl.nreads, 16);
+    c.ops->plan_read(&c, &pl, 5, &rd);
+    assert_string_equal(rd.key, "s:{3:a7}:b5");
+    assert_int_equal(rd.lo_len, 1);
+    assert_int_equal(c.ops->plan(&c, 3, p, 20, &pl), 0);
+    assert_int_equal(pl.nreads, 1);
+    c.ops->plan_read(&c, &pl, 0, &rd);
+    assert_string_equal(rd.key, "s:{3:a7}:b3");
+    uint8_t m[LAYOUT_MEMBER_MAX];
+    size_t ml = layout_member(m, p, 16);
+    uint64_t back;
+    assert_int_equal(c.ops->member_decode(&c, rd.tag, m, ml, &back), 0);
+    assert_true(back == p);
+    assert_int_equal(c.ops->member_decode(&c, rd.tag, m, ml - 1, &back), -1);
+}
+
+static redisReply *fake_int(long long v)
+{
+    redisReply *r = calloc(1, sizeof *r);
+    r->type = REDIS_REPLY_INTEGER;
+    r->integer = v;
+    return r;
+}
+
+static redisReply *fake_array(size_t n, const long long *v)
+{
+    redisReply *r = calloc(1, sizeof *r);
+    r->type = REDIS_REPLY_ARRAY;
+    r->elements = n;
+    r->element = calloc(n, sizeof *r->element);
+    for (size_t i = 0; i < n; i++)
+        r->element[i] = fake_int(v[i]);
+    return r;
+}
+
+static void fake_free(redisReply *r)
+{
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+        free(r->element[i]);
+    if (r->type == REDIS_REPLY_ARRAY)
+        free(r->element);
+    free(r);
+}
+
+/* The reconcile steps: the lock reply decides ZADD or ZREM in every table. */
+static void test_fix_steps(void **state)
+{
+    (void)state;
+    layout_ctx c;
+    layout_fix f;
+    layout_cmd cmd;
+    layout_ctx_init(&c, 2, 12);
+    uint64_t fp = 0x0123456789abcdefull;
+    layout_fix_init(&f, &test_ps, fp, "fsck-1-2");
+    layout_fix_lock(&c, &f, 5000, LAYOUT_LOCK_OP_FIX, &cmd);
+    assert_string_equal(cmd.argv[10], "F");
+    assert_string_equal(cmd.argv[8], "fsck-1-2");
+    static const long long taken_ids[] = {1, 2, 3, 1, 1}, taken_none[] = {1, 1, 0, 0, 1},
+                           held[] = {0, 1200};
+    redisReply *r = fake_array(5, taken_ids);
+    assert_int_equal(layout_fix_locked(&f, r), 1);
+    assert_int_equal(f.add, 1);
+    fake_free(r);
+    for (unsigned t = 0; t < test_ps.ntables; t++) {
+        layout_fix_entry(&c, &test_ps, &f, t, &cmd);
+        uint64_t p = perm_apply(&test_ps.tables[t], fp);
+        char key[LAYOUT_KEY_MAX];
+        layout_key_of(key, sizeof key, t, p, 12);
+        assert_int_equal(cmd.argc, 4);
+        assert_string_equal(cmd.argv[0], "ZADD");
+        assert_string_equal(cmd.argv[1], key);
+    }
+    r = fake_array(5, taken_none);
+    assert_int_equal(layout_fix_locked(&f, r), 1);
+    assert_int_equal(f.add, 0);
+    fake_free(r);
+    layout_fix_entry(&c, &test_ps, &f, 0, &cmd);
+    assert_int_equal(cmd.argc, 3);
+    assert_string_equal(cmd.argv[0], "ZREM");
+    r = fake_array(2, held);
+    assert_int_equal(layout_fix_locked(&f, r), 0);
+    fake_free(r);
+    r = fake_int(1);
+    assert_int_equal(layout_fix_locked(&f, r), -1);
+    assert_int_equal(layout_fix_entry_ok(r), 1);
+    fake_free(r);
+    assert_int_equal(layout_fix_locked(&f, NULL), -1);
+    assert_int_equal(layout_fix_entry_ok(NULL), 0);
+    layout_fix_unlock(&f, &cmd);
+    assert_int_equal(cmd.argc, 6);
+    char wkey[LAYOUT_KEY_MAX], field[17];
+    layout_lock_key(wkey, sizeof wkey, layout_shard_of(f.p0));
+    layout_lock_field(field, fp);
+    assert_string_equal(cmd.argv[3], wkey);
+    assert_string_equal(cmd.argv[4], field);
+    assert_string_equal(cmd.argv[5], "fsck-1-2");
+    uint64_t back;
+    assert_int_equal(layout_lock_field_parse(field, 16, &back), 0);
+    assert_true(back == fp);
+    assert_int_equal(layout_lock_field_parse("0123456789ABCDEF", 16, &back), -1);
+    assert_int_equal(layout_lock_field_parse(field, 15, &back), -1);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_ops_table),
+        cmocka_unit_test(test_key_parse),
+        cmocka_unit_test(test_key_parse_foreign),
+        cmocka_unit_test(test_ids_reads),
+        cmocka_unit_test(test_plan),
+        cmocka_unit_test(test_fix_steps),
+    };
+    return cmocka_run_group_tests(tests, test_setup, test_teardown);
+}
