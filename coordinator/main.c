@@ -91,6 +91,16 @@ static const cfg_option coord_options[] = {
         "data layout the workers' corpus must have (1 or 2); 0: any, the same for all"),
     OPT("corpus", CFG_STR, corpus, 0, 0, NULL, 0,
         "corpus name the workers must serve (their option corpus); unset: the unnamed one"),
+    OPT("fingerprint-threads", CFG_UINT, fp_threads, 0, 64, "2", 0,
+        "threads that fingerprint large texts of FINGERPRINT and CHECKTEXT off the event "
+        "loop (0: on the loop, as small ones)"),
+    OPT("fingerprint-offload-bytes", CFG_SIZE, fp_offload_bytes, 0, 1ull << 30, "16k", 0,
+        "texts of at least this many bytes are fingerprinted by those threads"),
+    OPT("fingerprint-queue", CFG_UINT, fp_queue, 1, 100000, "64", 0,
+        "large texts waiting for those threads, in all; past it: -BUSY"),
+    OPT("fingerprint-queue-client", CFG_UINT, fp_queue_client, 1, 100000, "8", 0,
+        "large texts of one client waiting or being fingerprinted; past it: -BUSY (clients "
+        "are served in turn)"),
     OPT("durable", CFG_BOOL, durable, 0, 0, "no", 0,
         "acknowledge ADD/CHECK/DEL only once the workers report the writes durable"),
 };
@@ -250,7 +260,8 @@ int main(int argc, char **argv)
     ro.group = "simhash";
     ro.info = coord_info_sections;
 
-    if (coord_workers_start(&co, err, sizeof(err)) != 0 ||
+    if (coord_textfp_start(&co, err, sizeof(err)) != 0 ||
+        coord_workers_start(&co, err, sizeof(err)) != 0 ||
         coord_cluster_start(&co, err, sizeof(err)) != 0) {
         log_error("%s", err);
         rc = 2;
@@ -288,6 +299,8 @@ int main(int argc, char **argv)
     if (co.cfg.pidfile)
         rs_pidfile_remove(co.cfg.pidfile);
 out:
+    coord_textfp_stop(&co);         /* waiting texts answer -BUSY; a CHECKTEXT that was
+                                       fingerprinted goes on and gets -SHARDDOWN below */
     coord_workers_stop(&co);        /* in-flight requests answer -SHARDDOWN */
     coord_cluster_stop(&co);
     rs_metrics_free(co.metrics);

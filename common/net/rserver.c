@@ -108,6 +108,11 @@ resp_buf *rs_req_out(rs_req *r)
     return &r->out;
 }
 
+uint64_t rs_req_client_id(const rs_req *r)
+{
+    return r->c->id;
+}
+
 void *rs_req_ctx(const rs_req *r)
 {
     return r->c->ctx;

@@ -156,6 +156,9 @@ void rs_req_fail(rs_req *r, rs_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 
+/* The id of r's client (CLIENT ID), e.g. to share work out fairly between clients. */
+uint64_t rs_req_client_id(const rs_req *r);
+
 /* The ctx given in rs_options (also for a request answered after rs_free, from a
  * callback that outlived the server). */
 void *rs_req_ctx(const rs_req *r);
