@@ -34,6 +34,8 @@ typedef struct coord_config {
     size_t max_output_bytes;        /* unread reply bytes before a client is disconnected */
     unsigned max_inflight_client;   /* requests of one client running at once */
     unsigned idle_timeout_s, auth_timeout_s; /* timeout, auth-timeout (0: never) */
+    unsigned request_timeout_s, max_clients_per_addr, reserved_auth_clients; /* rs_limits */
+    unsigned auth_fail_rate_addr, auth_fail_rate_total;
     unsigned metrics_port;          /* Prometheus endpoint (0: none) */
     char *metrics_bind;
     unsigned slowlog_slower_than, slowlog_max_len;

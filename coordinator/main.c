@@ -59,6 +59,19 @@ static const cfg_option coord_options[] = {
         "seconds a client may stay idle before it is disconnected (0: never)"),
     OPT("auth-timeout", CFG_UINT, auth_timeout_s, 0, 3600, "10", 0,
         "seconds a client may stay connected without AUTH when a password is set (0: no limit)"),
+    OPT("request-timeout", CFG_UINT, request_timeout_s, 0, 3600, "10", 0,
+        "seconds a request may take to arrive (a slow sender is disconnected; 0: "
+        "no limit)"),
+    OPT("max-clients-per-addr", CFG_UINT, max_clients_per_addr, 0, 1000000, "256", 0,
+        "connections at once from one IP address (0: no limit)"),
+    OPT("reserved-auth-clients", CFG_UINT, reserved_auth_clients, 0, 100000, "32", 0,
+        "with a password: client slots unauthenticated connections never take; at"
+        " their cap a new connection replaces the oldest unauthenticated one"),
+    OPT("auth-failures-per-sec", CFG_UINT, auth_fail_rate_addr, 1, 100000, "10", 0,
+        "wrong passwords a second from one IP address (AUTH and metrics scrapes);"
+        " later tries wait their turn"),
+    OPT("auth-failures-total-per-sec", CFG_UINT, auth_fail_rate_total, 1, 1000000, "100", 0,
+        "wrong passwords a second from all addresses together"),
     OPT("metrics-port", CFG_UINT, metrics_port, 0, 65535, "0", 0,
         "port of the Prometheus endpoint GET /metrics (HTTP; 0: none)"),
     OPT("metrics-bind", CFG_STR, metrics_bind, 0, 0, "127.0.0.1", 0,
@@ -254,6 +267,11 @@ int main(int argc, char **argv)
     ro.limits.auth_timeout_s = co.cfg.auth_timeout_s;
     ro.limits.slowlog_slower_than_us = co.cfg.slowlog_slower_than;
     ro.limits.slowlog_max_len = co.cfg.slowlog_max_len;
+    ro.limits.request_timeout_s = co.cfg.request_timeout_s;
+    ro.limits.max_clients_per_addr = co.cfg.max_clients_per_addr;
+    ro.limits.reserved_auth_clients = co.cfg.reserved_auth_clients;
+    ro.limits.auth_fail_rate_addr = co.cfg.auth_fail_rate_addr;
+    ro.limits.auth_fail_rate_total = co.cfg.auth_fail_rate_total;
     ro.commands = coord_commands;
     ro.ncommands = coord_ncommands;
     ro.ctx = &co;

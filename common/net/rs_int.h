@@ -33,6 +33,7 @@ typedef struct rs_slowlog_entry {
 } rs_slowlog_entry;
 
 typedef struct rs_client rs_client;
+typedef struct rs_guard_addr rs_guard_addr;
 
 struct rs_req {
     rs_client *c;
@@ -73,6 +74,8 @@ struct rs_client {
     char addr[64], laddr[64];   /* peer and local address, "ip:port" ("?" unknown) */
     const char *last_cmd;       /* name of the last command started */
     uint64_t active_ms;         /* last input or finished request */
+    uint64_t recv_start_ms;     /* a request began arriving then; 0: none is arriving */
+    int admitted;               /* counted in its address's connections (rs_guard.c) */
     struct event *resume_ev;    /* continue parsing in a later loop iteration */
     rs_client *prev, *next;     /* server's client list */
 };
@@ -97,7 +100,66 @@ struct rserver {
                                        slowlog_head - 1 */
     size_t slowlog_len, slowlog_head;
     unsigned long long slowlog_next_id;
+    rs_guard_addr **guard;      /* rs_guard.c: per-address entries, hashed */
+    size_t guard_naddrs;
+    double auth_tokens;         /* the server's wrong-password bucket */
+    uint64_t auth_refill_ms;
+    unsigned long nauthed;      /* connected clients authenticated (password set) */
 };
+
+/* ---- rs_guard.c: per-address connections and wrong-password buckets ---- */
+
+/* A connection from addr ("ip:port"): 0 when admitted (counted), -1 when its address
+ * has max_clients_per_addr already (counted as rejected). */
+int rs_guard_admit(rserver *s, const char *addr);
+void rs_guard_release(rserver *s, const char *addr);
+/* 0 when an AUTH try from addr may be checked now, else the ms to wait first. */
+unsigned rs_guard_auth_wait_ms(rserver *s, const char *addr);
+/* A wrong password from addr: takes a token of its bucket and of the server's. */
+void rs_guard_auth_failed(rserver *s, const char *addr);
+void rs_guard_sweep(rserver *s);
+void rs_guard_free(rserver *s);
+void rs_guard_info(const rserver *s, resp_buf *b);
+void rs_guard_metrics(rserver *s, resp_buf *b);
+
+/* ---- rs_http.c: the metrics endpoint's HTTP side; shared listener helpers ---- */
+
+#define RS_ACCEPT_PAUSE_MS 100          /* accepting stops this long after a failure */
+#define RS_METRICS_MAX_CONNS 64         /* metrics connections at once */
+#define RS_METRICS_DEADLINE_MS 5000     /* a metrics request must arrive within this */
+#define RS_HTTP_MAX_HEAD 8192           /* bytes of a request line and headers */
+
+/* An accept() failed on lis (EMFILE, ENFILE, ...): log (rate-limited), stop accepting,
+ * and re-enable after RS_ACCEPT_PAUSE_MS through retry (a timer the caller made that
+ * calls evconnlistener_enable). what names the listener in the log. */
+struct evconnlistener;
+struct sockaddr;
+struct event;
+void rs_accept_pause(struct evconnlistener *lis, struct event *retry, const char *what);
+
+typedef struct rs_http_req {
+    char method[8];
+    const char *path;           /* into the head; pathlen bytes */
+    size_t pathlen;
+    const char *auth;           /* the Authorization value, or NULL */
+    size_t authlen;
+} rs_http_req;
+/* Parses a request head (request line, headers; n bytes). Returns 0, or -1 when it is
+ * not an HTTP/1.x request. */
+int rs_http_parse(const char *head, size_t n, rs_http_req *rq);
+/* 1 when the Authorization value carries password (Bearer, or Basic with any user). */
+int rs_http_auth_ok(const char *auth, size_t n, const char *password);
+
+/* rserver.c: a listening socket on host:port (numeric) calling cb(arg); *bound gets the
+ * port actually bound. NULL with err set. */
+struct evconnlistener *rs_listen(struct event_base *base, const char *host, unsigned port,
+                                 void (*cb)(struct evconnlistener *, int, struct sockaddr *,
+                                            int, void *),
+                                 void *arg, unsigned *bound, char *err, size_t errlen);
+/* "ip:port" of the peer (peer != 0) or the local end of fd; "?" when unknown. */
+void rs_sock_addr(int fd, int peer, char *buf, size_t cap);
+/* a (alen bytes) equals the string b, compared without an early exit. */
+int rs_secret_equal(const char *a, size_t alen, const char *b);
 
 
 /* rs_redis.c: the built-in commands beyond PING/AUTH/QUIT (and the table of all of

@@ -58,6 +58,11 @@ void rs_limits_default(rs_limits *l)
     l->auth_fail_delay_ms = RS_AUTH_FAIL_DELAY_MS;
     l->slowlog_slower_than_us = 10000;
     l->slowlog_max_len = 128;
+    l->request_timeout_s = 10;
+    l->max_clients_per_addr = 256;
+    l->reserved_auth_clients = 32;
+    l->auth_fail_rate_addr = 10;
+    l->auth_fail_rate_total = 100;
 }
 
 /* The parser limits of a client: the configured ones, or, before AUTH, Redis's
@@ -182,6 +187,10 @@ static void rs_client_close(rs_client *c)
         if (c->next)
             c->next->prev = c->prev;
         s->st.clients--;
+        if (c->admitted)
+            rs_guard_release(s, c->addr);
+        if (s->password && c->authed)
+            s->nauthed--;
     }
     c->prev = c->next = NULL;
     /* finished replies waiting behind an unfinished one are of no use now */
@@ -362,16 +371,6 @@ void rs_cmd_ping(rs_req *r)
     rs_req_finish(r);
 }
 
-/* Compare without an early exit, so timing does not tell how much matched. */
-static int rs_secret_equal(const char *a, size_t alen, const char *b)
-{
-    size_t blen = strlen(b);
-    unsigned char d = (unsigned char)(alen != blen);
-    for (size_t i = 0; i < alen; i++)
-        d |= (unsigned char)(a[i] ^ b[i % (blen ? blen : 1)]);
-    return d == 0;
-}
-
 /* A delayed -WRONGPASS (see rs_auth_failed). */
 typedef struct rs_auth_delay {
     rs_req *r;
@@ -402,9 +401,11 @@ static void rs_auth_failed(rs_req *r)
         resp_limits pl = rs_parser_limits(c->s, 0);
         resp_parser_set_limits(c->parser, &pl);
     }
+    if (c->authed && c->s->password)
+        c->s->nauthed--;
     c->authed = c->s->password == NULL;
     c->auth_failures++;
-    c->s->st.auth_failures++;
+    rs_guard_auth_failed(c->s, c->addr);
     int close = c->auth_failures >= RS_AUTH_MAX_FAILURES;
     if (close)
         c->s->st.closed_auth_failures++;
@@ -427,6 +428,43 @@ static void rs_auth_failed(rs_req *r)
     d->close = close;
 }
 
+/* A try that waited for its address's (or the server's) wrong-password budget: run
+ * its command again from the start. */
+static void rs_auth_on_wait(evutil_socket_t fd, short what, void *arg)
+{
+    rs_auth_delay *d = arg;
+    (void)fd;
+    (void)what;
+    event_free(d->ev);
+    rs_req *r = d->r;
+    free(d);
+    if (r->c->s == NULL)
+        rs_req_fail(r, RS_ERR, "the server is shutting down");
+    else
+        r->cmd->fn(r);
+}
+
+/* 1 when r's AUTH try may be checked now; else 0, and r runs again once its address and
+ * the server have a wrong-password token (rs_guard.c). */
+static int rs_auth_turn(rs_req *r)
+{
+    unsigned ms = rs_guard_auth_wait_ms(r->c->s, r->c->addr);
+    if (ms == 0)
+        return 1;
+    rs_auth_delay *d = calloc(1, sizeof(*d));
+    struct timeval tv = ra_tv_ms(ms);
+    if (d == NULL || (d->ev = evtimer_new(r->c->s->base, rs_auth_on_wait, d)) == NULL ||
+        evtimer_add(d->ev, &tv) != 0) {
+        if (d && d->ev)
+            event_free(d->ev);
+        free(d);
+        rs_req_fail(r, RS_BUSY, "too many wrong passwords; retry later");
+        return 0;
+    }
+    d->r = r;
+    return 0;
+}
+
 int rs_auth_check(rs_req *r, const char *user, size_t ulen, const char *pass, size_t plen)
 {
     rs_client *c = r->c;
@@ -434,6 +472,8 @@ int rs_auth_check(rs_req *r, const char *user, size_t ulen, const char *pass, si
         rs_req_fail(r, RS_ERR, "AUTH called without any password configured");
         return 0;
     }
+    if (!rs_auth_turn(r))
+        return 0;
     if ((user && (ulen != 7 || memcmp(user, "default", 7) != 0)) ||
         !rs_secret_equal(pass, plen, c->s->password)) {
         rs_auth_failed(r);
@@ -442,6 +482,7 @@ int rs_auth_check(rs_req *r, const char *user, size_t ulen, const char *pass, si
     if (!c->authed) {
         resp_limits pl = rs_parser_limits(c->s, 1);
         resp_parser_set_limits(c->parser, &pl);
+        c->s->nauthed++;
     }
     c->authed = 1;
     c->auth_failures = 0;
@@ -649,6 +690,7 @@ static void rs_client_process(rs_client *c)
         }
         resp_request rq;
         resp_parser_take(c->parser, &rq);
+        c->recv_start_ms = ra_now_ms();     /* the next request's clock, if bytes follow */
         rs_req *r = rs_client_enqueue(c, &rq);
         if (r == NULL) {
             resp_request_free(&rq);
@@ -658,6 +700,8 @@ static void rs_client_process(rs_client *c)
         started++;
         rs_client_dispatch(c, r);
     }
+    if (c->bev && resp_parser_pending_bytes(c->parser) == 0 && evbuffer_get_length(in) == 0)
+        c->recv_start_ms = 0;
     if (c->bev && c->eof)
         rs_client_flush(c);
     rs_client_unref(c);
@@ -677,6 +721,8 @@ static void rs_on_read(struct bufferevent *bev, void *arg)
     rs_client *c = arg;
     (void)bev;
     c->active_ms = ra_now_ms();
+    if (c->recv_start_ms == 0)
+        c->recv_start_ms = c->active_ms;
     rs_client_process(c);
 }
 
@@ -717,31 +763,6 @@ static void rs_on_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
-/* "ip:port" of the peer (peer != 0) or the local end of socket fd; "?" when unknown
- * (a socket pair, or an error). */
-static void rs_sock_addr(evutil_socket_t fd, int peer, char *buf, size_t cap)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    snprintf(buf, cap, "?");
-    if (fd < 0 || (peer ? getpeername(fd, (struct sockaddr *)&ss, &sl)
-                        : getsockname(fd, (struct sockaddr *)&ss, &sl)) != 0)
-        return;
-    if (ss.ss_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
-        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-        port = ntohs(in->sin_port);
-        snprintf(buf, cap, "%s:%u", host, port);
-    } else if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
-        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-        port = ntohs(in6->sin6_port);
-        snprintf(buf, cap, "%s:%u", host, port);
-    }
-}
-
 /* A client on bev (a connected socket, or one end of a pair in the fuzz harness):
  * parser, resume event, server list, callbacks. Returns it, or NULL (out of memory;
  * bev is left to the caller). */
@@ -778,6 +799,29 @@ static rs_client *rs_client_new(rserver *s, struct bufferevent *bev)
     return c;
 }
 
+/* With a password, unauthenticated clients take at most max_clients minus
+ * reserved_auth_clients slots: at that cap the oldest unauthenticated client (it had the
+ * longest time to AUTH) is closed to make room for the new connection. */
+static void rs_unauth_make_room(rserver *s)
+{
+    const rs_limits *l = &s->opt.limits;
+    unsigned cap = l->max_clients > l->reserved_auth_clients
+                       ? l->max_clients - l->reserved_auth_clients : 1;
+    if (s->password == NULL || s->st.clients - s->nauthed < cap)
+        return;
+    rs_client *oldest = NULL;
+    for (rs_client *c = s->clients; c; c = c->next)     /* newest first */
+        if (!c->authed)
+            oldest = c;
+    if (oldest) {
+        s->st.rejected_unauth++;
+        log_warn_rl("client %llu (%s): closed unauthenticated to make room (max-clients %u, "
+                    "%u reserved for authenticated clients)", (unsigned long long)oldest->id,
+                    oldest->addr, l->max_clients, l->reserved_auth_clients);
+        rs_client_close(oldest);
+    }
+}
+
 static void rs_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
                       int salen, void *arg)
 {
@@ -796,15 +840,28 @@ static void rs_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
         evutil_closesocket(fd);
         return;
     }
-    struct bufferevent *bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    if (bev == NULL) {
+    char addr[64];
+    rs_sock_addr(fd, 1, addr, sizeof addr);
+    if (rs_guard_admit(s, addr) != 0) {
+        static const char msg[] = "-ERR max number of clients from this address reached\r\n";
+        if (write(fd, msg, sizeof(msg) - 1) < 0) {
+            /* best effort */
+        }
         evutil_closesocket(fd);
         return;
     }
-    if (rs_client_new(s, bev) == NULL) {
-        bufferevent_free(bev);      /* closes fd */
+    rs_unauth_make_room(s);
+    struct bufferevent *bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    rs_client *c = bev ? rs_client_new(s, bev) : NULL;
+    if (c == NULL) {
+        rs_guard_release(s, addr);
+        if (bev)
+            bufferevent_free(bev);      /* closes fd */
+        else
+            evutil_closesocket(fd);
         return;
     }
+    c->admitted = 1;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
@@ -820,12 +877,7 @@ static void rs_on_accept_retry(evutil_socket_t fd, short what, void *arg)
 static void rs_on_accept_error(struct evconnlistener *lis, void *arg)
 {
     rserver *s = arg;
-    int e = EVUTIL_SOCKET_ERROR();
-    struct timeval tv = { 0, 100 * 1000 };
-
-    log_error_rl("accept failed: %s; pausing accepts for 100 ms", evutil_socket_error_to_string(e));
-    evconnlistener_disable(lis);
-    evtimer_add(s->accept_retry, &tv);
+    rs_accept_pause(lis, s->accept_retry, s->opt.name);
 }
 
 /* ---- Server ---- */
@@ -841,6 +893,7 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
     (void)what;
     s->ops_per_sec = s->st.commands - s->ops_sample;
     s->ops_sample = s->st.commands;
+    rs_guard_sweep(s);
     for (rs_client *c = s->clients, *next; c; c = next) {
         next = c->next;
         if (s->password && !c->authed && l->auth_timeout_s &&
@@ -848,6 +901,13 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
             s->st.closed_auth_timeout++;
             log_info("client %llu: not authenticated within %u s (auth-timeout); closing",
                      (unsigned long long)c->id, l->auth_timeout_s);
+            rs_client_close(c);
+        } else if (l->request_timeout_s && c->recv_start_ms && !c->paused && !c->waiting &&
+                   now - c->recv_start_ms >= (uint64_t)l->request_timeout_s * 1000u) {
+            s->st.closed_request_timeout++;
+            log_warn_rl("client %llu (%s): a request still arriving after %u s "
+                        "(request-timeout); closing", (unsigned long long)c->id, c->addr,
+                        l->request_timeout_s);
             rs_client_close(c);
         } else if (l->idle_timeout_s && c->npending == 0 && c->bev &&
                    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
@@ -862,8 +922,6 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
 
 rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_t errlen)
 {
-    struct addrinfo hints, *ai = NULL;
-    char portstr[16];
     rserver *s = calloc(1, sizeof(*s));
 
     if (s == NULL) {
@@ -886,41 +944,10 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV;
-    snprintf(portstr, sizeof(portstr), "%u", opt->port);
-    int gai = getaddrinfo(s->bind, portstr, &hints, &ai);
-    if (gai != 0) {
-        snprintf(err, errlen, "bad bind address '%s': %s (give a numeric IPv4 or IPv6 address)",
-                 s->bind, gai_strerror(gai));
+    s->lis = rs_listen(base, s->bind, opt->port, rs_on_accept, s, &s->port, err, errlen);
+    if (s->lis == NULL)
         goto fail;
-    }
-    s->lis = evconnlistener_new_bind(base, rs_on_accept, s,
-                                     LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
-                                         LEV_OPT_CLOSE_ON_EXEC,
-                                     511, ai->ai_addr, (int)ai->ai_addrlen);
-    if (s->lis == NULL) {
-        snprintf(err, errlen, "cannot listen on %s port %u: %s", s->bind, opt->port,
-                 strerror(errno));
-        freeaddrinfo(ai);
-        goto fail;
-    }
-    freeaddrinfo(ai);
     evconnlistener_set_error_cb(s->lis, rs_on_accept_error);
-    {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        evutil_socket_t lfd = evconnlistener_get_fd(s->lis);
-        s->port = opt->port;
-        if (getsockname(lfd, (struct sockaddr *)&ss, &sl) == 0) {
-            if (ss.ss_family == AF_INET)
-                s->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-            else if (ss.ss_family == AF_INET6)
-                s->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-        }
-    }
     s->start_ms = ra_now_ms();
     s->ncstat = s->opt.ncommands + rs_nbuiltin;
     s->cstat = calloc(s->ncstat, sizeof(*s->cstat));
@@ -969,6 +996,7 @@ void rs_free(rserver *s)
     if (s->sweep_ev)
         event_free(s->sweep_ev);
     event_free(s->accept_retry);
+    rs_guard_free(s);
     rs_slowlog_free(s);
     free(s->cstat);
     free(s->bind);

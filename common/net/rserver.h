@@ -76,6 +76,16 @@ typedef struct rs_limits {
     unsigned slowlog_slower_than_us; /* SLOWLOG: requests that took at least this long
                                    (default 10000; 0: every request) */
     unsigned slowlog_max_len;   /* SLOWLOG entries kept (default 128; 0: none kept) */
+    unsigned request_timeout_s; /* close a client whose request is still arriving after
+                                   this long (slow senders); 0: never (default 10) */
+    unsigned max_clients_per_addr; /* connections at once from one address (default
+                                   256; 0: no limit) */
+    unsigned reserved_auth_clients; /* with a password: slots unauthenticated clients
+                                   never take (default 32); at their cap a new
+                                   connection replaces the oldest unauthenticated one */
+    unsigned auth_fail_rate_addr;  /* wrong passwords a second from one address
+                                   (default 10; a token bucket, burst one second) */
+    unsigned auth_fail_rate_total; /* wrong passwords a second in all (default 100) */
 } rs_limits;
 
 /* Before AUTH (when a password is set) a client may send requests of at most this many
@@ -204,6 +214,12 @@ typedef struct rs_stats {
     unsigned long long closed_auth_timeout;  /* closed: not authenticated in time */
     unsigned long long closed_idle;     /* closed: idle_timeout_s */
     unsigned long long closed_output;   /* closed: max_output_bytes */
+    unsigned long long rejected_per_addr;  /* refused: max_clients_per_addr */
+    unsigned long long rejected_unauth;    /* unauthenticated, replaced by a newer one */
+    unsigned long long closed_request_timeout; /* a request arrived too slowly */
+    unsigned long long metrics_rejected;   /* metrics connections refused: the cap */
+    unsigned long long metrics_timeouts;   /* metrics requests not received in time */
+    unsigned long long auth_waits;         /* AUTH tries that waited for a token */
 } rs_stats;
 
 
