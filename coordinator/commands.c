@@ -35,12 +35,20 @@ static int coord_arg_fp(rs_req *r, size_t i, uint64_t *fp)
     return 0;
 }
 
+/* The one document-id rule: 1..COORD_DOCID_MAX bytes, no NUL byte, as the client
+ * library, the CLI (load, export --escape, migrate) and Python carry them. */
 static int coord_arg_docid(rs_req *r, size_t i)
 {
     size_t n;
-    rs_req_arg(r, i, &n);
+    const char *id = rs_req_arg(r, i, &n);
     if (n == 0) {
         rs_req_fail(r, RS_ERR, "empty document id (argument %zu)", i);
+        return -1;
+    }
+    if (n > COORD_DOCID_MAX || memchr(id, '\0', n)) {
+        rs_req_fail(r, RS_ERR, "document id %s (argument %zu): ids are 1..%d bytes without "
+                    "a NUL byte", n > COORD_DOCID_MAX ? "too long" : "with a NUL byte", i,
+                    COORD_DOCID_MAX);
         return -1;
     }
     return 0;

@@ -19,6 +19,10 @@
 struct event_base;
 struct event;
 
+/* Document ids are 1..COORD_DOCID_MAX bytes without a NUL byte: what the client
+ * library (SHC_DOCID_MAX), the CLI and the Python package carry. */
+#define COORD_DOCID_MAX 4096
+
 typedef struct coord_config {
     char *bind;
     unsigned port;
