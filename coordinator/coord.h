@@ -40,6 +40,7 @@ typedef struct coord_config {
     unsigned idle_timeout_s, auth_timeout_s; /* timeout, auth-timeout (0: never) */
     unsigned request_timeout_s, max_clients_per_addr, reserved_auth_clients; /* rs_limits */
     unsigned auth_fail_rate_addr, auth_fail_rate_total;
+    size_t max_output_total, max_unauth_bytes;
     unsigned metrics_port;          /* Prometheus endpoint (0: none) */
     char *metrics_bind;
     unsigned slowlog_slower_than, slowlog_max_len;

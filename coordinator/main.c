@@ -72,6 +72,12 @@ static const cfg_option coord_options[] = {
         " later tries wait their turn"),
     OPT("auth-failures-total-per-sec", CFG_UINT, auth_fail_rate_total, 1, 1000000, "100", 0,
         "wrong passwords a second from all addresses together"),
+    OPT("max-output-total", CFG_SIZE, max_output_total, 0, 1ull << 40, "512m", 0,
+        "unread reply bytes of all clients together; past it the client with the most is "
+        "disconnected first (0: no limit)"),
+    OPT("max-unauth-bytes", CFG_SIZE, max_unauth_bytes, 0, 1ull << 40, "32m", 0,
+        "with a password: bytes of unfinished requests of all unauthenticated clients; "
+        "past it the one holding the most is disconnected (0: no limit)"),
     OPT("metrics-port", CFG_UINT, metrics_port, 0, 65535, "0", 0,
         "port of the Prometheus endpoint GET /metrics (HTTP; 0: none)"),
     OPT("metrics-bind", CFG_STR, metrics_bind, 0, 0, "127.0.0.1", 0,
@@ -272,6 +278,8 @@ int main(int argc, char **argv)
     ro.limits.reserved_auth_clients = co.cfg.reserved_auth_clients;
     ro.limits.auth_fail_rate_addr = co.cfg.auth_fail_rate_addr;
     ro.limits.auth_fail_rate_total = co.cfg.auth_fail_rate_total;
+    ro.limits.max_output_total = co.cfg.max_output_total;
+    ro.limits.max_unauth_bytes = co.cfg.max_unauth_bytes;
     ro.commands = coord_commands;
     ro.ncommands = coord_ncommands;
     ro.ctx = &co;

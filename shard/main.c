@@ -98,6 +98,12 @@ static const cfg_option shard_options[] = {
               " later tries wait their turn"),
     SHARD_OPT("auth-failures-total-per-sec", CFG_UINT, auth_fail_rate_total, 1, 1000000, "100",
               "wrong passwords a second from all addresses together"),
+    SHARD_OPT("max-output-total", CFG_SIZE, max_output_total, 0, 1ull << 40, "512m",
+              "unread reply bytes of all clients together; past it the client with the "
+              "most is disconnected first (0: no limit)"),
+    SHARD_OPT("max-unauth-bytes", CFG_SIZE, max_unauth_bytes, 0, 1ull << 40, "32m",
+              "with a password: bytes of unfinished requests of all unauthenticated "
+              "clients; past it the one holding the most is disconnected (0: no limit)"),
     SHARD_OPT("metrics-port", CFG_UINT, metrics_port, 0, 65535, "0",
               "port of the Prometheus endpoint GET /metrics (HTTP; 0: none)"),
     SHARD_OPT("metrics-bind", CFG_STR, metrics_bind, 0, 0, "127.0.0.1",
@@ -424,6 +430,8 @@ int main(int argc, char **argv)
     so.limits.reserved_auth_clients = c->reserved_auth_clients;
     so.limits.auth_fail_rate_addr = c->auth_fail_rate_addr;
     so.limits.auth_fail_rate_total = c->auth_fail_rate_total;
+    so.limits.max_output_total = c->max_output_total;
+    so.limits.max_unauth_bytes = c->max_unauth_bytes;
     so.commands = shard_commands;
     so.ncommands = shard_ncommands;
     so.ctx = &sc;

@@ -1,7 +1,9 @@
-/* rs_guard.c: what one source address may take of a server (see docs/security.md,
- * "Budgets"): its connections at once (max-clients-per-addr) and its wrong passwords
- * (a token bucket per address and one for the whole server, auth-failures-per-sec and
- * auth-failures-total-per-sec). An AUTH try is checked only when both buckets hold a
+/* rs_guard.c: what clients may take of a server together (see docs/security.md,
+ * "Budgets"): the unsent replies of all clients (max-output-total) and the unfinished
+ * requests of unauthenticated ones (max-unauth-bytes), the largest holder disconnected
+ * first; and what one source address may take: its connections at once
+ * (max-clients-per-addr) and its wrong passwords (a token bucket per address and one
+ * for the whole server, auth-failures-per-sec and auth-failures-total-per-sec). An AUTH try is checked only when both buckets hold a
  * token, and a wrong password takes one, so pipelined or parallel tries wait their
  * turn however many connections carry them. Addresses live in a small hash table; an
  * entry with no connection and a full bucket is dropped by the once-a-second sweep. */
@@ -10,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/event.h>
 
 #include "log.h"
 #include "rasync.h"
@@ -171,6 +177,99 @@ int rs_secret_equal(const char *a, size_t alen, const char *b)
     return d == 0;
 }
 
+/* ---- Budgets across clients ---- */
+
+/* Every change of a client's output buffer: its size in c->out_bytes and the sum in
+ * out_total; past the budget the enforcing event runs (never inside this callback). */
+static void rs_budget_on_out(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+                             void *arg)
+{
+    rs_client *c = arg;
+    rserver *s = c->s;
+    (void)buf;
+    c->out_bytes = c->out_bytes + info->n_added - info->n_deleted;
+    if (s == NULL)
+        return;
+    s->out_total = s->out_total + info->n_added - info->n_deleted;
+    if (s->opt.limits.max_output_total && s->out_total > s->opt.limits.max_output_total)
+        event_active(s->budget_ev, EV_TIMEOUT, 0);
+}
+
+void rs_budget_attach(rs_client *c)
+{
+    c->out_cb = evbuffer_add_cb(bufferevent_get_output(c->bev), rs_budget_on_out, c);
+}
+
+static void rs_budget_unauth_set(rs_client *c, size_t held)
+{
+    rserver *s = c->s;
+    if (s == NULL)
+        return;
+    s->unauth_total = s->unauth_total - c->unauth_bytes + held;
+    c->unauth_bytes = held;
+    if (s->opt.limits.max_unauth_bytes && s->unauth_total > s->opt.limits.max_unauth_bytes)
+        event_active(s->budget_ev, EV_TIMEOUT, 0);
+}
+
+void rs_budget_detach(rs_client *c)
+{
+    if (c->out_cb)
+        evbuffer_remove_cb_entry(bufferevent_get_output(c->bev), c->out_cb);
+    c->out_cb = NULL;
+    if (c->s)
+        c->s->out_total -= c->out_bytes;
+    c->out_bytes = 0;
+    rs_budget_unauth_set(c, 0);
+}
+
+void rs_budget_unauth_note(rs_client *c)
+{
+    size_t held = 0;
+    if (c->s && c->s->password && !c->authed && c->bev)
+        held = resp_parser_pending_bytes(c->parser) +
+               evbuffer_get_length(bufferevent_get_input(c->bev));
+    rs_budget_unauth_set(c, held);
+}
+
+/* The connected client holding the most: output (unauth 0) or unauthenticated input. */
+static rs_client *rs_budget_largest(rserver *s, int unauth)
+{
+    rs_client *big = NULL;
+    for (rs_client *c = s->clients; c; c = c->next) {
+        size_t v = unauth ? c->unauth_bytes : c->out_bytes;
+        if (v > 0 && (big == NULL || v > (unauth ? big->unauth_bytes : big->out_bytes)))
+            big = c;
+    }
+    return big;
+}
+
+void rs_budget_enforce(evutil_socket_t fd, short what, void *arg)
+{
+    rserver *s = arg;
+    const rs_limits *l = &s->opt.limits;
+    rs_client *c;
+    (void)fd;
+    (void)what;
+    while (l->max_output_total && s->out_total > l->max_output_total &&
+           (c = rs_budget_largest(s, 0)) != NULL) {
+        s->st.evicted_output++;
+        log_warn_rl("client %llu (%s): %zu bytes of replies unread while all clients hold "
+                    "%zu, more than max-output-total (%zu); closing the largest",
+                    (unsigned long long)c->id, c->addr, c->out_bytes, s->out_total,
+                    l->max_output_total);
+        rs_client_close(c);
+    }
+    while (l->max_unauth_bytes && s->unauth_total > l->max_unauth_bytes &&
+           (c = rs_budget_largest(s, 1)) != NULL) {
+        s->st.evicted_unauth_bytes++;
+        log_warn_rl("client %llu (%s): %zu bytes of an unauthenticated request while all "
+                    "such clients hold %zu, more than max-unauth-bytes (%zu); closing the "
+                    "largest", (unsigned long long)c->id, c->addr, c->unauth_bytes,
+                    s->unauth_total, l->max_unauth_bytes);
+        rs_client_close(c);
+    }
+}
+
 /* ---- INFO and /metrics ---- */
 
 /* X(stats field, INFO name, metric reason label) of the guard's counters */
@@ -179,15 +278,20 @@ int rs_secret_equal(const char *a, size_t alen, const char *b)
     X(rejected_unauth, "evicted_unauthenticated", "unauthenticated_evicted") \
     X(closed_request_timeout, "closed_request_timeout", "request_timeout") \
     X(metrics_rejected, "metrics_rejected_connections", "metrics_max_conns") \
-    X(metrics_timeouts, "metrics_request_timeouts", "metrics_request_timeout")
+    X(metrics_timeouts, "metrics_request_timeouts", "metrics_request_timeout") \
+    X(evicted_output, "evicted_output_total_budget", "max_output_total") \
+    X(evicted_unauth_bytes, "evicted_unauth_bytes_budget", "max_unauth_bytes")
 
 void rs_guard_info(const rserver *s, resp_buf *b)
 {
 #define RS_GUARD_INFO_(f, name, reason) resp_buf_printf(b, name ":%llu\r\n", s->st.f);
     RS_GUARD_COUNTERS(RS_GUARD_INFO_)
 #undef RS_GUARD_INFO_
-    resp_buf_printf(b, "auth_tries_waited:%llu\r\ntracked_addresses:%zu\r\n", s->st.auth_waits,
-                    s->guard_naddrs);
+    resp_buf_printf(b, "auth_tries_waited:%llu\r\ntracked_addresses:%zu\r\n"
+                    "client_output_total:%zu\r\nmax_output_total:%zu\r\n"
+                    "unauth_request_bytes:%zu\r\nmax_unauth_bytes:%zu\r\n", s->st.auth_waits,
+                    s->guard_naddrs, s->out_total, s->opt.limits.max_output_total,
+                    s->unauth_total, s->opt.limits.max_unauth_bytes);
 }
 
 void rs_guard_metrics(rserver *s, resp_buf *b)

@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include <event2/util.h>
+
 #include "rserver.h"
 
 #define RS_READ_HIGH_WATERMARK (64u << 10)   /* unparsed input kept per client */
@@ -76,6 +78,9 @@ struct rs_client {
     uint64_t active_ms;         /* last input or finished request */
     uint64_t recv_start_ms;     /* a request began arriving then; 0: none is arriving */
     int admitted;               /* counted in its address's connections (rs_guard.c) */
+    struct evbuffer_cb_entry *out_cb; /* counts its output into rserver.out_total */
+    size_t out_bytes;           /* its unsent output, as counted there */
+    size_t unauth_bytes;        /* counted in rserver.unauth_total (unauthenticated) */
     struct event *resume_ev;    /* continue parsing in a later loop iteration */
     rs_client *prev, *next;     /* server's client list */
 };
@@ -105,7 +110,24 @@ struct rserver {
     double auth_tokens;         /* the server's wrong-password bucket */
     uint64_t auth_refill_ms;
     unsigned long nauthed;      /* connected clients authenticated (password set) */
+    size_t out_total;           /* unsent output of every client (max_output_total) */
+    size_t unauth_total;        /* unfinished input of unauthenticated clients */
+    struct event *budget_ev;    /* enforces both budgets outside buffer callbacks */
 };
+
+/* ---- rs_guard.c: budgets across clients ---- */
+
+/* Start / stop counting c's output (after its bufferevent exists / before it is freed;
+ * stopping also drops c's unauthenticated bytes). */
+void rs_budget_attach(rs_client *c);
+void rs_budget_detach(rs_client *c);
+/* c's unfinished input now (parser and buffer) counted while it is unauthenticated;
+ * 0 once it is authenticated. */
+void rs_budget_unauth_note(rs_client *c);
+/* The budget event: disconnects the largest holders until both budgets hold. */
+void rs_budget_enforce(evutil_socket_t fd, short what, void *arg);
+/* rserver.c: close c now (unfinished requests keep the struct alive). */
+void rs_client_close(rs_client *c);
 
 /* ---- rs_guard.c: per-address connections and wrong-password buckets ---- */
 
@@ -197,6 +219,9 @@ size_t rs_each_command(const rserver *s, void (*fn)(const rs_command *, void *),
 /* rs_redis.c: every built-in command, used unless the program defines the name */
 extern const rs_command rs_builtin[];
 extern const size_t rs_nbuiltin;
+
+/* rserver.c: the parser limits of a client (the small ones before AUTH). */
+resp_limits rs_parser_limits(const rserver *s, int authed);
 
 /* rserver.c, for rs_redis.c */
 /* The command named name[0..len) (any case): the program's, else a built-in one. */

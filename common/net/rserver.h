@@ -86,6 +86,12 @@ typedef struct rs_limits {
     unsigned auth_fail_rate_addr;  /* wrong passwords a second from one address
                                    (default 10; a token bucket, burst one second) */
     unsigned auth_fail_rate_total; /* wrong passwords a second in all (default 100) */
+    size_t max_output_total;    /* unsent reply bytes of all clients together, as Redis's
+                                   maxmemory-clients: past it the client with the most is
+                                   disconnected, then the next (default 512 MiB; 0: none) */
+    size_t max_unauth_bytes;    /* bytes of unfinished requests of all unauthenticated
+                                   clients together (password set): past it the one
+                                   holding the most is disconnected (default 32 MiB; 0: none) */
 } rs_limits;
 
 /* Before AUTH (when a password is set) a client may send requests of at most this many
@@ -220,6 +226,8 @@ typedef struct rs_stats {
     unsigned long long metrics_rejected;   /* metrics connections refused: the cap */
     unsigned long long metrics_timeouts;   /* metrics requests not received in time */
     unsigned long long auth_waits;         /* AUTH tries that waited for a token */
+    unsigned long long evicted_output;     /* closed: max_output_total, largest first */
+    unsigned long long evicted_unauth_bytes; /* closed: max_unauth_bytes, largest first */
 } rs_stats;
 
 
