@@ -295,7 +295,7 @@ void rs_guard_info(const rserver *s, resp_buf *b)
 #define RS_GUARD_INFO_(f, name, reason) resp_buf_printf(b, name ":%llu\r\n", s->st.f);
     RS_GUARD_COUNTERS(RS_GUARD_INFO_)
 #undef RS_GUARD_INFO_
-    resp_buf_printf(b, "auth_tries_waited:%llu\r\ntracked_addresses:%zu\r\n"
+    resp_buf_printf(b, "auth_waits:%llu\r\ntracked_addresses:%zu\r\n"
                     "client_output_total:%zu\r\nmax_output_total:%zu\r\n"
                     "unauth_request_bytes:%zu\r\nmax_unauth_bytes:%zu\r\n", s->st.auth_waits,
                     s->guard_naddrs, s->out_total, s->opt.limits.max_output_total,
@@ -310,8 +310,8 @@ void rs_guard_metrics(rserver *s, resp_buf *b)
     resp_buf_printf(b, "simhash_guard_closed_total{reason=\"" reason "\"} %llu\n", s->st.f);
     RS_GUARD_COUNTERS(RS_GUARD_PROM_)
 #undef RS_GUARD_PROM_
-    rs_prom_family(b, "simhash_auth_tries_waited_total", "counter",
-                   "AUTH tries that waited for the wrong-password budget of their address "
-                   "or of the server.");
-    resp_buf_printf(b, "simhash_auth_tries_waited_total %llu\n", s->st.auth_waits);
+    rs_prom_family(b, "simhash_auth_waits_total", "counter",
+                   "Times an AUTH try (or metrics scrape) was put back to wait for the "
+                   "wrong-password budget of its address or of the server.");
+    resp_buf_printf(b, "simhash_auth_waits_total %llu\n", s->st.auth_waits);
 }

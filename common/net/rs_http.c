@@ -6,7 +6,8 @@
  *     within RS_METRICS_DEADLINE_MS of the accept, however slowly it trickles;
  *   - when the server has a password, every scrape presents it: "Authorization:
  *     Bearer PASSWORD" or "Authorization: Basic base64(ANYUSER:PASSWORD)"; else 401.
- *     Wrong passwords go through the server's AUTH limits (rs_guard.c);
+ *     wrong passwords take the server's wrong-password tokens (rs_guard.c), and an
+ *     address without a token gets 429 without a check;
  *   - without a password it refuses to listen on an address that is not loopback;
  *   - accept() failures (EMFILE, ENFILE) pause the listener for a moment, as Redis does.
  * One response, then the connection closes (Connection: close). */
@@ -251,6 +252,11 @@ static void rs_mconn_serve(rs_mconn *mc, const char *head, size_t n)
     rs_http_req rq;
     if (rs_http_parse(head, n, &rq) != 0) {
         rs_mconn_text(mc, 400, "Bad Request", NULL, "bad request\n");
+        return;
+    }
+    if (m->s->password && rs_guard_auth_wait_ms(m->s, mc->addr) > 0) {
+        rs_mconn_text(mc, 429, "Too Many Requests", "Retry-After: 1\r\n",
+                      "too many wrong passwords from this address; retry later\n");
         return;
     }
     if (m->s->password && !rs_http_auth_ok(rq.auth, rq.authlen, m->s->password)) {

@@ -225,7 +225,7 @@ typedef struct rs_stats {
     unsigned long long closed_request_timeout; /* a request arrived too slowly */
     unsigned long long metrics_rejected;   /* metrics connections refused: the cap */
     unsigned long long metrics_timeouts;   /* metrics requests not received in time */
-    unsigned long long auth_waits;         /* AUTH tries that waited for a token */
+    unsigned long long auth_waits;         /* times an AUTH try waited for a token */
     unsigned long long evicted_output;     /* closed: max_output_total, largest first */
     unsigned long long evicted_unauth_bytes; /* closed: max_unauth_bytes, largest first */
 } rs_stats;

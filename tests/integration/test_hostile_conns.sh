@@ -70,7 +70,7 @@ b64=$(printf 'prometheus:%s' "$PW" | base64 -w0)
 # ---- wrong passwords from one address ----
 out=$(timeout 300 python3 "$CONNS" auth --port "$cp" --conns 100 --seconds 10 --check) ||
     th_fail "wrong passwords: $out"
-th_log "wrong passwords: $out; auth_tries_waited $(info "$cp" auth_tries_waited "$PW")"
+th_log "wrong passwords: $out; auth_waits $(info "$cp" auth_waits "$PW")"
 client=$(timeout 10 redis-cli -p "$cp" -a "$PW" --no-auth-warning ping)
 [ "$client" = PONG ] || th_fail "a client with the password after the guessing: '$client'"
 th_log "PASS"
