@@ -6,7 +6,8 @@ budget fields), and with --check exits 1 unless the property of MODE holds.
   unauth  --conns N: N connections (spread over 127.0.0.2..127.0.0.5, so that
           max-clients-per-addr does not refuse them) each send a legal unfinished
           request of 160 KiB (the most allowed before AUTH) and wait. check: RSS grew
-          less than --max-growth-mib (default 64).
+          less than --max-growth-mib (default 64) and INFO unauth_request_bytes is within
+          max_unauth_bytes plus one request.
   output  --conns N: N clients pipeline --requests ECHO of 1 MiB each and never read.
           check: every INFO sample of client_output_total is within max_output_total
           plus --slack-mib (default 8: one pass of the event loop), and at least one
@@ -70,7 +71,8 @@ def mode_unauth(a):
                                                    inf.get("evicted_unauth_bytes_budget")))
     for s in conns:
         s.close()
-    return after - before < a.max_growth_mib
+    held, budget = int(inf.get("unauth_request_bytes", 0)), int(inf.get("max_unauth_bytes", 0))
+    return after - before < a.max_growth_mib and (budget == 0 or held <= budget + (256 << 10))
 
 
 def mode_output(a):

@@ -12,23 +12,79 @@
 #include "log.h"
 #include "rasync.h"
 
-/* A delayed -WRONGPASS (see rs_auth_failed). */
+/* A request waiting on a timer: a delayed -WRONGPASS (rs_auth_failed), or a try
+ * waiting for a wrong-password token (rs_auth_turn). Every one is on its server's list,
+ * so rs_free answers them at once (rs_auth_cancel_all) instead of leaving them to a
+ * loop that has stopped. */
 typedef struct rs_auth_delay {
+    rserver *s;
     rs_req *r;
     struct event *ev;
-    int close;
+    int retry;                  /* 1: run the command again; 0: answer -WRONGPASS */
+    int close;                  /* with -WRONGPASS: close the connection after it */
+    struct rs_auth_delay *prev, *next;
 } rs_auth_delay;
 
-static void rs_auth_on_delay(evutil_socket_t fd, short what, void *arg)
+/* Unlinks and frees d, then answers (or re-runs) its request. */
+static void rs_auth_delay_fire(rs_auth_delay *d)
 {
-    rs_auth_delay *d = arg;
-    (void)fd;
-    (void)what;
-    if (d->close)
-        d->r->c->closing = 1;       /* closes once this reply is sent */
-    rs_req_fail(d->r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
+    rserver *s = d->s;
+    rs_req *r = d->r;
+    int retry = d->retry, close = d->close;
+    if (d->prev)
+        d->prev->next = d->next;
+    else
+        s->auth_delays = d->next;
+    if (d->next)
+        d->next->prev = d->prev;
     event_free(d->ev);
     free(d);
+    if (retry && r->c->s != NULL && !s->stopping) {
+        r->cmd->fn(r);
+        return;
+    }
+    if (retry) {
+        rs_req_fail(r, RS_ERR, "the server is shutting down");
+        return;
+    }
+    if (close)
+        r->c->closing = 1;          /* closes once this reply is sent */
+    rs_req_fail(r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
+}
+
+static void rs_auth_on_timer(evutil_socket_t fd, short what, void *arg)
+{
+    (void)fd;
+    (void)what;
+    rs_auth_delay_fire(arg);
+}
+
+/* Answers (or re-runs) r after ms on s's timer list. Returns 0, or -1 when no timer
+ * could be made (nothing done). */
+static int rs_auth_later(rserver *s, rs_req *r, unsigned ms, int retry, int close)
+{
+    rs_auth_delay *d = calloc(1, sizeof(*d));
+    struct timeval tv = ra_tv_ms(ms);
+    if (d == NULL || (d->ev = evtimer_new(s->base, rs_auth_on_timer, d)) == NULL ||
+        evtimer_add(d->ev, &tv) != 0) {
+        if (d && d->ev)
+            event_free(d->ev);
+        free(d);
+        return -1;
+    }
+    *d = (rs_auth_delay){ .s = s, .r = r, .ev = d->ev, .retry = retry, .close = close,
+                          .next = s->auth_delays };
+    if (s->auth_delays)
+        s->auth_delays->prev = d;
+    s->auth_delays = d;
+    return 0;
+}
+
+void rs_auth_cancel_all(rserver *s)
+{
+    s->stopping = 1;
+    while (s->auth_delays)
+        rs_auth_delay_fire(s->auth_delays);
 }
 
 /* A wrong password: counted, answered after auth_fail_delay_ms (a timer; other
@@ -53,36 +109,11 @@ static void rs_auth_failed(rs_req *r)
     log_warn_rl("client %llu: wrong password (%u on this connection)%s",
                 (unsigned long long)c->id, c->auth_failures, close ? "; closing it" : "");
     unsigned ms = c->s->opt.limits.auth_fail_delay_ms;
-    rs_auth_delay *d = ms ? calloc(1, sizeof(*d)) : NULL;
-    struct timeval tv = ra_tv_ms(ms);
-    if (d == NULL || (d->ev = evtimer_new(c->s->base, rs_auth_on_delay, d)) == NULL ||
-        evtimer_add(d->ev, &tv) != 0) {
-        if (d && d->ev)
-            event_free(d->ev);
-        free(d);
+    if (ms == 0 || rs_auth_later(c->s, r, ms, 0, close) != 0) {
         if (close)
             c->closing = 1;
         rs_req_fail(r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
-        return;
     }
-    d->r = r;
-    d->close = close;
-}
-
-/* A try that waited for its address's (or the server's) wrong-password budget: run
- * its command again from the start. */
-static void rs_auth_on_wait(evutil_socket_t fd, short what, void *arg)
-{
-    rs_auth_delay *d = arg;
-    (void)fd;
-    (void)what;
-    event_free(d->ev);
-    rs_req *r = d->r;
-    free(d);
-    if (r->c->s == NULL)
-        rs_req_fail(r, RS_ERR, "the server is shutting down");
-    else
-        r->cmd->fn(r);
 }
 
 /* 1 when r's AUTH try may be checked now; else 0, and r runs again once its address and
@@ -92,17 +123,8 @@ static int rs_auth_turn(rs_req *r)
     unsigned ms = rs_guard_auth_wait_ms(r->c->s, r->c->addr);
     if (ms == 0)
         return 1;
-    rs_auth_delay *d = calloc(1, sizeof(*d));
-    struct timeval tv = ra_tv_ms(ms);
-    if (d == NULL || (d->ev = evtimer_new(r->c->s->base, rs_auth_on_wait, d)) == NULL ||
-        evtimer_add(d->ev, &tv) != 0) {
-        if (d && d->ev)
-            event_free(d->ev);
-        free(d);
+    if (rs_auth_later(r->c->s, r, ms, 1, 0) != 0)
         rs_req_fail(r, RS_BUSY, "too many wrong passwords; retry later");
-        return 0;
-    }
-    d->r = r;
     return 0;
 }
 

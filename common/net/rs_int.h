@@ -113,7 +113,12 @@ struct rserver {
     size_t out_total;           /* unsent output of every client (max_output_total) */
     size_t unauth_total;        /* unfinished input of unauthenticated clients */
     struct event *budget_ev;    /* enforces both budgets outside buffer callbacks */
+    struct rs_auth_delay *auth_delays; /* rs_auth.c: requests waiting on a timer */
+    int stopping;               /* rs_free runs: waiting tries are not re-run */
 };
+
+/* rs_auth.c: answers every request waiting on an AUTH timer now (rs_free). */
+void rs_auth_cancel_all(rserver *s);
 
 /* ---- rs_guard.c: budgets across clients ---- */
 

@@ -859,6 +859,7 @@ void rs_free(rserver *s)
 {
     if (s == NULL)
         return;
+    rs_auth_cancel_all(s);
     while (s->clients) {
         rs_client *c = s->clients;
         c->refs++;
