@@ -672,13 +672,14 @@ static rs_client *rs_client_new(rserver *s, struct bufferevent *bev)
 }
 
 /* With a password, unauthenticated clients take at most max_clients minus
- * reserved_auth_clients slots: at that cap the oldest unauthenticated client (it had the
+ * reserved_auth_clients slots (a quarter of max_clients at most): at that cap the oldest unauthenticated client (it had the
  * longest time to AUTH) is closed to make room for the new connection. */
 static void rs_unauth_make_room(rserver *s)
 {
     const rs_limits *l = &s->opt.limits;
-    unsigned cap = l->max_clients > l->reserved_auth_clients
-                       ? l->max_clients - l->reserved_auth_clients : 1;
+    unsigned res = l->reserved_auth_clients < l->max_clients / 4 ? l->reserved_auth_clients
+                                                                 : l->max_clients / 4;
+    unsigned cap = l->max_clients - res;       /* a quarter of the slots reserved at most */
     if (s->password == NULL || s->st.clients - s->nauthed < cap)
         return;
     rs_client *oldest = NULL;

@@ -81,8 +81,9 @@ typedef struct rs_limits {
     unsigned max_clients_per_addr; /* connections at once from one address (default
                                    256; 0: no limit) */
     unsigned reserved_auth_clients; /* with a password: slots unauthenticated clients
-                                   never take (default 32); at their cap a new
-                                   connection replaces the oldest unauthenticated one */
+                                   never take (default 32, a quarter of max_clients at
+                                   most); at their cap a new connection replaces the
+                                   oldest unauthenticated one */
     unsigned auth_fail_rate_addr;  /* wrong passwords a second from one address
                                    (default 10; a token bucket, burst one second) */
     unsigned auth_fail_rate_total; /* wrong passwords a second in all (default 100) */
