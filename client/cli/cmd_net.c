@@ -580,9 +580,8 @@ static int net_load_parse(const char *data, size_t len, load_input *in, cli_pars
     if (len >= hl && memcmp(data, NET_LOAD_ESCAPED_HEADER, hl) == 0 &&
         (len == hl || data[hl] == '\n' || data[hl] == '\r')) {
         escaped = 1;
-        pos = hl;
-        while (pos < len && (data[pos] == '\r' || data[pos] == '\n'))
-            pos++;
+        pos = hl + (len > hl && data[hl] == '\r');
+        pos += pos < len && data[pos] == '\n';
     }
     while (pos < len) {
         const char *line = data + pos;
