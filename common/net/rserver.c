@@ -772,8 +772,8 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
         if (s->password && !c->authed && l->auth_timeout_s &&
             now - c->connected_ms >= (uint64_t)l->auth_timeout_s * 1000u) {
             s->st.closed_auth_timeout++;
-            log_info("client %llu: not authenticated within %u s (auth-timeout); closing",
-                     (unsigned long long)c->id, l->auth_timeout_s);
+            LOG_AT_RL(LOGL_INFO, "client %llu: not authenticated within %u s (auth-timeout); "
+                      "closing", (unsigned long long)c->id, l->auth_timeout_s);
             rs_client_close(c);
         } else if (l->request_timeout_s && c->recv_start_ms && !c->paused && !c->waiting &&
                    now - c->recv_start_ms >= (uint64_t)l->request_timeout_s * 1000u) {
