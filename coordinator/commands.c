@@ -35,12 +35,20 @@ static int coord_arg_fp(rs_req *r, size_t i, uint64_t *fp)
     return 0;
 }
 
+/* The one document-id rule: 1..COORD_DOCID_MAX bytes, no NUL byte, as the client
+ * library, the CLI (load, export --escape, migrate) and Python carry them. */
 static int coord_arg_docid(rs_req *r, size_t i)
 {
     size_t n;
-    rs_req_arg(r, i, &n);
+    const char *id = rs_req_arg(r, i, &n);
     if (n == 0) {
         rs_req_fail(r, RS_ERR, "empty document id (argument %zu)", i);
+        return -1;
+    }
+    if (n > COORD_DOCID_MAX || memchr(id, '\0', n)) {
+        rs_req_fail(r, RS_ERR, "document id %s (argument %zu): ids are 1..%d bytes without "
+                    "a NUL byte", n > COORD_DOCID_MAX ? "too long" : "with a NUL byte", i,
+                    COORD_DOCID_MAX);
         return -1;
     }
     return 0;
@@ -549,23 +557,6 @@ int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord
     return 0;
 }
 
-int coord_text_fingerprint(coord *co, rs_req *r, const char *text, size_t n, int html,
-                           uint64_t *fp)
-{
-    co->st.fingerprints++;
-    if (!html) {
-        *fp = fp_text_p(text, n, &co->cfg.fp);
-        return 0;
-    }
-    char err[200];
-    unsigned flags = html == 2 ? FP_HTML_ALL_TEXT : 0;
-    if (fp_html_text(text, n, &co->cfg.fp, flags, fp, err, sizeof err) != 0) {
-        rs_req_fail(r, RS_ERR, "cannot read the HTML: %s", err);
-        return -1;
-    }
-    return 0;
-}
-
 static void coord_cmd_query(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
@@ -629,20 +620,21 @@ static void coord_cmd_check(rs_req *r)
     coord_check_start(co, r, CW_CHECK, q, 2, qo.d);
 }
 
+/* CHECKTEXT once its text is fingerprinted (textfp.c); d: the DISTANCE. */
+static void coord_checktext_then(rs_req *r, uint64_t fp, unsigned d)
+{
+    coord_check_start(rs_req_ctx(r), r, CW_CHECKTEXT, fp, 1, d);
+}
+
 static void coord_cmd_checktext(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
-    size_t n;
     coord_qopts qo;
-    uint64_t fp;
     if (coord_arg_docid(r, 1) != 0 ||
         coord_query_options(co, r, 3, COORD_OPT_DISTANCE | COORD_OPT_FORMAT, &qo) != 0 ||
         coord_need_routing(co, r) != 0)
         return;
-    const char *text = rs_req_arg(r, 2, &n);
-    if (coord_text_fingerprint(co, r, text, n, qo.html, &fp) != 0)
-        return;
-    coord_check_start(co, r, CW_CHECKTEXT, fp, 1, qo.d);
+    coord_textfp(co, r, 2, qo.html, coord_checktext_then, qo.d);
 }
 
 /* ---- ADD, DEL (write.c runs them) ---- */

@@ -19,6 +19,10 @@
 struct event_base;
 struct event;
 
+/* Document ids are 1..COORD_DOCID_MAX bytes without a NUL byte: what the client
+ * library (SHC_DOCID_MAX), the CLI and the Python package carry. */
+#define COORD_DOCID_MAX 4096
+
 typedef struct coord_config {
     char *bind;
     unsigned port;
@@ -34,6 +38,9 @@ typedef struct coord_config {
     size_t max_output_bytes;        /* unread reply bytes before a client is disconnected */
     unsigned max_inflight_client;   /* requests of one client running at once */
     unsigned idle_timeout_s, auth_timeout_s; /* timeout, auth-timeout (0: never) */
+    unsigned request_timeout_s, max_clients_per_addr, reserved_auth_clients; /* rs_limits */
+    unsigned auth_fail_rate_addr, auth_fail_rate_total;
+    size_t max_output_total, max_unauth_bytes;
     unsigned metrics_port;          /* Prometheus endpoint (0: none) */
     char *metrics_bind;
     unsigned slowlog_slower_than, slowlog_max_len;
@@ -51,6 +58,9 @@ typedef struct coord_config {
     char fp_spec[16];               /* canonical text, compared with the workers' */
     unsigned layout;                /* 1 or 2: the workers' must be it; 0: any, one for all */
     char *corpus;                   /* corpus name the workers must serve; NULL: unnamed */
+    unsigned fp_threads;            /* fingerprint-threads: pool for large texts (0: none) */
+    unsigned fp_queue, fp_queue_client; /* jobs waiting in all / per client */
+    size_t fp_offload_bytes;        /* texts of at least this many bytes go to the pool */
 } coord_config;
 
 typedef enum coord_health {
@@ -146,6 +156,7 @@ struct coord {
     unsigned layout;                /* the corpus's layout (corpus.c); 0 until a worker said */
     coord_stats st;
     rs_metrics *metrics;            /* GET /metrics, when metrics-port is set */
+    struct rs_pool *pool;           /* fingerprints of large texts (textfp.c); NULL: none */
 };
 
 /* ---- workers.c ---- */
@@ -262,10 +273,23 @@ typedef struct coord_qopts {
 /* Parses the options from argument `from` on (those in allow); 0, or -1 after
  * failing r. */
 int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord_qopts *o);
-/* The fingerprint of a request's text or HTML with the corpus's algorithm; 0, or -1
- * after failing r (HTML that cannot be read). */
-int coord_text_fingerprint(coord *co, rs_req *r, const char *text, size_t n, int html,
-                           uint64_t *fp);
+
+/* ---- textfp.c: fingerprints of request texts, large ones off the event loop ---- */
+
+/* Then: the fingerprint of argument text_arg of r is fp; arg as given. */
+typedef void (*coord_textfp_fn)(rs_req *r, uint64_t fp, unsigned arg);
+/* Fingerprints argument text_arg of r (HTML when html), then calls then(r, fp, arg):
+ * at once for a text below fingerprint-offload-bytes (or without a pool), else from the
+ * pool's completion on the event loop. A failure (bad HTML, pool full: -BUSY) answers
+ * r and then is not called. */
+void coord_textfp(coord *co, rs_req *r, size_t text_arg, int html, coord_textfp_fn then,
+                  unsigned arg);
+/* Start / stop the pool (fingerprint-threads). coord_textfp_start returns 0, or -1 with
+ * err. Jobs waiting at the stop answer -BUSY. */
+int coord_textfp_start(coord *co, char *err, size_t errlen);
+void coord_textfp_stop(coord *co);
+/* INFO lines of the pool (fingerprint_pool_...). */
+void coord_textfp_info(coord *co, resp_buf *b);
 /* SIMHASH.INFO: answers the coordinator's INFO text. */
 void coord_cmd_info(rs_req *r);
 /* INFO's program sections (rs_options.info; ctx is the coord): Corpus, Limits,

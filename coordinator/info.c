@@ -13,19 +13,21 @@
 
 /* SIMHASH.FINGERPRINT text [FORMAT text|html]: the fingerprint, computed here with
  * the corpus's algorithm (fingerprint-algorithm). */
+/* FINGERPRINT once its text is fingerprinted (textfp.c): the answer. */
+static void coord_fingerprint_then(rs_req *r, uint64_t fp, unsigned unused)
+{
+    (void)unused;
+    resp_add_bulk_u64(rs_req_out(r), fp);
+    rs_req_finish(r);
+}
+
 void coord_cmd_fingerprint(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
-    size_t n;
     coord_qopts qo;
-    uint64_t fp;
     if (coord_query_options(co, r, 2, COORD_OPT_FORMAT, &qo) != 0)
         return;
-    const char *text = rs_req_arg(r, 1, &n);
-    if (coord_text_fingerprint(co, r, text, n, qo.html, &fp) != 0)
-        return;
-    resp_add_bulk_u64(rs_req_out(r), fp);
-    rs_req_finish(r);
+    coord_textfp(co, r, 1, qo.html, coord_fingerprint_then, 0);
 }
 
 /* The coordinator's sections in b: Corpus, Limits, the counters under stats_title,
@@ -84,6 +86,7 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
 #define COORD_STAT_PRINT_(f, name) resp_buf_printf(b, name ":%llu\r\n", co->st.f);
     COORD_STATS(COORD_STAT_PRINT_)
 #undef COORD_STAT_PRINT_
+    coord_textfp_info(co, b);
     resp_buf_printf(b, "\r\n# Workers\r\n");
     coord_workers_info(co, b);
     if (keyspace && fps >= 0)

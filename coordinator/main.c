@@ -59,6 +59,25 @@ static const cfg_option coord_options[] = {
         "seconds a client may stay idle before it is disconnected (0: never)"),
     OPT("auth-timeout", CFG_UINT, auth_timeout_s, 0, 3600, "10", 0,
         "seconds a client may stay connected without AUTH when a password is set (0: no limit)"),
+    OPT("request-timeout", CFG_UINT, request_timeout_s, 0, 3600, "10", 0,
+        "seconds a request may take to arrive (a slow sender is disconnected; 0: "
+        "no limit)"),
+    OPT("max-clients-per-addr", CFG_UINT, max_clients_per_addr, 0, 1000000, "256", 0,
+        "connections at once from one IP address (0: no limit)"),
+    OPT("reserved-auth-clients", CFG_UINT, reserved_auth_clients, 0, 100000, "32", 0,
+        "with a password: client slots unauthenticated connections never take; at"
+        " their cap a new connection replaces the oldest unauthenticated one"),
+    OPT("auth-failures-per-sec", CFG_UINT, auth_fail_rate_addr, 1, 100000, "10", 0,
+        "wrong passwords a second from one IP address (AUTH and metrics scrapes);"
+        " later tries wait their turn"),
+    OPT("auth-failures-total-per-sec", CFG_UINT, auth_fail_rate_total, 1, 1000000, "100", 0,
+        "wrong passwords a second from all addresses together"),
+    OPT("max-output-total", CFG_SIZE, max_output_total, 0, 1ull << 40, "512m", 0,
+        "unread reply bytes of all clients together; past it the client with the most is "
+        "disconnected first (0: no limit)"),
+    OPT("max-unauth-bytes", CFG_SIZE, max_unauth_bytes, 0, 1ull << 40, "32m", 0,
+        "with a password: bytes of unfinished requests of all unauthenticated clients; "
+        "past it the one holding the most is disconnected (0: no limit)"),
     OPT("metrics-port", CFG_UINT, metrics_port, 0, 65535, "0", 0,
         "port of the Prometheus endpoint GET /metrics (HTTP; 0: none)"),
     OPT("metrics-bind", CFG_STR, metrics_bind, 0, 0, "127.0.0.1", 0,
@@ -91,6 +110,16 @@ static const cfg_option coord_options[] = {
         "data layout the workers' corpus must have (1 or 2); 0: any, the same for all"),
     OPT("corpus", CFG_STR, corpus, 0, 0, NULL, 0,
         "corpus name the workers must serve (their option corpus); unset: the unnamed one"),
+    OPT("fingerprint-threads", CFG_UINT, fp_threads, 0, 64, "2", 0,
+        "threads that fingerprint large texts of FINGERPRINT and CHECKTEXT off the event "
+        "loop (0: on the loop, as small ones)"),
+    OPT("fingerprint-offload-bytes", CFG_SIZE, fp_offload_bytes, 0, 1ull << 30, "16k", 0,
+        "texts of at least this many bytes are fingerprinted by those threads"),
+    OPT("fingerprint-queue", CFG_UINT, fp_queue, 1, 100000, "64", 0,
+        "large texts waiting for those threads, in all; past it: -BUSY"),
+    OPT("fingerprint-queue-client", CFG_UINT, fp_queue_client, 1, 100000, "8", 0,
+        "large texts of one client waiting or being fingerprinted; past it: -BUSY (clients "
+        "are served in turn)"),
     OPT("durable", CFG_BOOL, durable, 0, 0, "no", 0,
         "acknowledge ADD/CHECK/DEL only once the workers report the writes durable"),
 };
@@ -244,13 +273,21 @@ int main(int argc, char **argv)
     ro.limits.auth_timeout_s = co.cfg.auth_timeout_s;
     ro.limits.slowlog_slower_than_us = co.cfg.slowlog_slower_than;
     ro.limits.slowlog_max_len = co.cfg.slowlog_max_len;
+    ro.limits.request_timeout_s = co.cfg.request_timeout_s;
+    ro.limits.max_clients_per_addr = co.cfg.max_clients_per_addr;
+    ro.limits.reserved_auth_clients = co.cfg.reserved_auth_clients;
+    ro.limits.auth_fail_rate_addr = co.cfg.auth_fail_rate_addr;
+    ro.limits.auth_fail_rate_total = co.cfg.auth_fail_rate_total;
+    ro.limits.max_output_total = co.cfg.max_output_total;
+    ro.limits.max_unauth_bytes = co.cfg.max_unauth_bytes;
     ro.commands = coord_commands;
     ro.ncommands = coord_ncommands;
     ro.ctx = &co;
     ro.group = "simhash";
     ro.info = coord_info_sections;
 
-    if (coord_workers_start(&co, err, sizeof(err)) != 0 ||
+    if (coord_textfp_start(&co, err, sizeof(err)) != 0 ||
+        coord_workers_start(&co, err, sizeof(err)) != 0 ||
         coord_cluster_start(&co, err, sizeof(err)) != 0) {
         log_error("%s", err);
         rc = 2;
@@ -288,6 +325,8 @@ int main(int argc, char **argv)
     if (co.cfg.pidfile)
         rs_pidfile_remove(co.cfg.pidfile);
 out:
+    coord_textfp_stop(&co);         /* waiting texts answer -BUSY; a CHECKTEXT that was
+                                       fingerprinted goes on and gets -SHARDDOWN below */
     coord_workers_stop(&co);        /* in-flight requests answer -SHARDDOWN */
     coord_cluster_stop(&co);
     rs_metrics_free(co.metrics);

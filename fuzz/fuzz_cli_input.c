@@ -66,17 +66,45 @@ static size_t count_lines(const char *d, size_t len)
     return n + (len > 0 && d[len - 1] != '\n');
 }
 
+/* The %XX decoding of s[0..n) as a plain reference: the bytes in out (cap >= n),
+ * the length, or -1 at a bad escape. */
+static long ref_unescape(const char *s, size_t n, char *out)
+{
+    static const char hex[] = "0123456789abcdef0123456789ABCDEF";
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            out[o++] = s[i];
+            continue;
+        }
+        const char *h = i + 2 < n ? strchr(hex, s[i + 1]) : NULL;
+        const char *l = i + 2 < n ? strchr(hex, s[i + 2]) : NULL;
+        if (h == NULL || l == NULL || s[i + 1] == 0 || s[i + 2] == 0)
+            return -1;
+        out[o++] = (char)(((h - hex) % 16) * 16 + (l - hex) % 16);
+        i += 2;
+    }
+    return (long)o;
+}
+
 static void check_load(const char *buf, size_t size)
 {
     load_input in;
     cli_parse_error e;
     memset(&e, 0, sizeof(e));
+    /* after the header of export --escape: one line less, ids decoded */
+    size_t hl = strlen(NET_LOAD_ESCAPED_HEADER), skip = 0;
+    if (size >= hl && memcmp(buf, NET_LOAD_ESCAPED_HEADER, hl) == 0 &&
+        (size == hl || buf[hl] == '\n' || buf[hl] == '\r')) {
+        skip = hl + (size > hl && buf[hl] == '\r');
+        skip += skip < size && buf[skip] == '\n';
+    }
     if (net_load_parse(buf, size, &in, &e) == 0) {
-        if (in.n != count_lines(buf, size)) {
-            fprintf(stderr, "load: %zu pairs from %zu lines\n", in.n, count_lines(buf, size));
+        const char *p = buf + skip;
+        if (in.n != count_lines(p, size - skip)) {
+            fprintf(stderr, "load: %zu pairs from %zu lines\n", in.n, count_lines(p, size - skip));
             abort();
         }
-        const char *p = buf;
         for (size_t i = 0; i < in.n; i++) {
             const char *nl = memchr(p, '\n', (size_t)(buf + size - p));
             size_t ll = (size_t)((nl ? nl : buf + size) - p);
@@ -89,11 +117,23 @@ static void check_load(const char *buf, size_t size)
                 abort();
             const char *id = in.docids[i];
             size_t idl = strlen(id);
-            if (idl == 0 || idl > SHC_DOCID_MAX || strpbrk(id, " \t\n") != NULL)
+            if (idl == 0 || idl > SHC_DOCID_MAX || (!skip && strpbrk(id, " \t\n") != NULL))
                 abort();
-            const char *at = memmem(p + a, ll - a, id, idl);
-            if (at == NULL)
+            if (skip) {     /* the id field decoded by the reference is the id */
+                size_t b = a, le = ll - (ll > 0 && p[ll - 1] == '\r');
+                while (b < le && (p[b] == ' ' || p[b] == '\t'))
+                    b++;
+                size_t d = b;
+                while (d < le && p[d] != ' ' && p[d] != '\t')
+                    d++;
+                char *ref = malloc(d - b + 1);
+                long rl = ref ? ref_unescape(p + b, d - b, ref) : -1;
+                if (rl != (long)idl || memcmp(ref, id, idl) != 0)
+                    abort();
+                free(ref);
+            } else if (memmem(p + a, ll - a, id, idl) == NULL) {
                 abort();
+            }
             p = nl ? nl + 1 : buf + size;
         }
         net_load_input_free(&in);

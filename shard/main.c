@@ -85,6 +85,25 @@ static const cfg_option shard_options[] = {
               "coordinators keep their connections)"),
     SHARD_OPT("auth-timeout", CFG_UINT, auth_timeout_s, 0, 3600, "10",
               "seconds a client may stay connected without AUTH when a password is set"),
+    SHARD_OPT("request-timeout", CFG_UINT, request_timeout_s, 0, 3600, "10",
+              "seconds a request may take to arrive (a slow sender is disconnected; 0: "
+              "no limit)"),
+    SHARD_OPT("max-clients-per-addr", CFG_UINT, max_clients_per_addr, 0, 1000000, "256",
+              "connections at once from one IP address (0: no limit)"),
+    SHARD_OPT("reserved-auth-clients", CFG_UINT, reserved_auth_clients, 0, 100000, "32",
+              "with a password: client slots unauthenticated connections never take; at"
+              " their cap a new connection replaces the oldest unauthenticated one"),
+    SHARD_OPT("auth-failures-per-sec", CFG_UINT, auth_fail_rate_addr, 1, 100000, "10",
+              "wrong passwords a second from one IP address (AUTH and metrics scrapes);"
+              " later tries wait their turn"),
+    SHARD_OPT("auth-failures-total-per-sec", CFG_UINT, auth_fail_rate_total, 1, 1000000, "100",
+              "wrong passwords a second from all addresses together"),
+    SHARD_OPT("max-output-total", CFG_SIZE, max_output_total, 0, 1ull << 40, "512m",
+              "unread reply bytes of all clients together; past it the client with the "
+              "most is disconnected first (0: no limit)"),
+    SHARD_OPT("max-unauth-bytes", CFG_SIZE, max_unauth_bytes, 0, 1ull << 40, "32m",
+              "with a password: bytes of unfinished requests of all unauthenticated "
+              "clients; past it the one holding the most is disconnected (0: no limit)"),
     SHARD_OPT("metrics-port", CFG_UINT, metrics_port, 0, 65535, "0",
               "port of the Prometheus endpoint GET /metrics (HTTP; 0: none)"),
     SHARD_OPT("metrics-bind", CFG_STR, metrics_bind, 0, 0, "127.0.0.1",
@@ -411,6 +430,13 @@ int main(int argc, char **argv)
     so.limits.auth_timeout_s = c->auth_timeout_s;
     so.limits.slowlog_slower_than_us = c->slowlog_slower_than;
     so.limits.slowlog_max_len = c->slowlog_max_len;
+    so.limits.request_timeout_s = c->request_timeout_s;
+    so.limits.max_clients_per_addr = c->max_clients_per_addr;
+    so.limits.reserved_auth_clients = c->reserved_auth_clients;
+    so.limits.auth_fail_rate_addr = c->auth_fail_rate_addr;
+    so.limits.auth_fail_rate_total = c->auth_fail_rate_total;
+    so.limits.max_output_total = c->max_output_total;
+    so.limits.max_unauth_bytes = c->max_unauth_bytes;
     so.commands = shard_commands;
     so.ncommands = shard_ncommands;
     so.ctx = &sc;

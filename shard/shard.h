@@ -33,6 +33,9 @@ typedef struct shard_config {
     unsigned repair_interval_ms; /* repair pass period; 0: none */
     size_t max_output_bytes;    /* client limits of the RESP server (rserver.h) */
     unsigned max_inflight_client, idle_timeout_s, auth_timeout_s;
+    unsigned request_timeout_s, max_clients_per_addr, reserved_auth_clients; /* rs_limits */
+    unsigned auth_fail_rate_addr, auth_fail_rate_total;
+    size_t max_output_total, max_unauth_bytes;
     unsigned metrics_port;      /* Prometheus endpoint (0: none) */
     char *metrics_bind;
     unsigned slowlog_slower_than, slowlog_max_len;

@@ -19,7 +19,7 @@
 
 #define CORPUS_COUNT_DEFAULT 64         /* buckets per SIMHASH.SCAN step */
 
-enum { OPT_COUNT = 1100, OPT_OUT, OPT_TO, OPT_TO_PORT, OPT_TO_PASSFILE, OPT_STATE };
+enum { OPT_COUNT = 1100, OPT_OUT, OPT_TO, OPT_TO_PORT, OPT_TO_PASSFILE, OPT_STATE, OPT_ESCAPE };
 
 /* A document id that a 'fingerprint docid' line of simhash load cannot carry: empty,
  * or with white space or a NUL byte. */
@@ -85,7 +85,21 @@ typedef struct corpus_export {
     const char *prog;
     FILE *out;
     unsigned long long fps, docs;
+    int escape;                 /* --escape: ids as NET_LOAD_ESCAPED_HEADER says */
 } corpus_export;
+
+/* An id with every byte up to ' ', DEL and '%' written as %XX (the escaped format
+ * simhash load reads after NET_LOAD_ESCAPED_HEADER). */
+static void corpus_put_escaped(FILE *out, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch <= ' ' || ch == 0x7f || ch == '%')
+            fprintf(out, "%%%02X", ch);
+        else
+            fputc(ch, out);
+    }
+}
 
 /* A step of the export: its pairs as lines, or -1 at an id a line cannot carry. */
 static int corpus_export_step(const shc_result *res, uint64_t next, void *arg)
@@ -96,10 +110,18 @@ static int corpus_export_step(const shc_result *res, uint64_t next, void *arg)
         const shc_match *m = &res->matches[i];
         x->fps++;
         for (size_t j = 0; j < m->ndocids; j++) {
+            if (x->escape) {
+                fprintf(x->out, "%llu ", (unsigned long long)m->fp);
+                corpus_put_escaped(x->out, m->docids[j], m->docid_lens[j]);
+                fputc('\n', x->out);
+                x->docs++;
+                continue;
+            }
             if (corpus_id_unprintable(m->docids[j], m->docid_lens[j])) {
                 fprintf(stderr, "%s: fingerprint %llu has a document id with white space "
                         "or a NUL byte, which a 'fingerprint docid' line cannot carry; "
-                        "nothing after it was written (simhash migrate copies such ids)\n",
+                        "nothing after it was written (export --escape carries any id; "
+                        "simhash migrate copies such ids)\n",
                         x->prog, (unsigned long long)m->fp);
                 return -1;
             }
@@ -121,17 +143,21 @@ int cmd_export(int argc, char **argv)
         "export is printed exactly once; pairs added or removed meanwhile may or may\n"
         "not be. A progress bar on a terminal; a summary on standard error.\n\n"
         "  -o, --output FILE         write here instead of standard output\n"
+        "      --escape              carry any document id: a first line says so, and\n"
+        "                            bytes up to ' ', DEL and '%' are written %XX\n"
+        "                            (simhash load reads it back)\n"
         "      --count N             buckets per SIMHASH.SCAN step (1..1024, default 64)\n";
     static const struct option longopts[] = {
         NET_LONGOPTS,
         {"output", required_argument, NULL, 'o'},
         {"count", required_argument, NULL, OPT_COUNT},
+        {"escape", no_argument, NULL, OPT_ESCAPE},
         {NULL, 0, NULL, 0}
     };
     const char *prog = "simhash export", *path = NULL;
     unsigned count = CORPUS_COUNT_DEFAULT;
     net_opts o;
-    int c, rc;
+    int c, rc, escape = 0;
     uint64_t v;
 
     net_opts_init(&o, prog);
@@ -153,6 +179,10 @@ int cmd_export(int argc, char **argv)
             count = (unsigned)v;
             continue;
         }
+        if (c == OPT_ESCAPE) {
+            escape = 1;
+            continue;
+        }
         if ((rc = net_opt_or_exit(&o, c, argv)) >= 0)
             return rc;
     }
@@ -170,7 +200,9 @@ int cmd_export(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     uint64_t cursor = 0;
-    corpus_export x = {prog, out, 0, 0};
+    corpus_export x = {prog, out, 0, 0, escape};
+    if (escape)
+        fputs(NET_LOAD_ESCAPED_HEADER "\n", out);
     rc = corpus_walk(prog, cl, "deployment", count, "exporting", &cursor, corpus_export_step, &x)
              == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     if (fflush(out) != 0 || ferror(out) || (path && fclose(out) != 0)) {

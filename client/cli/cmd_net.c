@@ -530,11 +530,39 @@ static void net_load_input_free(load_input *in)
     free(in->arena);
 }
 
+static int net_hex(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'A' && c <= 'F' ? c - 'A' + 10
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* Decodes the %XX escapes of s[0..n) into out; returns the length, or (size_t)-1 at a
+ * '%' not followed by two hex digits. */
+static size_t net_unescape(const char *s, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '%') {
+            out[o++] = s[i];
+            continue;
+        }
+        int hi = i + 2 < n ? net_hex(s[i + 1]) : -1;
+        int lo = i + 2 < n ? net_hex(s[i + 2]) : -1;
+        if (hi < 0 || lo < 0)
+            return (size_t)-1;
+        out[o++] = (char)(hi * 16 + lo);
+        i += 2;
+    }
+    return o;
+}
+
 /* Parse "fingerprint docid" lines (fields separated by spaces or tabs, lines end in
- * "\n" or "\r\n", the last may lack it). Returns 0, or -1 with *e filled. */
+ * "\n" or "\r\n", the last may lack it). After a first line NET_LOAD_ESCAPED_HEADER
+ * (simhash export --escape) ids are decoded from %XX. Returns 0, or -1 with *e filled. */
 static int net_load_parse(const char *data, size_t len, load_input *in, cli_parse_error *e)
 {
-    size_t cap = 1, pos = 0, apos = 0;
+    size_t cap = 1, pos = 0, apos = 0, hl = strlen(NET_LOAD_ESCAPED_HEADER);
+    int escaped = 0;
 
     memset(in, 0, sizeof(*in));
     for (size_t i = 0; i < len; i++)
@@ -548,6 +576,12 @@ static int net_load_parse(const char *data, size_t len, load_input *in, cli_pars
         e->text = data;
         e->textlen = 0;
         return -1;
+    }
+    if (len >= hl && memcmp(data, NET_LOAD_ESCAPED_HEADER, hl) == 0 &&
+        (len == hl || data[hl] == '\n' || data[hl] == '\r')) {
+        escaped = 1;
+        pos = hl + (len > hl && data[hl] == '\r');
+        pos += pos < len && data[pos] == '\n';
     }
     while (pos < len) {
         const char *line = data + pos;
@@ -585,18 +619,27 @@ static int net_load_parse(const char *data, size_t len, load_input *in, cli_pars
             e->why = "extra field (expected 'fingerprint docid')";
             return -1;
         }
-        if (d - b > SHC_DOCID_MAX) {
+        size_t idlen = d - b;
+        if (escaped) {
+            idlen = net_unescape(line + b, d - b, in->arena + apos);
+            if (idlen == (size_t)-1) {
+                e->why = "bad %XX escape in document id";
+                return -1;
+            }
+        } else {
+            memcpy(in->arena + apos, line + b, idlen);
+        }
+        if (idlen > SHC_DOCID_MAX) {
             e->why = "document id longer than 4096 bytes";
             return -1;
         }
-        if (memchr(line + b, '\0', d - b)) {
+        if (memchr(in->arena + apos, '\0', idlen)) {
             e->why = "NUL byte in document id";
             return -1;
         }
-        memcpy(in->arena + apos, line + b, d - b);
-        in->arena[apos + (d - b)] = '\0';
+        in->arena[apos + idlen] = '\0';
         in->docids[in->n] = in->arena + apos;
-        apos += d - b + 1;
+        apos += idlen + 1;
         in->n++;
     }
     return 0;

@@ -73,6 +73,10 @@ int net_usage_error(const char *prog, const char *msg);
  * exit status (--help, --version, a bad option). */
 int net_parse_common(int argc, char **argv, const char *prog, const char *usage, net_opts *o);
 
+/* The first line of `simhash export --escape`: every id after it has the bytes up to
+ * ' ', DEL and '%' written %XX; simhash load decodes them. */
+#define NET_LOAD_ESCAPED_HEADER "# simhash export: document ids escaped (%XX)"
+
 int cmd_export(int argc, char **argv);
 int cmd_migrate(int argc, char **argv);
 

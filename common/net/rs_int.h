@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include <event2/util.h>
+
 #include "rserver.h"
 
 #define RS_READ_HIGH_WATERMARK (64u << 10)   /* unparsed input kept per client */
@@ -33,6 +35,7 @@ typedef struct rs_slowlog_entry {
 } rs_slowlog_entry;
 
 typedef struct rs_client rs_client;
+typedef struct rs_guard_addr rs_guard_addr;
 
 struct rs_req {
     rs_client *c;
@@ -73,6 +76,11 @@ struct rs_client {
     char addr[64], laddr[64];   /* peer and local address, "ip:port" ("?" unknown) */
     const char *last_cmd;       /* name of the last command started */
     uint64_t active_ms;         /* last input or finished request */
+    uint64_t recv_start_ms;     /* a request began arriving then; 0: none is arriving */
+    int admitted;               /* counted in its address's connections (rs_guard.c) */
+    struct evbuffer_cb_entry *out_cb; /* counts its output into rserver.out_total */
+    size_t out_bytes;           /* its unsent output, as counted there */
+    size_t unauth_bytes;        /* counted in rserver.unauth_total (unauthenticated) */
     struct event *resume_ev;    /* continue parsing in a later loop iteration */
     rs_client *prev, *next;     /* server's client list */
 };
@@ -97,7 +105,88 @@ struct rserver {
                                        slowlog_head - 1 */
     size_t slowlog_len, slowlog_head;
     unsigned long long slowlog_next_id;
+    rs_guard_addr **guard;      /* rs_guard.c: per-address entries, hashed */
+    size_t guard_naddrs;
+    double auth_tokens;         /* the server's wrong-password bucket */
+    uint64_t auth_refill_ms;
+    unsigned long nauthed;      /* connected clients authenticated (password set) */
+    size_t out_total;           /* unsent output of every client (max_output_total) */
+    size_t unauth_total;        /* unfinished input of unauthenticated clients */
+    struct event *budget_ev;    /* enforces both budgets outside buffer callbacks */
+    struct rs_auth_delay *auth_delays; /* rs_auth.c: requests waiting on a timer */
+    int stopping;               /* rs_free runs: waiting tries are not re-run */
 };
+
+/* rs_auth.c: answers every request waiting on an AUTH timer now (rs_free). */
+void rs_auth_cancel_all(rserver *s);
+
+/* ---- rs_guard.c: budgets across clients ---- */
+
+/* Start / stop counting c's output (after its bufferevent exists / before it is freed;
+ * stopping also drops c's unauthenticated bytes). */
+void rs_budget_attach(rs_client *c);
+void rs_budget_detach(rs_client *c);
+/* c's unfinished input now (parser and buffer) counted while it is unauthenticated;
+ * 0 once it is authenticated. */
+void rs_budget_unauth_note(rs_client *c);
+/* The budget event: disconnects the largest holders until both budgets hold. */
+void rs_budget_enforce(evutil_socket_t fd, short what, void *arg);
+/* rserver.c: close c now (unfinished requests keep the struct alive). */
+void rs_client_close(rs_client *c);
+
+/* ---- rs_guard.c: per-address connections and wrong-password buckets ---- */
+
+/* A connection from addr ("ip:port"): 0 when admitted (counted), -1 when its address
+ * has max_clients_per_addr already (counted as rejected). */
+int rs_guard_admit(rserver *s, const char *addr);
+void rs_guard_release(rserver *s, const char *addr);
+/* 0 when an AUTH try from addr may be checked now, else the ms to wait first. */
+unsigned rs_guard_auth_wait_ms(rserver *s, const char *addr);
+/* A wrong password from addr: takes a token of its bucket and of the server's. */
+void rs_guard_auth_failed(rserver *s, const char *addr);
+void rs_guard_sweep(rserver *s);
+void rs_guard_free(rserver *s);
+void rs_guard_info(const rserver *s, resp_buf *b);
+void rs_guard_metrics(rserver *s, resp_buf *b);
+
+/* ---- rs_http.c: the metrics endpoint's HTTP side; shared listener helpers ---- */
+
+#define RS_ACCEPT_PAUSE_MS 100          /* accepting stops this long after a failure */
+#define RS_METRICS_MAX_CONNS 64         /* metrics connections at once */
+#define RS_METRICS_DEADLINE_MS 5000     /* a metrics request must arrive within this */
+#define RS_HTTP_MAX_HEAD 8192           /* bytes of a request line and headers */
+
+/* An accept() failed on lis (EMFILE, ENFILE, ...): log (rate-limited), stop accepting,
+ * and re-enable after RS_ACCEPT_PAUSE_MS through retry (a timer the caller made that
+ * calls evconnlistener_enable). what names the listener in the log. */
+struct evconnlistener;
+struct sockaddr;
+struct event;
+void rs_accept_pause(struct evconnlistener *lis, struct event *retry, const char *what);
+
+typedef struct rs_http_req {
+    char method[8];
+    const char *path;           /* into the head; pathlen bytes */
+    size_t pathlen;
+    const char *auth;           /* the Authorization value, or NULL */
+    size_t authlen;
+} rs_http_req;
+/* Parses a request head (request line, headers; n bytes). Returns 0, or -1 when it is
+ * not an HTTP/1.x request. */
+int rs_http_parse(const char *head, size_t n, rs_http_req *rq);
+/* 1 when the Authorization value carries password (Bearer, or Basic with any user). */
+int rs_http_auth_ok(const char *auth, size_t n, const char *password);
+
+/* rserver.c: a listening socket on host:port (numeric) calling cb(arg); *bound gets the
+ * port actually bound. NULL with err set. */
+struct evconnlistener *rs_listen(struct event_base *base, const char *host, unsigned port,
+                                 void (*cb)(struct evconnlistener *, int, struct sockaddr *,
+                                            int, void *),
+                                 void *arg, unsigned *bound, char *err, size_t errlen);
+/* "ip:port" of the peer (peer != 0) or the local end of fd; "?" when unknown. */
+void rs_sock_addr(int fd, int peer, char *buf, size_t cap);
+/* a (alen bytes) equals the string b, compared without an early exit. */
+int rs_secret_equal(const char *a, size_t alen, const char *b);
 
 
 /* rs_redis.c: the built-in commands beyond PING/AUTH/QUIT (and the table of all of
@@ -135,6 +224,9 @@ size_t rs_each_command(const rserver *s, void (*fn)(const rs_command *, void *),
 /* rs_redis.c: every built-in command, used unless the program defines the name */
 extern const rs_command rs_builtin[];
 extern const size_t rs_nbuiltin;
+
+/* rserver.c: the parser limits of a client (the small ones before AUTH). */
+resp_limits rs_parser_limits(const rserver *s, int authed);
 
 /* rserver.c, for rs_redis.c */
 /* The command named name[0..len) (any case): the program's, else a built-in one. */

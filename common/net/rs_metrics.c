@@ -1,7 +1,8 @@
 /* rs_metrics.c: the Prometheus endpoint of simhash-coordinator and simhash-shard
- * (option metrics-port): GET /metrics over libevent's own HTTP server (evhttp), in
- * the Prometheus text exposition format 0.0.4. The server's families come from
- * rserver's counters and per-command histograms; the program appends its own. */
+ * (option metrics-port): GET /metrics in the Prometheus text exposition format 0.0.4.
+ * The server's families come from rserver's counters and per-command histograms; the
+ * program appends its own. The HTTP side (rs_http.c) is a bounded one-request server:
+ * a password when the server has one, a connection cap, a whole-request deadline. */
 #include "rs_int.h"
 
 #include <arpa/inet.h>
@@ -12,19 +13,7 @@
 #include <strings.h>
 #include <sys/socket.h>
 
-#include <event2/buffer.h>
-#include <event2/event.h>
-#include <event2/http.h>
-
 #include "rasync.h"
-
-struct rs_metrics {
-    rserver *s;
-    struct evhttp *http;
-    unsigned port;
-    void (*extra)(void *ctx, resp_buf *b);
-    void *ctx;
-};
 
 void rs_prom_family(resp_buf *b, const char *name, const char *type, const char *help)
 {
@@ -84,8 +73,10 @@ void rs_metrics_text(rserver *s, resp_buf *b, void (*extra)(void *ctx, resp_buf 
                     "simhash_connections_closed_total{reason=\"output_limit\"} %llu\n",
                     s->st.rejected, s->st.proto_errors, s->st.closed_auth_failures,
                     s->st.closed_auth_timeout, s->st.closed_idle, s->st.closed_output);
-    rs_prom_family(b, "simhash_auth_failures_total", "counter", "AUTH with a wrong password.");
+    rs_prom_family(b, "simhash_auth_failures_total", "counter",
+                   "Wrong passwords: AUTH on the RESP port, scrapes of this endpoint.");
     resp_buf_printf(b, "simhash_auth_failures_total %llu\n", s->st.auth_failures);
+    rs_guard_metrics(s, b);
     rs_prom_family(b, "simhash_commands_received_total", "counter",
                    "Requests received (known and unknown commands).");
     resp_buf_printf(b, "simhash_commands_received_total %llu\n", s->st.commands);
@@ -106,88 +97,3 @@ void rs_metrics_text(rserver *s, resp_buf *b, void (*extra)(void *ctx, resp_buf 
         extra(ctx, b);
 }
 
-static void rs_metrics_on_request(struct evhttp_request *req, void *arg)
-{
-    rs_metrics *m = arg;
-    const char *uri = evhttp_request_get_uri(req);
-    struct evbuffer *out = evbuffer_new();
-    if (out == NULL) {
-        evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
-        return;
-    }
-    if (evhttp_request_get_command(req) != EVHTTP_REQ_GET &&
-        evhttp_request_get_command(req) != EVHTTP_REQ_HEAD) {
-        evbuffer_add_printf(out, "only GET /metrics\n");
-        evhttp_send_reply(req, 405, "Method Not Allowed", out);
-    } else if (uri == NULL || (strcmp(uri, "/metrics") != 0 && strncmp(uri, "/metrics?", 9) != 0)) {
-        evbuffer_add_printf(out, "not found: the metrics are at /metrics\n");
-        evhttp_send_reply(req, HTTP_NOTFOUND, "Not Found", out);
-    } else {
-        resp_buf b;
-        resp_buf_init(&b, 0);
-        rs_metrics_text(m->s, &b, m->extra, m->ctx);
-        if (b.overflow) {
-            evbuffer_add_printf(out, "out of memory\n");
-            evhttp_send_reply(req, HTTP_INTERNAL, "Internal Server Error", out);
-        } else {
-            evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                              "text/plain; version=0.0.4; charset=utf-8");
-            evbuffer_add(out, b.data, b.len);
-            evhttp_send_reply(req, HTTP_OK, "OK", out);
-        }
-        resp_buf_free(&b);
-    }
-    evbuffer_free(out);
-}
-
-rs_metrics *rs_metrics_new(rserver *s, const char *bind, unsigned port,
-                           void (*extra)(void *ctx, resp_buf *b), void *ctx, char *err,
-                           size_t errlen)
-{
-    rs_metrics *m = calloc(1, sizeof(*m));
-    if (m == NULL || (m->http = evhttp_new(s->base)) == NULL) {
-        snprintf(err, errlen, "out of memory");
-        free(m);
-        return NULL;
-    }
-    m->s = s;
-    m->extra = extra;
-    m->ctx = ctx;
-    const char *host = bind && bind[0] ? bind : "127.0.0.1";
-    struct evhttp_bound_socket *bs = evhttp_bind_socket_with_handle(m->http, host,
-                                                                    (ev_uint16_t)port);
-    if (bs == NULL) {
-        snprintf(err, errlen, "metrics: cannot listen on %s port %u", host, port);
-        evhttp_free(m->http);
-        free(m);
-        return NULL;
-    }
-    m->port = port;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    if (getsockname(evhttp_bound_socket_get_fd(bs), (struct sockaddr *)&ss, &sl) == 0) {
-        if (ss.ss_family == AF_INET)
-            m->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-        else if (ss.ss_family == AF_INET6)
-            m->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    }
-    evhttp_set_allowed_methods(m->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD | EVHTTP_REQ_POST);
-    evhttp_set_max_headers_size(m->http, 16 << 10);
-    evhttp_set_max_body_size(m->http, 4 << 10);
-    evhttp_set_timeout(m->http, 10);
-    evhttp_set_gencb(m->http, rs_metrics_on_request, m);
-    return m;
-}
-
-void rs_metrics_free(rs_metrics *m)
-{
-    if (m == NULL)
-        return;
-    evhttp_free(m->http);
-    free(m);
-}
-
-unsigned rs_metrics_port(const rs_metrics *m)
-{
-    return m->port;
-}

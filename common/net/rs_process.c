@@ -84,8 +84,23 @@ static void rs_on_signal(evutil_socket_t sig, short what, void *arg)
     event_base_loopexit(rs->base, NULL);
 }
 
+/* libevent's own messages (a listener without an error callback, a bad descriptor, ...)
+ * go through this program's log with one rate limit per severity, so none can flood it. */
+static void rs_libevent_log(int severity, const char *msg)
+{
+    if (severity == EVENT_LOG_DEBUG)
+        log_debug("libevent: %s", msg);
+    else if (severity == EVENT_LOG_MSG)
+        LOG_AT_RL(LOGL_INFO, "libevent: %s", msg);
+    else if (severity == EVENT_LOG_WARN)
+        log_warn_rl("libevent: %s", msg);
+    else
+        log_error_rl("libevent: %s", msg);
+}
+
 struct event_base *rs_base_new(void)
 {
+    event_set_log_callback(rs_libevent_log);
     struct event_config *ecfg = event_config_new();
     struct event_base *base = NULL;
     if (ecfg) {

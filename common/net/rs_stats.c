@@ -42,6 +42,7 @@ void rs_info_clients(const rserver *s, resp_buf *b)
                     s->st.proto_errors, s->st.read_pauses, s->st.inflight, s->st.auth_failures,
                     s->st.closed_auth_failures, s->st.closed_auth_timeout, s->st.closed_idle,
                     s->st.closed_output);
+    rs_guard_info(s, b);
 }
 
 /* ---- Per-command counters ---- */

@@ -58,11 +58,18 @@ void rs_limits_default(rs_limits *l)
     l->auth_fail_delay_ms = RS_AUTH_FAIL_DELAY_MS;
     l->slowlog_slower_than_us = 10000;
     l->slowlog_max_len = 128;
+    l->request_timeout_s = 10;
+    l->max_clients_per_addr = 256;
+    l->reserved_auth_clients = 32;
+    l->auth_fail_rate_addr = 10;
+    l->auth_fail_rate_total = 100;
+    l->max_output_total = 512u << 20;
+    l->max_unauth_bytes = 32u << 20;
 }
 
 /* The parser limits of a client: the configured ones, or, before AUTH, Redis's
  * limits for unauthenticated clients. */
-static resp_limits rs_parser_limits(const rserver *s, int authed)
+resp_limits rs_parser_limits(const rserver *s, int authed)
 {
     resp_limits pl = {
         .max_arg_bytes = s->opt.limits.max_arg_bytes,
@@ -106,6 +113,11 @@ const char *rs_req_arg(const rs_req *r, size_t i, size_t *len)
 resp_buf *rs_req_out(rs_req *r)
 {
     return &r->out;
+}
+
+uint64_t rs_req_client_id(const rs_req *r)
+{
+    return r->c->id;
 }
 
 void *rs_req_ctx(const rs_req *r)
@@ -161,10 +173,11 @@ static void rs_client_unref(rs_client *c)
 
 /* Close the connection now. Unfinished requests keep the client struct alive; their
  * replies are dropped when they finish. */
-static void rs_client_close(rs_client *c)
+void rs_client_close(rs_client *c)
 {
     if (c->bev == NULL)
         return;
+    rs_budget_detach(c);
     bufferevent_free(c->bev);
     c->bev = NULL;
     event_del(c->resume_ev);
@@ -177,6 +190,10 @@ static void rs_client_close(rs_client *c)
         if (c->next)
             c->next->prev = c->prev;
         s->st.clients--;
+        if (c->admitted)
+            rs_guard_release(s, c->addr);
+        if (s->password && c->authed)
+            s->nauthed--;
     }
     c->prev = c->next = NULL;
     /* finished replies waiting behind an unfinished one are of no use now */
@@ -354,108 +371,6 @@ void rs_cmd_ping(rs_req *r)
         resp_add_bulk(rs_req_out(r), m, n);
     else
         resp_add_simple(rs_req_out(r), "PONG");
-    rs_req_finish(r);
-}
-
-/* Compare without an early exit, so timing does not tell how much matched. */
-static int rs_secret_equal(const char *a, size_t alen, const char *b)
-{
-    size_t blen = strlen(b);
-    unsigned char d = (unsigned char)(alen != blen);
-    for (size_t i = 0; i < alen; i++)
-        d |= (unsigned char)(a[i] ^ b[i % (blen ? blen : 1)]);
-    return d == 0;
-}
-
-/* A delayed -WRONGPASS (see rs_auth_failed). */
-typedef struct rs_auth_delay {
-    rs_req *r;
-    struct event *ev;
-    int close;
-} rs_auth_delay;
-
-static void rs_auth_on_delay(evutil_socket_t fd, short what, void *arg)
-{
-    rs_auth_delay *d = arg;
-    (void)fd;
-    (void)what;
-    if (d->close)
-        d->r->c->closing = 1;       /* closes once this reply is sent */
-    rs_req_fail(d->r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
-    event_free(d->ev);
-    free(d);
-}
-
-/* A wrong password: counted, answered after auth_fail_delay_ms (a timer; other
- * clients go on being served), and the connection closed after the reply of the
- * RS_AUTH_MAX_FAILURES-th failure. So one connection tries at most a few passwords a
- * second, and reconnecting costs a round trip each time. */
-static void rs_auth_failed(rs_req *r)
-{
-    rs_client *c = r->c;
-    if (c->authed && c->s->password) {     /* logged out again: the small limits again */
-        resp_limits pl = rs_parser_limits(c->s, 0);
-        resp_parser_set_limits(c->parser, &pl);
-    }
-    c->authed = c->s->password == NULL;
-    c->auth_failures++;
-    c->s->st.auth_failures++;
-    int close = c->auth_failures >= RS_AUTH_MAX_FAILURES;
-    if (close)
-        c->s->st.closed_auth_failures++;
-    log_warn_rl("client %llu: wrong password (%u on this connection)%s",
-                (unsigned long long)c->id, c->auth_failures, close ? "; closing it" : "");
-    unsigned ms = c->s->opt.limits.auth_fail_delay_ms;
-    rs_auth_delay *d = ms ? calloc(1, sizeof(*d)) : NULL;
-    struct timeval tv = ra_tv_ms(ms);
-    if (d == NULL || (d->ev = evtimer_new(c->s->base, rs_auth_on_delay, d)) == NULL ||
-        evtimer_add(d->ev, &tv) != 0) {
-        if (d && d->ev)
-            event_free(d->ev);
-        free(d);
-        if (close)
-            c->closing = 1;
-        rs_req_fail(r, RS_WRONGPASS, "invalid username-password pair or user is disabled.");
-        return;
-    }
-    d->r = r;
-    d->close = close;
-}
-
-int rs_auth_check(rs_req *r, const char *user, size_t ulen, const char *pass, size_t plen)
-{
-    rs_client *c = r->c;
-    if (c->s == NULL || c->s->password == NULL) {
-        rs_req_fail(r, RS_ERR, "AUTH called without any password configured");
-        return 0;
-    }
-    if ((user && (ulen != 7 || memcmp(user, "default", 7) != 0)) ||
-        !rs_secret_equal(pass, plen, c->s->password)) {
-        rs_auth_failed(r);
-        return 0;
-    }
-    if (!c->authed) {
-        resp_limits pl = rs_parser_limits(c->s, 1);
-        resp_parser_set_limits(c->parser, &pl);
-    }
-    c->authed = 1;
-    c->auth_failures = 0;
-    return 1;
-}
-
-void rs_cmd_auth(rs_req *r)
-{
-    size_t argc = rs_req_argc(r), plen, ulen = 0;
-
-    if (argc < 2 || argc > 3) {
-        rs_req_fail(r, RS_ERR, "wrong number of arguments for 'auth' command");
-        return;
-    }
-    const char *pass = rs_req_arg(r, argc - 1, &plen);
-    const char *user = argc == 3 ? rs_req_arg(r, 1, &ulen) : NULL;
-    if (!rs_auth_check(r, user, ulen, pass, plen))
-        return;
-    resp_add_simple(rs_req_out(r), "OK");
     rs_req_finish(r);
 }
 
@@ -644,6 +559,7 @@ static void rs_client_process(rs_client *c)
         }
         resp_request rq;
         resp_parser_take(c->parser, &rq);
+        c->recv_start_ms = ra_now_ms();     /* the next request's clock, if bytes follow */
         rs_req *r = rs_client_enqueue(c, &rq);
         if (r == NULL) {
             resp_request_free(&rq);
@@ -653,6 +569,10 @@ static void rs_client_process(rs_client *c)
         started++;
         rs_client_dispatch(c, r);
     }
+    if (c->bev && resp_parser_pending_bytes(c->parser) == 0 && evbuffer_get_length(in) == 0)
+        c->recv_start_ms = 0;
+    if (c->bev)
+        rs_budget_unauth_note(c);
     if (c->bev && c->eof)
         rs_client_flush(c);
     rs_client_unref(c);
@@ -672,6 +592,8 @@ static void rs_on_read(struct bufferevent *bev, void *arg)
     rs_client *c = arg;
     (void)bev;
     c->active_ms = ra_now_ms();
+    if (c->recv_start_ms == 0)
+        c->recv_start_ms = c->active_ms;
     rs_client_process(c);
 }
 
@@ -712,31 +634,6 @@ static void rs_on_event(struct bufferevent *bev, short what, void *arg)
     }
 }
 
-/* "ip:port" of the peer (peer != 0) or the local end of socket fd; "?" when unknown
- * (a socket pair, or an error). */
-static void rs_sock_addr(evutil_socket_t fd, int peer, char *buf, size_t cap)
-{
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char host[INET6_ADDRSTRLEN] = "?";
-    unsigned port = 0;
-    snprintf(buf, cap, "?");
-    if (fd < 0 || (peer ? getpeername(fd, (struct sockaddr *)&ss, &sl)
-                        : getsockname(fd, (struct sockaddr *)&ss, &sl)) != 0)
-        return;
-    if (ss.ss_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)&ss;
-        inet_ntop(AF_INET, &in->sin_addr, host, sizeof(host));
-        port = ntohs(in->sin_port);
-        snprintf(buf, cap, "%s:%u", host, port);
-    } else if (ss.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)&ss;
-        inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof(host));
-        port = ntohs(in6->sin6_port);
-        snprintf(buf, cap, "%s:%u", host, port);
-    }
-}
-
 /* A client on bev (a connected socket, or one end of a pair in the fuzz harness):
  * parser, resume event, server list, callbacks. Returns it, or NULL (out of memory;
  * bev is left to the caller). */
@@ -770,7 +667,32 @@ static rs_client *rs_client_new(rserver *s, struct bufferevent *bev)
     bufferevent_setwatermark(c->bev, EV_READ, 0, RS_READ_HIGH_WATERMARK);
     bufferevent_setwatermark(c->bev, EV_WRITE, s->opt.limits.out_high_watermark / 2, 0);
     bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+    rs_budget_attach(c);
     return c;
+}
+
+/* With a password, unauthenticated clients take at most max_clients minus
+ * reserved_auth_clients slots (a quarter of max_clients at most): at that cap the oldest unauthenticated client (it had the
+ * longest time to AUTH) is closed to make room for the new connection. */
+static void rs_unauth_make_room(rserver *s)
+{
+    const rs_limits *l = &s->opt.limits;
+    unsigned res = l->reserved_auth_clients < l->max_clients / 4 ? l->reserved_auth_clients
+                                                                 : l->max_clients / 4;
+    unsigned cap = l->max_clients - res;       /* a quarter of the slots reserved at most */
+    if (s->password == NULL || s->st.clients - s->nauthed < cap)
+        return;
+    rs_client *oldest = NULL;
+    for (rs_client *c = s->clients; c; c = c->next)     /* newest first */
+        if (!c->authed)
+            oldest = c;
+    if (oldest) {
+        s->st.rejected_unauth++;
+        log_warn_rl("client %llu (%s): closed unauthenticated to make room (max-clients %u, "
+                    "%u reserved for authenticated clients)", (unsigned long long)oldest->id,
+                    oldest->addr, l->max_clients, l->reserved_auth_clients);
+        rs_client_close(oldest);
+    }
 }
 
 static void rs_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
@@ -791,15 +713,28 @@ static void rs_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
         evutil_closesocket(fd);
         return;
     }
-    struct bufferevent *bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    if (bev == NULL) {
+    char addr[64];
+    rs_sock_addr(fd, 1, addr, sizeof addr);
+    if (rs_guard_admit(s, addr) != 0) {
+        static const char msg[] = "-ERR max number of clients from this address reached\r\n";
+        if (write(fd, msg, sizeof(msg) - 1) < 0) {
+            /* best effort */
+        }
         evutil_closesocket(fd);
         return;
     }
-    if (rs_client_new(s, bev) == NULL) {
-        bufferevent_free(bev);      /* closes fd */
+    rs_unauth_make_room(s);
+    struct bufferevent *bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    rs_client *c = bev ? rs_client_new(s, bev) : NULL;
+    if (c == NULL) {
+        rs_guard_release(s, addr);
+        if (bev)
+            bufferevent_free(bev);      /* closes fd */
+        else
+            evutil_closesocket(fd);
         return;
     }
+    c->admitted = 1;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
@@ -815,12 +750,7 @@ static void rs_on_accept_retry(evutil_socket_t fd, short what, void *arg)
 static void rs_on_accept_error(struct evconnlistener *lis, void *arg)
 {
     rserver *s = arg;
-    int e = EVUTIL_SOCKET_ERROR();
-    struct timeval tv = { 0, 100 * 1000 };
-
-    log_error_rl("accept failed: %s; pausing accepts for 100 ms", evutil_socket_error_to_string(e));
-    evconnlistener_disable(lis);
-    evtimer_add(s->accept_retry, &tv);
+    rs_accept_pause(lis, s->accept_retry, s->opt.name);
 }
 
 /* ---- Server ---- */
@@ -836,13 +766,21 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
     (void)what;
     s->ops_per_sec = s->st.commands - s->ops_sample;
     s->ops_sample = s->st.commands;
+    rs_guard_sweep(s);
     for (rs_client *c = s->clients, *next; c; c = next) {
         next = c->next;
         if (s->password && !c->authed && l->auth_timeout_s &&
             now - c->connected_ms >= (uint64_t)l->auth_timeout_s * 1000u) {
             s->st.closed_auth_timeout++;
-            log_info("client %llu: not authenticated within %u s (auth-timeout); closing",
-                     (unsigned long long)c->id, l->auth_timeout_s);
+            LOG_AT_RL(LOGL_INFO, "client %llu: not authenticated within %u s (auth-timeout); "
+                      "closing", (unsigned long long)c->id, l->auth_timeout_s);
+            rs_client_close(c);
+        } else if (l->request_timeout_s && c->recv_start_ms && !c->paused && !c->waiting &&
+                   now - c->recv_start_ms >= (uint64_t)l->request_timeout_s * 1000u) {
+            s->st.closed_request_timeout++;
+            log_warn_rl("client %llu (%s): a request still arriving after %u s "
+                        "(request-timeout); closing", (unsigned long long)c->id, c->addr,
+                        l->request_timeout_s);
             rs_client_close(c);
         } else if (l->idle_timeout_s && c->npending == 0 && c->bev &&
                    evbuffer_get_length(bufferevent_get_input(c->bev)) == 0 &&
@@ -857,8 +795,6 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
 
 rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_t errlen)
 {
-    struct addrinfo hints, *ai = NULL;
-    char portstr[16];
     rserver *s = calloc(1, sizeof(*s));
 
     if (s == NULL) {
@@ -877,45 +813,15 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
     if (s->opt.limits.max_per_event == 0)
         s->opt.limits.max_per_event = 1;
     s->accept_retry = evtimer_new(base, rs_on_accept_retry, s);
-    if (s->bind == NULL || s->accept_retry == NULL) {
+    s->budget_ev = event_new(base, -1, 0, rs_budget_enforce, s);
+    if (s->bind == NULL || s->accept_retry == NULL || s->budget_ev == NULL) {
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    memset(&hints, 0, sizeof(hints));
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICHOST | AI_NUMERICSERV;
-    snprintf(portstr, sizeof(portstr), "%u", opt->port);
-    int gai = getaddrinfo(s->bind, portstr, &hints, &ai);
-    if (gai != 0) {
-        snprintf(err, errlen, "bad bind address '%s': %s (give a numeric IPv4 or IPv6 address)",
-                 s->bind, gai_strerror(gai));
+    s->lis = rs_listen(base, s->bind, opt->port, rs_on_accept, s, &s->port, err, errlen);
+    if (s->lis == NULL)
         goto fail;
-    }
-    s->lis = evconnlistener_new_bind(base, rs_on_accept, s,
-                                     LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_FREE |
-                                         LEV_OPT_CLOSE_ON_EXEC,
-                                     511, ai->ai_addr, (int)ai->ai_addrlen);
-    if (s->lis == NULL) {
-        snprintf(err, errlen, "cannot listen on %s port %u: %s", s->bind, opt->port,
-                 strerror(errno));
-        freeaddrinfo(ai);
-        goto fail;
-    }
-    freeaddrinfo(ai);
     evconnlistener_set_error_cb(s->lis, rs_on_accept_error);
-    {
-        struct sockaddr_storage ss;
-        socklen_t sl = sizeof(ss);
-        evutil_socket_t lfd = evconnlistener_get_fd(s->lis);
-        s->port = opt->port;
-        if (getsockname(lfd, (struct sockaddr *)&ss, &sl) == 0) {
-            if (ss.ss_family == AF_INET)
-                s->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-            else if (ss.ss_family == AF_INET6)
-                s->port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-        }
-    }
     s->start_ms = ra_now_ms();
     s->ncstat = s->opt.ncommands + rs_nbuiltin;
     s->cstat = calloc(s->ncstat, sizeof(*s->cstat));
@@ -941,6 +847,8 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
 fail:
     if (s->accept_retry)
         event_free(s->accept_retry);
+    if (s->budget_ev)
+        event_free(s->budget_ev);
     free(s->cstat);
     free(s->bind);
     free(s->password);
@@ -952,6 +860,7 @@ void rs_free(rserver *s)
 {
     if (s == NULL)
         return;
+    rs_auth_cancel_all(s);
     while (s->clients) {
         rs_client *c = s->clients;
         c->refs++;
@@ -964,6 +873,8 @@ void rs_free(rserver *s)
     if (s->sweep_ev)
         event_free(s->sweep_ev);
     event_free(s->accept_retry);
+    event_free(s->budget_ev);
+    rs_guard_free(s);
     rs_slowlog_free(s);
     free(s->cstat);
     free(s->bind);

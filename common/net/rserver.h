@@ -76,6 +76,23 @@ typedef struct rs_limits {
     unsigned slowlog_slower_than_us; /* SLOWLOG: requests that took at least this long
                                    (default 10000; 0: every request) */
     unsigned slowlog_max_len;   /* SLOWLOG entries kept (default 128; 0: none kept) */
+    unsigned request_timeout_s; /* close a client whose request is still arriving after
+                                   this long (slow senders); 0: never (default 10) */
+    unsigned max_clients_per_addr; /* connections at once from one address (default
+                                   256; 0: no limit) */
+    unsigned reserved_auth_clients; /* with a password: slots unauthenticated clients
+                                   never take (default 32, a quarter of max_clients at
+                                   most); at their cap a new connection replaces the
+                                   oldest unauthenticated one */
+    unsigned auth_fail_rate_addr;  /* wrong passwords a second from one address
+                                   (default 10; a token bucket, burst one second) */
+    unsigned auth_fail_rate_total; /* wrong passwords a second in all (default 100) */
+    size_t max_output_total;    /* unsent reply bytes of all clients together, as Redis's
+                                   maxmemory-clients: past it the client with the most is
+                                   disconnected, then the next (default 512 MiB; 0: none) */
+    size_t max_unauth_bytes;    /* bytes of unfinished requests of all unauthenticated
+                                   clients together (password set): past it the one
+                                   holding the most is disconnected (default 32 MiB; 0: none) */
 } rs_limits;
 
 /* Before AUTH (when a password is set) a client may send requests of at most this many
@@ -156,6 +173,9 @@ void rs_req_fail(rs_req *r, rs_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 
+/* The id of r's client (CLIENT ID), e.g. to share work out fairly between clients. */
+uint64_t rs_req_client_id(const rs_req *r);
+
 /* The ctx given in rs_options (also for a request answered after rs_free, from a
  * callback that outlived the server). */
 void *rs_req_ctx(const rs_req *r);
@@ -201,6 +221,14 @@ typedef struct rs_stats {
     unsigned long long closed_auth_timeout;  /* closed: not authenticated in time */
     unsigned long long closed_idle;     /* closed: idle_timeout_s */
     unsigned long long closed_output;   /* closed: max_output_bytes */
+    unsigned long long rejected_per_addr;  /* refused: max_clients_per_addr */
+    unsigned long long rejected_unauth;    /* unauthenticated, replaced by a newer one */
+    unsigned long long closed_request_timeout; /* a request arrived too slowly */
+    unsigned long long metrics_rejected;   /* metrics connections refused: the cap */
+    unsigned long long metrics_timeouts;   /* metrics requests not received in time */
+    unsigned long long auth_waits;         /* times an AUTH try waited for a token */
+    unsigned long long evicted_output;     /* closed: max_output_total, largest first */
+    unsigned long long evicted_unauth_bytes; /* closed: max_unauth_bytes, largest first */
 } rs_stats;
 
 

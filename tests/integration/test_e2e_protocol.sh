@@ -55,7 +55,9 @@ for text in "Near-duplicate detection at web scale" "Почти одинаков
         "one" "" "  punctuation only: ... !!! " "Tabs	and
 newlines	inside"; do
     server=$(cli SIMHASH.FINGERPRINT "$text")
-    local_fp=$(printf '%s' "$text" | timeout 10 "$TH_BIN/simhash" fingerprint - | cut -f1)
+    local_fp=$(printf '%s' "$text" | timeout 10 "$TH_BIN/simhash" fingerprint -) ||
+        th_fail "simhash fingerprint - of '$text': exit $?"
+    local_fp=${local_fp%%$'\t'*}
     expect "SIMHASH.FINGERPRINT equals 'simhash fingerprint' for '$text'" "$server" "$local_fp"
 done
 info=$(cli SIMHASH.INFO)

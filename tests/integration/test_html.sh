@@ -14,7 +14,14 @@ th_need_bins simhash simhash-shard simhash-coordinator
 S="$TH_BIN/simhash"
 expect() { [ "$2" = "$3" ] || th_fail "$1: got '$2', want '$3'"; }
 dist() { python3 -c "print(bin($1 ^ $2).count('1'))"; }
-fp() { timeout 60 "$S" fingerprint "$@" | cut -f1; }
+# fp ARGS: the fingerprint `simhash fingerprint ARGS` prints; a failed run prints a word
+# unique to this call (its subshell's pid), so two failures never compare equal
+fp() {
+    local o rc
+    o=$(timeout 60 "$S" fingerprint "$@"); rc=$?
+    if [ $rc -ne 0 ]; then echo "fingerprint-exit-$rc-$BASHPID"; return $rc; fi
+    printf '%s\n' "$o" | cut -f1
+}
 
 # ---- the template pair target ----
 D="$TH_DIR/docs"

@@ -60,14 +60,22 @@ check_deployment() {
     timeout 60 bash "$DL_LOCAL" status --dir "$dir" >"$TH_DIR/status.out" 2>&1 ||
         th_fail "status: $(cat "$TH_DIR/status.out")"
     # status names each process's metrics endpoint (port + 2000, when that port was
-    # free at up); every URL it names answers with the Prometheus text
+    # free at up); every URL it names answers 401 without the password and the
+    # Prometheus text with it (Authorization: Bearer)
     local urls
     urls=$(grep -o 'http://127\.0\.0\.1:[0-9]*/metrics' "$TH_DIR/status.out")
     [ -n "$urls" ] || th_fail "status names no metrics endpoint: $(cat "$TH_DIR/status.out")"
     for u in $urls; do
-        timeout 20 python3 -c 'import sys, urllib.request
-t = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
-sys.exit(0 if "simhash_build_info{" in t else 1)' "$u" || th_fail "$u did not serve the metrics"
+        timeout 20 python3 -c 'import sys, urllib.request, urllib.error
+try:
+    urllib.request.urlopen(sys.argv[1], timeout=10)
+    sys.exit("served without the password")
+except urllib.error.HTTPError as e:
+    if e.code != 401:
+        sys.exit("without the password: HTTP %d" % e.code)
+rq = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer " + sys.argv[2]})
+t = urllib.request.urlopen(rq, timeout=10).read().decode()
+sys.exit(0 if "simhash_build_info{" in t else 1)' "$u" "$PW" || th_fail "$u: metrics and the password"
     done
 }
 dl_wait_routing_auth() {

@@ -46,6 +46,13 @@ deploy tone 6 3 24
 OTHER=$([ "${TH_LAYOUT:-2}" = 1 ] && echo 2 || echo 1)
 TH_LAYOUT=$OTHER deploy tlay 6 3 12
 
+# export_sorted PORT FILE: the corpus at PORT exported, sorted, into FILE; fails (with the
+# export's messages) when the export did not finish, so a cut export is never compared
+export_sorted() {
+    timeout 300 "$SH" export --port "$1" -o "$2.raw" 2>"$2.err" || { cat "$2.err" >&2; return 1; }
+    sort "$2.raw" >"$2"
+}
+
 # ---- the source corpus ----
 st="$TH_DIR/planted.json"
 timeout 120 python3 "$E2E" load --port "$port_src" --blocks 6 --distance 3 --bases 80 --seed 91 \
@@ -126,7 +133,7 @@ timeout 5 redis-cli -p "$port_src" simhash.del 77 >/dev/null
     th_fail "the copy into layout $OTHER has layout $(timeout 5 redis-cli -p "$redis_tlay" hget simhash:meta layout)"
 for t in t24 t8 tlay; do
     tp=port_$t
-    timeout 120 "$SH" export --port "${!tp}" 2>/dev/null | sort >"$TH_DIR/export-$t.sorted"
+    export_sorted "${!tp}" "$TH_DIR/export-$t.sorted" || th_fail "simhash export of $t"
     cmp -s "$TH_DIR/export-$t.sorted" "$TH_DIR/want.txt" ||
         th_fail "export of $t differs from the source's: $(diff "$TH_DIR/export-$t.sorted" "$TH_DIR/want.txt" | head -5)"
 done
@@ -174,7 +181,8 @@ timeout 300 "$SH" migrate --port "$port_src" --to "127.0.0.1:$port_tres" --state
 grep -q 'resuming at cursor' "$TH_DIR/mig-resume.out" || th_fail "the second run did not resume"
 grep -q '^verified: ' "$TH_DIR/mig-resume.out" || th_fail "resumed migrate: no verified count"
 [ ! -f "$TH_DIR/state" ] || th_fail "state file left after a verified copy"
-timeout 120 "$SH" export --port "$port_tres" 2>/dev/null | sort | cmp -s - "$TH_DIR/want.txt" ||
+export_sorted "$port_tres" "$TH_DIR/export-tres.sorted" || th_fail "simhash export of the resumed copy"
+cmp -s "$TH_DIR/export-tres.sorted" "$TH_DIR/want.txt" ||
     th_fail "the resumed copy differs from the source"
 th_log "killed at '$before', resumed: $(tail -n 1 "$TH_DIR/mig-resume.out")"
 
