@@ -3,7 +3,8 @@ Redis, for tests/integration/test_layout2.sh (stdlib only).
 
   ids COORD_PORT REDIS_PORT [--corpus NAME] [--layout N]
       many ids per fingerprint (600 on one, added in batches, some removed), long ids
-      (65..20000 bytes), ids with NUL, newline, CR and 0xff bytes, the move of a
+      (65..4096 bytes), ids with newline, CR and 0xff bytes (NUL bytes and longer ids
+      refused), the move of a
       fingerprint's ids from the bucket hash to its overflow set and back to nothing,
       and the counters of SIMHASH.INFO; every query answer compared with a model.
   isolate PORT_A PORT_B
@@ -94,8 +95,14 @@ def cmd_ids(a):
         fail("DEL of a removed id did not answer 0")
     check(c, model, "350 ids")
     # long ids and awkward bytes, alone on a fingerprint and mixed
-    odd = [b"a\x00b", b"\n", b"line1\nline2\r\n", b"\x00", b"\xff\xfe\x00\n",
-           b"x" * 65, b"y" * 200, bytes(range(256)) * 4, b"z" * 20000]
+    # (ids are 1..4096 bytes without a NUL byte: the one rule of every tool)
+    odd = [b"a\x01b", b"\n", b"line1\nline2\r\n", b"\x7f", b"\xff\xfe\x01\n",
+           b"x" * 65, b"y" * 200, bytes(range(1, 256)) * 4, b"z" * 4096]
+    for bad in (b"a\x00b", b"\x00", b"z" * 4097):
+        rep = c.call("SIMHASH.ADD", rng.getrandbits(64), bad)
+        if not (isinstance(rep, tuple) and rep[0] == "ERR"):
+            fail("ADD of an id of %d bytes%s answered %r, want an error"
+                 % (len(bad), " with a NUL byte" if b"\x00" in bad else "", rep))
     for i, d in enumerate(odd):
         fp = rng.getrandbits(64)
         add(c, fp, [d])
