@@ -1,0 +1,189 @@
+/* bucketdir.c: bounds, split points, key suffixes and the cached directory of elastic
+ * buckets (bucketdir.h). Pure functions and one sorted array; no Redis calls. */
+#include "bucketdir.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- Bounds ---- */
+
+bdir_bound bdir_bound_make(const void *s, size_t len)
+{
+    const uint8_t *b = s;
+    uint64_t v = 0;
+    if (len > BDIR_BOUND_MAX)
+        len = BDIR_BOUND_MAX;
+    for (size_t i = 0; i < len; i++)
+        v |= (uint64_t)b[i] << (56 - 8 * i);
+    return v | len;
+}
+
+size_t bdir_bound_bytes(bdir_bound b, uint8_t *out)
+{
+    size_t len = (size_t)(b & 0xff);
+    for (size_t i = 0; i < len; i++)
+        out[i] = (uint8_t)(b >> (56 - 8 * i));
+    return len;
+}
+
+bdir_bound bdir_split_point(bdir_bound prev, bdir_bound mid)
+{
+    uint64_t x = (prev ^ mid) & ~(uint64_t)0xff;
+    if (x == 0)                      /* not two different members: no shorter point */
+        return mid;
+    size_t keep = (size_t)__builtin_clzll(x) / 8 + 1;   /* bytes up to the first that differs */
+    uint64_t mask = ~(uint64_t)0 << (64 - 8 * keep);
+    return (mid & mask) | keep;
+}
+
+/* ---- Key suffixes ---- */
+
+static const char bdir_hexdig[] = "0123456789abcdef";
+
+static size_t bdir_hex(char *out, bdir_bound b)
+{
+    uint8_t bytes[BDIR_BOUND_MAX];
+    size_t n = bdir_bound_bytes(b, bytes), k = 0;
+    for (size_t i = 0; i < n; i++) {
+        out[k++] = bdir_hexdig[bytes[i] >> 4];
+        out[k++] = bdir_hexdig[bytes[i] & 15];
+    }
+    return k;
+}
+
+size_t bdir_suffix(char *buf, bdir_bound lo, bdir_bound hi)
+{
+    size_t k = bdir_hex(buf, lo);
+    buf[k++] = '-';
+    if (hi != BDIR_NONE)
+        k += bdir_hex(buf + k, hi);
+    buf[k] = '\0';
+    return k;
+}
+
+static int bdir_hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* Parses 0..14 lower-case hex digits (an even number) into a bound. */
+static int bdir_unhex(const char *s, size_t len, bdir_bound *out)
+{
+    uint8_t bytes[BDIR_BOUND_MAX];
+    if (len % 2 != 0 || len > 2 * BDIR_BOUND_MAX)
+        return -1;
+    for (size_t i = 0; i < len / 2; i++) {
+        int h = bdir_hexval(s[2 * i]), l = bdir_hexval(s[2 * i + 1]);
+        if (h < 0 || l < 0)
+            return -1;
+        bytes[i] = (uint8_t)(h << 4 | l);
+    }
+    *out = bdir_bound_make(bytes, len / 2);
+    return 0;
+}
+
+int bdir_suffix_parse(const char *s, size_t len, bdir_bound *lo, bdir_bound *hi)
+{
+    const char *dash = memchr(s, '-', len);
+    if (!dash)
+        return -1;
+    size_t nlo = (size_t)(dash - s), nhi = len - nlo - 1;
+    bdir_bound a, b = BDIR_NONE;
+    if (bdir_unhex(s, nlo, &a) != 0)
+        return -1;
+    if (nhi > 0 && bdir_unhex(dash + 1, nhi, &b) != 0)
+        return -1;
+    if (a >= b)
+        return -1;
+    *lo = a;
+    *hi = b;
+    return 0;
+}
+
+/* ---- The cached directory of one shard ---- */
+
+static int bdir_grow(bdir_shard *d, size_t need)
+{
+    if (need <= d->cap)
+        return 0;
+    size_t cap = d->cap ? d->cap : 8;
+    while (cap < need)
+        cap *= 2;
+    bdir_bound *lo = realloc(d->lo, cap * sizeof *lo);
+    if (!lo)
+        return -1;
+    d->lo = lo;
+    d->cap = cap;
+    return 0;
+}
+
+int bdir_shard_init(bdir_shard *d)
+{
+    memset(d, 0, sizeof *d);
+    if (bdir_grow(d, 1) != 0)
+        return -1;
+    d->lo[0] = bdir_bound_make("", 0);
+    d->n = 1;
+    return 0;
+}
+
+void bdir_shard_free(bdir_shard *d)
+{
+    free(d->lo);
+    memset(d, 0, sizeof *d);
+}
+
+static int bdir_cmp(const void *a, const void *b)
+{
+    bdir_bound x = *(const bdir_bound *)a, y = *(const bdir_bound *)b;
+    return (x > y) - (x < y);
+}
+
+int bdir_shard_load(bdir_shard *d, const bdir_bound *los, size_t n)
+{
+    bdir_bound *lo = malloc((n + 1) * sizeof *lo);
+    if (!lo)
+        return -1;
+    memcpy(lo, los, n * sizeof *lo);
+    lo[n++] = bdir_bound_make("", 0);
+    qsort(lo, n, sizeof *lo, bdir_cmp);
+    size_t k = 1;
+    for (size_t i = 1; i < n; i++)
+        if (lo[i] != lo[k - 1])
+            lo[k++] = lo[i];
+    free(d->lo);
+    d->lo = lo;
+    d->n = k;
+    d->cap = n;
+    return 0;
+}
+
+size_t bdir_shard_find(const bdir_shard *d, bdir_bound m)
+{
+    size_t a = 0, b = d->n;          /* lo[a] <= m; answer in [a, b) */
+    while (b - a > 1) {
+        size_t c = a + (b - a) / 2;
+        if (d->lo[c] <= m)
+            a = c;
+        else
+            b = c;
+    }
+    return a;
+}
+
+int bdir_shard_add(bdir_shard *d, bdir_bound s)
+{
+    size_t i = bdir_shard_find(d, s);
+    if (d->lo[i] == s)
+        return 0;
+    if (bdir_grow(d, d->n + 1) != 0)
+        return -1;
+    memmove(d->lo + i + 2, d->lo + i + 1, (d->n - i - 1) * sizeof *d->lo);
+    d->lo[i + 1] = s;
+    d->n++;
+    return 0;
+}

@@ -1,0 +1,180 @@
+/* test_bucketdir.c: unit tests of elastic buckets' pure part (bucketdir.h): bounds
+ * order exactly as Redis's ZRANGEBYLEX (memcmp, prefix first), byte round trips, split
+ * points (between the middle members, shortest), key suffixes and their parser's
+ * refusals, and the cached directory against a linear scan. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "bucketdir.h"
+#include "testutil.h"
+
+/* Redis's order of two byte strings (memcmp of the common part, then the shorter). */
+static int lexcmp(const uint8_t *a, size_t na, const uint8_t *b, size_t nb)
+{
+    int c = memcmp(a, b, na < nb ? na : nb);
+    if (c != 0)
+        return c < 0 ? -1 : 1;
+    return (na > nb) - (na < nb);
+}
+
+/* A random byte string of 0..7 bytes, biased towards zero bytes and shared prefixes. */
+static size_t rand_bytes(uint8_t *out)
+{
+    size_t n = (size_t)(rnd() % 8);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r = rnd();
+        out[i] = (r & 3) == 0 ? 0 : (r & 3) == 1 ? 0xff : (uint8_t)(r >> 8) % 4;
+    }
+    return n;
+}
+
+static size_t iters(size_t n)
+{
+    return light() ? n / 20 + 1 : n;
+}
+
+static void test_bound_order(void **state)
+{
+    (void)state;
+    for (size_t it = 0; it < iters(200000); it++) {
+        uint8_t a[8], b[8], back[8];
+        size_t na = rand_bytes(a), nb = rand_bytes(b);
+        bdir_bound x = bdir_bound_make(a, na), y = bdir_bound_make(b, nb);
+        int want = lexcmp(a, na, b, nb), got = (x > y) - (x < y);
+        assert_int_equal(got, want);
+        assert_int_equal(bdir_bound_bytes(x, back), na);
+        assert_memory_equal(back, a, na);
+    }
+    /* members: the low 56 bits of a value, in value order */
+    for (size_t it = 0; it < iters(100000); it++) {
+        uint64_t p = rnd(), q = rnd();
+        unsigned shard = (unsigned)(p >> 56);
+        assert_true(bdir_member_value(bdir_member(p), shard) == p);
+        uint64_t lp = p & 0x00ffffffffffffffULL, lq = q & 0x00ffffffffffffffULL;
+        assert_int_equal((bdir_member(p) > bdir_member(q)) - (bdir_member(p) < bdir_member(q)),
+                         (lp > lq) - (lp < lq));
+        assert_true(bdir_member(p) < BDIR_NONE);
+    }
+}
+
+static void test_split_point(void **state)
+{
+    (void)state;
+    for (size_t it = 0; it < iters(200000); it++) {
+        uint64_t a = rnd(), b = rnd();
+        if (it % 3 == 0)             /* long shared prefixes */
+            b = a ^ (1ULL << (rnd() % 56));
+        bdir_bound x = bdir_member(a), y = bdir_member(b);
+        if (x == y)
+            continue;
+        bdir_bound prev = x < y ? x : y, mid = x < y ? y : x;
+        bdir_bound s = bdir_split_point(prev, mid);
+        assert_true(prev < s);
+        assert_true(s <= mid);
+        uint8_t sb[8], mb[8];
+        size_t ns = bdir_bound_bytes(s, sb);
+        bdir_bound_bytes(mid, mb);
+        assert_memory_equal(sb, mb, ns);                  /* a prefix of mid */
+        if (ns > 1)                                       /* and the shortest one */
+            assert_true(bdir_bound_make(mb, ns - 1) <= prev);
+    }
+    /* members differing in the last byte only: the split point is mid itself */
+    bdir_bound p = bdir_member(0x0011223344556677ULL), m = bdir_member(0x0011223344556678ULL);
+    assert_true(bdir_split_point(p, m) == m);
+    /* differing in the first byte: one byte */
+    p = bdir_member(0x0010ffffffffffffULL);
+    m = bdir_member(0x0020000000000000ULL);
+    uint8_t one = 0x20;
+    assert_true(bdir_split_point(p, m) == bdir_bound_make(&one, 1));
+}
+
+static void test_suffix(void **state)
+{
+    (void)state;
+    char buf[BDIR_SUFFIX_MAX];
+    bdir_bound lo, hi;
+    assert_int_equal(bdir_suffix(buf, bdir_bound_make("", 0), BDIR_NONE), 1);
+    assert_string_equal(buf, "-");
+    assert_int_equal(bdir_suffix_parse("-", 1, &lo, &hi), 0);
+    assert_true(lo == 0 && hi == BDIR_NONE);
+    uint8_t a[2] = {0x00, 0xab}, b[1] = {0x3c};
+    bdir_suffix(buf, bdir_bound_make(a, 2), bdir_bound_make(b, 1));
+    assert_string_equal(buf, "00ab-3c");
+    assert_int_equal(bdir_suffix_parse(buf, strlen(buf), &lo, &hi), 0);
+    assert_true(lo == bdir_bound_make(a, 2) && hi == bdir_bound_make(b, 1));
+    static const char *bad[] = {"", "00", "0-", "-0", "zz-", "AB-", "3c-00ab", "3c-3c",
+                                "0011223344556677-", "a-b-c", "00--", " 0-"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(bdir_suffix_parse(bad[i], strlen(bad[i]), &lo, &hi), -1);
+    for (size_t it = 0; it < iters(50000); it++) {
+        uint8_t x[8], y[8];
+        size_t nx = rand_bytes(x), ny = rand_bytes(y);
+        bdir_bound bx = bdir_bound_make(x, nx), by = bdir_bound_make(y, ny);
+        if (bx == by)
+            continue;
+        bdir_bound l = bx < by ? bx : by, h = bx < by ? by : bx;
+        size_t n = bdir_suffix(buf, l, h);
+        assert_int_equal(strlen(buf), n);
+        assert_int_equal(bdir_suffix_parse(buf, n, &lo, &hi), 0);
+        assert_true(lo == l && hi == h);
+    }
+}
+
+static void test_shard_directory(void **state)
+{
+    (void)state;
+    bdir_shard d;
+    assert_int_equal(bdir_shard_init(&d), 0);
+    assert_int_equal(d.n, 1);
+    assert_true(bdir_shard_find(&d, bdir_member(rnd())) == 0);
+    assert_true(bdir_shard_hi(&d, 0) == BDIR_NONE);
+    bdir_bound all[600];
+    size_t nall = 0;
+    for (size_t it = 0; it < 600; it++) {
+        bdir_bound s = bdir_split_point(bdir_member(0), bdir_member(rnd()));
+        all[nall++] = s;
+        assert_int_equal(bdir_shard_add(&d, s), 0);
+        assert_int_equal(bdir_shard_add(&d, s), 0);   /* twice: no change */
+    }
+    for (size_t i = 1; i < d.n; i++)
+        assert_true(d.lo[i - 1] < d.lo[i]);
+    for (size_t it = 0; it < iters(20000); it++) {
+        bdir_bound m = bdir_member(rnd());
+        size_t want = 0;
+        for (size_t i = 0; i < d.n; i++)
+            if (d.lo[i] <= m)
+                want = i;
+        size_t got = bdir_shard_find(&d, m);
+        assert_int_equal(got, want);
+        assert_true(d.lo[got] <= m && m < bdir_shard_hi(&d, got));
+    }
+    /* loading what Redis holds (any order, repeats, "" absent) gives the same bounds */
+    bdir_shard e;
+    assert_int_equal(bdir_shard_init(&e), 0);
+    for (size_t i = 0; i < nall / 2; i++) {
+        bdir_bound t = all[i];
+        all[i] = all[nall - 1 - i];
+        all[nall - 1 - i] = t;
+    }
+    assert_int_equal(bdir_shard_load(&e, all, nall), 0);
+    assert_int_equal(e.n, d.n);
+    assert_memory_equal(e.lo, d.lo, d.n * sizeof *d.lo);
+    bdir_shard_free(&e);
+    bdir_shard_free(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_bound_order),
+        cmocka_unit_test(test_split_point),
+        cmocka_unit_test(test_suffix),
+        cmocka_unit_test(test_shard_directory),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
