@@ -26,6 +26,8 @@ typedef struct shard_redis_opts {
                                  by shard_redis_check_meta_sync */
     const char *fingerprint;  /* fingerprint algorithm, canonical ("v2", "v1:3") */
     unsigned max_inflight;    /* Redis commands outstanding at once */
+    unsigned split_limit;     /* out: layout 3's split limit from the node's listpack
+                                 settings (shard_redis_check_meta_sync; 0: not read) */
     unsigned timeout_ms;      /* connect + meta check deadline, stall detection */
     int cluster;              /* the node is a Redis Cluster node: follow -MOVED/-ASK,
                                  learn the node's name, reattach after a failover */

@@ -97,4 +97,5 @@ const layout_ops layout1_ops = {
     .walk_tag_of = layout_fixed_walk_tag_of,
     .walk_first_value = layout_fixed_walk_first_value,
     .walk_read = layout_fixed_walk_read,
+    .walk_tag_end = layout_fixed_walk_tag_end,
 };
