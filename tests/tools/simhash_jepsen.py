@@ -180,12 +180,15 @@ def redis_state(nodes):
     ent = nsets = ndocs = nlocks = cf = cd = 0
     for n in nodes:
         for k in scan(n, "s:*"):
-            ent += int(rcli(n, "ZCARD", k).strip() or 0)
+            v = rcli(n, "ZCARD", k).strip()
+            ent += int(v) if v.isdigit() else 0  # layout 3: a split bucket's tombstone
         # layout 2: ids packed per bucket hash field (a varint length before each id),
         # "" when they are in the overflow set d:{0:xx}:<fp hex> (counted below)
         for k in scan(n, "h:*"):
             c = C(n[1])
             vals = c.call("HVALS", k)
+            if isinstance(vals, tuple):   # layout 3: a split id hash's tombstone
+                continue
             for v in vals:
                 i = ids = 0
                 while i < len(v):
