@@ -31,6 +31,7 @@
 #include <hiredis/hiredis.h>
 
 #include "cluster.h"
+#include "cmd_fsck_split.h"
 #include "layout_ops.h"
 #include "parse.h"
 #include "perm.h"
@@ -95,6 +96,7 @@ typedef struct fk {
     cli_progress prog_bar;
     unsigned long long total_keys;
     fk_batch b, e;              /* pipelined batches: the main one, EXISTS confirmations */
+    fsck_split *split;          /* a layout whose buckets split: its own checks */
 } fk;
 
 /* ---- Connections ---- */
@@ -391,6 +393,11 @@ static int fk_hashes(fk *f, redisReply **keys, size_t n)
         if (c == NULL)
             return -1;
         redisReply *r = redisCommand(c, "HGETALL %b", keys[i]->str, keys[i]->len);
+        if (r && r->type == REDIS_REPLY_ERROR && layout_splits(&f->lay) &&
+            strncmp(r->str, "WRONGTYPE", 9) == 0) {
+            freeReplyObject(r);         /* a split id hash's tombstone */
+            continue;
+        }
         if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
             fprintf(stderr, "%s: HGETALL %.*s: %s\n", f->prog, (int)keys[i]->len, keys[i]->str,
                     r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
@@ -517,6 +524,58 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
             fk_batch_clear(ep);
         }
     }
+    return 0;
+}
+
+/* ---- Split buckets (layout 3, cmd_fsck_split.c) ---- */
+
+/* The directories: each read into the layout's cache, before the other phases. */
+static int fk_dirs(fk *f, redisReply **keys, size_t n)
+{
+    fk_batch *bp = &f->b;
+    for (size_t i = 0; i < n; i++) {
+        const char *argv[4] = {"ZRANGE", keys[i]->str, "0", "-1"};
+        size_t lens[4] = {6, keys[i]->len, 1, 2};
+        if (fk_add(f, bp, keys[i]->str, keys[i]->len, 4, argv, lens) != 0)
+            return -1;
+    }
+    if (fk_run(f, bp) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        fsck_split_dir(f->split, &f->lay, keys[i]->str, keys[i]->len, bp->reply[i]);
+    fk_batch_clear(bp);
+    return 0;
+}
+
+/* Bucket and id hash keys: their type, then their members (ZRANGE, HKEYS). */
+static int fk_split_keys(fk *f, redisReply **keys, size_t n)
+{
+    fk_batch *bp = &f->b;
+    char type[FK_BATCH][8];
+    for (size_t i = 0; i < n; i++) {
+        const char *argv[2] = {"TYPE", keys[i]->str};
+        size_t lens[2] = {4, keys[i]->len};
+        if (fk_add(f, bp, keys[i]->str, keys[i]->len, 2, argv, lens) != 0)
+            return -1;
+    }
+    if (fk_run(f, bp) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        snprintf(type[i], sizeof(type[i]), "%s",
+                 bp->reply[i]->type == REDIS_REPLY_STATUS ? bp->reply[i]->str : "?");
+    fk_batch_clear(bp);
+    for (size_t i = 0; i < n; i++) {
+        int z = strcmp(type[i], "zset") == 0;
+        const char *argv[4] = {z ? "ZRANGE" : "HKEYS", keys[i]->str, "0", "-1"};
+        size_t lens[4] = {z ? 6u : 5u, keys[i]->len, 1, 2};
+        if (fk_add(f, bp, keys[i]->str, keys[i]->len, z ? 4 : 2, argv, lens) != 0)
+            return -1;
+    }
+    if (fk_run(f, bp) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        fsck_split_key(f->split, &f->lay, keys[i]->str, keys[i]->len, type[i], bp->reply[i]);
+    fk_batch_clear(bp);
     return 0;
 }
 
@@ -740,6 +799,7 @@ static void fk_free(fk *f)
     fk_batch_free(&f->b);
     fk_batch_free(&f->e);
     free(f->map);
+    fsck_split_free(f->split);
     free(f->have);
     free(f->bad);
     if (f->ps.tables)
@@ -838,6 +898,13 @@ int cmd_fsck(int argc, char **argv)
     layout_scan_pattern(ps, sizeof(ps), LAYOUT_KEY_BUCKET);
     layout_scan_pattern(pw, sizeof(pw), LAYOUT_KEY_LOCKS);
     fk_keys_fn docs_fn = fk_docs_walker(f->lay.ops->docs_kind);
+    if (layout_splits(&f->lay)) {   /* its directories first: the phases route by them */
+        char pr[LAYOUT_KEY_MAX];
+        layout_scan_pattern(pr, sizeof(pr), (layout_key_kind)'r');
+        if ((f->split = fsck_split_new()) == NULL || fk_scan(f, pr, fk_dirs) != 0 ||
+            fk_scan(f, ps, fk_split_keys) != 0 || fk_scan(f, pd, fk_split_keys) != 0)
+            goto out;
+    }
     if (docs_fn == NULL || fk_scan(f, pd, docs_fn) != 0)
         goto out;
     if (f->nhave > 1)
@@ -868,9 +935,10 @@ int cmd_fsck(int argc, char **argv)
     if (fk_counters(f) != 0)
         goto out;
     const fk_counts *n = &f->n;
+    int split_bad = f->split && fsck_split_report(f->split, stdout) > 0;
     int problems = n->fps_missing || n->orphan_entries || n->stale_locks || n->counter_bad ||
-                   n->foreign;
-    int left = n->repair_busy || n->repair_errors || n->foreign ||
+                   n->foreign || split_bad;
+    int left = n->repair_busy || n->repair_errors || n->foreign || split_bad ||
                (n->counter_bad > n->counters_fixed) || (!f->repair && problems);
     printf("keys_scanned:%llu\nfingerprints:%llu\ndocuments:%llu\n"
            "fingerprints_missing_entries:%llu\nmissing_entries:%llu\norphan_entries:%llu\n"

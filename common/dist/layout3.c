@@ -466,6 +466,19 @@ static void layout3_entry(const layout_ctx *c, unsigned table, uint64_t p, const
     out->argc = k;
 }
 
+static int layout3_bucket_suffix_parse(const layout_ctx *c, unsigned shard, const char *s,
+                                       size_t len, uint64_t *tag)
+{
+    (void)c;
+    bdir_bound lo, hi;
+    char again[BDIR_SUFFIX_MAX];
+    if (len < 2 || s[0] != ':' || bdir_suffix_parse(s + 1, len - 1, &lo, &hi) != 0 ||
+        bdir_suffix(again, lo, hi) != len - 1 || memcmp(again, s + 1, len - 1) != 0)
+        return -1;
+    *tag = layout3_tag(shard, 0);
+    return 0;
+}
+
 /* ---- The walk of table 0 (SHARD.SCAN) ---- */
 
 static size_t layout3_walk_pattern(const layout_ctx *c, unsigned shard, char *buf, size_t cap)
@@ -535,6 +548,7 @@ const layout_ops layout3_ops = {
     .walk_first_value = layout3_walk_first_value,
     .walk_read = layout3_walk_read,
     .walk_tag_end = layout3_walk_tag_end,
+    .bucket_suffix_parse = layout3_bucket_suffix_parse,
     .dir_init = layout3_dir_init,
     .dir_free = layout3_dir_free,
     .dir_need = layout3_dir_need,

@@ -191,6 +191,13 @@ int layout_key_parse(const layout_ctx *c, const perm_set *ps, const char *key, s
     switch (k.kind) {
     case LAYOUT_KEY_BUCKET:
     case LAYOUT_KEY_IDHASH: {
+        if (c->ops->bucket_suffix_parse) {
+            if (c->ops->bucket_suffix_parse(c, k.shard, rest, rlen, &k.bucket) != 0 ||
+                (k.kind != LAYOUT_KEY_BUCKET && k.table != 0))
+                return -1;
+            *out = k;
+            return 0;
+        }
         size_t hexlen = (c->bucket_bits - 8u) / 4u;
         int64_t low = hexlen ? layout_hex_value(rest + 1, hexlen) : 0;
         if (rlen != 1 + hexlen || low < 0)

@@ -91,4 +91,23 @@ sys.exit(0 if got == want and dup == 0 else 1)
 PY
         th_fail "SIMHASH.SCAN walk of the layout-3 copy with $args"
 done
+# fsck: the layout-3 copy is clean, with its own invariants checked; then a member
+# moved into the wrong bucket and a bucket that is no run of its directory are found
+out=$(timeout 120 "$SH" fsck --redis "127.0.0.1:$redis_l3" -q 2>&1) || th_fail "fsck of the layout-3 copy: $out"
+[[ $out == *"status:clean"* ]] || th_fail "fsck of the layout-3 copy: $out"
+nb=$(sed -n 's/^split_buckets://p' <<<"$out")
+[ "${nb:-0}" -gt 300 ] || th_fail "fsck saw only ${nb:-0} layout-3 buckets: $out"
+th_log "fsck of the layout-3 copy: clean, $nb buckets, $(sed -n 's/^split_tombstones://p' <<<"$out") tombstones"
+victim=$(timeout 10 redis-cli -p "$redis_l3" --scan --pattern 's:{3:*' | while read -r k; do
+    [[ $k =~ :(0[2-9a-f]|[1-9a-f][0-9a-f])[0-9a-f]*- ]] &&
+        [ "$(timeout 5 redis-cli -p "$redis_l3" type "$k")" = zset ] && { echo "$k"; break; }
+done)
+[ -n "$victim" ] || th_fail "no bounded live bucket of table 3 found"
+one=$(printf '\x01\x01\x01\x01\x01\x01\x01')     # a member below every bound from 02 on
+timeout 5 redis-cli -p "$redis_l3" zadd "$victim" 0 "$one" >/dev/null
+timeout 5 redis-cli -p "$redis_l3" zadd 's:{3:00}:01-02' 0 "$one" >/dev/null
+out=$(timeout 120 "$SH" fsck --redis "127.0.0.1:$redis_l3" -q 2>&1); rc=$?
+[ $rc -eq 1 ] || th_fail "fsck of a damaged layout-3 copy: exit $rc: $out"
+grep -q '^split_members_out_of_bounds:[1-9]' <<<"$out" || th_fail "fsck missed a member out of its bucket: $out"
+grep -q '^split_buckets_not_in_directory:[1-9]' <<<"$out" || th_fail "fsck missed a bucket outside the directory: $out"
 th_log PASS
