@@ -161,6 +161,11 @@ static int shard_validate(void *obj, char *err, size_t errlen)
             return -1;
         }
     }
+    if (c->split_limit == 1) {
+        snprintf(err, errlen, "split-limit 1: a bucket needs room for two entries to split "
+                 "(2..%d, or 0: the node's)", LAYOUT_SPLIT_LIMIT_MAX);
+        return -1;
+    }
     /* a WAIT outstanding past timeout-ms looks like a stalled Redis: the worker would
      * drop its connection while Redis is still waiting for the replicas */
     if (c->wait_replicas > 0 && c->wait_timeout_ms >= c->timeout_ms) {
