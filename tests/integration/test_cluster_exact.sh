@@ -9,6 +9,9 @@
 # cluster_moved), the coordinator refreshes its map (map_changes), and afterwards
 # requests go straight to the new owner (no new redirections). Last, one slot is
 # migrated by hand in two halves: reads in between get -ASK, followed with ASKING.
+# Registered a second time in data layout 3 with a split limit of 4
+# (tests/CMakeLists.txt): buckets split while the corpus loads, then move with their
+# slots.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
@@ -79,6 +82,11 @@ for setting in "6 3" "8 2"; do
         || th_fail "load (blocks $blocks distance $dist)"
     timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 7 \
         || th_fail "verify (blocks $blocks distance $dist)"
+    if [ -n "${TH_SPLIT_LIMIT:-}" ]; then   # layout 3 with a tiny split limit
+        splits=$(info_field "$cport" bucket_splits)
+        th_log "layout 3: ${splits:-0} buckets split while the corpus loaded"
+        [ "${splits:-0}" -ge 100 ] || th_fail "only ${splits:-0} buckets split"
+    fi
 
     # keys on every master, no data request redirected while the map was right
     for p in "${CL_PORTS[@]}"; do
