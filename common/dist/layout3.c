@@ -298,43 +298,12 @@ static void layout3_needs(const layout_ctx *c, layout_needs *out)
     out->hash_value = LAYOUT2_INLINE_MAX;
 }
 
-static void layout3_field_cmd(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *cmd,
-                              layout_cmd *out)
+/* fp's field: in the id hash of its table-0 bucket, the member. */
+static size_t layout3_field_of(const layout_ctx *c, uint64_t p0, char *key, uint8_t *member,
+                               size_t *mlen)
 {
-    layout_cmd_overflow(out, fp, p0);
-    out->argc = 3;
-    out->argv[0] = cmd;
-    out->argv[1] = out->key[0];
-    out->argv[2] = (const char *)out->member;
-    out->argvlen[0] = strlen(cmd);
-    out->argvlen[1] = layout3_key_of(c, out->key[0], sizeof out->key[0], 'h', 0, p0);
-    out->argvlen[2] = layout3_member(out->member, p0);
-}
-
-static void layout3_ids_read(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
-                             layout_cmd *cmd, layout_ids_kind *kind)
-{
-    if (i == 0) {
-        layout3_field_cmd(c, fp, p0, "HGET", cmd);
-        *kind = LAYOUT_IDS_PACKED;
-    } else {
-        layout_cmd_overflow(cmd, fp, p0);
-        *kind = LAYOUT_IDS_SET;
-    }
-}
-
-static void layout3_has_ids(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd)
-{
-    layout3_field_cmd(c, fp, p0, "HEXISTS", cmd);
-}
-
-static void layout3_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
-                           size_t idlen, uint8_t *scratch, layout_cmd *cmd)
-{
-    layout3_field_cmd(c, fp, p0, "HSET", cmd);
-    cmd->argv[3] = (const char *)scratch;
-    cmd->argvlen[3] = layout_ids_put(scratch, id, idlen);
-    cmd->argc = 4;
+    *mlen = layout3_member(member, p0);
+    return layout3_key_of(c, key, LAYOUT_KEY_MAX, 'h', 0, p0);
 }
 
 /* EVAL lock: KEYS id hash, overflow set, locks, counters, table-0 bucket, directory;
@@ -535,9 +504,10 @@ const layout_ops layout3_ops = {
     .docs_kind = LAYOUT_KEY_IDHASH,
     .ids_reads = 2,
     .needs = layout3_needs,
-    .ids_read = layout3_ids_read,
-    .has_ids = layout3_has_ids,
-    .put_id = layout3_put_id,
+    .ids_read = layout_field_ids_read,
+    .has_ids = layout_field_has_ids,
+    .put_id = layout_field_put_id,
+    .field_of = layout3_field_of,
     .lock = layout3_lock,
     .plan = layout3_plan,
     .plan_read = layout3_plan_read,

@@ -290,6 +290,50 @@ void layout_fix_unlock(const layout_fix *f, layout_cmd *cmd)
     }
 }
 
+/* ---- Ids in bucket hash fields ---- */
+
+/* `cmd hash-key field` of fp's field (key[0], member). */
+static void layout_field_cmd(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *cmd,
+                             layout_cmd *out)
+{
+    size_t mlen = 0;
+    layout_cmd_overflow(out, fp, p0);
+    out->argc = 3;
+    out->argv[0] = cmd;
+    out->argv[1] = out->key[0];
+    out->argv[2] = (const char *)out->member;
+    out->argvlen[0] = strlen(cmd);
+    out->argvlen[1] = c->ops->field_of(c, p0, out->key[0], out->member, &mlen);
+    out->argvlen[2] = mlen;
+}
+
+/* Read 0: the field; read 1: the overflow set, which counts when the field is "". */
+void layout_field_ids_read(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
+                           layout_cmd *cmd, layout_ids_kind *kind)
+{
+    if (i == 0) {
+        layout_field_cmd(c, fp, p0, "HGET", cmd);
+        *kind = LAYOUT_IDS_PACKED;
+    } else {
+        layout_cmd_overflow(cmd, fp, p0);
+        *kind = LAYOUT_IDS_SET;
+    }
+}
+
+void layout_field_has_ids(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd)
+{
+    layout_field_cmd(c, fp, p0, "HEXISTS", cmd);
+}
+
+void layout_field_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
+                         size_t idlen, uint8_t *scratch, layout_cmd *cmd)
+{
+    layout_field_cmd(c, fp, p0, "HSET", cmd);
+    cmd->argv[3] = (const char *)scratch;
+    cmd->argvlen[3] = layout_ids_put(scratch, id, idlen);
+    cmd->argc = 4;
+}
+
 /* ---- The fixed-bucket family ---- */
 
 void layout_fixed_needs(const layout_ctx *c, layout_needs *out)

@@ -136,6 +136,12 @@ struct layout_ops {
      * outlives cmd's use. */
     void (*put_id)(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
                    size_t idlen, uint8_t *scratch, layout_cmd *cmd);
+    /* Layouts keeping ids in bucket hash fields (2, 3; NULL in 1): the hash key of fp's
+     * field into key[LAYOUT_KEY_MAX] (returns its length) and the field into
+     * member[LAYOUT_MEMBER_MAX] (*mlen). Their ids_read, has_ids and put_id are the
+     * layout_field_* below. */
+    size_t (*field_of)(const layout_ctx *c, uint64_t p0, char *key, uint8_t *member,
+                       size_t *mlen);
     /* The lock script call of fp up to its document ids (the caller adds them for ops
      * A and R); token and op are NUL-terminated and outlive cmd's use. */
     void (*lock)(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
@@ -265,6 +271,13 @@ void layout_fix_entry(const layout_ctx *c, const perm_set *ps, const layout_fix 
                       unsigned table, layout_cmd *cmd);
 int layout_fix_entry_ok(const redisReply *reply);
 void layout_fix_unlock(const layout_fix *f, layout_cmd *cmd);
+
+/* ---- Ids in bucket hash fields (layouts 2 and 3 share these; ops->field_of) ---- */
+void layout_field_ids_read(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
+                           layout_cmd *cmd, layout_ids_kind *kind);
+void layout_field_has_ids(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd);
+void layout_field_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
+                         size_t idlen, uint8_t *scratch, layout_cmd *cmd);
 
 /* ---- The fixed-bucket family (layouts 1 and 2 share these) ---- */
 void layout_fixed_needs(const layout_ctx *c, layout_needs *out);
