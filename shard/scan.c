@@ -20,13 +20,17 @@
  *           of them past the window; the next call starts at the next listed bucket,
  *           or at the next shard when none is left. The listing is made during the
  *           call, after the walk began, so a bucket not in it did not exist throughout
- *           the walk: skipping it keeps the walk exact. Only with one Redis: in a
- *           cluster a slot being migrated has keys on two nodes, so the cluster walk
- *           reads windows only. */
+ *           the walk: skipping it keeps the walk exact.
+ * In a Redis Cluster the keys of the shard's table 0 share one slot ({0:xx}), on the
+ * worker's node: the size is CLUSTER COUNTKEYSINSLOT and the listing one CLUSTER
+ * GETKEYSINSLOT between two CLUSTER NODES. A slot being migrated has keys on two
+ * nodes, so when either CLUSTER NODES shows the slot migrating (or not this node's),
+ * or the listing may be cut short, the call answers its window as without listing. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "job.h"
 #include "layout.h"
 #include "parse.h"
@@ -51,11 +55,16 @@ typedef struct shard_scan {
     size_t *nps;
     unsigned char *full;        /* per bucket: its read filled the cap (more may follow) */
     uint64_t after;             /* the bucket to continue at when none is full */
-    long long dbsize;           /* window: the node's keys; -1 when not asked */
+    long long dbsize;           /* window: the node's (slot's) keys; -1 when not asked */
     /* listed: the buckets past the window that exist, and Redis's SCAN cursor */
     uint64_t *listed;
     size_t nlisted, caplisted;
     char cursor[24];
+    /* cluster: the slot of the shard's table 0, CLUSTER NODES before and after the
+     * listing saying the node serves it stably, the keys asked for and got */
+    unsigned slot;
+    int stable[2];
+    size_t keys_asked, keys_got;
 } shard_scan;
 
 static void shard_scan_reads_free(shard_scan *s)
@@ -105,7 +114,7 @@ static int shard_scan_absorb(shard_job *j, const shard_slot *sl, redisReply *rep
 {
     shard_scan *s = j->state;
     const shard_ctx *sc = j->sc;
-    if (sl->idx == s->n) {      /* DBSIZE */
+    if (sl->idx == s->n) {      /* DBSIZE, CLUSTER COUNTKEYSINSLOT */
         s->dbsize = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
         return 0;
     }
@@ -174,6 +183,10 @@ static void shard_scan_listed_done(shard_job *j);
 static int shard_scan_list_absorb(shard_job *j, const shard_slot *sl, redisReply *rep,
                                   const char **why);
 static void shard_scan_list_done(shard_job *j);
+static int shard_scan_slot_absorb(shard_job *j, const shard_slot *sl, redisReply *rep,
+                                  const char **why);
+static void shard_scan_slot_done(shard_job *j);
+static void shard_scan_slot_send(shard_job *j);
 
 static const shard_job_ops shard_scan_window_ops = {shard_scan_absorb, shard_scan_window_done,
                                                     NULL, shard_scan_free};
@@ -181,10 +194,13 @@ static const shard_job_ops shard_scan_list_ops = {shard_scan_list_absorb, shard_
                                                   NULL, shard_scan_free};
 static const shard_job_ops shard_scan_listed_ops = {shard_scan_absorb, shard_scan_listed_done,
                                                     NULL, shard_scan_free};
+static const shard_job_ops shard_scan_slot_ops = {shard_scan_slot_absorb, shard_scan_slot_done,
+                                                  NULL, shard_scan_free};
 
 /* Sends the reads of s->bucket[0..n) (the first from s->from's value on) on j's slots;
- * with_dbsize: DBSIZE on slot n. */
-static void shard_scan_send_reads(shard_job *j, int with_dbsize)
+ * with_size: the count of the keys a listing would visit on slot n (DBSIZE, or in a
+ * cluster CLUSTER COUNTKEYSINSLOT). */
+static void shard_scan_send_reads(shard_job *j, int with_size)
 {
     shard_scan *s = j->state;
     shard_ctx *sc = j->sc;
@@ -201,10 +217,13 @@ static void shard_scan_send_reads(shard_job *j, int with_dbsize)
         j->slots[i].dir = shard_dir_id(0, layout_shard_of(s->from));
         shard_job_send(j, i, 7, argv, lens);
     }
-    if (with_dbsize && j->req) {
-        const char *argv[1] = {"DBSIZE"};
+    if (with_size && j->req) {
+        char slot[16];
+        snprintf(slot, sizeof slot, "%u", s->slot);
+        const char *dbsize[1] = {"DBSIZE"}, *count[3] = {"CLUSTER", "COUNTKEYSINSLOT", slot};
+        int cl = shard_redis_cluster_mode(sc->redis);
         j->slots[s->n].idx = s->n;
-        shard_job_send(j, s->n, 1, argv, NULL);
+        shard_job_send(j, s->n, cl ? 3 : 1, cl ? count : dbsize, NULL);
     }
 }
 
@@ -251,9 +270,16 @@ static void shard_scan_window_done(shard_job *j)
         return;
     }
     j->sc->st.scan_listings++;
+    if (shard_redis_cluster_mode(j->sc->redis)) {
+        shard_scan_slot_send(j);
+        return;
+    }
     snprintf(s->cursor, sizeof s->cursor, "0");
     shard_scan_list_send(j);
 }
+
+static int shard_scan_collect(shard_scan *s, const shard_ctx *sc, const redisReply *keys,
+                              const char **why);
 
 static int shard_scan_list_absorb(shard_job *j, const shard_slot *sl, redisReply *rep,
                                   const char **why)
@@ -269,7 +295,14 @@ static int shard_scan_list_absorb(shard_job *j, const shard_slot *sl, redisReply
     }
     memcpy(s->cursor, rep->element[0]->str, rep->element[0]->len);
     s->cursor[rep->element[0]->len] = '\0';
-    const redisReply *keys = rep->element[1];
+    return shard_scan_collect(s, sc, rep->element[1], why);
+}
+
+/* Keeps the table-0 buckets of the shard past the window among keys (an array of
+ * key names). Returns 0, or -1 with why set. */
+static int shard_scan_collect(shard_scan *s, const shard_ctx *sc, const redisReply *keys,
+                              const char **why)
+{
     for (size_t i = 0; i < keys->elements; i++) {
         const redisReply *k = keys->element[i];
         layout_key lk;
@@ -299,6 +332,8 @@ static int shard_scan_u64_cmp(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+static void shard_scan_read_listed(shard_job *j);
+
 /* One SCAN answered: the next, or the reads of the first listed buckets. */
 static void shard_scan_list_done(shard_job *j)
 {
@@ -307,6 +342,65 @@ static void shard_scan_list_done(shard_job *j)
         shard_scan_list_send(j);
         return;
     }
+    shard_scan_read_listed(j);
+}
+
+/* Cluster: CLUSTER NODES, CLUSTER GETKEYSINSLOT slot keys_asked, CLUSTER NODES, in one
+ * pipeline to the worker's node (keyless commands go there). */
+static void shard_scan_slot_send(shard_job *j)
+{
+    shard_scan *s = j->state;
+    char slot[16], nkeys[24];
+    /* room for the keys counted plus those added since: a listing that fills it may
+     * be cut short and is not used */
+    s->keys_asked = (size_t)s->dbsize * 2 + 1024;
+    snprintf(slot, sizeof slot, "%u", s->slot);
+    snprintf(nkeys, sizeof nkeys, "%zu", s->keys_asked);
+    shard_job *lj = shard_scan_next_job(j, &shard_scan_slot_ops, 3);
+    if (lj == NULL)
+        return;
+    const char *nodes[2] = {"CLUSTER", "NODES"}, *keys[4] = {"CLUSTER", "GETKEYSINSLOT", slot, nkeys};
+    for (unsigned i = 0; i < 3 && lj->req; i++) {
+        lj->slots[i].idx = i;
+        shard_job_send(lj, i, i == 1 ? 4 : 2, i == 1 ? keys : nodes, NULL);
+    }
+    shard_job_release(lj);
+}
+
+static int shard_scan_slot_absorb(shard_job *j, const shard_slot *sl, redisReply *rep,
+                                  const char **why)
+{
+    shard_scan *s = j->state;
+    if (sl->idx == 1) {
+        if (rep->type != REDIS_REPLY_ARRAY) {
+            *why = "unexpected reply to CLUSTER GETKEYSINSLOT";
+            return -1;
+        }
+        s->keys_got = rep->elements;
+        return shard_scan_collect(s, j->sc, rep, why);
+    }
+    s->stable[sl->idx / 2] = rep->type == REDIS_REPLY_STRING &&
+                             cluster_nodes_serves(rep->str, rep->len, s->slot);
+    return 0;
+}
+
+/* The slot listed: read from it when the node served the slot whole throughout, else
+ * answer the window. */
+static void shard_scan_slot_done(shard_job *j)
+{
+    shard_scan *s = j->state;
+    if (!s->stable[0] || !s->stable[1] || s->keys_got >= s->keys_asked) {
+        shard_scan_answer(j);
+        return;
+    }
+    shard_scan_read_listed(j);
+}
+
+/* The listing is complete: the reads of the first listed buckets, or the answer when
+ * none is left in the shard. */
+static void shard_scan_read_listed(shard_job *j)
+{
+    shard_scan *s = j->state;
     /* SCAN may give a key twice */
     if (s->nlisted > 1)
         qsort(s->listed, s->nlisted, sizeof *s->listed, shard_scan_u64_cmp);
@@ -379,9 +473,8 @@ void shard_cmd_scan(rs_req *req)
     unsigned n = (unsigned)(count < shard_end - first ? count : shard_end - first);
     /* the listing (a sparse corpus) only in layouts of fixed buckets: a directory
      * holds only the buckets that exist */
-    int with_dbsize = !shard_redis_cluster_mode(sc->redis) && !layout_splits(&sc->lay) &&
-                      first + n < shard_end;
-    if (shard_check_redis(req, n + (unsigned)with_dbsize) != 0)
+    int with_size = !layout_splits(&sc->lay) && first + n < shard_end;
+    if (shard_check_redis(req, n + (unsigned)with_size) != 0)
         return;
     shard_scan *s = calloc(1, sizeof *s);
     shard_job *j = NULL;
@@ -393,7 +486,7 @@ void shard_cmd_scan(rs_req *req)
         s->after = first + n;
         s->dbsize = -1;
         if (shard_scan_reads_alloc(s, n) == 0)
-            j = shard_job_new(sc, req, &shard_scan_window_ops, s, n + (unsigned)with_dbsize);
+            j = shard_job_new(sc, req, &shard_scan_window_ops, s, n + (unsigned)with_size);
     }
     if (j == NULL) {
         if (s)
@@ -404,6 +497,9 @@ void shard_cmd_scan(rs_req *req)
     for (unsigned i = 0; i < n; i++)
         s->bucket[i] = first + i;
     j->rerun = shard_cmd_scan;
-    shard_scan_send_reads(j, with_dbsize);
+    layout_read rd;
+    sc->lay.ops->walk_read(&sc->lay, first, from, &rd);
+    s->slot = cluster_keyslot(rd.key, rd.klen);
+    shard_scan_send_reads(j, with_size);
     shard_job_release(j);
 }

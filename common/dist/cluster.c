@@ -285,3 +285,66 @@ int cluster_parse_nodes(const char *text, size_t len, const char *default_host,
     }
     return 0;
 }
+
+/* Reads the decimal at s[*i..n) and moves *i past it; -1 when there is none. */
+static long cluster_num_at(const char *s, size_t n, size_t *i)
+{
+    long v = -1;
+    while (*i < n && s[*i] >= '0' && s[*i] <= '9' && v < CLUSTER_SLOTS)
+        v = (v < 0 ? 0 : v * 10) + (s[(*i)++] - '0');
+    return v;
+}
+
+/* One slot field of a CLUSTER NODES line ("a", "a-b", "[a->-id]", "[a-<-id]"):
+ * 1 it serves slot, -1 it migrates slot in or out, 0 neither. */
+static int cluster_slot_field_has(const char *s, size_t n, unsigned slot)
+{
+    size_t i = s[0] == '[';
+    long a = cluster_num_at(s, n, &i), b = a;
+    if (a < 0)
+        return 0;
+    if (s[0] == '[')
+        return (unsigned long)a == slot ? -1 : 0;
+    if (i < n && s[i] == '-') {
+        i++;
+        b = cluster_num_at(s, n, &i);
+    }
+    return b >= a && (unsigned long)a <= slot && slot <= (unsigned long)b;
+}
+
+int cluster_nodes_serves(const char *text, size_t len, unsigned slot)
+{
+    const char *p = text, *end = text + len;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *le = eol ? eol : end;
+        const char *line = p;
+        p = eol ? eol + 1 : end;
+        /* fields: id addr flags master ping pong epoch link slot... */
+        const char *f = line;
+        int k = 0, myself = 0, serves = 0;
+        while (f < le) {
+            while (f < le && (*f == ' ' || *f == '\r'))
+                f++;
+            const char *fe = f;
+            while (fe < le && *fe != ' ' && *fe != '\r')
+                fe++;
+            if (fe == f)
+                break;
+            size_t n = (size_t)(fe - f);
+            if (k == 2)
+                myself = memmem(f, n, "myself", 6) != NULL && memmem(f, n, "master", 6) != NULL;
+            else if (k >= 8 && myself) {
+                int h = cluster_slot_field_has(f, n, slot);
+                if (h < 0)
+                    return 0;
+                serves |= h;
+            }
+            k++;
+            f = fe;
+        }
+        if (myself)
+            return serves;
+    }
+    return 0;
+}

@@ -68,4 +68,9 @@ typedef struct cluster_nodes_info {
 int cluster_parse_nodes(const char *text, size_t len, const char *default_host,
                         cluster_nodes_info *out, char *err, size_t errlen);
 
+/* 1 when the "myself" line of a CLUSTER NODES reply is a master serving slot with
+ * the slot neither migrating out nor importing ("[slot->-id]", "[slot-<-id]"), so
+ * every key of the slot is on that node; else 0. */
+int cluster_nodes_serves(const char *text, size_t len, unsigned slot);
+
 #endif

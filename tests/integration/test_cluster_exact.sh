@@ -9,9 +9,12 @@
 # cluster_moved), the coordinator refreshes its map (map_changes), and afterwards
 # requests go straight to the new owner (no new redirections). Last, one slot is
 # migrated by hand in two halves: reads in between get -ASK, followed with ASKING.
-# Registered a second time in data layout 3 with a split limit of 4
-# (tests/CMakeLists.txt): buckets split while the corpus loads, then move with their
-# slots.
+# `simhash export` (the SIMHASH.SCAN walk) prints exactly the planted pairs after the
+# load, after the reshard and with the slot half migrated, and `simhash fsck --cluster`
+# finds the data clean; the (8,2) run keeps its corpus at bucket-bits 24, so its walk
+# meets mostly empty buckets. Registered a second time in data layout 3 with a split
+# limit of 4 (tests/CMakeLists.txt; no bucket bits there): buckets split while the
+# corpus loads, then move with their slots.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
@@ -27,6 +30,62 @@ th_log "cluster up: ${CL_PORTS[*]}"
 # Field NAME of SIMHASH.INFO of the coordinator on port $1.
 info_field() {
     timeout 5 redis-cli -p "$1" SIMHASH.INFO | tr -d '\r' | sed -n "s/^$2://p"
+}
+
+# export_check COORD_PORT STATE WHAT: `simhash export` prints exactly the pairs of the
+# planted state, none twice; `simhash fsck --cluster` through a master finds it clean.
+export_check() {
+    local cport=$1 state=$2 what=$3
+    python3 - "$state" >"$TH_DIR/want.txt" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+docs = s["docs"] if "docs" in s else s["model"]["docs"]
+for fp, ids in docs.items():
+    for d in ids:
+        print(fp, d)
+PY
+    sort "$TH_DIR/want.txt" -o "$TH_DIR/want.txt"
+    timeout 300 "$TH_BIN/simhash" export --port "$cport" -o "$TH_DIR/export.txt" 2>"$TH_DIR/export.err" ||
+        { cat "$TH_DIR/export.err" >&2; th_fail "export $what"; }
+    sort "$TH_DIR/export.txt" | cmp -s - "$TH_DIR/want.txt" ||
+        th_fail "export $what differs from the planted pairs: $(sort "$TH_DIR/export.txt" | diff - "$TH_DIR/want.txt" | head -5)"
+    timeout 300 "$TH_BIN/simhash" fsck --cluster --redis "127.0.0.1:${CL_PORTS[0]}" -q \
+        >"$TH_DIR/fsck.out" 2>&1 || { cat "$TH_DIR/fsck.out" >&2; th_fail "fsck $what"; }
+    grep -q '^status:clean$' "$TH_DIR/fsck.out" || th_fail "fsck $what: $(cat "$TH_DIR/fsck.out")"
+    th_log "export and fsck $what: $(wc -l <"$TH_DIR/export.txt") pairs, $(sed -n 's/^fingerprints://p' "$TH_DIR/fsck.out") fingerprints, clean"
+}
+
+# walk_small COORD_PORT: SIMHASH.SCAN one bucket and one value a step (an empty
+# window makes the worker list the buckets that exist) gives exactly want.txt
+walk_small() {
+    timeout 300 python3 - "$TH_SRC/tests/tools" "$1" "$TH_DIR/want.txt" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[1])
+from resp_client import C
+c, want = C(int(sys.argv[2])), set(open(sys.argv[3]).read().split("\n")) - {""}
+cur, got, dup = 0, set(), 0
+while True:
+    nxt, ents = c.call("SIMHASH.SCAN", cur, "COUNT", 1, "LIMIT", 1)
+    for fp, ids in ents:
+        for i in ids:
+            p = "%s %s" % (fp.decode(), i.decode())
+            dup += p in got
+            got.add(p)
+    cur = int(nxt)
+    if cur == 0:
+        break
+sys.exit(0 if got == want and dup == 0 else 1)
+PY
+}
+
+# listings SHARD_PORTS...: the SHARD.SCAN calls of those workers that listed buckets
+listings() {
+    local n=0 p v
+    for p in "$@"; do
+        v=$(timeout 5 redis-cli -p "$p" shard.info | tr -d '\r' | sed -n 's/^scan_listings://p')
+        n=$((n + ${v:-0}))
+    done
+    echo "$n"
 }
 
 # Wait until the coordinator on port $1 reports routing ok (all routes up).
@@ -59,11 +118,14 @@ for setting in "6 3" "8 2"; do
     set -- $setting
     blocks=$1 dist=$2
     th_log "blocks $blocks distance $dist"
-    wpids=() workers=""
+    wpids=() workers="" wports=()
+    # 0: the layout's default (layout 3 has no bucket bits)
+    bb=$([ "$blocks" = 8 ] && [ "${TH_LAYOUT:-2}" != 3 ] && echo 24 || echo 0)
     for i in 0 1 2; do
         th_start_shard "shard-$blocks-$dist-$i" "${CL_PORTS[$i]}" 0-255 "$blocks" "$dist" "" \
-            --cluster yes
+            --cluster yes --bucket-bits "$bb"
         wpids+=("$TH_SHARD_PID")
+        wports+=("$TH_SHARD_PORT")
         workers="$workers 127.0.0.1:$TH_SHARD_PORT"
     done
     # the periodic refresh is off (10 min): only MOVED seen by the workers, a worker
@@ -87,6 +149,10 @@ for setting in "6 3" "8 2"; do
         th_log "layout 3: ${splits:-0} buckets split while the corpus loaded"
         [ "${splits:-0}" -ge 100 ] || th_fail "only ${splits:-0} buckets split"
     fi
+    export_check "$cport" "$state" "after the load (blocks $blocks distance $dist)"
+    if [ "$bb" = 24 ]; then     # sparse: the walk listed the buckets of the slots
+        [ "$(listings "${wports[@]}")" -gt 0 ] || th_fail "no SHARD.SCAN listed buckets at bucket-bits 24"
+    fi
 
     # keys on every master, no data request redirected while the map was right
     for p in "${CL_PORTS[@]}"; do
@@ -102,6 +168,7 @@ for setting in "6 3" "8 2"; do
     if [ "$blocks" = 6 ]; then reshard 400 0 16383; else reshard 400 16383 8000; fi
     timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 8 \
         || th_fail "verify after reshard (blocks $blocks distance $dist)"
+    export_check "$cport" "$state" "after the reshard (blocks $blocks distance $dist)"
     moved1=$(info_field "$cport" cluster_moved)
     [ "${moved1:-0}" -gt 0 ] || th_fail "no MOVED followed after the reshard (cluster_moved ${moved1:-})"
     # the workers' counters reach the coordinator with the health checks: it refreshes
@@ -146,6 +213,13 @@ for setting in "6 3" "8 2"; do
             || th_fail "verify during a slot migration"
         ask1=$(info_field "$cport" cluster_ask)
         [ "${ask1:-0}" -gt "${ask0:-0}" ] || th_fail "no ASK followed during the migration ($ask0 -> $ask1)"
+        timeout 300 "$TH_BIN/simhash" export --port "$cport" 2>/dev/null | sort |
+            cmp -s - "$TH_DIR/want.txt" || th_fail "export during a slot migration differs"
+        # small steps: empty windows, so listings, one of them in the migrating slot,
+        # which the worker must not trust (its keys are on two nodes)
+        l0=$(listings "${wports[@]}")
+        walk_small "$cport" || th_fail "SIMHASH.SCAN in small steps during a slot migration"
+        [ "$(listings "${wports[@]}")" -gt "$l0" ] || th_fail "no listing in the small-step walk"
         timeout 20 redis-cli -p "$src" migrate 127.0.0.1 "$dst" "" 0 5000 keys "${keys[@]:$half}" \
             >/dev/null || th_fail "migrate the rest"
         for p in $(cl_master_ports); do

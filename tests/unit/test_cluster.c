@@ -200,6 +200,29 @@ static void test_nodes(void **state)
     assert_int_equal(cluster_parse_nodes(badport, strlen(badport), "x", &ni, err, sizeof(err)), -1);
 }
 
+/* Whether myself serves a slot whole: plain ranges yes, a slot migrating out or
+ * being imported no, a replica's line no. */
+static void test_nodes_serves(void **state)
+{
+    (void)state;
+    const char *view =
+        "aaa 127.0.0.1:7001@17001 master - 0 1 1 connected 0-5460\n"
+        "bbb 127.0.0.1:7002@17002 myself,master - 0 0 2 connected 5461-10922 12000 "
+        "[5500->-ccc] [13000-<-aaa]\n"
+        "ccc 127.0.0.1:7003@17003 master - 0 1 3 connected 10923-11999 12001-16383\n";
+    size_t n = strlen(view);
+    assert_int_equal(cluster_nodes_serves(view, n, 5461), 1);
+    assert_int_equal(cluster_nodes_serves(view, n, 10922), 1);
+    assert_int_equal(cluster_nodes_serves(view, n, 12000), 1);
+    assert_int_equal(cluster_nodes_serves(view, n, 5500), 0);      /* migrating out */
+    assert_int_equal(cluster_nodes_serves(view, n, 13000), 0);     /* importing */
+    assert_int_equal(cluster_nodes_serves(view, n, 0), 0);         /* another node's */
+    assert_int_equal(cluster_nodes_serves(view, n, 12001), 0);
+    const char *replica = "ddd 127.0.0.1:7004@17004 myself,slave bbb 0 0 2 connected\n";
+    assert_int_equal(cluster_nodes_serves(replica, strlen(replica), 5461), 0);
+    assert_int_equal(cluster_nodes_serves("", 0, 1), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -209,6 +232,7 @@ int main(void)
         cmocka_unit_test(test_redirect),
         cmocka_unit_test(test_addr),
         cmocka_unit_test(test_nodes),
+        cmocka_unit_test(test_nodes_serves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
