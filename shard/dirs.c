@@ -32,7 +32,8 @@ static unsigned shard_dirs_needed(const shard_ctx *sc, uint32_t *ids, unsigned n
     for (unsigned i = 0; i < n; i++)
         if (ids[i] != 0 && layout_dir_need(&sc->lay, (ids[i] - 1) >> 8, (ids[i] - 1) & 0xffu))
             ids[k++] = ids[i];
-    qsort(ids, k, sizeof *ids, shard_dir_id_cmp);
+    if (k > 1)
+        qsort(ids, k, sizeof *ids, shard_dir_id_cmp);
     unsigned m = 0;
     for (unsigned i = 0; i < k; i++)
         if (m == 0 || ids[i] != ids[m - 1])
