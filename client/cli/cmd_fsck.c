@@ -800,6 +800,7 @@ static void fk_free(fk *f)
     fk_batch_free(&f->e);
     free(f->map);
     fsck_split_free(f->split);
+    layout_ctx_free(&f->lay);
     free(f->have);
     free(f->bad);
     if (f->ps.tables)
