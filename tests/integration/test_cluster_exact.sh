@@ -219,7 +219,9 @@ for setting in "6 3" "8 2"; do
         # which the worker must not trust (its keys are on two nodes)
         l0=$(listings "${wports[@]}")
         walk_small "$cport" || th_fail "SIMHASH.SCAN in small steps during a slot migration"
-        [ "$(listings "${wports[@]}")" -gt "$l0" ] || th_fail "no listing in the small-step walk"
+        # (layout 3 walks its directories: it never lists)
+        [ "${TH_LAYOUT:-2}" = 3 ] || [ "$(listings "${wports[@]}")" -gt "$l0" ] ||
+            th_fail "no listing in the small-step walk"
         timeout 20 redis-cli -p "$src" migrate 127.0.0.1 "$dst" "" 0 5000 keys "${keys[@]:$half}" \
             >/dev/null || th_fail "migrate the rest"
         for p in $(cl_master_ports); do
