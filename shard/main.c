@@ -203,6 +203,17 @@ static int shard_validate(void *obj, char *err, size_t errlen)
         snprintf(err, errlen, "bucket-bits %u: must be 8, 12, 16, 20 or 24", c->bucket_bits);
         return -1;
     }
+    layout_ctx probe;           /* refused here, before they reach a new corpus's meta */
+    if (c->layout != LAYOUT_VERSION_UNSET) {
+        if (layout_ctx_init(&probe, c->layout, c->bucket_bits) != 0) {
+            const layout_ops *ops = layout_ops_of(c->layout);
+            snprintf(err, errlen, "layout %u with bucket-bits %u is not supported%s", c->layout,
+                     c->bucket_bits,
+                     ops && ops->dir_init ? " (its buckets split: leave bucket-bits unset)" : "");
+            return -1;
+        }
+        layout_ctx_free(&probe);
+    }
     if (layout_corpus_set(c->corpus) != 0) {
         snprintf(err, errlen, "corpus '%s': at most %d letters, digits, '_', '.' or '-'",
                  c->corpus, LAYOUT_CORPUS_MAX);

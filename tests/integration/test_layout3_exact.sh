@@ -8,7 +8,8 @@
 # SIMHASH.ADD, then every stored fingerprint and near misses queried and compared with
 # brute force (0..k flipped bits found, k+1 not, distances, ids and order right). Then
 # the layout itself: the workers report splits, the meta says layout 3, every live
-# bucket of the directories holds fewer entries than the limit.
+# bucket of the directories holds fewer entries than the limit. First, bucket bits
+# and a split limit of 1 are refused before anything is written.
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init layout3-exact
@@ -16,6 +17,17 @@ th_need_bins simhash-shard simhash-coordinator
 DRIVER="$TH_SRC/tests/tools/simhash_e2e.py"
 BASES=${E2E_BASES:-200}
 LIMIT=4
+
+# settings refused at start, before a new corpus's meta is written
+th_start_redis redis-bad
+for bad in "--bucket-bits 12:leave bucket-bits unset" "--split-limit 1:split-limit 1"; do
+    out=$(timeout 20 "$TH_BIN/simhash-shard" --port 0 --redis-port "$TH_REDIS_PORT" --layout 3 \
+        ${bad%%:*} 2>&1); rc=$?
+    [ $rc -ne 0 ] && [[ $out == *"${bad#*:}"* ]] || th_fail "layout 3 ${bad%%:*}: exit $rc, $out"
+done
+[ "$(timeout 5 redis-cli -p "$TH_REDIS_PORT" exists simhash:meta)" = 0 ] ||
+    th_fail "a refused worker wrote simhash:meta"
+th_stop "$TH_REDIS_PID"
 
 for setting in "6 3" "5 3" "4 3" "8 2"; do
     set -- $setting
