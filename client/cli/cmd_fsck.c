@@ -4,6 +4,9 @@
  * is non-empty, no write lock is stale, and the counters c:{0:xx} are exact.
  *
  * It talks to Redis directly (hiredis, blocking, pipelined in batches), in phases:
+ *   split      layout 3 only (cmd_fsck_split.c): SCAN r:*, each directory read into the
+ *              layout's cache; SCAN s:* and h:*, the layout's own invariants per key
+ *              (with --repair, members of stray buckets moved into their live ones)
  *   documents  layout 1: SCAN d:*, SCARD each set; layout 2: SCAN h:*, HGETALL each
  *              bucket hash, ids counted from the packing (SCARD of the overflow set
  *              when the field is ""); ZSCORE of the entry in every table
@@ -547,6 +550,15 @@ static int fk_dirs(fk *f, redisReply **keys, size_t n)
     return 0;
 }
 
+/* One blocking command on the node of key (fsck_split_send_fn). */
+static redisReply *fk_send(void *arg, const char *key, size_t klen, int argc, const char **argv,
+                           const size_t *lens)
+{
+    fk *f = arg;
+    redisContext *c = fk_node_conn(f, fk_node_of(f, key, klen));
+    return c ? redisCommandArgv(c, argc, argv, lens) : NULL;
+}
+
 /* Bucket and id hash keys: their type, then their members (ZRANGE, HKEYS). */
 static int fk_split_keys(fk *f, redisReply **keys, size_t n)
 {
@@ -680,7 +692,8 @@ static int fk_fix(fk *f, uint64_t fp, unsigned seq)
     for (unsigned t = 0; t < f->ps.ntables; t++) {
         layout_cmd ec;
         layout_fix_entry(&f->lay, &f->ps, &fx, t, &ec);
-        if (fk_add(f, bp, ec.argv[1], ec.argvlen[1], ec.argc, ec.argv, ec.argvlen) != 0)
+        int k = layout_cmd_key_index(&ec);      /* layout 3 writes through a script */
+        if (fk_add(f, bp, ec.argv[k], ec.argvlen[k], ec.argc, ec.argv, ec.argvlen) != 0)
             return -1;
     }
     int rc = fk_run(f, bp);
@@ -783,7 +796,8 @@ static void fk_usage(FILE *out)
             "  --cluster             a Redis Cluster: scan every master\n"
             "  --corpus NAME         the corpus of that name (its workers' option corpus)\n"
             "  --repair              reconcile every inconsistent fingerprint under its write\n"
-            "                        lock and rewrite wrong counters\n"
+            "                        lock and rewrite wrong counters (layout 3: first move the\n"
+            "                        members of buckets outside their directory or bounds)\n"
             "  --password-file FILE  AUTH with the password in FILE\n"
             "  --user USER           AUTH as this ACL user\n"
             "  --lease-ms MS         lease of the locks fsck takes (default %d)\n"
@@ -905,6 +919,8 @@ int cmd_fsck(int argc, char **argv)
         if ((f->split = fsck_split_new()) == NULL || fk_scan(f, pr, fk_dirs) != 0 ||
             fk_scan(f, ps, fk_split_keys) != 0 || fk_scan(f, pd, fk_split_keys) != 0)
             goto out;
+        if (f->repair)      /* before the other phases, which then see the entries moved */
+            fsck_split_repair(f->split, &f->lay, fk_send, f);
     }
     if (docs_fn == NULL || fk_scan(f, pd, docs_fn) != 0)
         goto out;
@@ -937,9 +953,10 @@ int cmd_fsck(int argc, char **argv)
         goto out;
     const fk_counts *n = &f->n;
     int split_bad = f->split && fsck_split_report(f->split, stdout) > 0;
+    int split_left = f->split && fsck_split_left(f->split, f->repair) > 0;
     int problems = n->fps_missing || n->orphan_entries || n->stale_locks || n->counter_bad ||
                    n->foreign || split_bad;
-    int left = n->repair_busy || n->repair_errors || n->foreign || split_bad ||
+    int left = n->repair_busy || n->repair_errors || n->foreign || split_left ||
                (n->counter_bad > n->counters_fixed) || (!f->repair && problems);
     printf("keys_scanned:%llu\nfingerprints:%llu\ndocuments:%llu\n"
            "fingerprints_missing_entries:%llu\nmissing_entries:%llu\norphan_entries:%llu\n"

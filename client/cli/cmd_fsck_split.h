@@ -32,7 +32,20 @@ int fsck_split_dir(fsck_split *fs, layout_ctx *lay, const char *key, size_t len,
 void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size_t len,
                     const char *type, const redisReply *members);
 
+/* A blocking command of the repair, routed by key (its Redis Cluster node). */
+typedef redisReply *(*fsck_split_send_fn)(void *arg, const char *key, size_t klen, int argc,
+                                          const char **argv, const size_t *lens);
+
+/* --repair: every member of a bucket found outside its directory or bounds is written
+ * into its live bucket (the layout's table write, following splits), then removed
+ * from the stray key. Members of an id hash in the same state are not moved (reported
+ * as left). Returns 0, or -1 when Redis failed (counted). */
+int fsck_split_repair(fsck_split *fs, const layout_ctx *lay, fsck_split_send_fn send, void *arg);
+
 /* Prints the name:value lines; returns the number of problems found. */
 unsigned long long fsck_split_report(const fsck_split *fs, FILE *out);
+
+/* The problems left after the repair (all of them without one). */
+unsigned long long fsck_split_left(const fsck_split *fs, int repaired);
 
 #endif

@@ -84,6 +84,11 @@ void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out)
         c->ops->dir_stats(c, out);
 }
 
+int layout_cmd_key_index(const layout_cmd *c)
+{
+    return c->argc > 3 && strcmp(c->argv[0], "EVAL") == 0 ? 3 : 1;
+}
+
 int layout_write_count(const redisReply *r, long long *n)
 {
     if (r && r->type == REDIS_REPLY_INTEGER) {

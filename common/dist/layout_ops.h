@@ -230,6 +230,9 @@ int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const r
 int layout_dir_reply(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
 /* The counters of the cache (all 0 in layouts 1 and 2). */
 void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out);
+/* The index in c->argv of the first key of command c (3 for EVAL: script, numkeys,
+ * key; else 1): where a blocking client routes it in a Redis Cluster. */
+int layout_cmd_key_index(const layout_cmd *c);
 /* The number of entries a write reply says were written: an integer (ZADD, ZREM) or
  * the first element of a write script's array. Returns 0, or -1 for another reply. */
 int layout_write_count(const redisReply *r, long long *n);
