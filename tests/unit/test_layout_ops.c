@@ -113,6 +113,19 @@ static void test_layout3_routing(void **state)
     redisReply wt = {.type = REDIS_REPLY_ERROR, .str = "WRONGTYPE Operation", .len = 19};
     assert_int_equal(layout_dir_reply(&c, 0, 0x11, &wt), 1);
     assert_int_equal(layout_dir_need(&c, 0, 0x11), 1);
+    /* bucket keys read back with their bounds; malformed bounds refused */
+    layout_key k;
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{3:11}:80-c001", 16, &k), 0);
+    assert_int_equal(k.kind, LAYOUT_KEY_BUCKET);
+    assert_int_equal(k.table, 3);
+    assert_int_equal(k.shard, 0x11);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "h:{0:11}:-80", 12, &k), 0);
+    assert_int_equal(k.kind, LAYOUT_KEY_IDHASH);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "h:{1:11}:-80", 12, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}:8-c0", 13, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}:c0-80", 14, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}:C0-", 12, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}", 8, &k), -1);
     layout_dir_stats_get(&c, &st);
     assert_int_equal(st.splits, 1);
     assert_int_equal(st.stale, 2);
