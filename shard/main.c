@@ -403,6 +403,7 @@ int main(int argc, char **argv)
                 c->layout, c->bucket_bits);
         goto out_perm;
     }
+    sc.lay.by_sha = 1;      /* the worker sends layout 3's scripts by name */
     if (ro.split_limit)
         sc.lay.split_limit = ro.split_limit;
     if (c->split_limit >= LAYOUT_SPLIT_LIMIT_MIN && c->split_limit < sc.lay.split_limit)

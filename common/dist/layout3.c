@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "bucketdir.h"
+#include "sha1.h"
 
 extern const char LAYOUT3_LIB_LUA[];
 extern const char LAYOUT3_ZSET_LUA[];
@@ -45,10 +46,14 @@ static const char layout3_lock_tail[] =
 
 #define LAYOUT3_SHARDS 256
 
+#define LAYOUT3_EVAL_MS 1000         /* scripts sent whole after a NOSCRIPT */
+
 /* The cache of one corpus (ctx->dir). */
 typedef struct layout3_dir {
     bdir_shard *sh[PERM_MAX_TABLES];  /* per table: LAYOUT3_SHARDS directories, or NULL */
     char *zset_lua, *lock_lua;        /* the texts sent with EVAL */
+    char zset_sha[SHA1_HEX_LEN + 1], lock_sha[SHA1_HEX_LEN + 1];   /* their names */
+    uint64_t eval_until_ms;           /* a NOSCRIPT was met: EVAL until then */
     layout_dir_stats st;
 } layout3_dir;
 
@@ -84,6 +89,8 @@ static int layout3_dir_init(layout_ctx *c)
         free(d);
         return -1;
     }
+    sha1_hex(d->zset_lua, strlen(d->zset_lua), d->zset_sha);
+    sha1_hex(d->lock_lua, strlen(d->lock_lua), d->lock_sha);
     c->dir = d;
     return 0;
 }
@@ -212,6 +219,11 @@ static int layout3_dir_reply(const layout_ctx *c, unsigned table, unsigned shard
     bdir_shard *s = layout3_shard(c, table, shard);
     if (s == NULL)
         return 0;
+    if (r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0) {
+        d->eval_until_ms = layout3_now_ms() + LAYOUT3_EVAL_MS;  /* sent whole: cached */
+        d->st.noscript++;
+        return 1;
+    }
     if (r->type == REDIS_REPLY_ERROR) {
         if (r->len < 9 || memcmp(r->str, "WRONGTYPE", 9) != 0)
             return 0;
@@ -255,6 +267,17 @@ static void layout3_dir_stats(const layout_ctx *c, layout_dir_stats *out)
                 out->buckets += d->sh[t][x].n;
                 out->shards++;
             }
+}
+
+/* EVALSHA and the script's name, or EVAL and its text (not by_sha, or just after a
+ * NOSCRIPT). */
+static void layout3_script(const layout_ctx *c, const char *text, const char *sha,
+                           const char **cmd, const char **arg)
+{
+    const layout3_dir *d = c->dir;
+    int by_sha = c->by_sha && layout3_now_ms() >= d->eval_until_ms;
+    *cmd = by_sha ? "EVALSHA" : "EVAL";
+    *arg = by_sha ? sha : text;
 }
 
 /* ---- Keys ---- */
@@ -324,7 +347,9 @@ static void layout3_lock(const layout_ctx *c, uint64_t fp, uint64_t p0, const ch
     snprintf(cmd->num[0], sizeof cmd->num[0], "%u", c->split_limit);
     snprintf(cmd->num[1], sizeof cmd->num[1], "%u", c->tombstone_s);
     layout_lock_field(cmd->field, fp);
-    const char *argv[] = {"EVAL", d->lock_lua, "6", cmd->key[0], cmd->key[1], cmd->key[2],
+    const char *ev, *script;
+    layout3_script(c, d->lock_lua, d->lock_sha, &ev, &script);
+    const char *argv[] = {ev, script, "6", cmd->key[0], cmd->key[1], cmd->key[2],
                           cmd->key[3], cmd->key[4], cmd->key[5], cmd->field, token,
                           cmd->lease, op};
     int k = 0;
@@ -420,7 +445,9 @@ static void layout3_entry(const layout_ctx *c, unsigned table, uint64_t p, const
         layout3_key_of(c, out->key[2], sizeof out->key[2], 'h', 0, p);
     snprintf(out->num[0], sizeof out->num[0], "%u", c->split_limit);
     snprintf(out->num[1], sizeof out->num[1], "%u", c->tombstone_s);
-    const char *argv[] = {"EVAL", d->zset_lua, table == 0 ? "3" : "2", out->key[0],
+    const char *ev, *script;
+    layout3_script(c, d->zset_lua, d->zset_sha, &ev, &script);
+    const char *argv[] = {ev, script, table == 0 ? "3" : "2", out->key[0],
                           out->key[1], out->key[2], cmd[1] == 'A' ? "A" : "R", out->num[0],
                           out->num[1]};
     int k = 0;

@@ -86,7 +86,8 @@ void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out)
 
 int layout_cmd_key_index(const layout_cmd *c)
 {
-    return c->argc > 3 && strcmp(c->argv[0], "EVAL") == 0 ? 3 : 1;
+    return c->argc > 3 && (strcmp(c->argv[0], "EVAL") == 0 || strcmp(c->argv[0], "EVALSHA") == 0)
+               ? 3 : 1;
 }
 
 int layout_write_count(const redisReply *r, long long *n)

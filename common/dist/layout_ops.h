@@ -47,6 +47,8 @@ typedef struct layout_ctx {
     void *dir;                  /* a layout's own lookup state; NULL in 1 and 2 */
     unsigned split_limit;       /* layout 3: a bucket splits at this many entries */
     unsigned tombstone_s;       /* layout 3: lifetime of a split bucket's tombstone */
+    int by_sha;                 /* layout 3: scripts sent by name (EVALSHA; for a second
+                                 * after a NOSCRIPT, whole with EVAL, which caches them) */
 } layout_ctx;
 
 /* Layout 3's defaults: Redis's own zset-/hash-max-listpack-entries, the largest limit
@@ -64,6 +66,7 @@ typedef struct layout_dir_stats {
     unsigned long long buckets; /* live buckets in the cached directories */
     unsigned long long largest; /* most members one read of one bucket returned */
     unsigned long long shards;  /* (table, shard) directories cached */
+    unsigned long long noscript; /* EVALSHA answered NOSCRIPT (sent again whole) */
 } layout_dir_stats;
 
 /* What one read of a fingerprint's ids answers (ids_read). */
@@ -230,8 +233,8 @@ int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const r
 int layout_dir_reply(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
 /* The counters of the cache (all 0 in layouts 1 and 2). */
 void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out);
-/* The index in c->argv of the first key of command c (3 for EVAL: script, numkeys,
- * key; else 1): where a blocking client routes it in a Redis Cluster. */
+/* The index in c->argv of the first key of command c (3 for EVAL and EVALSHA: script,
+ * numkeys, key; else 1): where a blocking client routes it in a Redis Cluster. */
 int layout_cmd_key_index(const layout_cmd *c);
 /* The number of entries a write reply says were written: an integer (ZADD, ZREM) or
  * the first element of a write script's array. Returns 0, or -1 for another reply. */
