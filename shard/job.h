@@ -7,7 +7,12 @@
  * lost, shutdown. The job answers its client once (first error, deadline, or its
  * kind's done() after the last reply) and is freed when it has answered and no
  * command is outstanding, so a late reply never touches freed memory. What each kind
- * does with replies is its shard_job_ops: one table per kind, no switch. */
+ * does with replies is its shard_job_ops: one table per kind, no switch.
+ *
+ * A layout whose buckets split (layout 3) routes commands through cached directories:
+ * a slot names the directory its command went through (dir), its reply goes to
+ * layout_dir_reply first, and a job whose reply met a bucket that split ends, after
+ * its last reply, by running its request again (rerun, shard_job_rerun in dirs.c). */
 #ifndef SIMHASH_SHARD_JOB_H
 #define SIMHASH_SHARD_JOB_H
 
