@@ -286,6 +286,15 @@ void layout_field_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const vo
                          size_t idlen, uint8_t *scratch, layout_cmd *cmd);
 
 /* ---- The fixed-bucket family (layouts 1 and 2 share these) ---- */
+
+/* The table entries and the walk of a layout whose buckets are the top bucket_bits
+ * bits of a permuted value: the initializers of those fields in its table. */
+#define LAYOUT_FIXED_BUCKET_OPS                                                         \
+    .plan = layout_fixed_plan, .plan_read = layout_fixed_plan_read,                     \
+    .member_decode = layout_fixed_member_decode, .entry = layout_fixed_entry,           \
+    .walk_pattern = layout_fixed_walk_pattern, .walk_tag_of = layout_fixed_walk_tag_of, \
+    .walk_first_value = layout_fixed_walk_first_value, .walk_read = layout_fixed_walk_read, \
+    .walk_tag_end = layout_fixed_walk_tag_end
 void layout_fixed_needs(const layout_ctx *c, layout_needs *out);
 int layout_fixed_plan(const layout_ctx *c, unsigned table, uint64_t p, unsigned prefix_bits,
                       layout_plan *pl);

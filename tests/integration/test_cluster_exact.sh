@@ -58,24 +58,8 @@ PY
 # walk_small COORD_PORT: SIMHASH.SCAN one bucket and one value a step (an empty
 # window makes the worker list the buckets that exist) gives exactly want.txt
 walk_small() {
-    timeout 300 python3 - "$TH_SRC/tests/tools" "$1" "$TH_DIR/want.txt" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-from resp_client import C
-c, want = C(int(sys.argv[2])), set(open(sys.argv[3]).read().split("\n")) - {""}
-cur, got, dup = 0, set(), 0
-while True:
-    nxt, ents = c.call("SIMHASH.SCAN", cur, "COUNT", 1, "LIMIT", 1)
-    for fp, ids in ents:
-        for i in ids:
-            p = "%s %s" % (fp.decode(), i.decode())
-            dup += p in got
-            got.add(p)
-    cur = int(nxt)
-    if cur == 0:
-        break
-sys.exit(0 if got == want and dup == 0 else 1)
-PY
+    PYTHONPATH="$TH_SRC/tests/tools" timeout 300 python3 "$TH_SRC/tests/tools/scan_walk.py" \
+        "$1" "$TH_DIR/want.txt" COUNT 1 LIMIT 1 >/dev/null
 }
 
 # listings SHARD_PORTS...: the SHARD.SCAN calls of those workers that listed buckets

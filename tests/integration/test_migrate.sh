@@ -93,26 +93,8 @@ out=$(timeout 5 redis-cli -p "$port_src" simhash.scan 0 COUNT 2>&1)
 walk() {
     local port=$1
     shift
-    timeout 300 python3 - "$TH_SRC/tests/tools" "$port" "$TH_DIR/want.txt" "$@" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[1])
-from resp_client import C
-c, want = C(int(sys.argv[2])), set(open(sys.argv[3]).read().split("\n")) - {""}
-cur, got, steps, dup = 0, set(), 0, 0
-while True:
-    nxt, ents = c.call("SIMHASH.SCAN", cur, *sys.argv[4:])
-    steps += 1
-    for fp, ids in ents:
-        for i in ids:
-            p = "%s %s" % (fp.decode(), i.decode())
-            dup += p in got
-            got.add(p)
-    cur = int(nxt)
-    if cur == 0:
-        break
-print("scan %s: %d steps, %d pairs, %d twice" % (" ".join(sys.argv[4:]), steps, len(got), dup))
-sys.exit(0 if got == want and dup == 0 else 1)
-PY
+    PYTHONPATH="$TH_SRC/tests/tools" timeout 300 python3 "$TH_SRC/tests/tools/scan_walk.py" \
+        "$port" "$TH_DIR/want.txt" "$@"
 }
 # the walk one fingerprint at a time (a continuation inside every bucket) and with
 # wide steps: the same pairs, none twice
