@@ -30,6 +30,26 @@ void coord_cmd_fingerprint(rs_req *r)
     coord_textfp(co, r, 1, qo.html, coord_fingerprint_then, 0);
 }
 
+/* A layout whose buckets split (layout 3): the workers' split counts and cached
+ * buckets summed, the largest bucket any of them read; nothing when none reports them. */
+static void coord_info_buckets(const coord *co, resp_buf *b)
+{
+    long long splits = 0, buckets = 0, largest = 0;
+    int any = 0;
+    for (size_t i = 0; i < co->nw; i++) {
+        const coord_worker *w = &co->w[i];
+        if (w->health == W_GONE || w->bucket_splits < 0)
+            continue;
+        any = 1;
+        splits += w->bucket_splits;
+        buckets += w->buckets_cached > 0 ? w->buckets_cached : 0;
+        largest = w->largest_bucket > largest ? w->largest_bucket : largest;
+    }
+    if (any)
+        resp_buf_printf(b, "bucket_splits:%lld\r\nbuckets_cached:%lld\r\n"
+                        "largest_bucket_read:%lld\r\n", splits, buckets, largest);
+}
+
 /* The coordinator's sections in b: Corpus, Limits, the counters under stats_title,
  * Workers, and with keyspace a Redis-style Keyspace line (db0:keys=fingerprints). */
 static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int keyspace)
@@ -53,6 +73,7 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
         resp_buf_printf(b, "documents:%lld\r\n", docs);
     else
         resp_buf_printf(b, "documents:unknown\r\n");
+    coord_info_buckets(co, b);
     /* the Redis nodes behind the workers, each counted once (replicas left out) */
     long long mem = coord_redis_used_memory(co);
     if (mem >= 0)

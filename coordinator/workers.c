@@ -349,6 +349,9 @@ void coord_worker_take_info(coord_worker *w, const redisReply *r)
         w->documents = coord_info_field(r->str, r->len, "documents");
         w->redis_used_memory = coord_info_field(r->str, r->len, "redis_used_memory");
         w->repairs = coord_info_field(r->str, r->len, "repairs");
+        w->bucket_splits = coord_info_field(r->str, r->len, "bucket_splits");
+        w->buckets_cached = coord_info_field(r->str, r->len, "buckets_cached");
+        w->largest_bucket = coord_info_field(r->str, r->len, "largest_bucket_read");
         if (parse_info_str(r->str, r->len, "redis_addr", w->redis_addr,
                            sizeof(w->redis_addr)) != 0)
             w->redis_addr[0] = '\0';
@@ -456,6 +459,7 @@ static int coord_worker_init(coord *co, coord_worker *w, unsigned idx, const cha
     w->raw_fingerprints = w->raw_documents = -1;
     w->redis_used_memory = -1;
     w->repairs = -1;
+    w->bucket_splits = w->buckets_cached = w->largest_bucket = -1;
     w->redis_role = -1;
     if (strlen(spec) >= sizeof(w->addr)) {
         snprintf(err, errlen, "worker '%.40s...': longer than %zu characters", spec,

@@ -24,12 +24,13 @@ typedef struct shard_sum {
 static int shard_sum_absorb(shard_job *j, const shard_slot *s, redisReply *rep, const char **why)
 {
     shard_sum *st = j->state;
+    long long n;
     (void)s;
-    if (rep->type != REDIS_REPLY_INTEGER) {
-        *why = "unexpected reply (not an integer)";
+    if (layout_write_count(rep, &n) != 0) {
+        *why = "unexpected reply to a table write";
         return -1;
     }
-    st->sum += rep->integer;
+    st->sum += n;
     return 0;
 }
 
@@ -188,6 +189,7 @@ static void shard_cmd_add_del(rs_req *req, int add)
     unsigned ntab = (unsigned)(argc - 2);
     uint64_t ps[PERM_MAX_TABLES];
     unsigned tabs[PERM_MAX_TABLES];
+    uint32_t dirs[PERM_MAX_TABLES];
     if (ntab > sc->ps.ntables) {
         shard_fail(req, RS_ERR, &sc->st.bad_args, "%u tables given; the corpus has %zu",
                    ntab, (size_t)sc->ps.ntables);
@@ -199,8 +201,10 @@ static void shard_cmd_add_del(rs_req *req, int add)
         ps[i] = perm_apply(&sc->ps.tables[tabs[i]], fp);
         if (shard_check_owner(req, tabs[i], ps[i]) != 0)
             return;
+        dirs[i] = shard_dir_id(tabs[i], layout_shard_of(ps[i]));
     }
-    if (shard_check_redis(req, ntab) != 0)
+    rs_cmd_fn self = add ? shard_cmd_add : shard_cmd_del;
+    if (shard_dirs_ready(req, self, dirs, ntab) != 1 || shard_check_redis(req, ntab) != 0)
         return;
     shard_sum *st = calloc(1, sizeof *st);
     shard_job *j = st ? shard_job_new(sc, req, &shard_sum_ops, st, ntab) : NULL;
@@ -210,20 +214,22 @@ static void shard_cmd_add_del(rs_req *req, int add)
         return;
     }
     st->stat = add ? &sc->st.added : &sc->st.removed;
+    j->rerun = self;
     for (unsigned i = 0; i < ntab && j->req; i++) {
         layout_cmd ec;
         sc->lay.ops->entry(&sc->lay, tabs[i], ps[i], add ? "ZADD" : "ZREM", &ec);
+        j->slots[i].dir = shard_dir_id(tabs[i], layout_shard_of(ps[i]));
         shard_job_send(j, i, ec.argc, ec.argv, ec.argvlen);
     }
     shard_job_release(j);
 }
 
-static void shard_cmd_add(rs_req *req)
+void shard_cmd_add(rs_req *req)
 {
     shard_cmd_add_del(req, 1);
 }
 
-static void shard_cmd_del(rs_req *req)
+void shard_cmd_del(rs_req *req)
 {
     shard_cmd_add_del(req, 0);
 }
@@ -236,7 +242,7 @@ static void shard_cmd_del(rs_req *req)
  * and changes the set (op A: add the ids, R: remove them, X: remove all, F: none,
  * S: none, only a stale lock is taken). Answers the script's reply: [1, ids before,
  * ids after, stale, ids changed] or [0, ms left]. */
-static void shard_cmd_lock(rs_req *req)
+void shard_cmd_lock(rs_req *req)
 {
     shard_ctx *sc = rs_req_ctx(req);
     sc->st.requests++;
@@ -268,8 +274,10 @@ static void shard_cmd_lock(rs_req *req)
                    with_ids ? "needs at least one document id" : "takes no document id");
         return;
     }
+    uint64_t p0 = perm_apply(&sc->ps.tables[0], fp);
+    uint32_t dir = shard_dir_id(0, layout_shard_of(p0));
     if (shard_check_docids(req, 5, argc - 5) != 0 || shard_doc_key(req, fp, dkey) != 0 ||
-        shard_check_redis(req, 1) != 0)
+        shard_dirs_ready(req, shard_cmd_lock, &dir, 1) != 1 || shard_check_redis(req, 1) != 0)
         return;
     /* token and op are NUL-free here (no ':' checked above; op is one letter) */
     if (memchr(token, '\0', tlen) != NULL) {
@@ -281,7 +289,7 @@ static void shard_cmd_lock(rs_req *req)
     opz[0] = op[0];
     opz[1] = '\0';
     layout_cmd lc;
-    sc->lay.ops->lock(&sc->lay, fp, perm_apply(&sc->ps.tables[0], fp), tok, lease, opz, &lc);
+    sc->lay.ops->lock(&sc->lay, fp, p0, tok, lease, opz, &lc);
     size_t nids = argc - 5;
     size_t n = (size_t)lc.argc + nids;
     const char **argv = malloc(n * sizeof *argv);
@@ -293,6 +301,8 @@ static void shard_cmd_lock(rs_req *req)
         shard_oom(req);
         return;
     }
+    j->rerun = shard_cmd_lock;
+    j->slots[0].dir = shard_dir_id(0, layout_shard_of(p0));
     memcpy(argv, lc.argv, (size_t)lc.argc * sizeof *argv);
     memcpy(argvlen, lc.argvlen, (size_t)lc.argc * sizeof *argvlen);
     for (size_t i = 0; i < nids; i++)
@@ -339,13 +349,16 @@ static void shard_cmd_unlock(rs_req *req)
 
 /* SHARD.DOCS fp [fp ...]: the ids of each fingerprint (layout_ops ids_read), sorted
  * bytewise. */
-static void shard_cmd_docs(rs_req *req)
+void shard_cmd_docs(rs_req *req)
 {
     shard_ctx *sc = rs_req_ctx(req);
     sc->st.requests++;
     unsigned n = (unsigned)(rs_req_argc(req) - 1);
     uint64_t *fps = malloc(n * sizeof *fps);
-    if (fps == NULL) {
+    uint32_t *dirs = malloc(n * sizeof *dirs);
+    if (fps == NULL || dirs == NULL) {
+        free(fps);
+        free(dirs);
         shard_oom(req);
         return;
     }
@@ -353,9 +366,10 @@ static void shard_cmd_docs(rs_req *req)
         char key[LAYOUT_KEY_MAX];
         if (shard_arg_fp(req, 1 + i, &fps[i]) != 0 || shard_doc_key(req, fps[i], key) != 0)
             goto out;
+        dirs[i] = shard_dir_id(0, layout_shard_of(perm_apply(&sc->ps.tables[0], fps[i])));
     }
     unsigned per = shard_ids_ncmds(sc);
-    if (shard_check_redis(req, n * per) != 0)
+    if (shard_dirs_ready(req, shard_cmd_docs, dirs, n) != 1 || shard_check_redis(req, n * per) != 0)
         goto out;
     shard_docs *d = calloc(1, sizeof *d);
     if (d && (d->ids = calloc(n, sizeof *d->ids)) != NULL) {
@@ -370,12 +384,14 @@ static void shard_cmd_docs(rs_req *req)
         shard_oom(req);
         goto out;
     }
+    j->rerun = shard_cmd_docs;
     unsigned slot = 0;
     for (unsigned i = 0; i < n && j->req; i++)
         shard_ids_send(j, &slot, i, fps[i]);
     shard_job_release(j);
 out:
     free(fps);
+    free(dirs);
 }
 
 /* SHARD.INFO: reads the Redis node's INFO (memory, role) and the counter hash of

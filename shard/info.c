@@ -29,6 +29,16 @@ static void shard_info_text(shard_ctx *sc, resp_buf *b, int have_counts, long lo
         resp_buf_printf(b, "fingerprints:%lld\r\ndocuments:%lld\r\n", fps, docs);
     else if (have_counts == 0)
         resp_buf_printf(b, "fingerprints:unknown\r\ndocuments:unknown\r\n");
+    if (layout_splits(&sc->lay)) {
+        layout_dir_stats ds;
+        layout_dir_stats_get(&sc->lay, &ds);
+        resp_buf_printf(b, "split_limit:%u\r\ntombstone_seconds:%u\r\nbucket_splits:%llu\r\n"
+                        "buckets_cached:%llu\r\ndirectories_cached:%llu\r\n"
+                        "directory_loads:%llu\r\nbuckets_met_split:%llu\r\n"
+                        "largest_bucket_read:%llu\r\nscripts_not_cached:%llu\r\n",
+                        sc->lay.split_limit, sc->lay.tombstone_s, ds.splits, ds.buckets,
+                        ds.shards, ds.loads, ds.stale, ds.largest, ds.noscript);
+    }
     resp_buf_printf(b, "# %s\r\n", stats_title);
 #define SHARD_STAT_LINE_(f, n) resp_buf_printf(b, "%s:%llu\r\n", n, sc->st.f);
     SHARD_STATS(SHARD_STAT_LINE_)

@@ -118,7 +118,10 @@ static void shard_job_on_reply(void *priv, redisReply *reply, const char *err)
     j->pending--;
     if (j->req != NULL) {
         const char *why = NULL;
-        if (reply == NULL) {
+        if (s->dir != 0 && layout_dir_reply(&sc->lay, (s->dir - 1) >> 8, (s->dir - 1) & 0xffu,
+                                            reply)) {
+            j->stale = 1;       /* nothing was read or written: run it again */
+        } else if (reply == NULL) {
             shard_job_fail(j, RS_REDIS, &sc->st.lost, err ? err : "connection lost");
         } else if (reply->type == REDIS_REPLY_ERROR) {
             char msg[256];
@@ -126,8 +129,12 @@ static void shard_job_on_reply(void *priv, redisReply *reply, const char *err)
             shard_job_fail(j, RS_REDIS, &sc->st.redis_err, msg);
         } else if (j->ops->absorb(j, s, reply, &why) != 0) {
             shard_job_fail(j, RS_REDIS, &sc->st.redis_err, why);
-        } else if (j->pending == 0) {
-            j->ops->done(j);
+        }
+        if (j->req != NULL && j->pending == 0) {
+            if (j->stale)
+                shard_job_rerun(j, NULL, 0);
+            else
+                j->ops->done(j);
         }
     }
     shard_job_release(j);
@@ -243,6 +250,7 @@ void shard_ids_send(shard_job *j, unsigned *slot, uint32_t idx, uint64_t fp)
         sc->lay.ops->ids_read(&sc->lay, i, fp, p0, &c, &kind);
         j->slots[*slot].idx = idx;
         j->slots[*slot].part = (uint8_t)kind;
+        j->slots[*slot].dir = shard_dir_id(0, layout_shard_of(p0));
         shard_job_send(j, (*slot)++, c.argc, c.argv, c.argvlen);
     }
 }

@@ -7,7 +7,12 @@
  * lost, shutdown. The job answers its client once (first error, deadline, or its
  * kind's done() after the last reply) and is freed when it has answered and no
  * command is outstanding, so a late reply never touches freed memory. What each kind
- * does with replies is its shard_job_ops: one table per kind, no switch. */
+ * does with replies is its shard_job_ops: one table per kind, no switch.
+ *
+ * A layout whose buckets split (layout 3) routes commands through cached directories:
+ * a slot names the directory its command went through (dir), its reply goes to
+ * layout_dir_reply first, and a job whose reply met a bucket that split ends, after
+ * its last reply, by running its request again (rerun, shard_job_rerun in dirs.c). */
 #ifndef SIMHASH_SHARD_JOB_H
 #define SIMHASH_SHARD_JOB_H
 
@@ -26,6 +31,8 @@ typedef struct shard_slot {
     uint64_t bucket;       /* QUERY: bucket number scanned */
     uint8_t qdocs;         /* QUERY ... DOCS: the read of q's own ids */
     uint8_t part;          /* shard_ids: the layout_ids_kind of the read */
+    uint32_t dir;          /* the directory the command was routed through
+                            * (shard_dir_id), or 0: its reply goes to layout_dir_reply */
 } shard_slot;
 
 typedef struct shard_job_ops {
@@ -53,6 +60,8 @@ struct shard_job {
     shard_slot *slots;
     struct event *deadline;
     int background;        /* not routed by a coordinator (shard_redis_command_background) */
+    int stale;             /* a reply met a bucket that split (layout_dir_reply) */
+    rs_cmd_fn rerun;       /* runs the request again after stale (NULL: -REDIS error) */
 };
 
 /* A new job of n slots answering req, with its deadline (timeout-ms) running.
@@ -72,6 +81,29 @@ void shard_job_answer(shard_job *j);
 /* Detaches the request (and the state, which the caller now owns) from j, for a
  * next job; j ends. */
 rs_req *shard_job_handoff(shard_job *j);
+
+/* ---- dirs.c: directories of a layout whose buckets split (layout_ops.h) ---- */
+
+/* The id of the directory of (table, shard) in a slot's dir: never 0. */
+static inline uint32_t shard_dir_id(unsigned table, unsigned shard)
+{
+    return ((uint32_t)table << 8 | (shard & 0xffu)) + 1u;
+}
+
+/* Before a request routes reads through the directories ids[0..n): 1 when all are
+ * fresh (layout_dir_need; always in layouts 1 and 2); else 0 after starting their
+ * loading, after which rerun(req) runs the request again (or req is answered with
+ * the error); -1 when req was answered with an error. */
+int shard_dirs_ready(rs_req *req, rs_cmd_fn rerun, uint32_t *ids, unsigned n);
+
+/* A job's reply said a bucket split under it: frees the kind's state, and runs the
+ * request again with j->rerun once the directories ids[0..n) that need it are read
+ * (n 0: at once). j ends. */
+void shard_job_rerun(shard_job *j, uint32_t *ids, unsigned n);
+
+/* The repair pass: reads the directories ids[0..n) that need it, in the background.
+ * Returns how many were asked for. */
+unsigned shard_dirs_refresh(shard_ctx *sc, uint32_t *ids, unsigned n);
 
 /* Writes the reply of a read of document ids (layout_ops ids_read: an SMEMBERS array,
  * layout 2's packed string or nil) to b as an array of ids sorted bytewise.

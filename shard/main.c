@@ -52,8 +52,12 @@ static const cfg_option shard_options[] = {
               "bits of a permuted fingerprint in its key: 8, 12, 16, 20 or 24; 0: the "
               "corpus's, and for a new corpus 16 in layout 1, 12 in layout 2"),
     SHARD_OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION_MAX, "0",
-              "data layout of a new corpus: 1 or 2 (docs/protocol.md); 0: the corpus's, "
-              "and 2 for a new corpus"),
+              "data layout of a new corpus: 1 or 2 (docs/protocol.md) or 3, elastic buckets "
+              "(docs/elastic-buckets.md); 0: the corpus's, and 2 for a new corpus"),
+    SHARD_OPT("split-limit", CFG_UINT, split_limit, 0, LAYOUT_SPLIT_LIMIT_MAX, "0",
+              "layout 3: a bucket splits when it holds this many entries, at most the "
+              "limit read from the Redis node (min(256, zset-/hash-max-listpack-entries)); "
+              "it can only lower it (tests: a few entries force many splits); 0: the node's"),
     SHARD_OPT("corpus", CFG_STR, corpus, 0, 0, NULL,
               "corpus name: every Redis key starts with NAME: so several corpora share "
               "Redis nodes (letters, digits, _ . -; at most 32); unset: the keys of a "
@@ -176,6 +180,11 @@ static int shard_validate(void *obj, char *err, size_t errlen)
             return -1;
         }
     }
+    if (c->split_limit == 1) {
+        snprintf(err, errlen, "split-limit 1: a bucket needs room for two entries to split "
+                 "(2..%d, or 0: the node's)", LAYOUT_SPLIT_LIMIT_MAX);
+        return -1;
+    }
     /* a WAIT outstanding past timeout-ms looks like a stalled Redis: the worker would
      * drop its connection while Redis is still waiting for the replicas */
     if (c->wait_replicas > 0 && c->wait_timeout_ms >= c->timeout_ms) {
@@ -212,6 +221,17 @@ static int shard_validate(void *obj, char *err, size_t errlen)
     if (c->bucket_bits != 0 && !layout_bucket_bits_ok(c->bucket_bits)) {
         snprintf(err, errlen, "bucket-bits %u: must be 8, 12, 16, 20 or 24", c->bucket_bits);
         return -1;
+    }
+    layout_ctx probe;           /* refused here, before they reach a new corpus's meta */
+    if (c->layout != LAYOUT_VERSION_UNSET) {
+        if (layout_ctx_init(&probe, c->layout, c->bucket_bits) != 0) {
+            const layout_ops *ops = layout_ops_of(c->layout);
+            snprintf(err, errlen, "layout %u with bucket-bits %u is not supported%s", c->layout,
+                     c->bucket_bits,
+                     ops && ops->dir_init ? " (its buckets split: leave bucket-bits unset)" : "");
+            return -1;
+        }
+        layout_ctx_free(&probe);
     }
     if (layout_corpus_set(c->corpus) != 0) {
         snprintf(err, errlen, "corpus '%s': at most %d letters, digits, '_', '.' or '-'",
@@ -402,6 +422,11 @@ int main(int argc, char **argv)
                 c->layout, c->bucket_bits);
         goto out_perm;
     }
+    sc.lay.by_sha = 1;      /* the worker sends layout 3's scripts by name */
+    if (ro.split_limit)
+        sc.lay.split_limit = ro.split_limit;
+    if (c->split_limit >= LAYOUT_SPLIT_LIMIT_MIN && c->split_limit < sc.lay.split_limit)
+        sc.lay.split_limit = c->split_limit;
     if (shard_validate(&mc, err, sizeof err) != 0) {
         log_error("%s", err);
         fprintf(stderr, "simhash-shard: %s\n", err);
@@ -489,6 +514,7 @@ out_redis:
 out_base:
     event_base_free(sc.base);
 out_perm:
+    layout_ctx_free(&sc.lay);
     perm_set_free(&sc.ps);
 out_cfg:
     cfg_free_values(&shard_spec, &mc);

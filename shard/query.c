@@ -101,10 +101,12 @@ void shard_cmd_query(rs_req *req)
     unsigned ntab = (unsigned)(argc - 3);
     unsigned *tabs = malloc(ntab * sizeof *tabs);
     layout_plan *rg = malloc(ntab * sizeof *rg);
+    uint32_t *dirs = malloc((ntab + 1) * sizeof *dirs);
     shard_query *qs = calloc(1, sizeof *qs);
-    if (!tabs || !rg || !qs) {
+    if (!tabs || !rg || !dirs || !qs) {
         free(tabs);
         free(rg);
+        free(dirs);
         free(qs);
         shard_oom(req);
         return;
@@ -118,8 +120,7 @@ void shard_cmd_query(rs_req *req)
         uint64_t p = perm_apply(t, q);
         if (shard_check_owner(req, tabs[i], p) != 0)
             goto out;
-        sc->lay.ops->plan(&sc->lay, tabs[i], p, t->prefix_bits, &rg[i]);
-        ncmd += rg[i].nreads;
+        dirs[i] = shard_dir_id(tabs[i], layout_shard_of(p));
     }
     /* the shard of perm_0(q) when table 0 was asked for: in cluster mode the only
      * table-0 shard known to be on our node */
@@ -134,6 +135,14 @@ void shard_cmd_query(rs_req *req)
     int qdocs = withdocs && (shard_redis_cluster_mode(sc->redis)
                                  ? q0shard >= 0
                                  : sh0 >= sc->cfg.lo && sh0 <= sc->cfg.hi);
+    dirs[ntab] = qdocs ? shard_dir_id(0, sh0) : 0;
+    if (shard_dirs_ready(req, shard_cmd_query, dirs, ntab + 1) != 1)
+        goto out;
+    for (unsigned i = 0; i < ntab; i++) {
+        const perm_table *t = &sc->ps.tables[tabs[i]];
+        sc->lay.ops->plan(&sc->lay, tabs[i], perm_apply(t, q), t->prefix_bits, &rg[i]);
+        ncmd += rg[i].nreads;
+    }
     ncmd += (unsigned)qdocs;
     if (ncmd > UINT32_MAX)
         ncmd = UINT32_MAX;
@@ -149,6 +158,7 @@ void shard_cmd_query(rs_req *req)
         goto out;
     }
     qs = NULL;                  /* the job's now */
+    j->rerun = shard_cmd_query;
     unsigned slot = 0;
     for (unsigned i = 0; i < ntab && j->req; i++) {
         for (uint64_t b = 0; b < rg[i].nreads && j->req; b++, slot++) {
@@ -159,6 +169,7 @@ void shard_cmd_query(rs_req *req)
             size_t argvlen[4] = {strlen(argv[0]), rd.klen, rd.lo_len, rd.hi_len};
             j->slots[slot].table = tabs[i];
             j->slots[slot].bucket = rd.tag;
+            j->slots[slot].dir = shard_dir_id(tabs[i], rg[i].shard);
             shard_job_send(j, slot, 4, argv, argvlen);
         }
     }
@@ -168,6 +179,7 @@ void shard_cmd_query(rs_req *req)
         layout_ids_kind kind;
         sc->lay.ops->ids_read(&sc->lay, 0, q, p0, &dc, &kind);
         j->slots[slot].qdocs = 1;
+        j->slots[slot].dir = shard_dir_id(0, sh0);
         shard_job_send(j, slot, dc.argc, dc.argv, dc.argvlen);
     }
     shard_job_release(j);
@@ -176,6 +188,7 @@ out:
         shard_query_free(qs);
     free(tabs);
     free(rg);
+    free(dirs);
 }
 
 /* One reply of the scan: a ZRANGEBYLEX (members within distance d kept) or the
@@ -278,6 +291,37 @@ static unsigned shard_query_own(shard_ctx *sc, shard_query *qs)
     return n;
 }
 
+/* The ids of the matches are read through the directories of their table-0 shards
+ * (layout 3): when one of them needs reading, the query runs again after it is read,
+ * and 1 is returned (j ended). 0: go on. */
+static int shard_query_dirs_stale(shard_job *j)
+{
+    shard_ctx *sc = j->sc;
+    shard_query *qs = j->state;
+    if (!layout_splits(&sc->lay))
+        return 0;
+    int need = 0;
+    for (size_t i = 0; i < qs->nm && !need; i++) {
+        unsigned sh = layout_shard_of(perm_apply(&sc->ps.tables[0], qs->m[i].fp));
+        need = qs->m[i].own && layout_dir_need(&sc->lay, 0, sh);
+    }
+    if (!need)
+        return 0;
+    uint32_t *ids = malloc(qs->nm * sizeof *ids);
+    if (ids == NULL) {
+        shard_job_fail(j, RS_OOM, NULL, "out of memory");
+        return 1;
+    }
+    for (size_t i = 0; i < qs->nm; i++)
+        ids[i] = qs->m[i].own ? shard_dir_id(0, layout_shard_of(perm_apply(&sc->ps.tables[0],
+                                                                            qs->m[i].fp)))
+                              : 0;
+    j->rerun = shard_cmd_query;
+    shard_job_rerun(j, ids, (unsigned)qs->nm);
+    free(ids);
+    return 1;
+}
+
 /* The scan is done: matches sorted by distance and fingerprint, each once. Without
  * DOCS (or nothing of ours to read) the answer; else the docs job reads the ids of
  * the matches this worker serves. With no room in Redis for those reads the matches
@@ -307,12 +351,15 @@ static void shard_query_scanned(shard_job *j)
         shard_query_answer(j);
         return;
     }
+    if (shard_query_dirs_stale(j))
+        return;
     shard_job *dj = shard_job_new(sc, j->req, &shard_query_docs_ops, qs, nread * per);
     if (dj == NULL) {
         shard_job_fail(j, RS_OOM, NULL, "out of memory");
         return;
     }
     shard_job_handoff(j);       /* the request and qs go on with dj */
+    dj->rerun = shard_cmd_query;
     unsigned k = 0;
     for (size_t i = 0; i < qs->nm && dj->req; i++) {
         if (!qs->m[i].own || shard_match_has_qdocs(qs, i))

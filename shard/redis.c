@@ -279,18 +279,40 @@ static int shard_meta_read(redisContext **cp, shard_redis_opts *o, char *err,
     return rc;
 }
 
+/* The split limit of a layout whose buckets split (docs/elastic-buckets.md): min(256,
+ * the node's zset- and hash-max-listpack-entries; have[0] and have[2], 0 when unread),
+ * so its buckets stay listpacks; Redis's default 128 when the node did not say. */
+static unsigned shard_split_limit(const shard_redis_opts *o, const unsigned long have[4])
+{
+    if (have[0] == 0 || have[2] == 0) {
+        log_warn("redis %s:%d: CONFIG GET refused or unanswered: buckets split at %u "
+                 "entries (Redis's default listpack limit); a node with lower "
+                 "zset-/hash-max-listpack-entries gets skiplists", o->host, o->port,
+                 LAYOUT_SPLIT_LIMIT_DEFAULT);
+        return LAYOUT_SPLIT_LIMIT_DEFAULT;
+    }
+    unsigned long m = have[0] < have[2] ? have[0] : have[2];
+    if (m > LAYOUT_SPLIT_LIMIT_MAX)
+        m = LAYOUT_SPLIT_LIMIT_MAX;
+    return m < LAYOUT_SPLIT_LIMIT_MIN ? LAYOUT_SPLIT_LIMIT_MIN : (unsigned)m;
+}
+
 /* The Redis settings the layout relies on (docs/protocol.md): bucket keys must stay
  * listpacks, or they cost several times the memory. Logs a warning per setting below
- * what the layout needs; a node that refuses CONFIG is not checked. */
-static void shard_listpack_check(redisContext **cp, const shard_redis_opts *o)
+ * what the layout needs; a node that refuses CONFIG is not checked. A layout whose
+ * buckets split takes its split limit from the entry settings instead (o->split_limit). */
+static void shard_listpack_check(redisContext **cp, shard_redis_opts *o)
 {
     static const char *names[4] = {"zset-max-listpack-entries", "zset-max-listpack-value",
                                    "hash-max-listpack-entries", "hash-max-listpack-value"};
     layout_ctx lc;
     layout_needs nd;
+    unsigned long have_all[4] = {0, 0, 0, 0};
     if (layout_ctx_init(&lc, o->layout, o->bucket_bits) != 0)
         return;
     lc.ops->needs(&lc, &nd);
+    int splits = layout_splits(&lc);
+    layout_ctx_free(&lc);
     unsigned long need[4] = {nd.zset_entries, nd.zset_value, nd.hash_entries, nd.hash_value};
     for (int i = 0; i < 4; i++) {
         if (need[i] == 0)
@@ -308,7 +330,8 @@ static void shard_listpack_check(redisContext **cp, const shard_redis_opts *o)
         if (rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
             rep->element[1]->type == REDIS_REPLY_STRING) {
             unsigned long have = strtoul(rep->element[1]->str, NULL, 10);
-            if (have < need[i])
+            have_all[i] = have;
+            if (have < need[i] && !(splits && (i == 0 || i == 2)))
                 log_warn("redis %s:%d: %s is %lu; layout %u needs at least %lu, or bucket "
                          "keys past %lu entries turn into %s (several times the memory per "
                          "fingerprint; a bucket holds about fingerprints / 2^%u entries). "
@@ -318,6 +341,8 @@ static void shard_listpack_check(redisContext **cp, const shard_redis_opts *o)
         }
         freeReplyObject(rep);
     }
+    if (splits)
+        o->split_limit = shard_split_limit(o, have_all);
 }
 
 int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen)

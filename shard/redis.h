@@ -22,10 +22,12 @@ typedef struct shard_redis_opts {
     const char *user;         /* ACL user sent with AUTH; NULL or "" for the default */
     unsigned db;
     unsigned blocks, distance, bucket_bits;
-    unsigned layout;          /* 1 or 2; 0 (and bucket_bits 0): the corpus's, resolved
+    unsigned layout;          /* 1, 2 or 3; 0 (and bucket_bits 0): the corpus's, resolved
                                  by shard_redis_check_meta_sync */
     const char *fingerprint;  /* fingerprint algorithm, canonical ("v2", "v1:3") */
     unsigned max_inflight;    /* Redis commands outstanding at once */
+    unsigned split_limit;     /* out: layout 3's split limit from the node's listpack
+                                 settings (shard_redis_check_meta_sync; 0: not read) */
     unsigned timeout_ms;      /* connect + meta check deadline, stall detection */
     int cluster;              /* the node is a Redis Cluster node: follow -MOVED/-ASK,
                                  learn the node's name, reattach after a failover */

@@ -25,6 +25,7 @@
 #include <event2/event.h>
 
 #include "cluster.h"
+#include "job.h"
 #include "layout_ops.h"
 #include "log.h"
 #include "rasync.h"
@@ -42,13 +43,22 @@ struct shard_repair {
     cluster_map map;            /* cluster mode: the slot map of the pass */
 };
 
+typedef struct shard_fix shard_fix;
+
+/* One table write of a fix: the directory it was routed through (layout 3). */
+typedef struct shard_fix_write {
+    shard_fix *f;
+    uint32_t dir;
+} shard_fix_write;
+
 /* One fingerprint under repair. */
-typedef struct shard_fix {
+struct shard_fix {
     struct shard_repair *rp;
     layout_fix fix;
     unsigned pending;           /* table writes not yet answered */
     int failed;
-} shard_fix;
+    shard_fix_write w[];        /* one per table */
+};
 
 /* Milliseconds of the wall clock (lock expiries are Redis TIME; this only filters
  * which locks look stale: the script decides). */
@@ -137,9 +147,12 @@ static void shard_fix_step(shard_fix *f)
 
 static void shard_fix_on_entry(void *priv, redisReply *reply, const char *err)
 {
-    shard_fix *f = priv;
+    shard_fix_write *w = priv;
+    shard_fix *f = w->f;
     struct shard_repair *rp = f->rp;
     rp->outstanding--;
+    /* a bucket that split: the cache learns it, the write failed (retried) */
+    layout_dir_reply(&rp->sc->lay, (w->dir - 1) >> 8, (w->dir - 1) & 0xffu, reply);
     if (!layout_fix_entry_ok(reply)) {
         shard_repair_reply_ok(reply, REDIS_REPLY_INTEGER, err, "table write");   /* logs */
         f->failed = 1;
@@ -154,6 +167,7 @@ static void shard_fix_on_lock(void *priv, redisReply *reply, const char *err)
     shard_fix *f = priv;
     struct shard_repair *rp = f->rp;
     rp->outstanding--;
+    layout_dir_reply(&rp->sc->lay, 0, layout_shard_of(f->fix.p0), reply);
     int taken = layout_fix_locked(&f->fix, reply);
     if (taken < 0) {
         shard_repair_reply_ok(reply, REDIS_REPLY_ARRAY, err, "lock takeover");     /* logs */
@@ -173,7 +187,10 @@ static void shard_fix_on_lock(void *priv, redisReply *reply, const char *err)
         layout_cmd ec;
         layout_fix_entry(&sc->lay, &sc->ps, &f->fix, t, &ec);
         f->pending++;
-        if (shard_repair_send(rp, shard_fix_on_entry, f, ec.argc, ec.argv, ec.argvlen) != 0) {
+        f->w[t].f = f;
+        f->w[t].dir = shard_dir_id(t, layout_shard_of(perm_apply(&sc->ps.tables[t], f->fix.fp)));
+        if (shard_repair_send(rp, shard_fix_on_entry, &f->w[t], ec.argc, ec.argv,
+                              ec.argvlen) != 0) {
             f->pending--;
             f->failed = 1;
             break;
@@ -189,7 +206,14 @@ static void shard_fix_start(struct shard_repair *rp, uint64_t fp)
     shard_ctx *sc = rp->sc;
     if (rp->active >= SHARD_REPAIR_MAX_ACTIVE || !shard_redis_room(sc->redis, sc->ps.ntables + 2))
         return;                 /* the next pass */
-    shard_fix *f = calloc(1, sizeof *f);
+    if (layout_splits(&sc->lay)) {  /* the directories its writes route through, first */
+        uint32_t dirs[PERM_MAX_TABLES];
+        for (unsigned t = 0; t < sc->ps.ntables; t++)
+            dirs[t] = shard_dir_id(t, layout_shard_of(perm_apply(&sc->ps.tables[t], fp)));
+        if (shard_dirs_refresh(sc, dirs, sc->ps.ntables) > 0)
+            return;             /* the next pass */
+    }
+    shard_fix *f = calloc(1, sizeof *f + sc->ps.ntables * sizeof f->w[0]);
     if (f == NULL)
         return;
     f->rp = rp;

@@ -106,8 +106,7 @@ static int shard_scan_reads_alloc(shard_scan *s, unsigned n)
  * shard's end. */
 static uint64_t shard_scan_start(const shard_ctx *sc, uint64_t b)
 {
-    const unsigned bb = sc->lay.bucket_bits;
-    return b < ((uint64_t)1 << bb) ? sc->lay.ops->walk_first_value(&sc->lay, b) : 0;
+    return sc->lay.ops->walk_first_value(&sc->lay, b);
 }
 
 static int shard_scan_absorb(shard_job *j, const shard_slot *sl, redisReply *rep,
@@ -215,6 +214,7 @@ static void shard_scan_send_reads(shard_job *j, int with_size)
         size_t lens[7] = {11, rd.klen, rd.lo_len, rd.hi_len, 5, 1, strlen(capstr)};
         j->slots[i].idx = i;
         j->slots[i].bucket = s->bucket[i];
+        j->slots[i].dir = shard_dir_id(0, layout_shard_of(s->from));
         shard_job_send(j, i, 7, argv, lens);
     }
     if (with_size && j->req) {
@@ -450,7 +450,6 @@ void shard_cmd_scan(rs_req *req)
     const char *why;
     size_t len;
     const char *a;
-    const unsigned bb = sc->lay.bucket_bits;
     a = rs_req_arg(req, 1, &len);
     if (parse_u64(a, len, &from, &why) != 0) {
         shard_fail(req, RS_ERR, &sc->st.bad_args, "from: %s", why);
@@ -466,12 +465,15 @@ void shard_cmd_scan(rs_req *req)
         shard_fail(req, RS_ERR, &sc->st.bad_args, "limit: %s", why);
         return;
     }
-    if (shard_check_owner(req, 0, from) != 0)
+    uint32_t dir = shard_dir_id(0, layout_shard_of(from));
+    if (shard_check_owner(req, 0, from) != 0 || shard_dirs_ready(req, shard_cmd_scan, &dir, 1) != 1)
         return;
     uint64_t first = sc->lay.ops->walk_tag_of(&sc->lay, from);
-    uint64_t shard_end = ((from >> 56) + 1) << (bb - 8);    /* first bucket past the shard */
+    uint64_t shard_end = sc->lay.ops->walk_tag_end(&sc->lay, layout_shard_of(from));
     unsigned n = (unsigned)(count < shard_end - first ? count : shard_end - first);
-    int with_size = first + n < shard_end;
+    /* the listing (a sparse corpus) only in layouts of fixed buckets: a directory
+     * holds only the buckets that exist */
+    int with_size = !layout_splits(&sc->lay) && first + n < shard_end;
     if (shard_check_redis(req, n + (unsigned)with_size) != 0)
         return;
     shard_scan *s = calloc(1, sizeof *s);
@@ -494,6 +496,7 @@ void shard_cmd_scan(rs_req *req)
     }
     for (unsigned i = 0; i < n; i++)
         s->bucket[i] = first + i;
+    j->rerun = shard_cmd_scan;
     layout_read rd;
     sc->lay.ops->walk_read(&sc->lay, first, from, &rd);
     s->slot = cluster_keyslot(rd.key, rd.klen);

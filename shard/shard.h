@@ -22,7 +22,8 @@ typedef struct shard_config {
     unsigned redis_db;
     char *shards;               /* "LO-HI" */
     unsigned blocks, distance, bucket_bits; /* bucket_bits 0: the corpus's (resolved at start) */
-    unsigned layout;            /* 1 or 2; 0: the corpus's, LAYOUT_VERSION_DEFAULT when new */
+    unsigned layout;            /* 1, 2 or 3; 0: the corpus's, LAYOUT_VERSION_DEFAULT when new */
+    unsigned split_limit;       /* layout 3: at most this split limit (0: the node's) */
     char *corpus;               /* corpus name (key prefix); NULL: none */
     char *pidfile, *logfile;
     int loglevel;
@@ -67,6 +68,7 @@ typedef struct shard_config {
     X(repairs,    "repairs")           /* stale write locks taken over and repaired */ \
     X(repair_errors, "repair_errors")  /* repair attempts that failed (retried) */ \
     X(scan_listings, "scan_listings")  /* SHARD.SCAN calls that listed the buckets that exist */ \
+    X(reruns,     "requests_rerun")    /* run again: a bucket split under them (layout 3) */ \
     X(waits,      "waits")             /* SHARD.WAIT requests */ \
     X(wait_cmds,  "wait_commands")     /* Redis WAIT commands sent (group commits) */ \
     X(wait_fail,  "errors_wait")       /* SHARD.WAIT refused or not replicated */
@@ -171,6 +173,12 @@ void shard_metrics(void *ctx, resp_buf *b);
 /* Reply of the INFO sent with every SHARD.INFO: keeps used_memory and the role of
  * the Redis node (-1: unknown when the reply is missing or malformed). */
 void shard_on_redis_info(void *priv, redisReply *reply, const char *err);
+
+/* ---- handlers.c: the commands a stale bucket runs again (dirs.c) ---- */
+void shard_cmd_add(rs_req *req);
+void shard_cmd_del(rs_req *req);
+void shard_cmd_lock(rs_req *req);
+void shard_cmd_docs(rs_req *req);
 
 /* ---- query.c ---- */
 

@@ -4,6 +4,9 @@
  * is non-empty, no write lock is stale, and the counters c:{0:xx} are exact.
  *
  * It talks to Redis directly (hiredis, blocking, pipelined in batches), in phases:
+ *   split      layout 3 only (cmd_fsck_split.c): SCAN r:*, each directory read into the
+ *              layout's cache; SCAN s:* and h:*, the layout's own invariants per key
+ *              (with --repair, members of stray buckets moved into their live ones)
  *   documents  layout 1: SCAN d:*, SCARD each set; layout 2: SCAN h:*, HGETALL each
  *              bucket hash, ids counted from the packing (SCARD of the overflow set
  *              when the field is ""); ZSCORE of the entry in every table
@@ -31,6 +34,7 @@
 #include <hiredis/hiredis.h>
 
 #include "cluster.h"
+#include "cmd_fsck_split.h"
 #include "layout_ops.h"
 #include "parse.h"
 #include "perm.h"
@@ -95,6 +99,7 @@ typedef struct fk {
     cli_progress prog_bar;
     unsigned long long total_keys;
     fk_batch b, e;              /* pipelined batches: the main one, EXISTS confirmations */
+    fsck_split *split;          /* a layout whose buckets split: its own checks */
 } fk;
 
 /* ---- Connections ---- */
@@ -391,6 +396,11 @@ static int fk_hashes(fk *f, redisReply **keys, size_t n)
         if (c == NULL)
             return -1;
         redisReply *r = redisCommand(c, "HGETALL %b", keys[i]->str, keys[i]->len);
+        if (r && r->type == REDIS_REPLY_ERROR && layout_splits(&f->lay) &&
+            strncmp(r->str, "WRONGTYPE", 9) == 0) {
+            freeReplyObject(r);         /* a split id hash's tombstone */
+            continue;
+        }
         if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
             fprintf(stderr, "%s: HGETALL %.*s: %s\n", f->prog, (int)keys[i]->len, keys[i]->str,
                     r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
@@ -520,6 +530,67 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
     return 0;
 }
 
+/* ---- Split buckets (layout 3, cmd_fsck_split.c) ---- */
+
+/* The directories: each read into the layout's cache, before the other phases. */
+static int fk_dirs(fk *f, redisReply **keys, size_t n)
+{
+    fk_batch *bp = &f->b;
+    for (size_t i = 0; i < n; i++) {
+        const char *argv[4] = {"ZRANGE", keys[i]->str, "0", "-1"};
+        size_t lens[4] = {6, keys[i]->len, 1, 2};
+        if (fk_add(f, bp, keys[i]->str, keys[i]->len, 4, argv, lens) != 0)
+            return -1;
+    }
+    if (fk_run(f, bp) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        fsck_split_dir(f->split, &f->lay, keys[i]->str, keys[i]->len, bp->reply[i]);
+    fk_batch_clear(bp);
+    return 0;
+}
+
+/* One blocking command on the node of key (fsck_split_send_fn). */
+static redisReply *fk_send(void *arg, const char *key, size_t klen, int argc, const char **argv,
+                           const size_t *lens)
+{
+    fk *f = arg;
+    redisContext *c = fk_node_conn(f, fk_node_of(f, key, klen));
+    return c ? redisCommandArgv(c, argc, argv, lens) : NULL;
+}
+
+/* Bucket and id hash keys: their type, then their members (ZRANGE, HKEYS). */
+static int fk_split_keys(fk *f, redisReply **keys, size_t n)
+{
+    fk_batch *bp = &f->b;
+    char type[FK_BATCH][8];
+    for (size_t i = 0; i < n; i++) {
+        const char *argv[2] = {"TYPE", keys[i]->str};
+        size_t lens[2] = {4, keys[i]->len};
+        if (fk_add(f, bp, keys[i]->str, keys[i]->len, 2, argv, lens) != 0)
+            return -1;
+    }
+    if (fk_run(f, bp) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        snprintf(type[i], sizeof(type[i]), "%s",
+                 bp->reply[i]->type == REDIS_REPLY_STATUS ? bp->reply[i]->str : "?");
+    fk_batch_clear(bp);
+    for (size_t i = 0; i < n; i++) {
+        int z = strcmp(type[i], "zset") == 0;
+        const char *argv[4] = {z ? "ZRANGE" : "HKEYS", keys[i]->str, "0", "-1"};
+        size_t lens[4] = {z ? 6u : 5u, keys[i]->len, 1, 2};
+        if (fk_add(f, bp, keys[i]->str, keys[i]->len, z ? 4 : 2, argv, lens) != 0)
+            return -1;
+    }
+    if (fk_run(f, bp) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        fsck_split_key(f->split, &f->lay, keys[i]->str, keys[i]->len, type[i], bp->reply[i]);
+    fk_batch_clear(bp);
+    return 0;
+}
+
 /* Milliseconds of Redis's clock on node ni, or 0. */
 static unsigned long long fk_redis_ms(fk *f, size_t ni)
 {
@@ -621,7 +692,8 @@ static int fk_fix(fk *f, uint64_t fp, unsigned seq)
     for (unsigned t = 0; t < f->ps.ntables; t++) {
         layout_cmd ec;
         layout_fix_entry(&f->lay, &f->ps, &fx, t, &ec);
-        if (fk_add(f, bp, ec.argv[1], ec.argvlen[1], ec.argc, ec.argv, ec.argvlen) != 0)
+        int k = layout_cmd_key_index(&ec);      /* layout 3 writes through a script */
+        if (fk_add(f, bp, ec.argv[k], ec.argvlen[k], ec.argc, ec.argv, ec.argvlen) != 0)
             return -1;
     }
     int rc = fk_run(f, bp);
@@ -724,7 +796,8 @@ static void fk_usage(FILE *out)
             "  --cluster             a Redis Cluster: scan every master\n"
             "  --corpus NAME         the corpus of that name (its workers' option corpus)\n"
             "  --repair              reconcile every inconsistent fingerprint under its write\n"
-            "                        lock and rewrite wrong counters\n"
+            "                        lock and rewrite wrong counters (layout 3: first move the\n"
+            "                        members of buckets outside their directory or bounds)\n"
             "  --password-file FILE  AUTH with the password in FILE\n"
             "  --user USER           AUTH as this ACL user\n"
             "  --lease-ms MS         lease of the locks fsck takes (default %d)\n"
@@ -740,6 +813,8 @@ static void fk_free(fk *f)
     fk_batch_free(&f->b);
     fk_batch_free(&f->e);
     free(f->map);
+    fsck_split_free(f->split);
+    layout_ctx_free(&f->lay);
     free(f->have);
     free(f->bad);
     if (f->ps.tables)
@@ -838,6 +913,15 @@ int cmd_fsck(int argc, char **argv)
     layout_scan_pattern(ps, sizeof(ps), LAYOUT_KEY_BUCKET);
     layout_scan_pattern(pw, sizeof(pw), LAYOUT_KEY_LOCKS);
     fk_keys_fn docs_fn = fk_docs_walker(f->lay.ops->docs_kind);
+    if (layout_splits(&f->lay)) {   /* its directories first: the phases route by them */
+        char pr[LAYOUT_KEY_MAX];
+        layout_scan_pattern(pr, sizeof(pr), (layout_key_kind)'r');
+        if ((f->split = fsck_split_new()) == NULL || fk_scan(f, pr, fk_dirs) != 0 ||
+            fk_scan(f, ps, fk_split_keys) != 0 || fk_scan(f, pd, fk_split_keys) != 0)
+            goto out;
+        if (f->repair)      /* before the other phases, which then see the entries moved */
+            fsck_split_repair(f->split, &f->lay, fk_send, f);
+    }
     if (docs_fn == NULL || fk_scan(f, pd, docs_fn) != 0)
         goto out;
     if (f->nhave > 1)
@@ -868,9 +952,11 @@ int cmd_fsck(int argc, char **argv)
     if (fk_counters(f) != 0)
         goto out;
     const fk_counts *n = &f->n;
+    int split_bad = f->split && fsck_split_report(f->split, stdout) > 0;
+    int split_left = f->split && fsck_split_left(f->split, f->repair) > 0;
     int problems = n->fps_missing || n->orphan_entries || n->stale_locks || n->counter_bad ||
-                   n->foreign;
-    int left = n->repair_busy || n->repair_errors || n->foreign ||
+                   n->foreign || split_bad;
+    int left = n->repair_busy || n->repair_errors || n->foreign || split_left ||
                (n->counter_bad > n->counters_fixed) || (!f->repair && problems);
     printf("keys_scanned:%llu\nfingerprints:%llu\ndocuments:%llu\n"
            "fingerprints_missing_entries:%llu\nmissing_entries:%llu\norphan_entries:%llu\n"

@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #define LAYOUT_VERSION_MIN 1
-#define LAYOUT_VERSION_MAX 2
+#define LAYOUT_VERSION_MAX 3
 #define LAYOUT_VERSION_UNSET 0       /* an option left unset: the corpus's */
 #define LAYOUT_VERSION_DEFAULT 2     /* of a new corpus (docs/protocol.md, layout 2) */
 #define LAYOUT_META_KEY "simhash:meta"  /* without a corpus name; see layout_meta_key */
@@ -53,7 +53,7 @@
 /* 1 when b is a supported bucket_bits value (8, 12, 16, 20 or 24), else 0. */
 int layout_bucket_bits_ok(unsigned b);
 
-/* 1 when v is a layout version this code reads and writes (1 or 2), else 0. */
+/* 1 when v is a layout version this code reads and writes (1, 2 or 3), else 0. */
 int layout_version_ok(unsigned v);
 
 /* Sets the corpus name of this process: every key gets "name:" in front. NULL or
@@ -175,16 +175,17 @@ extern const char LAYOUT2_LOCK_LUA[];
 
 /* A Redis command about one fingerprint's document ids, ready to send: argv[0..argc)
  * with argvlen, pointing into the struct itself (do not copy it). The longest (layout
- * 2's lock call) has 12 arguments; one slot more holds an id for callers adding one. */
-#define LAYOUT_CMD_ARGC 13
+ * 3's lock call) has 16 arguments; one slot more holds an id for callers adding one. */
+#define LAYOUT_CMD_ARGC 17
 typedef struct layout_cmd {
     int argc;
     const char *argv[LAYOUT_CMD_ARGC];
     size_t argvlen[LAYOUT_CMD_ARGC];
-    char key[4][LAYOUT_KEY_MAX];
+    char key[6][LAYOUT_KEY_MAX];
     char field[17];
     uint8_t member[LAYOUT_MEMBER_MAX];
     char lease[24];
+    char num[2][12];            /* layout 3: split limit and tombstone seconds */
 } layout_cmd;
 
 /* The operations of layout version `layout` (layout_ops.h) for callers holding a

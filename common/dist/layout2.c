@@ -147,45 +147,12 @@ static void layout2_needs(const layout_ctx *c, layout_needs *out)
     out->hash_value = LAYOUT2_INLINE_MAX;
 }
 
-/* HGET of fp's field in its bucket hash (key[0], member = the field). */
-static void layout2_field_cmd(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *cmd,
-                              layout_cmd *out)
+/* fp's field: in the hash of its table-0 bucket, the table-0 member. */
+static size_t layout2_field_of(const layout_ctx *c, uint64_t p0, char *key, uint8_t *member,
+                               size_t *mlen)
 {
-    layout_cmd_overflow(out, fp, p0);
-    out->argc = 3;
-    out->argv[0] = cmd;
-    out->argv[1] = out->key[0];
-    out->argv[2] = (const char *)out->member;
-    out->argvlen[0] = strlen(cmd);
-    out->argvlen[1] = layout_hash_key(out->key[0], sizeof out->key[0], p0, c->bucket_bits);
-    out->argvlen[2] = layout_member(out->member, p0, c->bucket_bits);
-}
-
-/* Read 0: the field; read 1: the overflow set, which counts when the field is "". */
-static void layout2_ids_read(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
-                             layout_cmd *cmd, layout_ids_kind *kind)
-{
-    if (i == 0) {
-        layout2_field_cmd(c, fp, p0, "HGET", cmd);
-        *kind = LAYOUT_IDS_PACKED;
-    } else {
-        layout_cmd_overflow(cmd, fp, p0);
-        *kind = LAYOUT_IDS_SET;
-    }
-}
-
-static void layout2_has_ids(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd)
-{
-    layout2_field_cmd(c, fp, p0, "HEXISTS", cmd);
-}
-
-static void layout2_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
-                           size_t idlen, uint8_t *scratch, layout_cmd *cmd)
-{
-    layout2_field_cmd(c, fp, p0, "HSET", cmd);
-    cmd->argv[3] = (const char *)scratch;
-    cmd->argvlen[3] = layout_ids_put(scratch, id, idlen);
-    cmd->argc = 4;
+    *mlen = layout_member(member, p0, c->bucket_bits);
+    return layout_hash_key(key, LAYOUT_KEY_MAX, p0, c->bucket_bits);
 }
 
 static void layout2_lock(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
@@ -205,9 +172,10 @@ const layout_ops layout2_ops = {
     .docs_kind = LAYOUT_KEY_IDHASH,
     .ids_reads = 2,
     .needs = layout2_needs,
-    .ids_read = layout2_ids_read,
-    .has_ids = layout2_has_ids,
-    .put_id = layout2_put_id,
+    .ids_read = layout_field_ids_read,
+    .has_ids = layout_field_has_ids,
+    .put_id = layout_field_put_id,
+    .field_of = layout2_field_of,
     .lock = layout2_lock,
     LAYOUT_FIXED_BUCKET_OPS,
 };

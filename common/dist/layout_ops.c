@@ -9,9 +9,10 @@
 
 extern const layout_ops layout1_ops;
 extern const layout_ops layout2_ops;
+extern const layout_ops layout3_ops;
 
 /* Every layout this code reads and writes; a new one is a new line here. */
-static const layout_ops *const layout_all[] = {&layout1_ops, &layout2_ops};
+static const layout_ops *const layout_all[] = {&layout1_ops, &layout2_ops, &layout3_ops};
 
 const layout_ops *layout_ops_of(unsigned version)
 {
@@ -28,13 +29,79 @@ int layout_ctx_init(layout_ctx *c, unsigned version, unsigned bucket_bits)
         return -1;
     if (bucket_bits == 0)
         bucket_bits = ops->bucket_bits_default;
-    if (!layout_bucket_bits_ok(bucket_bits))
+    if (!layout_bucket_bits_ok(bucket_bits) ||
+        (ops->dir_init && bucket_bits != ops->bucket_bits_default))
         return -1;
     memset(c, 0, sizeof *c);
     c->ops = ops;
     c->version = version;
     c->bucket_bits = bucket_bits;
-    return 0;
+    c->split_limit = LAYOUT_SPLIT_LIMIT_DEFAULT;
+    c->tombstone_s = LAYOUT_TOMBSTONE_S_DEFAULT;
+    return ops->dir_init ? ops->dir_init(c) : 0;
+}
+
+void layout_ctx_free(layout_ctx *c)
+{
+    if (c->ops && c->ops->dir_free)
+        c->ops->dir_free(c);
+    c->dir = NULL;
+}
+
+/* ---- Split buckets ---- */
+
+int layout_splits(const layout_ctx *c)
+{
+    return c->ops->dir_need != NULL;
+}
+
+int layout_dir_need(const layout_ctx *c, unsigned table, unsigned shard)
+{
+    return c->ops->dir_need ? c->ops->dir_need(c, table, shard) : 0;
+}
+
+void layout_dir_read(const layout_ctx *c, unsigned table, unsigned shard, layout_cmd *cmd)
+{
+    memset(cmd, 0, sizeof *cmd);
+    if (c->ops->dir_read)
+        c->ops->dir_read(c, table, shard, cmd);
+}
+
+int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r)
+{
+    return c->ops->dir_load ? c->ops->dir_load(c, table, shard, r) : 0;
+}
+
+int layout_dir_reply(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r)
+{
+    return c->ops->dir_reply && r ? c->ops->dir_reply(c, table, shard, r) : 0;
+}
+
+void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    if (c->ops->dir_stats)
+        c->ops->dir_stats(c, out);
+}
+
+int layout_cmd_key_index(const layout_cmd *c)
+{
+    return c->argc > 3 && (strcmp(c->argv[0], "EVAL") == 0 || strcmp(c->argv[0], "EVALSHA") == 0)
+               ? 3 : 1;
+}
+
+int layout_write_count(const redisReply *r, long long *n)
+{
+    if (r && r->type == REDIS_REPLY_INTEGER) {
+        *n = r->integer;
+        return 0;
+    }
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+        r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 0) {
+        *n = r->element[0]->integer;
+        return 0;
+    }
+    return -1;
 }
 
 int layout_cmd_docs(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64_t fp,
@@ -45,6 +112,7 @@ int layout_cmd_docs(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64
     if (layout_ctx_init(&lc, layout, bucket_bits) != 0)
         return -1;
     lc.ops->ids_read(&lc, 0, fp, p0, c, &kind);
+    layout_ctx_free(&lc);
     return 0;
 }
 
@@ -56,6 +124,7 @@ int layout_cmd_lock(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64
     if (layout_ctx_init(&lc, layout, bucket_bits) != 0)
         return -1;
     lc.ops->lock(&lc, fp, p0, token, lease_ms, op, c);
+    layout_ctx_free(&lc);
     return 0;
 }
 
@@ -128,6 +197,13 @@ int layout_key_parse(const layout_ctx *c, const perm_set *ps, const char *key, s
     switch (k.kind) {
     case LAYOUT_KEY_BUCKET:
     case LAYOUT_KEY_IDHASH: {
+        if (c->ops->bucket_suffix_parse) {
+            if (c->ops->bucket_suffix_parse(c, k.shard, rest, rlen, &k.bucket) != 0 ||
+                (k.kind != LAYOUT_KEY_BUCKET && k.table != 0))
+                return -1;
+            *out = k;
+            return 0;
+        }
         size_t hexlen = (c->bucket_bits - 8u) / 4u;
         int64_t low = hexlen ? layout_hex_value(rest + 1, hexlen) : 0;
         if (rlen != 1 + hexlen || low < 0)
@@ -203,7 +279,8 @@ void layout_fix_entry(const layout_ctx *c, const perm_set *ps, const layout_fix 
 
 int layout_fix_entry_ok(const redisReply *r)
 {
-    return r != NULL && r->type == REDIS_REPLY_INTEGER;
+    long long n;
+    return layout_write_count(r, &n) == 0;
 }
 
 void layout_fix_unlock(const layout_fix *f, layout_cmd *cmd)
@@ -217,6 +294,50 @@ void layout_fix_unlock(const layout_fix *f, layout_cmd *cmd)
         cmd->argv[i] = argv[i];
         cmd->argvlen[i] = strlen(argv[i]);
     }
+}
+
+/* ---- Ids in bucket hash fields ---- */
+
+/* `cmd hash-key field` of fp's field (key[0], member). */
+static void layout_field_cmd(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *cmd,
+                             layout_cmd *out)
+{
+    size_t mlen = 0;
+    layout_cmd_overflow(out, fp, p0);
+    out->argc = 3;
+    out->argv[0] = cmd;
+    out->argv[1] = out->key[0];
+    out->argv[2] = (const char *)out->member;
+    out->argvlen[0] = strlen(cmd);
+    out->argvlen[1] = c->ops->field_of(c, p0, out->key[0], out->member, &mlen);
+    out->argvlen[2] = mlen;
+}
+
+/* Read 0: the field; read 1: the overflow set, which counts when the field is "". */
+void layout_field_ids_read(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
+                           layout_cmd *cmd, layout_ids_kind *kind)
+{
+    if (i == 0) {
+        layout_field_cmd(c, fp, p0, "HGET", cmd);
+        *kind = LAYOUT_IDS_PACKED;
+    } else {
+        layout_cmd_overflow(cmd, fp, p0);
+        *kind = LAYOUT_IDS_SET;
+    }
+}
+
+void layout_field_has_ids(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd)
+{
+    layout_field_cmd(c, fp, p0, "HEXISTS", cmd);
+}
+
+void layout_field_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
+                         size_t idlen, uint8_t *scratch, layout_cmd *cmd)
+{
+    layout_field_cmd(c, fp, p0, "HSET", cmd);
+    cmd->argv[3] = (const char *)scratch;
+    cmd->argvlen[3] = layout_ids_put(scratch, id, idlen);
+    cmd->argc = 4;
 }
 
 /* ---- The fixed-bucket family ---- */
@@ -324,6 +445,11 @@ size_t layout_fixed_walk_pattern(const layout_ctx *c, unsigned shard, char *buf,
 uint64_t layout_fixed_walk_tag_of(const layout_ctx *c, uint64_t p)
 {
     return layout_bucket_of(p, c->bucket_bits);
+}
+
+uint64_t layout_fixed_walk_tag_end(const layout_ctx *c, unsigned shard)
+{
+    return ((uint64_t)shard + 1) << (c->bucket_bits - 8u);
 }
 
 uint64_t layout_fixed_walk_first_value(const layout_ctx *c, uint64_t tag)

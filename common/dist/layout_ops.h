@@ -13,9 +13,15 @@
  *   - the lock script call of one fingerprint (every write holds its lock);
  *   - the Redis settings the layout needs, its default bucket bits, and the kind of
  *     key fsck walks for documents.
- * Every operation takes the layout_ctx, the bucket/lookup context of one corpus:
- * today its bucket bits; a layout whose buckets split keeps its per-shard directory
- * there (ctx->dir), so the same calls route a key through it.
+ * Every operation takes the layout_ctx, the bucket/lookup context of one corpus: its
+ * bucket bits (layouts 1 and 2); a layout whose buckets split (layout 3, layout3.c,
+ * docs/elastic-buckets.md) keeps its cached per-shard directories there (ctx->dir),
+ * so the same calls route a key through it. Such a layout answers the layout_dir_*
+ * calls below: a program loads a (table, shard) directory before it routes a read
+ * through it, and hands every reply of a command the layout built to
+ * layout_dir_reply, which says when the command met a bucket that split meanwhile
+ * (the program refreshes what layout_dir_need then asks for and runs it again: reads
+ * and writes are idempotent). For layouts 1 and 2 these calls do nothing.
  *
  * How a fingerprint is reconciled (the repair pass of the worker and `simhash fsck
  * --repair`) is the layout_fix_* steps below: the same commands in both, only the
@@ -37,9 +43,31 @@ typedef struct layout_ops layout_ops;
 typedef struct layout_ctx {
     const layout_ops *ops;
     unsigned version;           /* ops->version, for messages and SHARD.HELLO */
-    unsigned bucket_bits;       /* of the fixed-bucket layouts (1 and 2) */
+    unsigned bucket_bits;       /* of the fixed-bucket layouts (1 and 2); 8 in layout 3 */
     void *dir;                  /* a layout's own lookup state; NULL in 1 and 2 */
+    unsigned split_limit;       /* layout 3: a bucket splits at this many entries */
+    unsigned tombstone_s;       /* layout 3: lifetime of a split bucket's tombstone */
+    int by_sha;                 /* layout 3: scripts sent by name (EVALSHA; for a second
+                                 * after a NOSCRIPT, whole with EVAL, which caches them) */
 } layout_ctx;
+
+/* Layout 3's defaults: Redis's own zset-/hash-max-listpack-entries, the largest limit
+ * (docs/elastic-buckets.md), and an hour of tombstone. */
+#define LAYOUT_SPLIT_LIMIT_DEFAULT 128
+#define LAYOUT_SPLIT_LIMIT_MAX 256
+#define LAYOUT_SPLIT_LIMIT_MIN 2
+#define LAYOUT_TOMBSTONE_S_DEFAULT 3600
+
+/* What a layout with split buckets counts (layout_dir_stats). */
+typedef struct layout_dir_stats {
+    unsigned long long splits;  /* buckets split by this process's writes */
+    unsigned long long loads;   /* directories read whole */
+    unsigned long long stale;   /* replies that met a bucket split since it was cached */
+    unsigned long long buckets; /* live buckets in the cached directories */
+    unsigned long long largest; /* most members one read of one bucket returned */
+    unsigned long long shards;  /* (table, shard) directories cached */
+    unsigned long long noscript; /* EVALSHA answered NOSCRIPT (sent again whole) */
+} layout_dir_stats;
 
 /* What one read of a fingerprint's ids answers (ids_read). */
 typedef enum layout_ids_kind {
@@ -71,6 +99,7 @@ typedef struct layout_key {
 /* The reads of one table for a query (plan) and one of them (plan_read). */
 typedef struct layout_plan {
     unsigned table;
+    unsigned shard;             /* first byte of p (layout 3 routes through its directory) */
     uint64_t nreads;
     layout_range r;
 } layout_plan;
@@ -110,6 +139,12 @@ struct layout_ops {
      * outlives cmd's use. */
     void (*put_id)(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
                    size_t idlen, uint8_t *scratch, layout_cmd *cmd);
+    /* Layouts keeping ids in bucket hash fields (2, 3; NULL in 1): the hash key of fp's
+     * field into key[LAYOUT_KEY_MAX] (returns its length) and the field into
+     * member[LAYOUT_MEMBER_MAX] (*mlen). Their ids_read, has_ids and put_id are the
+     * layout_field_* below. */
+    size_t (*field_of)(const layout_ctx *c, uint64_t p0, char *key, uint8_t *member,
+                       size_t *mlen);
     /* The lock script call of fp up to its document ids (the caller adds them for ops
      * A and R); token and op are NUL-terminated and outlive cmd's use. */
     void (*lock)(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
@@ -142,14 +177,68 @@ struct layout_ops {
     uint64_t (*walk_tag_of)(const layout_ctx *c, uint64_t p);
     uint64_t (*walk_first_value)(const layout_ctx *c, uint64_t tag);
     void (*walk_read)(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r);
+    /* Optional (bucket keys named by their bounds, layout 3): reads back what follows
+     * the hash tag of a bucket or id hash key of shard `shard` (":<lo>-<hi>"), checked by
+     * writing it again. Returns 0 with *tag (member_decode's), or -1. */
+    int (*bucket_suffix_parse)(const layout_ctx *c, unsigned shard, const char *s, size_t len,
+                               uint64_t *tag);
+    /* The first tag past the tags of shard `shard` (walk_first_value of it: the first
+     * value of the next shard, 0 past the last). */
+    uint64_t (*walk_tag_end)(const layout_ctx *c, unsigned shard);
+
+    /* ---- Split buckets (NULL in a layout whose buckets are fixed) ---- */
+    /* Sets up / frees ctx->dir (layout_ctx_init, layout_ctx_free). init returns 0 or
+     * -1 (out of memory). */
+    int (*dir_init)(layout_ctx *c);
+    void (*dir_free)(layout_ctx *c);
+    /* See layout_dir_need, layout_dir_read, layout_dir_load, layout_dir_reply. */
+    int (*dir_need)(const layout_ctx *c, unsigned table, unsigned shard);
+    void (*dir_read)(const layout_ctx *c, unsigned table, unsigned shard, layout_cmd *cmd);
+    int (*dir_load)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
+    int (*dir_reply)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
+    void (*dir_stats)(const layout_ctx *c, layout_dir_stats *out);
 };
 
 /* The table of layout version v, or NULL when this code does not know it. */
 const layout_ops *layout_ops_of(unsigned version);
 
-/* Fills c for a corpus of layout `version` at bucket_bits (0: the layout's default).
- * Returns 0, or -1 when either is unsupported. */
+/* Fills c for a corpus of layout `version` at bucket_bits (0: the layout's default;
+ * layout 3 has no other). Returns 0, or -1 when either is unsupported or out of
+ * memory. Free with layout_ctx_free. */
 int layout_ctx_init(layout_ctx *c, unsigned version, unsigned bucket_bits);
+void layout_ctx_free(layout_ctx *c);
+
+/* ---- Split buckets (layout 3; nothing to do in layouts 1 and 2) ----
+ * A (table, shard) pair names one directory (shard = first byte of the permuted
+ * value). */
+
+/* 1 when the layout's buckets split (it has directories), else 0. */
+int layout_splits(const layout_ctx *c);
+/* 1 when the directory of (table, shard) must be read (layout_dir_read, then
+ * layout_dir_load) before a read is routed through it: never read, marked stale by
+ * layout_dir_reply, or older than a third of the tombstone lifetime. 0 otherwise and
+ * in layouts 1 and 2. */
+int layout_dir_need(const layout_ctx *c, unsigned table, unsigned shard);
+/* The read of the whole directory (ZRANGE r:{t:xx} 0 -1). */
+void layout_dir_read(const layout_ctx *c, unsigned table, unsigned shard, layout_cmd *cmd);
+/* Takes its reply into the cache. Returns 0, or -1 (unexpected reply, out of memory:
+ * the directory stays marked for reading). */
+int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
+/* Every reply of a command the layout built for a key of (table, shard) (reads,
+ * entries, the lock call, the reads of ids): learns the split points it carries and
+ * returns 1 when the command met a bucket that had split (a WRONGTYPE on a tombstone,
+ * or a write script's {-1, point} / {-2}): nothing was read or written, the cache is
+ * updated or marked for reading, and the command must be built and sent again. 0
+ * otherwise (and always in layouts 1 and 2). */
+int layout_dir_reply(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
+/* The counters of the cache (all 0 in layouts 1 and 2). */
+void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out);
+/* The index in c->argv of the first key of command c (3 for EVAL and EVALSHA: script,
+ * numkeys, key; else 1): where a blocking client routes it in a Redis Cluster. */
+int layout_cmd_key_index(const layout_cmd *c);
+/* The number of entries a write reply says were written: an integer (ZADD, ZREM) or
+ * the first element of a write script's array. Returns 0, or -1 for another reply. */
+int layout_write_count(const redisReply *r, long long *n);
 
 /* Reads back a key of the corpus (its name prefix included). Checks it by writing it
  * again: a key this code would not write is refused. ntables bounds the table number;
@@ -189,6 +278,13 @@ void layout_fix_entry(const layout_ctx *c, const perm_set *ps, const layout_fix 
 int layout_fix_entry_ok(const redisReply *reply);
 void layout_fix_unlock(const layout_fix *f, layout_cmd *cmd);
 
+/* ---- Ids in bucket hash fields (layouts 2 and 3 share these; ops->field_of) ---- */
+void layout_field_ids_read(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
+                           layout_cmd *cmd, layout_ids_kind *kind);
+void layout_field_has_ids(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd);
+void layout_field_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
+                         size_t idlen, uint8_t *scratch, layout_cmd *cmd);
+
 /* ---- The fixed-bucket family (layouts 1 and 2 share these) ---- */
 
 /* The table entries and the walk of a layout whose buckets are the top bucket_bits
@@ -197,7 +293,8 @@ void layout_fix_unlock(const layout_fix *f, layout_cmd *cmd);
     .plan = layout_fixed_plan, .plan_read = layout_fixed_plan_read,                     \
     .member_decode = layout_fixed_member_decode, .entry = layout_fixed_entry,           \
     .walk_pattern = layout_fixed_walk_pattern, .walk_tag_of = layout_fixed_walk_tag_of, \
-    .walk_first_value = layout_fixed_walk_first_value, .walk_read = layout_fixed_walk_read
+    .walk_first_value = layout_fixed_walk_first_value, .walk_read = layout_fixed_walk_read, \
+    .walk_tag_end = layout_fixed_walk_tag_end
 void layout_fixed_needs(const layout_ctx *c, layout_needs *out);
 int layout_fixed_plan(const layout_ctx *c, unsigned table, uint64_t p, unsigned prefix_bits,
                       layout_plan *pl);
@@ -208,6 +305,7 @@ int layout_fixed_member_decode(const layout_ctx *c, uint64_t tag, const void *me
 void layout_fixed_entry(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
                         layout_cmd *out);
 size_t layout_fixed_walk_pattern(const layout_ctx *c, unsigned shard, char *buf, size_t cap);
+uint64_t layout_fixed_walk_tag_end(const layout_ctx *c, unsigned shard);
 uint64_t layout_fixed_walk_tag_of(const layout_ctx *c, uint64_t p);
 uint64_t layout_fixed_walk_first_value(const layout_ctx *c, uint64_t tag);
 void layout_fixed_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r);

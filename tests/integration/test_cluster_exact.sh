@@ -12,7 +12,9 @@
 # `simhash export` (the SIMHASH.SCAN walk) prints exactly the planted pairs after the
 # load, after the reshard and with the slot half migrated, and `simhash fsck --cluster`
 # finds the data clean; the (8,2) run keeps its corpus at bucket-bits 24, so its walk
-# meets mostly empty buckets.
+# meets mostly empty buckets. Registered a second time in data layout 3 with a split
+# limit of 4 (tests/CMakeLists.txt; no bucket bits there): buckets split while the
+# corpus loads, then move with their slots.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
@@ -101,7 +103,8 @@ for setting in "6 3" "8 2"; do
     blocks=$1 dist=$2
     th_log "blocks $blocks distance $dist"
     wpids=() workers="" wports=()
-    bb=$([ "$blocks" = 8 ] && echo 24 || echo 0)     # 0: the layout's default
+    # 0: the layout's default (layout 3 has no bucket bits)
+    bb=$([ "$blocks" = 8 ] && [ "${TH_LAYOUT:-2}" != 3 ] && echo 24 || echo 0)
     for i in 0 1 2; do
         th_start_shard "shard-$blocks-$dist-$i" "${CL_PORTS[$i]}" 0-255 "$blocks" "$dist" "" \
             --cluster yes --bucket-bits "$bb"
@@ -125,6 +128,11 @@ for setting in "6 3" "8 2"; do
         || th_fail "load (blocks $blocks distance $dist)"
     timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 7 \
         || th_fail "verify (blocks $blocks distance $dist)"
+    if [ -n "${TH_SPLIT_LIMIT:-}" ]; then   # layout 3 with a tiny split limit
+        splits=$(info_field "$cport" bucket_splits)
+        th_log "layout 3: ${splits:-0} buckets split while the corpus loaded"
+        [ "${splits:-0}" -ge 100 ] || th_fail "only ${splits:-0} buckets split"
+    fi
     export_check "$cport" "$state" "after the load (blocks $blocks distance $dist)"
     if [ "$bb" = 24 ]; then     # sparse: the walk listed the buckets of the slots
         [ "$(listings "${wports[@]}")" -gt 0 ] || th_fail "no SHARD.SCAN listed buckets at bucket-bits 24"
@@ -195,7 +203,9 @@ for setting in "6 3" "8 2"; do
         # which the worker must not trust (its keys are on two nodes)
         l0=$(listings "${wports[@]}")
         walk_small "$cport" || th_fail "SIMHASH.SCAN in small steps during a slot migration"
-        [ "$(listings "${wports[@]}")" -gt "$l0" ] || th_fail "no listing in the small-step walk"
+        # (layout 3 walks its directories: it never lists)
+        [ "${TH_LAYOUT:-2}" = 3 ] || [ "$(listings "${wports[@]}")" -gt "$l0" ] ||
+            th_fail "no listing in the small-step walk"
         timeout 20 redis-cli -p "$src" migrate 127.0.0.1 "$dst" "" 0 5000 keys "${keys[@]:$half}" \
             >/dev/null || th_fail "migrate the rest"
         for p in $(cl_master_ports); do

@@ -11,7 +11,11 @@
 #   faults   one Redis (appendfsync always), two workers, two coordinators, while
 #            workers, coordinators and Redis are killed with SIGKILL and restarted at
 #            random; then the checks after the repair pass had its time
-# JEPSEN_SECONDS (default 15) sets the length of the fault run.
+# JEPSEN_SECONDS (default 15) sets the length of the fault run. JEPSEN_FILLER=N adds N
+# filler fingerprints near the checked ones during every run (simhash_jepsen.py
+# --filler): registered with data layout 3 and a split limit of 4 (tests/CMakeLists.txt),
+# buckets then split under the concurrent writes, reads and kills, and the single run
+# checks that the workers split at least 100.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
@@ -27,7 +31,8 @@ jepsen() { # jepsen LABEL PORTS REDIS [args..]
     local label=$1 ports=$2 redis=$3
     shift 3
     timeout 600 "$PY" "$J" --label "$label" --ports "$ports" --redis "$redis" \
-        --distance $K --tables $T "$@" 2>&1 | tee "$TH_DIR/$label.out"
+        --distance $K --tables $T ${JEPSEN_FILLER:+--filler "$JEPSEN_FILLER"} "$@" 2>&1 |
+        tee "$TH_DIR/$label.out"
     return "${PIPESTATUS[0]}"
 }
 
@@ -44,6 +49,15 @@ th_start_coord coord-2 $B $K 2000 "127.0.0.1:$wa 127.0.0.1:$wb" "" --health-inte
 c2=$TH_COORD_PORT
 jepsen single "$c1,$c2" "127.0.0.1:$rport" --clients 12 --ops 8000 --docs 2 --seconds 60 \
     --seed 11 || th_fail "single Redis: violations (above)"
+if [ -n "${TH_SPLIT_LIMIT:-}" ]; then
+    splits=0
+    for w in $wa $wb; do
+        n=$(timeout 10 redis-cli -p "$w" shard.info | tr -d '\r' | sed -n 's/^bucket_splits://p')
+        splits=$((splits + ${n:-0}))
+    done
+    th_log "single: $splits buckets split during the run"
+    [ "$splits" -ge 100 ] || th_fail "single: only $splits buckets split"
+fi
 
 # ---- cluster: three masters ----
 cl_start_cluster cl 3 0

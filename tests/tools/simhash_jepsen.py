@@ -23,6 +23,11 @@ deployment, in the style of Jepsen's checkers (stdlib only; Debian 12's python3)
           * Redis itself (every node given with --redis): table entries = tables x
             non-empty document sets, no write lock left, and the counter hashes
             c:{0:xx} equal to the real numbers; SIMHASH.INFO reports them.
+With --filler N a further client adds N filler fingerprints (document "filler"), each
+k+2 to k+6 bits from one of the fingerprints above, during the run (retried until
+acknowledged): they share most tables' shards with them, so that with a small split
+limit of data layout 3 their buckets split while the clients work on them; the checks
+of Redis count them too.
 Prints counts (operations by kind and outcome, violations by kind) and exits 1 on any
 violation, after printing the first ones with their histories."""
 import argparse
@@ -127,11 +132,32 @@ def run(a):
                 hist.append({"op": op[0], "pairs": op[1], "t0": t0, "t1": t1,
                              "outcome": outcome, "reply": reply, "client": ci})
 
+    fillers = set()
+    frng = random.Random(a.seed + 7)
+    while len(fillers) < a.filler:
+        fillers.add(flip(frng, frng.choice(fps), frng.randint(a.distance + 2, a.distance + 6)))
+    fillers = sorted(fillers)
+    filled = []
+
+    def filler():
+        cl = Client(ports[0], a.password)
+        for f in fillers:
+            while time.monotonic() < t_end + 60:
+                if cl.call("SIMHASH.ADD", f, "filler")[0] == "ok":
+                    filled.append(f)
+                    break
+                time.sleep(0.05)
+
     th = [threading.Thread(target=worker, args=(i,)) for i in range(a.clients)]
+    th += [threading.Thread(target=filler)] if fillers else []
     for t in th:
         t.start()
     for t in th:
         t.join()
+    if len(filled) != len(fillers):
+        print("%s: only %d of %d filler fingerprints acknowledged" % (a.label, len(filled),
+                                                                     len(fillers)))
+        sys.exit(2)
     return fps, docs, hist
 
 
@@ -179,13 +205,16 @@ def redis_state(nodes):
     fingerprints, counters documents) over every node."""
     ent = nsets = ndocs = nlocks = cf = cd = 0
     for n in nodes:
+        c = C(n[1])
         for k in scan(n, "s:*"):
-            ent += int(rcli(n, "ZCARD", k).strip() or 0)
+            v = c.call("ZCARD", k)
+            ent += v if isinstance(v, int) else 0  # layout 3: a split bucket's tombstone
         # layout 2: ids packed per bucket hash field (a varint length before each id),
         # "" when they are in the overflow set d:{0:xx}:<fp hex> (counted below)
         for k in scan(n, "h:*"):
-            c = C(n[1])
             vals = c.call("HVALS", k)
+            if isinstance(vals, tuple):   # layout 3: a split id hash's tombstone
+                continue
             for v in vals:
                 i = ids = 0
                 while i < len(v):
@@ -319,8 +348,8 @@ def check(a, fps, docs, hist):
             if not ids and found:
                 viol.append(("found-without-documents", "fp %d returned from %d" % (fp, q)))
     # Redis itself
-    real_sets = sum(1 for ids in final.values() if ids)
-    real_docs = sum(len(ids) for ids in final.values())
+    real_sets = sum(1 for ids in final.values() if ids) + a.filler
+    real_docs = sum(len(ids) for ids in final.values()) + a.filler
     if nodes:
         ent, nsets, ndocs, nlocks, cf, cd = redis_state(nodes)
         if nsets != real_sets or ndocs != real_docs:
@@ -362,6 +391,7 @@ def main():
     ap.add_argument("--neighbours", type=int, default=24)
     ap.add_argument("--settle", type=float, default=20)
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--filler", type=int, default=0)
     ap.add_argument("--label", default="run")
     a = ap.parse_args()
     t = time.monotonic()

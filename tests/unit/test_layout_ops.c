@@ -35,8 +35,8 @@ static void test_ops_table(void **state)
     (void)state;
     layout_ctx c;
     assert_null(layout_ops_of(0));
-    assert_null(layout_ops_of(3));
-    assert_int_equal(layout_ctx_init(&c, 3, 12), -1);
+    assert_null(layout_ops_of(4));
+    assert_int_equal(layout_ctx_init(&c, 3, 12), -1);   /* layout 3 has no bucket bits */
     assert_int_equal(layout_ctx_init(&c, 1, 10), -1);
     assert_int_equal(layout_ctx_init(&c, 1, 0), 0);
     assert_int_equal(c.bucket_bits, LAYOUT_BUCKET_BITS_DEFAULT);
@@ -56,6 +56,80 @@ static void test_ops_table(void **state)
     assert_int_equal(nd.zset_value, layout_member_len(16));
     for (unsigned v = LAYOUT_VERSION_MIN; v <= LAYOUT_VERSION_MAX; v++)
         assert_int_equal(layout_version_ok(v), 1);
+}
+
+/* Layout 3: keys routed through the cached directory, which learns split points from
+ * the replies of writes and of the write scripts' "bucket split" answers. */
+static void test_layout3_routing(void **state)
+{
+    (void)state;
+    layout_ctx c;
+    layout_cmd ec;
+    layout_dir_stats st;
+    assert_int_equal(layout_corpus_set(NULL), 0);
+    assert_int_equal(layout_ctx_init(&c, 3, 0), 0);
+    assert_int_equal(c.bucket_bits, 8);
+    assert_int_equal(layout_splits(&c), 1);
+    assert_int_equal(layout_dir_need(&c, 0, 0x11), 1);
+    uint64_t p = 0x11c0000000000001ull;
+    c.ops->entry(&c, 0, p, "ZADD", &ec);
+    assert_string_equal(ec.argv[0], "EVAL");
+    assert_string_equal(ec.argv[2], "3");                /* bucket, directory, id hash */
+    assert_string_equal(ec.argv[3], "s:{0:11}:-");
+    assert_string_equal(ec.argv[4], "r:{0:11}");
+    assert_string_equal(ec.argv[5], "h:{0:11}:-");
+    /* {-1, "\x80"}: the bucket split at 80; the write goes to the upper half */
+    redisReply e0 = {.type = REDIS_REPLY_INTEGER, .integer = -1};
+    redisReply e1 = {.type = REDIS_REPLY_STRING, .str = "\x80", .len = 1};
+    redisReply *els[2] = {&e0, &e1};
+    redisReply moved = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = els};
+    assert_int_equal(layout_dir_reply(&c, 0, 0x11, &moved), 1);
+    c.ops->entry(&c, 0, p, "ZADD", &ec);
+    assert_string_equal(ec.argv[3], "s:{0:11}:80-");
+    c.ops->entry(&c, 0, 0x1100000000000001ull, "ZREM", &ec);
+    assert_string_equal(ec.argv[3], "s:{0:11}:-80");
+    /* {1, "\xc0\x01"}: written, and the upper half split again */
+    redisReply w0 = {.type = REDIS_REPLY_INTEGER, .integer = 1};
+    redisReply w1 = {.type = REDIS_REPLY_STRING, .str = "\xc0\x01", .len = 2};
+    redisReply *wel[2] = {&w0, &w1};
+    redisReply wrote = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = wel};
+    long long n;
+    assert_int_equal(layout_dir_reply(&c, 0, 0x11, &wrote), 0);
+    assert_int_equal(layout_write_count(&wrote, &n), 0);
+    assert_int_equal(n, 1);
+    c.ops->entry(&c, 0, p, "ZADD", &ec);
+    assert_string_equal(ec.argv[3], "s:{0:11}:80-c001");
+    /* the query plan of a 9-bit prefix covers the buckets it overlaps */
+    layout_plan pl;
+    layout_read rd;
+    assert_int_equal(c.ops->plan(&c, 0, 0x1180000000000000ull, 9, &pl), 0);
+    assert_int_equal(pl.nreads, 2);
+    c.ops->plan_read(&c, &pl, 1, &rd);
+    assert_string_equal(rd.key, "s:{0:11}:c001-");
+    uint64_t v;
+    assert_int_equal(c.ops->member_decode(&c, rd.tag, "\xc0\x01\x00\x00\x00\x00\x07", 7, &v), 0);
+    assert_true(v == 0x11c0010000000007ull);
+    /* a read of a tombstone: the directory must be read again */
+    redisReply wt = {.type = REDIS_REPLY_ERROR, .str = "WRONGTYPE Operation", .len = 19};
+    assert_int_equal(layout_dir_reply(&c, 0, 0x11, &wt), 1);
+    assert_int_equal(layout_dir_need(&c, 0, 0x11), 1);
+    /* bucket keys read back with their bounds; malformed bounds refused */
+    layout_key k;
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{3:11}:80-c001", 16, &k), 0);
+    assert_int_equal(k.kind, LAYOUT_KEY_BUCKET);
+    assert_int_equal(k.table, 3);
+    assert_int_equal(k.shard, 0x11);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "h:{0:11}:-80", 12, &k), 0);
+    assert_int_equal(k.kind, LAYOUT_KEY_IDHASH);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "h:{1:11}:-80", 12, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}:8-c0", 13, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}:c0-80", 14, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}:C0-", 12, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}", 8, &k), -1);
+    layout_dir_stats_get(&c, &st);
+    assert_int_equal(st.splits, 1);
+    assert_int_equal(st.stale, 2);
+    layout_ctx_free(&c);
 }
 
 /* Every kind of key written by layout.h comes back with what was written. */
@@ -309,6 +383,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_table),
+        cmocka_unit_test(test_layout3_routing),
         cmocka_unit_test(test_key_parse),
         cmocka_unit_test(test_key_parse_foreign),
         cmocka_unit_test(test_ids_reads),

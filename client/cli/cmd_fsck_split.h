@@ -1,0 +1,51 @@
+/* cmd_fsck_split.h: the part of `simhash fsck` for a layout whose buckets split
+ * (layout 3, docs/elastic-buckets.md): the directories read into the layout's cache
+ * (so the other phases route each entry to its live bucket), and the layout's own
+ * invariants checked key by key: every live bucket and id hash is a run of its
+ * directory (its bounds two consecutive lower bounds of it, the last unbounded),
+ * holds only members within its bounds, and every other key of a shard is a
+ * tombstone (a string). cmd_fsck.c makes the Redis calls; this file judges. */
+#ifndef SIMHASH_CMD_FSCK_SPLIT_H
+#define SIMHASH_CMD_FSCK_SPLIT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include <hiredis/hiredis.h>
+
+#include "layout_ops.h"
+
+typedef struct fsck_split fsck_split;
+
+/* NULL when out of memory. */
+fsck_split *fsck_split_new(void);
+void fsck_split_free(fsck_split *fs);
+
+/* A directory key ("[name:]r:{t:xx}") and its ZRANGE 0 -1 reply: loaded into lay's
+ * cache and fs. Returns 0, or -1 when the key or reply is not a directory's (counted
+ * as a bad key). */
+int fsck_split_dir(fsck_split *fs, layout_ctx *lay, const char *key, size_t len,
+                   const redisReply *members);
+
+/* A key of kind `kind` (LAYOUT_KEY_BUCKET or LAYOUT_KEY_IDHASH) of the corpus, its
+ * TYPE and, for a zset / hash, its members (ZRANGE 0 -1 / HKEYS). Counts it. */
+void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size_t len,
+                    const char *type, const redisReply *members);
+
+/* A blocking command of the repair, routed by key (its Redis Cluster node). */
+typedef redisReply *(*fsck_split_send_fn)(void *arg, const char *key, size_t klen, int argc,
+                                          const char **argv, const size_t *lens);
+
+/* --repair: every member of a bucket found outside its directory or bounds is written
+ * into its live bucket (the layout's table write, following splits), then removed
+ * from the stray key. Members of an id hash in the same state are not moved (reported
+ * as left). Returns 0, or -1 when Redis failed (counted). */
+int fsck_split_repair(fsck_split *fs, const layout_ctx *lay, fsck_split_send_fn send, void *arg);
+
+/* Prints the name:value lines; returns the number of problems found. */
+unsigned long long fsck_split_report(const fsck_split *fs, FILE *out);
+
+/* The problems left after the repair (all of them without one). */
+unsigned long long fsck_split_left(const fsck_split *fs, int repaired);
+
+#endif

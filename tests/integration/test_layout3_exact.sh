@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# test_layout3_exact.sh: data layout 3 (elastic buckets, docs/elastic-buckets.md) end
+# to end, exactness while buckets split. For (blocks, distance) (6,3), (5,3), (4,3),
+# (8,2): redis-server + 2 workers with --layout 3 and a split limit of 4 (so thousands
+# of buckets split while the corpus loads, and queries meet buckets that split under
+# them) + coordinator; the planted corpus of simhash_e2e.py (random bases, copies with
+# 1..k+2 flipped bits, fingerprints shared by two documents) loaded with pipelined
+# SIMHASH.ADD, then every stored fingerprint and near misses queried and compared with
+# brute force (0..k flipped bits found, k+1 not, distances, ids and order right). Then
+# the layout itself: the workers report splits, the meta says layout 3, every live
+# bucket of the directories holds fewer entries than the limit. First, bucket bits
+# and a split limit of 1 are refused before anything is written.
+set -u
+. "$(dirname "$0")/lib.sh"
+th_init layout3-exact
+th_need_bins simhash-shard simhash-coordinator
+DRIVER="$TH_SRC/tests/tools/simhash_e2e.py"
+BASES=${E2E_BASES:-200}
+LIMIT=4
+
+# settings refused at start, before a new corpus's meta is written
+th_start_redis redis-bad
+for bad in "--bucket-bits 12:leave bucket-bits unset" "--split-limit 1:split-limit 1"; do
+    out=$(timeout 20 "$TH_BIN/simhash-shard" --port 0 --redis-port "$TH_REDIS_PORT" --layout 3 \
+        ${bad%%:*} 2>&1); rc=$?
+    [ $rc -ne 0 ] && [[ $out == *"${bad#*:}"* ]] || th_fail "layout 3 ${bad%%:*}: exit $rc, $out"
+done
+[ "$(timeout 5 redis-cli -p "$TH_REDIS_PORT" exists simhash:meta)" = 0 ] ||
+    th_fail "a refused worker wrote simhash:meta"
+th_stop "$TH_REDIS_PID"
+
+for setting in "6 3" "5 3" "4 3" "8 2"; do
+    set -- $setting
+    blocks=$1 dist=$2
+    th_log "layout 3, blocks $blocks distance $dist, split limit $LIMIT"
+    th_start_redis "redis-$blocks-$dist"
+    rport=$TH_REDIS_PORT rpid=$TH_REDIS_PID
+    th_start_shard "shard-a-$blocks-$dist" "$rport" 0-127 "$blocks" "$dist" "" --layout 3 \
+        --split-limit "$LIMIT"
+    a=$TH_SHARD_PORT apid=$TH_SHARD_PID
+    th_start_shard "shard-b-$blocks-$dist" "$rport" 128-255 "$blocks" "$dist" "" --layout 3 \
+        --split-limit "$LIMIT"
+    b=$TH_SHARD_PORT bpid=$TH_SHARD_PID
+    th_start_coord "coord-$blocks-$dist" "$blocks" "$dist" 5000 "127.0.0.1:$a 127.0.0.1:$b"
+    cport=$TH_COORD_PORT cpid=$TH_COORD_PID
+    state="$TH_DIR/state-$blocks-$dist.json"
+
+    timeout 170 python3 "$DRIVER" load --port "$cport" --blocks "$blocks" --distance "$dist" \
+        --bases "$BASES" --seed "3$blocks$dist" --state-out "$state" \
+        || th_fail "load (blocks $blocks distance $dist)"
+    timeout 170 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 7 --batch 100 \
+        || th_fail "verify (blocks $blocks distance $dist)"
+
+    meta=$(timeout 10 redis-cli -p "$rport" hget simhash:meta layout)
+    [ "$meta" = 3 ] || th_fail "simhash:meta layout '$meta', want 3"
+    splits=0
+    for w in $a $b; do
+        n=$(timeout 10 redis-cli -p "$w" shard.info | tr -d '\r' | sed -n 's/^bucket_splits://p')
+        [ -n "$n" ] || th_fail "SHARD.INFO of worker $w has no bucket_splits"
+        splits=$((splits + n))
+    done
+    dirs=$(timeout 30 redis-cli -p "$rport" --scan --pattern 'r:{*' | wc -l)
+    th_log "  $splits buckets split by the workers; $dirs shard directories"
+    [ "$splits" -ge 300 ] || th_fail "only $splits splits: the test did not exercise splitting"
+    # every live bucket (a run of its directory) stays below the limit
+    timeout 120 python3 - "$rport" "$LIMIT" "$TH_SRC/tests/tools" <<'PY' || th_fail "layout-3 buckets over the limit"
+import sys
+sys.path.insert(0, sys.argv[3])
+from resp_client import C
+c, limit = C(int(sys.argv[1])), int(sys.argv[2])
+cur, big, n = b"0", 0, 0
+while True:
+    cur, keys = c.call("SCAN", cur, "MATCH", b"s:{*", "COUNT", 1000)
+    for k in keys:
+        if c.call("TYPE", k) == "zset":
+            size = c.call("ZCARD", k)
+            n += 1
+            big = max(big, size)
+    if cur == b"0":
+        break
+print("live buckets: %d, largest %d" % (n, big), file=sys.stderr)
+sys.exit(0 if n > 0 and big < limit else 1)
+PY
+    for p in $cpid $apid $bpid $rpid; do th_stop "$p"; done
+done
+th_log "PASS"
