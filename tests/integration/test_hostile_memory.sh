@@ -19,7 +19,10 @@ th_start_redis r
 th_start_shard w "$TH_REDIS_PORT" 0-255 6 3
 PW=memory-secret-$RANDOM
 printf '%s\n' "$PW" >"$TH_DIR/pw"
-th_start_coord pw 6 3 5000 "127.0.0.1:$TH_SHARD_PORT" "" --password-file "$TH_DIR/pw"
+# auth-timeout and request-timeout off here: on a busy machine opening 1,000 connections
+# can outlast them, and their closes would hide the budget and the eviction checked below
+th_start_coord pw 6 3 5000 "127.0.0.1:$TH_SHARD_PORT" "" --password-file "$TH_DIR/pw" \
+    --auth-timeout 0 --request-timeout 0
 # a sanitizer build's allocator keeps freed memory (quarantine): its RSS says nothing
 # about the budget, whose own counter is still checked
 grow=64
