@@ -70,27 +70,8 @@ timeout 120 python3 "$E2E" verify --port "$port_l3" --state "$st" --seed 93 >"$T
 th_log "layout-3 copy: $(tail -n 1 "$TH_DIR/verify.out")"
 
 for args in "COUNT 1 LIMIT 1" "COUNT 3 LIMIT 2" "COUNT 1024 LIMIT 65536"; do
-    timeout 300 python3 - "$TH_SRC/tests/tools" "$port_l3" "$TH_DIR/want.txt" $args <<'PY' ||
-import sys
-sys.path.insert(0, sys.argv[1])
-from resp_client import C
-c, want = C(int(sys.argv[2])), set(open(sys.argv[3]).read().split("\n")) - {""}
-cur, got, steps, dup = 0, set(), 0, 0
-while True:
-    nxt, ents = c.call("SIMHASH.SCAN", cur, *sys.argv[4:])
-    steps += 1
-    for fp, ids in ents:
-        for i in ids:
-            p = "%s %s" % (fp.decode(), i.decode())
-            dup += p in got
-            got.add(p)
-    cur = int(nxt)
-    if cur == 0:
-        break
-print("scan %s: %d steps, %d pairs, %d twice" % (" ".join(sys.argv[4:]), steps, len(got), dup),
-      file=sys.stderr)
-sys.exit(0 if got == want and dup == 0 else 1)
-PY
+    PYTHONPATH="$TH_SRC/tests/tools" timeout 300 python3 "$TH_SRC/tests/tools/scan_walk.py" \
+        "$port_l3" "$TH_DIR/want.txt" $args >&2 ||
         th_fail "SIMHASH.SCAN walk of the layout-3 copy with $args"
 done
 # fsck: the layout-3 copy is clean, with its own invariants checked; then a member
