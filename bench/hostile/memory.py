@@ -5,9 +5,9 @@ budget fields), and with --check exits 1 unless the property of MODE holds.
 
   unauth  --conns N: N connections (spread over 127.0.0.2..127.0.0.5, so that
           max-clients-per-addr does not refuse them) each send a legal unfinished
-          request of 160 KiB (the most allowed before AUTH) and wait. check: RSS grew
-          less than --max-growth-mib (default 64) and INFO unauth_request_bytes is within
-          max_unauth_bytes plus one request.
+          request of --request-kib (default 160, the most allowed before AUTH) and wait.
+          check: RSS grew less than --max-growth-mib (default 64) and INFO
+          unauth_request_bytes is within max_unauth_bytes plus one request.
   output  --conns N: N clients pipeline --requests ECHO of 1 MiB each and never read.
           check: every INFO sample of client_output_total is within max_output_total
           plus --slack-mib (default 8: one pass of the event loop), and at least one
@@ -51,7 +51,7 @@ def connect(src, port):
 
 
 def mode_unauth(a):
-    arg = 16384
+    arg = max(a.request_kib * 1024 // 10, 128)
     req = b"*10\r\n" + (b"$%d\r\n" % arg + b"x" * arg + b"\r\n") * 9 + b"$%d\r\n" % arg + b"x" * (arg - 100)
     before = rss_mib(a.pid)
     conns = []
@@ -66,9 +66,9 @@ def mode_unauth(a):
     after = rss_mib(a.pid)
     inf = info(a.port, a.password)
     print("mode=unauth conns=%d sent=%d rss_before_mib=%.1f rss_after_mib=%.1f growth_mib=%.1f "
-          "unauth_request_bytes=%s evicted=%s" % (a.conns, len(conns), before, after,
-                                                   after - before, inf.get("unauth_request_bytes"),
-                                                   inf.get("evicted_unauth_bytes_budget")))
+          "unauth_request_bytes=%s evicted=%s evicted_unauthenticated=%s"
+          % (a.conns, len(conns), before, after, after - before, inf.get("unauth_request_bytes"),
+             inf.get("evicted_unauth_bytes_budget"), inf.get("evicted_unauthenticated")))
     for s in conns:
         s.close()
     held, budget = int(inf.get("unauth_request_bytes", 0)), int(inf.get("max_unauth_bytes", 0))
@@ -120,6 +120,7 @@ def main():
     ap.add_argument("--pid", type=int, required=True)
     ap.add_argument("--conns", type=int, default=1000)
     ap.add_argument("--requests", type=int, default=16)
+    ap.add_argument("--request-kib", type=int, default=160)
     ap.add_argument("--seconds", type=float, default=10)
     ap.add_argument("--password", default="")
     ap.add_argument("--max-growth-mib", type=float, default=64)

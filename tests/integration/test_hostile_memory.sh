@@ -2,8 +2,8 @@
 # test_hostile_memory.sh: memory budgets across clients (docs/security.md, "Budgets";
 # bench/hostile/memory.py). 1,000 unauthenticated connections each holding a legal
 # unfinished 160 KiB request make the coordinator's RSS grow by less than 64 MB
-# (max-unauth-bytes, 32 MiB by default) and take no more than max-clients minus
-# reserved-auth-clients slots (the oldest make room); 40 clients that pipeline ECHOs of 1 MiB and
+# (max-unauth-bytes, 32 MiB by default); 1,000 holding 1 KiB each take no more than
+# max-clients minus reserved-auth-clients slots (the oldest make room); 40 clients that pipeline ECHOs of 1 MiB and
 # never read keep the sum of unsent replies within max-output-total (16 MiB here, plus
 # one pass of the event loop), the largest disconnected first; a client that reads is
 # served throughout.
@@ -23,6 +23,18 @@ printf '%s\n' "$PW" >"$TH_DIR/pw"
 # can outlast them, and their closes would hide the budget and the eviction checked below
 th_start_coord pw 6 3 5000 "127.0.0.1:$TH_SHARD_PORT" "" --password-file "$TH_DIR/pw" \
     --auth-timeout 0 --request-timeout 0
+# 1,000 unauthenticated connections, each holding 1 KiB of an unfinished request (far
+# within max-unauth-bytes, so that only the slot cap closes any), pass max-clients 1024
+# minus the 32 reserved slots: the oldest make room for the newest, and a client with the
+# password still gets in
+out=$(timeout 300 python3 "$MEM" unauth --port "$TH_COORD_PORT" --pid "$(th_child_pid "$TH_COORD_PID")" \
+      --conns 1000 --request-kib 1 --password "$PW" --max-growth-mib 100000 --check) ||
+    th_fail "unauthenticated connections past the slot cap: $out"
+th_log "$out"
+ev=$(printf '%s\n' "$out" | sed -n 's/.*evicted_unauthenticated=\([0-9]*\).*/\1/p')
+[ "${ev:-0}" -ge 1 ] || th_fail "reserved-auth-clients: evicted_unauthenticated ${ev:-missing}"
+[ "$(timeout 10 redis-cli -p "$TH_COORD_PORT" -a "$PW" --no-auth-warning ping)" = PONG ] ||
+    th_fail "a client with the password after the connections past the slot cap"
 # a sanitizer build's allocator keeps freed memory (quarantine): its RSS says nothing
 # about the budget, whose own counter is still checked
 grow=64
@@ -32,11 +44,6 @@ out=$(timeout 300 python3 "$MEM" unauth --port "$TH_COORD_PORT" --pid "$(th_chil
 th_log "$out"
 [ "$(timeout 10 redis-cli -p "$TH_COORD_PORT" -a "$PW" --no-auth-warning ping)" = PONG ] ||
     th_fail "a client with the password after the unauthenticated load"
-# 1,000 unauthenticated connections pass max-clients 1024 minus the 32 reserved slots:
-# the oldest made room for the newest
-ev=$(timeout 10 redis-cli -p "$TH_COORD_PORT" -a "$PW" --no-auth-warning info clients | tr -d '\r' |
-     sed -n 's/^evicted_unauthenticated://p')
-[ "${ev:-0}" -ge 1 ] || th_fail "reserved-auth-clients: evicted_unauthenticated ${ev:-missing}"
 
 th_start_coord out 6 3 5000 "127.0.0.1:$TH_SHARD_PORT" "" --max-output-total 16m
 out=$(timeout 300 python3 "$MEM" output --port "$TH_COORD_PORT" --pid "$(th_child_pid "$TH_COORD_PID")" \
