@@ -74,6 +74,19 @@ class Client:
         return "ok", r
 
 
+def settled_call(cl, seconds, *args):
+    """A read of the final state, after the run: asked again while the deployment still
+    recovers from the last fault (a worker reconnecting to Redis answers REDIS or
+    SHARDDOWN for a moment, longer on a busy machine), for up to seconds. Only an error
+    that outlasts that is a failed query."""
+    deadline = time.monotonic() + seconds
+    while True:
+        oc, r = cl.call(*args)
+        if oc == "ok" or time.monotonic() >= deadline:
+            return oc, r
+        time.sleep(0.2)
+
+
 def flip(rng, v, n):
     for b in rng.sample(range(64), n):
         v ^= 1 << b
@@ -261,7 +274,7 @@ def check(a, fps, docs, hist):
     # final state per fingerprint
     final = {}
     for fp in fps:
-        oc, r = cl.call("SIMHASH.QUERY", fp, "DISTANCE", 0)
+        oc, r = settled_call(cl, a.settle, "SIMHASH.QUERY", fp, "DISTANCE", 0)
         if oc != "ok":
             viol.append(("query-failed", "QUERY %d -> %r" % (fp, r)))
             continue
@@ -336,7 +349,7 @@ def check(a, fps, docs, hist):
     for fp, ids in final.items():
         for _ in range(a.neighbours if ids else 3):
             q = flip(rng, fp, rng.randint(0, a.distance))
-            oc, r = cl.call("SIMHASH.QUERY", q)
+            oc, r = settled_call(cl, a.settle, "SIMHASH.QUERY", q)
             nq += 1
             if oc != "ok":
                 viol.append(("query-failed", "QUERY %d -> %r" % (q, r)))
