@@ -33,17 +33,9 @@ typedef struct coord_config {
     char *worker_password;          /* sent as AUTH to workers (worker-password-file) */
     char *pidfile, *logfile;
     int loglevel;
-    size_t max_arg_bytes, max_request_bytes, max_reply_bytes, out_high_watermark;
-    unsigned max_args, max_pending, max_clients, max_per_event;
-    size_t max_output_bytes;        /* unread reply bytes before a client is disconnected */
-    unsigned max_inflight_client;   /* requests of one client running at once */
-    unsigned idle_timeout_s, auth_timeout_s; /* timeout, auth-timeout (0: never) */
-    unsigned request_timeout_s, max_clients_per_addr, reserved_auth_clients; /* rs_limits */
-    unsigned auth_fail_rate_addr, auth_fail_rate_total;
-    size_t max_output_total, max_unauth_bytes;
+    rs_limits limits;               /* client limits and budgets (rs_limit_options) */
     unsigned metrics_port;          /* Prometheus endpoint (0: none) */
     char *metrics_bind;
-    unsigned slowlog_slower_than, slowlog_max_len;
     int syslog;                     /* also log to syslog(3) */
     unsigned max_inflight_worker;   /* per worker; past it requests fail with -BUSY */
     unsigned reconnect_max_ms;      /* backoff cap */

@@ -40,33 +40,6 @@ const char *rs_errcode_str(rs_errcode code)
     return (unsigned)code < RS_ERR_COUNT_ ? rs_err_strings[code] : "ERR";
 }
 
-void rs_limits_default(rs_limits *l)
-{
-    l->max_arg_bytes = RESP_DEFAULT_MAX_ARG_BYTES;
-    l->max_req_bytes = RESP_DEFAULT_MAX_REQ_BYTES;
-    l->max_args = RESP_DEFAULT_MAX_ARGS;
-    l->max_inline_bytes = RESP_DEFAULT_MAX_INLINE_BYTES;
-    l->max_pending = 128;
-    l->max_reply_bytes = 64u << 20;
-    l->out_high_watermark = 1u << 20;
-    l->max_clients = 1024;
-    l->max_per_event = 32;
-    l->max_output_bytes = 128u << 20;
-    l->max_inflight_client = 32;
-    l->idle_timeout_s = 300;
-    l->auth_timeout_s = 10;
-    l->auth_fail_delay_ms = RS_AUTH_FAIL_DELAY_MS;
-    l->slowlog_slower_than_us = 10000;
-    l->slowlog_max_len = 128;
-    l->request_timeout_s = 10;
-    l->max_clients_per_addr = 256;
-    l->reserved_auth_clients = 32;
-    l->auth_fail_rate_addr = 10;
-    l->auth_fail_rate_total = 100;
-    l->max_output_total = 512u << 20;
-    l->max_unauth_bytes = 32u << 20;
-}
-
 /* The parser limits of a client: the configured ones, or, before AUTH, Redis's
  * limits for unauthenticated clients. */
 resp_limits rs_parser_limits(const rserver *s, int authed)
