@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "fingerprint.h"
@@ -198,27 +197,27 @@ static int coord_send_per_table(coord_op *op, const char *cmd, uint64_t fp, cons
 
 static void coord_query_sort_answer_fn(coord_op *op);
 
-int coord_docs_copy(const redisReply *e, char **docs, size_t *docslen)
+coord_status coord_docs_copy(const redisReply *e, char **docs, size_t *docslen)
 {
     resp_buf b;
     if (e->type != REDIS_REPLY_ARRAY)
-        return -1;
+        return COORD_BAD_REPLY;
     resp_buf_init(&b, 0);
     resp_add_array(&b, e->elements);
     for (size_t j = 0; j < e->elements; j++) {
         if (e->element[j]->type != REDIS_REPLY_STRING) {
             resp_buf_free(&b);
-            return -1;
+            return COORD_BAD_REPLY;
         }
         resp_add_bulk(&b, e->element[j]->str, e->element[j]->len);
     }
     if (b.overflow) {
         resp_buf_free(&b);
-        return -2;
+        return COORD_NOMEM;
     }
     *docs = b.data;
     *docslen = b.len;
-    return 0;
+    return COORD_OK;
 }
 
 static int coord_match_push(coord_qstate *s, uint64_t fp, unsigned dist)
@@ -272,10 +271,10 @@ static int coord_on_query_reply(coord_op *op, coord_worker *w, redisReply *r, vo
         }
         if (e->elements >= 3) {
             qmatch *m = &s->m[s->n - 1];
-            int rc = coord_docs_copy(e->element[2], &m->docs, &m->docslen);
-            if (rc == -1)
+            coord_status rc = coord_docs_copy(e->element[2], &m->docs, &m->docslen);
+            if (rc == COORD_BAD_REPLY)
                 goto bad;
-            if (rc == -2) {
+            if (rc == COORD_NOMEM) {
                 coord_op_fail(op, RS_OOM, "out of memory");
                 return -1;
             }
@@ -314,10 +313,10 @@ static int coord_on_docs_reply(coord_op *op, coord_worker *w, redisReply *r, voi
         redisReply *e = r->element[i];
         char *docs;
         size_t docslen;
-        int rc = coord_docs_copy(e, &docs, &docslen);
-        if (rc == -1)
+        coord_status rc = coord_docs_copy(e, &docs, &docslen);
+        if (rc == COORD_BAD_REPLY)
             goto bad;
-        if (rc == -2) {
+        if (rc == COORD_NOMEM) {
             coord_op_fail(op, RS_OOM, "out of memory");
             return -1;
         }
@@ -510,9 +509,9 @@ int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord
         const char *opt = rs_req_arg(r, i, &n), *why;
         char b[64];
         uint64_t v;
-        int is_d = (allow & COORD_OPT_DISTANCE) && n == 8 && strncasecmp(opt, "DISTANCE", 8) == 0;
-        int is_l = (allow & COORD_OPT_LIMIT) && n == 5 && strncasecmp(opt, "LIMIT", 5) == 0;
-        int is_f = (allow & COORD_OPT_FORMAT) && n == 6 && strncasecmp(opt, "FORMAT", 6) == 0;
+        int is_d = (allow & COORD_OPT_DISTANCE) && resp_word_is(opt, n, "DISTANCE");
+        int is_l = (allow & COORD_OPT_LIMIT) && resp_word_is(opt, n, "LIMIT");
+        int is_f = (allow & COORD_OPT_FORMAT) && resp_word_is(opt, n, "FORMAT");
         if (!is_d && !is_l && !is_f) {
             rs_req_fail(r, RS_ERR, "unknown option '%s' (argument %zu); expected %s",
                         rs_printable(b, sizeof(b), opt, n, 40), i, expect[allow & 7]);
@@ -525,11 +524,11 @@ int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord
         }
         const char *val = rs_req_arg(r, i + 1, &vn);
         if (is_f) {
-            if (vn == 4 && strncasecmp(val, "html", 4) == 0) {
+            if (resp_word_is(val, vn, "html")) {
                 o->html = 1;
-            } else if (vn == 8 && strncasecmp(val, "html-all", 8) == 0) {
+            } else if (resp_word_is(val, vn, "html-all")) {
                 o->html = 2;
-            } else if (vn == 4 && strncasecmp(val, "text", 4) == 0) {
+            } else if (resp_word_is(val, vn, "text")) {
                 o->html = 0;
             } else {
                 rs_req_fail(r, RS_ERR, "invalid FORMAT '%s' (argument %zu): expected text, html "

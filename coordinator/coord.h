@@ -245,9 +245,15 @@ void coord_write_start(coord_op *op);
 
 extern const rs_command coord_commands[];
 extern const size_t coord_ncommands;
-/* Parses e, an array of document ids, into a RESP array in *docs (malloc'd).
- * Returns 0, -1 when e is malformed, -2 out of memory. */
-int coord_docs_copy(const redisReply *e, char **docs, size_t *docslen);
+/* Outcome of a step that can fail in two ways a caller answers differently. */
+typedef enum coord_status {
+    COORD_OK = 0,
+    COORD_BAD_REPLY = -1,       /* a worker's reply is malformed: -ERR, counted */
+    COORD_NOMEM = -2            /* out of memory: -OOM */
+} coord_status;
+
+/* Parses e, an array of document ids, into a RESP array in *docs (malloc'd). */
+coord_status coord_docs_copy(const redisReply *e, char **docs, size_t *docslen);
 
 /* ---- info.c: SIMHASH.FINGERPRINT and SIMHASH.INFO ---- */
 

@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,7 +22,6 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include <assert.h>
 
 #include "log.h"
 #include "rasync.h"
@@ -261,7 +259,7 @@ void rs_req_finish(rs_req *r)
     if (r->finished)
         return;
     r->finished = 1;
-    assert(c->npending > 0);
+    SH_ASSERT(c->npending > 0);
     if (r->started && c->s) {
         rs_cmdstat *st = rs_cmdstat_of(c->s, r->cmd);
         uint64_t us = ra_now_us() - r->start_us;
@@ -270,7 +268,7 @@ void rs_req_finish(rs_req *r)
         rs_slowlog_note(c->s, r, us);
     }
     if (r->started) {
-        assert(c->nstarted > 0);
+        SH_ASSERT(c->nstarted > 0);
         c->nstarted--;
         if (r->cmd && (r->cmd->flags & RS_CMD_WRITE))
             c->nwrites--;
@@ -360,12 +358,12 @@ const rs_command *rs_find_command(const rserver *s, const char *name, size_t len
 {
     for (size_t i = 0; i < s->opt.ncommands; i++) {
         const rs_command *c = &s->opt.commands[i];
-        if (strlen(c->name) == len && strncasecmp(c->name, name, len) == 0)
+        if (resp_word_is(name, len, c->name))
             return c;
     }
     for (size_t i = 0; i < rs_nbuiltin; i++) {
         const rs_command *c = &rs_builtin[i];
-        if (strlen(c->name) == len && strncasecmp(c->name, name, len) == 0)
+        if (resp_word_is(name, len, c->name))
             return c;
     }
     return NULL;
