@@ -12,6 +12,7 @@
 #include "config.h"
 #include "fingerprint.h"
 #include "layout.h"
+#include "matches.h"
 #include "perm.h"
 #include "rasync.h"
 #include "rserver.h"
@@ -264,14 +265,8 @@ void coord_cmd_fingerprint(rs_req *r);
 void coord_worker_take_info(coord_worker *w, const redisReply *r);
 
 /* Options after the fixed arguments of QUERY, CHECK, CHECKTEXT, FINGERPRINT. */
-enum { COORD_OPT_DISTANCE = 1, COORD_OPT_LIMIT = 2, COORD_OPT_FORMAT = 4 };
-typedef struct coord_qopts {
-    unsigned d;                     /* DISTANCE, default the corpus distance */
-    size_t limit;                   /* LIMIT, 0: none */
-    int html;                       /* FORMAT html: 1, html-all (all visible text): 2 */
-} coord_qopts;
-/* Parses the options from argument `from` on (those in allow); 0, or -1 after
- * failing r. */
+/* Parses the options from argument `from` on (those in allow: coord_qopts_parse,
+ * matches.h); 0, or -1 after failing r. */
 int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord_qopts *o);
 
 /* ---- textfp.c: fingerprints of request texts, large ones off the event loop ---- */
