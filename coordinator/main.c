@@ -118,7 +118,7 @@ static const cfg_spec coord_spec = {
     "simhash-coordinator",
     "The RESP front end of distributed mode: answers SIMHASH.ADD/DEL/QUERY/CHECK/\n"
     "FINGERPRINT/CHECKTEXT/INFO by fanning out to simhash-shard workers whose first-byte\n"
-    "ranges cover 0-255 exactly once. See docs/coordinator.md.",
+    "ranges cover 0-255 exactly once. See docs/coordinator.md.\n" RS_EXIT_HELP,
     coord_options, sizeof(coord_options) / sizeof(coord_options[0]), coord_validate,
     RS_CONFIG_SHARED(coord_config, limits)
 };

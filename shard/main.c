@@ -245,7 +245,7 @@ static const cfg_spec shard_spec = {
     "for the first-byte range given by --shards, keeps the corpus in Redis sorted sets\n"
     "(layout in docs/protocol.md) and answers the SHARD.* commands of a\n"
     "simhash-coordinator. Options come from --config FILE and --name value flags\n"
-    "(flags win); --check-config validates and exits.",
+    "(flags win); --check-config validates and exits.\n" RS_EXIT_HELP,
     shard_options,
     sizeof shard_options / sizeof shard_options[0],
     shard_validate,

@@ -36,4 +36,10 @@ enum rs_exit {
                                the permutation tables */
 };
 
+/* The end of both daemons' --help paragraph (and so of their man pages). */
+#define RS_EXIT_HELP \
+    "Exit status: 0 stopped by SIGTERM/SIGINT, 1 a failure while starting or running,\n" \
+    "2 the configuration refused (docs/operations.md#exit-status)."
+
+
 #endif
