@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "fingerprint.h"
@@ -72,14 +71,6 @@ static int coord_need_routing(coord *co, rs_req *r)
 }
 
 /* ---- Operation state ---- */
-
-typedef struct qmatch {
-    uint64_t fp;
-    unsigned dist;
-    int gone;               /* no document ids: not (or no longer) in the corpus */
-    char *docs;             /* RESP array of document ids, as received order */
-    size_t docslen;
-} qmatch;
 
 typedef struct grp {
     size_t start, n;        /* slice of matches / pairs */
@@ -198,27 +189,27 @@ static int coord_send_per_table(coord_op *op, const char *cmd, uint64_t fp, cons
 
 static void coord_query_sort_answer_fn(coord_op *op);
 
-int coord_docs_copy(const redisReply *e, char **docs, size_t *docslen)
+coord_status coord_docs_copy(const redisReply *e, char **docs, size_t *docslen)
 {
     resp_buf b;
     if (e->type != REDIS_REPLY_ARRAY)
-        return -1;
+        return COORD_BAD_REPLY;
     resp_buf_init(&b, 0);
     resp_add_array(&b, e->elements);
     for (size_t j = 0; j < e->elements; j++) {
         if (e->element[j]->type != REDIS_REPLY_STRING) {
             resp_buf_free(&b);
-            return -1;
+            return COORD_BAD_REPLY;
         }
         resp_add_bulk(&b, e->element[j]->str, e->element[j]->len);
     }
     if (b.overflow) {
         resp_buf_free(&b);
-        return -2;
+        return COORD_NOMEM;
     }
     *docs = b.data;
     *docslen = b.len;
-    return 0;
+    return COORD_OK;
 }
 
 static int coord_match_push(coord_qstate *s, uint64_t fp, unsigned dist)
@@ -272,10 +263,10 @@ static int coord_on_query_reply(coord_op *op, coord_worker *w, redisReply *r, vo
         }
         if (e->elements >= 3) {
             qmatch *m = &s->m[s->n - 1];
-            int rc = coord_docs_copy(e->element[2], &m->docs, &m->docslen);
-            if (rc == -1)
+            coord_status rc = coord_docs_copy(e->element[2], &m->docs, &m->docslen);
+            if (rc == COORD_BAD_REPLY)
                 goto bad;
-            if (rc == -2) {
+            if (rc == COORD_NOMEM) {
                 coord_op_fail(op, RS_OOM, "out of memory");
                 return -1;
             }
@@ -289,20 +280,6 @@ bad:
     return -1;
 }
 
-static int coord_cmp_fp(const void *a, const void *b)
-{
-    const qmatch *x = a, *y = b;
-    return x->fp < y->fp ? -1 : x->fp > y->fp;
-}
-
-static int coord_cmp_dist_fp(const void *a, const void *b)
-{
-    const qmatch *x = a, *y = b;
-    if (x->dist != y->dist)
-        return x->dist < y->dist ? -1 : 1;
-    return x->fp < y->fp ? -1 : x->fp > y->fp;
-}
-
 /* SHARD.DOCS reply: one array of ids per fingerprint of the group. */
 static int coord_on_docs_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
 {
@@ -314,10 +291,10 @@ static int coord_on_docs_reply(coord_op *op, coord_worker *w, redisReply *r, voi
         redisReply *e = r->element[i];
         char *docs;
         size_t docslen;
-        int rc = coord_docs_copy(e, &docs, &docslen);
-        if (rc == -1)
+        coord_status rc = coord_docs_copy(e, &docs, &docslen);
+        if (rc == COORD_BAD_REPLY)
             goto bad;
-        if (rc == -2) {
+        if (rc == COORD_NOMEM) {
             coord_op_fail(op, RS_OOM, "out of memory");
             return -1;
         }
@@ -380,33 +357,7 @@ static void coord_query_merge(coord_op *op)
     coord_qstate *s = coord_op_data(op);
     coord *co = coord_op_coord(op);
 
-    if (s->n > 1) {
-        qsort(s->m, s->n, sizeof(*s->m), coord_cmp_fp);
-        size_t k = 0;
-        for (size_t i = 0; i < s->n; i++) {
-            if (k > 0 && s->m[k - 1].fp == s->m[i].fp) {
-                if (s->m[i].dist < s->m[k - 1].dist)
-                    s->m[k - 1].dist = s->m[i].dist;
-                /* the id lists of one fp are the same: keep any */
-                if (s->m[k - 1].docs == NULL) {
-                    s->m[k - 1].docs = s->m[i].docs;
-                    s->m[k - 1].docslen = s->m[i].docslen;
-                    s->m[k - 1].gone = s->m[i].gone;
-                } else {
-                    free(s->m[i].docs);
-                }
-                continue;
-            }
-            s->m[k++] = s->m[i];
-        }
-        s->n = k;
-    }
-    if (s->limit > 0 && s->n > s->limit) {
-        qsort(s->m, s->n, sizeof(*s->m), coord_cmp_dist_fp);
-        for (size_t i = s->limit; i < s->n; i++)
-            free(s->m[i].docs);
-        s->n = s->limit;
-    }
+    s->n = coord_matches_merge(s->m, s->n, s->limit);
     /* matches the workers returned without ids (table 0's shard of fp is another
      * worker's): fetch them from that worker with SHARD.DOCS, grouped by worker */
     size_t nfetch = 0;
@@ -494,67 +445,19 @@ static void coord_query_start(coord_op *op)
     coord_op_round_end(op, coord_query_merge);
 }
 
-/* Parse [DISTANCE d] [LIMIT n] from argument `from`. Returns 0, or -1 after an error. */
+static const char *coord_req_arg(void *r, size_t i, size_t *len)
+{
+    return rs_req_arg(r, i, len);
+}
+
 int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord_qopts *o)
 {
-    static const char *const expect[8] = {
-        "no option", "DISTANCE d", "LIMIT n", "DISTANCE d or LIMIT n", "FORMAT text|html|html-all",
-        "DISTANCE d or FORMAT text|html|html-all", "LIMIT n or FORMAT text|html|html-all",
-        "DISTANCE d, LIMIT n or FORMAT text|html|html-all",
-    };
-    o->d = co->cfg.distance;
-    o->limit = 0;
-    o->html = 0;
-    for (size_t i = from; i < rs_req_argc(r); i += 2) {
-        size_t n, vn;
-        const char *opt = rs_req_arg(r, i, &n), *why;
-        char b[64];
-        uint64_t v;
-        int is_d = (allow & COORD_OPT_DISTANCE) && n == 8 && strncasecmp(opt, "DISTANCE", 8) == 0;
-        int is_l = (allow & COORD_OPT_LIMIT) && n == 5 && strncasecmp(opt, "LIMIT", 5) == 0;
-        int is_f = (allow & COORD_OPT_FORMAT) && n == 6 && strncasecmp(opt, "FORMAT", 6) == 0;
-        if (!is_d && !is_l && !is_f) {
-            rs_req_fail(r, RS_ERR, "unknown option '%s' (argument %zu); expected %s",
-                        rs_printable(b, sizeof(b), opt, n, 40), i, expect[allow & 7]);
-            return -1;
-        }
-        if (i + 1 >= rs_req_argc(r)) {
-            rs_req_fail(r, RS_ERR, "%s needs a value (argument %zu)",
-                        is_d ? "DISTANCE" : is_l ? "LIMIT" : "FORMAT", i + 1);
-            return -1;
-        }
-        const char *val = rs_req_arg(r, i + 1, &vn);
-        if (is_f) {
-            if (vn == 4 && strncasecmp(val, "html", 4) == 0) {
-                o->html = 1;
-            } else if (vn == 8 && strncasecmp(val, "html-all", 8) == 0) {
-                o->html = 2;
-            } else if (vn == 4 && strncasecmp(val, "text", 4) == 0) {
-                o->html = 0;
-            } else {
-                rs_req_fail(r, RS_ERR, "invalid FORMAT '%s' (argument %zu): expected text, html "
-                            "or html-all",
-                            rs_printable(b, sizeof(b), val, vn, 40), i + 1);
-                return -1;
-            }
-        } else if (is_d) {
-            if (parse_uint_range(val, vn, 0, co->cfg.distance, &v, &why) != 0) {
-                rs_req_fail(r, RS_ERR, "invalid DISTANCE '%s' (argument %zu): %s; the corpus "
-                            "distance is %u", rs_printable(b, sizeof(b), val, vn, 40), i + 1, why,
-                            co->cfg.distance);
-                return -1;
-            }
-            o->d = (unsigned)v;
-        } else {
-            if (parse_uint_range(val, vn, 1, 1000000000, &v, &why) != 0) {
-                rs_req_fail(r, RS_ERR, "invalid LIMIT '%s' (argument %zu): %s",
-                            rs_printable(b, sizeof(b), val, vn, 40), i + 1, why);
-                return -1;
-            }
-            o->limit = (size_t)v;
-        }
-    }
-    return 0;
+    char err[256];
+    if (coord_qopts_parse(co->cfg.distance, coord_req_arg, r, rs_req_argc(r), from, allow, o,
+                          err, sizeof(err)) == 0)
+        return 0;
+    rs_req_fail(r, RS_ERR, "%s", err);
+    return -1;
 }
 
 static void coord_cmd_query(rs_req *r)

@@ -12,6 +12,7 @@
 #include "config.h"
 #include "fingerprint.h"
 #include "layout.h"
+#include "matches.h"
 #include "perm.h"
 #include "rasync.h"
 #include "rserver.h"
@@ -33,17 +34,9 @@ typedef struct coord_config {
     char *worker_password;          /* sent as AUTH to workers (worker-password-file) */
     char *pidfile, *logfile;
     int loglevel;
-    size_t max_arg_bytes, max_request_bytes, max_reply_bytes, out_high_watermark;
-    unsigned max_args, max_pending, max_clients, max_per_event;
-    size_t max_output_bytes;        /* unread reply bytes before a client is disconnected */
-    unsigned max_inflight_client;   /* requests of one client running at once */
-    unsigned idle_timeout_s, auth_timeout_s; /* timeout, auth-timeout (0: never) */
-    unsigned request_timeout_s, max_clients_per_addr, reserved_auth_clients; /* rs_limits */
-    unsigned auth_fail_rate_addr, auth_fail_rate_total;
-    size_t max_output_total, max_unauth_bytes;
+    rs_limits limits;               /* client limits and budgets (rs_limit_options) */
     unsigned metrics_port;          /* Prometheus endpoint (0: none) */
     char *metrics_bind;
-    unsigned slowlog_slower_than, slowlog_max_len;
     int syslog;                     /* also log to syslog(3) */
     unsigned max_inflight_worker;   /* per worker; past it requests fail with -BUSY */
     unsigned reconnect_max_ms;      /* backoff cap */
@@ -253,9 +246,15 @@ void coord_write_start(coord_op *op);
 
 extern const rs_command coord_commands[];
 extern const size_t coord_ncommands;
-/* Parses e, an array of document ids, into a RESP array in *docs (malloc'd).
- * Returns 0, -1 when e is malformed, -2 out of memory. */
-int coord_docs_copy(const redisReply *e, char **docs, size_t *docslen);
+/* Outcome of a step that can fail in two ways a caller answers differently. */
+typedef enum coord_status {
+    COORD_OK = 0,
+    COORD_BAD_REPLY = -1,       /* a worker's reply is malformed: -ERR, counted */
+    COORD_NOMEM = -2            /* out of memory: -OOM */
+} coord_status;
+
+/* Parses e, an array of document ids, into a RESP array in *docs (malloc'd). */
+coord_status coord_docs_copy(const redisReply *e, char **docs, size_t *docslen);
 
 /* ---- info.c: SIMHASH.FINGERPRINT and SIMHASH.INFO ---- */
 
@@ -266,14 +265,8 @@ void coord_cmd_fingerprint(rs_req *r);
 void coord_worker_take_info(coord_worker *w, const redisReply *r);
 
 /* Options after the fixed arguments of QUERY, CHECK, CHECKTEXT, FINGERPRINT. */
-enum { COORD_OPT_DISTANCE = 1, COORD_OPT_LIMIT = 2, COORD_OPT_FORMAT = 4 };
-typedef struct coord_qopts {
-    unsigned d;                     /* DISTANCE, default the corpus distance */
-    size_t limit;                   /* LIMIT, 0: none */
-    int html;                       /* FORMAT html: 1, html-all (all visible text): 2 */
-} coord_qopts;
-/* Parses the options from argument `from` on (those in allow); 0, or -1 after
- * failing r. */
+/* Parses the options from argument `from` on (those in allow: coord_qopts_parse,
+ * matches.h); 0, or -1 after failing r. */
 int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord_qopts *o);
 
 /* ---- textfp.c: fingerprints of request texts, large ones off the event loop ---- */

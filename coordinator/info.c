@@ -92,11 +92,12 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
                     "max_request_bytes:%zu\r\nmax_reply_bytes:%zu\r\nout_high_watermark:%zu\r\n"
                     "max_per_event:%u\r\nmax_inline_bytes:%u\r\nreconnect_max_ms:%u\r\n"
                     "health_interval_ms:%u\r\nauth_required:%s\r\n",
-                    co->cfg.timeout_ms, co->cfg.max_inflight_worker, co->cfg.max_clients,
-                    co->cfg.max_pending, co->cfg.max_args, co->cfg.max_arg_bytes,
-                    co->cfg.max_request_bytes, co->cfg.max_reply_bytes,
-                    co->cfg.out_high_watermark, co->cfg.max_per_event,
-                    (unsigned)RESP_DEFAULT_MAX_INLINE_BYTES, co->cfg.reconnect_max_ms,
+                    co->cfg.timeout_ms, co->cfg.max_inflight_worker, co->cfg.limits.max_clients,
+                    co->cfg.limits.max_pending, co->cfg.limits.max_args,
+                    co->cfg.limits.max_arg_bytes, co->cfg.limits.max_req_bytes,
+                    co->cfg.limits.max_reply_bytes, co->cfg.limits.out_high_watermark,
+                    co->cfg.limits.max_per_event, (unsigned)co->cfg.limits.max_inline_bytes,
+                    co->cfg.reconnect_max_ms,
                     co->cfg.health_interval_ms,
                     co->cfg.password && co->cfg.password[0] ? "yes" : "no");
     for (size_t i = 0; i < co->nw; i++)

@@ -13,6 +13,7 @@
 
 #include "layout.h"
 #include "log.h"
+#include "rs_config.h"
 
 #define OPT(name, type, field, min, max, def, flags, help) \
     { name, type, offsetof(coord_config, field), min, max, def, flags, help }
@@ -37,55 +38,10 @@ static const cfg_option coord_options[] = {
         "debug, info, warning or error (SIGHUP reloads it)"),
     OPT("syslog", CFG_BOOL, syslog, 0, 0, "no", 0,
         "also send every log message to syslog (facility daemon)"),
-    OPT("max-clients", CFG_UINT, max_clients, 1, 100000, "1024", 0, "client connections at once"),
-    OPT("max-pending", CFG_UINT, max_pending, 1, 100000, "128", 0,
-        "pipelined requests queued per client before reading pauses"),
-    OPT("max-args", CFG_UINT, max_args, 2, 10000000, "65536", 0, "arguments per request"),
-    OPT("max-arg-bytes", CFG_SIZE, max_arg_bytes, 16, 512ull << 20, "1m", 0, "bytes of one argument"),
-    OPT("max-request-bytes", CFG_SIZE, max_request_bytes, 16, 2ull << 30, "8m", 0,
-        "bytes of one request"),
-    OPT("max-reply-bytes", CFG_SIZE, max_reply_bytes, 1024, 2ull << 30, "64m", 0,
-        "bytes of one reply (larger: -OOM)"),
-    OPT("out-high-watermark", CFG_SIZE, out_high_watermark, 1024, 2ull << 30, "1m", 0,
-        "unsent reply bytes per client before reading pauses"),
-    OPT("max-per-event", CFG_UINT, max_per_event, 1, 100000, "32", 0,
-        "requests started per read event of one client"),
-    OPT("max-output-bytes", CFG_SIZE, max_output_bytes, 0, 64ull << 30, "128m", 0,
-        "unread reply bytes past which a client is disconnected (0: no limit)"),
-    OPT("max-inflight-client", CFG_UINT, max_inflight_client, 1, 100000, "32", 0,
-        "requests of one client running at once; later ones wait (a share of the workers "
-        "for every client)"),
-    OPT("timeout", CFG_UINT, idle_timeout_s, 0, 31536000, "300", 0,
-        "seconds a client may stay idle before it is disconnected (0: never)"),
-    OPT("auth-timeout", CFG_UINT, auth_timeout_s, 0, 3600, "10", 0,
-        "seconds a client may stay connected without AUTH when a password is set (0: no limit)"),
-    OPT("request-timeout", CFG_UINT, request_timeout_s, 0, 3600, "10", 0,
-        "seconds a request may take to arrive (a slow sender is disconnected; 0: "
-        "no limit)"),
-    OPT("max-clients-per-addr", CFG_UINT, max_clients_per_addr, 0, 1000000, "256", 0,
-        "connections at once from one IP address (0: no limit)"),
-    OPT("reserved-auth-clients", CFG_UINT, reserved_auth_clients, 0, 100000, "32", 0,
-        "with a password: client slots unauthenticated connections never take; at"
-        " their cap a new connection replaces the oldest unauthenticated one"),
-    OPT("auth-failures-per-sec", CFG_UINT, auth_fail_rate_addr, 1, 100000, "10", 0,
-        "wrong passwords a second from one IP address (AUTH and metrics scrapes);"
-        " later tries wait their turn"),
-    OPT("auth-failures-total-per-sec", CFG_UINT, auth_fail_rate_total, 1, 1000000, "100", 0,
-        "wrong passwords a second from all addresses together"),
-    OPT("max-output-total", CFG_SIZE, max_output_total, 0, 1ull << 40, "512m", 0,
-        "unread reply bytes of all clients together; past it the client with the most is "
-        "disconnected first (0: no limit)"),
-    OPT("max-unauth-bytes", CFG_SIZE, max_unauth_bytes, 0, 1ull << 40, "32m", 0,
-        "with a password: bytes of unfinished requests of all unauthenticated clients; "
-        "past it the one holding the most is disconnected (0: no limit)"),
     OPT("metrics-port", CFG_UINT, metrics_port, 0, 65535, "0", 0,
         "port of the Prometheus endpoint GET /metrics (HTTP; 0: none)"),
     OPT("metrics-bind", CFG_STR, metrics_bind, 0, 0, "127.0.0.1", 0,
         "address the metrics endpoint listens on"),
-    OPT("slowlog-log-slower-than", CFG_UINT, slowlog_slower_than, 0, 4000000000u, "10000", 0,
-        "SLOWLOG keeps requests that took at least this many microseconds (0: all)"),
-    OPT("slowlog-max-len", CFG_UINT, slowlog_max_len, 0, 100000, "128", 0,
-        "SLOWLOG entries kept (0: none)"),
     OPT("max-inflight-worker", CFG_UINT, max_inflight_worker, 1, 1000000, "10000", 0,
         "requests in flight per worker; past it requests fail with -BUSY"),
     OPT("reconnect-max-ms", CFG_UINT, reconnect_max_ms, 100, 600000, "2000", 0,
@@ -155,20 +111,16 @@ static int coord_validate(void *obj, char *err, size_t errlen)
         snprintf(err, errlen, "at least one --worker HOST:PORT is required");
         return -1;
     }
-    if (c->max_request_bytes < c->max_arg_bytes) {
-        snprintf(err, errlen, "max-request-bytes (%zu) is smaller than max-arg-bytes (%zu)",
-                 c->max_request_bytes, c->max_arg_bytes);
-        return -1;
-    }
-    return 0;
+    return rs_limits_check(&c->limits, err, errlen);
 }
 
 static const cfg_spec coord_spec = {
     "simhash-coordinator",
     "The RESP front end of distributed mode: answers SIMHASH.ADD/DEL/QUERY/CHECK/\n"
     "FINGERPRINT/CHECKTEXT/INFO by fanning out to simhash-shard workers whose first-byte\n"
-    "ranges cover 0-255 exactly once. See docs/coordinator.md.",
-    coord_options, sizeof(coord_options) / sizeof(coord_options[0]), coord_validate
+    "ranges cover 0-255 exactly once. See docs/coordinator.md.\n" RS_EXIT_HELP,
+    coord_options, sizeof(coord_options) / sizeof(coord_options[0]), coord_validate,
+    RS_CONFIG_SHARED(coord_config, limits)
 };
 
 /* A prefix for this process's write-lock tokens, unique across coordinators and
@@ -199,6 +151,7 @@ static void coord_reload(void *arg)
     coord *co = arg;
     coord_config nc;
     memset(&nc, 0, sizeof(nc));
+    rs_limits_default(&nc.limits);
     if (cfg_load(&coord_spec, &nc, coord_argc, coord_argv) != CFG_RUN) {
         log_error("SIGHUP: the configuration does not load (see stderr); nothing changed");
         cfg_free_values(&coord_spec, &nc);
@@ -209,26 +162,77 @@ static void coord_reload(void *arg)
         log_syslog("simhash-coordinator", nc.syslog);
     co->cfg.loglevel = nc.loglevel;
     co->cfg.syslog = nc.syslog;
-    co->cfg.slowlog_slower_than = nc.slowlog_slower_than;
-    co->cfg.slowlog_max_len = nc.slowlog_max_len;
-    rs_set_slowlog(co->srv, nc.slowlog_slower_than, nc.slowlog_max_len);
+    co->cfg.limits.slowlog_slower_than_us = nc.limits.slowlog_slower_than_us;
+    co->cfg.limits.slowlog_max_len = nc.limits.slowlog_max_len;
+    rs_set_slowlog(co->srv, nc.limits.slowlog_slower_than_us, nc.limits.slowlog_max_len);
     log_info("SIGHUP: configuration reloaded: loglevel %s, syslog %s, slowlog-log-slower-than "
              "%u, slowlog-max-len %u (other settings take effect at the next start)",
-             log_level_name(nc.loglevel), nc.syslog ? "yes" : "no", nc.slowlog_slower_than,
-             nc.slowlog_max_len);
+             log_level_name(nc.loglevel), nc.syslog ? "yes" : "no",
+             nc.limits.slowlog_slower_than_us, nc.limits.slowlog_max_len);
     cfg_free_values(&coord_spec, &nc);
+}
+
+/* Starts what serves: the fingerprint threads, the worker connections, the cluster
+ * slot map, the RESP server, the metrics endpoint, the pidfile. Returns 0, or an exit
+ * status (enum rs_exit) with the message logged. */
+static int coord_start(coord *co)
+{
+    char err[512];
+    if (coord_textfp_start(co, err, sizeof(err)) != 0 ||
+        coord_workers_start(co, err, sizeof(err)) != 0 ||
+        coord_cluster_start(co, err, sizeof(err)) != 0) {
+        log_error("%s", err);
+        return RS_EXIT_CONFIG;
+    }
+    rs_options ro = {
+        .name = "simhash-coordinator", .bind = co->cfg.bind, .port = co->cfg.port,
+        .password = co->cfg.password, .limits = co->cfg.limits,
+        .commands = coord_commands, .ncommands = coord_ncommands, .ctx = co,
+        .group = "simhash", .info = coord_info_sections,
+    };
+    co->srv = rs_new(co->base, &ro, err, sizeof(err));
+    if (co->srv == NULL ||
+        (co->cfg.metrics_port &&
+         (co->metrics = rs_metrics_new(co->srv, co->cfg.metrics_bind, co->cfg.metrics_port,
+                                       coord_metrics, co, err, sizeof(err))) == NULL) ||
+        (co->cfg.pidfile && rs_pidfile_write(co->cfg.pidfile, err, sizeof(err)) != 0)) {
+        log_error("%s", err);
+        return RS_EXIT_FAILURE;
+    }
+    log_info("simhash-coordinator %s listening on %s:%u; blocks %u distance %u (%u tables); "
+             "%zu workers", SIMHASH_VERSION, co->cfg.bind, rs_port(co->srv), co->cfg.blocks,
+             co->cfg.distance, co->ps.ntables, co->cfg.workers.n);
+    return RS_EXIT_OK;
+}
+
+/* Frees what coord_start and main made, whatever part of it exists. */
+static void coord_stop(coord *co)
+{
+    coord_textfp_stop(co);          /* waiting texts answer -BUSY; a CHECKTEXT that was
+                                       fingerprinted goes on and gets -SHARDDOWN below */
+    coord_workers_stop(co);         /* in-flight requests answer -SHARDDOWN */
+    coord_cluster_stop(co);
+    rs_metrics_free(co->metrics);
+    rs_free(co->srv);
+    perm_set_free(&co->ps);
+    if (co->base)
+        event_base_free(co->base);
+    log_info("simhash-coordinator stopped");
+    log_close();
+    cfg_free_values(&coord_spec, &co->cfg);
 }
 
 int main(int argc, char **argv)
 {
     static coord co;
     char err[512];
-    int rc = 0;
+    int rc;
 
+    rs_limits_default(&co.cfg.limits);
     switch (cfg_load(&coord_spec, &co.cfg, argc, argv)) {
     case CFG_RUN: break;
-    case CFG_EXIT_OK: cfg_free_values(&coord_spec, &co.cfg); return 0;
-    case CFG_EXIT_ERR: cfg_free_values(&coord_spec, &co.cfg); return 2;
+    case CFG_EXIT_OK: cfg_free_values(&coord_spec, &co.cfg); return RS_EXIT_OK;
+    case CFG_EXIT_ERR: cfg_free_values(&coord_spec, &co.cfg); return RS_EXIT_CONFIG;
     }
     coord_argc = argc;
     coord_argv = argv;
@@ -237,104 +241,34 @@ int main(int argc, char **argv)
     if (log_open(co.cfg.logfile, err, sizeof(err)) != 0) {
         fprintf(stderr, "simhash-coordinator: %s\n", err);
         cfg_free_values(&coord_spec, &co.cfg);
-        return 2;
+        return RS_EXIT_CONFIG;
     }
     if (perm_set_init(&co.ps, co.cfg.blocks, co.cfg.distance, err, sizeof(err)) != 0) {
         log_error("%s", err);
-        cfg_free_values(&coord_spec, &co.cfg);
-        return 2;
+        coord_stop(&co);
+        return RS_EXIT_CONFIG;
     }
     co.base = rs_base_new();
     if (co.base == NULL) {
         log_error("cannot create the event loop");
-        return 1;
+        coord_stop(&co);
+        return RS_EXIT_FAILURE;
     }
     co.start_time = (long long)(ra_now_us() / 1000000);
     coord_lock_id(co.lock_id, sizeof(co.lock_id));
-
-    rs_options ro;
-    memset(&ro, 0, sizeof(ro));
-    ro.name = "simhash-coordinator";
-    ro.bind = co.cfg.bind;
-    ro.port = co.cfg.port;
-    ro.password = co.cfg.password;
-    rs_limits_default(&ro.limits);
-    ro.limits.max_arg_bytes = co.cfg.max_arg_bytes;
-    ro.limits.max_req_bytes = co.cfg.max_request_bytes;
-    ro.limits.max_args = co.cfg.max_args;
-    ro.limits.max_pending = co.cfg.max_pending;
-    ro.limits.max_reply_bytes = co.cfg.max_reply_bytes;
-    ro.limits.out_high_watermark = co.cfg.out_high_watermark;
-    ro.limits.max_clients = co.cfg.max_clients;
-    ro.limits.max_per_event = co.cfg.max_per_event;
-    ro.limits.max_output_bytes = co.cfg.max_output_bytes;
-    ro.limits.max_inflight_client = co.cfg.max_inflight_client;
-    ro.limits.idle_timeout_s = co.cfg.idle_timeout_s;
-    ro.limits.auth_timeout_s = co.cfg.auth_timeout_s;
-    ro.limits.slowlog_slower_than_us = co.cfg.slowlog_slower_than;
-    ro.limits.slowlog_max_len = co.cfg.slowlog_max_len;
-    ro.limits.request_timeout_s = co.cfg.request_timeout_s;
-    ro.limits.max_clients_per_addr = co.cfg.max_clients_per_addr;
-    ro.limits.reserved_auth_clients = co.cfg.reserved_auth_clients;
-    ro.limits.auth_fail_rate_addr = co.cfg.auth_fail_rate_addr;
-    ro.limits.auth_fail_rate_total = co.cfg.auth_fail_rate_total;
-    ro.limits.max_output_total = co.cfg.max_output_total;
-    ro.limits.max_unauth_bytes = co.cfg.max_unauth_bytes;
-    ro.commands = coord_commands;
-    ro.ncommands = coord_ncommands;
-    ro.ctx = &co;
-    ro.group = "simhash";
-    ro.info = coord_info_sections;
-
-    if (coord_textfp_start(&co, err, sizeof(err)) != 0 ||
-        coord_workers_start(&co, err, sizeof(err)) != 0 ||
-        coord_cluster_start(&co, err, sizeof(err)) != 0) {
-        log_error("%s", err);
-        rc = 2;
-        goto out;
+    rc = coord_start(&co);
+    if (rc == RS_EXIT_OK) {
+        if (rs_run_hup(co.base, NULL, coord_reload, &co) != 0)
+            rc = RS_EXIT_FAILURE;
+        if (co.fatal) {
+            log_error("refusing to run: the shard workers' settings or ranges do not match "
+                      "(blocks %u, distance %u); see the messages above", co.cfg.blocks,
+                      co.cfg.distance);
+            rc = co.fatal;
+        }
+        if (co.cfg.pidfile)
+            rs_pidfile_remove(co.cfg.pidfile);
     }
-    co.srv = rs_new(co.base, &ro, err, sizeof(err));
-    if (co.srv == NULL) {
-        log_error("%s", err);
-        rc = 1;
-        goto out;
-    }
-    if (co.cfg.metrics_port &&
-        (co.metrics = rs_metrics_new(co.srv, co.cfg.metrics_bind, co.cfg.metrics_port,
-                                     coord_metrics, &co, err, sizeof(err))) == NULL) {
-        log_error("%s", err);
-        rc = 1;
-        goto out;
-    }
-    if (co.cfg.pidfile && rs_pidfile_write(co.cfg.pidfile, err, sizeof(err)) != 0) {
-        log_error("%s", err);
-        rc = 1;
-        goto out;
-    }
-    log_info("simhash-coordinator %s listening on %s:%u; blocks %u distance %u (%u tables); "
-             "%zu workers", SIMHASH_VERSION, co.cfg.bind, rs_port(co.srv), co.cfg.blocks,
-             co.cfg.distance, co.ps.ntables, co.cfg.workers.n);
-    if (rs_run_hup(co.base, NULL, coord_reload, &co) != 0)
-        rc = 1;
-    if (co.fatal) {
-        log_error("refusing to run: the shard workers' settings or ranges do not match "
-                  "(blocks %u, distance %u); see the messages above", co.cfg.blocks,
-                  co.cfg.distance);
-        rc = co.fatal;
-    }
-    if (co.cfg.pidfile)
-        rs_pidfile_remove(co.cfg.pidfile);
-out:
-    coord_textfp_stop(&co);         /* waiting texts answer -BUSY; a CHECKTEXT that was
-                                       fingerprinted goes on and gets -SHARDDOWN below */
-    coord_workers_stop(&co);        /* in-flight requests answer -SHARDDOWN */
-    coord_cluster_stop(&co);
-    rs_metrics_free(co.metrics);
-    rs_free(co.srv);
-    perm_set_free(&co.ps);
-    event_base_free(co.base);
-    log_info("simhash-coordinator stopped");
-    log_close();
-    cfg_free_values(&coord_spec, &co.cfg);
+    coord_stop(&co);
     return rc;
 }

@@ -10,7 +10,6 @@
  * finds the op alive and is dropped. Completion is decided by counting. */
 #include "coord.h"
 
-#include <assert.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -295,7 +294,7 @@ static void coord_child_done(coord_child *ch, redisReply *reply)
         return;
     ch->done = 1;
     op->ndone++;
-    assert(op->ndone <= op->nkids || !ch->in_round);
+    SH_ASSERT(op->ndone <= op->nkids || !ch->in_round);
     if (op->ended)
         return;
     if (op->tolerant && (reply == NULL || reply->type == REDIS_REPLY_ERROR)) {

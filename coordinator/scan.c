@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "parse.h"
 
@@ -73,10 +72,10 @@ static int coord_scan_on_docs(coord_op *op, coord_worker *w, redisReply *r, void
         const redisReply *e = r->element[i - from];
         if (e->type == REDIS_REPLY_ARRAY && e->elements == 0)
             continue;       /* no document: left out of the answer */
-        int rc = coord_docs_copy(e, &s->docs[i], &s->docslen[i]);
-        if (rc == -1)
+        coord_status rc = coord_docs_copy(e, &s->docs[i], &s->docslen[i]);
+        if (rc == COORD_BAD_REPLY)
             goto bad;
-        if (rc == -2) {
+        if (rc == COORD_NOMEM) {
             coord_op_fail(op, RS_OOM, "out of memory");
             return -1;
         }
@@ -171,8 +170,8 @@ void coord_cmd_scan(rs_req *r)
     }
     for (size_t i = 2; i < argc; i += 2) {
         a = rs_req_arg(r, i, &len);
-        int is_count = len == 5 && strncasecmp(a, "COUNT", 5) == 0;
-        int is_limit = len == 5 && strncasecmp(a, "LIMIT", 5) == 0;
+        int is_count = resp_word_is(a, len, "COUNT");
+        int is_limit = resp_word_is(a, len, "LIMIT");
         if ((!is_count && !is_limit) || i + 1 >= argc) {
             rs_req_fail(r, RS_ERR, "syntax error (SIMHASH.SCAN cursor [COUNT n] [LIMIT m])");
             return;

@@ -20,7 +20,6 @@
  * exactly which pairs were stored. */
 #include "coord.h"
 
-#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -272,7 +271,7 @@ static void cw_window_start(coord_op *op)
         size_t j = i;
         while (j < n && wr->pairs[wr->order[j]].fp == wr->pairs[wr->order[i]].fp)
             j++;
-        assert(wr->nitems < CW_WINDOW);
+        SH_ASSERT(wr->nitems < CW_WINDOW);
         cw_item *it = &wr->items[wr->nitems++];
         memset(it, 0, sizeof(*it));
         it->wr = wr;

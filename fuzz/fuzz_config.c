@@ -49,7 +49,8 @@ static int fz_validate(void *obj, char *err, size_t errlen)
 }
 
 static const cfg_spec fz_spec = {
-    "fuzz-config", "fuzzing", fz_options, sizeof(fz_options) / sizeof(fz_options[0]), fz_validate
+    "fuzz-config", "fuzzing", fz_options, sizeof(fz_options) / sizeof(fz_options[0]), fz_validate,
+    NULL, NULL, 0, 0
 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

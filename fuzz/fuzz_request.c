@@ -88,14 +88,15 @@ static void fz_setup(void)
     co->cfg.distance = 3;
     co->cfg.timeout_ms = 500;
     co->cfg.max_inflight_worker = 10000;
-    co->cfg.max_arg_bytes = 4096;
-    co->cfg.max_request_bytes = 65536;
-    co->cfg.max_args = 1024;
-    co->cfg.max_pending = 16;
-    co->cfg.max_clients = 16;
-    co->cfg.max_per_event = 4;
-    co->cfg.max_reply_bytes = 1 << 20;
-    co->cfg.out_high_watermark = 64 << 10;
+    rs_limits_default(&co->cfg.limits);
+    co->cfg.limits.max_arg_bytes = 4096;
+    co->cfg.limits.max_req_bytes = 65536;
+    co->cfg.limits.max_args = 1024;
+    co->cfg.limits.max_pending = 16;
+    co->cfg.limits.max_clients = 16;
+    co->cfg.limits.max_per_event = 4;
+    co->cfg.limits.max_reply_bytes = 1 << 20;
+    co->cfg.limits.out_high_watermark = 64 << 10;
     co->cfg.reconnect_max_ms = 2000;
     co->cfg.health_interval_ms = 1000;
     if (perm_set_init(&co->ps, 6, 3, err, sizeof(err)) != 0)
@@ -300,11 +301,11 @@ static void fz_configure(unsigned mode)
         l->out_high_watermark = 1024;
         l->max_per_event = 1;
     } else {
-        l->max_arg_bytes = co->cfg.max_arg_bytes;
-        l->max_req_bytes = co->cfg.max_request_bytes;
-        l->max_args = co->cfg.max_args;
-        l->max_pending = co->cfg.max_pending;
-        l->max_per_event = co->cfg.max_per_event;
+        l->max_arg_bytes = co->cfg.limits.max_arg_bytes;
+        l->max_req_bytes = co->cfg.limits.max_req_bytes;
+        l->max_args = co->cfg.limits.max_args;
+        l->max_pending = co->cfg.limits.max_pending;
+        l->max_per_event = co->cfg.limits.max_per_event;
     }
 }
 

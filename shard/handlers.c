@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "job.h"
 #include "layout.h"
@@ -326,7 +325,7 @@ static void shard_cmd_unlock(rs_req *req)
     char dkey[LAYOUT_KEY_MAX], wkey[LAYOUT_KEY_MAX], field[17];
     size_t alen = 0;
     const char *ab = rs_req_argc(req) > 3 ? rs_req_arg(req, 3, &alen) : NULL;
-    if (rs_req_argc(req) > 4 || (ab && (alen != 7 || strncasecmp(ab, "ABANDON", 7) != 0))) {
+    if (rs_req_argc(req) > 4 || (ab && !resp_word_is(ab, alen, "ABANDON"))) {
         shard_fail(req, RS_ERR, &sc->st.bad_args, "expected SHARD.UNLOCK fp token [ABANDON]");
         return;
     }

@@ -1,7 +1,6 @@
 /* job.c: the requests of simhash-shard that wait for Redis (see job.h). */
 #include "job.h"
 
-#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,6 +8,7 @@
 #include <event2/event.h>
 
 #include "layout.h"
+#include "log.h"
 #include "rasync.h"
 
 static void shard_job_free(shard_job *j)
@@ -114,7 +114,7 @@ static void shard_job_on_reply(void *priv, redisReply *reply, const char *err)
     shard_slot *s = priv;
     shard_job *j = s->job;
     shard_ctx *sc = j->sc;
-    assert(j->pending > 0);
+    SH_ASSERT(j->pending > 0);
     j->pending--;
     if (j->req != NULL) {
         const char *why = NULL;

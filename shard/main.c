@@ -15,6 +15,7 @@
 #include "layout.h"
 #include "log.h"
 #include "perm.h"
+#include "rs_config.h"
 #include "shard.h"
 
 /* The options of this program: shard_config (shared with the handlers) plus the
@@ -80,42 +81,15 @@ static const cfg_option shard_options[] = {
               "appendfsync always"),
     SHARD_OPT("wait-timeout-ms", CFG_UINT, wait_timeout_ms, 1, 600000, "100",
               "SHARD.WAIT: how long Redis WAIT waits for the replicas"),
-    SHARD_OPT("max-output-bytes", CFG_SIZE, max_output_bytes, 0, 64ull << 30, "128m",
-              "unread reply bytes past which a client is disconnected (0: no limit)"),
-    SHARD_OPT("max-inflight-client", CFG_UINT, max_inflight_client, 1, 1000000, "100000",
+    SHARD_OPT("max-inflight-client", CFG_UINT, limits.max_inflight_client, 1, 1000000, "100000",
               "requests of one client (a coordinator) running at once"),
-    SHARD_OPT("timeout", CFG_UINT, idle_timeout_s, 0, 31536000, "0",
+    SHARD_OPT("timeout", CFG_UINT, limits.idle_timeout_s, 0, 31536000, "0",
               "seconds a client may stay idle before it is disconnected (0: never; the "
               "coordinators keep their connections)"),
-    SHARD_OPT("auth-timeout", CFG_UINT, auth_timeout_s, 0, 3600, "10",
-              "seconds a client may stay connected without AUTH when a password is set"),
-    SHARD_OPT("request-timeout", CFG_UINT, request_timeout_s, 0, 3600, "10",
-              "seconds a request may take to arrive (a slow sender is disconnected; 0: "
-              "no limit)"),
-    SHARD_OPT("max-clients-per-addr", CFG_UINT, max_clients_per_addr, 0, 1000000, "256",
-              "connections at once from one IP address (0: no limit)"),
-    SHARD_OPT("reserved-auth-clients", CFG_UINT, reserved_auth_clients, 0, 100000, "32",
-              "with a password: client slots unauthenticated connections never take; at"
-              " their cap a new connection replaces the oldest unauthenticated one"),
-    SHARD_OPT("auth-failures-per-sec", CFG_UINT, auth_fail_rate_addr, 1, 100000, "10",
-              "wrong passwords a second from one IP address (AUTH and metrics scrapes);"
-              " later tries wait their turn"),
-    SHARD_OPT("auth-failures-total-per-sec", CFG_UINT, auth_fail_rate_total, 1, 1000000, "100",
-              "wrong passwords a second from all addresses together"),
-    SHARD_OPT("max-output-total", CFG_SIZE, max_output_total, 0, 1ull << 40, "512m",
-              "unread reply bytes of all clients together; past it the client with the "
-              "most is disconnected first (0: no limit)"),
-    SHARD_OPT("max-unauth-bytes", CFG_SIZE, max_unauth_bytes, 0, 1ull << 40, "32m",
-              "with a password: bytes of unfinished requests of all unauthenticated "
-              "clients; past it the one holding the most is disconnected (0: no limit)"),
     SHARD_OPT("metrics-port", CFG_UINT, metrics_port, 0, 65535, "0",
               "port of the Prometheus endpoint GET /metrics (HTTP; 0: none)"),
     SHARD_OPT("metrics-bind", CFG_STR, metrics_bind, 0, 0, "127.0.0.1",
               "address the metrics endpoint listens on"),
-    SHARD_OPT("slowlog-log-slower-than", CFG_UINT, slowlog_slower_than, 0, 4000000000u, "10000",
-              "SLOWLOG keeps requests that took at least this many microseconds (0: all)"),
-    SHARD_OPT("slowlog-max-len", CFG_UINT, slowlog_max_len, 0, 100000, "128",
-              "SLOWLOG entries kept (0: none)"),
     SHARD_OPT("repair-interval-ms", CFG_UINT, repair_interval_ms, 0, 600000, "1000",
               "how often stale write locks are looked for and their writes completed or "
               "rolled back (0: never; then only writers and simhash fsck repair)"),
@@ -262,7 +236,7 @@ static int shard_validate(void *obj, char *err, size_t errlen)
         }
     }
     perm_set_free(&ps);
-    return rc;
+    return rc == 0 ? rs_limits_check(&c->limits, err, errlen) : rc;
 }
 
 static const cfg_spec shard_spec = {
@@ -271,10 +245,11 @@ static const cfg_spec shard_spec = {
     "for the first-byte range given by --shards, keeps the corpus in Redis sorted sets\n"
     "(layout in docs/protocol.md) and answers the SHARD.* commands of a\n"
     "simhash-coordinator. Options come from --config FILE and --name value flags\n"
-    "(flags win); --check-config validates and exits.",
+    "(flags win); --check-config validates and exits.\n" RS_EXIT_HELP,
     shard_options,
     sizeof shard_options / sizeof shard_options[0],
     shard_validate,
+    RS_CONFIG_SHARED(shard_main_config, c.limits)
 };
 
 static int shard_argc;
@@ -287,6 +262,7 @@ static void shard_reload(void *arg)
     shard_ctx *sc = arg;
     shard_main_config nc;
     memset(&nc, 0, sizeof nc);
+    rs_limits_default(&nc.c.limits);
     if (cfg_load(&shard_spec, &nc, shard_argc, shard_argv) != CFG_RUN) {
         log_error("SIGHUP: the configuration does not load (see stderr); nothing changed");
         cfg_free_values(&shard_spec, &nc);
@@ -297,32 +273,40 @@ static void shard_reload(void *arg)
         log_syslog("simhash-shard", nc.c.syslog);
     sc->cfg.loglevel = nc.c.loglevel;
     sc->cfg.syslog = nc.c.syslog;
-    sc->cfg.slowlog_slower_than = nc.c.slowlog_slower_than;
-    sc->cfg.slowlog_max_len = nc.c.slowlog_max_len;
+    sc->cfg.limits.slowlog_slower_than_us = nc.c.limits.slowlog_slower_than_us;
+    sc->cfg.limits.slowlog_max_len = nc.c.limits.slowlog_max_len;
     if (sc->srv)
-        rs_set_slowlog(sc->srv, nc.c.slowlog_slower_than, nc.c.slowlog_max_len);
+        rs_set_slowlog(sc->srv, nc.c.limits.slowlog_slower_than_us, nc.c.limits.slowlog_max_len);
     log_info("SIGHUP: configuration reloaded: loglevel %s, syslog %s, slowlog-log-slower-than "
              "%u, slowlog-max-len %u (other settings take effect at the next start)",
              log_level_name(nc.c.loglevel), nc.c.syslog ? "yes" : "no",
-             nc.c.slowlog_slower_than, nc.c.slowlog_max_len);
+             nc.c.limits.slowlog_slower_than_us, nc.c.limits.slowlog_max_len);
     cfg_free_values(&shard_spec, &nc);
 }
 
-static void shard_stop_now(shard_ctx *sc)
+/* Stops serving: the registry, the repair pass, the metrics endpoint, the RESP
+ * server, then the Redis connection (its pending requests answer and are freed).
+ * Whatever part of it exists. */
+static void shard_serving_free(shard_ctx *sc)
 {
-    log_info("stopping");
     shard_registry_stop(sc);
     shard_repair_stop(sc);
     rs_metrics_free(sc->metrics);
     sc->metrics = NULL;
     if (sc->srv) {
         rs_free(sc->srv);
-        sc->srv = NULL;
+        sc->srv = NULL;     /* the Redis callbacks below may still answer requests */
     }
     if (sc->redis) {
-        shard_redis_free(sc->redis);   /* pending requests answer and are freed */
+        shard_redis_free(sc->redis);
         sc->redis = NULL;
     }
+}
+
+static void shard_stop_now(shard_ctx *sc)
+{
+    log_info("stopping");
+    shard_serving_free(sc);
     event_base_loopexit(sc->base, NULL);
 }
 
@@ -349,23 +333,134 @@ static void shard_on_fatal(void *arg, const char *msg)
     event_base_loopexit(sc->base, NULL);
 }
 
+/* Logs err and repeats it on stderr (the operator starting the worker by hand sees it
+ * there). */
+static void shard_main_fail(const char *err)
+{
+    log_error("%s", err);
+    fprintf(stderr, "simhash-shard: %s\n", err);
+}
+
+/* Reads the corpus settings stored in Redis (simhash:meta) into ro and the layout of
+ * sc, then validates the options again with them. A worker that follows its corpus's
+ * layout and bucket bits (options unset) cannot know them before Redis answers: it
+ * waits for Redis before it listens (SIGTERM still ends it), rather than guess a new
+ * corpus's settings and be refused later. With both given it starts at once and
+ * answers -REDIS unavailable meanwhile. Returns 0, or -1 with the message printed. */
+static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redis_opts *ro)
+{
+    shard_config *c = &sc->cfg;
+    char err[512];
+    const unsigned want_layout = c->layout, want_bb = c->bucket_bits;
+    int mrc;
+    for (unsigned tries = 0;; tries++) {
+        ro->layout = want_layout;
+        ro->bucket_bits = want_bb;
+        mrc = shard_redis_check_meta_sync(ro, err, sizeof err);
+        if (mrc != SHARD_META_UNREACHABLE ||
+            (want_layout != LAYOUT_VERSION_UNSET && want_bb != 0))
+            break;
+        if (tries % 10 == 0)
+            log_warn("%s; waiting for it: this worker follows its corpus's layout and "
+                     "bucket bits (options layout and bucket-bits unset), which only its "
+                     "Redis knows", err);
+        sleep(1);
+    }
+    if (mrc == SHARD_META_REFUSED) {
+        shard_main_fail(err);
+        return -1;
+    }
+    if (mrc == SHARD_META_UNREACHABLE)  /* serve -REDIS unavailable, keep trying */
+        log_warn("%s; answering -REDIS unavailable until it answers", err);
+    c->layout = ro->layout;             /* resolved: the corpus's, or a new one's */
+    c->bucket_bits = ro->bucket_bits;
+    if (layout_ctx_init(&sc->lay, c->layout, c->bucket_bits) != 0) {
+        snprintf(err, sizeof err, "layout %u with bucket bits %u is not supported", c->layout,
+                 c->bucket_bits);
+        shard_main_fail(err);
+        return -1;
+    }
+    sc->lay.by_sha = 1;     /* the worker sends layout 3's scripts by name */
+    if (ro->split_limit)
+        sc->lay.split_limit = ro->split_limit;
+    if (c->split_limit >= LAYOUT_SPLIT_LIMIT_MIN && c->split_limit < sc->lay.split_limit)
+        sc->lay.split_limit = c->split_limit;
+    if (shard_validate(mc, err, sizeof err) != 0) {
+        shard_main_fail(err);
+        return -1;
+    }
+    return 0;
+}
+
+/* Starts what serves: the Redis connection, the RESP server, the metrics endpoint,
+ * the pidfile, the repair pass and the registry. Returns 0, or -1 with the message
+ * printed. */
+static int shard_start(shard_ctx *sc, const shard_main_config *mc, const shard_redis_opts *ro)
+{
+    const shard_config *c = &sc->cfg;
+    char err[512];
+    sc->redis = shard_redis_new(sc->base, ro);
+    if (sc->redis == NULL) {
+        shard_main_fail("out of memory");
+        return -1;
+    }
+    rs_options so = {
+        .name = "simhash-shard", .bind = c->bind, .port = c->port, .password = mc->password,
+        .limits = c->limits, .commands = shard_commands, .ncommands = shard_ncommands,
+        .ctx = sc, .group = "shard", .info = shard_info_sections,
+    };
+    sc->srv = rs_new(sc->base, &so, err, sizeof err);
+    if (sc->srv == NULL ||
+        (c->metrics_port &&
+         (sc->metrics = rs_metrics_new(sc->srv, c->metrics_bind, c->metrics_port,
+                                       shard_metrics, sc, err, sizeof err)) == NULL) ||
+        (c->pidfile && c->pidfile[0] && rs_pidfile_write(c->pidfile, err, sizeof err) != 0)) {
+        shard_main_fail(err);
+        return -1;
+    }
+    log_info("simhash-shard %s listening on %s:%u, shards %s, redis %s%s:%u db %u, "
+             "blocks %u distance %u bucket-bits %u (%u tables), layout %u, corpus %s",
+             SIMHASH_VERSION, c->bind,
+             rs_port(sc->srv), mc->cluster ? "as the cluster's slots" : c->shards,
+             mc->cluster ? "cluster node " : "", c->redis_host, c->redis_port, c->redis_db,
+             c->blocks, c->distance, c->bucket_bits, sc->ps.ntables, c->layout,
+             layout_corpus()[0] ? layout_corpus() : "(unnamed)");
+    if (shard_repair_start(sc) != 0 || shard_registry_start(sc) != 0) {
+        shard_main_fail("out of memory");
+        return -1;
+    }
+    return 0;
+}
+
+/* Frees what main and shard_start made, whatever part of it exists. */
+static void shard_free_all(shard_ctx *sc, shard_main_config *mc)
+{
+    shard_serving_free(sc);
+    if (sc->base)
+        event_base_free(sc->base);
+    layout_ctx_free(&sc->lay);
+    perm_set_free(&sc->ps);
+    cfg_free_values(&shard_spec, mc);
+    log_close();
+}
+
 int main(int argc, char **argv)
 {
     shard_ctx sc;
     shard_main_config mc;
     memset(&sc, 0, sizeof sc);
     memset(&mc, 0, sizeof mc);
+    rs_limits_default(&mc.c.limits);
     cfg_result cr = cfg_load(&shard_spec, &mc, argc, argv);
     if (cr != CFG_RUN) {
         cfg_free_values(&shard_spec, &mc);
-        return cr == CFG_EXIT_OK ? 0 : 2;
+        return cr == CFG_EXIT_OK ? RS_EXIT_OK : RS_EXIT_CONFIG;
     }
     sc.cfg = mc.c;      /* the strings stay owned by mc */
     sc.redis_used_memory = -1;
     sc.redis_role = -1;
     shard_config *c = &sc.cfg;
     char err[512];
-    int rc = 1;
     shard_argc = argc;
     shard_argv = argv;
     log_set_level(c->loglevel);
@@ -373,12 +468,12 @@ int main(int argc, char **argv)
     if (c->logfile && c->logfile[0] && log_open(c->logfile, err, sizeof err) != 0) {
         fprintf(stderr, "simhash-shard: %s\n", err);
         cfg_free_values(&shard_spec, &mc);
-        return 1;
+        return RS_EXIT_CONFIG;
     }
     if (perm_set_init(&sc.ps, c->blocks, c->distance, err, sizeof err) != 0) {
-        log_error("%s", err);
-        fprintf(stderr, "simhash-shard: %s\n", err);
-        goto out_cfg;
+        shard_main_fail(err);
+        shard_free_all(&sc, &mc);
+        return RS_EXIT_CONFIG;
     }
     shard_redis_opts ro = {
         .host = c->redis_host, .port = (int)c->redis_port, .password = c->redis_password,
@@ -390,134 +485,20 @@ int main(int argc, char **argv)
         .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal, .fatal_arg = &sc,
         .cluster = mc.cluster, .announce = mc.redis_announce,
     };
-    /* A worker that follows its corpus's layout and bucket bits (options unset) cannot
-     * know them before Redis answers: it waits for Redis before it listens (SIGTERM
-     * still ends it), rather than guess a new corpus's settings and be refused later.
-     * With both given it starts at once and answers -REDIS unavailable meanwhile. */
-    const unsigned want_layout = c->layout, want_bb = c->bucket_bits;
-    int mrc;
-    for (unsigned tries = 0;; tries++) {
-        ro.layout = want_layout;
-        ro.bucket_bits = want_bb;
-        mrc = shard_redis_check_meta_sync(&ro, err, sizeof err);
-        if (mrc != -2 || (want_layout != LAYOUT_VERSION_UNSET && want_bb != 0))
-            break;
-        if (tries % 10 == 0)
-            log_warn("%s; waiting for it: this worker follows its corpus's layout and "
-                     "bucket bits (options layout and bucket-bits unset), which only its "
-                     "Redis knows", err);
-        sleep(1);
+    int rc = RS_EXIT_FAILURE;
+    if (shard_resolve_corpus(&sc, &mc, &ro) != 0)
+        goto out;
+    if ((sc.base = rs_base_new()) == NULL) {
+        shard_main_fail("cannot create the event loop");
+        goto out;
     }
-    if (mrc == -1) {
-        log_error("%s", err);
-        fprintf(stderr, "simhash-shard: %s\n", err);
-        goto out_perm;
+    if (shard_start(&sc, &mc, &ro) == 0) {
+        if (rs_run_hup(sc.base, shard_on_stop, shard_reload, &sc) == 0 && !sc.fatal)
+            rc = RS_EXIT_OK;
+        if (c->pidfile && c->pidfile[0])
+            rs_pidfile_remove(c->pidfile);
     }
-    if (mrc == -2)   /* not reachable yet: serve -REDIS unavailable, keep trying */
-        log_warn("%s; answering -REDIS unavailable until it answers", err);
-    c->layout = ro.layout;              /* resolved: the corpus's, or a new one's */
-    c->bucket_bits = ro.bucket_bits;
-    if (layout_ctx_init(&sc.lay, c->layout, c->bucket_bits) != 0) {
-        fprintf(stderr, "simhash-shard: layout %u with bucket bits %u is not supported\n",
-                c->layout, c->bucket_bits);
-        goto out_perm;
-    }
-    sc.lay.by_sha = 1;      /* the worker sends layout 3's scripts by name */
-    if (ro.split_limit)
-        sc.lay.split_limit = ro.split_limit;
-    if (c->split_limit >= LAYOUT_SPLIT_LIMIT_MIN && c->split_limit < sc.lay.split_limit)
-        sc.lay.split_limit = c->split_limit;
-    if (shard_validate(&mc, err, sizeof err) != 0) {
-        log_error("%s", err);
-        fprintf(stderr, "simhash-shard: %s\n", err);
-        goto out_perm;
-    }
-    sc.base = rs_base_new();
-    if (sc.base == NULL) {
-        fprintf(stderr, "simhash-shard: cannot create the event loop\n");
-        goto out_perm;
-    }
-    sc.redis = shard_redis_new(sc.base, &ro);
-    if (sc.redis == NULL) {
-        fprintf(stderr, "simhash-shard: out of memory\n");
-        goto out_base;
-    }
-    rs_options so;
-    memset(&so, 0, sizeof so);
-    so.name = "simhash-shard";
-    so.bind = c->bind;
-    so.port = c->port;
-    so.password = mc.password;
-    rs_limits_default(&so.limits);
-    so.limits.max_output_bytes = c->max_output_bytes;
-    so.limits.max_inflight_client = c->max_inflight_client;
-    so.limits.idle_timeout_s = c->idle_timeout_s;
-    so.limits.auth_timeout_s = c->auth_timeout_s;
-    so.limits.slowlog_slower_than_us = c->slowlog_slower_than;
-    so.limits.slowlog_max_len = c->slowlog_max_len;
-    so.limits.request_timeout_s = c->request_timeout_s;
-    so.limits.max_clients_per_addr = c->max_clients_per_addr;
-    so.limits.reserved_auth_clients = c->reserved_auth_clients;
-    so.limits.auth_fail_rate_addr = c->auth_fail_rate_addr;
-    so.limits.auth_fail_rate_total = c->auth_fail_rate_total;
-    so.limits.max_output_total = c->max_output_total;
-    so.limits.max_unauth_bytes = c->max_unauth_bytes;
-    so.commands = shard_commands;
-    so.ncommands = shard_ncommands;
-    so.ctx = &sc;
-    so.group = "shard";
-    so.info = shard_info_sections;
-    sc.srv = rs_new(sc.base, &so, err, sizeof err);
-    if (sc.srv == NULL) {
-        log_error("%s", err);
-        fprintf(stderr, "simhash-shard: %s\n", err);
-        goto out_redis;
-    }
-    if (c->metrics_port &&
-        (sc.metrics = rs_metrics_new(sc.srv, c->metrics_bind, c->metrics_port, shard_metrics,
-                                     &sc, err, sizeof err)) == NULL) {
-        log_error("%s", err);
-        fprintf(stderr, "simhash-shard: %s\n", err);
-        goto out_srv;
-    }
-    if (c->pidfile && c->pidfile[0] && rs_pidfile_write(c->pidfile, err, sizeof err) != 0) {
-        log_error("%s", err);
-        fprintf(stderr, "simhash-shard: %s\n", err);
-        goto out_srv;
-    }
-    log_info("simhash-shard %s listening on %s:%u, shards %s, redis %s%s:%u db %u, "
-             "blocks %u distance %u bucket-bits %u (%u tables), layout %u, corpus %s",
-             SIMHASH_VERSION, c->bind,
-             rs_port(sc.srv), mc.cluster ? "as the cluster's slots" : c->shards,
-             mc.cluster ? "cluster node " : "", c->redis_host, c->redis_port, c->redis_db,
-             c->blocks, c->distance, c->bucket_bits, sc.ps.ntables, c->layout,
-             layout_corpus()[0] ? layout_corpus() : "(unnamed)");
-    if (shard_repair_start(&sc) != 0 || shard_registry_start(&sc) != 0) {
-        fprintf(stderr, "simhash-shard: out of memory\n");
-        goto out_srv;
-    }
-    rc = rs_run_hup(sc.base, shard_on_stop, shard_reload, &sc) == 0 && !sc.fatal ? 0 : 1;
-    shard_registry_stop(&sc);
-    shard_repair_stop(&sc);
-    if (c->pidfile && c->pidfile[0])
-        rs_pidfile_remove(c->pidfile);
-out_srv:
-    rs_metrics_free(sc.metrics);
-    sc.metrics = NULL;
-    if (sc.srv) {
-        rs_free(sc.srv);
-        sc.srv = NULL;      /* the Redis callbacks below may still answer requests */
-    }
-out_redis:
-    if (sc.redis)
-        shard_redis_free(sc.redis);
-out_base:
-    event_base_free(sc.base);
-out_perm:
-    layout_ctx_free(&sc.lay);
-    perm_set_free(&sc.ps);
-out_cfg:
-    cfg_free_values(&shard_spec, &mc);
-    log_close();
+out:
+    shard_free_all(&sc, &mc);
     return rc;
 }

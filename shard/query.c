@@ -14,7 +14,6 @@
  *                          document set turned out empty left out */
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "hamming.h"
 #include "job.h"
@@ -85,7 +84,7 @@ void shard_cmd_query(rs_req *req)
     uint64_t q, dv;
     size_t argc = rs_req_argc(req), len;
     const char *last = rs_req_arg(req, argc - 1, &len);
-    int withdocs = len == 4 && strncasecmp(last, "DOCS", 4) == 0;
+    int withdocs = resp_word_is(last, len, "DOCS");
     if (withdocs && --argc < 4) {
         shard_fail(req, RS_ERR, &sc->st.bad_args, "no table given");
         return;

@@ -351,7 +351,7 @@ int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen)
     redisContext *c = shard_sync_connect(o, o->host, o->port, err, errlen, &refused);
     if (c == NULL) {
         shard_redis_resolve(o);
-        return refused ? -1 : -2;
+        return refused ? SHARD_META_REFUSED : SHARD_META_UNREACHABLE;
     }
     int rc = -1, transient = 0;
     redisReply *rep;
@@ -391,7 +391,7 @@ int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen)
 out:
     redisFree(c);
     shard_redis_resolve(o);
-    return rc != 0 && transient ? -2 : rc;
+    return rc != 0 && transient ? SHARD_META_UNREACHABLE : rc;
 }
 
 /* ---- Connection life cycle ---- */

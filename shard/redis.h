@@ -54,10 +54,16 @@ typedef void (*shard_redis_cb)(void *priv, redisReply *reply, const char *err);
 
 /* Startup check, blocking: connect, AUTH, SELECT, create simhash:meta if absent,
  * compare it with o. A layout or bucket_bits of 0 in o is replaced by the corpus's
- * (or, for a new corpus, by the defaults of shard_redis_resolve). Returns 0; -1 with
- * a message for the operator in err when the settings disagree or Redis refuses us
- * (AUTH, SELECT); -2 with err set when Redis is unreachable or still loading (worth
- * retrying; o is then resolved with the defaults of a new corpus). */
+ * (or, for a new corpus, by the defaults of shard_redis_resolve). Returns
+ * SHARD_META_OK; SHARD_META_REFUSED with a message for the operator in err when the
+ * settings disagree or Redis refuses us (AUTH, SELECT); SHARD_META_UNREACHABLE with
+ * err set when Redis is unreachable or still loading (worth retrying; o is then
+ * resolved with the defaults of a new corpus). */
+enum shard_meta_status {
+    SHARD_META_OK = 0,
+    SHARD_META_REFUSED = -1,        /* settings disagree, or Redis refuses us */
+    SHARD_META_UNREACHABLE = -2     /* unreachable or loading: worth retrying */
+};
 int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen);
 
 /* Replaces a layout or bucket_bits of 0 in o by the defaults of a new corpus

@@ -32,14 +32,9 @@ typedef struct shard_config {
     unsigned wait_replicas;     /* SHARD.WAIT: Redis WAIT for this many replicas (0: AOF) */
     unsigned wait_timeout_ms;   /* SHARD.WAIT: WAIT timeout */
     unsigned repair_interval_ms; /* repair pass period; 0: none */
-    size_t max_output_bytes;    /* client limits of the RESP server (rserver.h) */
-    unsigned max_inflight_client, idle_timeout_s, auth_timeout_s;
-    unsigned request_timeout_s, max_clients_per_addr, reserved_auth_clients; /* rs_limits */
-    unsigned auth_fail_rate_addr, auth_fail_rate_total;
-    size_t max_output_total, max_unauth_bytes;
+    rs_limits limits;           /* client limits and budgets (rs_limit_options) */
     unsigned metrics_port;      /* Prometheus endpoint (0: none) */
     char *metrics_bind;
-    unsigned slowlog_slower_than, slowlog_max_len;
     int syslog;                 /* also log to syslog(3) */
     unsigned lo, hi;            /* parsed from shards by the validation */
     char *fingerprint_algorithm; /* as given */

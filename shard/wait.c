@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 
 #include <event2/event.h>
@@ -112,16 +111,16 @@ static int shard_aof_absorb(shard_ctx *sc, const redisReply *rep)
         if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
             return -1;
         int vlen = v->len > 16 ? 16 : (int)v->len;
-        if (k->len == 10 && strncasecmp(k->str, "appendonly", 10) == 0) {
+        if (resp_word_is(k->str, k->len, "appendonly")) {
             ao = v->str;
             aolen = vlen;
-        } else if (k->len == 11 && strncasecmp(k->str, "appendfsync", 11) == 0) {
+        } else if (resp_word_is(k->str, k->len, "appendfsync")) {
             fs = v->str;
             fslen = vlen;
         }
     }
-    sc->aof_ok = aolen == 3 && strncasecmp(ao, "yes", 3) == 0 && fslen == 6 &&
-                 strncasecmp(fs, "always", 6) == 0;
+    sc->aof_ok = resp_word_is(ao, (size_t)aolen, "yes") &&
+                 resp_word_is(fs, (size_t)fslen, "always");
     snprintf(sc->aof_seen, sizeof sc->aof_seen, "appendonly %.*s, appendfsync %.*s", aolen,
              ao, fslen, fs);
     shard_redis_stats rst;

@@ -3,7 +3,8 @@
  * docid' lines, the input of `simhash load`; migrate copies the corpus into another
  * deployment (other layout, blocks, distance, bucket bits or name: its own settings),
  * online, resumable from a state file, ending with a count of both sides. Exit status
- * 0 ok, 1 runtime or server error (or a copy whose counts differ), 2 usage. */
+ * 0 ok, 1 runtime or server error (or a copy whose counts differ), 2 usage. Its
+ * statics start with xfer_ (a corpus transferred), apart from core's corpus_. */
 #include "cmd_net.h"
 
 #include "cli.h"
@@ -17,13 +18,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CORPUS_COUNT_DEFAULT 64         /* buckets per SIMHASH.SCAN step */
+#define XFER_COUNT_DEFAULT 64         /* buckets per SIMHASH.SCAN step */
 
 enum { OPT_COUNT = 1100, OPT_OUT, OPT_TO, OPT_TO_PORT, OPT_TO_PASSFILE, OPT_STATE, OPT_ESCAPE };
 
 /* A document id that a 'fingerprint docid' line of simhash load cannot carry: empty,
  * or with white space or a NUL byte. */
-static int corpus_id_unprintable(const char *s, size_t n)
+static int xfer_id_unprintable(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (s[i] == ' ' || (s[i] >= '\t' && s[i] <= '\r') || s[i] == '\0')
@@ -32,7 +33,7 @@ static int corpus_id_unprintable(const char *s, size_t n)
 }
 
 /* SIMHASH.INFO of c (malloc'd text), or NULL with a message printed. */
-static char *corpus_info(const char *prog, shc_client *c, const char *side)
+static char *xfer_info(const char *prog, shc_client *c, const char *side)
 {
     char *text = NULL;
     if (shc_info(c, &text, NULL) != SHC_OK) {
@@ -46,14 +47,14 @@ static char *corpus_info(const char *prog, shc_client *c, const char *side)
 
 /* One step of a walk: its fingerprints and ids, and the cursor after it. Returns 0
  * to go on, -1 to stop (a message printed). */
-typedef int (*corpus_step_fn)(const shc_result *res, uint64_t next, void *arg);
+typedef int (*xfer_step_fn)(const shc_result *res, uint64_t next, void *arg);
 
 /* Walks c's corpus from *cursor on, SIMHASH.SCAN step by step (count buckets each),
  * calling step for each; *cursor follows the walk. With a label, a progress bar on a
  * terminal (by first-byte shard). Returns 0 once the walk is over, -1 when a read or
  * a step failed (a message printed). */
-static int corpus_walk(const char *prog, shc_client *c, const char *side, unsigned count,
-                       const char *label, uint64_t *cursor, corpus_step_fn step, void *arg)
+static int xfer_walk(const char *prog, shc_client *c, const char *side, unsigned count,
+                       const char *label, uint64_t *cursor, xfer_step_fn step, void *arg)
 {
     cli_progress bar;
     cli_progress_init(&bar, label ? label : side, 256);
@@ -81,16 +82,16 @@ static int corpus_walk(const char *prog, shc_client *c, const char *side, unsign
 
 /* ---- simhash export ---- */
 
-typedef struct corpus_export {
+typedef struct xfer_export {
     const char *prog;
     FILE *out;
     unsigned long long fps, docs;
     int escape;                 /* --escape: ids as NET_LOAD_ESCAPED_HEADER says */
-} corpus_export;
+} xfer_export;
 
 /* An id with every byte up to ' ', DEL and '%' written as %XX (the escaped format
  * simhash load reads after NET_LOAD_ESCAPED_HEADER). */
-static void corpus_put_escaped(FILE *out, const char *s, size_t n)
+static void xfer_put_escaped(FILE *out, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)s[i];
@@ -102,9 +103,9 @@ static void corpus_put_escaped(FILE *out, const char *s, size_t n)
 }
 
 /* A step of the export: its pairs as lines, or -1 at an id a line cannot carry. */
-static int corpus_export_step(const shc_result *res, uint64_t next, void *arg)
+static int xfer_export_step(const shc_result *res, uint64_t next, void *arg)
 {
-    corpus_export *x = arg;
+    xfer_export *x = arg;
     (void)next;
     for (size_t i = 0; i < res->nmatches; i++) {
         const shc_match *m = &res->matches[i];
@@ -112,12 +113,12 @@ static int corpus_export_step(const shc_result *res, uint64_t next, void *arg)
         for (size_t j = 0; j < m->ndocids; j++) {
             if (x->escape) {
                 fprintf(x->out, "%llu ", (unsigned long long)m->fp);
-                corpus_put_escaped(x->out, m->docids[j], m->docid_lens[j]);
+                xfer_put_escaped(x->out, m->docids[j], m->docid_lens[j]);
                 fputc('\n', x->out);
                 x->docs++;
                 continue;
             }
-            if (corpus_id_unprintable(m->docids[j], m->docid_lens[j])) {
+            if (xfer_id_unprintable(m->docids[j], m->docid_lens[j])) {
                 fprintf(stderr, "%s: fingerprint %llu has a document id with white space "
                         "or a NUL byte, which a 'fingerprint docid' line cannot carry; "
                         "nothing after it was written (export --escape carries any id; "
@@ -155,7 +156,7 @@ int cmd_export(int argc, char **argv)
         {NULL, 0, NULL, 0}
     };
     const char *prog = "simhash export", *path = NULL;
-    unsigned count = CORPUS_COUNT_DEFAULT;
+    unsigned count = XFER_COUNT_DEFAULT;
     net_opts o;
     int c, rc, escape = 0;
     uint64_t v;
@@ -200,10 +201,10 @@ int cmd_export(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     uint64_t cursor = 0;
-    corpus_export x = {prog, out, 0, 0, escape};
+    xfer_export x = {prog, out, 0, 0, escape};
     if (escape)
         fputs(NET_LOAD_ESCAPED_HEADER "\n", out);
-    rc = corpus_walk(prog, cl, "deployment", count, "exporting", &cursor, corpus_export_step, &x)
+    rc = xfer_walk(prog, cl, "deployment", count, "exporting", &cursor, xfer_export_step, &x)
              == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
     if (fflush(out) != 0 || ferror(out) || (path && fclose(out) != 0)) {
         fprintf(stderr, "%s: writing %s failed: %s\n", prog, path ? path : "standard output",
@@ -218,15 +219,15 @@ int cmd_export(int argc, char **argv)
 
 /* ---- simhash migrate ---- */
 
-typedef struct corpus_state {
+typedef struct xfer_state {
     uint64_t cursor;
     unsigned long long fps, docs;   /* copied so far */
     char pair[600];                 /* "source -> target" the file belongs to */
-} corpus_state;
+} xfer_state;
 
 /* Reads the state file: 0 (found), 1 (absent: start), -1 (unreadable, or of another
  * source and target: message). */
-static int corpus_state_read(const char *prog, const char *path, corpus_state *st)
+static int xfer_state_read(const char *prog, const char *path, xfer_state *st)
 {
     FILE *f = fopen(path, "r");
     if (!f)
@@ -253,7 +254,7 @@ static int corpus_state_read(const char *prog, const char *path, corpus_state *s
 }
 
 /* Writes the state file atomically (temporary file, rename). Returns 0 or -1. */
-static int corpus_state_write(const char *prog, const char *path, const corpus_state *st)
+static int xfer_state_write(const char *prog, const char *path, const xfer_state *st)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof tmp, "%s.tmp", path) >= (int)sizeof tmp) {
@@ -272,12 +273,12 @@ static int corpus_state_write(const char *prog, const char *path, const corpus_s
 
 /* ---- Digest of a corpus: every (fingerprint, id) pair hashed, summed and xored ---- */
 
-typedef struct corpus_digest {
+typedef struct xfer_digest {
     unsigned long long pairs, fps;
     uint64_t sum, x;
-} corpus_digest;
+} xfer_digest;
 
-static uint64_t corpus_mix(uint64_t z)
+static uint64_t xfer_mix(uint64_t z)
 {
     z += 0x9e3779b97f4a7c15ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -285,7 +286,7 @@ static uint64_t corpus_mix(uint64_t z)
     return z ^ (z >> 31);
 }
 
-static void corpus_digest_add(corpus_digest *d, const shc_result *res)
+static void xfer_digest_add(xfer_digest *d, const shc_result *res)
 {
     for (size_t i = 0; i < res->nmatches; i++) {
         const shc_match *m = &res->matches[i];
@@ -294,7 +295,7 @@ static void corpus_digest_add(corpus_digest *d, const shc_result *res)
             uint64_t h = 0xcbf29ce484222325ull;     /* FNV-1a of the id, then mixed */
             for (size_t k = 0; k < m->docid_lens[j]; k++)
                 h = (h ^ (unsigned char)m->docids[j][k]) * 0x100000001b3ull;
-            h = corpus_mix(h ^ corpus_mix(m->fp) ^ m->docid_lens[j]);
+            h = xfer_mix(h ^ xfer_mix(m->fp) ^ m->docid_lens[j]);
             d->sum += h;
             d->x ^= h;
             d->pairs++;
@@ -302,30 +303,30 @@ static void corpus_digest_add(corpus_digest *d, const shc_result *res)
     }
 }
 
-static int corpus_digest_step(const shc_result *res, uint64_t next, void *arg)
+static int xfer_digest_step(const shc_result *res, uint64_t next, void *arg)
 {
     (void)next;
-    corpus_digest_add(arg, res);
+    xfer_digest_add(arg, res);
     return 0;
 }
 
 /* Walks the whole corpus of c into d. Returns 0, or -1 with a message. */
-static int corpus_digest_walk(const char *prog, shc_client *c, unsigned count, const char *side,
-                              corpus_digest *d)
+static int xfer_digest_walk(const char *prog, shc_client *c, unsigned count, const char *side,
+                              xfer_digest *d)
 {
     uint64_t cursor = 0;
     memset(d, 0, sizeof *d);
-    return corpus_walk(prog, c, side, count, NULL, &cursor, corpus_digest_step, d);
+    return xfer_walk(prog, c, side, count, NULL, &cursor, xfer_digest_step, d);
 }
 
-#define CORPUS_ADD_PAIRS 4096            /* pairs per SIMHASH.ADD of migrate, at most */
-#define CORPUS_ADD_BYTES (2u << 20)      /* and bytes of ids (a coordinator's default
+#define XFER_ADD_PAIRS 4096            /* pairs per SIMHASH.ADD of migrate, at most */
+#define XFER_ADD_BYTES (2u << 20)      /* and bytes of ids (a coordinator's default
                                             max-request-bytes is 8 MiB) */
 
 /* Adds pairs [from, from+n) in one SIMHASH.ADD; a busy target (-TIMEOUT, -BUSY) gets
  * the same again (adds are set inserts), pausing 100 ms doubling, 7 tries at most.
  * Returns 0, or -1 with a message. */
-static int corpus_add(const char *prog, shc_client *dst, const uint64_t *fps,
+static int xfer_add(const char *prog, shc_client *dst, const uint64_t *fps,
                       const char *const *ids, const size_t *lens, size_t n)
 {
     unsigned pause_ms = 100;
@@ -345,9 +346,9 @@ static int corpus_add(const char *prog, shc_client *dst, const uint64_t *fps,
 }
 
 /* Copies one step's pairs into the target, in SIMHASH.ADD calls of at most
- * CORPUS_ADD_PAIRS pairs and CORPUS_ADD_BYTES of ids (a fingerprint's ids together:
+ * XFER_ADD_PAIRS pairs and XFER_ADD_BYTES of ids (a fingerprint's ids together:
  * one write lock each). Returns 0, or -1 with a message. */
-static int corpus_copy(const char *prog, shc_client *dst, const shc_result *res,
+static int xfer_copy(const char *prog, shc_client *dst, const shc_result *res,
                        unsigned long long *docs)
 {
     size_t n = 0;
@@ -372,10 +373,10 @@ static int corpus_copy(const char *prog, shc_client *dst, const shc_result *res,
         }
     for (size_t from = 0, cnt; from < n; from += cnt) {
         size_t bytes = 0;
-        for (cnt = 0; from + cnt < n && cnt < CORPUS_ADD_PAIRS &&
-                      (cnt == 0 || bytes + lens[from + cnt] + 32 <= CORPUS_ADD_BYTES); cnt++)
+        for (cnt = 0; from + cnt < n && cnt < XFER_ADD_PAIRS &&
+                      (cnt == 0 || bytes + lens[from + cnt] + 32 <= XFER_ADD_BYTES); cnt++)
             bytes += lens[from + cnt] + 32;
-        if (corpus_add(prog, dst, fps + from, ids + from, lens + from, cnt) != 0)
+        if (xfer_add(prog, dst, fps + from, ids + from, lens + from, cnt) != 0)
             goto out;
     }
     *docs += n;
@@ -387,23 +388,23 @@ out:
     return rc;
 }
 
-typedef struct corpus_copying {
+typedef struct xfer_copying {
     const char *prog;
     shc_client *dst;
     const char *state_path;
-    corpus_state *st;
-} corpus_copying;
+    xfer_state *st;
+} xfer_copying;
 
 /* A step of the copy: its pairs added to the target, then the state file written
  * with the cursor after the step. */
-static int corpus_copy_step(const shc_result *res, uint64_t next, void *arg)
+static int xfer_copy_step(const shc_result *res, uint64_t next, void *arg)
 {
-    corpus_copying *cp = arg;
-    if (corpus_copy(cp->prog, cp->dst, res, &cp->st->docs) != 0)
+    xfer_copying *cp = arg;
+    if (xfer_copy(cp->prog, cp->dst, res, &cp->st->docs) != 0)
         return -1;
     cp->st->fps += res->nmatches;
     cp->st->cursor = next;
-    return cp->state_path ? corpus_state_write(cp->prog, cp->state_path, cp->st) : 0;
+    return cp->state_path ? xfer_state_write(cp->prog, cp->state_path, cp->st) : 0;
 }
 
 int cmd_migrate(int argc, char **argv)
@@ -435,7 +436,7 @@ int cmd_migrate(int argc, char **argv)
         {NULL, 0, NULL, 0}
     };
     const char *prog = "simhash migrate", *state_path = NULL;
-    unsigned count = CORPUS_COUNT_DEFAULT;
+    unsigned count = XFER_COUNT_DEFAULT;
     net_opts o, t;
     int c, rc;
     uint64_t v;
@@ -482,9 +483,9 @@ int cmd_migrate(int argc, char **argv)
         return net_usage_error(prog, "--to is required (the target deployment)");
     t.timeout_ms = o.timeout_ms;
 
-    corpus_state st = {0, 0, 0, ""};
+    xfer_state st = {0, 0, 0, ""};
     snprintf(st.pair, sizeof st.pair, "%.250s:%u -> %.250s:%u", o.host, o.port, t.host, t.port);
-    if (state_path && (rc = corpus_state_read(prog, state_path, &st)) < 0)
+    if (state_path && (rc = xfer_state_read(prog, state_path, &st)) < 0)
         return CLI_EXIT_FAIL;
     shc_client *src = net_connect(&o);
     if (!src)
@@ -495,7 +496,7 @@ int cmd_migrate(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     rc = CLI_EXIT_FAIL;
-    char *si = corpus_info(prog, src, "source"), *ti = si ? corpus_info(prog, dst, "target") : NULL;
+    char *si = xfer_info(prog, src, "source"), *ti = si ? xfer_info(prog, dst, "target") : NULL;
     char sa[32] = "", ta[32] = "";
     if (!si || !ti)
         goto out;
@@ -514,15 +515,15 @@ int cmd_migrate(int argc, char **argv)
     if (st.cursor || st.fps)
         fprintf(stderr, "%s: resuming at cursor %llu (%llu fingerprints, %llu documents "
                 "copied before)\n", prog, (unsigned long long)st.cursor, st.fps, st.docs);
-    corpus_copying cp = {prog, dst, state_path, &st};
-    if (corpus_walk(prog, src, "source", count, "migrating", &st.cursor, corpus_copy_step, &cp) != 0)
+    xfer_copying cp = {prog, dst, state_path, &st};
+    if (xfer_walk(prog, src, "source", count, "migrating", &st.cursor, xfer_copy_step, &cp) != 0)
         goto out;
 
     /* the check: both corpora walked again, every pair hashed into a digest */
     printf("copied %llu fingerprints, %llu documents\n", st.fps, st.docs);
-    corpus_digest ds, dt;
-    if (corpus_digest_walk(prog, src, count, "source", &ds) != 0 ||
-        corpus_digest_walk(prog, dst, count, "target", &dt) != 0)
+    xfer_digest ds, dt;
+    if (xfer_digest_walk(prog, src, count, "source", &ds) != 0 ||
+        xfer_digest_walk(prog, dst, count, "target", &dt) != 0)
         goto out;
     printf("source: %llu fingerprints, %llu documents, digest %016llx%016llx; target: %llu "
            "fingerprints, %llu documents, digest %016llx%016llx\n", ds.fps, ds.pairs,

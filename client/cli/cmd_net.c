@@ -322,8 +322,25 @@ int cmd_add(int argc, char **argv)
 
 /* ---- simhash query / check ---- */
 
-/* Shared by query and check: parse options and run. check != 0 for check. */
-static int net_query_or_check(int argc, char **argv, int check)
+enum { NET_ALLOW_LIMIT = 1u, NET_ALLOW_TEXT = 2u };    /* net_search.allow */
+
+/* The options of simhash query and simhash check, parsed by one loop: the two share
+ * --distance and --json; allow says which of the others a command takes. */
+typedef struct net_search {
+    const char *prog;
+    const char *usage;          /* printed by --help, then NET_OPTIONS_HELP */
+    unsigned allow;             /* NET_ALLOW_* */
+    net_opts o;
+    int distance;               /* -1: the corpus's */
+    int json;
+    int format;                 /* --format: SHC_FORMAT_*, -1 not given */
+    uint64_t limit;             /* 0: none */
+    const char *text_path;      /* --text FILE */
+} net_search;
+
+/* Parses the options into s. Returns -1 when the command goes on with its positional
+ * arguments from optind, else the exit status. */
+static int net_search_parse(net_search *s, int argc, char **argv)
 {
     static const struct option longopts[] = {
         NET_LONGOPTS,
@@ -334,131 +351,60 @@ static int net_query_or_check(int argc, char **argv, int check)
         {"format", required_argument, NULL, OPT_FORMAT},
         {NULL, 0, NULL, 0}
     };
-    const char *prog = check ? "simhash check" : "simhash query";
-    const char *text_path = NULL;
-    int distance = -1, json = 0, c, rc, format = -1;
-    uint64_t v, limit = 0, fp = 0;
-    net_opts o;
+    const char *prog = s->prog;
+    uint64_t v;
+    int c, rc;
 
-    net_opts_init(&o, prog);
+    net_opts_init(&s->o, prog);
+    s->distance = s->format = -1;
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":hd:", longopts, NULL)) != -1) {
         switch (c) {
         case 'h':
-            if (check)
-                printf("Usage: simhash check [OPTIONS] FP DOCID\n"
-                       "       simhash check [OPTIONS] --text FILE DOCID\n"
-                       "Print the near-duplicates stored before, then add (FP, DOCID). With\n"
-                       "--text, FP is the fingerprint of FILE ('-' = stdin) computed by the\n"
-                       "server with the corpus's algorithm (SIMHASH.CHECKTEXT).\n"
-                       "Output: one 'fp<TAB>distance<TAB>docid,docid' line per match, nearest\n"
-                       "first (or JSON with --json).\n\n"
-                       "  -d, --distance D      at most D bits apart (default: the corpus distance)\n"
-                       "      --text FILE       check the text or HTML page in FILE\n"
-                       "      --format F        text or html: what FILE is (default: html for\n"
-                       "                        *.html and *.htm, else text)\n"
-                       "      --json            print a JSON array of {fp (a string), distance, docids}\n"
-                       NET_OPTIONS_HELP);
-            else
-                printf("Usage: simhash query [OPTIONS] FP\n"
-                       "Print the stored near-duplicates of FP: one 'fp<TAB>distance<TAB>docid,docid'\n"
-                       "line per match, nearest first, then by fingerprint (control bytes in\n"
-                       "document ids shown as '?'; --json is exact).\n\n"
-                       "  -d, --distance D      at most D bits apart (default: the corpus distance)\n"
-                       "      --limit N         at most N matches\n"
-                       "      --json            print a JSON array of {fp (a string), distance, docids}\n"
-                       NET_OPTIONS_HELP);
+            fputs(s->usage, stdout);
+            fputs(NET_OPTIONS_HELP, stdout);
             return CLI_EXIT_OK;
         case 'd':
             if (cli_opt_uint(prog, "--distance", optarg, 0, 64, &v) != 0)
                 return CLI_EXIT_USAGE;
-            distance = (int)v;
+            s->distance = (int)v;
             break;
         case OPT_LIMIT:
-            if (check)
+            if (!(s->allow & NET_ALLOW_LIMIT))
                 return net_usage_error(prog, "--limit is for query only");
-            if (cli_opt_uint(prog, "--limit", optarg, 1, 1000000000, &limit) != 0)
+            if (cli_opt_uint(prog, "--limit", optarg, 1, 1000000000, &s->limit) != 0)
                 return CLI_EXIT_USAGE;
             break;
         case OPT_JSON:
-            json = 1;
+            s->json = 1;
             break;
         case OPT_TEXT:
-            if (!check)
+            if (!(s->allow & NET_ALLOW_TEXT))
                 return net_usage_error(prog, "--text is for check only");
-            text_path = optarg;
+            s->text_path = optarg;
             break;
         case OPT_FORMAT:
-            if (!check)
+            if (!(s->allow & NET_ALLOW_TEXT))
                 return net_usage_error(prog, "--format is for check --text only");
             if (strcmp(optarg, "text") != 0 && strcmp(optarg, "html") != 0)
                 return net_usage_error(prog, "--format: expected text or html");
-            format = optarg[0] == 'h' ? SHC_FORMAT_HTML : SHC_FORMAT_TEXT;
+            s->format = optarg[0] == 'h' ? SHC_FORMAT_HTML : SHC_FORMAT_TEXT;
             break;
         default:
-            if ((rc = net_opt_or_exit(&o, c, argv)) >= 0)
+            if ((rc = net_opt_or_exit(&s->o, c, argv)) >= 0)
                 return rc;
         }
     }
-    int npos = argc - optind;
-    const char *docid = NULL;
-    if (!check) {
-        if (npos != 1)
-            return net_usage_error(prog, "expected one FP");
-        if (net_parse_fp_arg(prog, argv[optind], &fp) != 0)
-            return CLI_EXIT_USAGE;
-    } else if (text_path) {
-        if (npos != 1)
-            return net_usage_error(prog, "expected DOCID after --text FILE");
-        docid = argv[optind];
-    } else {
-        if (npos != 2)
-            return net_usage_error(prog, "expected FP DOCID");
-        if (net_parse_fp_arg(prog, argv[optind], &fp) != 0)
-            return CLI_EXIT_USAGE;
-        docid = argv[optind + 1];
-    }
-    if (docid && net_check_docid_arg(prog, docid) != 0)
-        return CLI_EXIT_USAGE;
-    if (format >= 0 && !text_path)
-        return net_usage_error(prog, "--format goes with --text FILE");
-    cli_buf b = {0};
-    if (text_path) {
-        if (cli_buf_read_path(text_path, &b) != 0) {
-            fprintf(stderr, "%s: cannot read %s: %s\n", prog, cli_input_name(text_path),
-                    strerror(errno));
-            return CLI_EXIT_FAIL;
-        }
-        if (format < 0) {
-            cli_fp_opts fo;
-            cli_fp_opts_init(&fo);
-            format = cli_fp_is_html(&fo, text_path) ? SHC_FORMAT_HTML : SHC_FORMAT_TEXT;
-        }
-    }
+    return -1;
+}
 
-    shc_client *cl = net_connect(&o);
-    shc_result *r = NULL;
-    shc_status st;
-    if (!cl) {
-        cli_buf_free(&b);
-        return CLI_EXIT_FAIL;
-    }
-    if (text_path) {
-        st = shc_check_text_as(cl, docid, b.data, b.len, format, distance, &fp, &r);
-        if (st == SHC_OK)
-            fprintf(stderr, "%s: fingerprint of %s: %llu\n", prog, cli_input_name(text_path),
-                    (unsigned long long)fp);
-    } else {
-        st = check ? shc_check(cl, fp, docid, distance, &r)
-                   : shc_query(cl, fp, distance, (size_t)limit, &r);
-    }
-    cli_buf_free(&b);
-    if (st != SHC_OK) {
-        rc = net_fail(&o, cl);
-    } else {
-        rc = net_emit_result(prog, r, json);
-    }
+/* Prints the answer of a query or check (st, r), frees r and cl. Returns the exit
+ * status. */
+static int net_search_finish(const net_search *s, shc_client *cl, shc_status st,
+                             shc_result *r)
+{
+    int rc = st != SHC_OK ? net_fail(&s->o, cl) : net_emit_result(s->prog, r, s->json);
     shc_result_free(r);
     shc_free(cl);
     return rc;
@@ -466,12 +412,108 @@ static int net_query_or_check(int argc, char **argv, int check)
 
 int cmd_query(int argc, char **argv)
 {
-    return net_query_or_check(argc, argv, 0);
+    net_search s = {
+        .prog = "simhash query", .allow = NET_ALLOW_LIMIT,
+        .usage = "Usage: simhash query [OPTIONS] FP\n"
+                 "Print the stored near-duplicates of FP: one 'fp<TAB>distance<TAB>docid,docid'\n"
+                 "line per match, nearest first, then by fingerprint (control bytes in\n"
+                 "document ids shown as '?'; --json is exact).\n\n"
+                 "  -d, --distance D      at most D bits apart (default: the corpus distance)\n"
+                 "      --limit N         at most N matches\n"
+                 "      --json            print a JSON array of {fp (a string), distance, docids}\n",
+    };
+    uint64_t fp;
+    int rc = net_search_parse(&s, argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (argc - optind != 1)
+        return net_usage_error(s.prog, "expected one FP");
+    if (net_parse_fp_arg(s.prog, argv[optind], &fp) != 0)
+        return CLI_EXIT_USAGE;
+    shc_client *cl = net_connect(&s.o);
+    if (!cl)
+        return CLI_EXIT_FAIL;
+    shc_result *r = NULL;
+    shc_status st = shc_query(cl, fp, s.distance, (size_t)s.limit, &r);
+    return net_search_finish(&s, cl, st, r);
+}
+
+/* simhash check --text FILE DOCID: the server fingerprints FILE (SIMHASH.CHECKTEXT)
+ * and the fingerprint is reported on stderr. Returns the exit status. */
+static int net_check_text(net_search *s, const char *docid)
+{
+    cli_buf b = {0};
+    if (cli_buf_read_path(s->text_path, &b) != 0) {
+        fprintf(stderr, "%s: cannot read %s: %s\n", s->prog, cli_input_name(s->text_path),
+                strerror(errno));
+        return CLI_EXIT_FAIL;
+    }
+    if (s->format < 0) {
+        cli_fp_opts fo;
+        cli_fp_opts_init(&fo);
+        s->format = cli_fp_is_html(&fo, s->text_path) ? SHC_FORMAT_HTML : SHC_FORMAT_TEXT;
+    }
+    shc_client *cl = net_connect(&s->o);
+    if (!cl) {
+        cli_buf_free(&b);
+        return CLI_EXIT_FAIL;
+    }
+    uint64_t fp = 0;
+    shc_result *r = NULL;
+    shc_status st = shc_check_text_as(cl, docid, b.data, b.len, s->format, s->distance, &fp, &r);
+    if (st == SHC_OK)
+        fprintf(stderr, "%s: fingerprint of %s: %llu\n", s->prog, cli_input_name(s->text_path),
+                (unsigned long long)fp);
+    cli_buf_free(&b);
+    return net_search_finish(s, cl, st, r);
 }
 
 int cmd_check(int argc, char **argv)
 {
-    return net_query_or_check(argc, argv, 1);
+    net_search s = {
+        .prog = "simhash check", .allow = NET_ALLOW_TEXT,
+        .usage = "Usage: simhash check [OPTIONS] FP DOCID\n"
+                 "       simhash check [OPTIONS] --text FILE DOCID\n"
+                 "Print the near-duplicates stored before, then add (FP, DOCID). With\n"
+                 "--text, FP is the fingerprint of FILE ('-' = stdin) computed by the\n"
+                 "server with the corpus's algorithm (SIMHASH.CHECKTEXT).\n"
+                 "Output: one 'fp<TAB>distance<TAB>docid,docid' line per match, nearest\n"
+                 "first (or JSON with --json).\n\n"
+                 "  -d, --distance D      at most D bits apart (default: the corpus distance)\n"
+                 "      --text FILE       check the text or HTML page in FILE\n"
+                 "      --format F        text or html: what FILE is (default: html for\n"
+                 "                        *.html and *.htm, else text)\n"
+                 "      --json            print a JSON array of {fp (a string), distance, docids}\n",
+    };
+    uint64_t fp = 0;
+    int rc = net_search_parse(&s, argc, argv);
+    if (rc >= 0)
+        return rc;
+    int npos = argc - optind;
+    const char *docid;
+    if (s.text_path) {
+        if (npos != 1)
+            return net_usage_error(s.prog, "expected DOCID after --text FILE");
+        docid = argv[optind];
+    } else {
+        if (npos != 2)
+            return net_usage_error(s.prog, "expected FP DOCID");
+        if (net_parse_fp_arg(s.prog, argv[optind], &fp) != 0)
+            return CLI_EXIT_USAGE;
+        docid = argv[optind + 1];
+    }
+    if (net_check_docid_arg(s.prog, docid) != 0)
+        return CLI_EXIT_USAGE;
+    if (s.format >= 0 && !s.text_path)
+        return net_usage_error(s.prog, "--format goes with --text FILE");
+    if (s.text_path)
+        return net_check_text(&s, docid);
+    shc_client *cl = net_connect(&s.o);
+    if (!cl)
+        return CLI_EXIT_FAIL;
+    shc_result *r = NULL;
+    shc_status st = shc_check(cl, fp, docid, s.distance, &r);
+    return net_search_finish(&s, cl, st, r);
 }
 
 /* ---- simhash del ---- */

@@ -38,17 +38,13 @@
 
 /* ---- An external sorter of (a, b) records ---- */
 
-typedef struct xm_srun {
-    uint64_t off, n;                /* in records */
-} xm_srun;
-
 typedef struct xm_sorter {
     xm_run *x;
     int fd;                         /* the runs, created at the first spill */
     uint64_t end;                   /* bytes in fd */
     match_pair *buf;                /* records not yet in a run */
     size_t n, bufcap, cap;          /* used, allocated, the most it may hold */
-    xm_srun *runs;
+    xm_span *runs;
     size_t nruns, runcap;
     uint64_t total;                 /* records added */
 } xm_sorter;
@@ -100,7 +96,7 @@ static int xm_srt_spill(xm_sorter *s)
         xm_errf(s->x, "out of memory");
         return -1;
     }
-    s->runs[s->nruns] = (xm_srun){ s->end / sizeof(match_pair), s->n };
+    s->runs[s->nruns] = (xm_span){ s->end / sizeof(match_pair), s->n };
     if (xm_append(s->x, s->fd, &s->end, s->buf, s->n * sizeof(*s->buf), NULL) != 0)
         return -1;
     s->nruns++;
@@ -152,100 +148,42 @@ static int xm_srt_finish(xm_sorter *s)
     return 0;
 }
 
-typedef struct xm_mreader {
-    match_pair *buf;
-    size_t len, pos, cap;
-    uint64_t next, end;             /* record index in the file */
-} xm_mreader;
+/* xm_srt_each's filter: passes each distinct record on once. */
+typedef struct xm_distinct {
+    match_pair last;
+    int have;
+    int (*fn)(void *ctx, uint64_t a, uint64_t b);
+    void *ctx;
+} xm_distinct;
 
-static int xm_mreader_fill(xm_sorter *s, xm_mreader *r)
+static int xm_distinct_step(void *arg, const match_pair *p)
 {
-    uint64_t left = r->end - r->next;
-    size_t k = left > r->cap ? r->cap : (size_t)left;
-    r->pos = 0;
-    r->len = k;
-    if (k == 0)
+    xm_distinct *d = arg;
+    if (d->have && p->a == d->last.a && p->b == d->last.b)
         return 0;
-    if (xm_pread(s->x, s->fd, r->buf, k * sizeof(match_pair), r->next * sizeof(match_pair)) != 0)
-        return -1;
-    r->next += k;
-    return 0;
-}
-
-static const match_pair *xm_mreader_head(const void *readers, size_t i)
-{
-    const xm_mreader *r = (const xm_mreader *)readers + i;
-    return &r->buf[r->pos];
+    d->last = *p;
+    d->have = 1;
+    return d->fn(d->ctx, p->a, p->b);
 }
 
 /* Calls fn for every distinct record of a finished sorter, ascending. The merge
  * buffers share a quarter of --memory. Returns 0, or -1 (fn failed, or x->err). */
 static int xm_srt_each(xm_sorter *s, int (*fn)(void *ctx, uint64_t a, uint64_t b), void *ctx)
 {
-    match_pair last = { 0, 0 };
-    int have = 0;
+    xm_distinct d = { { 0, 0 }, 0, fn, ctx };
     if (s->nruns == 0) {
-        for (size_t i = 0; i < s->n; i++) {
-            if (have && s->buf[i].a == last.a && s->buf[i].b == last.b)
-                continue;
-            last = s->buf[i];
-            have = 1;
-            if (fn(ctx, last.a, last.b) != 0)
+        for (size_t i = 0; i < s->n; i++)
+            if (xm_distinct_step(&d, &s->buf[i]) != 0)
                 return -1;
-        }
         return 0;
     }
-    size_t k = s->nruns;
-    size_t per = s->x->opt.memory / 4 / sizeof(match_pair) / k;
+    size_t per = s->x->opt.memory / 4 / sizeof(match_pair) / s->nruns;
     if (per < XM_CC_MIN_BUF)
         per = XM_CC_MIN_BUF;
     if (per > (1u << 16))
         per = 1u << 16;
-    xm_mreader *rd = calloc(k, sizeof(*rd));
-    size_t *heap = malloc(k * sizeof(*heap)), hn = 0;
-    int rc = -1;
-    if (!rd || !heap) {
-        xm_errf(s->x, "out of memory merging the cluster edges");
-        goto out;
-    }
-    for (size_t i = 0; i < k; i++) {
-        rd[i].cap = per;
-        rd[i].buf = malloc(per * sizeof(match_pair));
-        rd[i].next = s->runs[i].off;
-        rd[i].end = s->runs[i].off + s->runs[i].n;
-        if (rd[i].buf == NULL) {
-            xm_errf(s->x, "out of memory merging the cluster edges");
-            goto out;
-        }
-        if (xm_mreader_fill(s, &rd[i]) != 0)
-            goto out;
-        if (rd[i].len == 0)
-            continue;
-        heap[hn] = i;
-        xm_heap_up(heap, hn++, xm_mreader_head, rd);
-    }
-    while (hn > 0) {
-        xm_mreader *r = &rd[heap[0]];
-        match_pair p = r->buf[r->pos];
-        if (!have || p.a != last.a || p.b != last.b) {
-            last = p;
-            have = 1;
-            if (fn(ctx, p.a, p.b) != 0)
-                goto out;
-        }
-        if (++r->pos == r->len && xm_mreader_fill(s, r) != 0)
-            goto out;
-        if (r->len == 0)
-            heap[0] = heap[--hn];
-        xm_heap_down(heap, hn, xm_mreader_head, rd);
-    }
-    rc = 0;
-out:
-    for (size_t i = 0; rd && i < k; i++)
-        free(rd[i].buf);
-    free(rd);
-    free(heap);
-    return rc;
+    return xm_merge_runs(s->x, s->fd, s->runs, s->nruns, per, "the cluster edges",
+                         xm_distinct_step, &d);
 }
 
 /* ---- The contraction ---- */

@@ -250,10 +250,6 @@ int xm_open_input(xm_run *x, const char *path, int binary)
 
 /* ---- Pairs: in memory while they fit, else sorted runs in a temporary file ---- */
 
-typedef struct xm_runinfo {
-    uint64_t off, n;            /* in pairs */
-} xm_runinfo;
-
 /* Append pairs p[0..n) as one sorted run (p is sorted here). Locked by the caller.
  * Returns 0, or -1 with x->err. */
 static int xm_spill_run(xm_run *x, match_pair *p, size_t n)
@@ -768,31 +764,114 @@ int xm_find_pairs(xm_run *x, unsigned blocks, unsigned distance)
     return 0;
 }
 
-/* k-way merge state: one buffered reader per run. */
+/* ---- k-way merge of sorted runs ---- */
+
+/* One buffered reader per run. */
 typedef struct xm_reader {
     match_pair *buf;
-    size_t len, pos;
-    uint64_t next, end;         /* pair index in the file */
+    size_t len, pos, cap;
+    uint64_t next, end;         /* record index in the file */
 } xm_reader;
 
-static const match_pair *xm_reader_head(const void *readers, size_t i)
-{
-    const xm_reader *r = (const xm_reader *)readers + i;
-    return &r->buf[r->pos];
-}
-
-static int xm_reader_fill(xm_run *x, xm_reader *r)
+/* Reads the reader's next records (len 0: the run is done). Returns 0, or -1 with
+ * x->err. */
+static int xm_reader_fill(xm_run *x, int fd, xm_reader *r)
 {
     uint64_t left = r->end - r->next;
-    size_t k = left > 4096 ? 4096 : (size_t)left;
+    size_t k = left > r->cap ? r->cap : (size_t)left;
     r->pos = 0;
     r->len = k;
     if (k == 0)
         return 0;
-    if (xm_pread(x, x->pair_fd, r->buf, k * sizeof(match_pair), r->next * sizeof(match_pair)) != 0)
+    if (xm_pread(x, fd, r->buf, k * sizeof(match_pair), r->next * sizeof(match_pair)) != 0)
         return -1;
     r->next += k;
     return 0;
+}
+
+/* A binary min-heap of reader indexes ordered by their current records. */
+static int xm_heap_less(const xm_reader *rd, size_t i, size_t j)
+{
+    return xm_pair_less(&rd[i].buf[rd[i].pos], &rd[j].buf[rd[j].pos]);
+}
+
+/* The reader just added at position c moves up to its place. */
+static void xm_heap_up(size_t *heap, size_t c, const xm_reader *rd)
+{
+    while (c > 0) {
+        size_t pa = (c - 1) / 2;
+        if (!xm_heap_less(rd, heap[c], heap[pa]))
+            break;
+        size_t t = heap[c];
+        heap[c] = heap[pa];
+        heap[pa] = t;
+        c = pa;
+    }
+}
+
+/* The reader at the top (hn readers in the heap) moves down to its place. */
+static void xm_heap_down(size_t *heap, size_t hn, const xm_reader *rd)
+{
+    size_t c = 0;
+    for (;;) {
+        size_t l = 2 * c + 1, m = c;
+        if (l < hn && xm_heap_less(rd, heap[l], heap[m]))
+            m = l;
+        if (l + 1 < hn && xm_heap_less(rd, heap[l + 1], heap[m]))
+            m = l + 1;
+        if (m == c)
+            break;
+        size_t t = heap[c];
+        heap[c] = heap[m];
+        heap[m] = t;
+        c = m;
+    }
+}
+
+int xm_merge_runs(xm_run *x, int fd, const xm_span *runs, size_t k, size_t per,
+                  const char *what, int (*fn)(void *ctx, const match_pair *p), void *ctx)
+{
+    if (k == 0)
+        return 0;
+    xm_reader *rd = calloc(k, sizeof(*rd));
+    size_t *heap = malloc(k * sizeof(*heap)), hn = 0;
+    int rc = -1;
+    if (!rd || !heap)
+        goto oom;
+    for (size_t i = 0; i < k; i++) {
+        rd[i].cap = per;
+        rd[i].buf = malloc(per * sizeof(match_pair));
+        rd[i].next = runs[i].off;
+        rd[i].end = runs[i].off + runs[i].n;
+        if (rd[i].buf == NULL)
+            goto oom;
+        if (xm_reader_fill(x, fd, &rd[i]) != 0)
+            goto out;
+        if (rd[i].len == 0)
+            continue;
+        heap[hn] = i;
+        xm_heap_up(heap, hn++, rd);
+    }
+    while (hn > 0) {
+        xm_reader *r = &rd[heap[0]];
+        if (fn(ctx, &r->buf[r->pos]) != 0)
+            goto out;
+        if (++r->pos == r->len && xm_reader_fill(x, fd, r) != 0)
+            goto out;
+        if (r->len == 0)
+            heap[0] = heap[--hn];
+        xm_heap_down(heap, hn, rd);
+    }
+    rc = 0;
+    goto out;
+oom:
+    xm_errf(x, "out of memory merging %s", what);
+out:
+    for (size_t i = 0; rd && i < k; i++)
+        free(rd[i].buf);
+    free(rd);
+    free(heap);
+    return rc;
 }
 
 int xm_each_pair(xm_run *x, int (*fn)(void *ctx, const match_pair *p), void *ctx)
@@ -803,46 +882,7 @@ int xm_each_pair(xm_run *x, int (*fn)(void *ctx, const match_pair *p), void *ctx
                 return -1;
         return 0;
     }
-    size_t k = x->nruns;
-    xm_reader *rd = calloc(k, sizeof(*rd));
-    size_t *heap = malloc(k * sizeof(*heap)), hn = 0;
-    int rc = -1;
-    if (!rd || !heap) {
-        xm_err(x, "out of memory merging pairs%s%s", "", 0);
-        goto out;
-    }
-    for (size_t i = 0; i < k; i++) {
-        rd[i].buf = malloc(4096 * sizeof(match_pair));
-        rd[i].next = x->runs[i].off;
-        rd[i].end = x->runs[i].off + x->runs[i].n;
-        if (rd[i].buf == NULL) {
-            xm_err(x, "out of memory merging pairs%s%s", "", 0);
-            goto out;
-        }
-        if (xm_reader_fill(x, &rd[i]) != 0)
-            goto out;
-        if (rd[i].len == 0)
-            continue;
-        heap[hn] = i;
-        xm_heap_up(heap, hn++, xm_reader_head, rd);
-    }
-    while (hn > 0) {
-        xm_reader *r = &rd[heap[0]];
-        if (fn(ctx, &r->buf[r->pos]) != 0)
-            goto out;
-        if (++r->pos == r->len && xm_reader_fill(x, r) != 0)
-            goto out;
-        if (r->len == 0)
-            heap[0] = heap[--hn];
-        xm_heap_down(heap, hn, xm_reader_head, rd);
-    }
-    rc = 0;
-out:
-    for (size_t i = 0; rd && i < k; i++)
-        free(rd[i].buf);
-    free(rd);
-    free(heap);
-    return rc;
+    return xm_merge_runs(x, x->pair_fd, x->runs, x->nruns, 4096, "pairs", fn, ctx);
 }
 
 long xm_peak_rss_kb(void)

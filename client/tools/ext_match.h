@@ -29,7 +29,10 @@ typedef struct xm_repeat {
     uint64_t v, count;          /* a value given count >= 2 times */
 } xm_repeat;
 
-typedef struct xm_runinfo xm_runinfo;
+/* A sorted run of pairs in a temporary file: records [off, off + n). */
+typedef struct xm_span {
+    uint64_t off, n;
+} xm_span;
 
 typedef struct xm_run {
     const char *prog;
@@ -48,7 +51,7 @@ typedef struct xm_run {
     size_t nmem, memcap;
     int pair_fd;
     uint64_t pair_bytes;
-    xm_runinfo *runs;
+    xm_span *runs;
     size_t nruns, runcap;
     int unique;                 /* --unique: repeated values give no [a, a] */
     xm_repeat *rep;             /* repeated values, found in table 0 (sorted by v once
@@ -106,7 +109,7 @@ enum { XM_CC_BEGIN, XM_CC_VALUE, XM_CC_END };
 int xm_cc_each(xm_run *x, xm_cc *c, int (*fn)(void *ctx, int what, uint64_t v), void *ctx);
 void xm_cc_free(xm_cc *c);
 
-/* ---- k-way merges of sorted pair runs (ext_match.c, ext_clusters.c) ---- */
+/* ---- k-way merge of sorted pair runs (ext_match.c; used by ext_clusters.c) ---- */
 
 /* Pairs in output order: by a, then b. */
 static inline int xm_pair_less(const match_pair *a, const match_pair *b)
@@ -114,41 +117,10 @@ static inline int xm_pair_less(const match_pair *a, const match_pair *b)
     return a->a < b->a || (a->a == b->a && a->b < b->b);
 }
 
-/* The current record of reader i of the merge's readers. */
-typedef const match_pair *(*xm_head_fn)(const void *readers, size_t i);
-
-/* A binary min-heap of reader indexes ordered by their current records: reader heap[c]
- * just added at position c moves up to its place. */
-static inline void xm_heap_up(size_t *heap, size_t c, xm_head_fn head, const void *rd)
-{
-    while (c > 0) {
-        size_t pa = (c - 1) / 2;
-        if (!xm_pair_less(head(rd, heap[c]), head(rd, heap[pa])))
-            break;
-        size_t t = heap[c];
-        heap[c] = heap[pa];
-        heap[pa] = t;
-        c = pa;
-    }
-}
-
-/* The reader at the top (hn readers in the heap) moves down to its place. */
-static inline void xm_heap_down(size_t *heap, size_t hn, xm_head_fn head, const void *rd)
-{
-    size_t c = 0;
-    for (;;) {
-        size_t l = 2 * c + 1, m = c;
-        if (l < hn && xm_pair_less(head(rd, heap[l]), head(rd, heap[m])))
-            m = l;
-        if (l + 1 < hn && xm_pair_less(head(rd, heap[l + 1]), head(rd, heap[m])))
-            m = l + 1;
-        if (m == c)
-            break;
-        size_t t = heap[c];
-        heap[c] = heap[m];
-        heap[m] = t;
-        c = m;
-    }
-}
+/* Merges the k sorted runs of fd, reading per records of each at a time: calls fn for
+ * every record in (a, b) order, repeats included. Returns 0, or -1 (fn failed, or
+ * x->err: "out of memory merging WHAT", a read error). */
+int xm_merge_runs(xm_run *x, int fd, const xm_span *runs, size_t k, size_t per,
+                  const char *what, int (*fn)(void *ctx, const match_pair *p), void *ctx);
 
 #endif

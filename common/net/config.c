@@ -21,6 +21,30 @@ struct cfg_state {
     char **where;               /* per option: where it was set, for messages */
 };
 
+/* Rows of a spec: its own options, then the shared ones (index noptions + j). */
+static size_t cfg_count(const cfg_spec *spec)
+{
+    return spec->noptions + spec->nshared;
+}
+
+/* Row i and (off non-NULL) its offset in the object; NULL for a shared row that a
+ * row of the program's own with the same name replaces. */
+static const cfg_option *cfg_row(const cfg_spec *spec, size_t i, size_t *off)
+{
+    if (i < spec->noptions) {
+        if (off)
+            *off = spec->options[i].offset;
+        return &spec->options[i];
+    }
+    const cfg_option *o = &spec->shared[i - spec->noptions];
+    for (size_t j = 0; j < spec->noptions; j++)
+        if (strcmp(spec->options[j].name, o->name) == 0)
+            return NULL;
+    if (off)
+        *off = spec->shared_offset + o->offset;
+    return o;
+}
+
 cfg_state *cfg_state_new(const cfg_spec *spec, void *obj)
 {
     cfg_state *st = calloc(1, sizeof(*st));
@@ -28,8 +52,8 @@ cfg_state *cfg_state_new(const cfg_spec *spec, void *obj)
         return NULL;
     st->spec = spec;
     st->obj = obj;
-    st->set = calloc(spec->noptions + 1, 1);
-    st->where = calloc(spec->noptions + 1, sizeof(char *));
+    st->set = calloc(cfg_count(spec) + 1, 1);
+    st->where = calloc(cfg_count(spec) + 1, sizeof(char *));
     if (st->set == NULL || st->where == NULL) {
         cfg_state_free(st);
         return NULL;
@@ -42,7 +66,7 @@ void cfg_state_free(cfg_state *st)
     if (st == NULL)
         return;
     if (st->where)
-        for (size_t i = 0; i < st->spec->noptions; i++)
+        for (size_t i = 0; i < cfg_count(st->spec); i++)
             free(st->where[i]);
     free(st->where);
     free(st->set);
@@ -51,11 +75,13 @@ void cfg_state_free(cfg_state *st)
 
 static const cfg_option *cfg_find_option(const cfg_spec *spec, const char *name, size_t *idx)
 {
-    for (size_t i = 0; i < spec->noptions; i++)
-        if (strcmp(spec->options[i].name, name) == 0) {
+    for (size_t i = 0; i < cfg_count(spec); i++) {
+        const cfg_option *o = cfg_row(spec, i, NULL);
+        if (o && strcmp(o->name, name) == 0) {
             *idx = i;
-            return &spec->options[i];
+            return o;
         }
+    }
     return NULL;
 }
 
@@ -140,14 +166,16 @@ int cfg_set(cfg_state *st, const char *name, const char *value, const char *wher
         char secret[128];
         size_t j;
         snprintf(secret, sizeof(secret), "%s-file", name);
-        if (cfg_find_option(st->spec, secret, &j) && st->spec->options[j].type == CFG_SECRET)
+        if (cfg_find_option(st->spec, secret, &j) && cfg_row(st->spec, j, NULL)->type == CFG_SECRET)
             snprintf(err, errlen, "%s: unknown option '%s' (secrets are read from a file: use %s)",
                      where, name, secret);
         else
             snprintf(err, errlen, "%s: unknown option '%s'", where, name);
         return -1;
     }
-    field = (char *)st->obj + o->offset;
+    size_t off = 0;
+    cfg_row(st->spec, idx, &off);
+    field = (char *)st->obj + off;
     if (value == NULL) {
         snprintf(err, errlen, "%s: option '%s' needs a value", where, name);
         return -1;
@@ -316,9 +344,12 @@ int cfg_finish(cfg_state *st, char *err, size_t errlen)
     const cfg_spec *spec = st->spec;
     char e2[256];
 
-    for (size_t i = 0; i < spec->noptions; i++) {
-        const cfg_option *o = &spec->options[i];
-        char *field = (char *)st->obj + o->offset;
+    for (size_t i = 0; i < cfg_count(spec); i++) {
+        size_t off;
+        const cfg_option *o = cfg_row(spec, i, &off);
+        if (o == NULL)
+            continue;
+        char *field = (char *)st->obj + off;
         if (!st->set[i]) {
             if (o->flags & CFG_REQUIRED) {
                 snprintf(err, errlen, "missing required option '%s' (%s)", o->name,
@@ -360,9 +391,12 @@ int cfg_finish(cfg_state *st, char *err, size_t errlen)
 
 void cfg_free_values(const cfg_spec *spec, void *obj)
 {
-    for (size_t i = 0; i < spec->noptions; i++) {
-        const cfg_option *o = &spec->options[i];
-        char *field = (char *)obj + o->offset;
+    for (size_t i = 0; i < cfg_count(spec); i++) {
+        size_t off;
+        const cfg_option *o = cfg_row(spec, i, &off);
+        if (o == NULL)
+            continue;
+        char *field = (char *)obj + off;
         if (o->type == CFG_STR || o->type == CFG_SECRET) {
             char **s = (char **)field;
             if (o->type == CFG_SECRET && *s)
@@ -389,6 +423,20 @@ static const char *cfg_type_hint(cfg_type t)
     return "X";
 }
 
+static void cfg_print_option(const cfg_option *o)
+{
+    char head[64];
+    snprintf(head, sizeof(head), "--%s %s", o->name, cfg_type_hint(o->type));
+    printf("  %-22s %s", head, o->help ? o->help : "");
+    if (o->flags & CFG_REQUIRED)
+        printf(" (required)");
+    else if (o->def)
+        printf(" (default %s)", o->def);
+    if (o->type == CFG_LIST)
+        printf(" (repeatable)");
+    printf("\n");
+}
+
 static void cfg_print_help(const cfg_spec *spec)
 {
     printf("Usage: %s [--config FILE] [--check-config] [--OPTION VALUE ...]\n\n%s\n\n",
@@ -397,18 +445,12 @@ static void cfg_print_help(const cfg_spec *spec)
     printf("  --config FILE          read options from FILE (command line options win)\n");
     printf("  --check-config         check the configuration, print the first problem, exit\n");
     printf("  --help, --version\n");
-    for (size_t i = 0; i < spec->noptions; i++) {
-        const cfg_option *o = &spec->options[i];
-        char head[64];
-        snprintf(head, sizeof(head), "--%s %s", o->name, cfg_type_hint(o->type));
-        printf("  %-22s %s", head, o->help ? o->help : "");
-        if (o->flags & CFG_REQUIRED)
-            printf(" (required)");
-        else if (o->def)
-            printf(" (default %s)", o->def);
-        if (o->type == CFG_LIST)
-            printf(" (repeatable)");
-        printf("\n");
+    for (size_t i = 0; i < cfg_count(spec); i++) {
+        const cfg_option *o = cfg_row(spec, i, NULL);
+        if (i == spec->noptions && spec->nshared)
+            printf("%s\n", spec->shared_title ? spec->shared_title : "");
+        if (o)
+            cfg_print_option(o);
     }
 }
 

@@ -52,6 +52,13 @@ typedef struct cfg_spec {
     /* Called after defaults; return 0, or -1 with a message in err (e.g. "distance
      * (3) must be smaller than blocks (3)"). May be NULL. */
     int (*validate)(void *obj, char *err, size_t errlen);
+    /* Rows shared with another program (rs_limit_options), their offsets relative to
+     * shared_offset in obj; a row of options with the same name replaces one. --help
+     * lists them after shared_title. May be NULL. */
+    const char *shared_title;
+    const cfg_option *shared;
+    size_t nshared;
+    size_t shared_offset;
 } cfg_spec;
 
 typedef enum cfg_result {

@@ -189,6 +189,14 @@ int log_rl_allow(log_rl *rl, unsigned long *suppressed)
     return 0;
 }
 
+void log_assert_fail(const char *expr, const char *file, int line)
+{
+    log_write(LOGL_ERROR, file, line, "assertion failed: %s", expr);
+    if (log_fp != NULL)     /* logging to a file: say it where a crash is looked for */
+        fprintf(stderr, "%s:%d: assertion failed: %s\n", file, line, expr);
+    abort();
+}
+
 void log_write_rl(log_rl *rl, int level, const char *file, int line, const char *fmt, ...)
 {
     unsigned long suppressed;

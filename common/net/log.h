@@ -78,4 +78,17 @@ void log_write_rl(log_rl *rl, int level, const char *file, int line, const char 
 #define log_warn_rl(...)  LOG_AT_RL(LOGL_WARN, __VA_ARGS__)
 #define log_error_rl(...) LOG_AT_RL(LOGL_ERROR, __VA_ARGS__)
 
+/* ---- Invariants ---- */
+
+/* Logs "assertion failed: EXPR" with file:line (at every level, to stderr too when
+ * logging to a file) and aborts. */
+void log_assert_fail(const char *expr, const char *file, int line)
+    __attribute__((noreturn));
+
+/* An invariant of a state machine (requests, fan-out, jobs): checked in every build,
+ * Release too (unlike assert(3)), as redis's serverAssert: continuing on a broken
+ * count would answer a client twice or free memory still in use. */
+#define SH_ASSERT(cond) \
+    ((cond) ? (void)0 : log_assert_fail(#cond, __FILE__, __LINE__))
+
 #endif

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* ---- Reply writer ---- */
 
@@ -97,6 +98,11 @@ int resp_buf_printf(resp_buf *b, const char *fmt, ...)
     int rc = resp_buf_vprintf(b, fmt, ap);
     va_end(ap);
     return rc;
+}
+
+int resp_word_is(const char *s, size_t n, const char *word)
+{
+    return n == strlen(word) && (n == 0 || strncasecmp(s, word, n) == 0);
 }
 
 size_t resp_u64_dec(char *out, uint64_t v)

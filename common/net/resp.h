@@ -60,6 +60,10 @@ int resp_add_map(resp_buf *b, size_t n);
 /* Writes v in decimal at out (room for 20 bytes); returns the number of digits. */
 size_t resp_u64_dec(char *out, uint64_t v);
 
+/* 1 when the n bytes at s (an argument: binary-safe, not NUL-terminated) are word,
+ * ignoring ASCII case, as Redis compares command and option names; else 0. */
+int resp_word_is(const char *s, size_t n, const char *word);
+
 /* Formats a command (argc arguments; argvlen NULL: NUL-terminated strings) as a RESP
  * multibulk request into buf, the bytes hiredis's redisFormatCommandArgv makes.
  * Returns its length, or 0 when it does not fit in cap bytes. */

@@ -37,7 +37,7 @@ int rs_arg_is(rs_req *r, size_t i, const char *word)
 {
     size_t n;
     const char *a = rs_req_arg(r, i, &n);
-    return a && n == strlen(word) && strncasecmp(a, word, n) == 0;
+    return a && resp_word_is(a, n, word);
 }
 
 /* Lower-case copy of a command name (at most cap - 1 bytes). */
@@ -640,7 +640,7 @@ static int rs_info_want(const rs_info_sel *sel, const char *name, size_t len, in
     if (sel->all || (sel->dflt && in_default))
         return 1;
     for (size_t i = 0; i < sel->n; i++)
-        if (strlen(sel->names[i]) == len && strncasecmp(sel->names[i], name, len) == 0)
+        if (resp_word_is(name, len, sel->names[i]))
             return 1;
     return 0;
 }
@@ -767,7 +767,7 @@ static void rs_info_program(const rs_info_sel *sel, const resp_buf *text, resp_b
         if (len >= 2 && p[0] == '#' && p[1] == ' ') {
             const char *name = p + 2;
             size_t nlen = len - 2;
-            int is_ks = nlen == 8 && strncasecmp(name, "keyspace", 8) == 0;
+            int is_ks = resp_word_is(name, nlen, "keyspace");
             on = is_ks == keyspace && rs_info_want(sel, name, nlen, 1);
             if (on)
                 resp_buf_printf(b, "%s# %.*s\r\n", b->len ? "\r\n" : "", (int)nlen, name);

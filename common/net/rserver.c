@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,7 +22,6 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
-#include <assert.h>
 
 #include "log.h"
 #include "rasync.h"
@@ -38,33 +36,6 @@ static const char *const rs_err_strings[] = {
 const char *rs_errcode_str(rs_errcode code)
 {
     return (unsigned)code < RS_ERR_COUNT_ ? rs_err_strings[code] : "ERR";
-}
-
-void rs_limits_default(rs_limits *l)
-{
-    l->max_arg_bytes = RESP_DEFAULT_MAX_ARG_BYTES;
-    l->max_req_bytes = RESP_DEFAULT_MAX_REQ_BYTES;
-    l->max_args = RESP_DEFAULT_MAX_ARGS;
-    l->max_inline_bytes = RESP_DEFAULT_MAX_INLINE_BYTES;
-    l->max_pending = 128;
-    l->max_reply_bytes = 64u << 20;
-    l->out_high_watermark = 1u << 20;
-    l->max_clients = 1024;
-    l->max_per_event = 32;
-    l->max_output_bytes = 128u << 20;
-    l->max_inflight_client = 32;
-    l->idle_timeout_s = 300;
-    l->auth_timeout_s = 10;
-    l->auth_fail_delay_ms = RS_AUTH_FAIL_DELAY_MS;
-    l->slowlog_slower_than_us = 10000;
-    l->slowlog_max_len = 128;
-    l->request_timeout_s = 10;
-    l->max_clients_per_addr = 256;
-    l->reserved_auth_clients = 32;
-    l->auth_fail_rate_addr = 10;
-    l->auth_fail_rate_total = 100;
-    l->max_output_total = 512u << 20;
-    l->max_unauth_bytes = 32u << 20;
 }
 
 /* The parser limits of a client: the configured ones, or, before AUTH, Redis's
@@ -288,7 +259,7 @@ void rs_req_finish(rs_req *r)
     if (r->finished)
         return;
     r->finished = 1;
-    assert(c->npending > 0);
+    SH_ASSERT(c->npending > 0);
     if (r->started && c->s) {
         rs_cmdstat *st = rs_cmdstat_of(c->s, r->cmd);
         uint64_t us = ra_now_us() - r->start_us;
@@ -297,7 +268,7 @@ void rs_req_finish(rs_req *r)
         rs_slowlog_note(c->s, r, us);
     }
     if (r->started) {
-        assert(c->nstarted > 0);
+        SH_ASSERT(c->nstarted > 0);
         c->nstarted--;
         if (r->cmd && (r->cmd->flags & RS_CMD_WRITE))
             c->nwrites--;
@@ -387,12 +358,12 @@ const rs_command *rs_find_command(const rserver *s, const char *name, size_t len
 {
     for (size_t i = 0; i < s->opt.ncommands; i++) {
         const rs_command *c = &s->opt.commands[i];
-        if (strlen(c->name) == len && strncasecmp(c->name, name, len) == 0)
+        if (resp_word_is(name, len, c->name))
             return c;
     }
     for (size_t i = 0; i < rs_nbuiltin; i++) {
         const rs_command *c = &rs_builtin[i];
-        if (strlen(c->name) == len && strncasecmp(c->name, name, len) == 0)
+        if (resp_word_is(name, len, c->name))
             return c;
     }
     return NULL;

@@ -56,7 +56,7 @@ const char *rs_errcode_str(rs_errcode code);
 typedef struct rs_limits {
     size_t max_arg_bytes;       /* one argument (default 1 MiB) */
     size_t max_req_bytes;       /* one request (default 8 MiB) */
-    size_t max_args;            /* arguments per request (default 65536) */
+    unsigned max_args;          /* arguments per request (default 65536) */
     size_t max_inline_bytes;    /* one inline command line (default 64 KiB) */
     unsigned max_pending;       /* requests queued per client (pipeline depth, default 128) */
     size_t max_reply_bytes;     /* one reply (default 64 MiB); larger -> -OOM */
@@ -105,6 +105,7 @@ typedef struct rs_limits {
 #define RS_AUTH_FAIL_DELAY_MS 200
 #define RS_AUTH_MAX_FAILURES 3
 
+/* The defaults: those of the option table rs_limit_options (rs_config.c). */
 void rs_limits_default(rs_limits *l);
 
 /* ---- Requests ---- */

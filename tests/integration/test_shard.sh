@@ -318,6 +318,25 @@ out=$(timeout 20 "$SHARD" --wait-replicas 1 --wait-timeout-ms 999 --timeout-ms 1
     || fail "wait-timeout-ms below timeout-ms refused: $out"
 out=$(timeout 20 "$SHARD" --wait-replicas 0 --wait-timeout-ms 5000 --check-config 2>&1) \
     || fail "wait-timeout-ms without wait-replicas refused: $out"
+# the client limits shared with the coordinator (rs_limit_options): checked the same
+# way, and the same exit statuses (2: the configuration is refused)
+set +e
+out=$(timeout 20 "$SHARD" --max-arg-bytes 1m --max-request-bytes 100k --check-config 2>&1); rc=$?
+set -e
+expect_eq "max-request-bytes < max-arg-bytes exit" "$rc" "2"
+expect_match "max-request-bytes < max-arg-bytes message" "$out" "max-request-bytes \\(102400\\) is smaller than max-arg-bytes"
+set +e
+out=$(timeout 20 "$SHARD" --logfile "$DIR/no-such-dir/shard.log" --port "$(free_port)" 2>&1); rc=$?
+set -e
+expect_eq "log file that cannot be opened: exit" "$rc" "2"
+# ... and enforced: a worker with max-args 4 refuses a request of 5 arguments
+SPORT6=$(free_port)
+timeout 300 "$SHARD" --port "$SPORT6" --redis-port "$RPORT" --max-args 4 --repair-interval-ms 0 \
+    --announce-interval-ms 0 >"$DIR/shard6.log" 2>&1 &
+PIDS+=($!)
+wait_pong "$SPORT6"
+expect_match "worker max-args" "$(timeout 10 redis-cli -p "$SPORT6" SHARD.QUERY 1 3 0 1 2>&1)" "max-args"
+expect_match "worker within max-args" "$(timeout 10 redis-cli -p "$SPORT6" SHARD.QUERY 1 3 0 2>&1)" "^$|^[0-9]"
 
 # ---- started before its Redis: serves -REDIS unavailable, connects when it appears ----
 RPORT2=$(free_port)

@@ -1,5 +1,6 @@
 /* test_config.c: the table-driven configuration: defaults, file and command line,
- * validation, repeatable options, secrets from files, errors with file:line. */
+ * validation, repeatable options, secrets from files, errors with file:line; the
+ * server options both daemons share (rs_limit_options) and the defaults they give. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +14,8 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "resp.h"
+#include "rs_config.h"
 
 typedef struct tconf {
     char *bind;
@@ -47,7 +50,8 @@ static const cfg_option topts[] = {
     { "blocks", CFG_UINT, offsetof(tconf, blocks), 1, 64, "6", 0, "m" },
     { "distance", CFG_UINT, offsetof(tconf, distance), 0, 63, "3", 0, "k" },
 };
-static const cfg_spec tspec = { "test", "usage", topts, sizeof(topts) / sizeof(topts[0]), tvalidate };
+static const cfg_spec tspec = { "test", "usage", topts, sizeof(topts) / sizeof(topts[0]), tvalidate,
+                                NULL, NULL, 0, 0 };
 
 /* Parse text then cli args (name, value pairs), finish. Returns 0 or -1 with err. */
 static int load(tconf *c, const char *text, const char *const *cli, char *err, size_t errlen)
@@ -164,6 +168,81 @@ static void test_secret_file(void **state)
     expect_err("worker a:1\n", cli, "cannot read");
 }
 
+/* A daemon's table with the shared server rows: its own `timeout` replaces the
+ * shared one. */
+typedef struct tdaemon {
+    unsigned port;
+    rs_limits limits;
+} tdaemon;
+
+static const cfg_option tdopts[] = {
+    { "port", CFG_UINT, offsetof(tdaemon, port), 1, 65535, "7000", 0, "port" },
+    { "timeout", CFG_UINT, offsetof(tdaemon, limits.idle_timeout_s), 0, 100, "0", 0, "idle" },
+};
+static const cfg_spec tdspec = { "daemon", "usage", tdopts, 2, NULL,
+                                 RS_CONFIG_SHARED(tdaemon, limits) };
+
+static int tdload(tdaemon *d, const char *text, char *err, size_t errlen)
+{
+    memset(d, 0, sizeof(*d));
+    rs_limits_default(&d->limits);
+    cfg_state *st = cfg_state_new(&tdspec, d);
+    assert_non_null(st);
+    int rc = cfg_parse_text(st, text, "d.conf", err, errlen);
+    if (rc == 0)
+        rc = cfg_finish(st, err, errlen);
+    cfg_state_free(st);
+    return rc;
+}
+
+static void test_shared_rows(void **state)
+{
+    tdaemon d;
+    char err[256];
+    (void)state;
+    assert_int_equal(tdload(&d, "max-pending 8\nmax-arg-bytes 4k\ntimeout 50\n", err,
+                            sizeof(err)), 0);
+    assert_int_equal(d.port, 7000);
+    assert_int_equal(d.limits.max_pending, 8);              /* a shared row, set */
+    assert_int_equal(d.limits.max_arg_bytes, 4096);
+    assert_int_equal(d.limits.max_clients, 1024);           /* a shared row's default */
+    assert_int_equal(d.limits.idle_timeout_s, 50);          /* the daemon's own row */
+    assert_int_equal(tdload(&d, "", err, sizeof(err)), 0);
+    assert_int_equal(d.limits.idle_timeout_s, 0);           /* its default, not 300 */
+    assert_int_equal(tdload(&d, "timeout 101\n", err, sizeof(err)), -1);   /* its bounds */
+    assert_non_null(strstr(err, "d.conf:1"));
+    assert_int_equal(tdload(&d, "max-clients 0\n", err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "max-clients"));
+}
+
+/* rs_limits_default gives the table's defaults, and the parser's own defaults agree
+ * with them. */
+static void test_limits_default(void **state)
+{
+    rs_limits l;
+    resp_limits pl;
+    char err[256];
+    (void)state;
+    rs_limits_default(&l);
+    resp_limits_default(&pl);
+    assert_int_equal(l.max_arg_bytes, pl.max_arg_bytes);
+    assert_int_equal(l.max_req_bytes, pl.max_req_bytes);
+    assert_int_equal(l.max_args, pl.max_args);
+    assert_int_equal(l.max_inline_bytes, pl.max_inline_bytes);
+    assert_int_equal(l.max_pending, 128);
+    assert_int_equal(l.idle_timeout_s, 300);
+    assert_int_equal(l.max_output_total, 512u << 20);
+    assert_int_equal(l.auth_fail_delay_ms, RS_AUTH_FAIL_DELAY_MS);
+    for (size_t i = 0; i < RS_NLIMIT_OPTIONS; i++) {
+        assert_non_null(rs_limit_options[i].name);
+        assert_non_null(rs_limit_options[i].def);
+    }
+    assert_int_equal(rs_limits_check(&l, err, sizeof(err)), 0);
+    l.max_req_bytes = l.max_arg_bytes - 1;
+    assert_int_equal(rs_limits_check(&l, err, sizeof(err)), -1);
+    assert_non_null(strstr(err, "max-request-bytes"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -171,6 +250,8 @@ int main(void)
         cmocka_unit_test(test_file_and_cli),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_secret_file),
+        cmocka_unit_test(test_shared_rows),
+        cmocka_unit_test(test_limits_default),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

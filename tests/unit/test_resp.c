@@ -310,12 +310,27 @@ static void test_parser_fuzz(void **state)
     }
 }
 
+/* Option names: the whole argument, any ASCII case, never a prefix or a longer word. */
+static void test_word_is(void **state)
+{
+    (void)state;
+    assert_true(resp_word_is("DISTANCE", 8, "DISTANCE"));
+    assert_true(resp_word_is("distance", 8, "DISTANCE"));
+    assert_true(resp_word_is("LiMiTxx", 5, "limit"));          /* n bytes, not the NUL */
+    assert_false(resp_word_is("DISTANC", 7, "DISTANCE"));
+    assert_false(resp_word_is("DISTANCES", 9, "DISTANCE"));
+    assert_false(resp_word_is("DIST\0NCE", 8, "DISTANCE"));
+    assert_false(resp_word_is(NULL, 0, "DOCS"));
+    assert_true(resp_word_is("", 0, ""));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_writer_golden),
         cmocka_unit_test(test_writer_integers),
         cmocka_unit_test(test_format_command),
+        cmocka_unit_test(test_word_is),
         cmocka_unit_test(test_writer_line_safety),
         cmocka_unit_test(test_writer_bound),
         cmocka_unit_test(test_parser_steps),

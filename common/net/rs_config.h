@@ -1,0 +1,45 @@
+/* rs_config.h: the server options simhash-shard and simhash-coordinator share.
+ *
+ * One table (rs_limit_options) declares each client limit and budget of rs_limits
+ * once: name, type, bounds, default and help. Each daemon's cfg_spec names it as its
+ * shared table (cfg_spec.shared, at the offset of its rs_limits); a row of the
+ * daemon's own table with the same name replaces the shared one (the worker's
+ * defaults for max-inflight-client and timeout). The defaults of rs_limits_default
+ * are this table's, so the code, --help and the docs cannot disagree. */
+#ifndef SIMHASH_RS_CONFIG_H
+#define SIMHASH_RS_CONFIG_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "rserver.h"
+
+#define RS_NLIMIT_OPTIONS 21
+extern const cfg_option rs_limit_options[RS_NLIMIT_OPTIONS];
+
+/* The last fields of a daemon's cfg_spec: the shared rows, at the rs_limits member
+ * `field` of its configuration struct `type`. */
+#define RS_CONFIG_SHARED(type, field) \
+    "Client limits and budgets (the same options in simhash-shard and simhash-coordinator):", \
+    rs_limit_options, RS_NLIMIT_OPTIONS, offsetof(type, field)
+
+/* Cross-option checks of the limits (max-request-bytes not below max-arg-bytes).
+ * Returns 0, or -1 with a message in err. */
+int rs_limits_check(const rs_limits *l, char *err, size_t errlen);
+
+/* Exit statuses of both daemons (docs/operations.md#exit-status). */
+enum rs_exit {
+    RS_EXIT_OK = 0,
+    RS_EXIT_FAILURE = 1,    /* a failure while starting or running: cannot listen, out
+                               of memory, the corpus or the workers disagree (worker) */
+    RS_EXIT_CONFIG = 2      /* the configuration is refused: an option, the log file,
+                               the permutation tables */
+};
+
+/* The end of both daemons' --help paragraph (and so of their man pages). */
+#define RS_EXIT_HELP \
+    "Exit status: 0 stopped by SIGTERM/SIGINT, 1 a failure while starting or running,\n" \
+    "2 the configuration refused (docs/operations.md#exit-status)."
+
+
+#endif
