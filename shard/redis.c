@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -960,6 +961,14 @@ static void shard_redis_on_probe_reply(redisAsyncContext *ac, void *reply, void 
         shard_redis_activity(r);
 }
 
+/* True when reply bytes wait on the connection's socket, unread: the event loop
+ * was held up (a machine short of CPU), not Redis. */
+static int shard_redis_unread(const shard_redis *r)
+{
+    int n = 0;
+    return ioctl(r->ac->c.fd, FIONREAD, &n) == 0 && n > 0;
+}
+
 /* The probe's deadline: drop the connection when Redis answered nothing at all,
  * neither the PING nor any command sent before it, for timeout_ms. */
 static void shard_redis_on_stall_probe(evutil_socket_t fd, short what, void *arg)
@@ -967,7 +976,8 @@ static void shard_redis_on_stall_probe(evutil_socket_t fd, short what, void *arg
     shard_redis *r = arg;
     (void)fd;
     (void)what;
-    if (r->ac == NULL || r->state != SHARD_REDIS_READY || r->replies != r->replies_at_probe)
+    if (r->ac == NULL || r->state != SHARD_REDIS_READY || r->replies != r->replies_at_probe ||
+        shard_redis_unread(r))
         return;
     if (!shard_redis_silent_since(r, r->probe_sent_ms)) {  /* fired early: wait the rest */
         struct timeval tv = ra_tv_ms((unsigned)(r->probe_sent_ms + r->o.timeout_ms - ra_now_ms()));
