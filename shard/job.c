@@ -75,7 +75,8 @@ static void shard_job_on_deadline(evutil_socket_t fd, short what, void *arg)
     shard_job_fail(j, RS_REDIS, &sc->st.timeouts, msg);
     if (shard_job_release(j))
         return;
-    /* may call back (and free) j when it drops a stalled connection */
+    /* may call back (and free) j: it drops the connection when even a PING to
+     * probe Redis cannot be queued */
     shard_redis_stall_check(sc->redis);
 }
 

@@ -159,12 +159,12 @@ static int shard_validate(void *obj, char *err, size_t errlen)
                  "(2..%d, or 0: the node's)", LAYOUT_SPLIT_LIMIT_MAX);
         return -1;
     }
-    /* a WAIT outstanding past timeout-ms looks like a stalled Redis: the worker would
-     * drop its connection while Redis is still waiting for the replicas */
+    /* a WAIT outstanding past timeout-ms fails the write with -REDIS timeout while
+     * Redis is still waiting for the replicas (and looks like a stalled Redis) */
     if (c->wait_replicas > 0 && c->wait_timeout_ms >= c->timeout_ms) {
         snprintf(err, errlen, "wait-timeout-ms %u must be below timeout-ms %u when "
-                 "wait-replicas is %u (a Redis WAIT outstanding past timeout-ms drops the "
-                 "Redis connection)", c->wait_timeout_ms, c->timeout_ms, c->wait_replicas);
+                 "wait-replicas is %u (a Redis WAIT outstanding past timeout-ms fails the "
+                 "write)", c->wait_timeout_ms, c->timeout_ms, c->wait_replicas);
         return -1;
     }
     if (c->redis_user && c->redis_user[0] && !(c->redis_password && c->redis_password[0])) {

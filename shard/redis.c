@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -396,6 +397,15 @@ out:
 
 /* ---- Connection life cycle ---- */
 
+static void shard_redis_on_stall_probe(evutil_socket_t fd, short what, void *arg);
+
+/* A reply was read on the connection: Redis is answering (stall detection). */
+static void shard_redis_activity(shard_redis *r)
+{
+    r->replies++;
+    r->last_activity_ms = ra_now_ms();
+}
+
 /* Schedules the next connection attempt after the backoff delay: 100 ms doubling
  * up to 1 s, drawn uniformly from the upper half of that (jitter). The cap keeps a
  * restarted Redis unserved for at most about a second; the doubling and jitter keep
@@ -418,6 +428,7 @@ static void shard_redis_drop(shard_redis *r)
     if (ac == NULL)
         return;
     evtimer_del(r->setup_ev);
+    evtimer_del(r->stall_ev);
     redisAsyncFree(ac);    /* the disconnect callback sees r->ac == ac and clears it */
     if (r->ac == ac) {     /* never connected: no disconnect callback ran */
         r->ac = NULL;
@@ -432,6 +443,7 @@ static void shard_redis_on_disconnect(const redisAsyncContext *ac, int status)
         return;
     r->ac = NULL;
     evtimer_del(r->setup_ev);
+    evtimer_del(r->stall_ev);
     if (status != REDIS_OK)
         snprintf(r->st.last_error, sizeof r->st.last_error, "%s", ac->errstr);
     log_warn_rl("redis %s:%d: connection lost%s%s", r->host, r->o.port,
@@ -675,7 +687,9 @@ shard_redis *shard_redis_new(struct event_base *base, const shard_redis_opts *o)
     r->user = strdup(o->user ? o->user : "");
     r->retry_ev = evtimer_new(base, shard_redis_on_retry, r);
     r->setup_ev = evtimer_new(base, shard_redis_on_setup_timeout, r);
-    if (!r->host || !r->password || !r->user || !r->retry_ev || !r->setup_ev) {
+    r->stall_ev = evtimer_new(base, shard_redis_on_stall_probe, r);
+    if (!r->host || !r->password || !r->user || !r->retry_ev || !r->setup_ev ||
+        !r->stall_ev) {
         shard_redis_free(r);
         return NULL;
     }
@@ -717,6 +731,8 @@ void shard_redis_free(shard_redis *r)
         event_free(r->retry_ev);
     if (r->setup_ev)
         event_free(r->setup_ev);
+    if (r->stall_ev)
+        event_free(r->stall_ev);
     free(r->host);
     free(r->password);
     free(r->user);
@@ -788,11 +804,12 @@ static void shard_redis_on_tryagain_timer(evutil_socket_t fd, short what, void *
     r->inflight++;
 }
 
-/* Schedules cmd to be sent again after -TRYAGAIN. Returns 0, or -1 (too many tries,
- * or out of memory: the caller passes the error on). */
+/* Schedules cmd to be sent again after -TRYAGAIN. Returns 0, or -1 (timeout_ms has
+ * passed since it was first sent, so the request's deadline has too; or out of
+ * memory: the caller passes the error on). */
 static int shard_redis_tryagain(shard_redis *r, shard_rcmd *cmd)
 {
-    if (cmd->tryagain >= SHARD_TRYAGAIN_MAX)
+    if (ra_now_us() - cmd->sent_us >= (uint64_t)r->o.timeout_ms * 1000u)
         return -1;
     unsigned ms = 10u << (cmd->tryagain < 5 ? cmd->tryagain : 5);
     cmd->wait_ev = evtimer_new(r->base, shard_redis_on_tryagain_timer, cmd);
@@ -803,7 +820,7 @@ static int shard_redis_tryagain(shard_redis *r, shard_rcmd *cmd)
     if (r->waiting)
         r->waiting->wprev = cmd;
     r->waiting = cmd;
-    struct timeval tv = ra_tv_ms(ms > 200 ? 200 : ms);
+    struct timeval tv = ra_tv_ms(ms > SHARD_TRYAGAIN_WAIT_MS ? SHARD_TRYAGAIN_WAIT_MS : ms);
     evtimer_add(cmd->wait_ev, &tv);
     r->inflight++;
     r->st.tryagains++;
@@ -817,8 +834,9 @@ void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     shard_rcmd *cmd = privdata;
     shard_redis *r = cmd->r;
     redisReply *rep = reply;
-    (void)ac;
     r->inflight--;
+    if (rep != NULL && ac == r->ac)
+        shard_redis_activity(r);    /* any reply, redirections and -TRYAGAIN included */
     if (rep && rep->type == REDIS_REPLY_ERROR && cmd->fmt) {
         unsigned slot;
         cluster_node n;
@@ -844,8 +862,6 @@ void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     if (reply == NULL)
         err = r->ac == NULL && r->state == SHARD_REDIS_READY ? "shutting down"
                                                              : "connection lost";
-    else
-        r->last_activity_ms = ra_now_ms();
     if (reply != NULL)
         rs_hist_add(&r->rtt, ra_now_us() - cmd->sent_us);
     shard_redis_cb fn = cmd->fn;
@@ -926,21 +942,73 @@ int shard_redis_command_background(shard_redis *r, shard_redis_cb fn, void *priv
     return rc;
 }
 
-void shard_redis_stall_check(shard_redis *r)
+/* ---- Stall detection: a Redis that stops answering is dropped ---- */
+
+/* True when the connection has been silent for (all but 5% of) timeout_ms since
+ * since_ms: the event loop's clock may run a few ms behind ours (libevent can read a
+ * coarse clock), so a timer of timeout_ms may fire that much early. */
+static int shard_redis_silent_since(const shard_redis *r, uint64_t since_ms)
 {
-    if (r->ac == NULL || r->state != SHARD_REDIS_READY || r->inflight == 0)
+    return ra_now_ms() - since_ms + r->o.timeout_ms / 20 >= r->o.timeout_ms;
+}
+
+/* The stall probe's PING: its reply is activity like any other (reply NULL: the
+ * connection is gone, or the worker shuts down). */
+static void shard_redis_on_probe_reply(redisAsyncContext *ac, void *reply, void *privdata)
+{
+    shard_redis *r = privdata;
+    if (reply != NULL && r != NULL && ac == r->ac)
+        shard_redis_activity(r);
+}
+
+/* True when reply bytes wait on the connection's socket, unread: the event loop
+ * was held up (a machine short of CPU), not Redis. */
+static int shard_redis_unread(const shard_redis *r)
+{
+    int n = 0;
+    return ioctl(r->ac->c.fd, FIONREAD, &n) == 0 && n > 0;
+}
+
+/* The probe's deadline: drop the connection when Redis answered nothing at all,
+ * neither the PING nor any command sent before it, for timeout_ms. */
+static void shard_redis_on_stall_probe(evutil_socket_t fd, short what, void *arg)
+{
+    shard_redis *r = arg;
+    (void)fd;
+    (void)what;
+    if (r->ac == NULL || r->state != SHARD_REDIS_READY || r->replies != r->replies_at_probe ||
+        shard_redis_unread(r))
         return;
-    /* the caller is a request deadline of timeout_ms: the event loop's clock may run
-     * a few ms behind ours (libevent can read a coarse clock), so a connection
-     * silent for nearly the whole deadline counts as stalled */
+    if (!shard_redis_silent_since(r, r->probe_sent_ms)) {  /* fired early: wait the rest */
+        struct timeval tv = ra_tv_ms((unsigned)(r->probe_sent_ms + r->o.timeout_ms - ra_now_ms()));
+        evtimer_add(r->stall_ev, &tv);
+        return;
+    }
     uint64_t idle = ra_now_ms() - r->last_activity_ms;
-    if (idle + r->o.timeout_ms / 20 < r->o.timeout_ms)
-        return;
-    log_warn_rl("redis %s:%d: no reply for %llu ms with %u commands outstanding; "
-                "dropping the connection", r->host, r->o.port, (unsigned long long)idle,
-                r->inflight);
+    log_warn_rl("redis %s:%d: no reply for %llu ms (a PING unanswered for %u ms) with %u "
+                "commands outstanding; dropping the connection", r->host, r->o.port,
+                (unsigned long long)idle, r->o.timeout_ms, r->inflight);
     snprintf(r->st.last_error, sizeof r->st.last_error, "stalled");
     shard_redis_drop(r);
+}
+
+void shard_redis_stall_check(shard_redis *r)
+{
+    if (r->ac == NULL || r->state != SHARD_REDIS_READY || r->inflight == 0 ||
+        evtimer_pending(r->stall_ev, NULL) || !shard_redis_silent_since(r, r->last_activity_ms))
+        return;
+    /* Silent for a whole deadline, which a machine short of CPU explains as well as a
+     * stopped Redis (and commands waiting on other nodes or after -TRYAGAIN are not
+     * outstanding here at all): ask Redis itself, and decide a deadline later. */
+    r->replies_at_probe = r->replies;
+    r->probe_sent_ms = ra_now_ms();
+    if (redisAsyncCommand(r->ac, shard_redis_on_probe_reply, r, "PING") != REDIS_OK) {
+        snprintf(r->st.last_error, sizeof r->st.last_error, "stalled");
+        shard_redis_drop(r);
+        return;
+    }
+    struct timeval tv = ra_tv_ms(r->o.timeout_ms);
+    evtimer_add(r->stall_ev, &tv);
 }
 
 const rs_hist *shard_redis_rtt(const shard_redis *r)

@@ -103,8 +103,11 @@ int shard_redis_command_background(shard_redis *r, shard_redis_cb fn, void *priv
                                    int argc, const char **argv, const size_t *argvlen);
 
 /* A request deadline passed: when commands are outstanding and Redis has not
- * answered anything for (all but 5% of) timeout_ms, drop the connection (its
- * pending commands get "connection lost") and reconnect. */
+ * answered anything for (all but 5% of) timeout_ms, send a PING; when Redis then
+ * answers nothing (neither it nor an earlier command, and no reply bytes wait unread
+ * on the socket) for another timeout_ms, drop the connection (its pending commands
+ * get "connection lost") and reconnect. A slow Redis on a machine short of CPU
+ * answers within that second span; a stopped one does not. */
 void shard_redis_stall_check(shard_redis *r);
 
 typedef struct shard_redis_stats {

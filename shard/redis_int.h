@@ -13,7 +13,8 @@
 #define SHARD_BACKOFF_MIN_MS 100
 #define SHARD_BACKOFF_MAX_MS 1000     /* a restarted Redis is back within about a second */
 #define SHARD_REDIRECTS_MAX 5       /* -MOVED/-ASK hops per command */
-#define SHARD_TRYAGAIN_MAX 12       /* -TRYAGAIN retries per command (10 ms doubling to 200) */
+#define SHARD_TRYAGAIN_WAIT_MS 200  /* longest wait before a retry after -TRYAGAIN (10 ms
+                                       doubling to this) */
 #define SHARD_PEERS_MAX 64          /* connections to other cluster nodes */
 #define SHARD_REATTACH_PROBES 16    /* nodes asked for CLUSTER SLOTS after a failure */
 #define SHARD_REATTACH_MS 200       /* deadline of one probe */
@@ -39,7 +40,13 @@ struct shard_redis {
     ra_backoff backoff;
     struct event *setup_ev;         /* deadline of connect + meta check */
     unsigned inflight;
-    uint64_t last_activity_ms;      /* last reply or send on an idle connection */
+    uint64_t last_activity_ms;      /* last reply on the connection, or send on an idle one */
+    unsigned long long replies;     /* replies read on the connection (ac) */
+    /* stall probe (shard_redis_stall_check): a PING sent when the connection looked
+       silent; stall_ev is its deadline, replies_at_probe the count it was sent at */
+    struct event *stall_ev;
+    unsigned long long replies_at_probe;
+    uint64_t probe_sent_ms;
     shard_redis_stats st;
     rs_hist rtt;                    /* round trip of every answered command, redirections
                                        included (metrics) */
@@ -71,7 +78,7 @@ typedef struct shard_rcmd {
     char *fmt;
     size_t fmtlen;
     unsigned hops;
-    unsigned tryagain;      /* -TRYAGAIN retries so far */
+    unsigned tryagain;      /* -TRYAGAIN retries so far (they stop timeout_ms after sent_us) */
     struct event *wait_ev;  /* while waiting to retry after -TRYAGAIN */
     struct shard_rcmd *wnext, *wprev; /* the list of those waiting (shard_redis.waiting) */
     int background;         /* not routed by the coordinator (HMGET of the counters for

@@ -385,8 +385,20 @@ expect_eq "waited for its corpus: layout, bucket bits" \
 expect_match "waited for its corpus: said so" "$(cat "$DIR/shard5.log")" "waiting for it: this worker follows its corpus"
 
 # ---- Redis stalls: -REDIS timeout, the worker drops the connection and recovers ----
+# (it drops it once a PING sent at a deadline has had no answer for another
+# timeout-ms either: a stopped Redis, not a slow one on a busy machine)
 kill -STOP "$REDIS_PID"
 expect_match "stalled" "$(sc SHARD.QUERY "$LAST_BASE" 3 $ALL)" "^REDIS timeout"
+dropped=no
+for _ in $(seq 1 150); do
+    info=$(sc SHARD.INFO | tr -d '\r')
+    if [[ $info =~ redis:(down|connecting) ]] && [[ $info == *"redis_last_error:stalled"* ]]; then
+        dropped=yes
+        break
+    fi
+    sleep 0.2
+done
+expect_eq "stalled redis: connection dropped" "$dropped" yes
 kill -CONT "$REDIS_PID"
 wait_redis_up "$SPORT" || fail "worker did not come back after a stall"
 expect_eq "after stall" "$(sc SHARD.QUERY "$LAST_BASE" 3 $ALL | tr '\n' ' ')" "$LAST_BASE 0 "
