@@ -22,7 +22,7 @@ _Static_assert((int)HMAIN_ALL == (int)FP_HTML_TIER_ALL &&
                    (int)HMAIN_CONTENT == (int)FP_HTML_TIER_CONTENT &&
                    (int)HMAIN_MAIN == (int)FP_HTML_TIER_MAIN, "html_main.h tiers are html.h's");
 
-#define HTML_CACHE 64
+#define HTML_CACHE HMAIN_CACHE   /* element classes remembered (hmain_name_slot) */
 #define HTML_CHUNK 65536      /* bytes per htmlParseChunk call */
 #define HTML_MAX_RESTARTS 64  /* documents after </html> read in one call */
 
@@ -144,7 +144,7 @@ static void html_boundary(fp_html *h)
 
 static int html_class_cached(fp_html *h, const xmlChar *name)
 {
-    size_t i = ((uintptr_t)name >> 4) % HTML_CACHE;
+    size_t i = hmain_name_slot(name);
     if (h->cname[i] != name) {
         h->cclass[i] = (uint8_t)html_class((const char *)name);
         h->cname[i] = name;
