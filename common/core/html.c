@@ -7,6 +7,7 @@
  * (html_main.c) into two more fingerprint states, and the page's fingerprint is the
  * tier hmain_finish names. docs/fingerprint.md "HTML" has the rules and why libxml2. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,10 +52,12 @@ struct fp_html {
      * same tag comes with the same pointer (the cache is emptied per document) */
     const void *cname[HTML_CACHE];
     uint8_t cclass[HTML_CACHE];
-    uint8_t acc[HTML_CHUNK];  /* the page's next block, gathered from the caller's pieces */
     size_t nacc;
-    uint8_t in[HTML_CHUNK + 4], out[3 * (HTML_CHUNK + 4)];   /* html_feed_block's buffers */
     char err[160];
+    /* the buffers last: html_alloc zeroes what comes before them only (their bytes are
+     * written before they are read) */
+    uint8_t acc[HTML_CHUNK];  /* the page's next block, gathered from the caller's pieces */
+    uint8_t in[HTML_CHUNK + 4], out[3 * (HTML_CHUNK + 4)];   /* html_feed_block's buffers */
 };
 
 static pthread_once_t html_once = PTHREAD_ONCE_INIT;
@@ -468,9 +471,10 @@ static int html_push(fp_html *h, const char *p, size_t n, int terminate)
 static fp_html *html_alloc(unsigned flags)
 {
     pthread_once(&html_once, html_init);
-    fp_html *h = calloc(1, sizeof *h);
+    fp_html *h = malloc(sizeof *h);
     if (h == NULL)
         return NULL;
+    memset(h, 0, offsetof(fp_html, acc));
     h->flags = flags;
     h->tier = FP_HTML_TIER_ALL;
     if (flags & FP_HTML_MAIN) {

@@ -64,15 +64,39 @@ static int hm_alnum(unsigned char c)
     return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
 
-/* Which first letters (bit c - 'a') and lengths (bit n) the words of hm_drop_names
- * have: a word with another is none of them (most class words). */
-static void hm_names_masks(hmain *m)
+/* FNV-1a of a word (hmain.names' slots). */
+static unsigned hm_word_hash(const char *w, size_t n)
 {
-    m->names_first = m->names_len = 0;
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)w[i]) * 16777619u;
+    return h % HMAIN_NAMES;
+}
+
+_Static_assert(sizeof hm_drop_names / sizeof hm_drop_names[0] <= HMAIN_NAMES / 2,
+               "hmain.names keeps a free slot in two");
+
+/* Fills m->names: the words of hm_drop_names hashed into an open-addressed table. */
+static void hm_names_index(hmain *m)
+{
+    memset(m->names, 0, sizeof m->names);
     for (size_t i = 0; hm_drop_names[i]; i++) {
-        m->names_first |= (uint32_t)1 << (hm_drop_names[i][0] - 'a');
-        m->names_len |= (uint32_t)1 << strlen(hm_drop_names[i]);
+        unsigned j = hm_word_hash(hm_drop_names[i], strlen(hm_drop_names[i]));
+        while (m->names[j])
+            j = (j + 1) % HMAIN_NAMES;
+        m->names[j] = (uint8_t)(i + 1);
     }
+}
+
+/* Whether w[0..n) is a word of hm_drop_names (through m->names). */
+static int hm_names_has(const hmain *m, const char *w, size_t n)
+{
+    for (unsigned j = hm_word_hash(w, n); m->names[j]; j = (j + 1) % HMAIN_NAMES) {
+        const char *d = hm_drop_names[m->names[j] - 1];
+        if (strncmp(d, w, n) == 0 && d[n] == '\0')
+            return 1;
+    }
+    return 0;
 }
 
 /* Whether a class or id value has a word of hm_drop_names (ASCII, any case). */
@@ -86,8 +110,7 @@ static int hm_names_furniture(const hmain *m, const char *v)
         for (; hm_alnum((unsigned char)*v); v++)
             if (n < sizeof w)
                 w[n++] = (char)(*v | (*v >= 'A' && *v <= 'Z' ? 0x20 : 0));
-        if (n > 0 && n < sizeof w && w[0] >= 'a' && (m->names_len >> n & 1) &&
-            (m->names_first >> (w[0] - 'a') & 1) && hm_in(hm_drop_names, w, n))
+        if (n > 0 && n < sizeof w && hm_names_has(m, w, n))
             return 1;
     }
     return 0;
@@ -327,7 +350,7 @@ void hmain_init(hmain *m, hmain_emit_fn emit, void *arg)
 {
     m->emit = emit;
     m->arg = arg;
-    hm_names_masks(m);
+    hm_names_index(m);
     m->depth = m->over = 0;
     m->drop = m->main = m->link = m->heading = 0;
     memset(m->kname, 0, sizeof m->kname);

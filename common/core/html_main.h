@@ -25,6 +25,7 @@
 #define HMAIN_LONG 400           /* a block right after link text with fewer letters
                                     waits for the next one (provisional) */
 #define HMAIN_LINKRUN 150        /* ... after that many letters of link text in a row */
+#define HMAIN_NAMES 64           /* slots of the furniture-word table (hmain.names) */
 #define HMAIN_CACHE 64           /* element names whose rule kind is remembered (html.c's
                                     element classes too) */
 
@@ -62,7 +63,7 @@ typedef struct hmain {
      * document, so the cache is emptied with the parser (hmain_init, hmain_restart) */
     const void *kname[HMAIN_CACHE];
     uint8_t kind[HMAIN_CACHE];
-    uint32_t names_first, names_len;   /* hm_drop_names' first letters and lengths */
+    uint8_t names[HMAIN_NAMES];      /* html_main.c's furniture words by hash: index + 1 */
     /* the current block */
     char blk[HMAIN_BLOCK];
     size_t nblk;
