@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <libxml/HTMLparser.h>
 #include <libxml/parserInternals.h>
@@ -334,6 +337,16 @@ static int html_check(fp_html *h, int terminated)
     return 0;
 }
 
+#if defined(__SSE2__)
+/* Whether the 16 bytes at p are all ASCII and none is NUL (html_clean copies them as
+ * they are). */
+static int html_plain16(const uint8_t *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    return _mm_movemask_epi8(_mm_or_si128(v, _mm_cmpeq_epi8(v, _mm_setzero_si128()))) == 0;
+}
+#endif
+
 /* Copies in[0..n) to out for libxml2: NUL bytes become spaces (libxml2 stops at a
  * NUL in places; HTML gives them no meaning in text), and when utf8 is set every byte
  * that does not start a valid UTF-8 sequence becomes U+FFFD (libxml2 would otherwise
@@ -342,14 +355,21 @@ static int html_check(fp_html *h, int terminated)
 static size_t html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8, int final,
                          uint8_t *out)
 {
+    if (h->utf16) {
+        memcpy(out, in, n);
+        return n;
+    }
     size_t o = 0, i = 0;
     while (i < n) {
-        uint8_t c = in[i];
-        if (h->utf16) {
-            out[o++] = c;
-            i++;
+#if defined(__SSE2__)
+        if (i + 16 <= n && html_plain16(in + i)) {
+            memcpy(out + o, in + i, 16);
+            o += 16;
+            i += 16;
             continue;
         }
+#endif
+        uint8_t c = in[i];
         if (c < 0x80 || !utf8) {
             out[o++] = c ? c : ' ';
             i++;
