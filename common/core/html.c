@@ -7,10 +7,14 @@
  * (html_main.c) into two more fingerprint states, and the page's fingerprint is the
  * tier hmain_finish names. docs/fingerprint.md "HTML" has the rules and why libxml2. */
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include <libxml/HTMLparser.h>
 #include <libxml/parserInternals.h>
@@ -22,7 +26,7 @@ _Static_assert((int)HMAIN_ALL == (int)FP_HTML_TIER_ALL &&
                    (int)HMAIN_CONTENT == (int)FP_HTML_TIER_CONTENT &&
                    (int)HMAIN_MAIN == (int)FP_HTML_TIER_MAIN, "html_main.h tiers are html.h's");
 
-#define HTML_CACHE 64
+#define HTML_CACHE HMAIN_CACHE   /* element classes remembered (hmain_name_slot) */
 #define HTML_CHUNK 65536      /* bytes per htmlParseChunk call */
 #define HTML_MAX_RESTARTS 64  /* documents after </html> read in one call */
 
@@ -51,10 +55,12 @@ struct fp_html {
      * same tag comes with the same pointer (the cache is emptied per document) */
     const void *cname[HTML_CACHE];
     uint8_t cclass[HTML_CACHE];
-    uint8_t acc[HTML_CHUNK];  /* the page's next block, gathered from the caller's pieces */
     size_t nacc;
-    uint8_t in[HTML_CHUNK + 4], out[3 * (HTML_CHUNK + 4)];   /* html_feed_block's buffers */
     char err[160];
+    /* the buffers last: html_alloc zeroes what comes before them only (their bytes are
+     * written before they are read) */
+    uint8_t acc[HTML_CHUNK];  /* the page's next block, gathered from the caller's pieces */
+    uint8_t in[HTML_CHUNK + 4], out[3 * (HTML_CHUNK + 4)];   /* html_feed_block's buffers */
 };
 
 static pthread_once_t html_once = PTHREAD_ONCE_INIT;
@@ -144,7 +150,7 @@ static void html_boundary(fp_html *h)
 
 static int html_class_cached(fp_html *h, const xmlChar *name)
 {
-    size_t i = ((uintptr_t)name >> 4) % HTML_CACHE;
+    size_t i = hmain_name_slot(name);
     if (h->cname[i] != name) {
         h->cclass[i] = (uint8_t)html_class((const char *)name);
         h->cname[i] = name;
@@ -331,6 +337,16 @@ static int html_check(fp_html *h, int terminated)
     return 0;
 }
 
+#if defined(__SSE2__)
+/* Whether the 16 bytes at p are all ASCII and none is NUL (html_clean copies them as
+ * they are). */
+static int html_plain16(const uint8_t *p)
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)p);
+    return _mm_movemask_epi8(_mm_or_si128(v, _mm_cmpeq_epi8(v, _mm_setzero_si128()))) == 0;
+}
+#endif
+
 /* Copies in[0..n) to out for libxml2: NUL bytes become spaces (libxml2 stops at a
  * NUL in places; HTML gives them no meaning in text), and when utf8 is set every byte
  * that does not start a valid UTF-8 sequence becomes U+FFFD (libxml2 would otherwise
@@ -339,14 +355,21 @@ static int html_check(fp_html *h, int terminated)
 static size_t html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8, int final,
                          uint8_t *out)
 {
+    if (h->utf16) {
+        memcpy(out, in, n);
+        return n;
+    }
     size_t o = 0, i = 0;
     while (i < n) {
-        uint8_t c = in[i];
-        if (h->utf16) {
-            out[o++] = c;
-            i++;
+#if defined(__SSE2__)
+        if (i + 16 <= n && html_plain16(in + i)) {
+            memcpy(out + o, in + i, 16);
+            o += 16;
+            i += 16;
             continue;
         }
+#endif
+        uint8_t c = in[i];
         if (c < 0x80 || !utf8) {
             out[o++] = c ? c : ' ';
             i++;
@@ -468,9 +491,10 @@ static int html_push(fp_html *h, const char *p, size_t n, int terminate)
 static fp_html *html_alloc(unsigned flags)
 {
     pthread_once(&html_once, html_init);
-    fp_html *h = calloc(1, sizeof *h);
+    fp_html *h = malloc(sizeof *h);
     if (h == NULL)
         return NULL;
+    memset(h, 0, offsetof(fp_html, acc));
     h->flags = flags;
     h->tier = FP_HTML_TIER_ALL;
     if (flags & FP_HTML_MAIN) {

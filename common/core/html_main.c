@@ -3,6 +3,9 @@
  * memory (struct hmain), no tree; html.c feeds it elements and text. The rules are in
  * docs/fingerprint.md "Main content (v3)"; each one is a table or a constant here. */
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "html_main.h"
 
@@ -61,8 +64,43 @@ static int hm_alnum(unsigned char c)
     return (c >= '0' && c <= '9') || ((c | 0x20) >= 'a' && (c | 0x20) <= 'z');
 }
 
+/* FNV-1a of a word (hmain.names' slots). */
+static unsigned hm_word_hash(const char *w, size_t n)
+{
+    uint32_t h = 2166136261u;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)w[i]) * 16777619u;
+    return h % HMAIN_NAMES;
+}
+
+_Static_assert(sizeof hm_drop_names / sizeof hm_drop_names[0] <= HMAIN_NAMES / 2,
+               "hmain.names keeps a free slot in two");
+
+/* Fills m->names: the words of hm_drop_names hashed into an open-addressed table. */
+static void hm_names_index(hmain *m)
+{
+    memset(m->names, 0, sizeof m->names);
+    for (size_t i = 0; hm_drop_names[i]; i++) {
+        unsigned j = hm_word_hash(hm_drop_names[i], strlen(hm_drop_names[i]));
+        while (m->names[j])
+            j = (j + 1) % HMAIN_NAMES;
+        m->names[j] = (uint8_t)(i + 1);
+    }
+}
+
+/* Whether w[0..n) is a word of hm_drop_names (through m->names). */
+static int hm_names_has(const hmain *m, const char *w, size_t n)
+{
+    for (unsigned j = hm_word_hash(w, n); m->names[j]; j = (j + 1) % HMAIN_NAMES) {
+        const char *d = hm_drop_names[m->names[j] - 1];
+        if (strncmp(d, w, n) == 0 && d[n] == '\0')
+            return 1;
+    }
+    return 0;
+}
+
 /* Whether a class or id value has a word of hm_drop_names (ASCII, any case). */
-static int hm_names_furniture(const char *v)
+static int hm_names_furniture(const hmain *m, const char *v)
 {
     char w[24];
     while (*v) {
@@ -72,7 +110,7 @@ static int hm_names_furniture(const char *v)
         for (; hm_alnum((unsigned char)*v); v++)
             if (n < sizeof w)
                 w[n++] = (char)(*v | (*v >= 'A' && *v <= 'Z' ? 0x20 : 0));
-        if (n > 0 && n < sizeof w && hm_in(hm_drop_names, w, n))
+        if (n > 0 && n < sizeof w && hm_names_has(m, w, n))
             return 1;
     }
     return 0;
@@ -89,43 +127,85 @@ static int hm_lower_eq(const char *v, const char *const *list)
 
 /* What the attributes say: HM_DROP (hidden, a furniture role, class or id), HM_MAIN
  * (a main role), or 0. */
-static unsigned hm_attr_rules(const char *const *atts)
+static unsigned hm_attr_rules(const hmain *m, const char *const *atts)
 {
     unsigned r = 0;
     for (size_t i = 0; atts && atts[i]; i += 2) {
         const char *k = atts[i], *v = atts[i + 1] ? atts[i + 1] : "";
-        if (strcmp(k, "hidden") == 0 || (strcmp(k, "aria-hidden") == 0 &&
-                                          strcmp(v, "true") == 0))
-            return HM_DROP;
-        if (strcmp(k, "role") == 0) {
+        switch (k[0]) {     /* most attributes (href, title, ...) are none of these */
+        case 'h':
+            if (strcmp(k, "hidden") == 0)
+                return HM_DROP;
+            break;
+        case 'a':
+            if (strcmp(k, "aria-hidden") == 0 && strcmp(v, "true") == 0)
+                return HM_DROP;
+            break;
+        case 'r':
+            if (strcmp(k, "role") != 0)
+                break;
             if (hm_lower_eq(v, hm_drop_roles))
                 return HM_DROP;
             if (hm_lower_eq(v, hm_main_roles))
                 r |= HM_MAIN;
-        } else if ((strcmp(k, "class") == 0 || strcmp(k, "id") == 0) &&
-                   hm_names_furniture(v)) {
-            return HM_DROP;
+            break;
+        case 'c':
+        case 'i':
+            if ((strcmp(k, "class") == 0 || strcmp(k, "id") == 0) && hm_names_furniture(m, v))
+                return HM_DROP;
+            break;
+        default:
+            break;
         }
     }
     return r;
 }
 
-/* The counters an element raises, from its name, attributes and where it is. */
-static unsigned hm_rules(const hmain *m, const char *name, const char *const *atts)
+/* What an element name is for the rules (hm_drop_tags, ...; HMK_ROOT: body, html). */
+enum { HMK_OTHER, HMK_DROP, HMK_BOX, HMK_MAIN, HMK_ROOT, HMK_HEADING };
+
+static unsigned hm_kind_of(const char *name)
 {
     if (hm_is(hm_drop_tags, name))
-        return HM_DROP;
+        return HMK_DROP;
     if (hm_is(hm_box_tags, name))
-        return m->main ? 0 : HM_DROP;
-    int is_main = hm_is(hm_main_tags, name);
-    if (is_main || strcmp(name, "body") == 0 || strcmp(name, "html") == 0) {
-        unsigned a = hm_attr_rules(atts);   /* a class never drops the body or an article */
-        return is_main || (a & HM_MAIN) ? HM_MAIN : 0;
+        return HMK_BOX;
+    if (hm_is(hm_main_tags, name))
+        return HMK_MAIN;
+    if (strcmp(name, "body") == 0 || strcmp(name, "html") == 0)
+        return HMK_ROOT;
+    return hm_is(hm_heading_tags, name) ? HMK_HEADING : HMK_OTHER;
+}
+
+/* hm_kind_of(name), remembered per name pointer (m->kname). */
+static unsigned hm_kind(hmain *m, const char *name)
+{
+    size_t i = hmain_name_slot(name);
+    if (m->kname[i] != name) {
+        m->kind[i] = (uint8_t)hm_kind_of(name);
+        m->kname[i] = name;
     }
-    unsigned a = hm_attr_rules(atts);
-    if (hm_is(hm_heading_tags, name))
-        a |= HM_HEAD;
-    return a;
+    return m->kind[i];
+}
+
+/* The counters an element raises, from its kind (hm_kind), attributes and where it
+ * is. */
+static unsigned hm_rules(const hmain *m, unsigned kind, const char *const *atts)
+{
+    switch (kind) {
+    case HMK_DROP:
+        return HM_DROP;
+    case HMK_BOX:
+        return m->main ? 0 : HM_DROP;
+    case HMK_MAIN:
+        return HM_MAIN;     /* a class never drops an article */
+    case HMK_ROOT:
+        return hm_attr_rules(m, atts) & HM_MAIN;   /* nor the body */
+    case HMK_HEADING:
+        return hm_attr_rules(m, atts) | HM_HEAD;
+    default:
+        return hm_attr_rules(m, atts);
+    }
 }
 
 /* ---- Blocks ---- */
@@ -270,8 +350,10 @@ void hmain_init(hmain *m, hmain_emit_fn emit, void *arg)
 {
     m->emit = emit;
     m->arg = arg;
+    hm_names_index(m);
     m->depth = m->over = 0;
     m->drop = m->main = m->link = m->heading = 0;
+    memset(m->kname, 0, sizeof m->kname);
     m->nblk = 0;
     m->letters = m->lletters = 0;
     m->blk_drop = m->blk_heading = m->blk_main = m->streaming = 0;
@@ -295,6 +377,7 @@ void hmain_restart(hmain *m)
     while (m->depth > 0)
         hm_pop_counters(m, m->bits[--m->depth]);
     m->over = 0;
+    memset(m->kname, 0, sizeof m->kname);   /* the next parser's names are new pointers */
     hm_block_begin(m);
 }
 
@@ -320,7 +403,7 @@ void hmain_start(hmain *m, const char *name, int is_inline, const char *const *a
         return;
     }
     hm_block_end(m);
-    hm_push(m, name, hm_rules(m, name, atts));
+    hm_push(m, name, hm_rules(m, hm_kind(m, name), atts));
     hm_block_begin(m);
 }
 
@@ -352,13 +435,51 @@ void hmain_end(hmain *m, const char *name, int is_inline)
     hm_block_begin(m);
 }
 
-void hmain_text(hmain *m, const char *s, size_t n)
+#if defined(__SSE2__)
+/* Letters, digits and non-ASCII lead bytes (>= 0xC0) among the 16 bytes at p, as
+ * signed bytes: ASCII is 0..127, so the digit and letter ranges compare exactly
+ * (v | 0x20 lower-cases A-Z, keeps a-z and 0-9, maps no other byte into a-z), and
+ * 0xC0..0xFF are -64..-1. */
+static unsigned hm_letters16(const void *p)
+{
+    const __m128i x20 = _mm_set1_epi8(0x20), zero = _mm_setzero_si128();
+    const __m128i d_lo = _mm_set1_epi8('0' - 1), d_hi = _mm_set1_epi8('9' + 1);
+    const __m128i a_lo = _mm_set1_epi8('a' - 1), a_hi = _mm_set1_epi8('z' + 1);
+    const __m128i lead = _mm_set1_epi8((char)0xBF);
+    __m128i v = _mm_loadu_si128((const __m128i *)p), l = _mm_or_si128(v, x20);
+    __m128i d = _mm_and_si128(_mm_cmpgt_epi8(v, d_lo), _mm_cmplt_epi8(v, d_hi));
+    __m128i a = _mm_and_si128(_mm_cmpgt_epi8(l, a_lo), _mm_cmplt_epi8(l, a_hi));
+    __m128i u = _mm_and_si128(_mm_cmpgt_epi8(v, lead), _mm_cmplt_epi8(v, zero));
+    return (unsigned)__builtin_popcount(
+        (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(d, a), u)));
+}
+#endif
+
+/* Letters, digits and non-ASCII characters (their lead bytes) in s[0..n). */
+static uint64_t hm_letters(const char *s, size_t n)
 {
     uint64_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        k += hm_alnum(c) || c >= 0xC0;     /* letters, digits, non-ASCII characters */
+    size_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 16 <= n; i += 16)
+        k += hm_letters16(s + i);
+    if (i < n) {            /* the last bytes, zero-padded (0 is no letter) */
+        uint8_t t[16] = {0};
+        memcpy(t, s + i, n - i);
+        k += hm_letters16(t);
     }
+#else
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        k += hm_alnum(c) || c >= 0xC0;
+    }
+#endif
+    return k;
+}
+
+void hmain_text(hmain *m, const char *s, size_t n)
+{
+    uint64_t k = hm_letters(s, n);
     m->letters += k;
     if (m->link)
         m->lletters += k;

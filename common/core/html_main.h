@@ -25,6 +25,17 @@
 #define HMAIN_LONG 400           /* a block right after link text with fewer letters
                                     waits for the next one (provisional) */
 #define HMAIN_LINKRUN 150        /* ... after that many letters of link text in a row */
+#define HMAIN_NAMES 64           /* slots of the furniture-word table (hmain.names) */
+#define HMAIN_CACHE 64           /* element names whose rule kind is remembered (html.c's
+                                    element classes too) */
+
+/* The cache slot (0..HMAIN_CACHE-1) of an element name, by its pointer (libxml2 interns
+ * names per document, a few bytes apart: Fibonacci hashing spreads them). */
+static inline size_t hmain_name_slot(const void *name)
+{
+    return (size_t)(((uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15u) >> 58);
+}
+_Static_assert(HMAIN_CACHE == 64, "hmain_name_slot gives 6 bits");
 
 /* Blocks held until a later block decides. */
 enum { HMAIN_HELD_SHORT, HMAIN_HELD_HEADING, HMAIN_HELD_PROVISIONAL };
@@ -48,6 +59,11 @@ typedef struct hmain {
     uint8_t bits[HMAIN_DEPTH];
     unsigned depth, over;
     unsigned drop, main, link, heading;
+    /* what each element name is (hm_kind), by name pointer: libxml2 interns names per
+     * document, so the cache is emptied with the parser (hmain_init, hmain_restart) */
+    const void *kname[HMAIN_CACHE];
+    uint8_t kind[HMAIN_CACHE];
+    uint8_t names[HMAIN_NAMES];      /* html_main.c's furniture words by hash: index + 1 */
     /* the current block */
     char blk[HMAIN_BLOCK];
     size_t nblk;
