@@ -29,18 +29,26 @@ end
 if k - 1 ~= #KEYS then
   return redis.error_reply('ERR layout 3 zsets script: too many keys')
 end
+-- ZCARD tells the three cases apart in one call: WRONGTYPE (a tombstone), 0 (absent:
+-- an empty live bucket or an expired tombstone, the directory says which), the size
 for i, it in ipairs(items) do
-  local moved = l3_check(it.key, it.dir, 'zset')
-  if moved then
-    if moved.err then return moved end
-    return {-3, i, moved}
+  local size = redis.pcall('ZCARD', it.key)
+  if type(size) ~= 'number' or size == 0 then
+    local moved = l3_check(it.key, it.dir, 'zset')
+    if moved then
+      if moved.err then return moved end
+      return {-3, i, moved}
+    end
+    if type(size) ~= 'number' then return size end
   end
+  it.size = size
 end
 local out = {0}
 for i, it in ipairs(items) do
   if op == 'A' then
-    out[1] = out[1] + redis.call('ZADD', it.key, 0, it.member)
-    if l3_size(it.key, it.hkey) >= limit then
+    local n = redis.call('ZADD', it.key, 0, it.member)
+    out[1] = out[1] + n
+    if it.size + n >= limit or (it.hkey and redis.call('HLEN', it.hkey) >= limit) then
       out[#out + 1] = l3_split_full(it.key, it.hkey, it.dir, limit, ttl, {i})
     end
   else
