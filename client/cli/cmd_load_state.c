@@ -36,12 +36,14 @@ static int lst_format(char *buf, size_t cap, const lst_state *st)
                     st->pairs, st->hash, st->done, st->added);
 }
 
-/* Parses the whole text of a state file: it must be exactly what lst_format writes
- * for the values read. Returns 0 or -1. */
-static int lst_parse(const char *text, lst_state *st)
+int lst_parse(const char *data, size_t len, lst_state *st)
 {
-    char again[LST_MAX_BYTES];
+    char text[LST_MAX_BYTES], again[LST_MAX_BYTES];
     lst_state s;
+    if (len >= sizeof text || memchr(data, '\0', len) != NULL)
+        return -1;
+    memcpy(text, data, len);
+    text[len] = '\0';
     if (strncmp(text, LST_MAGIC "\n", sizeof LST_MAGIC) != 0 ||
         strchr(text + sizeof LST_MAGIC, '-') != NULL)     /* sscanf would take -1 */
         return -1;
@@ -49,7 +51,7 @@ static int lst_parse(const char *text, lst_state *st)
                                         " added %" SCNu64,
                &s.pairs, &s.hash, &s.done, &s.added) != 4)
         return -1;
-    lst_format(again, sizeof again, &s);
+    lst_format(again, sizeof again, &s);     /* one spelling per state: no other text */
     if (strcmp(again, text) != 0 || s.done > s.pairs || s.added > s.done)
         return -1;
     *st = s;
@@ -87,7 +89,7 @@ int lst_read(const char *path, lst_state *st, const char **why)
     }
     close(fd);
     buf[len] = '\0';
-    if (memchr(buf, '\0', len) != NULL || lst_parse(buf, st) != 0) {
+    if (lst_parse(buf, len, st) != 0) {
         *why = "not a state file of simhash load";
         return -1;
     }

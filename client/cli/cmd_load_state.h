@@ -21,6 +21,10 @@ typedef struct lst_state {
 /* FNV-1a (64 bits) of len bytes: the input's identity in a state file. */
 uint64_t lst_hash(const void *data, size_t len);
 
+/* Parses len bytes of a state file's text into st: exactly what lst_write writes, no
+ * other spelling. Returns 0, or -1 (st untouched). */
+int lst_parse(const char *data, size_t len, lst_state *st);
+
 /* Reads the state file at path into st. Returns 1 when read, 0 when the file does
  * not exist (a first run: st untouched), -1 with why (a static text) when it cannot
  * be read or is not a state file of this format. */
