@@ -14,8 +14,9 @@
 # "after" meet the same machine load; lines carry build=base / build=test.
 # Prints `bench=ingest build=B layout=L metric=M value=V` lines on stdout: per round,
 # then `median_*` over BENCH_ROUNDS rounds and each median's ratio to the raw rates
-# (progress on stderr). For a single large corpus (capacity figures) also
-# bytes_per_fp (used_memory / N after the load) and redis_cpu_s.
+# (progress on stderr). Per load also bytes_per_fp (used_memory / N after the load),
+# redis_cpu_s, the worker's bucket_splits, and load_failed (pairs the deployment
+# refused: the first error is logged, and the rate counts only the pairs stored).
 # Environment: SIMHASH_BIN (default build/bin), BENCH_BASE_BIN (unset), BENCH_N
 # (100000), BENCH_ROUNDS (3), BENCH_LAYOUTS ("2 3"), BENCH_SECONDS (10),
 # BENCH_BLOCKS/BENCH_DISTANCE (6/3), BENCH_RAW (1; 0 skips the raw rates).
@@ -98,19 +99,28 @@ load_round() {
     TH_BIN=$bin th_start_coord "coord-$b-l$l-$r" "$M" "$K" 10000 "127.0.0.1:$TH_SHARD_PORT"
     local cpid=$TH_COORD_PID cport=$TH_COORD_PORT
     t0=$(now)
-    out=$(timeout 7200 "$bin/simhash" load --port "$cport" --timeout-ms 60000 "$TH_DIR/pairs.txt" 2>"$TH_DIR/load-$b-l$l-$r.err") ||
-        th_fail "simhash load ($b, layout $l): $out $(tail -n 3 "$TH_DIR/load-$b-l$l-$r.err")"
+    local err="$TH_DIR/load-$b-l$l-$r.err" failed=0
+    out=$(timeout 7200 "$bin/simhash" load --port "$cport" --timeout-ms 60000 "$TH_DIR/pairs.txt" 2>"$err")
     t1=$(now)
-    case "$out" in "loaded $N entries ($N new)"*) ;; *) th_fail "simhash load ($b, layout $l): $out" ;; esac
+    case "$out" in
+    "loaded $N entries ($N new)"*) ;;
+    "loaded "*) # items refused: reported, and the rate counts only the pairs stored
+        failed=$(sed -n 's/^simhash load: \([0-9]*\) entries failed$/\1/p' "$err")
+        [ -n "$failed" ] || th_fail "simhash load ($b, layout $l): $out $(tail -n 3 "$err")"
+        th_log "simhash load ($b, layout $l): $failed pairs refused; the first: $(grep -v 'SHC_ERR_[A-Z]*$' "$err" | head -n 2)" ;;
+    *) th_fail "simhash load ($b, layout $l): $out $(tail -n 3 "$err")" ;;
+    esac
+    emit "$b" "$l" load_failed "$failed"
+    emit "$b" "$l" bucket_splits "$(timeout 30 redis-cli -p "$TH_SHARD_PORT" shard.info | tr -d '\r' | sed -n 's/^bucket_splits://p')"
     local rate mem cpu
-    rate=$(python3 -c "print(round($N / ($t1 - $t0), 1))")
+    rate=$(python3 -c "print(round(($N - $failed) / ($t1 - $t0), 1))")
     mem=$(info_field memory used_memory)
     cpu=$(info_field cpu used_cpu_user_main_thread)
     emit "$b" "$l" load_fp_per_s "$rate"
     emit "$b" "$l" load_seconds "$(python3 -c "print(round($t1 - $t0, 2))")"
-    emit "$b" "$l" bytes_per_fp "$(python3 -c "print(round($mem / $N, 1))")"
+    emit "$b" "$l" bytes_per_fp "$(python3 -c "print(round($mem / ($N - $failed), 1))")"
     emit "$b" "$l" redis_cpu_s "$cpu"
-    emit "$b" "$l" redis_cpu_us_per_fp "$(python3 -c "print(round($cpu * 1e6 / $N, 1))")"
+    emit "$b" "$l" redis_cpu_us_per_fp "$(python3 -c "print(round($cpu * 1e6 / ($N - $failed), 1))")"
     th_stop "$cpid"
     th_stop "$spid"
     th_stop "$rpid"
