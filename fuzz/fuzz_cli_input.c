@@ -12,6 +12,9 @@
  *     at most SHC_DOCID_MAX bytes; other bytes, '\r' inside the line too, are binary-safe
  *     parts of the id) and the count equals the number of lines; on
  *     failure the reported line lies inside the input.
+ *   - lst_parse, the resume file of `simhash load --state`: what it accepts is
+ *     written back byte for byte by lst_write's format (read through a file) and
+ *     keeps done <= pairs, added <= done.
  * Any difference aborts. */
 #include "../client/cli/cmd_net.c"
 
@@ -146,6 +149,33 @@ static void check_load(const char *buf, size_t size)
     }
 }
 
+/* A state file the parser accepts is the one lst_write writes for its values. */
+static void check_state(const char *buf, size_t size)
+{
+    lst_state st;
+    if (lst_parse(buf, size, &st) != 0)
+        return;
+    if (st.done > st.pairs || st.added > st.done)
+        abort();
+    char path[] = "/tmp/fuzz_load_state.XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return;
+    close(fd);
+    char back[600];
+    FILE *f = NULL;
+    size_t n = 0;
+    if (lst_write(path, &st) == 0 && (f = fopen(path, "rb")) != NULL)
+        n = fread(back, 1, sizeof back, f);
+    if (f)
+        fclose(f);
+    unlink(path);
+    if (f && (n != size || memcmp(back, buf, size) != 0)) {
+        fprintf(stderr, "state file accepted but written back differently\n");
+        abort();
+    }
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -161,6 +191,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     memcpy(buf, data, size);
     memset(&e, 0, sizeof(e));
+    check_state(buf, size);
     int rc = cli_parse_u64_lines(buf, size, &got, &ngot, &e);
     int rrc = ref_parse(buf, size, &want, &nwant, &bad_line, &why);
     if (rc != rrc) {

@@ -43,6 +43,35 @@ static void shard_sum_done(shard_job *j)
 
 static const shard_job_ops shard_sum_ops = {shard_sum_absorb, shard_sum_done, NULL, free};
 
+/* BATCH: the table writes of one fingerprint as one command (the layout's entries), its
+ * reply read by the layout's entries_reply; answered as SUM (the sum comes first). */
+typedef struct shard_batch {
+    shard_sum sum;
+    unsigned n;
+    unsigned tabs[LAYOUT_BATCH_MAX];
+    uint64_t ps[LAYOUT_BATCH_MAX];
+} shard_batch;
+
+static int shard_batch_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
+                              const char **why)
+{
+    shard_batch *b = j->state;
+    long long n = 0;
+    (void)s;
+    int rc = j->sc->lay.ops->entries_reply(&j->sc->lay, b->n, b->tabs, b->ps, rep, &n);
+    if (rc < 0) {
+        *why = "unexpected reply to a table write";
+        return -1;
+    }
+    if (rc == 1)
+        j->stale = 1;           /* nothing was written: the request runs again */
+    else
+        b->sum.sum += n;
+    return 0;
+}
+
+static const shard_job_ops shard_batch_ops = {shard_batch_absorb, shard_sum_done, NULL, free};
+
 /* INTS: one reply, an integer or an array of integers (the lock scripts), passed on. */
 static int shard_ints_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
                              const char **why)
@@ -174,9 +203,37 @@ static void shard_cmd_hello(rs_req *req)
     rs_req_finish(req);
 }
 
+/* The writes of SHARD.ADD / DEL as one command, in a layout that offers it (entries)
+ * on one Redis: one script call instead of one per table. */
+static void shard_add_del_batched(rs_req *req, int add, unsigned ntab, const unsigned *tabs,
+                                  const uint64_t *ps)
+{
+    shard_ctx *sc = rs_req_ctx(req);
+    shard_batch *b = calloc(1, sizeof *b);
+    layout_batch *cmd = b ? malloc(sizeof *cmd) : NULL;
+    shard_job *j = cmd ? shard_job_new(sc, req, &shard_batch_ops, b, 1) : NULL;
+    if (j == NULL) {
+        free(cmd);
+        free(b);
+        shard_oom(req);
+        return;
+    }
+    b->sum.stat = add ? &sc->st.added : &sc->st.removed;
+    b->n = ntab;
+    memcpy(b->tabs, tabs, ntab * sizeof *tabs);
+    memcpy(b->ps, ps, ntab * sizeof *ps);
+    j->rerun = add ? shard_cmd_add : shard_cmd_del;
+    sc->lay.ops->entries(&sc->lay, ntab, tabs, ps, add, cmd);
+    j->slots[0].dir = shard_dir_id(tabs[0], layout_shard_of(ps[0]));
+    shard_job_send(j, 0, cmd->argc, cmd->argv, cmd->argvlen);
+    free(cmd);
+    shard_job_release(j);
+}
+
 /* SHARD.ADD fp t [t ...] / SHARD.DEL fp t [t ...]: ZADD key 0 member / ZREM key
- * member per table; the reply is the number of entries added / removed. The caller
- * holds fp's write lock (SHARD.LOCK), so entries and document set change together. */
+ * member per table (layout 3 on one Redis: one script call for all of them); the reply
+ * is the number of entries added / removed. The caller holds fp's write lock
+ * (SHARD.LOCK), so entries and document set change together. */
 static void shard_cmd_add_del(rs_req *req, int add)
 {
     shard_ctx *sc = rs_req_ctx(req);
@@ -205,6 +262,11 @@ static void shard_cmd_add_del(rs_req *req, int add)
     rs_cmd_fn self = add ? shard_cmd_add : shard_cmd_del;
     if (shard_dirs_ready(req, self, dirs, ntab) != 1 || shard_check_redis(req, ntab) != 0)
         return;
+    if (sc->lay.ops->entries && ntab >= 1 && ntab <= LAYOUT_BATCH_MAX &&
+        !shard_redis_cluster_mode(sc->redis)) {
+        shard_add_del_batched(req, add, ntab, tabs, ps);
+        return;
+    }
     shard_sum *st = calloc(1, sizeof *st);
     shard_job *j = st ? shard_job_new(sc, req, &shard_sum_ops, st, ntab) : NULL;
     if (j == NULL) {

@@ -2,6 +2,7 @@
  * through libsimhashclient: add, query, check, del and load. Exit status 0 ok,
  * 1 runtime or server error, 2 usage. */
 #include "cmd_net.h"
+#include "cmd_load_state.h"
 
 #include "cli.h"
 #include "parse.h"
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -694,20 +696,80 @@ static double net_now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The options of load: the connection options and --state FILE. Returns -1 when the
+ * command goes on (positional arguments from optind), else the exit status. */
+static int net_load_options(int argc, char **argv, net_opts *o, const char **state)
+{
+    enum { LOAD_OPT_STATE = 2000 };
+    static const struct option longopts[] = {
+        NET_LONGOPTS, {"state", required_argument, NULL, LOAD_OPT_STATE}, {NULL, 0, NULL, 0}
+    };
+    int c, rc;
+
+    net_opts_init(o, "simhash load");
+    optind = 0;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", longopts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs("Usage: simhash load [OPTIONS] [FILE|-]\n"
+                  "Bulk-load 'fingerprint docid' lines (default: standard input) into a\n"
+                  "running deployment, pipelined. The whole input is checked first: a bad\n"
+                  "line is reported with its number and nothing is sent. Ends with\n"
+                  "'loaded N entries (M new) in S s'.\n\n"
+                  "      --state FILE          resume file: records how far the load got\n"
+                  "                            after every 10,000 acknowledged pairs; a\n"
+                  "                            load given the same FILE and input again\n"
+                  "                            (after a kill) sends only the rest\n\n",
+                  stdout);
+            fputs(NET_OPTIONS_HELP, stdout);
+            return CLI_EXIT_OK;
+        }
+        if (c == LOAD_OPT_STATE) {
+            *state = optarg;
+            continue;
+        }
+        if ((rc = net_opt_or_exit(o, c, argv)) >= 0)
+            return rc;
+    }
+    return -1;
+}
+
+/* The state of a load given --state: read (or new) and checked against the input.
+ * Returns 0, or -1 (message printed). */
+static int net_load_resume(const char *prog, const char *state, const cli_buf *b, size_t n,
+                           lst_state *st)
+{
+    const char *why = NULL;
+    lst_state now = {n, lst_hash(b->data, b->len), 0, 0};
+    int rc = lst_read(state, st, &why);
+    if (rc < 0) {
+        fprintf(stderr, "%s: cannot use state file %s: %s\n", prog, state, why);
+        return -1;
+    }
+    if (rc == 0) {
+        *st = now;
+        return 0;
+    }
+    if (st->pairs != now.pairs || st->hash != now.hash) {
+        fprintf(stderr, "%s: state file %s belongs to another input (%" PRIu64
+                        " pairs, hash %016" PRIx64 "); this one has %zu pairs, hash %016"
+                        PRIx64 "\n", prog, state, st->pairs, st->hash, n, now.hash);
+        return -1;
+    }
+    if (st->done > 0)
+        fprintf(stderr, "%s: resuming after %" PRIu64 " pairs loaded earlier (%s)\n", prog,
+                st->done, state);
+    return 0;
+}
+
 int cmd_load(int argc, char **argv)
 {
     const char *prog = "simhash load";
-    const char *path = "-";
+    const char *path = "-", *state = NULL;
     net_opts o;
     int rc;
 
-    rc = net_parse_common(argc, argv, prog,
-                          "Usage: simhash load [OPTIONS] [FILE|-]\n"
-                          "Bulk-load 'fingerprint docid' lines (default: standard input) into a\n"
-                          "running deployment, pipelined. The whole input is checked first: a bad\n"
-                          "line is reported with its number and nothing is sent. Ends with\n"
-                          "'loaded N entries (M new) in S s'.\n\n",
-                          &o);
+    rc = net_load_options(argc, argv, &o, &state);
     if (rc >= 0)
         return rc;
     if (argc - optind > 1)
@@ -733,6 +795,12 @@ int cmd_load(int argc, char **argv)
         cli_buf_free(&b);
         return CLI_EXIT_FAIL;
     }
+    lst_state st = {in.n, 0, 0, 0};
+    if (state && net_load_resume(prog, state, &b, in.n, &st) != 0) {
+        net_load_input_free(&in);
+        cli_buf_free(&b);
+        return CLI_EXIT_FAIL;
+    }
     cli_buf_free(&b);
 
     shc_client *cl = net_connect(&o);
@@ -749,31 +817,33 @@ int cmd_load(int argc, char **argv)
     }
     cli_progress prog_bar;
     cli_progress_init(&prog_bar, "loading", in.n);
-    size_t loaded = 0, failed = 0, shown = 0;
-    long long added = 0;
+    size_t loaded = (size_t)st.done, failed = 0, shown = 0;
+    long long added = (long long)st.added;
+    int advancing = 1;          /* every pair so far acknowledged: the state moves on */
     rc = CLI_EXIT_OK;
-    for (size_t start = 0; start < in.n; start += NET_LOAD_CHUNK) {
+    for (size_t start = (size_t)st.done; start < in.n; start += NET_LOAD_CHUNK) {
         size_t cnt = in.n - start > NET_LOAD_CHUNK ? NET_LOAD_CHUNK : in.n - start;
         shc_bulk_report rep;
-        shc_status st = shc_add_many(cl, in.fps + start, in.docids + start, cnt,
-                                     item + start, &rep);
+        shc_status ret = shc_add_many(cl, in.fps + start, in.docids + start, cnt,
+                                      item + start, &rep);
         loaded += rep.ok;
         added += rep.added;
         failed += rep.failed;
-        if (st != SHC_OK && st != SHC_ERR_SERVER && st != SHC_ERR_TIMEOUT &&
-            st != SHC_ERR_PROTOCOL) {
+        if (ret != SHC_OK && ret != SHC_ERR_SERVER && ret != SHC_ERR_TIMEOUT &&
+            ret != SHC_ERR_PROTOCOL) {
             cli_progress_end(&prog_bar);
             fprintf(stderr, "%s: %s (line %zu); %zu entries loaded before the error\n",
                     prog, shc_errstr(cl), start + rep.first_failed + 1, loaded);
             rc = CLI_EXIT_FAIL;
             break;
         }
-        if (st != SHC_OK) {
+        if (ret != SHC_OK) {
             /* Per-item failures: the first with the server's text, then statuses. */
             const char *first = shc_errstr(cl);
             if (strncmp(first, "item ", 5) == 0 && strstr(first, ": "))
                 first = strstr(first, ": ") + 2;
             rc = CLI_EXIT_FAIL;
+            advancing = 0;
             cli_progress_end(&prog_bar);
             for (size_t i = start; i < start + cnt && shown < NET_LOAD_ERRORS_SHOWN; i++) {
                 if (item[i] != SHC_OK) {
@@ -781,6 +851,16 @@ int cmd_load(int argc, char **argv)
                             i == start + rep.first_failed ? first : shc_status_name(item[i]));
                     shown++;
                 }
+            }
+        } else if (state && advancing) {
+            st.done = start + cnt;
+            st.added += (uint64_t)rep.added;
+            if (lst_write(state, &st) != 0) {
+                cli_progress_end(&prog_bar);
+                fprintf(stderr, "%s: cannot write state file %s: %s\n", prog, state,
+                        strerror(errno));
+                rc = CLI_EXIT_FAIL;
+                break;
             }
         }
         cli_progress_update(&prog_bar, start + cnt);

@@ -22,6 +22,7 @@
 
 extern const char LAYOUT3_LIB_LUA[];
 extern const char LAYOUT3_ZSET_LUA[];
+extern const char LAYOUT3_ZSETS_LUA[];
 extern const char LAYOUT2_LOCK_LUA[];
 
 /* The lock script of layout 3: layout 2's lock steps on the id hash of fp's table-0
@@ -51,8 +52,9 @@ static const char layout3_lock_tail[] =
 /* The cache of one corpus (ctx->dir). */
 typedef struct layout3_dir {
     bdir_shard *sh[PERM_MAX_TABLES];  /* per table: LAYOUT3_SHARDS directories, or NULL */
-    char *zset_lua, *lock_lua;        /* the texts sent with EVAL */
-    char zset_sha[SHA1_HEX_LEN + 1], lock_sha[SHA1_HEX_LEN + 1];   /* their names */
+    char *zset_lua, *zsets_lua, *lock_lua;      /* the texts sent with EVAL */
+    char zset_sha[SHA1_HEX_LEN + 1], zsets_sha[SHA1_HEX_LEN + 1],
+        lock_sha[SHA1_HEX_LEN + 1];   /* their names */
     uint64_t eval_until_ms;           /* a NOSCRIPT was met: EVAL until then */
     layout_dir_stats st;
 } layout3_dir;
@@ -81,15 +83,18 @@ static int layout3_dir_init(layout_ctx *c)
     if (d == NULL)
         return -1;
     d->zset_lua = layout3_concat(LAYOUT3_LIB_LUA, LAYOUT3_ZSET_LUA, "", "");
+    d->zsets_lua = layout3_concat(LAYOUT3_LIB_LUA, LAYOUT3_ZSETS_LUA, "", "");
     d->lock_lua = layout3_concat(LAYOUT3_LIB_LUA, layout3_lock_head, LAYOUT2_LOCK_LUA,
                                  layout3_lock_tail);
-    if (!d->zset_lua || !d->lock_lua) {
+    if (!d->zset_lua || !d->zsets_lua || !d->lock_lua) {
         free(d->zset_lua);
+        free(d->zsets_lua);
         free(d->lock_lua);
         free(d);
         return -1;
     }
     sha1_hex(d->zset_lua, strlen(d->zset_lua), d->zset_sha);
+    sha1_hex(d->zsets_lua, strlen(d->zsets_lua), d->zsets_sha);
     sha1_hex(d->lock_lua, strlen(d->lock_lua), d->lock_sha);
     c->dir = d;
     return 0;
@@ -106,6 +111,7 @@ static void layout3_dir_free(layout_ctx *c)
         free(d->sh[t]);
     }
     free(d->zset_lua);
+    free(d->zsets_lua);
     free(d->lock_lua);
     free(d);
     c->dir = NULL;
@@ -462,6 +468,95 @@ static void layout3_entry(const layout_ctx *c, unsigned table, uint64_t p, const
     out->argc = k;
 }
 
+/* The zsets script of n entries of one fingerprint: KEYS bucket, directory [, table 0's
+ * id hash] per entry; ARGV op, limit, ttl, then member and '1' / '0' (an id hash key
+ * given) per entry. */
+static void layout3_entries(const layout_ctx *c, unsigned n, const unsigned *tables,
+                            const uint64_t *ps, int add, layout_batch *out)
+{
+    const layout3_dir *d = c->dir;
+    const char *ev, *script;
+    unsigned nkeys = 0;
+    int k = 3;
+
+    out->argc = 0;
+    if (n == 0 || n > LAYOUT_BATCH_MAX)
+        return;
+    layout3_script(c, d->zsets_lua, d->zsets_sha, &ev, &script);
+    for (unsigned i = 0; i < n; i++) {
+        char *kb = out->key[nkeys];
+        out->argv[k] = kb;
+        out->argvlen[k++] = layout3_key_of(c, kb, LAYOUT_KEY_MAX, 's', tables[i], ps[i]);
+        kb = out->key[++nkeys];
+        out->argv[k] = kb;
+        out->argvlen[k++] = layout3_tag_key(kb, LAYOUT_KEY_MAX, 'r', tables[i],
+                                            layout_shard_of(ps[i]));
+        nkeys++;
+        if (tables[i] == 0) {
+            kb = out->key[nkeys++];
+            out->argv[k] = kb;
+            out->argvlen[k++] = layout3_key_of(c, kb, LAYOUT_KEY_MAX, 'h', 0, ps[i]);
+        }
+    }
+    snprintf(out->num[0], sizeof out->num[0], "%u", nkeys);
+    snprintf(out->num[1], sizeof out->num[1], "%u", c->split_limit);
+    snprintf(out->num[2], sizeof out->num[2], "%u", c->tombstone_s);
+    const char *head[3] = {ev, script, out->num[0]};
+    const char *args[3] = {add ? "A" : "R", out->num[1], out->num[2]};
+    for (int i = 0; i < 3; i++) {
+        out->argv[i] = head[i];
+        out->argvlen[i] = strlen(head[i]);
+        out->argv[k] = args[i];
+        out->argvlen[k++] = strlen(args[i]);
+    }
+    for (unsigned i = 0; i < n; i++) {
+        out->argv[k] = (const char *)out->member[i];
+        out->argvlen[k++] = layout3_member(out->member[i], ps[i]);
+        out->argv[k] = tables[i] == 0 ? "1" : "0";
+        out->argvlen[k++] = 1;
+    }
+    out->argc = k;
+}
+
+/* The item (from 1) an element of the zsets script's reply names, or 0 when it names
+ * none of the n. */
+static unsigned layout3_item_of(const redisReply *r, unsigned n)
+{
+    if (r->type != REDIS_REPLY_INTEGER || r->integer < 1 || r->integer > (long long)n)
+        return 0;
+    return (unsigned)r->integer;
+}
+
+/* The zsets script's reply: each part goes to the directory of its item's (table,
+ * shard), which learns the split points (and the splits met) from it. */
+static int layout3_entries_reply(const layout_ctx *c, unsigned n, const unsigned *tables,
+                                 const uint64_t *ps, const redisReply *r, long long *count)
+{
+    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
+        r->element[0]->type != REDIS_REPLY_INTEGER)
+        return -1;
+    long long v = r->element[0]->integer;
+    if (v == -3) {
+        unsigned i = r->elements == 3 ? layout3_item_of(r->element[1], n) : 0;
+        if (i == 0 || r->element[2]->type != REDIS_REPLY_ARRAY ||
+            layout3_dir_reply(c, tables[i - 1], layout_shard_of(ps[i - 1]), r->element[2]) != 1)
+            return -1;
+        return 1;
+    }
+    if (v < 0)
+        return -1;
+    for (size_t e = 1; e < r->elements; e++) {
+        const redisReply *part = r->element[e];
+        unsigned i = part->type == REDIS_REPLY_ARRAY && part->elements >= 1
+                         ? layout3_item_of(part->element[0], n) : 0;
+        if (i == 0)
+            return -1;
+        layout3_dir_reply(c, tables[i - 1], layout_shard_of(ps[i - 1]), part);
+    }
+    *count = v;
+    return 0;
+}
+
 static int layout3_bucket_suffix_parse(const layout_ctx *c, unsigned shard, const char *s,
                                        size_t len, uint64_t *tag)
 {
@@ -540,6 +635,8 @@ const layout_ops layout3_ops = {
     .plan_read = layout3_plan_read,
     .member_decode = layout3_member_decode,
     .entry = layout3_entry,
+    .entries = layout3_entries,
+    .entries_reply = layout3_entries_reply,
     .walk_pattern = layout3_walk_pattern,
     .walk_tag_of = layout3_walk_tag_of,
     .walk_first_value = layout3_walk_first_value,

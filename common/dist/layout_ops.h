@@ -69,6 +69,18 @@ typedef struct layout_dir_stats {
     unsigned long long noscript; /* EVALSHA answered NOSCRIPT (sent again whole) */
 } layout_dir_stats;
 
+/* The table writes of one fingerprint in many tables as one command (entries). */
+#define LAYOUT_BATCH_MAX 64         /* tables of one batched write */
+#define LAYOUT_BATCH_ARGC (6 + 5 * LAYOUT_BATCH_MAX)
+typedef struct layout_batch {
+    int argc;
+    const char *argv[LAYOUT_BATCH_ARGC];
+    size_t argvlen[LAYOUT_BATCH_ARGC];
+    char key[3 * LAYOUT_BATCH_MAX][LAYOUT_KEY_MAX];
+    uint8_t member[LAYOUT_BATCH_MAX][LAYOUT_MEMBER_MAX];
+    char num[3][12];            /* key count, split limit, tombstone seconds */
+} layout_batch;
+
 /* What one read of a fingerprint's ids answers (ids_read). */
 typedef enum layout_ids_kind {
     LAYOUT_IDS_SET = 1,         /* SMEMBERS: an array of ids */
@@ -164,6 +176,18 @@ struct layout_ops {
     /* `cmd key [0] member` of p's entry in table t: ZSCORE, ZREM or ZADD (score 0). */
     void (*entry)(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
                   layout_cmd *out);
+    /* Optional (layout 3; NULL where a table write is one plain command): the n table
+     * writes (tables[i], ps[i]) of one fingerprint, added (add) or removed, as one
+     * command, 1 <= n <= LAYOUT_BATCH_MAX. One Redis only: the keys of different
+     * tables lie in different Redis Cluster slots. Its reply goes first to
+     * layout_dir_reply of item 0's directory (a NOSCRIPT), then to entries_reply:
+     * 0 with *count (entries added or removed; the split points made are learnt),
+     * 1 when an item met a bucket that split (nothing written; its directory learnt
+     * it: send again), -1 for an unexpected reply. */
+    void (*entries)(const layout_ctx *c, unsigned n, const unsigned *tables,
+                    const uint64_t *ps, int add, layout_batch *out);
+    int (*entries_reply)(const layout_ctx *c, unsigned n, const unsigned *tables,
+                         const uint64_t *ps, const redisReply *r, long long *count);
 
     /* The walk of table 0 (SHARD.SCAN): the SCAN MATCH pattern of the table-0 bucket
      * keys of shard `shard` (layout_key_parse reads each back: its `bucket` is the

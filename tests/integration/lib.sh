@@ -12,7 +12,8 @@
 #   th_start_redis_on NAME PORT [opts..]  the same on PORT (a restart: same NAME, same
 #                            data), with extra redis-server options
 #   th_start_redis NAME      start redis-server on a free port in $TH_DIR/NAME (no
-#                            persistence) and wait for a literal PONG; sets TH_REDIS_PORT
+#                            persistence), bounded by TH_DAEMON_SECS (600) as the daemons
+#                            are, and wait for a literal PONG; sets TH_REDIS_PORT
 #                            and TH_REDIS_PID
 #   th_fail MSG / th_log MSG print and (fail) exit 1 after showing the logs
 #
@@ -146,7 +147,7 @@ th_start_redis_on() {
     shift 2
     dir="$TH_DIR/$name"
     mkdir -p "$dir"
-    th_start "$name" 600 redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
+    th_start "$name" "${TH_DAEMON_SECS:-600}" redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
         --save '' --appendonly no --daemonize no --protected-mode yes "$@"
     TH_REDIS_PID=$TH_PID
     TH_REDIS_PORT=$port

@@ -132,6 +132,83 @@ static void test_layout3_routing(void **state)
     layout_ctx_free(&c);
 }
 
+/* Layout 3's batched table writes: one script call for the entries of one fingerprint
+ * in several tables, its reply's parts going to each table's directory, and replies of
+ * the wrong shape refused. */
+static void test_layout3_entries(void **state)
+{
+    (void)state;
+    layout_ctx c;
+    layout_batch b;
+    layout_dir_stats st;
+    long long n = -1;
+    assert_int_equal(layout_ctx_init(&c, 3, 0), 0);
+    assert_non_null(c.ops->entries);
+    unsigned tabs[2] = {0, 5};
+    uint64_t ps[2] = {0x11c0000000000001ull, 0x22c0000000000002ull};
+    c.ops->entries(&c, 2, tabs, ps, 1, &b);
+    assert_int_equal(b.argc, 3 + 5 + 3 + 4);
+    assert_string_equal(b.argv[0], "EVAL");
+    assert_string_equal(b.argv[2], "5");                 /* 3 keys + 2 keys */
+    assert_string_equal(b.argv[3], "s:{0:11}:-");
+    assert_string_equal(b.argv[4], "r:{0:11}");
+    assert_string_equal(b.argv[5], "h:{0:11}:-");
+    assert_string_equal(b.argv[6], "s:{5:22}:-");
+    assert_string_equal(b.argv[7], "r:{5:22}");
+    assert_string_equal(b.argv[8], "A");
+    assert_int_equal(b.argvlen[11], 7);                  /* item 1's member, flag '1' */
+    assert_string_equal(b.argv[12], "1");
+    assert_string_equal(b.argv[14], "0");
+    c.ops->entries(&c, 0, tabs, ps, 1, &b);
+    assert_int_equal(b.argc, 0);
+    /* {-3, 2, {-1, "\x80"}}: item 2's bucket split at 80, nothing written */
+    redisReply m0 = {.type = REDIS_REPLY_INTEGER, .integer = -1};
+    redisReply m1 = {.type = REDIS_REPLY_STRING, .str = "\x80", .len = 1};
+    redisReply *mel[2] = {&m0, &m1};
+    redisReply sub = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = mel};
+    redisReply f0 = {.type = REDIS_REPLY_INTEGER, .integer = -3};
+    redisReply f1 = {.type = REDIS_REPLY_INTEGER, .integer = 2};
+    redisReply *fel[3] = {&f0, &f1, &sub};
+    redisReply failed = {.type = REDIS_REPLY_ARRAY, .elements = 3, .element = fel};
+    assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &failed, &n), 1);
+    c.ops->entries(&c, 2, tabs, ps, 1, &b);
+    assert_string_equal(b.argv[3], "s:{0:11}:-");        /* table 0 untouched */
+    assert_string_equal(b.argv[6], "s:{5:22}:80-");
+    /* {2, {1, "\xc0\x01"}}: written, item 1's bucket split */
+    redisReply p0 = {.type = REDIS_REPLY_INTEGER, .integer = 1};
+    redisReply p1 = {.type = REDIS_REPLY_STRING, .str = "\xc0\x01", .len = 2};
+    redisReply *pel[2] = {&p0, &p1};
+    redisReply part = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = pel};
+    redisReply w0 = {.type = REDIS_REPLY_INTEGER, .integer = 2};
+    redisReply *wel[2] = {&w0, &part};
+    redisReply wrote = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = wel};
+    assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &wrote, &n), 0);
+    assert_int_equal(n, 2);
+    c.ops->entries(&c, 2, tabs, ps, 0, &b);
+    assert_string_equal(b.argv[3], "s:{0:11}:-c001");
+    assert_string_equal(b.argv[8], "R");
+    /* wrong shapes: an item out of range, a bare integer, a part without its item */
+    f1.integer = 3;
+    assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &failed, &n), -1);
+    f1.integer = 0;
+    assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &failed, &n), -1);
+    assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &w0, &n), -1);
+    p0.type = REDIS_REPLY_STRING;
+    p0.str = "1";
+    p0.len = 1;
+    assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &wrote, &n), -1);
+    f0.integer = -1;
+    assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &failed, &n), -1);
+    layout_dir_stats_get(&c, &st);
+    assert_int_equal(st.splits, 1);
+    assert_int_equal(st.stale, 1);
+    layout_ctx_free(&c);
+    /* layouts whose table writes are plain commands have none */
+    assert_int_equal(layout_ctx_init(&c, 2, 12), 0);
+    assert_null(c.ops->entries);
+    layout_ctx_free(&c);
+}
+
 /* Every kind of key written by layout.h comes back with what was written. */
 static void check_parse(unsigned version, unsigned bb, const char *corpus)
 {
@@ -384,6 +461,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_table),
         cmocka_unit_test(test_layout3_routing),
+        cmocka_unit_test(test_layout3_entries),
         cmocka_unit_test(test_key_parse),
         cmocka_unit_test(test_key_parse_foreign),
         cmocka_unit_test(test_ids_reads),

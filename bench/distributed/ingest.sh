@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# bench/distributed/ingest.sh: bulk ingest rate of `simhash load` in each data layout,
+# against the raw Redis rates of the same work, all in one run.
+#   raw_bulk    bench-dist_load preload + predocs of the same N fingerprints (layout 2,
+#               bucket bits 12: one ZADD of many members per key, one HSET per id)
+#               into a fresh redis-server: what Redis alone takes in bulk
+#   raw_ingest  bench-dist_load raw-ingest (one ZADD per table + the id's HSET per
+#               fingerprint, pipelined, no lock) for BENCH_SECONDS
+#   load        `simhash load` of N pairs (random fingerprints, one 30-byte id each)
+#               into a fresh deployment (one redis-server with the listpack limits of
+#               deploy/simhash-local, one worker, one coordinator) of layout L
+# With BENCH_BASE_BIN set (the programs of another build, e.g. the commit before a
+# change), `load` runs with both builds in every round, alternating, so "before" and
+# "after" meet the same machine load; lines carry build=base / build=test.
+# Prints `bench=ingest build=B layout=L metric=M value=V` lines on stdout: per round,
+# then `median_*` over BENCH_ROUNDS rounds and each median's ratio to the raw rates
+# (progress on stderr). Per load also bytes_per_fp (used_memory / N after the load),
+# redis_cpu_s, the worker's bucket_splits, and load_failed (pairs the deployment
+# refused: the first error is logged, and the rate counts only the pairs stored).
+# Environment: SIMHASH_BIN (default build/bin), BENCH_BASE_BIN (unset), BENCH_N
+# (100000), BENCH_ROUNDS (3), BENCH_LAYOUTS ("2 3"), BENCH_SECONDS (10),
+# BENCH_BLOCKS/BENCH_DISTANCE (6/3), BENCH_RAW (1; 0 skips the raw rates).
+# Everything runs on 127.0.0.1 in a mktemp -d directory, stopped by PID at exit.
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+export SIMHASH_SRC=${SIMHASH_SRC:-$(cd "$HERE/../.." && pwd)}
+. "$SIMHASH_SRC/tests/integration/lib.sh"
+th_init bench-ingest
+th_need_bins simhash simhash-shard simhash-coordinator bench-dist_load
+N=${BENCH_N:-100000}
+ROUNDS=${BENCH_ROUNDS:-3}
+SECS=${BENCH_SECONDS:-10}
+M=${BENCH_BLOCKS:-6}
+K=${BENCH_DISTANCE:-3}
+export TH_DAEMON_SECS=${BENCH_DAEMON_SECS:-7200}
+TEST_BIN=$TH_BIN
+BUILDS="test"
+[ -n "${BENCH_BASE_BIN:-}" ] && BUILDS="base test"
+
+emit() { echo "bench=ingest build=$1 layout=$2 metric=$3 value=$4"; }
+now() { date +%s.%N; }
+rcli() { timeout 30 redis-cli -p "$rport" "$@" | tr -d '\r'; }
+info_field() { rcli info "$1" | sed -n "s/^$2://p"; }
+median() { python3 -c "import statistics, sys; print(round(statistics.median(float(x) for x in sys.argv[1:]), 1))" "$@"; }
+ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(round(a / b, 3) if b else 'nan')" "$1" "$2"; }
+
+# fresh_redis: a new redis-server with the deployment's listpack limits; sets rport
+fresh_redis() {
+    th_start_redis "redis-$1"
+    rport=$TH_REDIS_PORT
+    rpid=$TH_REDIS_PID
+    local s
+    for s in zset-max-listpack-entries hash-max-listpack-entries; do   # as simhash-local
+        rcli config set "$s" 2048 >/dev/null
+    done
+}
+
+th_log "input: $N random fingerprints with one 30-byte id each"
+python3 -c "
+import random, sys
+r = random.Random(20)
+w = sys.stdout.write
+for i in range($N):
+    w('%d doc-%026d\n' % (r.getrandbits(64), i))
+" >"$TH_DIR/pairs.txt" || th_fail "cannot write the input"
+
+emit machine - cores "$(nproc)"
+emit machine - loadavg_1m_start "$(cut -d' ' -f1 /proc/loadavg)"
+
+# raw_round R: the raw rates on a fresh Redis; appends to rb / ri
+raw_round() {
+    local r=$1 t0 t1
+    fresh_redis "raw-$r"
+    t0=$(now)
+    timeout 3600 "$TEST_BIN/bench-dist_load" preload --port "$rport" --count "$N" --layout 2 \
+        --blocks "$M" --distance "$K" --seed "$r" >"$TH_DIR/preload-$r.out" &&
+        timeout 3600 "$TEST_BIN/bench-dist_load" predocs --port "$rport" --count "$N" --layout 2 \
+            --blocks "$M" --distance "$K" --seed "$r" >"$TH_DIR/predocs-$r.out" ||
+        th_fail "bench-dist_load preload/predocs"
+    t1=$(now)
+    rb+=("$(python3 -c "print(round($N / ($t1 - $t0), 1))")")
+    timeout $((SECS + 600)) "$TEST_BIN/bench-dist_load" raw-ingest --port "$rport" --layout 2 \
+        --blocks "$M" --distance "$K" --offset 100000000 --count 100000000 --seconds "$SECS" \
+        --depth 32 >"$TH_DIR/raw-ingest-$r.out" || th_fail "bench-dist_load raw-ingest"
+    ri+=("$(sed -n 's/.* metric=ingests_per_sec value=//p' "$TH_DIR/raw-ingest-$r.out" | head -n 1)")
+    emit raw 2 raw_bulk_fp_per_s "${rb[-1]}"
+    emit raw 2 raw_ingest_fp_per_s "${ri[-1]}"
+    th_stop "$rpid"
+}
+
+# load_round BUILD LAYOUT R: `simhash load` into a fresh deployment; prints fp/s
+load_round() {
+    local b=$1 l=$2 r=$3 bin t0 t1 out
+    bin=$TEST_BIN
+    [ "$b" = base ] && bin=$BENCH_BASE_BIN
+    fresh_redis "$b-l$l-$r"
+    TH_BIN=$bin th_start_shard "shard-$b-l$l-$r" "$rport" 0-255 "$M" "$K" "" --layout "$l"
+    local spid=$TH_SHARD_PID
+    TH_BIN=$bin th_start_coord "coord-$b-l$l-$r" "$M" "$K" 10000 "127.0.0.1:$TH_SHARD_PORT"
+    local cpid=$TH_COORD_PID cport=$TH_COORD_PORT
+    t0=$(now)
+    local err="$TH_DIR/load-$b-l$l-$r.err" failed=0
+    out=$(timeout 7200 "$bin/simhash" load --port "$cport" --timeout-ms 60000 "$TH_DIR/pairs.txt" 2>"$err")
+    t1=$(now)
+    case "$out" in
+    "loaded $N entries ($N new)"*) ;;
+    "loaded "*) # items refused: reported, and the rate counts only the pairs stored
+        failed=$(sed -n 's/^simhash load: \([0-9]*\) entries failed$/\1/p' "$err")
+        [ -n "$failed" ] || th_fail "simhash load ($b, layout $l): $out $(tail -n 3 "$err")"
+        th_log "simhash load ($b, layout $l): $failed pairs refused; the first: $(grep -v 'SHC_ERR_[A-Z]*$' "$err" | head -n 2)" ;;
+    *) th_fail "simhash load ($b, layout $l): $out $(tail -n 3 "$err")" ;;
+    esac
+    emit "$b" "$l" load_failed "$failed"
+    emit "$b" "$l" bucket_splits "$(timeout 30 redis-cli -p "$TH_SHARD_PORT" shard.info | tr -d '\r' | sed -n 's/^bucket_splits://p')"
+    local rate mem cpu
+    rate=$(python3 -c "print(round(($N - $failed) / ($t1 - $t0), 1))")
+    mem=$(info_field memory used_memory)
+    cpu=$(info_field cpu used_cpu_user_main_thread)
+    emit "$b" "$l" load_fp_per_s "$rate"
+    emit "$b" "$l" load_seconds "$(python3 -c "print(round($t1 - $t0, 2))")"
+    emit "$b" "$l" bytes_per_fp "$(python3 -c "print(round($mem / ($N - $failed), 1))")"
+    emit "$b" "$l" redis_cpu_s "$cpu"
+    emit "$b" "$l" redis_cpu_us_per_fp "$(python3 -c "print(round($cpu * 1e6 / ($N - $failed), 1))")"
+    th_stop "$cpid"
+    th_stop "$spid"
+    th_stop "$rpid"
+    echo "$rate" >"$TH_DIR/rate-$b-l$l-$r"
+}
+
+rb=() ri=()
+for r in $(seq 1 "$ROUNDS"); do
+    if [ "${BENCH_RAW:-1}" = 1 ]; then
+        th_log "round $r: raw rates"
+        raw_round "$r"
+    fi
+    for l in ${BENCH_LAYOUTS:-2 3}; do
+        for b in $BUILDS; do
+            th_log "round $r: simhash load, build $b, layout $l"
+            load_round "$b" "$l" "$r"
+        done
+    done
+done
+
+if [ "${BENCH_RAW:-1}" = 1 ]; then
+    mrb=$(median "${rb[@]}")
+    mri=$(median "${ri[@]}")
+    emit raw 2 median_raw_bulk_fp_per_s "$mrb"
+    emit raw 2 median_raw_ingest_fp_per_s "$mri"
+fi
+for l in ${BENCH_LAYOUTS:-2 3}; do
+    for b in $BUILDS; do
+        m=$(median $(cat "$TH_DIR"/rate-"$b"-l"$l"-*))
+        emit "$b" "$l" median_load_fp_per_s "$m"
+        if [ "${BENCH_RAW:-1}" = 1 ]; then
+            emit "$b" "$l" load_over_raw_bulk "$(ratio "$m" "$mrb")"
+            emit "$b" "$l" load_over_raw_ingest "$(ratio "$m" "$mri")"
+        fi
+    done
+    if [ -n "${BENCH_BASE_BIN:-}" ]; then
+        emit test "$l" test_over_base "$(ratio "$(median $(cat "$TH_DIR"/rate-test-l"$l"-*))" \
+            "$(median $(cat "$TH_DIR"/rate-base-l"$l"-*))")"
+    fi
+done
+emit machine - loadavg_1m_end "$(cut -d' ' -f1 /proc/loadavg)"

@@ -1,0 +1,58 @@
+-- layout3_zsets.lua (after layout3_lib.lua): the table writes of one fingerprint in
+-- many tables in one call (layout3_zset.lua does one bucket a call). One Redis only:
+-- the buckets of different tables lie in different Redis Cluster slots. Every bucket
+-- is checked before anything is written, so a call that meets a split writes nothing.
+-- KEYS: per item: bucket, directory (same slot) [, table 0's id hash of the same bounds]
+-- ARGV: op ('A' add, 'R' remove), limit (>= 2), tombstone seconds, then per item:
+--       member, '1' when the item has an id hash key else '0'
+-- Reply: {n, {i, split points...}...} (n members added or removed; one array per item
+-- i (from 1) whose bucket split); {-3, i, {-1, split point}} when item i's bucket had
+-- split, {-3, i, {-2}} when its tombstone expired (nothing written: redo).
+local op, limit, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+if not limit or limit < 2 or not ttl or ttl < 1 or (op ~= 'A' and op ~= 'R') or
+   #ARGV < 5 or #ARGV % 2 == 0 then
+  return redis.error_reply('ERR layout 3 zsets script: bad arguments')
+end
+local items, k = {}, 1
+for a = 4, #ARGV, 2 do
+  local it = {key = KEYS[k], dir = KEYS[k + 1], member = ARGV[a]}
+  k = k + 2
+  if ARGV[a + 1] == '1' then
+    it.hkey = KEYS[k]
+    k = k + 1
+  end
+  if not it.key or not it.dir then
+    return redis.error_reply('ERR layout 3 zsets script: too few keys')
+  end
+  items[#items + 1] = it
+end
+if k - 1 ~= #KEYS then
+  return redis.error_reply('ERR layout 3 zsets script: too many keys')
+end
+-- ZCARD tells the three cases apart in one call: WRONGTYPE (a tombstone), 0 (absent:
+-- an empty live bucket or an expired tombstone, the directory says which), the size
+for i, it in ipairs(items) do
+  local size = redis.pcall('ZCARD', it.key)
+  if type(size) ~= 'number' or size == 0 then
+    local moved = l3_check(it.key, it.dir, 'zset')
+    if moved then
+      if moved.err then return moved end
+      return {-3, i, moved}
+    end
+    if type(size) ~= 'number' then return size end
+  end
+  it.size = size
+end
+local out = {0}
+for i, it in ipairs(items) do
+  if op == 'A' then
+    local n = redis.call('ZADD', it.key, 0, it.member)
+    out[1] = out[1] + n
+    if it.size + n >= limit or (it.hkey and redis.call('HLEN', it.hkey) >= limit) then
+      out[#out + 1] = l3_split_full(it.key, it.hkey, it.dir, limit, ttl, {i})
+    end
+  else
+    out[1] = out[1] + redis.call('ZREM', it.key, it.member)
+  end
+end
+return out
