@@ -4,6 +4,9 @@
 # come to the input's size exactly, and the deployment then holds exactly the input's
 # pairs (simhash export against the input). A finished load run again sends nothing;
 # a state file of another input, or one that is not a state file, is refused.
+# A load during which Redis stops answering for 3 s (SIGSTOP: the worker's requests
+# fail with REDIS errors past its 1,000 ms deadline) sends the refused pairs again and
+# still exits 0 with every pair stored.
 set -o pipefail
 . "$(dirname "$0")/lib.sh"
 th_init load_resume
@@ -85,4 +88,37 @@ for bad in 'garbage' "$(sed 's/^done .*/done -1/' "$state")" "$(cat "$state")ext
     fi
     grep -q "not a state file" "$TH_DIR/load5.err" || th_fail "malformed state file: $(cat "$TH_DIR/load5.err")"
 done
+# 6. Redis stopped for 3 s in the middle of a load: the pairs refused meanwhile are sent
+# again, the load exits 0, and the deployment holds both inputs exactly
+python3 -c "
+import random
+r = random.Random(25)
+for i in range(100000):
+    print(r.getrandbits(64), 'stop-%d' % i)
+" >"$TH_DIR/in2.txt" || th_fail "cannot write the second input"
+rpid=$(th_child_pid "$TH_REDIS_PID")
+[ -n "$rpid" ] || th_fail "no redis-server process under $TH_REDIS_PID"
+timeout 600 "$SH" load --port "$cport" --timeout-ms 60000 --state "$TH_DIR/load6.state" \
+    "$TH_DIR/in2.txt" >"$TH_DIR/load6.out" 2>"$TH_DIR/load6.err" &
+lpid=$!
+i=0
+until grep -q '^done [1-9]' "$TH_DIR/load6.state" 2>/dev/null; do
+    kill -0 "$lpid" 2>/dev/null || break
+    [ $i -lt 6000 ] || th_fail "no checkpoint of the second load after 300 s"
+    sleep 0.05
+    i=$((i + 1))
+done
+kill -0 "$lpid" 2>/dev/null || th_log "the second load ended before Redis was stopped (a fast machine): only its result is checked"
+kill -STOP "$rpid"
+sleep 3
+kill -CONT "$rpid"
+wait "$lpid" || th_fail "the load across a stopped Redis failed: $(tail -n 5 "$TH_DIR/load6.err")"
+case "$(cat "$TH_DIR/load6.out")" in "loaded 100000 entries ("*) ;;
+    *) th_fail "the load across a stopped Redis said: $(cat "$TH_DIR/load6.out")" ;; esac
+timeout 300 "$SH" export --port "$cport" -o "$TH_DIR/export2.txt" 2>"$TH_DIR/export2.err" ||
+    th_fail "export after the second load failed: $(cat "$TH_DIR/export2.err")"
+sort "$TH_DIR/in.txt" "$TH_DIR/in2.txt" >"$TH_DIR/in2.sorted"
+sort "$TH_DIR/export2.txt" >"$TH_DIR/export2.sorted"
+cmp -s "$TH_DIR/in2.sorted" "$TH_DIR/export2.sorted" ||
+    th_fail "export after the stopped-Redis load differs from the inputs: $(diff "$TH_DIR/in2.sorted" "$TH_DIR/export2.sorted" | head -n 5)"
 th_log "ok"
