@@ -8,18 +8,13 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <event2/event.h>
 
 #include "rserver.h"
+#include "rsloop.h"
 
 /* ---- Commands of the test server ---- */
 
@@ -69,7 +64,7 @@ static const rs_command tr_commands[] = {
 typedef struct tr_fix {
     struct event_base *base;
     rserver *s;
-    int fd;
+    rl_client c;
 } tr_fix;
 
 static void tr_start(tr_fix *f, const rs_limits *lim)
@@ -87,78 +82,22 @@ static void tr_start(tr_fix *f, const rs_limits *lim)
     f->s = rs_new(f->base, &o, err, sizeof err);
     if (f->s == NULL)
         fail_msg("rs_new: %s", err);
-    struct sockaddr_in a = {0};
-    a.sin_family = AF_INET;
-    a.sin_port = htons((uint16_t)rs_port(f->s));
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    f->fd = socket(AF_INET, SOCK_STREAM, 0);
-    assert_true(f->fd >= 0);
-    assert_int_equal(connect(f->fd, (struct sockaddr *)&a, sizeof a), 0);
+    rl_connect(&f->c, f->base, rs_port(f->s));
     tr_nheld = tr_hold_runs = tr_write_runs = tr_echo_runs = 0;
 }
 
 static void tr_stop(tr_fix *f)
 {
-    close(f->fd);
+    rl_close(&f->c);
     rs_free(f->s);
     event_base_free(f->base);
 }
 
-/* Sends text as it is. */
-static void tr_send(tr_fix *f, const char *text)
+/* Runs the loop until *n reaches want. */
+static void tr_wait_runs(tr_fix *f, const unsigned *n, unsigned want)
 {
-    size_t n = strlen(text);
-    assert_int_equal(write(f->fd, text, n), (ssize_t)n);
-}
-
-/* Runs the loop once without blocking, then sleeps a millisecond. */
-static void tr_spin(tr_fix *f)
-{
-    event_base_loop(f->base, EVLOOP_NONBLOCK);
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
-}
-
-/* Runs the loop until exactly want arrived (10 s at most), then asserts it. */
-static void tr_expect(tr_fix *f, const char *want)
-{
-    size_t n = strlen(want), got = 0;
-    char buf[1024];
-    assert_true(n < sizeof buf);
-    for (int i = 0; i < 10000 && got < n; i++) {
-        tr_spin(f);
-        ssize_t k = recv(f->fd, buf + got, n - got, MSG_DONTWAIT);
-        if (k > 0)
-            got += (size_t)k;
-        else if (k == 0)
-            break;
-    }
-    buf[got] = '\0';
-    assert_string_equal(buf, want);
-}
-
-/* Runs the loop a while and asserts nothing arrived. */
-static void tr_expect_nothing(tr_fix *f)
-{
-    char c;
-    for (int i = 0; i < 30; i++)
-        tr_spin(f);
-    ssize_t k = recv(f->fd, &c, 1, MSG_DONTWAIT);
-    assert_true(k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK));
-}
-
-/* Runs the loop, reading whatever comes, until the server closed the connection
- * (10 s at most). */
-static void tr_expect_closed(tr_fix *f)
-{
-    char buf[256];
-    for (int i = 0; i < 10000; i++) {
-        tr_spin(f);
-        ssize_t k = recv(f->fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK))
-            return;
-    }
-    fail_msg("the connection stayed open");
+    for (int i = 0; i < RL_SPINS && *n < want; i++)
+        rl_spin(f->base);
 }
 
 /* Finishes the request held i-th. */
@@ -178,15 +117,15 @@ static void test_dispatch(void **state)
     (void)state;
     tr_fix f;
     tr_start(&f, NULL);
-    tr_send(&f, "*2\r\n$5\r\nECHO1\r\n$2\r\nhi\r\n");
-    tr_expect(&f, "$2\r\nhi\r\n");
-    tr_send(&f, "*1\r\n$4\r\nNOPE\r\n");
-    tr_expect(&f, "-ERR unknown command 'NOPE'\r\n");
-    tr_send(&f, "*3\r\n$5\r\necho1\r\n$1\r\na\r\n$1\r\nb\r\n");
-    tr_expect(&f, "-ERR wrong number of arguments for 'echo1' command\r\n");
+    rl_send(&f.c, "*2\r\n$5\r\nECHO1\r\n$2\r\nhi\r\n");
+    rl_expect(&f.c, "$2\r\nhi\r\n");
+    rl_send(&f.c, "*1\r\n$4\r\nNOPE\r\n");
+    rl_expect(&f.c, "-ERR unknown command 'NOPE'\r\n");
+    rl_send(&f.c, "*3\r\n$5\r\necho1\r\n$1\r\na\r\n$1\r\nb\r\n");
+    rl_expect(&f.c, "-ERR wrong number of arguments for 'echo1' command\r\n");
     assert_int_equal(tr_echo_runs, 1);
-    tr_send(&f, "*2\r\n$5\r\nEcho1\r\n$2\r\nok\r\n");   /* names match in any case */
-    tr_expect(&f, "$2\r\nok\r\n");
+    rl_send(&f.c, "*2\r\n$5\r\nEcho1\r\n$2\r\nok\r\n");   /* names match in any case */
+    rl_expect(&f.c, "$2\r\nok\r\n");
     tr_stop(&f);
 }
 
@@ -196,17 +135,16 @@ static void test_reply_order(void **state)
     (void)state;
     tr_fix f;
     tr_start(&f, NULL);
-    tr_send(&f, "*2\r\n$4\r\nHOLD\r\n$1\r\na\r\n*2\r\n$4\r\nHOLD\r\n$1\r\nb\r\n"
+    rl_send(&f.c, "*2\r\n$4\r\nHOLD\r\n$1\r\na\r\n*2\r\n$4\r\nHOLD\r\n$1\r\nb\r\n"
                 "*2\r\n$5\r\nECHO1\r\n$1\r\nc\r\n");
-    for (int i = 0; i < 10000 && tr_echo_runs == 0; i++)
-        tr_spin(&f);
+    tr_wait_runs(&f, &tr_echo_runs, 1);
     assert_int_equal(tr_hold_runs, 2);
     assert_int_equal(tr_echo_runs, 1);       /* ran at once ... */
-    tr_expect_nothing(&f);                   /* ... but waits behind the held ones */
+    rl_expect_nothing(&f.c);                   /* ... but waits behind the held ones */
     tr_release(1);
-    tr_expect_nothing(&f);                   /* b is done, a is not */
+    rl_expect_nothing(&f.c);                   /* b is done, a is not */
     tr_release(0);
-    tr_expect(&f, "$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n");
+    rl_expect(&f.c, "$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n");
     tr_stop(&f);
 }
 
@@ -217,16 +155,15 @@ static void test_write_ordering(void **state)
     (void)state;
     tr_fix f;
     tr_start(&f, NULL);
-    tr_send(&f, "*2\r\n$4\r\nHOLD\r\n$1\r\na\r\n*1\r\n$2\r\nWR\r\n"
+    rl_send(&f.c, "*2\r\n$4\r\nHOLD\r\n$1\r\na\r\n*1\r\n$2\r\nWR\r\n"
                 "*2\r\n$5\r\nECHO1\r\n$1\r\nc\r\n");
-    for (int i = 0; i < 10000 && tr_hold_runs == 0; i++)
-        tr_spin(&f);
-    tr_expect_nothing(&f);
+    tr_wait_runs(&f, &tr_hold_runs, 1);
+    rl_expect_nothing(&f.c);
     assert_int_equal(tr_hold_runs, 1);
     assert_int_equal(tr_write_runs, 0);      /* waits for HOLD */
     assert_int_equal(tr_echo_runs, 0);       /* waits for WR */
     tr_release(0);
-    tr_expect(&f, "$1\r\na\r\n+OK\r\n$1\r\nc\r\n");
+    rl_expect(&f.c, "$1\r\na\r\n+OK\r\n$1\r\nc\r\n");
     assert_int_equal(tr_write_runs, 1);
     assert_int_equal(tr_echo_runs, 1);
     tr_stop(&f);
@@ -241,19 +178,17 @@ static void test_inflight_limit(void **state)
     lim.max_inflight_client = 2;
     tr_fix f;
     tr_start(&f, &lim);
-    tr_send(&f, "*2\r\n$4\r\nHOLD\r\n$1\r\na\r\n*2\r\n$4\r\nHOLD\r\n$1\r\nb\r\n"
+    rl_send(&f.c, "*2\r\n$4\r\nHOLD\r\n$1\r\na\r\n*2\r\n$4\r\nHOLD\r\n$1\r\nb\r\n"
                 "*2\r\n$4\r\nHOLD\r\n$1\r\nc\r\n");
-    for (int i = 0; i < 10000 && tr_hold_runs < 2; i++)
-        tr_spin(&f);
-    tr_expect_nothing(&f);
+    tr_wait_runs(&f, &tr_hold_runs, 2);
+    rl_expect_nothing(&f.c);
     assert_int_equal(tr_hold_runs, 2);       /* the third waits */
     tr_release(0);
-    for (int i = 0; i < 10000 && tr_hold_runs < 3; i++)
-        tr_spin(&f);
+    tr_wait_runs(&f, &tr_hold_runs, 3);
     assert_int_equal(tr_hold_runs, 3);
     tr_release(1);
     tr_release(2);
-    tr_expect(&f, "$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n");
+    rl_expect(&f.c, "$1\r\na\r\n$1\r\nb\r\n$1\r\nc\r\n");
     tr_stop(&f);
 }
 
@@ -267,11 +202,11 @@ static void test_max_args(void **state)
     lim.max_args = 2;
     tr_fix f;
     tr_start(&f, &lim);
-    tr_send(&f, "*2\r\n$5\r\nECHO1\r\n$1\r\nx\r\n");
-    tr_expect(&f, "$1\r\nx\r\n");
-    tr_send(&f, "*3\r\n$5\r\nECHO1\r\n$1\r\nx\r\n$1\r\ny\r\n");
-    tr_expect(&f, "-ERR");
-    tr_expect_closed(&f);
+    rl_send(&f.c, "*2\r\n$5\r\nECHO1\r\n$1\r\nx\r\n");
+    rl_expect(&f.c, "$1\r\nx\r\n");
+    rl_send(&f.c, "*3\r\n$5\r\nECHO1\r\n$1\r\nx\r\n$1\r\ny\r\n");
+    rl_expect(&f.c, "-ERR");
+    rl_expect_closed(&f.c);
     assert_int_equal(tr_echo_runs, 1);
     tr_stop(&f);
 }
