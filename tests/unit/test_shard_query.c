@@ -4,7 +4,7 @@
  * (simhash_shard_lib), against a real redis-server the test starts on a free loopback
  * port: fingerprints written with SHARD.ADD, planted near-duplicates of each query at
  * every distance up to d + 1, and every answer compared with brute force, in each
- * data layout. */
+ * data layout; a Redis error reply to one of the scans answered once. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -301,12 +301,52 @@ static void test_query_layout3(void **state)
     tq_run(3, 3);
 }
 
+/* A Redis error reply to one ZRANGEBYLEX (a bucket key holding a string): the query
+ * is answered -REDIS once, counted once, and the worker goes on answering exactly. */
+static void test_query_redis_error(void **state)
+{
+    (void)state;
+    tq_fix f;
+    uint64_t q[TQ_QUERIES];
+    tq_start(&f, 1, 0);
+    tq_corpus(q);
+    for (size_t i = 0; i < tq_nfp; i++)
+        freeReplyObject(tq_cmd(&f, "SHARD.ADD", tq_fps[i], NULL, NULL));
+    const shard_ctx *sc = &f.sc;
+    uint64_t bad = rnd();
+    unsigned t = sc->ps.ntables / 2, bb = sc->cfg.bucket_bits;
+    char key[LAYOUT_KEY_MAX];
+    assert_true(layout_bucket_key(key, sizeof key, t,
+                                  layout_bucket_of(perm_apply(&sc->ps.tables[t], bad), bb),
+                                  bb) > 0);
+    redisContext *rc = redisConnect("127.0.0.1", (int)tq_redis_port);
+    assert_true(rc != NULL && rc->err == 0);
+    redisReply *r = redisCommand(rc, "SET %s x", key);
+    assert_true(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    redisFree(rc);
+    unsigned long long before = sc->st.redis_err;
+    r = tq_cmd(&f, "SHARD.QUERY", bad, "3", NULL);
+    assert_int_equal(r->type, REDIS_REPLY_ERROR);
+    assert_true(strncmp(r->str, "REDIS ", 6) == 0);
+    freeReplyObject(r);
+    assert_int_equal(sc->st.redis_err, before + 1);
+    static tq_match want[TQ_MAXFP];
+    size_t nw = tq_brute(q[0], 3, want);
+    r = tq_cmd(&f, "SHARD.QUERY", q[0], "3", NULL);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, nw);
+    freeReplyObject(r);
+    tq_stop(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_query_layout1),
         cmocka_unit_test(test_query_layout2),
         cmocka_unit_test(test_query_layout3),
+        cmocka_unit_test(test_query_redis_error),
     };
     return cmocka_run_group_tests(tests, tq_redis_start, tq_redis_stop);
 }
