@@ -10,10 +10,12 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -74,6 +76,12 @@ static int tq_redis_start(void **state)
     snprintf(port, sizeof port, "%u", tq_redis_port);
     tq_redis_pid = fork();
     if (tq_redis_pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);   /* the test crashed: Redis goes too */
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, STDIN_FILENO);
+            dup2(null, STDOUT_FILENO);
+        }
         execlp("redis-server", "redis-server", "--bind", "127.0.0.1", "--port", port, "--dir",
                tq_dir, "--save", "", "--appendonly", "no", "--databases", "4", "--loglevel",
                "warning", "--logfile", "redis.log", (char *)NULL);
