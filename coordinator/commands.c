@@ -106,16 +106,25 @@ static void coord_qstate_cleanup(void *p)
     free(s->pairs);
 }
 
-static coord_qstate *coord_qstate_new(coord_op *op, coord_query_done_fn done)
+/* A new operation answering r, with its query state (*sp) for q within d, ending
+ * with done. NULL when out of memory (r answered). */
+static coord_op *coord_query_op_new(coord *co, rs_req *r, coord_query_done_fn done, uint64_t q,
+                                    unsigned d, coord_qstate **sp)
 {
+    coord_op *op = coord_op_new(co, r);
+    if (op == NULL)
+        return NULL;
     coord_qstate *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         coord_op_fail(op, RS_OOM, "out of memory");
         return NULL;
     }
     s->done = done;
+    s->q = q;
+    s->d = d;
     coord_op_set_data(op, s, coord_qstate_cleanup);
-    return s;
+    *sp = s;
+    return op;
 }
 
 /* Decimal text of table number t (0 <= t < PERM_MAX_TABLES), built once. Returns it
@@ -469,18 +478,12 @@ static void coord_cmd_query(rs_req *r)
         coord_query_options(co, r, 2, COORD_OPT_DISTANCE | COORD_OPT_LIMIT, &qo) != 0 ||
         coord_need_routing(co, r) != 0)
         return;
-    unsigned d = qo.d;
-    size_t limit = qo.limit;
     co->st.queries++;
-    coord_op *op = coord_op_new(co, r);
+    coord_qstate *s;
+    coord_op *op = coord_query_op_new(co, r, coord_query_reply, q, qo.d, &s);
     if (op == NULL)
         return;
-    coord_qstate *s = coord_qstate_new(op, coord_query_reply);
-    if (s == NULL)
-        return;
-    s->q = q;
-    s->d = d;
-    s->limit = limit;
+    s->limit = qo.limit;
     coord_query_start(op);
 }
 
@@ -491,15 +494,11 @@ static void coord_check_start(coord *co, rs_req *r, coord_write_kind kind, uint6
     size_t n;
     const char *docid = rs_req_arg(r, di, &n);
     co->st.checks++;
-    coord_op *op = coord_op_new(co, r);
+    coord_qstate *s;
+    coord_op *op = coord_query_op_new(co, r, coord_check_write, q, d, &s);
     if (op == NULL)
         return;
-    coord_qstate *s = coord_qstate_new(op, coord_check_write);
-    if (s == NULL)
-        return;
     s->check_kind = kind;
-    s->q = q;
-    s->d = d;
     s->pairs = malloc(sizeof(*s->pairs));
     if (s->pairs == NULL) {
         coord_op_fail(op, RS_OOM, "out of memory");
