@@ -1,7 +1,8 @@
 /* commands.c: the client commands of simhash-coordinator (see docs/protocol.md):
- * argument checks, the fan-out rounds of QUERY / ADD / DEL / CHECK / CHECKTEXT,
- * merging of worker replies, and the command table (FINGERPRINT and INFO are in
- * info.c). */
+ * argument checks, the options of QUERY / CHECK / CHECKTEXT, the starts of QUERY /
+ * ADD / DEL / CHECK / CHECKTEXT, and the command table. The query state machine
+ * (fan-out, merge, answer) is query.c; the write rounds write.c; FINGERPRINT and INFO
+ * info.c. */
 #include "coord.h"
 
 #include <inttypes.h>
@@ -11,7 +12,6 @@
 #include <unistd.h>
 
 #include "fingerprint.h"
-#include "hamming.h"
 #include "html.h"
 #include "layout.h"
 #include "log.h"
@@ -70,380 +70,6 @@ static int coord_need_routing(coord *co, rs_req *r)
     return -1;
 }
 
-/* ---- Operation state ---- */
-
-typedef struct grp {
-    size_t start, n;        /* slice of matches / pairs */
-} grp;
-
-typedef struct coord_qstate coord_qstate;
-
-/* What a query does with its matches: QUERY answers them; CHECK and CHECKTEXT keep the
- * answer and add the document (write.c). */
-typedef void (*coord_query_done_fn)(coord_op *op, coord_qstate *s);
-
-struct coord_qstate {
-    coord_query_done_fn done;
-    uint64_t q;
-    unsigned d;
-    size_t limit;           /* 0: all */
-    qmatch *m;
-    size_t n, cap;
-    grp *groups;            /* per worker: the matches whose ids SHARD.DOCS fetches */
-    size_t *fetch;          /* DOCS: indexes into m of the matches to fetch, by worker */
-    coord_write_kind check_kind; /* CHECK / CHECKTEXT: CW_CHECK or CW_CHECKTEXT */
-    coord_pair *pairs;      /* CHECK / CHECKTEXT: the pair added after the query */
-};
-
-static void coord_qstate_cleanup(void *p)
-{
-    coord_qstate *s = p;
-    for (size_t i = 0; i < s->n; i++)
-        free(s->m[i].docs);
-    free(s->m);
-    free(s->groups);
-    free(s->fetch);
-    free(s->pairs);
-}
-
-static coord_qstate *coord_qstate_new(coord_op *op, coord_query_done_fn done)
-{
-    coord_qstate *s = calloc(1, sizeof(*s));
-    if (s == NULL) {
-        coord_op_fail(op, RS_OOM, "out of memory");
-        return NULL;
-    }
-    s->done = done;
-    coord_op_set_data(op, s, coord_qstate_cleanup);
-    return s;
-}
-
-/* Decimal text of table number t (0 <= t < PERM_MAX_TABLES), built once. Returns it
- * and its length in *len. */
-static const char *coord_table_str(unsigned t, size_t *len)
-{
-    static char txt[PERM_MAX_TABLES][4];
-    static unsigned char tlen[PERM_MAX_TABLES];
-    static int ready;
-    if (!ready) {
-        for (unsigned i = 0; i < PERM_MAX_TABLES; i++)
-            tlen[i] = (unsigned char)snprintf(txt[i], sizeof(txt[i]), "%u", i);
-        ready = 1;
-    }
-    *len = tlen[t];
-    return txt[t];
-}
-
-/* Decimal text of fp into buf (at least 21 bytes). Returns its length. */
-static size_t coord_fp_str(uint64_t fp, char *buf)
-{
-    size_t n = resp_u64_dec(buf, fp);
-    buf[n] = '\0';
-    return n;
-}
-
-/* Send `cmd fp d t... tail` to every worker for the tables whose shard of fp it
- * owns. Returns 0, or -1 when the op failed. */
-static int coord_send_per_table(coord_op *op, const char *cmd, uint64_t fp, const char *dstr,
-                          const char *tail, coord_reply_fn fn)
-{
-    coord *co = coord_op_coord(op);
-    const char *argv[4 + PERM_MAX_TABLES];
-    size_t lens[4 + PERM_MAX_TABLES];
-    short owner[PERM_MAX_TABLES];
-    char fps[24];
-    size_t fplen = coord_fp_str(fp, fps);
-    for (unsigned t = 0; t < co->ps.ntables; t++) {
-        coord_worker *w = coord_route(co, t, perm_apply(&co->ps.tables[t], fp));
-        owner[t] = w ? (short)w->idx : -1;
-        if (w == NULL)      /* routing incomplete: coord_op_send fails the op */
-            return coord_op_send(op, NULL, 0, NULL, NULL, fn, NULL);
-    }
-    for (size_t wi = 0; wi < co->nw; wi++) {
-        int argc = 0;
-        argv[argc] = cmd;
-        lens[argc++] = strlen(cmd);
-        argv[argc] = fps;
-        lens[argc++] = fplen;
-        if (dstr) {
-            argv[argc] = dstr;
-            lens[argc++] = strlen(dstr);
-        }
-        int first = argc;
-        for (unsigned t = 0; t < co->ps.ntables; t++)
-            if (owner[t] == (short)wi) {
-                argv[argc] = coord_table_str(t, &lens[argc]);
-                argc++;
-            }
-        if (argc == first)
-            continue;
-        if (tail) {
-            argv[argc] = tail;
-            lens[argc++] = strlen(tail);
-        }
-        if (coord_op_send(op, &co->w[wi], argc, argv, lens, fn, NULL) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-static void coord_query_sort_answer_fn(coord_op *op);
-
-coord_status coord_docs_copy(const redisReply *e, char **docs, size_t *docslen)
-{
-    resp_buf b;
-    if (e->type != REDIS_REPLY_ARRAY)
-        return COORD_BAD_REPLY;
-    resp_buf_init(&b, 0);
-    resp_add_array(&b, e->elements);
-    for (size_t j = 0; j < e->elements; j++) {
-        if (e->element[j]->type != REDIS_REPLY_STRING) {
-            resp_buf_free(&b);
-            return COORD_BAD_REPLY;
-        }
-        resp_add_bulk(&b, e->element[j]->str, e->element[j]->len);
-    }
-    if (b.overflow) {
-        resp_buf_free(&b);
-        return COORD_NOMEM;
-    }
-    *docs = b.data;
-    *docslen = b.len;
-    return COORD_OK;
-}
-
-static int coord_match_push(coord_qstate *s, uint64_t fp, unsigned dist)
-{
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 16;
-        qmatch *m = realloc(s->m, cap * sizeof(*m));
-        if (m == NULL)
-            return -1;
-        s->m = m;
-        s->cap = cap;
-    }
-    s->m[s->n].fp = fp;
-    s->m[s->n].dist = dist;
-    s->m[s->n].gone = 0;
-    s->m[s->n].docs = NULL;
-    s->m[s->n].docslen = 0;
-    s->n++;
-    return 0;
-}
-
-/* SHARD.QUERY ... DOCS reply: array of [fp, dist, [docid ...]] (the worker read the
- * ids: it serves table 0's shard of fp) or [fp, dist] (ids still to be fetched). */
-static int coord_on_query_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
-{
-    coord_qstate *s = coord_op_data(op);
-    (void)arg;
-    if (r->type != REDIS_REPLY_ARRAY)
-        goto bad;
-    for (size_t i = 0; i < r->elements; i++) {
-        redisReply *e = r->element[i];
-        uint64_t fp;
-        const char *why;
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 1)
-            goto bad;
-        redisReply *f = e->element[0];
-        if (f->type == REDIS_REPLY_STRING) {
-            if (parse_u64(f->str, f->len, &fp, &why) != 0)
-                goto bad;
-        } else if (f->type == REDIS_REPLY_INTEGER && f->integer >= 0) {
-            fp = (uint64_t)f->integer;
-        } else {
-            goto bad;
-        }
-        unsigned dist = ham_dist(fp, s->q);
-        if (dist > s->d)
-            continue;       /* a worker answering more than asked: keep the contract */
-        if (coord_match_push(s, fp, dist) != 0) {
-            coord_op_fail(op, RS_OOM, "out of memory");
-            return -1;
-        }
-        if (e->elements >= 3) {
-            qmatch *m = &s->m[s->n - 1];
-            coord_status rc = coord_docs_copy(e->element[2], &m->docs, &m->docslen);
-            if (rc == COORD_BAD_REPLY)
-                goto bad;
-            if (rc == COORD_NOMEM) {
-                coord_op_fail(op, RS_OOM, "out of memory");
-                return -1;
-            }
-            m->gone = e->element[2]->elements == 0;
-        }
-    }
-    return 0;
-bad:
-    coord_op_coord(op)->st.err_worker++;
-    coord_op_fail(op, RS_ERR, "shard worker %s: malformed SHARD.QUERY reply", w->addr);
-    return -1;
-}
-
-/* SHARD.DOCS reply: one array of ids per fingerprint of the group. */
-static int coord_on_docs_reply(coord_op *op, coord_worker *w, redisReply *r, void *arg)
-{
-    coord_qstate *s = coord_op_data(op);
-    grp *g = arg;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != g->n)
-        goto bad;
-    for (size_t i = 0; i < g->n; i++) {
-        redisReply *e = r->element[i];
-        char *docs;
-        size_t docslen;
-        coord_status rc = coord_docs_copy(e, &docs, &docslen);
-        if (rc == COORD_BAD_REPLY)
-            goto bad;
-        if (rc == COORD_NOMEM) {
-            coord_op_fail(op, RS_OOM, "out of memory");
-            return -1;
-        }
-        qmatch *m = &s->m[s->fetch[g->start + i]];
-        free(m->docs);
-        m->docs = docs;
-        m->docslen = docslen;
-        /* a fingerprint exists only with a document: an ADD still under way or one
-         * that failed half-way left table entries without one */
-        m->gone = e->elements == 0;
-    }
-    return 0;
-bad:
-    coord_op_coord(op)->st.err_worker++;
-    coord_op_fail(op, RS_ERR, "shard worker %s: malformed SHARD.DOCS reply", w->addr);
-    return -1;
-}
-
-static void coord_write_matches(coord_qstate *s, resp_buf *b)
-{
-    resp_add_array(b, s->n);
-    for (size_t i = 0; i < s->n; i++) {
-        resp_add_array(b, 3);
-        resp_add_bulk_u64(b, s->m[i].fp);
-        resp_add_int(b, s->m[i].dist);
-        if (s->m[i].docs)
-            resp_buf_append(b, s->m[i].docs, s->m[i].docslen);
-        else
-            resp_add_array(b, 0);
-    }
-}
-
-/* QUERY: answer the matches. */
-static void coord_query_reply(coord_op *op, coord_qstate *s)
-{
-    coord_write_matches(s, rs_req_out(coord_op_req(op)));
-    coord_op_finish(op);
-}
-
-/* CHECK / CHECKTEXT: keep the answer, then add the document (write.c), which answers. */
-static void coord_check_write(coord_op *op, coord_qstate *s)
-{
-    resp_buf saved;
-    resp_buf_init(&saved, 0);
-    coord_write_matches(s, &saved);
-    uint64_t q = s->q;
-    coord_pair *p = s->pairs;
-    s->pairs = NULL;
-    coord_write *wr = coord_write_new(op, s->check_kind, p, 1);
-    if (wr != NULL) {
-        resp_buf_append(coord_write_saved(wr, q), saved.data, saved.len);
-        coord_write_start(op);
-    }
-    resp_buf_free(&saved);
-}
-
-/* After the query round: merge, sort, LIMIT, then fetch document ids. */
-static void coord_query_merge(coord_op *op)
-{
-    coord_qstate *s = coord_op_data(op);
-    coord *co = coord_op_coord(op);
-
-    s->n = coord_matches_merge(s->m, s->n, s->limit);
-    /* matches the workers returned without ids (table 0's shard of fp is another
-     * worker's): fetch them from that worker with SHARD.DOCS, grouped by worker */
-    size_t nfetch = 0;
-    for (size_t i = 0; i < s->n; i++)
-        nfetch += s->m[i].docs == NULL;
-    if (nfetch == 0) {
-        coord_query_sort_answer_fn(op);
-        return;
-    }
-    s->groups = calloc(co->nw, sizeof(*s->groups));
-    s->fetch = malloc(nfetch * sizeof(*s->fetch));
-    if (s->groups == NULL || s->fetch == NULL) {
-        coord_op_fail(op, RS_OOM, "out of memory");
-        return;
-    }
-    size_t pos = 0;
-    for (size_t wi = 0; wi < co->nw; wi++) {
-        s->groups[wi].start = pos;
-        for (size_t i = 0; i < s->n; i++)
-            if (s->m[i].docs == NULL &&
-                coord_route(co, 0, perm_apply(&co->ps.tables[0], s->m[i].fp)) == &co->w[wi])
-                s->fetch[pos++] = i;
-        s->groups[wi].n = pos - s->groups[wi].start;
-    }
-    if (pos != nfetch) {
-        coord_op_fail(op, RS_SHARDDOWN, "routing changed during the request; retry");
-        return;
-    }
-    for (size_t wi = 0; wi < co->nw; wi++) {
-        grp *g = &s->groups[wi];
-        if (g->n == 0)
-            continue;
-        const char **argv = malloc((g->n + 1) * sizeof(*argv));
-        size_t *lens = malloc((g->n + 1) * sizeof(*lens));
-        char (*fps)[24] = malloc(g->n * sizeof(*fps));
-        if (argv == NULL || lens == NULL || fps == NULL) {
-            free(argv);
-            free(lens);
-            free(fps);
-            coord_op_fail(op, RS_OOM, "out of memory");
-            return;
-        }
-        argv[0] = "SHARD.DOCS";
-        lens[0] = RESP_LITLEN("SHARD.DOCS");
-        for (size_t i = 0; i < g->n; i++) {
-            lens[i + 1] = coord_fp_str(s->m[s->fetch[g->start + i]].fp, fps[i]);
-            argv[i + 1] = fps[i];
-        }
-        int rc = coord_op_send(op, &co->w[wi], (int)(g->n + 1), argv, lens, coord_on_docs_reply, g);
-        free(argv);
-        free(lens);
-        free(fps);
-        if (rc != 0)
-            return;
-    }
-    coord_op_round_end(op, coord_query_sort_answer_fn);
-}
-
-static void coord_query_sort_answer_fn(coord_op *op)
-{
-    coord_qstate *s = coord_op_data(op);
-    size_t k = 0;
-    for (size_t i = 0; i < s->n; i++) {
-        if (s->m[i].gone) {
-            free(s->m[i].docs);
-            continue;
-        }
-        s->m[k++] = s->m[i];
-    }
-    s->n = k;
-    if (s->n > 1)
-        qsort(s->m, s->n, sizeof(*s->m), coord_cmp_dist_fp);
-    coord_op_coord(op)->st.matches += s->n;
-    s->done(op, s);
-}
-
-/* Start the query round for s->q within s->d. */
-static void coord_query_start(coord_op *op)
-{
-    coord_qstate *s = coord_op_data(op);
-    char dstr[8];
-    snprintf(dstr, sizeof(dstr), "%u", s->d);
-    if (coord_send_per_table(op, "SHARD.QUERY", s->q, dstr, "DOCS", coord_on_query_reply) != 0)
-        return;
-    coord_op_round_end(op, coord_query_merge);
-}
 
 static const char *coord_req_arg(void *r, size_t i, size_t *len)
 {
@@ -469,18 +95,12 @@ static void coord_cmd_query(rs_req *r)
         coord_query_options(co, r, 2, COORD_OPT_DISTANCE | COORD_OPT_LIMIT, &qo) != 0 ||
         coord_need_routing(co, r) != 0)
         return;
-    unsigned d = qo.d;
-    size_t limit = qo.limit;
     co->st.queries++;
-    coord_op *op = coord_op_new(co, r);
+    coord_qstate *s;
+    coord_op *op = coord_query_op_new(co, r, coord_query_reply, q, qo.d, &s);
     if (op == NULL)
         return;
-    coord_qstate *s = coord_qstate_new(op, coord_query_reply);
-    if (s == NULL)
-        return;
-    s->q = q;
-    s->d = d;
-    s->limit = limit;
+    s->limit = qo.limit;
     coord_query_start(op);
 }
 
@@ -491,15 +111,11 @@ static void coord_check_start(coord *co, rs_req *r, coord_write_kind kind, uint6
     size_t n;
     const char *docid = rs_req_arg(r, di, &n);
     co->st.checks++;
-    coord_op *op = coord_op_new(co, r);
+    coord_qstate *s;
+    coord_op *op = coord_query_op_new(co, r, coord_check_write, q, d, &s);
     if (op == NULL)
         return;
-    coord_qstate *s = coord_qstate_new(op, coord_check_write);
-    if (s == NULL)
-        return;
     s->check_kind = kind;
-    s->q = q;
-    s->d = d;
     s->pairs = malloc(sizeof(*s->pairs));
     if (s->pairs == NULL) {
         coord_op_fail(op, RS_OOM, "out of memory");

@@ -246,6 +246,43 @@ void coord_write_start(coord_op *op);
 
 extern const rs_command coord_commands[];
 extern const size_t coord_ncommands;
+
+/* ---- query.c: the query state machine of QUERY, CHECK and CHECKTEXT ---- */
+
+typedef struct grp {
+    size_t start, n;        /* slice of matches / pairs */
+} grp;
+
+typedef struct coord_qstate coord_qstate;
+
+/* What a query does with its matches: QUERY answers them; CHECK and CHECKTEXT keep the
+ * answer and add the document (write.c). */
+typedef void (*coord_query_done_fn)(coord_op *op, coord_qstate *s);
+
+struct coord_qstate {
+    coord_query_done_fn done;
+    uint64_t q;
+    unsigned d;
+    size_t limit;           /* 0: all */
+    qmatch *m;
+    size_t n, cap;
+    grp *groups;            /* per worker: the matches whose ids SHARD.DOCS fetches */
+    size_t *fetch;          /* DOCS: indexes into m of the matches to fetch, by worker */
+    coord_write_kind check_kind; /* CHECK / CHECKTEXT: CW_CHECK or CW_CHECKTEXT */
+    coord_pair *pairs;      /* CHECK / CHECKTEXT: the pair added after the query */
+};
+
+/* A new operation answering r, with its query state (*sp) for q within d, ending
+ * with done. NULL when out of memory (r answered). */
+coord_op *coord_query_op_new(coord *co, rs_req *r, coord_query_done_fn done, uint64_t q,
+                             unsigned d, coord_qstate **sp);
+/* Starts the query round for s->q within s->d (s: the op's data). */
+void coord_query_start(coord_op *op);
+/* The done functions: QUERY answers the matches; CHECK / CHECKTEXT keep them and add
+ * the pair (write.c). */
+void coord_query_reply(coord_op *op, coord_qstate *s);
+void coord_check_write(coord_op *op, coord_qstate *s);
+
 /* Outcome of a step that can fail in two ways a caller answers differently. */
 typedef enum coord_status {
     COORD_OK = 0,

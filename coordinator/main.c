@@ -144,32 +144,16 @@ static int coord_argc;
 static char **coord_argv;
 
 /* SIGHUP: read the configuration again (the same --config file and flags) and apply
- * what can change while running: loglevel, syslog, the slow log settings. The rest
- * needs a restart, which the log says when it changed. */
+ * what can change while running: loglevel, syslog, the slow log settings
+ * (rs_config_reload). The rest needs a restart. */
 static void coord_reload(void *arg)
 {
     coord *co = arg;
     coord_config nc;
-    memset(&nc, 0, sizeof(nc));
-    rs_limits_default(&nc.limits);
-    if (cfg_load(&coord_spec, &nc, coord_argc, coord_argv) != CFG_RUN) {
-        log_error("SIGHUP: the configuration does not load (see stderr); nothing changed");
-        cfg_free_values(&coord_spec, &nc);
-        return;
-    }
-    log_set_level(nc.loglevel);
-    if (nc.syslog != co->cfg.syslog)
-        log_syslog("simhash-coordinator", nc.syslog);
-    co->cfg.loglevel = nc.loglevel;
-    co->cfg.syslog = nc.syslog;
-    co->cfg.limits.slowlog_slower_than_us = nc.limits.slowlog_slower_than_us;
-    co->cfg.limits.slowlog_max_len = nc.limits.slowlog_max_len;
-    rs_set_slowlog(co->srv, nc.limits.slowlog_slower_than_us, nc.limits.slowlog_max_len);
-    log_info("SIGHUP: configuration reloaded: loglevel %s, syslog %s, slowlog-log-slower-than "
-             "%u, slowlog-max-len %u (other settings take effect at the next start)",
-             log_level_name(nc.loglevel), nc.syslog ? "yes" : "no",
-             nc.limits.slowlog_slower_than_us, nc.limits.slowlog_max_len);
-    cfg_free_values(&coord_spec, &nc);
+    rs_live_config live = {&co->cfg.loglevel, &co->cfg.syslog, &co->cfg.limits};
+    rs_config_reload(&coord_spec, coord_argc, coord_argv, &nc, sizeof nc,
+                     offsetof(coord_config, loglevel), offsetof(coord_config, syslog), live,
+                     co->srv);
 }
 
 /* Starts what serves: the fingerprint threads, the worker connections, the cluster

@@ -1,6 +1,6 @@
 /* matches.h: the parts of SIMHASH.QUERY/CHECK that need no event loop: parsing the
  * options [DISTANCE d] [LIMIT n] [FORMAT f] and merging the workers' matches. Used by
- * commands.c and info.c; tests/unit/test_coord_matches.c calls them directly. */
+ * commands.c, query.c and info.c; tests/unit/test_coord_matches.c calls them directly. */
 #ifndef SIMHASH_COORD_MATCHES_H
 #define SIMHASH_COORD_MATCHES_H
 

@@ -51,6 +51,7 @@ struct coord_op {
 
 static void coord_op_unref(coord_op *op)
 {
+    SH_ASSERT(op->refs > 0);
     if (--op->refs > 0)
         return;
     if (op->cleanup)

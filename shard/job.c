@@ -58,6 +58,7 @@ void shard_job_answer(shard_job *j)
 rs_req *shard_job_handoff(shard_job *j)
 {
     rs_req *req = j->req;
+    SH_ASSERT(req != NULL);     /* handing on an answered request would answer it twice */
     j->req = NULL;
     j->state = NULL;
     evtimer_del(j->deadline);
@@ -143,6 +144,7 @@ static void shard_job_on_reply(void *priv, redisReply *reply, const char *err)
 
 int shard_job_send(shard_job *j, unsigned i, int argc, const char **argv, const size_t *argvlen)
 {
+    SH_ASSERT(i < j->nslots);
     if (j->req == NULL)
         return -1;
     if ((j->background ? shard_redis_command_background : shard_redis_command)(

@@ -79,7 +79,7 @@ void shard_job_fail(shard_job *j, rs_errcode code, unsigned long long *counter, 
 /* The reply is in rs_req_out: send it. */
 void shard_job_answer(shard_job *j);
 /* Detaches the request (and the state, which the caller now owns) from j, for a
- * next job; j ends. */
+ * next job; j ends. Only before j answered (from done() or a rerun). */
 rs_req *shard_job_handoff(shard_job *j);
 
 /* ---- dirs.c: directories of a layout whose buckets split (layout_ops.h) ---- */

@@ -256,32 +256,15 @@ static int shard_argc;
 static char **shard_argv;
 
 /* SIGHUP: read the configuration again and apply what can change while running:
- * loglevel, syslog, the slow log settings. */
+ * loglevel, syslog, the slow log settings (rs_config_reload). */
 static void shard_reload(void *arg)
 {
     shard_ctx *sc = arg;
     shard_main_config nc;
-    memset(&nc, 0, sizeof nc);
-    rs_limits_default(&nc.c.limits);
-    if (cfg_load(&shard_spec, &nc, shard_argc, shard_argv) != CFG_RUN) {
-        log_error("SIGHUP: the configuration does not load (see stderr); nothing changed");
-        cfg_free_values(&shard_spec, &nc);
-        return;
-    }
-    log_set_level(nc.c.loglevel);
-    if (nc.c.syslog != sc->cfg.syslog)
-        log_syslog("simhash-shard", nc.c.syslog);
-    sc->cfg.loglevel = nc.c.loglevel;
-    sc->cfg.syslog = nc.c.syslog;
-    sc->cfg.limits.slowlog_slower_than_us = nc.c.limits.slowlog_slower_than_us;
-    sc->cfg.limits.slowlog_max_len = nc.c.limits.slowlog_max_len;
-    if (sc->srv)
-        rs_set_slowlog(sc->srv, nc.c.limits.slowlog_slower_than_us, nc.c.limits.slowlog_max_len);
-    log_info("SIGHUP: configuration reloaded: loglevel %s, syslog %s, slowlog-log-slower-than "
-             "%u, slowlog-max-len %u (other settings take effect at the next start)",
-             log_level_name(nc.c.loglevel), nc.c.syslog ? "yes" : "no",
-             nc.c.limits.slowlog_slower_than_us, nc.c.limits.slowlog_max_len);
-    cfg_free_values(&shard_spec, &nc);
+    rs_live_config live = {&sc->cfg.loglevel, &sc->cfg.syslog, &sc->cfg.limits};
+    rs_config_reload(&shard_spec, shard_argc, shard_argv, &nc, sizeof nc,
+                     offsetof(shard_main_config, c.loglevel),
+                     offsetof(shard_main_config, c.syslog), live, sc->srv);
 }
 
 /* Stops serving: the registry, the repair pass, the metrics endpoint, the RESP

@@ -435,7 +435,17 @@ static size_t mcmd_default_memory(void)
     return (size_t)pages * (size_t)ps / 2;
 }
 
-int cli_match_main(int argc, char **argv, const char *prog, int clusters)
+/* The options of simhash-find-all / simhash-find-clusters. */
+typedef struct mcmd_args {
+    cli_match_opts mo;
+    const char *input, *output, *tmpdir;
+    int distinct, strings, binary, verbose;
+    size_t memory;
+} mcmd_args;
+
+/* Parses the command line into a. Returns -1 to run, else the exit status (usage
+ * error, --help, --version). */
+static int mcmd_parse_args(int argc, char **argv, const char *prog, int clusters, mcmd_args *a)
 {
     static const struct option longopts[] = {
         {"blocks", required_argument, NULL, 'b'},
@@ -453,40 +463,40 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    cli_match_opts mo;
-    const char *input = "-", *output = "-";
-    int c, r, distinct = 0, strings = 0, binary = 0, verbose = 0;
-    size_t memory = 0;
-    const char *tmpdir = getenv("TMPDIR");
+    int c, r;
 
-    cli_match_opts_init(&mo);
+    memset(a, 0, sizeof(*a));
+    a->input = "-";
+    a->output = "-";
+    a->tmpdir = getenv("TMPDIR");
+    cli_match_opts_init(&a->mo);
     optind = 0;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":b:d:i:o:t:hv", longopts, NULL)) != -1) {
-        if ((r = cli_match_opt(prog, c, optarg, &mo)) != 0) {
+        if ((r = cli_match_opt(prog, c, optarg, &a->mo)) != 0) {
             if (r < 0)
                 return CLI_EXIT_USAGE;
             continue;
         }
         switch (c) {
-        case 'i': input = optarg; break;
-        case 'o': output = optarg; break;
-        case 'D': distinct = 1; break;
-        case 'J': strings = 1; break;
-        case 'v': verbose = 1; break;
+        case 'i': a->input = optarg; break;
+        case 'o': a->output = optarg; break;
+        case 'D': a->distinct = 1; break;
+        case 'J': a->strings = 1; break;
+        case 'v': a->verbose = 1; break;
         case 'M':
-            if ((memory = mcmd_parse_size(optarg)) < ((size_t)64 << 10)) {
+            if ((a->memory = mcmd_parse_size(optarg)) < ((size_t)64 << 10)) {
                 fprintf(stderr, "%s: --memory '%s': expected a size of at least 64k (e.g. 512m, "
                         "4g)\nTry '%s --help'.\n", prog, optarg, prog);
                 return CLI_EXIT_USAGE;
             }
             break;
-        case 'T': tmpdir = optarg; break;
+        case 'T': a->tmpdir = optarg; break;
         case 'F':
             if (strcmp(optarg, "text") == 0)
-                binary = 0;
+                a->binary = 0;
             else if (strcmp(optarg, "binary") == 0)
-                binary = 1;
+                a->binary = 1;
             else {
                 fprintf(stderr, "%s: --format '%s': expected text or binary\nTry '%s --help'.\n",
                         prog, optarg, prog);
@@ -508,62 +518,120 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
                 "Try '%s --help'.\n", prog, argv[optind], prog);
         return CLI_EXIT_USAGE;
     }
-    if (cli_check_tables(prog, (unsigned)mo.blocks, (unsigned)mo.distance) != 0)
+    if (cli_check_tables(prog, (unsigned)a->mo.blocks, (unsigned)a->mo.distance) != 0)
         return CLI_EXIT_USAGE;
-    if (memory == 0)
-        memory = mcmd_default_memory();
-    if (tmpdir == NULL || tmpdir[0] == '\0')
-        tmpdir = "/tmp";
+    if (a->memory == 0)
+        a->memory = mcmd_default_memory();
+    if (a->tmpdir == NULL || a->tmpdir[0] == '\0')
+        a->tmpdir = "/tmp";
     struct stat tst;
-    if (stat(tmpdir, &tst) != 0 || !S_ISDIR(tst.st_mode) || access(tmpdir, W_OK | X_OK) != 0) {
-        fprintf(stderr, "%s: --tmpdir %s: %s\n", prog, tmpdir,
-                stat(tmpdir, &tst) != 0 ? strerror(errno)
+    if (stat(a->tmpdir, &tst) != 0 || !S_ISDIR(tst.st_mode) || access(a->tmpdir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "%s: --tmpdir %s: %s\n", prog, a->tmpdir,
+                stat(a->tmpdir, &tst) != 0 ? strerror(errno)
                 : !S_ISDIR(tst.st_mode) ? "not a directory" : "not writable");
         return CLI_EXIT_USAGE;
     }
+    return -1;
+}
 
-    /* Read and parse everything, and match, before touching the output: a failure
-     * leaves an existing output file as it was. A text file that fits the memory
-     * budget many times over takes the in-memory path; anything else (binary input,
-     * standard input, large files) goes through ext_match.c, which keeps to --memory. */
+/* Reads and matches everything before the output is touched (a failure leaves an
+ * existing output file as it was): x and res hold the result. Returns 0, or
+ * CLI_EXIT_FAIL with the message printed and both freed. */
+static int mcmd_compute(const char *prog, const mcmd_args *a, int clusters, xm_run *x,
+                        mcmd_result *res)
+{
+    /* A text file that fits the memory budget many times over takes the in-memory
+     * path; anything else (binary input, standard input, large files) goes through
+     * ext_match.c, which keeps to --memory. */
     struct stat ist;
-    int small_text = !binary && strcmp(input, "-") != 0 && stat(input, &ist) == 0 &&
-                     S_ISREG(ist.st_mode) && (uint64_t)ist.st_size * 20 <= memory;
-    mcmd_result res;
-    memset(&res, 0, sizeof(res));
-    res.count_distinct = verbose;
-    xm_run x;
-    xm_opts xo = { memory, tmpdir, (unsigned)mo.threads };
-    xm_init(&x, prog, &xo);
-    x.unique = distinct;
+    int small_text = !a->binary && strcmp(a->input, "-") != 0 && stat(a->input, &ist) == 0 &&
+                     S_ISREG(ist.st_mode) && (uint64_t)ist.st_size * 20 <= a->memory;
+    memset(res, 0, sizeof(*res));
+    res->count_distinct = a->verbose;
+    xm_opts xo = { a->memory, a->tmpdir, (unsigned)a->mo.threads };
+    xm_init(x, prog, &xo);
+    x->unique = a->distinct;
     int rc;
     if (small_text) {
-        rc = mcmd_in_memory_text(prog, input, &mo, clusters, distinct, &res);
-    } else if (xm_open_input(&x, input, binary) != 0) {
+        rc = mcmd_in_memory_text(prog, a->input, &a->mo, clusters, a->distinct, res);
+    } else if (xm_open_input(x, a->input, a->binary) != 0) {
         rc = -1;
-    } else if (x.n * 40 <= memory && x.n <= SIZE_MAX / 8) {
-        rc = mcmd_in_memory_fd(&x, &mo, clusters, distinct, &res);
+    } else if (x->n * 40 <= a->memory && x->n <= SIZE_MAX / 8) {
+        rc = mcmd_in_memory_fd(x, &a->mo, clusters, a->distinct, res);
     } else {
-        rc = xm_find_pairs(&x, (unsigned)mo.blocks, (unsigned)mo.distance);
+        rc = xm_find_pairs(x, (unsigned)a->mo.blocks, (unsigned)a->mo.distance);
         if (rc == 0 && clusters) {
-            if (x.nmem * sizeof(*x.mem) < memory &&
-                x.st.pairs <= (memory - x.nmem * sizeof(*x.mem)) / MCMD_UF_BYTES_PER_PAIR)
-                rc = mcmd_ext_clusters(&x, distinct, &res);
+            if (x->nmem * sizeof(*x->mem) < a->memory &&
+                x->st.pairs <= (a->memory - x->nmem * sizeof(*x->mem)) / MCMD_UF_BYTES_PER_PAIR)
+                rc = mcmd_ext_clusters(x, a->distinct, res);
             else
-                rc = xm_cc_build(&x, &res.cc);
-            res.nclusters = (size_t)x.st.clusters;
+                rc = xm_cc_build(x, &res->cc);
+            res->nclusters = (size_t)x->st.clusters;
         }
-        res.ext = 1;
+        res->ext = 1;
     }
     if (rc != 0) {
-        if (x.err[0] && strcmp(x.err, "-") != 0)
-            fprintf(stderr, "%s: %s\n", prog, x.err);
-        else if (res.err[0])
-            fprintf(stderr, "%s: %s\n", prog, res.err);
-        mcmd_result_free(&res);
-        xm_free(&x);
+        if (x->err[0] && strcmp(x->err, "-") != 0)
+            fprintf(stderr, "%s: %s\n", prog, x->err);
+        else if (res->err[0])
+            fprintf(stderr, "%s: %s\n", prog, res->err);
+        mcmd_result_free(res);
+        xm_free(x);
         return CLI_EXIT_FAIL;
     }
+    return 0;
+}
+
+/* Writes the pairs or clusters of x / res to w. */
+static void mcmd_write_all(const char *prog, int clusters, xm_run *x, const mcmd_result *res,
+                           mcmd_writer *w)
+{
+    if (!clusters && res->ext) {
+        if (xm_each_pair(x, mcmd_put_pair, w) != 0 && x->err[0])
+            fprintf(stderr, "%s: %s\n", prog, x->err);
+    } else if (!clusters) {
+        for (size_t i = 0; i < res->npairs; i++)
+            mcmd_put_pair(w, &res->pairs[i]);
+    } else if (res->cc) {
+        if (xm_cc_each(x, res->cc, mcmd_put_cluster_part, w) != 0 && x->err[0])
+            fprintf(stderr, "%s: %s\n", prog, x->err);
+    } else {
+        mcmd_put_clusters(w, res->values, res->offsets, res->nclusters);
+    }
+}
+
+/* --verbose: counts, memory and times on stderr. */
+static void mcmd_report(const char *prog, const xm_run *x, const mcmd_result *res)
+{
+    long kb = xm_peak_rss_kb();
+    fprintf(stderr, "%s: %llu values, %llu distinct, %llu pairs, %llu clusters; peak memory "
+            "%.1f MiB; temporary bytes written %llu; %s\n", prog,
+            (unsigned long long)(res->ext ? x->st.values : res->values_n),
+            (unsigned long long)(res->ext ? x->st.distinct : res->distinct_n),
+            (unsigned long long)(res->ext ? x->st.pairs : res->npairs),
+            (unsigned long long)res->nclusters, kb / 1024.0,
+            (unsigned long long)x->st.tmp_bytes,
+            res->ext ? "spilled by table and partition" : "in memory");
+    if (res->ext)
+        fprintf(stderr, "%s: %.1f s splitting the tables into partitions, %.1f s matching "
+                "them\n", prog, x->st.secs_split, x->st.secs_match);
+    if (res->cc)
+        fprintf(stderr, "%s: %.1f s building clusters on disk, %u rounds of star "
+                "contraction\n", prog, x->st.secs_clusters, x->st.cc_rounds);
+}
+
+int cli_match_main(int argc, char **argv, const char *prog, int clusters)
+{
+    mcmd_args a;
+    int rc = mcmd_parse_args(argc, argv, prog, clusters, &a);
+    if (rc >= 0)
+        return rc;
+    xm_run x;
+    mcmd_result res;
+    if (mcmd_compute(prog, &a, clusters, &x, &res) != 0)
+        return CLI_EXIT_FAIL;
+    const char *output = a.output;
+    int binary = a.binary, strings = a.strings;
 
     /* the output goes to a temporary name beside it, renamed when complete */
     cli_out out;
@@ -597,36 +665,10 @@ int cli_match_main(int argc, char **argv, const char *prog, int clusters)
         return CLI_EXIT_FAIL;
     }
     mcmd_writer w = { &out, binary, strings, 0 };
-    if (!clusters && res.ext) {
-        if (xm_each_pair(&x, mcmd_put_pair, &w) != 0 && x.err[0])
-            fprintf(stderr, "%s: %s\n", prog, x.err);
-    } else if (!clusters) {
-        for (size_t i = 0; i < res.npairs; i++)
-            mcmd_put_pair(&w, &res.pairs[i]);
-    } else if (res.cc) {
-        if (xm_cc_each(&x, res.cc, mcmd_put_cluster_part, &w) != 0 && x.err[0])
-            fprintf(stderr, "%s: %s\n", prog, x.err);
-    } else {
-        mcmd_put_clusters(&w, res.values, res.offsets, res.nclusters);
-    }
+    mcmd_write_all(prog, clusters, &x, &res, &w);
     int failed = x.err[0] != 0;
-    if (verbose) {
-        long kb = xm_peak_rss_kb();
-        fprintf(stderr, "%s: %llu values, %llu distinct, %llu pairs, %llu clusters; peak memory "
-                "%.1f MiB; temporary bytes written %llu; %s\n", prog,
-                (unsigned long long)(res.ext ? x.st.values : res.values_n),
-                (unsigned long long)(res.ext ? x.st.distinct : res.distinct_n),
-                (unsigned long long)(res.ext ? x.st.pairs : res.npairs),
-                (unsigned long long)res.nclusters, kb / 1024.0,
-                (unsigned long long)x.st.tmp_bytes,
-                res.ext ? "spilled by table and partition" : "in memory");
-        if (res.ext)
-            fprintf(stderr, "%s: %.1f s splitting the tables into partitions, %.1f s matching "
-                    "them\n", prog, x.st.secs_split, x.st.secs_match);
-        if (res.cc)
-            fprintf(stderr, "%s: %.1f s building clusters on disk, %u rounds of star "
-                    "contraction\n", prog, x.st.secs_clusters, x.st.cc_rounds);
-    }
+    if (a.verbose)
+        mcmd_report(prog, &x, &res);
     mcmd_result_free(&res);
     xm_free(&x);
     if (cli_out_close(&out) != 0 || failed) {

@@ -1,11 +1,13 @@
 /* rs_config.c: the table of the server options both daemons share (client limits,
- * timeouts, budgets, the slow log) and the defaults of rs_limits taken from it. See
- * rs_config.h. */
+ * timeouts, budgets, the slow log), the defaults of rs_limits taken from it, and the
+ * SIGHUP reload of the settings that change while running. See rs_config.h. */
 #include "rs_config.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "log.h"
 
 #define RS_OPT(name, type, field, min, max, def, help) \
     {name, type, offsetof(rs_limits, field), min, max, def, 0, help}
@@ -88,4 +90,36 @@ int rs_limits_check(const rs_limits *l, char *err, size_t errlen)
         return -1;
     }
     return 0;
+}
+
+/* ---- SIGHUP: the settings that change while running ---- */
+
+void rs_config_reload(const cfg_spec *spec, int argc, char **argv, void *fresh, size_t size,
+                      size_t off_loglevel, size_t off_syslog, rs_live_config live,
+                      rserver *srv)
+{
+    memset(fresh, 0, size);
+    rs_limits *nl = (rs_limits *)((char *)fresh + spec->shared_offset);
+    rs_limits_default(nl);
+    if (cfg_load(spec, fresh, argc, argv) != CFG_RUN) {
+        log_error("SIGHUP: the configuration does not load (see stderr); nothing changed");
+        cfg_free_values(spec, fresh);
+        return;
+    }
+    int level = *(const int *)((const char *)fresh + off_loglevel);
+    int syslog_on = *(const int *)((const char *)fresh + off_syslog);
+    log_set_level(level);
+    if (syslog_on != *live.syslog)
+        log_syslog(spec->program, syslog_on);
+    *live.loglevel = level;
+    *live.syslog = syslog_on;
+    live.limits->slowlog_slower_than_us = nl->slowlog_slower_than_us;
+    live.limits->slowlog_max_len = nl->slowlog_max_len;
+    if (srv)
+        rs_set_slowlog(srv, nl->slowlog_slower_than_us, nl->slowlog_max_len);
+    log_info("SIGHUP: configuration reloaded: loglevel %s, syslog %s, slowlog-log-slower-than "
+             "%u, slowlog-max-len %u (other settings take effect at the next start)",
+             log_level_name(level), syslog_on ? "yes" : "no", nl->slowlog_slower_than_us,
+             nl->slowlog_max_len);
+    cfg_free_values(spec, fresh);
 }

@@ -27,6 +27,24 @@ extern const cfg_option rs_limit_options[RS_NLIMIT_OPTIONS];
  * Returns 0, or -1 with a message in err. */
 int rs_limits_check(const rs_limits *l, char *err, size_t errlen);
 
+/* The settings a daemon changes while running on SIGHUP, in its running
+ * configuration. */
+typedef struct rs_live_config {
+    int *loglevel;
+    int *syslog;
+    rs_limits *limits;          /* of which the slow log settings */
+} rs_live_config;
+
+/* SIGHUP, both daemons: loads spec again from the command line given at start
+ * (argc, argv; its --config file read again) into fresh, an object of spec of size
+ * bytes (zeroed here) whose loglevel and syslog ints are at off_loglevel and
+ * off_syslog and whose rs_limits at spec->shared_offset. When it loads, applies
+ * loglevel, syslog (ident prog) and the slow log settings to live and to srv (NULL:
+ * none) and logs them; else logs that nothing changed. fresh's values are freed. */
+void rs_config_reload(const cfg_spec *spec, int argc, char **argv, void *fresh, size_t size,
+                      size_t off_loglevel, size_t off_syslog, rs_live_config live,
+                      rserver *srv);
+
 /* Exit statuses of both daemons (docs/operations.md#exit-status). */
 enum rs_exit {
     RS_EXIT_OK = 0,

@@ -126,6 +126,7 @@ static void rs_queue_unlink(rs_client *c, rs_req *r)
 /* Drop one reference; frees the client when none is left. */
 static void rs_client_unref(rs_client *c)
 {
+    SH_ASSERT(c->refs > 0);
     if (--c->refs > 0)
         return;
     while (c->head) {
@@ -270,10 +271,14 @@ void rs_req_finish(rs_req *r)
     if (r->started) {
         SH_ASSERT(c->nstarted > 0);
         c->nstarted--;
-        if (r->cmd && (r->cmd->flags & RS_CMD_WRITE))
+        if (r->cmd && (r->cmd->flags & RS_CMD_WRITE)) {
+            SH_ASSERT(c->nwrites > 0);
             c->nwrites--;
-        if (r->cmd && (r->cmd->flags & RS_CMD_ORDERED))
+        }
+        if (r->cmd && (r->cmd->flags & RS_CMD_ORDERED)) {
+            SH_ASSERT(c->nordered > 0);
             c->nordered--;
+        }
     }
     c->npending--;
     c->pending_bytes -= r->rq.bytes;
