@@ -355,6 +355,7 @@ int layout_fixed_plan(const layout_ctx *c, unsigned table, uint64_t p, unsigned 
     if (layout_range_init(&pl->r, p, prefix_bits, c->bucket_bits) != 0)
         return -1;
     pl->table = table;
+    pl->shard = layout_shard_of(p);
     pl->nreads = pl->r.nbuckets;
     return 0;
 }
