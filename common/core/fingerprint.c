@@ -16,6 +16,7 @@
 #endif
 
 #include "fingerprint.h"
+#include "fp_span.h"
 
 /* ---- Byte and code point classes ---- */
 
@@ -27,6 +28,7 @@ enum { FP_SEP = 0, FP_WORD = 1, FP_SOLO = 2, FP_IGN = 3 };
 /* v2 features: unigrams and bigrams of tokens (bit o-1 = o-grams); see
  * docs/fingerprint.md "Algorithm v2" and bench/quality for why */
 #define FP_V2_ORDERS 0x3u
+_Static_assert(FP_V2_ORDERS == 0x3u, "fpspan_replay votes one bigram back: v2's orders");
 
 /* ASCII letters and digits map to their lower-case form; every other byte to 0
  * (ASCII separators, and bytes >= 0x80, which take the UTF-8 path). */
@@ -180,22 +182,28 @@ static const uint64_t fp_spread[256] = {
 #undef FP_S1
 };
 
-typedef struct fp_vote {
-    uint64_t acc[8];          /* byte-wide counters of bits 8j..8j+7, each < 256 */
-    unsigned acc_n;           /* the most any byte counter of acc can hold */
-    uint64_t n;               /* hashes voted in total */
-    uint64_t cnt[64];         /* per bit: hashes with the bit set, flushed part */
-    uint64_t grp[8];          /* hashes waiting to be added as one group of 8 */
-    unsigned ngrp;
-} fp_vote;
-
 static void fp_vote_init(fp_vote *v)
 {
     memset(v, 0, sizeof *v);
 }
 
+/* fp_vote_init, but cnt[] is zeroed only if ever used (spans of a few tokens never
+ * flush). */
+static void fp_vote_begin(fp_vote *v)
+{
+    memset(v->acc, 0, sizeof v->acc);
+    v->acc_n = 0;
+    v->n = 0;
+    v->ngrp = 0;
+    v->fresh = 1;
+}
+
 static void fp_vote_flush(fp_vote *v)
 {
+    if (v->fresh) {           /* cnt was left unset (fp_vote_begin) */
+        memset(v->cnt, 0, sizeof v->cnt);
+        v->fresh = 0;
+    }
     for (unsigned j = 0; j < 8; j++) {
         uint64_t a = v->acc[j];
         for (unsigned k = 0; k < 8; k++)
@@ -277,6 +285,31 @@ static uint64_t fp_vote_result(fp_vote *v)
     return r;
 }
 
+/* Adds the votes of src into dst (the counts add up: the order of votes never
+ * matters). */
+static void fp_vote_merge(fp_vote *dst, const fp_vote *src)
+{
+    for (unsigned i = 0; i < src->ngrp; i++) {
+        dst->grp[dst->ngrp++] = src->grp[i];
+        if (dst->ngrp == 8)
+            fp_vote_group(dst);
+    }
+    if (!src->fresh) {        /* src flushed counts into cnt */
+        if (dst->fresh) {
+            memset(dst->cnt, 0, sizeof dst->cnt);
+            dst->fresh = 0;
+        }
+        for (unsigned i = 0; i < 64; i++)
+            dst->cnt[i] += src->cnt[i];
+    }
+    if (dst->acc_n + src->acc_n > 255)
+        fp_vote_flush(dst);
+    for (unsigned j = 0; j < 8; j++)
+        dst->acc[j] += src->acc[j];
+    dst->acc_n += src->acc_n;
+    dst->n += src->n;
+}
+
 uint64_t fp_compute(const uint64_t *hashes, size_t n)
 {
     fp_vote v;
@@ -344,6 +377,7 @@ struct fp_state {
      * and s + window, so that they are always in order at ring[ring_pos..+window) */
     uint64_t ring[2 * FP_WINDOW_MAX];
     fp_vote vote;
+    fp_span *span;            /* fpspan_begin: the span that records the features, or NULL */
     unsigned npend;           /* bytes of an incomplete UTF-8 sequence from the last update */
     uint8_t pend[4];
     uint8_t tok[FP_TOKBUF];   /* current token, ASCII lower-cased */
@@ -374,36 +408,60 @@ static void fp_state_init(fp_state *s, const fp_params *p)
     s->ntok = 0;
     s->ring_pos = 0;
     s->npend = 0;
+    s->span = NULL;
     fp_vote_init(&s->vote);
 }
 
 /* v2: the features a token completes, one per n-gram order in s->orders; the ring's
- * last o hashes are at ring[pos + w - o .. pos + w). */
-static void fp_push_orders(fp_state *s, uint64_t th, unsigned pos)
+ * last o hashes are at ring[pos + w - o .. pos + w). With a span recording, the
+ * features go to the span, except the n-grams of its first token (they reach back
+ * before the span). */
+static inline void fp_push_orders(fp_state *s, uint64_t th, unsigned pos)
 {
     unsigned w = s->window;
+    fp_vote *uni = &s->vote, *multi = &s->vote;
+    if (s->span) {
+        fp_span *sp = s->span;
+        uni = &sp->vote;
+        if (sp->ntok++ == 0)
+            sp->first = th;
+        else
+            multi = &sp->vote;
+        sp->last = th;
+    }
     for (unsigned o = 1; o <= w; o++) {
         if (!(s->orders & (1u << (o - 1))) || s->ntok < o)
             continue;
-        fp_vote_add(&s->vote, o == 1 ? th : XXH3_64bits(&s->ring[pos + w - o], 8 * (size_t)o));
+        if (o == 1)
+            fp_vote_add(uni, th);
+        else
+            fp_vote_add(multi, XXH3_64bits(&s->ring[pos + w - o], 8 * (size_t)o));
     }
+}
+
+/* A token hash enters the ring (w > 1); returns the slot the next one goes to. */
+static inline unsigned fp_ring_push(fp_state *s, uint64_t th)
+{
+    unsigned w = s->window, pos = s->ring_pos;
+    uint64_t le = fp_le64(th);
+    s->ntok++;
+    s->ring[pos] = le;
+    s->ring[pos + w] = le;
+    pos = pos + 1 == w ? 0 : pos + 1;
+    s->ring_pos = pos;
+    return pos;
 }
 
 /* A token hash arrives: vote for the shingle (v1) or n-grams (v2) it completes. */
 static inline void fp_push_hash(fp_state *s, uint64_t th)
 {
     unsigned w = s->window;
-    s->ntok++;
     if (w == 1) {
+        s->ntok++;
         fp_vote_add(&s->vote, th);
         return;
     }
-    unsigned pos = s->ring_pos;
-    uint64_t le = fp_le64(th);
-    s->ring[pos] = le;
-    s->ring[pos + w] = le;
-    pos = pos + 1 == w ? 0 : pos + 1;
-    s->ring_pos = pos;
+    unsigned pos = fp_ring_push(s, th);
     if (s->orders)
         fp_push_orders(s, th, pos);
     else if (s->ntok >= w)
@@ -625,6 +683,7 @@ static uint64_t fp_finish(fp_state *s)
         fp_end_token(s, s->tlen);
         s->tlen = 0;
     }
+    fpspan_end(s);
     /* fewer tokens than the smallest feature needs: one feature of all of them */
     unsigned least = s->orders ? (unsigned)__builtin_ctz(s->orders) + 1 : s->window;
     if (s->ntok > 0 && s->ntok < least)
@@ -801,6 +860,52 @@ uint64_t fp_state_final(fp_state *s)
     fp_params p = {s->version, s->version == FP_V1 ? s->window : 0};
     fp_state_init(s, &p);
     return r;
+}
+
+/* ---- Spans: features recorded once, voted into other states (fp_span.h) ---- */
+
+/* Whether s is between tokens: no token bytes or UTF-8 sequence held. */
+static int fp_between_tokens(const fp_state *s)
+{
+    return s->tlen == 0 && !s->spilled && s->npend == 0;
+}
+
+int fpspan_begin(fp_state *s, fp_span *sp)
+{
+    fpspan_end(s);
+    if (s->orders != FP_V2_ORDERS || !fp_between_tokens(s))
+        return -1;
+    fp_vote_begin(&sp->vote);
+    sp->first = sp->last = 0;
+    sp->ntok = 0;
+    s->span = sp;
+    return 0;
+}
+
+int fpspan_end(fp_state *s)
+{
+    if (s->span == NULL)
+        return -1;
+    fp_vote_merge(&s->vote, &s->span->vote);
+    s->span = NULL;
+    return fp_between_tokens(s) ? 0 : -1;
+}
+
+int fpspan_replay(fp_state *t, const fp_span *sp)
+{
+    if (t->orders != FP_V2_ORDERS || t->span || !fp_between_tokens(t))
+        return -1;
+    if (sp->ntok == 0)
+        return 0;
+    unsigned pos = fp_ring_push(t, sp->first);
+    if (t->ntok >= 2)       /* the bigram from t's last token to the span's first */
+        fp_vote_add(&t->vote, XXH3_64bits(&t->ring[pos + t->window - 2], 16));
+    if (sp->ntok >= 2) {
+        fp_ring_push(t, sp->last);
+        t->ntok += sp->ntok - 2;
+    }
+    fp_vote_merge(&t->vote, &sp->vote);
+    return 0;
 }
 
 /* ---- Tokens for callers ---- */

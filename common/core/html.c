@@ -19,6 +19,7 @@
 #include <libxml/HTMLparser.h>
 #include <libxml/parserInternals.h>
 
+#include "fp_span.h"
 #include "html.h"
 #include "html_main.h"
 
@@ -29,6 +30,7 @@ _Static_assert((int)HMAIN_ALL == (int)FP_HTML_TIER_ALL &&
 #define HTML_CACHE HMAIN_CACHE   /* element classes remembered (hmain_name_slot) */
 #define HTML_CHUNK 65536      /* bytes per htmlParseChunk call */
 #define HTML_MAX_RESTARTS 64  /* documents after </html> read in one call */
+#define HTML_SPANS 64         /* blocks whose features are remembered (a power of 2) */
 
 struct fp_html {
     htmlParserCtxtPtr ctxt;   /* NULL until the first bytes (or after an error) */
@@ -37,6 +39,12 @@ struct fp_html {
     int main_same;            /* every kept piece so far was in both tiers: fs_main is
                                  not fed, it would equal fs_content */
     hmain *hm;                /* main-content extraction, or NULL (all visible text) */
+    /* with extraction and fingerprint states: the features of the last HTML_SPANS
+     * blocks as fs saw them (slot seq % HTML_SPANS; span_tag seq + 1 once the block
+     * ended with whole tokens, else 0), so a kept block is voted into the other tiers
+     * without tokenizing its text again */
+    fp_span *spans;
+    uint64_t span_tag[HTML_SPANS];
     unsigned tier;            /* the tier the last fp_html_final used */
     fp_html_sink sink;
     void *arg;
@@ -121,31 +129,81 @@ static void html_emit(fp_html *h, const char *s, size_t n)
         hmain_text(h->hm, s, n);
 }
 
+/* The recorded features of block seq, or NULL (not recorded, or overwritten since). */
+static const fp_span *html_span_of(const fp_html *h, uint64_t seq)
+{
+    size_t i = seq % HTML_SPANS;
+    return h->spans && h->span_tag[i] == seq + 1 ? &h->spans[i] : NULL;
+}
+
+/* fs starts recording the features of extraction's current block. */
+static void html_span_open(fp_html *h)
+{
+    if (h->spans == NULL)
+        return;
+    uint64_t seq = hmain_seq(h->hm);
+    size_t i = seq % HTML_SPANS;
+    h->span_tag[i] = 0;
+    if (fpspan_begin(h->fs, &h->spans[i]) == 0)
+        h->span_tag[i] = ~(uint64_t)0;      /* recording: not usable until it ends */
+}
+
+/* Extraction's current block ended in fs (after its "\n"): its features are ready. */
+static void html_span_close(fp_html *h)
+{
+    if (h->spans == NULL)
+        return;
+    uint64_t seq = hmain_seq(h->hm);
+    size_t i = seq % HTML_SPANS;
+    int ok = fpspan_end(h->fs) == 0 && h->span_tag[i] == ~(uint64_t)0;
+    h->span_tag[i] = ok ? seq + 1 : 0;
+}
+
+/* Kept text into one tier's state: block span's features when it has them, else the
+ * text (how: html_main.h). */
+static void html_tier_feed(fp_state *t, const fp_span *sp, const char *s, size_t n,
+                           unsigned how)
+{
+    if (sp && fpspan_replay(t, sp) == 0)
+        return;
+    if (n)
+        fp_state_update(t, s, n);
+    if (how != HMAIN_PIECE)
+        fp_state_update(t, "\n", 1);
+}
+
 /* Text main-content extraction keeps (hmain_emit_fn). */
-static void html_emit_tiers(void *arg, unsigned tiers, const char *s, size_t n)
+static void html_emit_tiers(void *arg, unsigned tiers, uint64_t seq, const char *s, size_t n,
+                            unsigned how)
 {
     fp_html *h = arg;
     if (h->fs == NULL) {
-        h->sink(h->arg, tiers, s, n);
+        if (n)
+            h->sink(h->arg, tiers, s, n);
+        if (how != HMAIN_PIECE)
+            h->sink(h->arg, tiers, "\n", 1);
         return;
     }
     if (h->main_same && !(tiers & FP_HTML_TIER_MAIN)) {
         fp_state_copy(h->fs_main, h->fs_content);   /* the tiers part: main goes on alone */
         h->main_same = 0;
     }
+    const fp_span *sp = how == HMAIN_WHOLE ? html_span_of(h, seq) : NULL;
     if (tiers & FP_HTML_TIER_CONTENT)
-        fp_state_update(h->fs_content, s, n);
+        html_tier_feed(h->fs_content, sp, s, n, how);
     if ((tiers & FP_HTML_TIER_MAIN) && !h->main_same)
-        fp_state_update(h->fs_main, s, n);
+        html_tier_feed(h->fs_main, sp, s, n, how);
 }
 
-/* Block boundaries ("\n") go to all visible text; extraction sees the element. */
+/* Block boundaries ("\n") go to all visible text, and end the block's span; it comes
+ * before extraction sees the element, which may hand the block over. */
 static void html_boundary(fp_html *h)
 {
     if (h->fs)
         fp_state_update(h->fs, "\n", 1);
     else
         h->sink(h->arg, FP_HTML_TIER_ALL, "\n", 1);
+    html_span_close(h);
 }
 
 static int html_class_cached(fp_html *h, const xmlChar *name)
@@ -164,45 +222,36 @@ static void html_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
     if (!h->body && strcmp((const char *)name, "body") == 0)
         h->body = 1;            /* libxml2 reports an implied <body> too */
     int cls = html_class_cached(h, name);
-    if (h->hm)      /* skipped elements split no words: no block boundary either */
-        hmain_start(h->hm, (const char *)name, cls == HTML_INLINE || cls == HTML_SKIP,
-                    (const char *const *)atts);
-    switch (cls) {
-    case HTML_INLINE:
-        return;
-    case HTML_SKIP:
-        h->skip++;
-        return;
-    case HTML_TITLE_EL:
-        h->title++;
-        break;
-    default:
-        break;
+    int block = cls != HTML_INLINE && cls != HTML_SKIP;   /* skipped ones split no words */
+    if (block)
+        html_boundary(h);
+    if (h->hm) {
+        hmain_start(h->hm, (const char *)name, !block, (const char *const *)atts);
+        if (block)
+            html_span_open(h);
     }
-    html_boundary(h);
+    if (cls == HTML_SKIP)
+        h->skip++;
+    else if (cls == HTML_TITLE_EL)
+        h->title++;
 }
 
 static void html_on_end(void *ctx, const xmlChar *name)
 {
     fp_html *h = ctx;
     int cls = html_class_cached(h, name);
-    if (h->hm)
-        hmain_end(h->hm, (const char *)name, cls == HTML_INLINE || cls == HTML_SKIP);
-    switch (cls) {
-    case HTML_INLINE:
-        return;
-    case HTML_SKIP:
-        if (h->skip)
-            h->skip--;
-        return;
-    case HTML_TITLE_EL:
-        if (h->title)
-            h->title--;
-        break;
-    default:
-        break;
+    int block = cls != HTML_INLINE && cls != HTML_SKIP;
+    if (block)
+        html_boundary(h);
+    if (h->hm) {
+        hmain_end(h->hm, (const char *)name, !block);
+        if (block)
+            html_span_open(h);
     }
-    html_boundary(h);
+    if (cls == HTML_SKIP && h->skip)
+        h->skip--;
+    else if (cls == HTML_TITLE_EL && h->title)
+        h->title--;
 }
 
 static void html_on_text(void *ctx, const xmlChar *s, int len)
@@ -427,8 +476,11 @@ static int html_restart_after_end(fp_html *h, int terminate)
             return -1;
         }
         memcpy(rest, c->input->cur, left);
-        if (h->hm)
+        html_boundary(h);
+        if (h->hm) {
             hmain_restart(h->hm);   /* before the names it holds are freed */
+            html_span_open(h);
+        }
         htmlFreeParserCtxt(c);
         if (html_new_ctxt(h, XML_CHAR_ENCODING_UTF8) != 0) {
             free(rest);
@@ -436,7 +488,6 @@ static int html_restart_after_end(fp_html *h, int terminate)
         }
         h->skip = h->title = 0;
         memset(h->cname, 0, sizeof h->cname);     /* a new dictionary: new name pointers */
-        html_boundary(h);
         htmlParseChunk(h->ctxt, rest, (int)left, terminate);
         free(rest);
         c = h->ctxt;
@@ -523,12 +574,15 @@ fp_html *fp_html_new(const fp_params *p, unsigned flags)
     if (h->fs && h->hm) {
         h->fs_content = fp_state_new_p(p);
         h->fs_main = fp_state_new_p(p);
+        h->spans = malloc(HTML_SPANS * sizeof *h->spans);
         h->main_same = 1;
     }
-    if (h->fs == NULL || (h->hm && (h->fs_content == NULL || h->fs_main == NULL))) {
+    if (h->fs == NULL ||
+        (h->hm && (h->fs_content == NULL || h->fs_main == NULL || h->spans == NULL))) {
         fp_html_free(h);
         return NULL;
     }
+    html_span_open(h);
     return h;
 }
 
@@ -558,6 +612,8 @@ static void html_reset(fp_html *h)
     memset(h->cname, 0, sizeof h->cname);
     if (h->hm)
         hmain_init(h->hm, html_emit_tiers, h);
+    memset(h->span_tag, 0, sizeof h->span_tag);
+    html_span_open(h);
 }
 
 void fp_html_free(fp_html *h)
@@ -569,6 +625,7 @@ void fp_html_free(fp_html *h)
     fp_state_free(h->fs_content);
     fp_state_free(h->fs_main);
     free(h->hm);
+    free(h->spans);
     free(h);
 }
 
@@ -603,6 +660,11 @@ int fp_html_final(fp_html *h, uint64_t *fp)
     }
     if (h->failed)
         rc = -1;
+    if (h->spans && rc == 0) {      /* the last block's span ends ("\n" changes no
+                                       fingerprint at the end of a text) */
+        fp_state_update(h->fs, "\n", 1);
+        html_span_close(h);
+    }
     h->tier = h->hm && rc == 0 ? hmain_finish(h->hm) : FP_HTML_TIER_ALL;
     uint64_t v = h->fs ? fp_state_final(h->fs) : 0;
     if (h->fs_content) {

@@ -215,12 +215,12 @@ static unsigned hm_tiers(int main)
     return HMAIN_CONTENT | (main ? HMAIN_MAIN : 0);
 }
 
-/* Hands over one kept block (its text, then a block boundary). */
-static void hm_out(hmain *m, int main, const char *s, size_t n, uint64_t letters)
+/* Hands over kept text of block seq (how: HMAIN_WHOLE, HMAIN_PIECE or HMAIN_END) and
+ * counts letters of kept long text. */
+static void hm_out(hmain *m, int main, uint64_t seq, const char *s, size_t n,
+                   uint64_t letters, unsigned how)
 {
-    if (n)
-        m->emit(m->arg, hm_tiers(main), s, n);
-    m->emit(m->arg, hm_tiers(main), "\n", 1);
+    m->emit(m->arg, hm_tiers(main), seq, s, n, how);
     m->good_content += letters;
     if (main)
         m->good_main += letters;
@@ -252,10 +252,10 @@ static void hm_flush(hmain *m)
         const hmain_pend *p = &m->pb[i];
         int next_kept = i + 1 == m->npb || m->pb[i + 1].kind == HMAIN_HELD_PROVISIONAL;
         if (p->kind == HMAIN_HELD_PROVISIONAL) {
-            hm_out(m, p->main, m->pend + p->off, p->len, p->letters);
+            hm_out(m, p->main, p->seq, m->pend + p->off, p->len, p->letters, HMAIN_WHOLE);
             ctx = 1;
         } else if (ctx || next_kept || p->kind == HMAIN_HELD_HEADING) {
-            hm_out(m, p->main, m->pend + p->off, p->len, 0);
+            hm_out(m, p->main, p->seq, m->pend + p->off, p->len, 0, HMAIN_WHOLE);
         }
     }
     hm_discard(m);
@@ -270,6 +270,7 @@ static int hm_hold(hmain *m, unsigned kind)
     if (m->nblk > HMAIN_PENDING)
         return -1;
     hmain_pend *p = &m->pb[m->npb++];
+    p->seq = m->seq;
     p->off = (uint32_t)m->npend;
     p->len = (uint32_t)m->nblk;
     p->letters = (uint32_t)m->letters;
@@ -282,11 +283,12 @@ static int hm_hold(hmain *m, unsigned kind)
     return 0;
 }
 
-/* The current block is kept: the held blocks before it by hm_flush's rules, then it. */
-static void hm_keep(hmain *m)
+/* The current block is kept: the held blocks before it by hm_flush's rules, then its
+ * text so far (how: HMAIN_WHOLE at its end, HMAIN_PIECE when more follows). */
+static void hm_keep(hmain *m, unsigned how, uint64_t letters)
 {
     hm_flush(m);
-    m->emit(m->arg, hm_tiers(m->blk_main), m->blk, m->nblk);
+    hm_out(m, m->blk_main, m->seq, m->blk, m->nblk, letters, how);
     m->prev_good = 1;
     m->links_run = 0;
 }
@@ -302,7 +304,7 @@ static void hm_decide_early(hmain *m)
     if (m->blk_drop || hm_mostly_links(m)) {
         m->streaming = -1;
     } else {
-        hm_keep(m);
+        hm_keep(m, HMAIN_PIECE, 0);
         m->streaming = 1;
     }
     m->nblk = 0;
@@ -313,7 +315,7 @@ static void hm_decide_early(hmain *m)
 static void hm_block_end(hmain *m)
 {
     if (m->streaming > 0) {
-        hm_out(m, m->blk_main, NULL, 0, m->letters);
+        hm_out(m, m->blk_main, m->seq, NULL, 0, m->letters, HMAIN_END);
     } else if (m->blk_drop || m->letters == 0) {
         /* furniture is as if absent (a share bar between a title and its text); a
          * block of spaces and punctuation is no block */
@@ -328,8 +330,7 @@ static void hm_block_end(hmain *m)
     } else if (m->links_run < HMAIN_LINKRUN || m->blk_main || m->letters >= HMAIN_LONG ||
                hm_last_provisional(m) ||
                hm_hold(m, HMAIN_HELD_PROVISIONAL) != 0) {
-        hm_keep(m);
-        hm_out(m, m->blk_main, NULL, 0, m->letters);
+        hm_keep(m, HMAIN_WHOLE, m->letters);
     }
     m->nblk = 0;
     m->letters = m->lletters = 0;
@@ -339,6 +340,7 @@ static void hm_block_end(hmain *m)
 /* A new block starts with the current element state. */
 static void hm_block_begin(hmain *m)
 {
+    m->seq++;
     m->blk_drop = m->drop > 0;
     m->blk_heading = m->heading > 0;
     m->blk_main = m->main > 0;
@@ -354,6 +356,7 @@ void hmain_init(hmain *m, hmain_emit_fn emit, void *arg)
     m->depth = m->over = 0;
     m->drop = m->main = m->link = m->heading = 0;
     memset(m->kname, 0, sizeof m->kname);
+    m->seq = 0;
     m->nblk = 0;
     m->letters = m->lletters = 0;
     m->blk_drop = m->blk_heading = m->blk_main = m->streaming = 0;
@@ -486,7 +489,7 @@ void hmain_text(hmain *m, const char *s, size_t n)
     if (m->blk_drop || m->streaming < 0)
         return;
     if (m->streaming > 0) {
-        m->emit(m->arg, HMAIN_CONTENT | (m->blk_main ? HMAIN_MAIN : 0), s, n);
+        m->emit(m->arg, hm_tiers(m->blk_main), m->seq, s, n, HMAIN_PIECE);
         return;
     }
     while (n > 0) {
@@ -500,7 +503,7 @@ void hmain_text(hmain *m, const char *s, size_t n)
             if (m->streaming < 0)
                 return;
             if (n > 0)
-                m->emit(m->arg, HMAIN_CONTENT | (m->blk_main ? HMAIN_MAIN : 0), s, n);
+                m->emit(m->arg, hm_tiers(m->blk_main), m->seq, s, n, HMAIN_PIECE);
             return;
         }
     }

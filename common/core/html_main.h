@@ -43,10 +43,19 @@ enum { HMAIN_HELD_SHORT, HMAIN_HELD_HEADING, HMAIN_HELD_PROVISIONAL };
 /* Tiers of text (bit mask); the values are html.h's FP_HTML_TIER_*. */
 enum { HMAIN_ALL = 1, HMAIN_CONTENT = 2, HMAIN_MAIN = 4 };
 
-/* Receives kept text with the tiers it belongs to (HMAIN_CONTENT, maybe HMAIN_MAIN). */
-typedef void (*hmain_emit_fn)(void *arg, unsigned tiers, const char *s, size_t n);
+/* How a block's kept text is handed over: the whole block at once, or in pieces (the
+ * block outgrew blk[]) up to its end. */
+enum { HMAIN_WHOLE, HMAIN_PIECE, HMAIN_END };
+
+/* Receives kept text of block seq (hmain_seq) with the tiers it belongs to
+ * (HMAIN_CONTENT, maybe HMAIN_MAIN): how is HMAIN_WHOLE (s[0..n) is the whole block,
+ * a block boundary follows), HMAIN_PIECE (text of the block, more follows) or
+ * HMAIN_END (the last text of a block handed over in pieces, then a boundary). */
+typedef void (*hmain_emit_fn)(void *arg, unsigned tiers, uint64_t seq, const char *s,
+                              size_t n, unsigned how);
 
 typedef struct hmain_pend {
+    uint64_t seq;             /* the block's number (hmain.seq) */
     uint32_t off, len, letters;
     uint8_t kind, main;       /* HMAIN_HELD_*; inside <main>/<article> */
 } hmain_pend;
@@ -65,6 +74,7 @@ typedef struct hmain {
     uint8_t kind[HMAIN_CACHE];
     uint8_t names[HMAIN_NAMES];      /* html_main.c's furniture words by hash: index + 1 */
     /* the current block */
+    uint64_t seq;                    /* its number: blocks of the page so far */
     char blk[HMAIN_BLOCK];
     size_t nblk;
     uint64_t letters, lletters;      /* letters, and letters inside links */
@@ -89,6 +99,13 @@ void hmain_restart(hmain *m);
  * libxml2's name/value pairs, NULL-terminated, or NULL. */
 void hmain_start(hmain *m, const char *name, int is_inline, const char *const *atts);
 void hmain_end(hmain *m, const char *name, int is_inline);
+/* The number of the current block (0 for the first of a page): a block ends and the
+ * next starts at every hmain_start or hmain_end of a non-inline element and at
+ * hmain_restart. */
+static inline uint64_t hmain_seq(const hmain *m)
+{
+    return m->seq;
+}
 /* Visible text (UTF-8) at the current position. */
 void hmain_text(hmain *m, const char *s, size_t n);
 /* Ends the page: the tier that is its text (HMAIN_MAIN, HMAIN_CONTENT, or HMAIN_ALL

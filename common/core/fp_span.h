@@ -1,0 +1,48 @@
+/* fp_span.h: features recorded once and voted into several fingerprint states
+ * (internal: html.c fingerprints the blocks a page keeps a second time, for its main
+ * content, without tokenizing and hashing their text again). Not installed; the
+ * fpspan_ prefix keeps the functions out of libsimhash's exports.
+ *
+ * A state recording a span (fpspan_begin .. fpspan_end) votes as before, and keeps
+ * in the span what the span's tokens contribute: their first and last token hashes,
+ * their count, and the vote of their features, except the n-grams of the span's first
+ * token (those reach back to tokens before the span). fpspan_replay then does to
+ * another state exactly what feeding it the span's text would do, given that the
+ * text starts and ends at token boundaries (a separator before and after it): the
+ * missing n-grams come from that state's own last tokens. Algorithms v2 and v3 only
+ * (unigrams and bigrams, docs/fingerprint.md "Algorithm v2"). */
+#ifndef SIMHASH_FP_SPAN_H
+#define SIMHASH_FP_SPAN_H
+
+#include <stdint.h>
+
+#include "fingerprint.h"
+
+/* The simhash vote of fingerprint.c: bit counts, in any order. */
+typedef struct fp_vote {
+    uint64_t acc[8];          /* byte-wide counters of bits 8j..8j+7, each < 256 */
+    unsigned acc_n;           /* the most any byte counter of acc can hold */
+    uint64_t n;               /* hashes voted in total */
+    uint64_t cnt[64];         /* per bit: hashes with the bit set, flushed part */
+    uint64_t grp[8];          /* hashes waiting to be added as one group of 8 */
+    unsigned ngrp;
+    int fresh;                /* cnt[] not set yet (all zero once it is) */
+} fp_vote;
+
+typedef struct fp_span {
+    fp_vote vote;             /* the span's features but its first token's n-grams */
+    uint64_t first, last;     /* its first and last token hashes */
+    uint64_t ntok;            /* its tokens */
+} fp_span;
+
+/* s records its next tokens in sp (until fpspan_end, or fp_state_final, which ends
+ * it). 0, or -1 when s is no v2/v3 state or is inside a token (nothing recorded). */
+int fpspan_begin(fp_state *s, fp_span *sp);
+/* Ends the recording: 0 when sp holds whole tokens (s is between tokens), -1 when a
+ * token was still open (the span must not be replayed) or nothing was recorded. */
+int fpspan_end(fp_state *s);
+/* Votes sp into t as if t were fed the span's text: 0, or -1 when t is no v2/v3
+ * state, records a span itself, or is inside a token (t unchanged: feed the text). */
+int fpspan_replay(fp_state *t, const fp_span *sp);
+
+#endif
