@@ -16,6 +16,7 @@
 #endif
 
 #include "fingerprint.h"
+#include "fp_bp.h"
 #include "fp_span.h"
 
 /* ---- Byte and code point classes ---- */
@@ -271,17 +272,39 @@ static inline void fp_vote_add(fp_vote *v, uint64_t h)
         fp_vote_group(v);
 }
 
-/* The voted fingerprint: bit i set when more than half of the hashes had it set. */
-static uint64_t fp_vote_result(fp_vote *v)
+/* Every vote of v into cnt[] (v->n hashes in all). */
+static void fp_vote_settle(fp_vote *v)
 {
     for (unsigned i = 0; i < v->ngrp; i++)
         fp_vote_one(v, v->grp[i]);
     v->ngrp = 0;
     fp_vote_flush(v);
+}
+
+/* The voted fingerprint: bit i set when more than half of the hashes had it set. */
+static uint64_t fp_vote_result(fp_vote *v)
+{
+    fp_vote_settle(v);
     uint64_t r = 0;
     for (unsigned i = 0; i < 64; i++)
         if (v->cnt[i] > v->n - v->cnt[i])
             r |= (uint64_t)1 << i;
+    return r;
+}
+
+/* v4's weighted vote: v's hashes weigh FP_V4_BP_DIV, bp's 1; bit i is set when the
+ * weighted sum of hashes with it set exceeds that of hashes with it unset. */
+static uint64_t fp_vote_result_v4(fp_vote *v, fp_vote *bp)
+{
+    fp_vote_settle(v);
+    fp_vote_settle(bp);
+    uint64_t r = 0;
+    for (unsigned i = 0; i < 64; i++) {
+        int64_t sum = FP_V4_BP_DIV * (2 * (int64_t)v->cnt[i] - (int64_t)v->n) +
+                      (2 * (int64_t)bp->cnt[i] - (int64_t)bp->n);
+        if (sum > 0)
+            r |= (uint64_t)1 << i;
+    }
     return r;
 }
 
@@ -368,7 +391,7 @@ struct fp_state {
     XXH3_state_t xs;          /* hash of the current token once it outgrows tok[] */
     int spilled;              /* current token's first bytes are already in xs */
     unsigned window;          /* tokens in the ring: v1 the shingle, v2 the largest n-gram */
-    unsigned version;         /* FP_V1, FP_V2, FP_V3 (v2's features) */
+    unsigned version;         /* FP_V1, FP_V2, FP_V3 (v2's features), FP_V4 */
     unsigned orders;          /* v2: bit o-1 set = an o-gram feature per token (0: v1) */
     size_t tlen;              /* bytes in tok[] */
     uint64_t ntok;            /* tokens so far */
@@ -377,6 +400,11 @@ struct fp_state {
      * and s + window, so that they are always in order at ring[ring_pos..+window) */
     uint64_t ring[2 * FP_WINDOW_MAX];
     fp_vote vote;
+    fp_vote bvote;            /* v4: the features of known boilerplate (fp_bp.h) */
+    uint64_t bp_end;          /* v4: tokens up to the end of the last table K-gram */
+    int bp_prev;              /* v4: the last token voted was boilerplate */
+    fpbp_kgram_cb kg_cb;      /* fpbp_kgrams: gets each K-gram hash, or NULL */
+    void *kg_arg;
     fp_span *span;            /* fpspan_begin: the span that records the features, or NULL */
     unsigned npend;           /* bytes of an incomplete UTF-8 sequence from the last update */
     uint8_t pend[4];
@@ -397,7 +425,10 @@ static void fp_state_init(fp_state *s, const fp_params *p)
 {
     s->spilled = 0;
     s->version = p->version;
-    if (p->version != FP_V1) {
+    if (p->version == FP_V4) {
+        s->orders = FP_V2_ORDERS;
+        s->window = FPBP_K + 1;     /* a K-gram and the token before it */
+    } else if (p->version != FP_V1) {
         s->orders = FP_V2_ORDERS;
         s->window = 32 - (unsigned)__builtin_clz(FP_V2_ORDERS);
     } else {
@@ -409,7 +440,12 @@ static void fp_state_init(fp_state *s, const fp_params *p)
     s->ring_pos = 0;
     s->npend = 0;
     s->span = NULL;
+    s->bp_end = 0;
+    s->bp_prev = 0;
+    s->kg_cb = NULL;
+    s->kg_arg = NULL;
     fp_vote_init(&s->vote);
+    fp_vote_init(&s->bvote);
 }
 
 /* v2: the features a token completes, one per n-gram order in s->orders; the ring's
@@ -452,10 +488,53 @@ static inline unsigned fp_ring_push(fp_state *s, uint64_t th)
     return pos;
 }
 
+/* v4: token j, in ring slot `slot` (the token before it in slot - 1), votes its
+ * unigram, and its bigram when j > 0, into bvote when boilerplate (inside a table
+ * K-gram: one ends after j, and none can end later than bp_end) else into vote. A
+ * bigram is boilerplate when both its tokens are. */
+static void fp_v4_settle(fp_state *s, uint64_t j, unsigned slot)
+{
+    int bp = s->bp_end > j;
+    fp_vote_add(bp ? &s->bvote : &s->vote, fp_le64(s->ring[slot]));
+    if (j > 0)
+        fp_vote_add(bp && s->bp_prev ? &s->bvote : &s->vote,
+                    XXH3_64bits(&s->ring[slot - 1], 16));
+    s->bp_prev = bp;
+}
+
+/* v4: a token arrives. The K-gram it ends is looked up in the table; the token K - 1
+ * back, whose K-grams have now all been read, votes (the vote trails the text by
+ * K - 1 tokens; fp_v4_finish votes the rest). */
+static void fp_push_v4(fp_state *s, uint64_t th)
+{
+    unsigned pos = fp_ring_push(s, th);
+    if (s->ntok < FPBP_K)
+        return;
+    uint64_t kg = XXH3_64bits(&s->ring[pos + 1], 8 * FPBP_K);
+    if (s->kg_cb)
+        s->kg_cb(kg, s->kg_arg);
+    if (fpbp_has(kg))
+        s->bp_end = s->ntok;
+    fp_v4_settle(s, s->ntok - FPBP_K, pos + 1);
+}
+
+/* v4 at the end of the text: the last K - 1 tokens (or fewer) vote. */
+static void fp_v4_finish(fp_state *s)
+{
+    unsigned w = s->window;
+    uint64_t first = s->ntok >= FPBP_K ? s->ntok - FPBP_K + 1 : 0;
+    for (uint64_t j = first; j < s->ntok; j++)
+        fp_v4_settle(s, j, s->ring_pos + w - (unsigned)(s->ntok - j));
+}
+
 /* A token hash arrives: vote for the shingle (v1) or n-grams (v2) it completes. */
 static inline void fp_push_hash(fp_state *s, uint64_t th)
 {
     unsigned w = s->window;
+    if (s->version == FP_V4) {
+        fp_push_v4(s, th);
+        return;
+    }
     if (w == 1) {
         s->ntok++;
         fp_vote_add(&s->vote, th);
@@ -684,6 +763,10 @@ static uint64_t fp_finish(fp_state *s)
         s->tlen = 0;
     }
     fpspan_end(s);
+    if (s->version == FP_V4) {
+        fp_v4_finish(s);
+        return fp_vote_result_v4(&s->vote, &s->bvote);
+    }
     /* fewer tokens than the smallest feature needs: one feature of all of them */
     unsigned least = s->orders ? (unsigned)__builtin_ctz(s->orders) + 1 : s->window;
     if (s->ntok > 0 && s->ntok < least)
@@ -707,7 +790,7 @@ static int fp_params_norm(const fp_params *p, fp_params *out)
             d.window = FP_WINDOW_DEFAULT;
         if (d.window > FP_WINDOW_MAX)
             return -1;
-    } else if (d.version == FP_V2 || d.version == FP_V3) {
+    } else if (d.version == FP_V2 || d.version == FP_V3 || d.version == FP_V4) {
         if (d.window != 0)
             return -1;
     } else {
@@ -722,8 +805,9 @@ int fp_params_check(const fp_params *p, char *err, size_t errlen)
     fp_params d;
     if (fp_params_norm(p, &d) == 0)
         return 0;
-    if (p->version != 0 && p->version != FP_V1 && p->version != FP_V2 && p->version != FP_V3)
-        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v2, v3)",
+    if (p->version != 0 && p->version != FP_V1 && p->version != FP_V2 && p->version != FP_V3 &&
+        p->version != FP_V4)
+        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v2, v3, v4)",
                  p->version);
     else if (p->version == FP_V1 || (p->version == 0 && FP_VERSION_DEFAULT == FP_V1))
         snprintf(err, errlen, "window %u out of range 1..%d", p->window, FP_WINDOW_MAX);
@@ -755,8 +839,8 @@ int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
                 goto bad;
             p.window = (unsigned)v;
         }
-    } else if ((q[0] == '2' || q[0] == '3') && q[1] == '\0') {
-        p.version = q[0] == '2' ? FP_V2 : FP_V3;
+    } else if (q[0] >= '2' && q[0] <= '4' && q[1] == '\0') {
+        p.version = (unsigned)(q[0] - '0');     /* FP_V2, FP_V3, FP_V4 */
     } else {
         goto bad;
     }
@@ -764,7 +848,7 @@ int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
         goto bad;
     return 0;
 bad:
-    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v3, v2, v1 or v1:W with "
+    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v4, v3, v2, v1 or v1:W with "
              "W 1..%d)", spec, FP_WINDOW_MAX);
     return -1;
 }
@@ -873,7 +957,7 @@ static int fp_between_tokens(const fp_state *s)
 int fpspan_begin(fp_state *s, fp_span *sp)
 {
     fpspan_end(s);
-    if (s->orders != FP_V2_ORDERS || !fp_between_tokens(s))
+    if (s->orders != FP_V2_ORDERS || s->version == FP_V4 || !fp_between_tokens(s))
         return -1;
     fp_vote_begin(&sp->vote);
     sp->first = sp->last = 0;
@@ -893,7 +977,7 @@ int fpspan_end(fp_state *s)
 
 int fpspan_replay(fp_state *t, const fp_span *sp)
 {
-    if (t->orders != FP_V2_ORDERS || t->span || !fp_between_tokens(t))
+    if (t->orders != FP_V2_ORDERS || t->version == FP_V4 || t->span || !fp_between_tokens(t))
         return -1;
     if (sp->ntok == 0)
         return 0;
@@ -947,4 +1031,17 @@ size_t fp_tokenize(const char *text, size_t len, fp_token_cb cb, void *arg)
             cb((const char *)ts, (size_t)(p - ts), arg);
     }
     return count;
+}
+
+/* ---- Boilerplate K-grams for the table generator (fp_bp.h) ---- */
+
+void fpbp_kgrams(const char *text, size_t len, fpbp_kgram_cb cb, void *arg)
+{
+    fp_params p = {FP_V4, 0};
+    fp_state s;
+    fp_state_init(&s, &p);
+    s.kg_cb = cb;
+    s.kg_arg = arg;
+    fp_scan(&s, (const uint8_t *)text, len, 1);
+    fp_finish(&s);
 }

@@ -16,26 +16,28 @@
  * `window` tokens. v2: Unicode case folding and compatibility decomposition, its own
  * token classes and features (section "Algorithm v2"). v3 (the default): v2's text
  * fingerprint (the same values for text), and HTML pages by their main
- * content instead of all their visible text (html.h, section "Main content (v3)"). A
- * fingerprint is only comparable with fingerprints of the same algorithm and
- * settings; deployments record them in simhash:meta. */
-enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_VERSION_DEFAULT = FP_V3 };
+ * content instead of all their visible text (html.h, section "Main content (v3)"). v4:
+ * v3's HTML main content, and v2's features with those of known boilerplate (runs of
+ * words of a table of license text shipped with the algorithm) weighing a quarter
+ * (section "Algorithm v4"). A fingerprint is only comparable with fingerprints of the
+ * same algorithm and settings; deployments record them in simhash:meta. */
+enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_V4 = 4, FP_VERSION_DEFAULT = FP_V3 };
 
 typedef struct fp_params {
-    unsigned version;         /* FP_V1, FP_V2 or FP_V3; 0 means FP_VERSION_DEFAULT */
+    unsigned version;         /* FP_V1 .. FP_V4; 0 means FP_VERSION_DEFAULT */
     unsigned window;          /* v1: tokens per shingle, 1..FP_WINDOW_MAX, 0 means
-                                 FP_WINDOW_DEFAULT. v2, v3: must be 0 (fixed features) */
+                                 FP_WINDOW_DEFAULT. v2..v4: must be 0 (fixed features) */
 } fp_params;
 
-/* Settings as text, the form the programs take and store: "v3", "v2", "v1" (window 3)
+/* Settings as text, the form the programs take and store: "v4", "v3", "v2", "v1" (window 3)
  * or "v1:W". fp_params_parse returns 0, or -1 with a message in err. */
 int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen);
-/* The canonical text of p ("v3", "v2", "v1:3"); p must be valid (fp_params_check). */
+/* The canonical text of p ("v4", "v3", "v2", "v1:3"); p must be valid (fp_params_check). */
 void fp_params_format(const fp_params *p, char *buf, size_t n);
 /* 0 when p is valid, else -1 with a message in err. */
 int fp_params_check(const fp_params *p, char *err, size_t errlen);
 
-/* Fingerprint of a text with the given algorithm (NULL: the default, v2). */
+/* Fingerprint of a text with the given algorithm (NULL: the default, v3). */
 uint64_t fp_text_p(const char *text, size_t len, const fp_params *p);
 
 /* Called once per token (the token classes of algorithm v1); tok points into the (unmodified) input, len bytes,

@@ -567,7 +567,7 @@ fp_html *fp_html_new(const fp_params *p, unsigned flags)
 {
     unsigned v = p && p->version ? p->version : FP_VERSION_DEFAULT;
     flags &= ~(unsigned)FP_HTML_MAIN;
-    if (v == FP_V3 && !(flags & FP_HTML_ALL_TEXT))
+    if ((v == FP_V3 || v == FP_V4) && !(flags & FP_HTML_ALL_TEXT))
         flags |= FP_HTML_MAIN;
     fp_html *h = html_alloc(flags);
     if (h == NULL)

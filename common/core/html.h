@@ -12,9 +12,9 @@
 /* Flags. */
 enum {
     FP_HTML_TITLE = 1,        /* the <title> is text too */
-    FP_HTML_ALL_TEXT = 2,     /* all visible text, even with algorithm v3 (no extraction) */
+    FP_HTML_ALL_TEXT = 2,     /* all visible text, even with algorithms v3, v4 (no extraction) */
     FP_HTML_MAIN = 4,         /* fp_html_new_sink: extract the main content (fp_html_new
-                                 extracts when the algorithm is v3) */
+                                 extracts when the algorithm is v3 or v4) */
 };
 
 /* Tiers of a page's text (a bit mask): all visible text; the blocks main-content
@@ -35,7 +35,7 @@ typedef struct fp_html fp_html;
 typedef void (*fp_html_sink)(void *arg, unsigned tiers, const char *text, size_t len);
 
 /* A parser whose text goes to a fingerprint state with parameters p (NULL: the
- * default algorithm; v3 extracts the main content unless FP_HTML_ALL_TEXT). NULL when
+ * default algorithm; v3 and v4 extract the main content unless FP_HTML_ALL_TEXT). NULL when
  * p is invalid or out of memory. */
 fp_html *fp_html_new(const fp_params *p, unsigned flags);
 /* A parser whose text goes to sink (fp_html_final then returns 0 as fingerprint). */

@@ -168,7 +168,7 @@ shc_status shc_scan(shc_client *c, uint64_t cursor, unsigned count, uint64_t *ne
  * (v3; for text the same values as v2): identical to a default server's and to every simhash tool's for the same
  * bytes. */
 uint64_t shc_fingerprint_local(const char *text, size_t len);
-/* Computed here with an algorithm ("v3", "v2", "v1", "v1:W"; NULL: the default) for text or
+/* Computed here with an algorithm ("v4", "v3", "v2", "v1", "v1:W"; NULL: the default) for text or
  * HTML (format SHC_FORMAT_*): 0, or -1 for an unknown algorithm or unreadable HTML. */
 int shc_fingerprint_local_as(const char *text, size_t len, const char *algorithm, int format,
                              uint64_t *fp);

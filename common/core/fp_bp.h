@@ -1,0 +1,31 @@
+/* fp_bp.h: the known-boilerplate table of fingerprint algorithm v4 (internal, not
+ * installed; the fpbp_ prefix keeps it out of libsimhash's exports).
+ *
+ * v4 votes the features of a token inside a run of FPBP_K tokens found in this table
+ * with weight 1/FP_V4_BP_DIV of the others' (docs/fingerprint.md "Algorithm v4"). The
+ * table is part of the algorithm: generated once by scripts/fp-bp-table.py from
+ * Debian-packaged license text, checked in (fp_bp_table.inc) and never rebuilt on a
+ * user's machine, so v4 fingerprints are the same everywhere. A new table is a new
+ * algorithm version. */
+#ifndef SIMHASH_FP_BP_H
+#define SIMHASH_FP_BP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define FPBP_K 6              /* tokens per boilerplate K-gram */
+#define FP_V4_BP_DIV 4        /* a boilerplate feature weighs 1/4 of the others */
+
+/* Whether the K-gram hash h is in the table (binary search of the sorted array). */
+int fpbp_has(uint64_t h);
+/* Entries and version of the table (fp_bp_table.inc). */
+size_t fpbp_table_size(void);
+unsigned fpbp_table_version(void);
+
+/* cb gets the hash of every K-gram of text as v4 computes it (v2's tokens; the
+ * XXH3-64 of K little-endian token hashes), in order, repeats included: what the
+ * table generator collects. */
+typedef void (*fpbp_kgram_cb)(uint64_t h, void *arg);
+void fpbp_kgrams(const char *text, size_t len, fpbp_kgram_cb cb, void *arg);
+
+#endif
