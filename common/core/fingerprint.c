@@ -292,7 +292,7 @@ static uint64_t fp_vote_result(fp_vote *v)
     return r;
 }
 
-/* v4's weighted vote: v's hashes weigh FP_V4_BP_DIV, bp's 1; bit i is set when the
+/* v4's weighted vote: v's hashes weigh FP_V4_W_TEXT, bp's FP_V4_W_BP; bit i is set when the
  * weighted sum of hashes with it set exceeds that of hashes with it unset. */
 static uint64_t fp_vote_result_v4(fp_vote *v, fp_vote *bp)
 {
@@ -300,8 +300,8 @@ static uint64_t fp_vote_result_v4(fp_vote *v, fp_vote *bp)
     fp_vote_settle(bp);
     uint64_t r = 0;
     for (unsigned i = 0; i < 64; i++) {
-        int64_t sum = FP_V4_BP_DIV * (2 * (int64_t)v->cnt[i] - (int64_t)v->n) +
-                      (2 * (int64_t)bp->cnt[i] - (int64_t)bp->n);
+        int64_t sum = FP_V4_W_TEXT * (2 * (int64_t)v->cnt[i] - (int64_t)v->n) +
+                      FP_V4_W_BP * (2 * (int64_t)bp->cnt[i] - (int64_t)bp->n);
         if (sum > 0)
             r |= (uint64_t)1 << i;
     }

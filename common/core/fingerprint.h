@@ -18,7 +18,7 @@
  * fingerprint (the same values for text), and HTML pages by their main
  * content instead of all their visible text (html.h, section "Main content (v3)"). v4:
  * v3's HTML main content, and v2's features with those of known boilerplate (runs of
- * words of a table of license text shipped with the algorithm) weighing a quarter
+ * words of a table of license text shipped with the algorithm) weighing half
  * (section "Algorithm v4"). A fingerprint is only comparable with fingerprints of the
  * same algorithm and settings; deployments record them in simhash:meta. */
 enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_V4 = 4, FP_VERSION_DEFAULT = FP_V3 };

@@ -2,8 +2,9 @@
  * installed; the fpbp_ prefix keeps it out of libsimhash's exports).
  *
  * v4 votes the features of a token inside a run of FPBP_K tokens found in this table
- * with weight 1/FP_V4_BP_DIV of the others' (docs/fingerprint.md "Algorithm v4"). The
- * table is part of the algorithm: generated once by scripts/fp-bp-table.py from
+ * with weight FP_V4_W_BP, the others with FP_V4_W_TEXT (docs/fingerprint.md
+ * "Algorithm v4"; bench/quality/boilerplate.py measured 1/4, 1/2 and 2/3). The
+ * table is part of the algorithm: generated once by bench/quality/bptable.py from
  * Debian-packaged license text, checked in (fp_bp_table.inc) and never rebuilt on a
  * user's machine, so v4 fingerprints are the same everywhere. A new table is a new
  * algorithm version. */
@@ -14,7 +15,8 @@
 #include <stdint.h>
 
 #define FPBP_K 6              /* tokens per boilerplate K-gram */
-#define FP_V4_BP_DIV 4        /* a boilerplate feature weighs 1/4 of the others */
+#define FP_V4_W_TEXT 2        /* weight of a feature of other text */
+#define FP_V4_W_BP 1          /* weight of a feature of boilerplate */
 
 /* Whether the K-gram hash h is in the table (binary search of the sorted array). */
 int fpbp_has(uint64_t h);

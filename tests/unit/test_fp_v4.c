@@ -43,7 +43,8 @@ static const char *const boiler[] = {
 };
 #define NBOILER (sizeof boiler / sizeof boiler[0])
 
-/* Pinned: a change of any of these is a change of the stored format (the table's too). */
+/* Pinned: a change of any of these is a change of the stored format (the table's and
+ * the weights too). */
 static const struct {
     const char *text;
     uint64_t fp;
@@ -53,10 +54,10 @@ static const struct {
     { "the quick brown fox jumps over the lazy dog", 0x83d5978398a89363ull },
     { "My cat eats fish on Tuesday and sleeps all afternoon long. On Debian systems, the "
       "complete text of the GNU General Public License version 2 can be found in "
-      "/usr/share/common-licenses/GPL-2.", 0x971e860f2d91ffe7ull },
+      "/usr/share/common-licenses/GPL-2.", 0x9716860f2dd9bfe7ull },
     { "Copyright 2019 Jane Roe. Licensed under the Apache License, Version 2.0 (the "
       "\"License\"); you may not use this file except in compliance with the License. "
-      "Our widget parser reads gears.", 0xc3a60a02996b20d6ull },
+      "Our widget parser reads gears.", 0xc282830289eb20d5ull },
 };
 
 static uint64_t ref_v4(const char *s, size_t n);
@@ -113,8 +114,8 @@ static void test_table(void **state)
 /* v4 of ASCII text: tokens are runs of letters and digits, lower-cased, hashed with
  * XXH3-64; a K-gram's hash is XXH3-64 of its K token hashes (little-endian); a token
  * is boilerplate when a K-gram covering it is in the table; its unigram, and its
- * bigram with the token before when both are boilerplate, weigh 1, every other
- * feature FP_V4_BP_DIV; bit i is set when the weighted sum is > 0. */
+ * bigram with the token before when both are boilerplate, weigh FP_V4_W_BP, every
+ * other feature FP_V4_W_TEXT; bit i is set when the weighted sum is > 0. */
 static uint64_t ref_v4(const char *s, size_t n)
 {
     static uint64_t th[REF_MAX];
@@ -151,7 +152,7 @@ static uint64_t ref_v4(const char *s, size_t n)
         int64_t w[2];
         size_t nf = 0;
         f[nf] = th[j];
-        w[nf++] = bp[j] ? 1 : FP_V4_BP_DIV;
+        w[nf++] = bp[j] ? FP_V4_W_BP : FP_V4_W_TEXT;
         if (j > 0) {
             uint8_t bb[16];
             for (unsigned b = 0; b < 8; b++) {
@@ -159,7 +160,7 @@ static uint64_t ref_v4(const char *s, size_t n)
                 bb[8 + b] = (uint8_t)(th[j] >> (8 * b));
             }
             f[nf] = XXH3_64bits(bb, 16);
-            w[nf++] = bp[j] && bp[j - 1] ? 1 : FP_V4_BP_DIV;
+            w[nf++] = bp[j] && bp[j - 1] ? FP_V4_W_BP : FP_V4_W_TEXT;
         }
         for (size_t k = 0; k < nf; k++)
             for (unsigned i = 0; i < 64; i++)
