@@ -1,5 +1,5 @@
-/* bench/fingerprint.c: throughput of fp_text (algorithm v1 with --window, and the
- * default v2) on generated English-like or CJK text,
+/* bench/fingerprint.c: throughput of fp_text (algorithm v1 with --window, the
+ * default (v2's text features) and v4) on generated English-like or CJK text,
  * side by side with two baselines measured in the same process: a plain
  * isalnum tokenizer + FNV-1a + per-bit vote (no shingles), and a seomoz-like
  * recipe (runs of ASCII letters, Jenkins-style 64-bit hash, rolling window of 3).
@@ -267,9 +267,9 @@ static int bench_cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-enum { IMPL_SIMHASH, IMPL_STREAM, IMPL_V2, IMPL_FNV, IMPL_SEOMOZ, IMPL_COUNT };
+enum { IMPL_SIMHASH, IMPL_STREAM, IMPL_V2, IMPL_V4, IMPL_FNV, IMPL_SEOMOZ, IMPL_COUNT };
 static const char *const impl_names[IMPL_COUNT] = { "simhash", "simhash-stream", "simhash-v2",
-                                                    "fnv", "seomoz" };
+                                                    "simhash-v4", "fnv", "seomoz" };
 
 /* Runs one implementation once over the text; returns the fingerprint. */
 static uint64_t bench_run(int impl, const char *text, size_t len, unsigned window)
@@ -291,6 +291,10 @@ static uint64_t bench_run(int impl, const char *text, size_t len, unsigned windo
     }
     case IMPL_V2:
         return fp_text_p(text, len, NULL);
+    case IMPL_V4: {
+        fp_params v4 = {FP_V4, 0};
+        return fp_text_p(text, len, &v4);
+    }
     case IMPL_FNV:
         return bench_fnv(text, len);
     default:
@@ -380,10 +384,12 @@ int main(int argc, char **argv)
                mb / cmed[impl], cmed[impl], (unsigned long long)fp);
     }
     printf("bench=fingerprint text=%s ratio_vs_fnv=%.2f ratio_vs_seomoz=%.2f stream_vs_text=%.2f "
-           "cpu_ratio_vs_fnv=%.2f cpu_ratio_vs_seomoz=%.2f cpu_ratio_v2_vs_v1=%.2f\n",
+           "cpu_ratio_vs_fnv=%.2f cpu_ratio_vs_seomoz=%.2f cpu_ratio_v2_vs_v1=%.2f "
+           "cpu_ratio_v4_vs_v2=%.2f\n",
            kind, med[IMPL_FNV] / med[IMPL_SIMHASH], med[IMPL_SEOMOZ] / med[IMPL_SIMHASH],
            med[IMPL_SIMHASH] / med[IMPL_STREAM], cmed[IMPL_FNV] / cmed[IMPL_SIMHASH],
-           cmed[IMPL_SEOMOZ] / cmed[IMPL_SIMHASH], cmed[IMPL_SIMHASH] / cmed[IMPL_V2]);
+           cmed[IMPL_SEOMOZ] / cmed[IMPL_SIMHASH], cmed[IMPL_SIMHASH] / cmed[IMPL_V2],
+           cmed[IMPL_V2] / cmed[IMPL_V4]);
     free(text);
     return 0;
 }

@@ -85,6 +85,31 @@ def main():
         for i in range(0, len(rows), 3):
             f.write("   " + "".join(" 0x%016xu," % h for h in rows[i:i + 3]) + "\n")
         f.write("};\n")
+        # fpbp_index[b]: the first entry whose top FPBP_INDEX_BITS bits are >= b, so a
+        # lookup searches one bucket of about 10 entries, not the whole table
+        bits = 12
+        f.write("#define FPBP_INDEX_BITS %d\n" % bits)
+        f.write("static const uint32_t fpbp_index[%d] = {\n" % ((1 << bits) + 1))
+        idx, j = [], 0
+        for b in range((1 << bits) + 1):
+            while j < len(rows) and rows[j] >> (64 - bits) < b:
+                j += 1
+            idx.append(j)
+        for i in range(0, len(idx), 8):
+            f.write("   " + "".join(" %d," % x for x in idx[i:i + 8]) + "\n")
+        f.write("};\n")
+        # fpbp_filter: bit (h mod 2^FPBP_FILTER_BITS) set for every entry h: most
+        # K-grams of ordinary text are turned away by one bit test
+        fbits = 19
+        words = [0] * ((1 << fbits) // 64)
+        for h in rows:
+            x = h & ((1 << fbits) - 1)
+            words[x >> 6] |= 1 << (x & 63)
+        f.write("#define FPBP_FILTER_BITS %d\n" % fbits)
+        f.write("static const uint64_t fpbp_filter[%d] = {\n" % len(words))
+        for i in range(0, len(words), 4):
+            f.write("   " + "".join(" 0x%xu," % x for x in words[i:i + 4]) + "\n")
+        f.write("};\n")
     print("%d K-grams (%d from %d common licenses, %d shared by >= 2 of %d copyright files) -> %s"
           % (len(rows), n_cl, len(cl), len(rows) - n_cl, len(train), a.out))
 
