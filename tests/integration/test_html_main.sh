@@ -11,7 +11,8 @@
 #     within 2 bits of the plain texts' (v2 reading all visible text is logged, and
 #     must show the template's pull, so the set tests something);
 # then --all-text (= v2's page text), and a v3 deployment: simhash:meta records v3,
-# FORMAT html / html-all equal the CLI, a v2 worker or coordinator is refused.
+# FORMAT html / html-all equal the CLI, a v2 worker or coordinator is refused (and a
+# v4 worker); a v4 deployment records v4 and answers what the CLI computes.
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init html_main
@@ -118,5 +119,28 @@ grep -q "fingerprint algorithm v3.*configured with v2" "$TH_DIR/err" ||
 timeout 20 "$TH_BIN/simhash-coordinator" --port "$(th_free_port)" --worker "127.0.0.1:$sp" \
     --fingerprint-algorithm v2 >/dev/null 2>"$TH_DIR/err"
 expect "v2 coordinator with a v3 worker: exit 2" "$?" 2
-th_log "server: v3 recorded, FORMAT html/html-all equal the CLI, v2 refused"
+timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$rp" \
+    --fingerprint-algorithm v4 >/dev/null 2>"$TH_DIR/err"
+expect "v4 worker on a v3 corpus: exit 1" "$?" 1
+grep -q "fingerprint algorithm v3.*configured with v4" "$TH_DIR/err" ||
+    th_fail "v4 worker message: '$(cat "$TH_DIR/err")'"
+th_log "server: v3 recorded, FORMAT html/html-all equal the CLI, v2 and v4 refused"
+
+# ---- a v4 deployment: recorded, and the same fingerprints as the CLI ----
+th_start_redis redis4
+rp4=$TH_REDIS_PORT
+th_start_shard w4 "$rp4" 0-255 6 3 "" --fingerprint-algorithm v4
+th_start_coord c4 6 3 2000 "127.0.0.1:$TH_SHARD_PORT" "" --fingerprint-algorithm v4
+cli4() { timeout 10 redis-cli -h 127.0.0.1 -p "$TH_COORD_PORT" "$@"; }
+expect "meta records v4" "$(timeout 5 redis-cli -p "$rp4" HGET simhash:meta fingerprint)" v4
+lic="Our widget parser maps gears. On Debian systems, the complete text of the GNU General \
+Public License version 2 can be found in /usr/share/common-licenses/GPL-2."
+expect "v4 text = CLI v4" "$(cli4 SIMHASH.FINGERPRINT "$lic")" \
+    "$(printf '%s' "$lic" | fp --algorithm v4 --text)"
+lic_v2=$(printf '%s' "$lic" | fp --algorithm v2 --text)
+[ "$(printf '%s' "$lic" | fp --algorithm v4 --text)" != "$lic_v2" ] ||
+    th_fail "v4 = v2 on a text with license boilerplate"
+expect "v4 FORMAT html = CLI v4" "$(cli4 SIMHASH.FINGERPRINT "$page" FORMAT html)" \
+    "$(fp --algorithm v4 "$p")"
+th_log "server: v4 recorded, text and FORMAT html equal the CLI"
 th_log "all checks passed"

@@ -271,7 +271,7 @@ class Functions(unittest.TestCase):
         page = (b"<html><head><title>T</title><style>p{}</style></head><body><p>The quick "
                 b"<b>brown</b> fox</p><script>x()</script><div>jumps &amp; runs</div></body></html>")
         for data in TEXTS + [page]:
-            for algo in ["v3", "v2", "v1", "v1:5"]:
+            for algo in ["v4", "v3", "v2", "v1", "v1:5"]:
                 self.assertEqual(simhash.fingerprint(data, algorithm=algo),
                                  cli_fingerprint(data, algorithm=algo), (data[:40], algo))
             self.assertEqual(simhash.fingerprint(data, html=True), cli_fingerprint(data, html=True))
@@ -290,6 +290,12 @@ class Functions(unittest.TestCase):
                          simhash.fingerprint(site, html=True, algorithm="v3"))
         self.assertEqual(simhash.fingerprint(site, html=True, all_text=True),
                          simhash.fingerprint(site, html=True, algorithm="v2"))
+        # v4: known license boilerplate weighs less than in v2, the same in both paths
+        lic = (art + " On Debian systems, the complete text of the GNU General Public License "
+               "version 2 can be found in /usr/share/common-licenses/GPL-2.").encode()
+        self.assertEqual(simhash.fingerprint(lic, algorithm="v4"), cli_fingerprint(lic, algorithm="v4"))
+        self.assertNotEqual(simhash.fingerprint(lic, algorithm="v4"),
+                            simhash.fingerprint(lic, algorithm="v2"))
         self.assertNotEqual(simhash.fingerprint(site, html=True, algorithm="v2"),
                             simhash.fingerprint(art))
         # v2 folds Unicode case; v1 does not
