@@ -2,11 +2,12 @@
  * on libxml2), main-content extraction (common/core/html_main.c, algorithm v3) and
  * the v2 tokenizer behind them.
  *
- * The first byte chooses the piece size (1..256), the flags and the algorithm (v2 or
- * v3); the rest is the document. Checks: no crash, leak, overrun or hang under the
+ * The first byte chooses the piece size (1..256), the flags and the algorithm (v2, v3
+ * or v4); the rest is the document. Checks: no crash, leak, overrun or hang under the
  * sanitizers; the fingerprint is the same fed whole or in pieces; with v3 it is the
  * v2 fingerprint of the text of the tier the parser chose (collected from a sink
- * parser), and with FP_HTML_ALL_TEXT v2's page fingerprint; the text handed to the sink is
+ * parser; with v4 the v4 fingerprint of it), and with FP_HTML_ALL_TEXT v2's page
+ * fingerprint; the text handed to the sink is
  * valid UTF-8 when the page declares no charset (html.c then turns invalid bytes into
  * U+FFFD; with a declaration libxml2 reads the first 1024 bytes itself and may pass
  * invalid bytes on, which the tokenizer takes as they are); a failed document
@@ -85,8 +86,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     size_t piece = (size_t)(data[0] & 0xFF) + 1;
     unsigned flags = data[0] & 1 ? FP_HTML_TITLE : 0;
-    fp_params alg = {data[0] & 2 ? FP_V3 : FP_V2, 0};
+    fp_params alg = {data[0] & 2 ? (data[0] & 4 ? FP_V4 : FP_V3) : FP_V2, 0};
     const fp_params v2 = {FP_V2, 0};
+    /* the algorithm of a tier's text: v2 (= v3 on text), or v4 */
+    const fp_params talg = {alg.version == FP_V4 ? FP_V4 : FP_V2, 0};
+    int extract = alg.version == FP_V3 || alg.version == FP_V4;
     const char *doc = (const char *)data + 1;
     size_t len = size - 1;
 
@@ -121,9 +125,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     fz_sink s = {0, {0}, 0, {NULL, NULL, NULL}};
     for (int i = 0; i < 3; i++)
-        if ((s.tier[i] = fp_state_new_p(&v2)) == NULL)
+        if ((s.tier[i] = fp_state_new_p(&talg)) == NULL)
             abort();
-    fp_html *t = fp_html_new_sink(flags | (alg.version == FP_V3 ? FP_HTML_MAIN : 0), fz_on_text, &s);
+    fp_html *t = fp_html_new_sink(flags | (extract ? FP_HTML_MAIN : 0), fz_on_text, &s);
     if (t == NULL)
         abort();
     fp_html_update(t, doc, len);
