@@ -1,6 +1,6 @@
 /* bench/html.c: throughput of HTML fingerprints (common/core/html.c: libxml2's HTML
- * parser, then the default algorithm v3 with main-content extraction; and v2, all
- * visible text) on real pages, side by side with the text path on the same bytes
+ * parser, then the default algorithm v3 with main-content extraction; v2, all
+ * visible text; and v4, v3's extraction with v4's text weights) on real pages, side by side with the text path on the same bytes
  * (fp_text_p, the pages read as text) in the same process, and libxml2's
  * HTML push parser alone (the same options and 64 KiB blocks, a SAX handler with no
  * callbacks): the ceiling any HTML path built on that parser can reach.
@@ -142,11 +142,11 @@ int main(int argc, char **argv)
     }
     double mib = (double)total / 1048576.0;
     printf("# pages=%zu bytes=%zu runs=%u\n", np, total, runs);
-    static const char *const names[4] = { "html", "text", "parser_only", "html_v2" };
-    static const fp_params v2 = { FP_V2, 0 };
-    double cmed[4];
+    static const char *const names[5] = { "html", "text", "parser_only", "html_v2", "html_v4" };
+    static const fp_params v2 = { FP_V2, 0 }, v4 = { FP_V4, 0 };
+    double cmed[5];
     size_t failed = 0;
-    for (int path = 0; path < 4; path++) {
+    for (int path = 0; path < 5; path++) {
         double wall[101], cpu[101];
         uint64_t sum = 0, first = 0;
         for (unsigned r = 0; r < runs; r++) {
@@ -160,8 +160,9 @@ int main(int argc, char **argv)
                         failed += r == 0;
                 } else if (path == 1) {
                     fp = fp_text_p(pages[i].data, pages[i].len, NULL);
-                } else if (path == 3) {
-                    if (fp_html_text(pages[i].data, pages[i].len, &v2, 0, &fp, err, sizeof err))
+                } else if (path == 3 || path == 4) {
+                    if (fp_html_text(pages[i].data, pages[i].len, path == 3 ? &v2 : &v4, 0, &fp,
+                                     err, sizeof err))
                         failed += r == 0;
                 } else {
                     fp = (uint64_t)bh_parse_only(pages[i].data, pages[i].len);
@@ -184,8 +185,9 @@ int main(int argc, char **argv)
                wall[runs / 2], mib / cpu[runs / 2], cpu[runs / 2], (unsigned long long)first);
     }
     printf("bench=html html_vs_text_cpu=%.2f html_vs_parser_only_cpu=%.2f "
-           "html_v2_vs_parser_only_cpu=%.2f html_vs_html_v2_cpu=%.2f unreadable_pages=%zu\n",
-           cmed[1] / cmed[0], cmed[2] / cmed[0], cmed[2] / cmed[3], cmed[3] / cmed[0], failed);
+           "html_v2_vs_parser_only_cpu=%.2f html_vs_html_v2_cpu=%.2f html_v4_vs_html_cpu=%.2f "
+           "unreadable_pages=%zu\n", cmed[1] / cmed[0], cmed[2] / cmed[0], cmed[2] / cmed[3],
+           cmed[3] / cmed[0], cmed[0] / cmed[4], failed);
     for (size_t i = 0; i < np; i++)
         free(pages[i].data);
     free(pages);
