@@ -742,8 +742,69 @@ int shard_redis_room(const shard_redis *r, unsigned n)
     return r->inflight + n <= r->o.max_inflight;
 }
 
-/* hiredis callback of every command: follow a redirection (cluster mode), else
- * account for it and hand the reply on. */
+/* ---- NOSCRIPT: a script sent by name that Redis does not have ---- */
+
+/* Reads the argument at *p of a formatted command ("$<len>\r\n<bytes>\r\n"; end: the
+ * command's end) into *s and *len, and moves *p past it. Returns 0, or -1. */
+static int shard_fmt_arg(const char **p, const char *end, const char **s, size_t *len)
+{
+    const char *q = *p;
+    size_t n = 0;
+    if (q >= end || *q++ != '$')
+        return -1;
+    while (q < end && *q >= '0' && *q <= '9' && n < ((size_t)1 << 40))
+        n = n * 10 + (size_t)(*q++ - '0');
+    if (end - q < 4 || q[0] != '\r' || q[1] != '\n' || (size_t)(end - q) - 4 < n)
+        return -1;
+    *s = q + 2;
+    *len = n;
+    *p = q + 2 + n + 2;
+    return 0;
+}
+
+/* cmd, an EVALSHA Redis answered NOSCRIPT, becomes EVAL with the text of the script
+ * it names (same keys and arguments), which Redis runs and caches; it is sent again
+ * to the worker's own node (in a cluster, -MOVED / -ASK lead on from there). Returns
+ * 0, or -1 (the layout has no script of that name, out of memory, not sent: the
+ * caller hands the NOSCRIPT on). */
+static int shard_redis_noscript(shard_redis *r, shard_rcmd *cmd)
+{
+    const char *end = cmd->fmt + cmd->fmtlen, *name, *sha, *text;
+    const char *p = memchr(cmd->fmt, '\n', cmd->fmtlen);
+    size_t namelen, shalen;
+    cmd->evalsha = 0;                                       /* once */
+    if (p == NULL)
+        return -1;
+    size_t head = (size_t)(++p - cmd->fmt);                 /* "*<argc>\r\n" */
+    if (shard_fmt_arg(&p, end, &name, &namelen) != 0 ||
+        shard_fmt_arg(&p, end, &sha, &shalen) != 0 ||
+        (text = layout_script_text(r->o.scripts, sha, shalen)) == NULL)
+        return -1;
+    size_t tlen = strlen(text), rest = (size_t)(end - p);
+    char mid[48];
+    int m = snprintf(mid, sizeof mid, "$4\r\nEVAL\r\n$%zu\r\n", tlen);
+    char *fmt = malloc(head + (size_t)m + tlen + 2 + rest);
+    if (fmt == NULL)
+        return -1;
+    memcpy(fmt, cmd->fmt, head);
+    memcpy(fmt + head, mid, (size_t)m);
+    memcpy(fmt + head + m, text, tlen);
+    memcpy(fmt + head + m + tlen, "\r\n", 2);
+    memcpy(fmt + head + m + tlen + 2, p, rest);
+    free(cmd->fmt);
+    cmd->fmt = fmt;
+    cmd->fmtlen = head + (size_t)m + tlen + 2 + rest;
+    r->st.noscripts++;
+    if (r->ac == NULL || r->state != SHARD_REDIS_READY ||
+        redisAsyncFormattedCommand(r->ac, shard_redis_on_reply, cmd, cmd->fmt, cmd->fmtlen)
+            != REDIS_OK)
+        return -1;
+    r->inflight++;
+    return 0;
+}
+
+/* hiredis callback of every command: follow a redirection (cluster mode), send again
+ * after -TRYAGAIN or NOSCRIPT, else account for it and hand the reply on. */
 void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     shard_rcmd *cmd = privdata;
@@ -771,6 +832,9 @@ void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         } else if (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0 &&
                    shard_redis_tryagain(r, cmd) == 0) {
             return;     /* its slot is migrating and a key is on either side: again soon */
+        } else if (cmd->evalsha && rep->len >= 8 && memcmp(rep->str, "NOSCRIPT", 8) == 0 &&
+                   shard_redis_noscript(r, cmd) == 0) {
+            return;     /* sent again whole, once */
         }
     }
     const char *err = NULL;
@@ -801,12 +865,15 @@ int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, v
     if (argc > 0 && (argvlen ? argvlen[0] == 5 : strlen(argv[0]) == 5) &&
         strncasecmp(argv[0], "HMGET", 5) == 0)
         cmd->background = 1;
+    cmd->evalsha = r->o.scripts != NULL && argc > 1 &&
+                   (argvlen ? argvlen[0] == 7 : strlen(argv[0]) == 7) &&
+                   strncasecmp(argv[0], "EVALSHA", 7) == 0;
     int rc;
     /* the usual command (a range scan, a small write) is formatted on the stack,
      * without hiredis's printf-style formatter */
     char small[512];
     size_t len = resp_format_command(small, sizeof small, argc, argv, argvlen);
-    if (r->o.cluster) {     /* kept formatted for a redirection */
+    if (r->o.cluster || cmd->evalsha) {     /* kept formatted for a redirection, NOSCRIPT */
         if (len > 0) {
             cmd->fmt = malloc(len);
             if (cmd->fmt != NULL)

@@ -70,8 +70,8 @@ struct shard_redis {
     cluster_map *probe_map;
 };
 
-/* One command in flight: hiredis privdata. In cluster mode it keeps the formatted
- * command so that a redirection can send it again. */
+/* One command in flight: hiredis privdata. In cluster mode, and for an EVALSHA, it
+ * keeps the formatted command so that a redirection (or NOSCRIPT) can send it again. */
 typedef struct shard_rcmd {
     shard_redis *r;
     shard_redis_cb fn;
@@ -80,6 +80,7 @@ typedef struct shard_rcmd {
     size_t fmtlen;
     unsigned hops;
     unsigned tryagain;      /* -TRYAGAIN retries so far (they stop timeout_ms after sent_us) */
+    int evalsha;            /* an EVALSHA (fmt kept): sent again as EVAL after NOSCRIPT */
     struct event *wait_ev;  /* while waiting to retry after -TRYAGAIN */
     struct shard_rcmd *wnext, *wprev; /* the list of those waiting (shard_redis.waiting) */
     int background;         /* not routed by the coordinator (HMGET of the counters for

@@ -84,6 +84,11 @@ void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out)
         c->ops->dir_stats(c, out);
 }
 
+const char *layout_script_text(const layout_ctx *c, const char *sha, size_t len)
+{
+    return c->ops->script_text && c->dir ? c->ops->script_text(c, sha, len) : NULL;
+}
+
 int layout_cmd_key_index(const layout_cmd *c)
 {
     return c->argc > 3 && (strcmp(c->argv[0], "EVAL") == 0 || strcmp(c->argv[0], "EVALSHA") == 0)
