@@ -607,16 +607,8 @@ static void layout3_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, 
         i = s->n - 1;
     r->tag = tag;
     r->klen = layout3_bucket_key(r->key, sizeof r->key, 's', 0, xx, s, i);
-    if (layout_shard_of(from) == xx && from >= layout3_walk_first_value(c, tag)) {
-        r->lo_buf[0] = '[';
-        r->lo_len = 1 + layout3_member(r->lo_buf + 1, from);
-    } else {
-        r->lo_buf[0] = '-';
-        r->lo_len = 1;
-    }
-    r->lo = r->lo_buf;
-    r->hi = (const uint8_t *)"+";
-    r->hi_len = 1;
+    int inside = layout_shard_of(from) == xx && from >= layout3_walk_first_value(c, tag);
+    layout_walk_bounds(r, inside, inside ? layout3_member(r->lo_buf + 1, from) : 0);
 }
 
 const layout_ops layout3_ops = {

@@ -467,13 +467,14 @@ void layout_fixed_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, la
 {
     r->tag = tag;
     r->klen = layout_bucket_key(r->key, sizeof r->key, 0, tag, c->bucket_bits);
-    if (layout_bucket_of(from, c->bucket_bits) == tag) {
-        r->lo_buf[0] = '[';
-        r->lo_len = 1 + layout_member(r->lo_buf + 1, from, c->bucket_bits);
-    } else {
-        r->lo_buf[0] = '-';
-        r->lo_len = 1;
-    }
+    int inside = layout_bucket_of(from, c->bucket_bits) == tag;
+    layout_walk_bounds(r, inside, inside ? layout_member(r->lo_buf + 1, from, c->bucket_bits) : 0);
+}
+
+void layout_walk_bounds(layout_read *r, int inside, size_t mlen)
+{
+    r->lo_buf[0] = inside ? '[' : '-';
+    r->lo_len = inside ? 1 + mlen : 1;
     r->lo = r->lo_buf;
     r->hi = (const uint8_t *)"+";
     r->hi_len = 1;

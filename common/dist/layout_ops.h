@@ -346,5 +346,9 @@ void layout_fixed_lock(layout_cmd *c, const char *script, const char *lead_key,
                        uint64_t fp, uint64_t p0, const char *token,
                        unsigned long long lease_ms, const char *op, const uint8_t *tail,
                        size_t tail_len);
+/* The ZRANGEBYLEX bounds of a walk read (walk_read) in r: from the member of `from`
+ * on when it lies in the bucket read (inside: the layout wrote that member, mlen
+ * bytes, at r->lo_buf + 1), else from the bucket's start; to the bucket's end. */
+void layout_walk_bounds(layout_read *r, int inside, size_t mlen);
 
 #endif
