@@ -1,20 +1,14 @@
 /* commands.c: the client commands of simhash-coordinator (see docs/protocol.md):
- * argument checks, the options of QUERY / CHECK / CHECKTEXT, the starts of QUERY /
- * ADD / DEL / CHECK / CHECKTEXT, and the command table. The query state machine
- * (fan-out, merge, answer) is query.c; the write rounds write.c; FINGERPRINT and INFO
- * info.c. */
+ * argument checks, the options of QUERY / CHECK / CHECKTEXT, and the starts of QUERY /
+ * ADD / DEL / CHECK / CHECKTEXT. The command table is cmdtable.c; the query state
+ * machine (fan-out, merge, answer) query.c; the write rounds, and CHECK's hand-over
+ * from its query to its add, write.c; FINGERPRINT and INFO info.c; SCAN scan.c. */
 #include "coord.h"
 
-#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "fingerprint.h"
-#include "html.h"
-#include "layout.h"
-#include "log.h"
 #include "parse.h"
 
 /* ---- Argument helpers ---- */
@@ -86,7 +80,7 @@ int coord_query_options(coord *co, rs_req *r, size_t from, unsigned allow, coord
     return -1;
 }
 
-static void coord_cmd_query(rs_req *r)
+void coord_cmd_query(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     uint64_t q;
@@ -127,7 +121,7 @@ static void coord_check_start(coord *co, rs_req *r, coord_write_kind kind, uint6
     coord_query_start(op);
 }
 
-static void coord_cmd_check(rs_req *r)
+void coord_cmd_check(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     uint64_t q;
@@ -145,7 +139,7 @@ static void coord_checktext_then(rs_req *r, uint64_t fp, unsigned d)
     coord_check_start(rs_req_ctx(r), r, CW_CHECKTEXT, fp, 1, d);
 }
 
-static void coord_cmd_checktext(rs_req *r)
+void coord_cmd_checktext(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     coord_qopts qo;
@@ -158,7 +152,7 @@ static void coord_cmd_checktext(rs_req *r)
 
 /* ---- ADD, DEL (write.c runs them) ---- */
 
-static void coord_cmd_add(rs_req *r)
+void coord_cmd_add(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     size_t argc = rs_req_argc(r);
@@ -194,7 +188,7 @@ static void coord_cmd_add(rs_req *r)
         coord_write_start(op);
 }
 
-static void coord_cmd_del(rs_req *r)
+void coord_cmd_del(rs_req *r)
 {
     coord *co = rs_req_ctx(r);
     size_t argc = rs_req_argc(r);
@@ -229,70 +223,3 @@ static void coord_cmd_del(rs_req *r)
     coord_write_set_del(wr, argc == 2);
     coord_write_start(op);
 }
-
-#define COORD_ARGS_END { NULL, NULL, NULL, 0, NULL }
-static const rs_arg coord_args_pair[] = { { "fingerprint", "integer", NULL, 0, NULL },
-                                          { "docid", "string", NULL, 0, NULL },
-                                          COORD_ARGS_END };
-static const rs_arg coord_args_add[] = { { "pair", "block", NULL, RS_ARG_MULTIPLE,
-                                           coord_args_pair },
-                                         COORD_ARGS_END };
-static const rs_arg coord_args_del[] = { { "fingerprint", "integer", NULL, 0, NULL },
-                                         { "docid", "string", NULL, RS_ARG_OPTIONAL, NULL },
-                                         COORD_ARGS_END };
-static const rs_arg coord_args_query[] = { { "fingerprint", "integer", NULL, 0, NULL },
-                                           { "d", "integer", "DISTANCE", RS_ARG_OPTIONAL,
-                                             NULL },
-                                           { "n", "integer", "LIMIT", RS_ARG_OPTIONAL, NULL },
-                                           COORD_ARGS_END };
-static const rs_arg coord_args_check[] = { { "fingerprint", "integer", NULL, 0, NULL },
-                                           { "docid", "string", NULL, 0, NULL },
-                                           { "d", "integer", "DISTANCE", RS_ARG_OPTIONAL,
-                                             NULL },
-                                           COORD_ARGS_END };
-static const rs_arg coord_args_checktext[] = { { "docid", "string", NULL, 0, NULL },
-                                               { "text", "string", NULL, 0, NULL },
-                                               { "kind", "string", "FORMAT", RS_ARG_OPTIONAL,
-                                                 NULL },
-                                               { "d", "integer", "DISTANCE", RS_ARG_OPTIONAL,
-                                                 NULL },
-                                               COORD_ARGS_END };
-static const rs_arg coord_args_fingerprint[] = { { "text", "string", NULL, 0, NULL },
-                                                 { "kind", "string", "FORMAT",
-                                                   RS_ARG_OPTIONAL, NULL },
-                                                 COORD_ARGS_END };
-
-static const rs_arg coord_args_scan[] = { { "cursor", "integer", NULL, 0, NULL },
-                                          { "n", "integer", "COUNT", RS_ARG_OPTIONAL, NULL },
-                                          { "m", "integer", "LIMIT", RS_ARG_OPTIONAL, NULL },
-                                          COORD_ARGS_END };
-
-const rs_command coord_commands[] = {
-    /* pipelined ADDs of one client overlap (their locks order them per fingerprint);
-     * a later request of the client starts after them, so it sees them */
-    { "SIMHASH.ADD", -3, RS_CMD_ORDERED, coord_cmd_add,
-      "Adds documents under their fingerprints; returns the number of new pairs.",
-      coord_args_add },
-    { "SIMHASH.DEL", -2, RS_CMD_WRITE, coord_cmd_del,
-      "Removes a document from a fingerprint, or the fingerprint with all its documents.",
-      coord_args_del },
-    { "SIMHASH.QUERY", -2, RS_CMD_READONLY, coord_cmd_query,
-      "Stored fingerprints within DISTANCE bits: [fingerprint, distance, [docid ...]], "
-      "nearest first.", coord_args_query },
-    { "SIMHASH.CHECK", -3, RS_CMD_WRITE, coord_cmd_check,
-      "The matches before adding, then adds the document (as QUERY, then ADD).",
-      coord_args_check },
-    { "SIMHASH.CHECKTEXT", -3, RS_CMD_WRITE, coord_cmd_checktext,
-      "CHECK with the fingerprint of a text or HTML page: [fingerprint, matches].",
-      coord_args_checktext },
-    { "SIMHASH.FINGERPRINT", -2, RS_CMD_READONLY, coord_cmd_fingerprint,
-      "The 64-bit simhash of a text or HTML page, as a decimal string.",
-      coord_args_fingerprint },
-    { "SIMHASH.SCAN", -2, RS_CMD_READONLY, coord_cmd_scan,
-      "A walk over the corpus: [next cursor, [[fingerprint, [docid ...]] ...]]; cursor 0 "
-      "starts it, a next cursor of 0 ends it.", coord_args_scan },
-    { "SIMHASH.INFO", -1, RS_CMD_READONLY, coord_cmd_info,
-      "The coordinator's state, corpus counts, limits, counters and workers.", NULL },
-};
-#undef COORD_ARGS_END
-const size_t coord_ncommands = sizeof(coord_commands) / sizeof(coord_commands[0]);

@@ -236,13 +236,18 @@ coord_write *coord_write_new(coord_op *op, coord_write_kind kind, coord_pair *pa
                              size_t npairs);
 /* DEL: remove every id (all) or the pair's id. */
 void coord_write_set_del(coord_write *wr, int all);
-/* CHECK / CHECKTEXT: the buffer to put the matches in (answered after the add) and
- * the fingerprint CHECKTEXT answers. */
-resp_buf *coord_write_saved(coord_write *wr, uint64_t q);
 /* Run the rounds; the op is answered when every pair is written, or failed. */
 void coord_write_start(coord_op *op);
 
-/* ---- commands.c ---- */
+/* ---- commands.c: argument checks and the starts of the commands ---- */
+
+void coord_cmd_add(rs_req *r);
+void coord_cmd_del(rs_req *r);
+void coord_cmd_query(rs_req *r);
+void coord_cmd_check(rs_req *r);
+void coord_cmd_checktext(rs_req *r);
+
+/* ---- cmdtable.c: the command table (names, arity, flags, help, arguments) ---- */
 
 extern const rs_command coord_commands[];
 extern const size_t coord_ncommands;
@@ -278,8 +283,10 @@ coord_op *coord_query_op_new(coord *co, rs_req *r, coord_query_done_fn done, uin
                              unsigned d, coord_qstate **sp);
 /* Starts the query round for s->q within s->d (s: the op's data). */
 void coord_query_start(coord_op *op);
-/* The done functions: QUERY answers the matches; CHECK / CHECKTEXT keep them and add
- * the pair (write.c). */
+/* Writes s's matches into b as QUERY answers them: [[fp, distance, [docid ...]] ...]. */
+void coord_query_answer(const coord_qstate *s, resp_buf *b);
+/* The done functions: QUERY answers the matches (query.c); CHECK / CHECKTEXT keep
+ * them and add the pair, which answers (coord_check_write, write.c). */
 void coord_query_reply(coord_op *op, coord_qstate *s);
 void coord_check_write(coord_op *op, coord_qstate *s);
 

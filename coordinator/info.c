@@ -2,7 +2,7 @@
  * docs/protocol.md): the fingerprint of a text computed locally, and the INFO text
  * that sums up the coordinator, its limits, its counters, the corpus counts known
  * from the workers, the Redis nodes' memory and each worker's state. Neither sends
- * a request to the workers; the command table stays in commands.c. */
+ * a request to the workers; the command table is cmdtable.c. */
 #include "coord.h"
 
 #include <stdio.h>

@@ -4,8 +4,8 @@
  * then the merge (coord_query_merge): matches that came back without ids are fetched
  * with SHARD.DOCS from their owners (coord_on_docs_reply), and the answer is sorted
  * and handed to the query's done function: coord_query_reply answers it, and
- * coord_check_write hands CHECK / CHECKTEXT on to write.c. The commands and their
- * arguments are in commands.c. */
+ * write.c's coord_check_write keeps it for CHECK / CHECKTEXT and adds the document.
+ * The commands and their arguments are in commands.c. */
 #include "coord.h"
 
 #include <stdio.h>
@@ -244,7 +244,7 @@ bad:
     return -1;
 }
 
-static void coord_write_matches(coord_qstate *s, resp_buf *b)
+void coord_query_answer(const coord_qstate *s, resp_buf *b)
 {
     resp_add_array(b, s->n);
     for (size_t i = 0; i < s->n; i++) {
@@ -261,25 +261,8 @@ static void coord_write_matches(coord_qstate *s, resp_buf *b)
 /* QUERY: answer the matches. */
 void coord_query_reply(coord_op *op, coord_qstate *s)
 {
-    coord_write_matches(s, rs_req_out(coord_op_req(op)));
+    coord_query_answer(s, rs_req_out(coord_op_req(op)));
     coord_op_finish(op);
-}
-
-/* CHECK / CHECKTEXT: keep the answer, then add the document (write.c), which answers. */
-void coord_check_write(coord_op *op, coord_qstate *s)
-{
-    resp_buf saved;
-    resp_buf_init(&saved, 0);
-    coord_write_matches(s, &saved);
-    uint64_t q = s->q;
-    coord_pair *p = s->pairs;
-    s->pairs = NULL;
-    coord_write *wr = coord_write_new(op, s->check_kind, p, 1);
-    if (wr != NULL) {
-        resp_buf_append(coord_write_saved(wr, q), saved.data, saved.len);
-        coord_write_start(op);
-    }
-    resp_buf_free(&saved);
 }
 
 /* After the query round: merge, sort, LIMIT, then fetch document ids. */

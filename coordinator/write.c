@@ -134,12 +134,6 @@ void coord_write_set_del(coord_write *wr, int all)
     wr->delop = all ? LAYOUT_LOCK_OP_DELALL[0] : LAYOUT_LOCK_OP_REM[0];
 }
 
-resp_buf *coord_write_saved(coord_write *wr, uint64_t q)
-{
-    wr->q = q;
-    return &wr->saved;
-}
-
 /* Lease of the locks this coordinator takes: longer than any of its requests may
  * run (a window's deadline), so a live writer never loses its lock to a takeover. */
 static unsigned cw_lease_ms(const coord *co)
@@ -588,4 +582,24 @@ void coord_write_start(coord_op *op)
     }
     coord_op_set_note(op, cw_note);
     cw_window_start(op);
+}
+
+/* ---- CHECK / CHECKTEXT: the hand-over from the query ---- */
+
+void coord_check_write(coord_op *op, coord_qstate *s)
+{
+    resp_buf saved;
+    resp_buf_init(&saved, 0);
+    coord_query_answer(s, &saved);
+    uint64_t q = s->q;
+    coord_pair *p = s->pairs;
+    s->pairs = NULL;
+    /* the write state replaces s as the op's data (s is freed) */
+    coord_write *wr = coord_write_new(op, s->check_kind, p, 1);
+    if (wr != NULL) {
+        wr->q = q;
+        resp_buf_append(&wr->saved, saved.data, saved.len);
+        coord_write_start(op);
+    }
+    resp_buf_free(&saved);
 }

@@ -37,7 +37,7 @@ static void shard_info_text(shard_ctx *sc, resp_buf *b, int have_counts, long lo
                         "directory_loads:%llu\r\nbuckets_met_split:%llu\r\n"
                         "largest_bucket_read:%llu\r\nscripts_not_cached:%llu\r\n",
                         sc->lay.split_limit, sc->lay.tombstone_s, ds.splits, ds.buckets,
-                        ds.shards, ds.loads, ds.stale, ds.largest, ds.noscript);
+                        ds.shards, ds.loads, ds.stale, ds.largest, rst.noscripts);
     }
     resp_buf_printf(b, "# %s\r\n", stats_title);
 #define SHARD_STAT_LINE_(f, n) resp_buf_printf(b, "%s:%llu\r\n", n, sc->st.f);

@@ -363,7 +363,8 @@ static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redi
         shard_main_fail(err);
         return -1;
     }
-    sc->lay.by_sha = 1;     /* the worker sends layout 3's scripts by name */
+    sc->lay.by_sha = 1;     /* the worker sends layout 3's scripts by name, */
+    ro->scripts = &sc->lay; /* and again whole after a NOSCRIPT (shard/redis.c) */
     if (ro->split_limit)
         sc->lay.split_limit = ro->split_limit;
     if (c->split_limit >= LAYOUT_SPLIT_LIMIT_MIN && c->split_limit < sc->lay.split_limit)

@@ -1,7 +1,8 @@
 /* redis.c: the shard worker's hiredis async connection to Redis (see redis.h):
- * connect, AUTH, SELECT, meta check, backoff reconnect, in-flight bound, stalls, and
- * the commands. The cluster side (connections to other nodes for -MOVED/-ASK,
- * reattaching after a failover) is in redis_cluster.c. */
+ * connect, AUTH, SELECT, meta check, backoff reconnect, in-flight bound and the
+ * commands. The cluster side (connections to other nodes for -MOVED/-ASK, reattaching
+ * after a failover) is in redis_cluster.c; stall detection and the waits after
+ * -TRYAGAIN in redis_stall.c. */
 #include "redis_int.h"
 
 #include <errno.h>
@@ -9,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/ioctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -22,10 +22,6 @@
 #include "log.h"
 #include "resp.h"
 
-
-
-static void shard_redis_unwait(shard_redis *r, shard_rcmd *cmd);
-static void shard_redis_cmd_fail(shard_redis *r, shard_rcmd *cmd, const char *err);
 
 /* ---- Meta check ---- */
 
@@ -397,15 +393,6 @@ out:
 
 /* ---- Connection life cycle ---- */
 
-static void shard_redis_on_stall_probe(evutil_socket_t fd, short what, void *arg);
-
-/* A reply was read on the connection: Redis is answering (stall detection). */
-static void shard_redis_activity(shard_redis *r)
-{
-    r->replies++;
-    r->last_activity_ms = ra_now_ms();
-}
-
 /* Schedules the next connection attempt after the backoff delay: 100 ms doubling
  * up to 1 s, drawn uniformly from the upper half of that (jitter). The cap keeps a
  * restarted Redis unserved for at most about a second; the doubling and jitter keep
@@ -422,7 +409,7 @@ static void shard_redis_schedule_retry(shard_redis *r)
 
 /* Drops the current context (if any) from outside hiredis callbacks; hiredis runs
  * every pending callback with a NULL reply, then our disconnect callback. */
-static void shard_redis_drop(shard_redis *r)
+void shard_redis_drop(shard_redis *r)
 {
     redisAsyncContext *ac = r->ac;
     if (ac == NULL)
@@ -715,12 +702,7 @@ void shard_redis_free(shard_redis *r)
     if (r == NULL)
         return;
     shard_redis_cluster_free(r);
-    while (r->waiting) {
-        shard_rcmd *cmd = r->waiting;
-        shard_redis_unwait(r, cmd);
-        r->inflight--;
-        shard_redis_cmd_fail(r, cmd, "shutting down");
-    }
+    shard_redis_waiting_fail(r, "shutting down");
     if (r->ac) {
         redisAsyncContext *ac = r->ac;
         r->ac = NULL;           /* callbacks below must not schedule a retry */
@@ -760,75 +742,69 @@ int shard_redis_room(const shard_redis *r, unsigned n)
     return r->inflight + n <= r->o.max_inflight;
 }
 
-/* ---- -TRYAGAIN: a multi-key command whose slot is being migrated ---- */
+/* ---- NOSCRIPT: a script sent by name that Redis does not have ---- */
 
-static void shard_redis_unwait(shard_redis *r, shard_rcmd *cmd)
+/* Reads the argument at *p of a formatted command ("$<len>\r\n<bytes>\r\n"; end: the
+ * command's end) into *s and *len, and moves *p past it. Returns 0, or -1. */
+static int shard_fmt_arg(const char **p, const char *end, const char **s, size_t *len)
 {
-    if (cmd->wprev)
-        cmd->wprev->wnext = cmd->wnext;
-    else
-        r->waiting = cmd->wnext;
-    if (cmd->wnext)
-        cmd->wnext->wprev = cmd->wprev;
-    cmd->wnext = cmd->wprev = NULL;
-    event_free(cmd->wait_ev);
-    cmd->wait_ev = NULL;
-}
-
-/* Ends a command without a reply (err says why) and frees it. */
-static void shard_redis_cmd_fail(shard_redis *r, shard_rcmd *cmd, const char *err)
-{
-    shard_redis_cb fn = cmd->fn;
-    void *priv = cmd->priv;
-    (void)r;
-    free(cmd->fmt);
-    free(cmd);
-    fn(priv, NULL, err);
-}
-
-static void shard_redis_on_tryagain_timer(evutil_socket_t fd, short what, void *arg)
-{
-    shard_rcmd *cmd = arg;
-    shard_redis *r = cmd->r;
-    (void)fd;
-    (void)what;
-    shard_redis_unwait(r, cmd);
-    r->inflight--;
-    /* sent again to the worker's own node: -ASK / -MOVED lead on from there */
-    if (r->ac == NULL || r->state != SHARD_REDIS_READY ||
-        redisAsyncFormattedCommand(r->ac, shard_redis_on_reply, cmd, cmd->fmt, cmd->fmtlen)
-            != REDIS_OK) {
-        shard_redis_cmd_fail(r, cmd, "connection lost");
-        return;
-    }
-    r->inflight++;
-}
-
-/* Schedules cmd to be sent again after -TRYAGAIN. Returns 0, or -1 (timeout_ms has
- * passed since it was first sent, so the request's deadline has too; or out of
- * memory: the caller passes the error on). */
-static int shard_redis_tryagain(shard_redis *r, shard_rcmd *cmd)
-{
-    if (ra_now_us() - cmd->sent_us >= (uint64_t)r->o.timeout_ms * 1000u)
+    const char *q = *p;
+    size_t n = 0;
+    if (q >= end || *q++ != '$')
         return -1;
-    unsigned ms = 10u << (cmd->tryagain < 5 ? cmd->tryagain : 5);
-    cmd->wait_ev = evtimer_new(r->base, shard_redis_on_tryagain_timer, cmd);
-    if (cmd->wait_ev == NULL)
+    while (q < end && *q >= '0' && *q <= '9' && n < ((size_t)1 << 40))
+        n = n * 10 + (size_t)(*q++ - '0');
+    if (end - q < 4 || q[0] != '\r' || q[1] != '\n' || (size_t)(end - q) - 4 < n)
         return -1;
-    cmd->tryagain++;
-    cmd->wnext = r->waiting;
-    if (r->waiting)
-        r->waiting->wprev = cmd;
-    r->waiting = cmd;
-    struct timeval tv = ra_tv_ms(ms > SHARD_TRYAGAIN_WAIT_MS ? SHARD_TRYAGAIN_WAIT_MS : ms);
-    evtimer_add(cmd->wait_ev, &tv);
-    r->inflight++;
-    r->st.tryagains++;
+    *s = q + 2;
+    *len = n;
+    *p = q + 2 + n + 2;
     return 0;
 }
 
-/* hiredis callback of every command: follow a redirection (cluster mode), else
- * account for it and hand the reply on. */
+/* cmd, an EVALSHA Redis answered NOSCRIPT, becomes EVAL with the text of the script
+ * it names (same keys and arguments), which Redis runs and caches; it is sent again
+ * to the worker's own node (in a cluster, -MOVED / -ASK lead on from there). Returns
+ * 0, or -1 (the layout has no script of that name, out of memory, not sent: the
+ * caller hands the NOSCRIPT on). */
+static int shard_redis_noscript(shard_redis *r, shard_rcmd *cmd)
+{
+    const char *end = cmd->fmt + cmd->fmtlen, *name, *sha, *text;
+    const char *p = memchr(cmd->fmt, '\n', cmd->fmtlen);
+    size_t namelen, shalen;
+    cmd->evalsha = 0;                                       /* once */
+    if (p == NULL)
+        return -1;
+    size_t head = (size_t)(++p - cmd->fmt);                 /* "*<argc>\r\n" */
+    if (shard_fmt_arg(&p, end, &name, &namelen) != 0 ||
+        shard_fmt_arg(&p, end, &sha, &shalen) != 0 ||
+        (text = layout_script_text(r->o.scripts, sha, shalen)) == NULL)
+        return -1;
+    size_t tlen = strlen(text), rest = (size_t)(end - p);
+    char mid[48];
+    int m = snprintf(mid, sizeof mid, "$4\r\nEVAL\r\n$%zu\r\n", tlen);
+    char *fmt = malloc(head + (size_t)m + tlen + 2 + rest);
+    if (fmt == NULL)
+        return -1;
+    memcpy(fmt, cmd->fmt, head);
+    memcpy(fmt + head, mid, (size_t)m);
+    memcpy(fmt + head + m, text, tlen);
+    memcpy(fmt + head + m + tlen, "\r\n", 2);
+    memcpy(fmt + head + m + tlen + 2, p, rest);
+    free(cmd->fmt);
+    cmd->fmt = fmt;
+    cmd->fmtlen = head + (size_t)m + tlen + 2 + rest;
+    r->st.noscripts++;
+    if (r->ac == NULL || r->state != SHARD_REDIS_READY ||
+        redisAsyncFormattedCommand(r->ac, shard_redis_on_reply, cmd, cmd->fmt, cmd->fmtlen)
+            != REDIS_OK)
+        return -1;
+    r->inflight++;
+    return 0;
+}
+
+/* hiredis callback of every command: follow a redirection (cluster mode), send again
+ * after -TRYAGAIN or NOSCRIPT, else account for it and hand the reply on. */
 void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
 {
     shard_rcmd *cmd = privdata;
@@ -856,6 +832,9 @@ void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
         } else if (rep->len >= 8 && memcmp(rep->str, "TRYAGAIN", 8) == 0 &&
                    shard_redis_tryagain(r, cmd) == 0) {
             return;     /* its slot is migrating and a key is on either side: again soon */
+        } else if (cmd->evalsha && rep->len >= 8 && memcmp(rep->str, "NOSCRIPT", 8) == 0 &&
+                   shard_redis_noscript(r, cmd) == 0) {
+            return;     /* sent again whole, once */
         }
     }
     const char *err = NULL;
@@ -886,12 +865,15 @@ int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, v
     if (argc > 0 && (argvlen ? argvlen[0] == 5 : strlen(argv[0]) == 5) &&
         strncasecmp(argv[0], "HMGET", 5) == 0)
         cmd->background = 1;
+    cmd->evalsha = r->o.scripts != NULL && argc > 1 &&
+                   (argvlen ? argvlen[0] == 7 : strlen(argv[0]) == 7) &&
+                   strncasecmp(argv[0], "EVALSHA", 7) == 0;
     int rc;
     /* the usual command (a range scan, a small write) is formatted on the stack,
      * without hiredis's printf-style formatter */
     char small[512];
     size_t len = resp_format_command(small, sizeof small, argc, argv, argvlen);
-    if (r->o.cluster) {     /* kept formatted for a redirection */
+    if (r->o.cluster || cmd->evalsha) {     /* kept formatted for a redirection, NOSCRIPT */
         if (len > 0) {
             cmd->fmt = malloc(len);
             if (cmd->fmt != NULL)
@@ -940,75 +922,6 @@ int shard_redis_command_background(shard_redis *r, shard_redis_cb fn, void *priv
     int rc = shard_redis_command(r, fn, priv, argc, argv, argvlen);
     r->send_background = 0;
     return rc;
-}
-
-/* ---- Stall detection: a Redis that stops answering is dropped ---- */
-
-/* True when the connection has been silent for (all but 5% of) timeout_ms since
- * since_ms: the event loop's clock may run a few ms behind ours (libevent can read a
- * coarse clock), so a timer of timeout_ms may fire that much early. */
-static int shard_redis_silent_since(const shard_redis *r, uint64_t since_ms)
-{
-    return ra_now_ms() - since_ms + r->o.timeout_ms / 20 >= r->o.timeout_ms;
-}
-
-/* The stall probe's PING: its reply is activity like any other (reply NULL: the
- * connection is gone, or the worker shuts down). */
-static void shard_redis_on_probe_reply(redisAsyncContext *ac, void *reply, void *privdata)
-{
-    shard_redis *r = privdata;
-    if (reply != NULL && r != NULL && ac == r->ac)
-        shard_redis_activity(r);
-}
-
-/* True when reply bytes wait on the connection's socket, unread: the event loop
- * was held up (a machine short of CPU), not Redis. */
-static int shard_redis_unread(const shard_redis *r)
-{
-    int n = 0;
-    return ioctl(r->ac->c.fd, FIONREAD, &n) == 0 && n > 0;
-}
-
-/* The probe's deadline: drop the connection when Redis answered nothing at all,
- * neither the PING nor any command sent before it, for timeout_ms. */
-static void shard_redis_on_stall_probe(evutil_socket_t fd, short what, void *arg)
-{
-    shard_redis *r = arg;
-    (void)fd;
-    (void)what;
-    if (r->ac == NULL || r->state != SHARD_REDIS_READY || r->replies != r->replies_at_probe ||
-        shard_redis_unread(r))
-        return;
-    if (!shard_redis_silent_since(r, r->probe_sent_ms)) {  /* fired early: wait the rest */
-        struct timeval tv = ra_tv_ms((unsigned)(r->probe_sent_ms + r->o.timeout_ms - ra_now_ms()));
-        evtimer_add(r->stall_ev, &tv);
-        return;
-    }
-    uint64_t idle = ra_now_ms() - r->last_activity_ms;
-    log_warn_rl("redis %s:%d: no reply for %llu ms (a PING unanswered for %u ms) with %u "
-                "commands outstanding; dropping the connection", r->host, r->o.port,
-                (unsigned long long)idle, r->o.timeout_ms, r->inflight);
-    snprintf(r->st.last_error, sizeof r->st.last_error, "stalled");
-    shard_redis_drop(r);
-}
-
-void shard_redis_stall_check(shard_redis *r)
-{
-    if (r->ac == NULL || r->state != SHARD_REDIS_READY || r->inflight == 0 ||
-        evtimer_pending(r->stall_ev, NULL) || !shard_redis_silent_since(r, r->last_activity_ms))
-        return;
-    /* Silent for a whole deadline, which a machine short of CPU explains as well as a
-     * stopped Redis (and commands waiting on other nodes or after -TRYAGAIN are not
-     * outstanding here at all): ask Redis itself, and decide a deadline later. */
-    r->replies_at_probe = r->replies;
-    r->probe_sent_ms = ra_now_ms();
-    if (redisAsyncCommand(r->ac, shard_redis_on_probe_reply, r, "PING") != REDIS_OK) {
-        snprintf(r->st.last_error, sizeof r->st.last_error, "stalled");
-        shard_redis_drop(r);
-        return;
-    }
-    struct timeval tv = ra_tv_ms(r->o.timeout_ms);
-    evtimer_add(r->stall_ev, &tv);
 }
 
 const rs_hist *shard_redis_rtt(const shard_redis *r)

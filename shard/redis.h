@@ -33,6 +33,11 @@ typedef struct shard_redis_opts {
                                  learn the node's name, reattach after a failover */
     const char *announce;     /* cluster: "host:port" of the node as the cluster names
                                  it; NULL: learned from CLUSTER NODES */
+    /* The layout whose scripts the commands send by name (EVALSHA): one that Redis
+     * answers NOSCRIPT (restarted, SCRIPT FLUSH, another cluster node) is sent again
+     * once, at once, as EVAL with the text (layout_script_text), which caches it;
+     * the caller sees only that reply. NULL: no script goes by name. */
+    const struct layout_ctx *scripts;
     /* Called when the first successful connection finds simhash:meta disagreeing
      * with these settings (the worker should exit). May be NULL. */
     void (*on_fatal)(void *arg, const char *msg);
@@ -120,6 +125,7 @@ typedef struct shard_redis_stats {
     unsigned long long redirects_background; /* of SHARD.INFO counter reads, meta check */
     unsigned long long reattaches;    /* cluster: moved to another node after a failover */
     unsigned long long tryagains;     /* cluster: commands sent again after -TRYAGAIN */
+    unsigned long long noscripts;     /* EVALSHA answered NOSCRIPT, sent again whole */
     char last_error[256];
 } shard_redis_stats;
 

@@ -4,6 +4,7 @@
 #ifndef SIMHASH_SHARD_REDIS_INT_H
 #define SIMHASH_SHARD_REDIS_INT_H
 
+#include <event2/util.h>
 #include <hiredis/async.h>
 
 #include "cluster.h"
@@ -69,8 +70,8 @@ struct shard_redis {
     cluster_map *probe_map;
 };
 
-/* One command in flight: hiredis privdata. In cluster mode it keeps the formatted
- * command so that a redirection can send it again. */
+/* One command in flight: hiredis privdata. In cluster mode, and for an EVALSHA, it
+ * keeps the formatted command so that a redirection (or NOSCRIPT) can send it again. */
 typedef struct shard_rcmd {
     shard_redis *r;
     shard_redis_cb fn;
@@ -79,6 +80,7 @@ typedef struct shard_rcmd {
     size_t fmtlen;
     unsigned hops;
     unsigned tryagain;      /* -TRYAGAIN retries so far (they stop timeout_ms after sent_us) */
+    int evalsha;            /* an EVALSHA (fmt kept): sent again as EVAL after NOSCRIPT */
     struct event *wait_ev;  /* while waiting to retry after -TRYAGAIN */
     struct shard_rcmd *wnext, *wprev; /* the list of those waiting (shard_redis.waiting) */
     int background;         /* not routed by the coordinator (HMGET of the counters for
@@ -102,6 +104,23 @@ int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, v
 void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata);
 /* Starts one connection attempt to r->host:r->o.port. */
 void shard_redis_connect(shard_redis *r);
+/* Drops the current context (if any) from outside hiredis callbacks: every pending
+ * command gets "connection lost", and the next attempt is scheduled. */
+void shard_redis_drop(shard_redis *r);
+
+/* ---- redis_stall.c ---- */
+
+/* A reply was read on the connection: Redis is answering (stall detection). */
+void shard_redis_activity(shard_redis *r);
+/* The stall probe's deadline (r->stall_ev): drops the connection when Redis answered
+ * nothing at all, neither the PING nor any command sent before it, for timeout_ms. */
+void shard_redis_on_stall_probe(evutil_socket_t fd, short what, void *arg);
+/* Schedules cmd to be sent again after -TRYAGAIN. Returns 0, or -1 (timeout_ms has
+ * passed since it was first sent, so the request's deadline has too; or out of
+ * memory: the caller passes the error on). */
+int shard_redis_tryagain(shard_redis *r, shard_rcmd *cmd);
+/* Ends every command waiting to retry after -TRYAGAIN with err (shutting down). */
+void shard_redis_waiting_fail(shard_redis *r, const char *err);
 
 /* ---- redis_cluster.c ---- */
 

@@ -49,7 +49,6 @@ typedef struct shard_fix shard_fix;
 typedef struct shard_fix_write {
     shard_fix *f;
     uint32_t dir;
-    int resent;                 /* sent again after a NOSCRIPT */
 } shard_fix_write;
 
 /* One fingerprint under repair. */
@@ -58,7 +57,6 @@ struct shard_fix {
     layout_fix fix;
     unsigned pending;           /* table writes not yet answered */
     int failed;
-    int lock_resent;            /* the takeover sent again after a NOSCRIPT */
     shard_fix_write w[];        /* one per table */
 };
 
@@ -147,15 +145,6 @@ static void shard_fix_step(shard_fix *f)
         shard_fix_end(f, 0);
 }
 
-/* True when reply is Redis's NOSCRIPT: it lacks a script sent by name (restarted,
- * flushed). layout_dir_reply, which saw the reply first, has the layout send scripts
- * whole for a while, so the command built again now carries the script itself. */
-static int shard_repair_noscript(const redisReply *reply)
-{
-    return reply != NULL && reply->type == REDIS_REPLY_ERROR && reply->len >= 8 &&
-           memcmp(reply->str, "NOSCRIPT", 8) == 0;
-}
-
 static void shard_fix_on_entry(void *priv, redisReply *reply, const char *err)
 {
     shard_fix_write *w = priv;
@@ -164,13 +153,6 @@ static void shard_fix_on_entry(void *priv, redisReply *reply, const char *err)
     rp->outstanding--;
     /* a bucket that split: the cache learns it, the write failed (retried) */
     layout_dir_reply(&rp->sc->lay, (w->dir - 1) >> 8, (w->dir - 1) & 0xffu, reply);
-    if (shard_repair_noscript(reply) && !w->resent) {    /* once, at once, with the text */
-        layout_cmd ec;
-        w->resent = 1;
-        layout_fix_entry(&rp->sc->lay, &rp->sc->ps, &f->fix, (unsigned)(w - f->w), &ec);
-        if (shard_repair_send(rp, shard_fix_on_entry, w, ec.argc, ec.argv, ec.argvlen) == 0)
-            return;
-    }
     if (!layout_fix_entry_ok(reply)) {
         shard_repair_reply_ok(reply, REDIS_REPLY_INTEGER, err, "table write");   /* logs */
         f->failed = 1;
@@ -186,13 +168,6 @@ static void shard_fix_on_lock(void *priv, redisReply *reply, const char *err)
     struct shard_repair *rp = f->rp;
     rp->outstanding--;
     layout_dir_reply(&rp->sc->lay, 0, layout_shard_of(f->fix.p0), reply);
-    if (shard_repair_noscript(reply) && !f->lock_resent) {    /* once, at once, whole */
-        layout_cmd lc;
-        f->lock_resent = 1;
-        layout_fix_lock(&rp->sc->lay, &f->fix, LAYOUT_LOCK_LEASE_MS, LAYOUT_LOCK_OP_FIXSTALE, &lc);
-        if (shard_repair_send(rp, shard_fix_on_lock, f, lc.argc, lc.argv, lc.argvlen) == 0)
-            return;
-    }
     int taken = layout_fix_locked(&f->fix, reply);
     if (taken < 0) {
         shard_repair_reply_ok(reply, REDIS_REPLY_ARRAY, err, "lock takeover");     /* logs */

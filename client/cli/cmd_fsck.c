@@ -186,6 +186,15 @@ static int fk_run(fk *f, fk_batch *b)
     return 0;
 }
 
+/* Queues ZRANGE key 0 -1 (the whole sorted set: a bucket, a directory) of key k.
+ * Returns 0, or -1. */
+static int fk_add_zrange(fk *f, fk_batch *b, const redisReply *k)
+{
+    const char *argv[4] = {"ZRANGE", k->str, "0", "-1"};
+    size_t lens[4] = {6, k->len, 1, 2};
+    return fk_add(f, b, k->str, k->len, 4, argv, lens);
+}
+
 static void fk_batch_clear(fk_batch *b)
 {
     for (size_t i = 0; i < b->n; i++)
@@ -476,9 +485,7 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
             f->n.foreign++;
             continue;
         }
-        const char *argv[4] = {"ZRANGE", keys[i]->str, "0", "-1"};
-        size_t lens[4] = {6, keys[i]->len, 1, 2};
-        if (fk_add(f, bp, keys[i]->str, keys[i]->len, 4, argv, lens) != 0)
+        if (fk_add_zrange(f, bp, keys[i]) != 0)
             return -1;
     }
     if (fk_run(f, bp) != 0)
@@ -537,9 +544,7 @@ static int fk_dirs(fk *f, redisReply **keys, size_t n)
 {
     fk_batch *bp = &f->b;
     for (size_t i = 0; i < n; i++) {
-        const char *argv[4] = {"ZRANGE", keys[i]->str, "0", "-1"};
-        size_t lens[4] = {6, keys[i]->len, 1, 2};
-        if (fk_add(f, bp, keys[i]->str, keys[i]->len, 4, argv, lens) != 0)
+        if (fk_add_zrange(f, bp, keys[i]) != 0)
             return -1;
     }
     if (fk_run(f, bp) != 0)

@@ -21,8 +21,7 @@
 #define NET_PASSWORD_MAX 512
 #define NET_LOAD_CHUNK 10000          /* items per shc_add_many call in load */
 #define NET_LOAD_ERRORS_SHOWN 10
-#define NET_LOAD_RETRIES 6            /* rounds of sending a batch's refused pairs again */
-#define NET_LOAD_RETRY_PAUSE_MS 200   /* before the first round, doubling: 12.6 s in all */
+#define NET_LOAD_RETRY_MS 60000       /* how long a batch's refused pairs are sent again */
 
 /* ---- Options shared by every network subcommand (cmd_net.h) ---- */
 
@@ -765,59 +764,6 @@ static int net_load_resume(const char *prog, const char *state, const cli_buf *b
     return 0;
 }
 
-/* A batch's pairs answered with a server error or a timeout, sent again up to
- * NET_LOAD_RETRIES times with pauses doubling from NET_LOAD_RETRY_PAUSE_MS: adding a pair
- * is idempotent, and such answers are mostly passing (a worker's Redis slower than its
- * deadline on a loaded machine, a coordinator's failover, a slot migration). item[start
- * .. start+cnt) and rep are updated (rep->first_failed too); returns the last call's
- * status: SHC_OK when every pair is stored at the end, else the status of a pair still
- * refused (shc_errstr names it), or one that stops the load (I/O, memory). */
-static shc_status net_load_retry(shc_client *cl, const load_input *in, size_t start,
-                                 size_t cnt, shc_status *item, shc_bulk_report *rep,
-                                 shc_status ret)
-{
-    size_t *idx = malloc(cnt * sizeof(*idx));
-    uint64_t *fps = malloc(cnt * sizeof(*fps));
-    const char **ids = malloc(cnt * sizeof(*ids));
-    shc_status *sst = malloc(cnt * sizeof(*sst));
-    unsigned pause = NET_LOAD_RETRY_PAUSE_MS;
-
-    for (int round = 0; idx && fps && ids && sst && round < NET_LOAD_RETRIES &&
-                        (ret == SHC_ERR_SERVER || ret == SHC_ERR_TIMEOUT); round++) {
-        size_t m = 0;
-        for (size_t i = start; i < start + cnt; i++) {
-            if (item[i] == SHC_ERR_SERVER || item[i] == SHC_ERR_TIMEOUT) {
-                idx[m] = i;
-                fps[m] = in->fps[i];
-                ids[m++] = in->docids[i];
-            }
-        }
-        if (m == 0)
-            break;
-        struct timespec ts = {pause / 1000, (long)(pause % 1000) * 1000000L};
-        nanosleep(&ts, NULL);
-        pause *= 2;
-        shc_bulk_report sr;
-        ret = shc_add_many(cl, fps, ids, m, sst, &sr);
-        for (size_t j = 0; j < m; j++)
-            item[idx[j]] = sst[j];
-        rep->ok += sr.ok;
-        rep->failed -= sr.ok < rep->failed ? sr.ok : rep->failed;
-        rep->added += sr.added;
-    }
-    free(idx);
-    free(fps);
-    free(ids);
-    free(sst);
-    for (size_t i = start; i < start + cnt; i++) {
-        if (item[i] != SHC_OK) {
-            rep->first_failed = i - start;
-            return ret == SHC_OK ? item[i] : ret;
-        }
-    }
-    return SHC_OK;
-}
-
 int cmd_load(int argc, char **argv)
 {
     const char *prog = "simhash load";
@@ -864,6 +810,10 @@ int cmd_load(int argc, char **argv)
         net_load_input_free(&in);
         return CLI_EXIT_FAIL;
     }
+    /* pairs refused with a server error or a timeout are sent again (adding a pair is
+     * idempotent): such refusals are mostly passing (a worker's Redis slower than its
+     * deadline on a loaded machine, a coordinator's failover, a slot migration) */
+    shc_set_bulk_retry(cl, NET_LOAD_RETRY_MS);
     shc_status *item = malloc((in.n ? in.n : 1) * sizeof(*item));
     if (!item) {
         fprintf(stderr, "%s: out of memory\n", prog);
@@ -882,8 +832,6 @@ int cmd_load(int argc, char **argv)
         shc_bulk_report rep;
         shc_status ret = shc_add_many(cl, in.fps + start, in.docids + start, cnt,
                                       item + start, &rep);
-        if (ret == SHC_ERR_SERVER || ret == SHC_ERR_TIMEOUT)
-            ret = net_load_retry(cl, &in, start, cnt, item, &rep, ret);
         loaded += rep.ok;
         added += rep.added;
         failed += rep.failed;

@@ -558,21 +558,35 @@ static shc_status shci_sub_reply(void *ctx, shc_client *c, size_t j, const redis
     return s->ops->reply(s->ops->ctx, c, s->idx[j], r);
 }
 
-/* shci_run_bulk, and with several addresses the items answered -TIMEOUT sent again
- * (pauses of 50 ms doubling to 400 ms) until they succeed or the handle's timeout has
- * passed; see shci_run's note on -TIMEOUT. */
+void shc_set_bulk_retry(shc_client *c, unsigned budget_ms)
+{
+    if (c)
+        c->bulk_retry_ms = budget_ms;
+}
+
+/* Whether a bulk item answered st is sent again (see shc_set_bulk_retry). */
+static int shci_bulk_retryable(const shc_client *c, shc_status st)
+{
+    return st == SHC_ERR_TIMEOUT || (c->bulk_retry_ms > 0 && st == SHC_ERR_SERVER);
+}
+
+/* shci_run_bulk, then the items answered -TIMEOUT (with several addresses), or a server
+ * error or a timeout (with a bulk retry budget), sent again (pauses of 50 ms doubling to
+ * 400 ms) until they succeed or the budget (the handle's timeout, or
+ * shc_set_bulk_retry's) has passed; see shci_run's note on -TIMEOUT. */
 static shc_status shci_run_bulk_retry(shc_client *c, size_t n, const bulk_ops *ops,
                                       shc_status *item_status, shc_bulk_report *rep)
 {
+    int retry = c->naddr > 1 || c->bulk_retry_ms > 0;
     shc_status *own = NULL, *status = item_status;
-    if (c->naddr > 1 && !status && n > 0) {
+    if (retry && !status && n > 0) {
         own = malloc(n * sizeof(*own));
         if (!own)
             return shci_set_error(c, SHC_ERR_NOMEM, "out of memory");
         status = own;
     }
     shc_status st = shci_run_bulk(c, n, ops, status, rep);
-    if (c->naddr < 2 || rep->failed == 0) {
+    if (!retry || rep->failed == 0) {
         free(own);
         return st;
     }
@@ -581,12 +595,13 @@ static shc_status shci_run_bulk_retry(shc_client *c, size_t n, const bulk_ops *o
     memcpy(err0, c->errstr, sizeof err0);
     size_t *idx = malloc(rep->failed * sizeof(*idx));
     shc_status *sst = malloc(rep->failed * sizeof(*sst));
-    long long until = shci_now_ms() + shci_retry_budget(c);
+    long long until = shci_now_ms() +
+                      (c->bulk_retry_ms > 0 ? (long long)c->bulk_retry_ms : shci_retry_budget(c));
     unsigned pause = 50;
     while (idx && sst && rep->failed > 0 && shci_now_ms() + pause < until) {
         size_t m = 0;
         for (size_t i = 0; i < n; i++)
-            if (status[i] == SHC_ERR_TIMEOUT)
+            if (shci_bulk_retryable(c, status[i]))
                 idx[m++] = i;
         if (m == 0)
             break;

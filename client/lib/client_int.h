@@ -20,6 +20,7 @@ struct shc_client {
     size_t naddr, cur;
     int retried;              /* the last command was sent again on another address */
     int timeout_ms;
+    unsigned bulk_retry_ms;   /* shc_set_bulk_retry; 0: -TIMEOUT only, several addresses */
     char *password;           /* NULL: no AUTH */
     shc_status last;
     char errstr[SHC_ERRSTR_MAX];

@@ -47,15 +47,12 @@ static const char layout3_lock_tail[] =
 
 #define LAYOUT3_SHARDS 256
 
-#define LAYOUT3_EVAL_MS 1000         /* scripts sent whole after a NOSCRIPT */
-
 /* The cache of one corpus (ctx->dir). */
 typedef struct layout3_dir {
     bdir_shard *sh[PERM_MAX_TABLES];  /* per table: LAYOUT3_SHARDS directories, or NULL */
     char *zset_lua, *zsets_lua, *lock_lua;      /* the texts sent with EVAL */
     char zset_sha[SHA1_HEX_LEN + 1], zsets_sha[SHA1_HEX_LEN + 1],
-        lock_sha[SHA1_HEX_LEN + 1];   /* their names */
-    uint64_t eval_until_ms;           /* a NOSCRIPT was met: EVAL until then */
+        lock_sha[SHA1_HEX_LEN + 1];   /* their names (EVALSHA) */
     layout_dir_stats st;
 } layout3_dir;
 
@@ -225,11 +222,6 @@ static int layout3_dir_reply(const layout_ctx *c, unsigned table, unsigned shard
     bdir_shard *s = layout3_shard(c, table, shard);
     if (s == NULL)
         return 0;
-    if (r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "NOSCRIPT", 8) == 0) {
-        d->eval_until_ms = layout3_now_ms() + LAYOUT3_EVAL_MS;  /* sent whole: cached */
-        d->st.noscript++;
-        return 1;
-    }
     if (r->type == REDIS_REPLY_ERROR) {
         if (r->len < 9 || memcmp(r->str, "WRONGTYPE", 9) != 0)
             return 0;
@@ -275,15 +267,23 @@ static void layout3_dir_stats(const layout_ctx *c, layout_dir_stats *out)
             }
 }
 
-/* EVALSHA and the script's name, or EVAL and its text (not by_sha, or just after a
- * NOSCRIPT). */
+/* EVALSHA and the script's name (by_sha), or EVAL and its text. */
 static void layout3_script(const layout_ctx *c, const char *text, const char *sha,
                            const char **cmd, const char **arg)
 {
+    *cmd = c->by_sha ? "EVALSHA" : "EVAL";
+    *arg = c->by_sha ? sha : text;
+}
+
+static const char *layout3_script_text(const layout_ctx *c, const char *sha, size_t len)
+{
     const layout3_dir *d = c->dir;
-    int by_sha = c->by_sha && layout3_now_ms() >= d->eval_until_ms;
-    *cmd = by_sha ? "EVALSHA" : "EVAL";
-    *arg = by_sha ? sha : text;
+    const char *names[] = { d->zset_sha, d->zsets_sha, d->lock_sha };
+    const char *texts[] = { d->zset_lua, d->zsets_lua, d->lock_lua };
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (len == SHA1_HEX_LEN && memcmp(sha, names[i], len) == 0)
+            return texts[i];
+    return NULL;
 }
 
 /* ---- Keys ---- */
@@ -607,16 +607,8 @@ static void layout3_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, 
         i = s->n - 1;
     r->tag = tag;
     r->klen = layout3_bucket_key(r->key, sizeof r->key, 's', 0, xx, s, i);
-    if (layout_shard_of(from) == xx && from >= layout3_walk_first_value(c, tag)) {
-        r->lo_buf[0] = '[';
-        r->lo_len = 1 + layout3_member(r->lo_buf + 1, from);
-    } else {
-        r->lo_buf[0] = '-';
-        r->lo_len = 1;
-    }
-    r->lo = r->lo_buf;
-    r->hi = (const uint8_t *)"+";
-    r->hi_len = 1;
+    int inside = layout_shard_of(from) == xx && from >= layout3_walk_first_value(c, tag);
+    layout_walk_bounds(r, inside, inside ? layout3_member(r->lo_buf + 1, from) : 0);
 }
 
 const layout_ops layout3_ops = {
@@ -650,4 +642,5 @@ const layout_ops layout3_ops = {
     .dir_load = layout3_dir_load,
     .dir_reply = layout3_dir_reply,
     .dir_stats = layout3_dir_stats,
+    .script_text = layout3_script_text,
 };

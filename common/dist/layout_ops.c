@@ -84,6 +84,11 @@ void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out)
         c->ops->dir_stats(c, out);
 }
 
+const char *layout_script_text(const layout_ctx *c, const char *sha, size_t len)
+{
+    return c->ops->script_text && c->dir ? c->ops->script_text(c, sha, len) : NULL;
+}
+
 int layout_cmd_key_index(const layout_cmd *c)
 {
     return c->argc > 3 && (strcmp(c->argv[0], "EVAL") == 0 || strcmp(c->argv[0], "EVALSHA") == 0)
@@ -462,13 +467,14 @@ void layout_fixed_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, la
 {
     r->tag = tag;
     r->klen = layout_bucket_key(r->key, sizeof r->key, 0, tag, c->bucket_bits);
-    if (layout_bucket_of(from, c->bucket_bits) == tag) {
-        r->lo_buf[0] = '[';
-        r->lo_len = 1 + layout_member(r->lo_buf + 1, from, c->bucket_bits);
-    } else {
-        r->lo_buf[0] = '-';
-        r->lo_len = 1;
-    }
+    int inside = layout_bucket_of(from, c->bucket_bits) == tag;
+    layout_walk_bounds(r, inside, inside ? layout_member(r->lo_buf + 1, from, c->bucket_bits) : 0);
+}
+
+void layout_walk_bounds(layout_read *r, int inside, size_t mlen)
+{
+    r->lo_buf[0] = inside ? '[' : '-';
+    r->lo_len = inside ? 1 + mlen : 1;
     r->lo = r->lo_buf;
     r->hi = (const uint8_t *)"+";
     r->hi_len = 1;

@@ -47,8 +47,9 @@ typedef struct layout_ctx {
     void *dir;                  /* a layout's own lookup state; NULL in 1 and 2 */
     unsigned split_limit;       /* layout 3: a bucket splits at this many entries */
     unsigned tombstone_s;       /* layout 3: lifetime of a split bucket's tombstone */
-    int by_sha;                 /* layout 3: scripts sent by name (EVALSHA; for a second
-                                 * after a NOSCRIPT, whole with EVAL, which caches them) */
+    int by_sha;                 /* layout 3: scripts sent by name (EVALSHA; whoever sends
+                                 * them sends one answered NOSCRIPT again whole with
+                                 * EVAL, which caches it: layout_script_text) */
 } layout_ctx;
 
 /* Layout 3's defaults: Redis's own zset-/hash-max-listpack-entries, the largest limit
@@ -66,7 +67,6 @@ typedef struct layout_dir_stats {
     unsigned long long buckets; /* live buckets in the cached directories */
     unsigned long long largest; /* most members one read of one bucket returned */
     unsigned long long shards;  /* (table, shard) directories cached */
-    unsigned long long noscript; /* EVALSHA answered NOSCRIPT (sent again whole) */
 } layout_dir_stats;
 
 /* The table writes of one fingerprint in many tables as one command (entries). */
@@ -180,7 +180,7 @@ struct layout_ops {
      * writes (tables[i], ps[i]) of one fingerprint, added (add) or removed, as one
      * command, 1 <= n <= LAYOUT_BATCH_MAX. One Redis only: the keys of different
      * tables lie in different Redis Cluster slots. Its reply goes first to
-     * layout_dir_reply of item 0's directory (a NOSCRIPT), then to entries_reply:
+     * layout_dir_reply of item 0's directory, then to entries_reply:
      * 0 with *count (entries added or removed; the split points made are learnt),
      * 1 when an item met a bucket that split (nothing written; its directory learnt
      * it: send again), -1 for an unexpected reply. */
@@ -221,6 +221,9 @@ struct layout_ops {
     int (*dir_load)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
     int (*dir_reply)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
     void (*dir_stats)(const layout_ctx *c, layout_dir_stats *out);
+
+    /* Optional (scripts sent by name, layout 3): see layout_script_text. */
+    const char *(*script_text)(const layout_ctx *c, const char *sha, size_t len);
 };
 
 /* The table of layout version v, or NULL when this code does not know it. */
@@ -257,6 +260,10 @@ int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const r
 int layout_dir_reply(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
 /* The counters of the cache (all 0 in layouts 1 and 2). */
 void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out);
+/* The text of the layout's script named sha (len hex digits, as EVALSHA carries it),
+ * for sending again with EVAL a command Redis answered NOSCRIPT; NULL when the
+ * layout has no script of that name. */
+const char *layout_script_text(const layout_ctx *c, const char *sha, size_t len);
 /* The index in c->argv of the first key of command c (3 for EVAL and EVALSHA: script,
  * numkeys, key; else 1): where a blocking client routes it in a Redis Cluster. */
 int layout_cmd_key_index(const layout_cmd *c);
@@ -339,5 +346,9 @@ void layout_fixed_lock(layout_cmd *c, const char *script, const char *lead_key,
                        uint64_t fp, uint64_t p0, const char *token,
                        unsigned long long lease_ms, const char *op, const uint8_t *tail,
                        size_t tail_len);
+/* The ZRANGEBYLEX bounds of a walk read (walk_read) in r: from the member of `from`
+ * on when it lies in the bucket read (inside: the layout wrote that member, mlen
+ * bytes, at r->lo_buf + 1), else from the bucket's start; to the bucket's end. */
+void layout_walk_bounds(layout_read *r, int inside, size_t mlen);
 
 #endif

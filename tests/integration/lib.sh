@@ -16,6 +16,8 @@
 #                            are, and wait for a literal PONG; sets TH_REDIS_PORT
 #                            and TH_REDIS_PID
 #   th_fail MSG / th_log MSG print and (fail) exit 1 after showing the logs
+#   th_start_shard, th_start_coord, th_deploy (a Redis, its workers and a coordinator),
+#   th_load_copy_corpus and more: described where they are defined, below
 #
 # At exit, a sanitizer report (ASan/LSan/UBSan) in any log of $TH_DIR fails the test.
 # Environment: SIMHASH_BIN (programs, default build/bin), SIMHASH_SRC (repo root),
@@ -194,6 +196,63 @@ th_start_coord() {
     TH_COORD_PID=$TH_PID
     TH_COORD_PORT=$port
     th_wait_port "$port" 20 || th_fail "simhash-coordinator $name did not listen on port $port"
+}
+
+#   th_deploy NAME NWORKERS BLOCKS DISTANCE TIMEOUT_MS [worker args..]
+#       a deployment: one Redis (r-NAME), NWORKERS workers (1: w-NAME serving shards
+#       0-255; 2: wa-NAME 0-127 and wb-NAME 128-255) started with the worker args
+#       (--layout L, --bucket-bits B, ...; no --layout: TH_LAYOUT's or the default) and
+#       a coordinator over them (c-NAME, timeout TIMEOUT_MS). Sets TH_DEPLOY_PORT (the
+#       coordinator's port), TH_DEPLOY_WPORTS (the workers'), TH_DEPLOY_RPORT (Redis's)
+#       and TH_DEPLOY_PIDS (coordinator, workers, Redis: the order to stop them in); when
+#       NAME is a shell name, also port_NAME, wport_NAME (the first worker) and redis_NAME
+th_deploy() {
+    local name=$1 nw=$2 blocks=$3 dist=$4 tmo=$5 ranges w workers= pids=
+    shift 5
+    case $nw in
+        1) ranges="w:0-255" ;;
+        2) ranges="wa:0-127 wb:128-255" ;;
+        *) th_fail "th_deploy: $nw workers (1 or 2)" ;;
+    esac
+    th_start_redis "r-$name"
+    TH_DEPLOY_RPORT=$TH_REDIS_PORT TH_DEPLOY_WPORTS=
+    for w in $ranges; do
+        th_start_shard "${w%%:*}-$name" "$TH_DEPLOY_RPORT" "${w#*:}" "$blocks" "$dist" "" "$@"
+        TH_DEPLOY_WPORTS="$TH_DEPLOY_WPORTS${TH_DEPLOY_WPORTS:+ }$TH_SHARD_PORT"
+        workers="$workers${workers:+ }127.0.0.1:$TH_SHARD_PORT"
+        pids="$pids $TH_SHARD_PID"
+    done
+    th_start_coord "c-$name" "$blocks" "$dist" "$tmo" "$workers"
+    TH_DEPLOY_PORT=$TH_COORD_PORT
+    TH_DEPLOY_PIDS="$TH_COORD_PID$pids $TH_REDIS_PID"
+    if [[ $name =~ ^[A-Za-z_][A-Za-z0-9_]*$ ]]; then
+        printf -v "port_$name" '%s' "$TH_DEPLOY_PORT"
+        printf -v "wport_$name" '%s' "${TH_DEPLOY_WPORTS%% *}"
+        printf -v "redis_$name" '%s' "$TH_DEPLOY_RPORT"
+    fi
+}
+
+#   th_load_copy_corpus PORT STATE
+#       the corpus the migrate tests copy, loaded through the coordinator at PORT
+#       (blocks 6, distance 3): the planted corpus of tests/tools/simhash_e2e.py (80
+#       bases, seed 91; its state written to STATE), 500 ids on one fingerprint and 50
+#       ids of 120+ bytes (those pairs also in $TH_DIR/extra.txt)
+th_load_copy_corpus() {
+    local port=$1 st=$2
+    timeout 120 python3 "$TH_SRC/tests/tools/simhash_e2e.py" load --port "$port" --blocks 6 \
+        --distance 3 --bases 80 --seed 91 --state-out "$st" >"$TH_DIR/load.out" 2>&1 ||
+        { cat "$TH_DIR/load.out" >&2; th_fail "planted load"; }
+    python3 - "$TH_DIR/extra.txt" <<'PY'
+import random, sys
+r = random.Random(92)
+with open(sys.argv[1], "w") as f:
+    for i in range(500):                       # many ids on one fingerprint
+        f.write("4242424242 many-%d\n" % i)
+    for i in range(50):                        # long ids
+        f.write("%d %s\n" % (r.getrandbits(64), ("long-%d-" % i) + "x" * 120))
+PY
+    timeout 60 "$TH_BIN/simhash" load --port "$port" "$TH_DIR/extra.txt" >/dev/null ||
+        th_fail "loading the extra pairs"
 }
 
 # Fail unless the named programs exist in $TH_BIN.

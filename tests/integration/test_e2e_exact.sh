@@ -24,15 +24,8 @@ for setting in "6 3 16 $BASES 200" "5 3 16 $BASES 200" "4 3 16 $BASES 200" "8 2 
     set -- $setting
     blocks=$1 dist=$2 bbits=$3 nbases=$4 batch=$5
     th_log "blocks $blocks distance $dist bucket_bits $bbits"
-    th_start_redis "redis-$blocks-$dist-$bbits"
-    rport=$TH_REDIS_PORT
-    rpid=$TH_REDIS_PID
-    th_start_shard "shard-a-$blocks-$dist-$bbits" "$rport" 0-127 "$blocks" "$dist" "" --bucket-bits "$bbits"
-    a=$TH_SHARD_PORT apid=$TH_SHARD_PID
-    th_start_shard "shard-b-$blocks-$dist-$bbits" "$rport" 128-255 "$blocks" "$dist" "" --bucket-bits "$bbits"
-    b=$TH_SHARD_PORT bpid=$TH_SHARD_PID
-    th_start_coord "coord-$blocks-$dist-$bbits" "$blocks" "$dist" 2000 "127.0.0.1:$a 127.0.0.1:$b"
-    cport=$TH_COORD_PORT cpid=$TH_COORD_PID
+    th_deploy "$blocks-$dist-$bbits" 2 "$blocks" "$dist" 2000 --bucket-bits "$bbits"
+    rport=$TH_DEPLOY_RPORT cport=$TH_DEPLOY_PORT
     state="$TH_DIR/state-$blocks-$dist-$bbits.json"
 
     timeout 240 python3 "$DRIVER" load --port "$cport" --blocks "$blocks" --distance "$dist" \
@@ -50,6 +43,6 @@ for setting in "6 3 16 $BASES 200" "5 3 16 $BASES 200" "4 3 16 $BASES 200" "8 2 
     high=$(timeout 10 redis-cli -p "$rport" --scan --pattern 's:{0:f*' | head -n 1)
     [ -n "$low" ] && [ -n "$high" ] || th_fail "table 0 keys missing in low or high shards"
 
-    for p in $cpid $apid $bpid $rpid; do th_stop "$p"; done
+    for p in $TH_DEPLOY_PIDS; do th_stop "$p"; done
 done
 th_log "PASS"

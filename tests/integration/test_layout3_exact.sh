@@ -33,16 +33,8 @@ for setting in "6 3" "5 3" "4 3" "8 2"; do
     set -- $setting
     blocks=$1 dist=$2
     th_log "layout 3, blocks $blocks distance $dist, split limit $LIMIT"
-    th_start_redis "redis-$blocks-$dist"
-    rport=$TH_REDIS_PORT rpid=$TH_REDIS_PID
-    th_start_shard "shard-a-$blocks-$dist" "$rport" 0-127 "$blocks" "$dist" "" --layout 3 \
-        --split-limit "$LIMIT"
-    a=$TH_SHARD_PORT apid=$TH_SHARD_PID
-    th_start_shard "shard-b-$blocks-$dist" "$rport" 128-255 "$blocks" "$dist" "" --layout 3 \
-        --split-limit "$LIMIT"
-    b=$TH_SHARD_PORT bpid=$TH_SHARD_PID
-    th_start_coord "coord-$blocks-$dist" "$blocks" "$dist" 5000 "127.0.0.1:$a 127.0.0.1:$b"
-    cport=$TH_COORD_PORT cpid=$TH_COORD_PID
+    th_deploy "$blocks-$dist" 2 "$blocks" "$dist" 5000 --layout 3 --split-limit "$LIMIT"
+    rport=$TH_DEPLOY_RPORT cport=$TH_DEPLOY_PORT
     state="$TH_DIR/state-$blocks-$dist.json"
 
     timeout 170 python3 "$DRIVER" load --port "$cport" --blocks "$blocks" --distance "$dist" \
@@ -54,7 +46,7 @@ for setting in "6 3" "5 3" "4 3" "8 2"; do
     meta=$(timeout 10 redis-cli -p "$rport" hget simhash:meta layout)
     [ "$meta" = 3 ] || th_fail "simhash:meta layout '$meta', want 3"
     splits=0
-    for w in $a $b; do
+    for w in $TH_DEPLOY_WPORTS; do
         n=$(timeout 10 redis-cli -p "$w" shard.info | tr -d '\r' | sed -n 's/^bucket_splits://p')
         [ -n "$n" ] || th_fail "SHARD.INFO of worker $w has no bucket_splits"
         splits=$((splits + n))
@@ -81,6 +73,6 @@ while True:
 print("live buckets: %d, largest %d" % (n, big), file=sys.stderr)
 sys.exit(0 if n > 0 and big < limit else 1)
 PY
-    for p in $cpid $apid $bpid $rpid; do th_stop "$p"; done
+    for p in $TH_DEPLOY_PIDS; do th_stop "$p"; done
 done
 th_log "PASS"

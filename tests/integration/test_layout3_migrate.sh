@@ -17,34 +17,12 @@ th_need_bins simhash-shard simhash-coordinator simhash
 E2E="$TH_SRC/tests/tools/simhash_e2e.py"
 SH="$TH_BIN/simhash"
 
-# deploy NAME LAYOUT [worker args..]: redis + worker + coordinator; sets port_NAME
-deploy() {
-    local name=$1 lay=$2
-    shift 2
-    th_start_redis "r-$name"
-    th_start_shard "w-$name" "$TH_REDIS_PORT" 0-255 6 3 "" --layout "$lay" "$@"
-    th_start_coord "c-$name" 6 3 5000 "127.0.0.1:$TH_SHARD_PORT"
-    printf -v "port_$name" '%s' "$TH_COORD_PORT"
-    printf -v "wport_$name" '%s' "$TH_SHARD_PORT"
-    printf -v "redis_$name" '%s' "$TH_REDIS_PORT"
-}
-deploy src 2
-deploy l3 3 --split-limit 4
-deploy l1 1
+th_deploy src 1 6 3 5000 --layout 2
+th_deploy l3 1 6 3 5000 --layout 3 --split-limit 4
+th_deploy l1 1 6 3 5000 --layout 1
 
 st="$TH_DIR/planted.json"
-timeout 120 python3 "$E2E" load --port "$port_src" --blocks 6 --distance 3 --bases 80 --seed 91 \
-    --state-out "$st" >"$TH_DIR/load.out" 2>&1 || { cat "$TH_DIR/load.out" >&2; th_fail "planted load"; }
-python3 - "$TH_DIR/extra.txt" <<'PY'
-import random, sys
-r = random.Random(92)
-with open(sys.argv[1], "w") as f:
-    for i in range(500):                       # many ids on one fingerprint
-        f.write("4242424242 many-%d\n" % i)
-    for i in range(50):                        # long ids
-        f.write("%d %s\n" % (r.getrandbits(64), ("long-%d-" % i) + "x" * 120))
-PY
-timeout 60 "$SH" load --port "$port_src" "$TH_DIR/extra.txt" >/dev/null || th_fail "loading the extra pairs"
+th_load_copy_corpus "$port_src" "$st"
 timeout 120 "$SH" export --port "$port_src" 2>/dev/null | sort >"$TH_DIR/want.txt"
 n=$(wc -l <"$TH_DIR/want.txt")
 [ "$n" -gt 1000 ] || th_fail "only $n pairs exported from the source"

@@ -8,7 +8,8 @@
 # stopped worker started again (`repair`). A refused second `up` leaves the running
 # deployment's password alone, and a later `up` without --password-file (a restart of
 # the same DIR) keeps every piece protected. The password has a space, quotes and a
-# backslash (Redis's config files must quote it).
+# backslash (Redis's config files must quote it). The cluster's workers get the
+# coordinator's request deadline (timeout-ms 2000, as deploy/shard-cluster.conf).
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/deploy_lib.sh"
@@ -133,6 +134,10 @@ DL_DIR=$C dl_up_cluster "up --cluster --password-file" --masters 3 --no-aof --fr
     --lifetime 600 --password-file "$TH_DIR/pw"
 check_deployment "$C" "$cport" "$sport" $((sport + 1)) $((sport + 2)) -- \
     "$rport" $((rport + 1)) $((rport + 2))
+# the cluster workers' request deadline is the coordinator's default, 2000 ms
+for f in "$C/coordinator.conf" "$C"/shard-*.conf; do
+    [ "$(sed -n 's/^timeout-ms //p' "$f")" = 2000 ] || th_fail "$f: timeout-ms is not 2000"
+done
 DL_DIR=$C dl_sl add-node >"$TH_DIR/add.out" 2>&1 || th_fail "add-node: $(tail -5 "$TH_DIR/add.out")"
 noauth "new redis node" $((rport + 3)) KEYS '*'
 noauth "new worker" $((sport + 3)) SHARD.HELLO

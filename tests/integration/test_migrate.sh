@@ -25,26 +25,17 @@ E2E="$TH_SRC/tests/tools/simhash_e2e.py"
 LIVE="$TH_SRC/tests/tools/simhash_live.py"
 SH="$TH_BIN/simhash"
 
-# deploy NAME BLOCKS DISTANCE BUCKET_BITS: redis + worker + coordinator; sets port_NAME
-# (the worker's layout: TH_LAYOUT's, or the default for a new corpus, 2)
-deploy() {
-    local name=$1 b=$2 k=$3 bb=$4
-    th_start_redis "r-$name"
-    th_start_shard "w-$name" "$TH_REDIS_PORT" 0-255 "$b" "$k" "" --bucket-bits "$bb"
-    th_start_coord "c-$name" "$b" "$k" 3000 "127.0.0.1:$TH_SHARD_PORT"
-    printf -v "port_$name" '%s' "$TH_COORD_PORT"
-    printf -v "wport_$name" '%s' "$TH_SHARD_PORT"
-    printf -v "redis_$name" '%s' "$TH_REDIS_PORT"
-}
-deploy src 6 3 16
-deploy t24 6 3 24
-deploy t8 8 2 8
-deploy tres 6 3 16
-deploy tlive 6 3 16
-deploy tone 6 3 24
+# deployments NAME: one worker each, blocks distance bucket-bits (the worker's layout:
+# TH_LAYOUT's, or the default for a new corpus, 2)
+th_deploy src 1 6 3 3000 --bucket-bits 16
+th_deploy t24 1 6 3 3000 --bucket-bits 24
+th_deploy t8 1 8 2 3000 --bucket-bits 8
+th_deploy tres 1 6 3 3000 --bucket-bits 16
+th_deploy tlive 1 6 3 3000 --bucket-bits 16
+th_deploy tone 1 6 3 3000 --bucket-bits 24
 # a copy into the other data layout (layout 2 -> 1 here, 1 -> 2 in the run with TH_LAYOUT=1)
 OTHER=$([ "${TH_LAYOUT:-2}" = 1 ] && echo 2 || echo 1)
-TH_LAYOUT=$OTHER deploy tlay 6 3 12
+TH_LAYOUT=$OTHER th_deploy tlay 1 6 3 3000 --bucket-bits 12
 
 # export_sorted PORT FILE: the corpus at PORT exported, sorted, into FILE; fails (with the
 # export's messages) when the export did not finish, so a cut export is never compared
@@ -55,18 +46,7 @@ export_sorted() {
 
 # ---- the source corpus ----
 st="$TH_DIR/planted.json"
-timeout 120 python3 "$E2E" load --port "$port_src" --blocks 6 --distance 3 --bases 80 --seed 91 \
-    --state-out "$st" >"$TH_DIR/load.out" 2>&1 || { cat "$TH_DIR/load.out" >&2; th_fail "planted load"; }
-python3 - "$TH_DIR/extra.txt" <<'EOF'
-import random, sys
-r = random.Random(92)
-with open(sys.argv[1], "w") as f:
-    for i in range(500):                       # many ids on one fingerprint
-        f.write("4242424242 many-%d\n" % i)
-    for i in range(50):                        # long ids
-        f.write("%d %s\n" % (r.getrandbits(64), ("long-%d-" % i) + "x" * 120))
-EOF
-timeout 60 "$SH" load --port "$port_src" "$TH_DIR/extra.txt" >/dev/null || th_fail "loading the extra pairs"
+th_load_copy_corpus "$port_src" "$st"
 # the expected export: every pair loaded so far, as lines
 python3 - "$st" "$TH_DIR/extra.txt" >"$TH_DIR/want.txt" <<'EOF'
 import json, sys

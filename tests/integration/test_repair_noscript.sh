@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # test_repair_noscript.sh: the worker's repair pass completes a stale write lock when
-# Redis has lost the scripts it sends by name (SCRIPT FLUSH, as after a restart): a
-# script answered NOSCRIPT is sent again at once with its text. Data layout 3 sends
-# scripts by name. The lock script is cached again by an ordinary write first, so only
-# the table-write script the repair uses is missing when the stale lock is found; its
-# lease (10 s) would bring the repair back after the layout's short EVAL window, so
-# without the re-send the lock would stay for good.
+# Redis has lost the scripts it sends by name (SCRIPT FLUSH, as after a restart): the
+# worker's Redis connection sends a call answered NOSCRIPT again at once with the
+# script's text (shard/redis.c), the repair's lock takeover and table writes as any
+# other. Data layout 3 sends scripts by name. The lock script is cached again by an
+# ordinary write first, so only the table-write script the repair uses is missing
+# when the stale lock is found; without the re-send the lock would stay for good.
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init repair_noscript
@@ -32,7 +32,6 @@ timeout 120 "$TH_BIN/simhash" load --port "$cport" "$TH_DIR/load.txt" >/dev/null
 # an ordinary write caches the lock script (and the write's own) again
 [ "$(timeout 10 redis-cli -p "$cport" SIMHASH.ADD 12345678901234567 after-flush)" = 1 ] ||
     th_fail "SIMHASH.ADD after SCRIPT FLUSH"
-sleep 2     # past the layout's EVAL window of 1 s: scripts go by name again
 # a writer that took C's lock (lease 1 ms), stored its document and died
 C=9876543210987654321
 [ "$(w SHARD.LOCK "$C" dead 1 A doc-c | head -1)" = 1 ] || th_fail "SHARD.LOCK of C"
@@ -48,4 +47,6 @@ out=$(timeout 10 redis-cli -p "$cport" SIMHASH.QUERY "$C" DISTANCE 0 | tr '\n' '
 [[ $out == *doc-c* ]] || th_fail "C not found with its document after the repair: $out"
 out=$(timeout 120 "$TH_BIN/simhash" fsck -q --redis "127.0.0.1:$rport") ||
     th_fail "fsck after the repair: $out"
-th_log "stale lock repaired after SCRIPT FLUSH in $((i / 2)) s; fsck clean"
+ns=$(w SHARD.INFO | tr -d '\r' | sed -n 's/^scripts_not_cached://p')
+[ "${ns:-0}" -gt 0 ] || th_fail "SHARD.INFO scripts_not_cached is '${ns}' after SCRIPT FLUSH"
+th_log "stale lock repaired after SCRIPT FLUSH in $((i / 2)) s; fsck clean; $ns calls sent again whole"

@@ -148,6 +148,7 @@ static void tq_start(tq_fix *f, unsigned layout, unsigned db)
     c->bucket_bits = ro.bucket_bits;
     assert_int_equal(layout_ctx_init(&sc->lay, c->layout, c->bucket_bits), 0);
     sc->lay.by_sha = 1;
+    ro.scripts = &sc->lay;
     if (ro.split_limit)
         sc->lay.split_limit = ro.split_limit;
     sc->base = event_base_new();

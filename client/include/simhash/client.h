@@ -105,6 +105,14 @@ const char *shc_status_name(shc_status st);
  * once by itself. This forces it now. */
 shc_status shc_reconnect(shc_client *c);
 
+/* Bulk calls (shc_add_many, shc_query_many: both safe to repeat) then send the items
+ * answered with a server error or a timeout again, after pauses of 50 ms doubling to
+ * 400 ms, until each is accepted or budget_ms has passed: for a bulk load that should
+ * outlast a passing refusal (a worker's Redis past its deadline on a loaded machine,
+ * a failover, a slot migration). 0, the default: only items answered -TIMEOUT, and
+ * only with several addresses, for up to the handle's timeout (see shc_connect). */
+void shc_set_bulk_retry(shc_client *c, unsigned budget_ms);
+
 /* Add (fp, docid). *added (may be NULL) gets 1 when the pair is new, 0 when it
  * was already stored. */
 shc_status shc_add(shc_client *c, uint64_t fp, const char *docid, long long *added);
