@@ -121,6 +121,12 @@ load_round() {
     emit "$b" "$l" bytes_per_fp "$(python3 -c "print(round($mem / ($N - $failed), 1))")"
     emit "$b" "$l" redis_cpu_s "$cpu"
     emit "$b" "$l" redis_cpu_us_per_fp "$(python3 -c "print(round($cpu * 1e6 / ($N - $failed), 1))")"
+    # where Redis's time went: calls and microseconds per stored fingerprint per command
+    rcli info commandstats | sed -n 's/^cmdstat_\([a-z]*\):calls=\([0-9]*\),usec=\([0-9]*\),.*/\1 \2 \3/p' |
+        while read -r c n us; do
+            emit "$b" "$l" "calls_per_fp_$c" "$(python3 -c "print(round($n / ($N - $failed), 3))")"
+            emit "$b" "$l" "redis_us_per_fp_$c" "$(python3 -c "print(round($us / ($N - $failed), 1))")"
+        done
     th_stop "$cpid"
     th_stop "$spid"
     th_stop "$rpid"

@@ -218,6 +218,12 @@ int layout_cmd_lock(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64
  * the lock was lost (taken over). */
 extern const char LAYOUT_UNLOCK_LUA[];
 
+/* EVAL script: the release of many locks in one call (one Redis only: the lock
+ * hashes of different shards lie in different Redis Cluster slots). KEYS = the lock
+ * hash of each fingerprint; ARGV = its lock field and token, per fingerprint in KEYS'
+ * order. Returns one integer per fingerprint, as LAYOUT_UNLOCK_LUA's. */
+extern const char LAYOUT_UNLOCKS_LUA[];
+
 /* The Redis reads that find every permuted value sharing the top prefix_bits bits of
  * p: buckets first_bucket .. first_bucket + nbuckets - 1 (consecutive bucket
  * numbers); in each, the members from lo to hi inclusive (ZRANGEBYLEX key lo hi).
