@@ -19,7 +19,8 @@
 #include <unistd.h>
 
 #define NET_PASSWORD_MAX 512
-#define NET_LOAD_CHUNK 10000          /* items per shc_add_many call in load */
+#define NET_LOAD_CHUNK 10000          /* items between two records of load's state */
+#define NET_LOAD_BATCH 256            /* pairs per SIMHASH.ADD of load */
 #define NET_LOAD_ERRORS_SHOWN 10
 #define NET_LOAD_RETRIES 6            /* rounds of sending a batch's refused pairs again */
 #define NET_LOAD_RETRY_PAUSE_MS 200   /* before the first round, doubling: 12.6 s in all */
@@ -765,6 +766,51 @@ static int net_load_resume(const char *prog, const char *state, const cli_buf *b
     return 0;
 }
 
+/* Adds item[start .. start+cnt) in SIMHASH.ADD calls of NET_LOAD_BATCH pairs each (the
+ * coordinator's write window): the coordinator sends one request per worker per
+ * write round for all of a call's pairs, rather than one per pair. A call refused
+ * (server error, timeout, unexpected reply) is sent again pair by pair with
+ * shc_add_many, which gives each pair its own status (adds are idempotent). Fills
+ * item and rep as shc_add_many does; returns the status of the first pair refused,
+ * or SHC_OK. */
+static shc_status net_load_batches(shc_client *cl, const load_input *in, size_t start,
+                                   size_t cnt, shc_status *item, shc_bulk_report *rep)
+{
+    shc_status ret = SHC_OK;
+    memset(rep, 0, sizeof(*rep));
+    for (size_t at = start; at < start + cnt; at += NET_LOAD_BATCH) {
+        size_t m = start + cnt - at > NET_LOAD_BATCH ? NET_LOAD_BATCH : start + cnt - at;
+        long long added = 0;
+        shc_status st = shc_add_pairs(cl, in->fps + at, in->docids + at, NULL, m, &added);
+        if (st == SHC_OK) {
+            for (size_t i = at; i < at + m; i++)
+                item[i] = SHC_OK;
+            rep->ok += m;
+            rep->added += added;
+            continue;
+        }
+        shc_bulk_report sr;
+        if (st == SHC_ERR_SERVER || st == SHC_ERR_TIMEOUT || st == SHC_ERR_PROTOCOL)
+            st = shc_add_many(cl, in->fps + at, in->docids + at, m, item + at, &sr);
+        else {                                      /* the connection is gone */
+            sr = (shc_bulk_report){0, m, 0, 0};
+            for (size_t i = at; i < at + m; i++)
+                item[i] = st;
+        }
+        rep->ok += sr.ok;
+        rep->added += sr.added;
+        rep->failed += sr.failed;
+        if (st != SHC_OK && ret == SHC_OK) {
+            ret = st;
+            rep->first_failed = at - start + sr.first_failed;
+        }
+        if (st != SHC_OK && st != SHC_ERR_SERVER && st != SHC_ERR_TIMEOUT &&
+            st != SHC_ERR_PROTOCOL)
+            return st;
+    }
+    return ret;
+}
+
 /* A batch's pairs answered with a server error or a timeout, sent again up to
  * NET_LOAD_RETRIES times with pauses doubling from NET_LOAD_RETRY_PAUSE_MS: adding a pair
  * is idempotent, and such answers are mostly passing (a worker's Redis slower than its
@@ -880,8 +926,7 @@ int cmd_load(int argc, char **argv)
     for (size_t start = (size_t)st.done; start < in.n; start += NET_LOAD_CHUNK) {
         size_t cnt = in.n - start > NET_LOAD_CHUNK ? NET_LOAD_CHUNK : in.n - start;
         shc_bulk_report rep;
-        shc_status ret = shc_add_many(cl, in.fps + start, in.docids + start, cnt,
-                                      item + start, &rep);
+        shc_status ret = net_load_batches(cl, &in, start, cnt, item, &rep);
         if (ret == SHC_ERR_SERVER || ret == SHC_ERR_TIMEOUT)
             ret = net_load_retry(cl, &in, start, cnt, item, &rep, ret);
         loaded += rep.ok;
