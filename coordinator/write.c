@@ -8,8 +8,8 @@
  *            it answers the set's size before and after. A lock held by another
  *            writer answers "busy, n ms left": the item tries again after 2, 4, 8 ..
  *            ms (at most CW_RETRY_MAX_MS, never past the expiry).
- *   entries  SHARD.ADD (ZADD) or SHARD.DEL (ZREM) to the owners of fp's tables, so
- *            that fp has an entry in every table iff its set is non-empty: ZADD after
+ *   entries  the table writes (ZADD or ZREM) at the owners of fp's tables, so that
+ *            fp has an entry in every table iff its set is non-empty: ZADD after
  *            an add, ZREM when the set became empty, both when the lock was taken
  *            over from a dead writer (the whole fingerprint is reconciled).
  *   unlock   SHARD.UNLOCK; a lock lost meanwhile (lease run out, taken over) makes
@@ -17,7 +17,10 @@
  * Items (distinct fingerprints) of a batch go through the rounds together, a window
  * of at most CW_WINDOW pairs at a time in argument order, each window with its own
  * deadline; so a batch of any size fits max-inflight-worker, and a failure names
- * exactly which pairs were stored. */
+ * exactly which pairs were stored. Each round sends one batched request per worker
+ * for all the window's items it serves (docs/protocol.md, "Batched writes"):
+ * SHARD.MLOCK, then SHARD.MADD and / or SHARD.MDEL, then SHARD.MUNLOCK; their replies
+ * are per fingerprint, and an item answered busy goes round again alone. */
 #include "coord.h"
 
 #include <inttypes.h>
