@@ -8,11 +8,16 @@ writes") against two real workers of layout 3 on one redis-server (tiny split li
           still knows whole; batches sharing buckets): every fingerprint is locked
           (those answered busy go round again alone), written and released, and the
           coordinator in front of A finds each at distance 0
+  follow  layout3_zsets.lua itself: one call whose entries share a bucket that its
+          first entries split (limit 2): every later entry lands in the half holding
+          it, the call succeeds at once and counts every member
 Usage: shard_batch_check.py MODE REDIS_PORT WORKER_A WORKER_B COORD LIMIT"""
+import os
 import random
 import sys
 
 from resp_client import C
+from layout3_check import dkey, script, zkey
 
 TABLES = 20
 
@@ -158,6 +163,38 @@ def split(a, b, coord):
           "busy (split under them) and went round again" % (len(fps), waits))
 
 
+def follow(r):
+    """Six members of one bucket of table 1 in one zsets call (limit 2): the first
+    two fill and split it, and each later one must follow the split points."""
+    text = script("layout3_zsets.lua")
+    ms = [bytes([i * 40]) + bytes(6) for i in range(6)]      # members: 7 bytes
+    keys, argv = [], ["A", 2, 60]
+    for m in ms:
+        keys += [zkey(1, 0x42, b"", None), dkey(1, 0x42)]
+        argv += [m, "0"]
+    got = r.call("EVAL", text, len(keys), *keys, *argv)
+    if not isinstance(got, list) or got[0] != len(ms):
+        fail("zsets call of %d members sharing a bucket: %r" % (len(ms), got))
+    if len(got) < 2:
+        fail("no split reported by a call that filled a bucket of limit 2: %r" % got)
+    bounds = sorted(set(r.call("ZRANGE", dkey(1, 0x42), 0, -1)) | {b""})
+    seen = []
+    for i, lo in enumerate(bounds):
+        hi = bounds[i + 1] if i + 1 < len(bounds) else None
+        k = zkey(1, 0x42, lo, hi)
+        mem = r.call("ZRANGE", k, 0, -1)
+        if len(mem) >= 2:
+            fail("bucket %s holds %d members, limit 2" % (k, len(mem)))
+        for m in mem:
+            if m < lo or (hi is not None and m >= hi):
+                fail("member %s outside bucket %s" % (m.hex(), k))
+        seen += mem
+    if sorted(seen) != sorted(ms):
+        fail("members after the call: %r, want %r" % (sorted(seen), sorted(ms)))
+    print("follow: %d members of one bucket in one call, %d buckets after its splits"
+          % (len(ms), len(bounds)))
+
+
 def main():
     mode, rport, pa, pb, pc = sys.argv[1], *map(int, sys.argv[2:6])
     r, a = C(rport), C(pa, timeout=60)
@@ -165,6 +202,8 @@ def main():
         bad(a, r)
     elif mode == "busy":
         busy(a)
+    elif mode == "follow":
+        follow(r)
     elif mode == "split":
         split(a, C(pb, timeout=60), C(pc, timeout=60))
     else:
