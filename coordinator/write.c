@@ -566,6 +566,20 @@ static void cw_lock_round(coord_op *op)
 /* Worker wi's SHARD.MADD (sign > 0) or SHARD.MDEL (< 0) of the tables it owns of every
  * item in CW_ENTRIES of that sign; owner[k * ntables + t] is the worker of item k's
  * table t. Sends nothing when it owns none. Returns 0, or -1 (the op failed). */
+/* The tables of item k that worker wi owns, when k is in CW_ENTRIES with that sign;
+ * else 0. */
+static size_t cw_tables_mine(const coord_write *wr, size_t k, unsigned wi, int sign,
+                             const short *owner, unsigned nt)
+{
+    const cw_item *it = &wr->items[k];
+    size_t mine = 0;
+    if (it->state != CW_ENTRIES || (it->entries > 0) != (sign > 0))
+        return 0;
+    for (unsigned t = 0; t < nt; t++)
+        mine += owner[k * nt + t] == (short)wi;
+    return mine;
+}
+
 static int cw_send_tables(coord_op *op, unsigned wi, int sign, const short *owner)
 {
     coord_write *wr = coord_op_data(op);
@@ -573,12 +587,7 @@ static int cw_send_tables(coord_op *op, unsigned wi, int sign, const short *owne
     unsigned nt = co->ps.ntables;
     size_t nargs = 1, nnum = 0;
     for (size_t k = 0; k < wr->nitems; k++) {
-        const cw_item *it = &wr->items[k];
-        size_t mine = 0;
-        if (it->state != CW_ENTRIES || (it->entries > 0) != (sign > 0))
-            continue;
-        for (unsigned t = 0; t < nt; t++)
-            mine += owner[k * nt + t] == (short)wi;
+        size_t mine = cw_tables_mine(wr, k, wi, sign, owner, nt);
         if (mine)
             nargs += 2 + mine, nnum += 2 + mine;
     }
@@ -592,15 +601,10 @@ static int cw_send_tables(coord_op *op, unsigned wi, int sign, const short *owne
     const char *cmd = sign > 0 ? "SHARD.MADD" : "SHARD.MDEL";
     cw_args_add(&a, cmd, strlen(cmd));
     for (size_t k = 0; k < wr->nitems; k++) {
-        const cw_item *it = &wr->items[k];
-        size_t mine = 0;
-        if (it->state != CW_ENTRIES || (it->entries > 0) != (sign > 0))
-            continue;
-        for (unsigned t = 0; t < nt; t++)
-            mine += owner[k * nt + t] == (short)wi;
+        size_t mine = cw_tables_mine(wr, k, wi, sign, owner, nt);
         if (!mine)
             continue;
-        cw_args_num(&a, it->fp);
+        cw_args_num(&a, wr->items[k].fp);
         cw_args_num(&a, mine);
         for (unsigned t = 0; t < nt; t++)
             if (owner[k * nt + t] == (short)wi)
