@@ -15,7 +15,9 @@
 # Prints `bench=ingest build=B layout=L metric=M value=V` lines on stdout: per round,
 # then `median_*` over BENCH_ROUNDS rounds and each median's ratio to the raw rates
 # (progress on stderr). Per load also bytes_per_fp (used_memory / N after the load),
-# redis_cpu_s, the worker's bucket_splits, and load_failed (pairs the deployment
+# redis_cpu_s, the worker's bucket_splits, shard_cpu_us_per_fp / coord_cpu_us_per_fp (the
+# daemons' user + system CPU per stored fingerprint), per-command Redis calls and time per
+# fingerprint (INFO commandstats), and load_failed (pairs the deployment
 # refused: the first error is logged, and the rate counts only the pairs stored).
 # Environment: SIMHASH_BIN (default build/bin), BENCH_BASE_BIN (unset), BENCH_N
 # (100000), BENCH_ROUNDS (3), BENCH_LAYOUTS ("2 3"), BENCH_SECONDS (10),
@@ -123,6 +125,15 @@ load_round() {
     emit "$b" "$l" bytes_per_fp "$(python3 -c "print(round($mem / ($N - $failed), 1))")"
     emit "$b" "$l" redis_cpu_s "$cpu"
     emit "$b" "$l" redis_cpu_us_per_fp "$(python3 -c "print(round($cpu * 1e6 / ($N - $failed), 1))")"
+    # the worker's and the coordinator's CPU (user + system) per stored fingerprint
+    local who pid
+    for who in shard:$spid coord:$cpid; do
+        pid=$(th_child_pid "${who#*:}")
+        [ -n "$pid" ] && emit "$b" "$l" "${who%%:*}_cpu_us_per_fp" "$(python3 -c "
+import os, sys
+f = open('/proc/$pid/stat').read().rsplit(')', 1)[1].split()
+print(round((int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK') * 1e6 / ($N - $failed), 1))")"
+    done
     # where Redis's time went: calls and microseconds per stored fingerprint per command
     rcli info commandstats | sed -n 's/^cmdstat_\([a-z]*\):calls=\([0-9]*\),usec=\([0-9]*\),.*/\1 \2 \3/p' |
         while read -r c n us; do
