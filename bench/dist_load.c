@@ -1,7 +1,7 @@
 /* dist_load.c: load generator for the distributed-mode benchmark (bench/distributed/run.sh).
  *
  * Drives either Redis directly with the commands one operation needs in the data
- * layout of --layout (1 or 2; the "raw" rate: what Redis alone can do) or
+ * layout of --layout (1, 2 or 3; the "raw" rate: what Redis alone can do) or
  * simhash-coordinator with the client
  * commands (the "system" rate), and prints machine-readable lines
  *   bench=<name> metric=<metric> value=<number>
@@ -10,7 +10,11 @@
  *
  * Modes:
  *   preload     bulk-load fingerprints [offset, offset+count) into the tables, grouped
- *               by key (one ZADD of many members per bucket key); writes simhash:meta
+ *               by key (one ZADD of many members per bucket key); writes simhash:meta.
+ *               Layout 3: every (table, shard) is one bucket (a corpus before its
+ *               first split; a shard reaching the split limit of a node with listpack
+ *               limits of LAYOUT_SPLIT_LIMIT_MAX or more is refused), and
+ *               raw-ingest writes plain ZADDs to those buckets, without the scripts
  *   predocs     one document id (30 bytes, dl_doc) to each of those fingerprints:
  *               SADD to its set (layout 1), HSET of its packed id into its bucket
  *               hash (layout 2)
@@ -170,12 +174,33 @@ static unsigned dl_append_raw_query(redisContext *c, uint64_t fp)
     return n + 1;
 }
 
+/* `ZADD key 0 member` of p's entry in table t as a plain command: the layout's entry(),
+ * but in layout 3 (whose ZADD is its bucket script) built from its ZSCORE's key and
+ * member, the bucket of a corpus before its first split. */
+static void dl_entry_zadd(unsigned t, uint64_t p, layout_cmd *ec)
+{
+    if (opt.layout != 3) {
+        lay.ops->entry(&lay, t, p, "ZADD", ec);
+        return;
+    }
+    lay.ops->entry(&lay, t, p, "ZSCORE", ec);
+    if (ec->argc != 3)
+        die("layout 3", "unexpected entry command");
+    ec->argv[3] = ec->argv[2];
+    ec->argvlen[3] = ec->argvlen[2];
+    ec->argv[2] = "0";
+    ec->argvlen[2] = 1;
+    ec->argv[0] = "ZADD";
+    ec->argvlen[0] = RESP_LITLEN("ZADD");
+    ec->argc = 4;
+}
+
 /* One ZADD per table of fp's entries. Returns the number of commands. */
 static unsigned dl_append_zadds(redisContext *c, uint64_t fp)
 {
     for (unsigned t = 0; t < ps.ntables; t++) {
         layout_cmd ec;
-        lay.ops->entry(&lay, t, perm_apply(&ps.tables[t], fp), "ZADD", &ec);
+        dl_entry_zadd(t, perm_apply(&ps.tables[t], fp), &ec);
         redisAppendCommandArgv(c, ec.argc, ec.argv, ec.argvlen);
     }
     return ps.ntables;
@@ -352,28 +377,45 @@ static int dl_preload(void)
     size_t lens[2 + 2 * GROUP];
     uint8_t mem[GROUP][LAYOUT_MEMBER_MAX];
     char key[LAYOUT_KEY_MAX];
+    unsigned kbits = opt.layout == 3 ? 8 : opt.bucket_bits;   /* layout 3: one key a shard */
     for (unsigned t = 0; t < ps.ntables; t++) {
         for (uint64_t i = 0; i < n; i++) {
             e[i].p = perm_apply(&ps.tables[t], dl_fp(opt.offset + i));
-            e[i].bucket = layout_bucket_of(e[i].p, opt.bucket_bits);
+            e[i].bucket = layout_bucket_of(e[i].p, kbits);
         }
         qsort(e, n, sizeof *e, dl_entry_cmp);
-        for (uint64_t i = 0; i < n;) {
+        for (uint64_t i = 0, run = 0; i < n;) {
             uint64_t j = i;
             int argc = 2;
-            size_t klen = layout_bucket_key(key, sizeof key, t, e[i].bucket, opt.bucket_bits);
+            layout_cmd ec;
+            run = i > 0 && e[i - 1].bucket == e[i].bucket ? run : 0;
+            dl_entry_zadd(t, e[i].p, &ec);      /* layout 3: its key */
+            size_t klen = opt.layout == 3 ? (memcpy(key, ec.argv[1], ec.argvlen[1]), ec.argvlen[1])
+                                          : layout_bucket_key(key, sizeof key, t, e[i].bucket,
+                                                              opt.bucket_bits);
             argv[0] = "ZADD";
             lens[0] = RESP_LITLEN("ZADD");
             argv[1] = key;
             lens[1] = klen;
             while (j < n && e[j].bucket == e[i].bucket && j - i < GROUP) {
-                size_t ml = layout_member(mem[j - i], e[j].p, opt.bucket_bits);
+                size_t ml;
+                if (opt.layout == 3) {
+                    dl_entry_zadd(t, e[j].p, &ec);
+                    ml = ec.argvlen[3];
+                    memcpy(mem[j - i], ec.argv[3], ml);
+                } else {
+                    ml = layout_member(mem[j - i], e[j].p, opt.bucket_bits);
+                }
                 argv[argc] = "0";
                 lens[argc++] = 1;
                 argv[argc] = (const char *)mem[j - i];
                 lens[argc++] = ml;
                 j++;
             }
+            run += j - i;
+            if (opt.layout == 3 && run >= LAYOUT_SPLIT_LIMIT_MAX)
+                die("preload", "layout 3: a shard would hold the split limit of entries; "
+                    "use a smaller --count (a raw corpus here has no splits)");
             redisAppendCommandArgv(c, argc, argv, lens);
             pending++;
             dl_drain(c, &pending, 512, &st);
@@ -630,7 +672,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--blocks")) opt.blocks = (unsigned)dl_num("blocks", v, 1, 64);
         else if (!strcmp(a, "--distance")) opt.distance = (unsigned)dl_num("distance", v, 0, 63);
         else if (!strcmp(a, "--bucket-bits")) opt.bucket_bits = (unsigned)dl_num("bucket-bits", v, 8, 24);
-        else if (!strcmp(a, "--layout")) opt.layout = (unsigned)dl_num("layout", v, 1, 2);
+        else if (!strcmp(a, "--layout")) opt.layout = (unsigned)dl_num("layout", v, 1, 3);
         else if (!strcmp(a, "--seed")) opt.seed = dl_num("seed", v, 0, UINT32_MAX);
         else if (!strcmp(a, "--count")) opt.count = dl_num("count", v, 1, 100000000);
         else if (!strcmp(a, "--offset")) opt.offset = dl_num("offset", v, 0, UINT32_MAX);

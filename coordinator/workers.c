@@ -135,6 +135,15 @@ static void coord_worker_on_hello(redisAsyncContext *ac, void *reply, void *priv
         coord_worker_mismatch(w);
         return;
     }
+    long long proto = r->elements >= 11 ? coord_hello_int(r, 10) : 1;
+    if (proto < LAYOUT_WORKER_PROTOCOL) {
+        snprintf(w->problem, sizeof(w->problem),
+                 "shard worker speaks worker protocol %lld, this coordinator needs %d "
+                 "(batched writes): upgrade the workers before the coordinators",
+                 proto, LAYOUT_WORKER_PROTOCOL);
+        coord_worker_mismatch(w);
+        return;
+    }
     if (coord_corpus_check(co, r, w->problem, sizeof(w->problem)) != 0) {
         coord_worker_mismatch(w);
         return;

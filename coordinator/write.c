@@ -8,8 +8,8 @@
  *            it answers the set's size before and after. A lock held by another
  *            writer answers "busy, n ms left": the item tries again after 2, 4, 8 ..
  *            ms (at most CW_RETRY_MAX_MS, never past the expiry).
- *   entries  SHARD.ADD (ZADD) or SHARD.DEL (ZREM) to the owners of fp's tables, so
- *            that fp has an entry in every table iff its set is non-empty: ZADD after
+ *   entries  the table writes (ZADD or ZREM) at the owners of fp's tables, so that
+ *            fp has an entry in every table iff its set is non-empty: ZADD after
  *            an add, ZREM when the set became empty, both when the lock was taken
  *            over from a dead writer (the whole fingerprint is reconciled).
  *   unlock   SHARD.UNLOCK; a lock lost meanwhile (lease run out, taken over) makes
@@ -17,7 +17,10 @@
  * Items (distinct fingerprints) of a batch go through the rounds together, a window
  * of at most CW_WINDOW pairs at a time in argument order, each window with its own
  * deadline; so a batch of any size fits max-inflight-worker, and a failure names
- * exactly which pairs were stored. */
+ * exactly which pairs were stored. Each round sends one batched request per worker
+ * for all the window's items it serves (docs/protocol.md, "Batched writes"):
+ * SHARD.MLOCK, then SHARD.MADD and / or SHARD.MDEL, then SHARD.MUNLOCK; their replies
+ * are per fingerprint, and an item answered busy goes round again alone. */
 #include "coord.h"
 
 #include <inttypes.h>
@@ -50,6 +53,7 @@ typedef struct cw_item {
     int unknown;                /* a SHARD.LOCK is out and its reply not seen */
     int entries;                /* +1 ZADD, -1 ZREM, 0 none */
     unsigned wait_ms, tries;
+    int bw;                     /* worker of its batch in this round, or -1 */
     char token[64];             /* 16 + 3 separators + at most 16 + 16 + 8 hex digits */
 } cw_item;
 
@@ -280,10 +284,116 @@ static void cw_window_start(coord_op *op)
     cw_lock_round(op);
 }
 
-/* SHARD.LOCK reply: [1, before, after, stale, changed] or [0, ms left]. */
-static int cw_on_lock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+/* ---- Batched requests ---- */
+
+/* The arguments of one batched request to one worker: argv[i] points into the
+ * request's pairs, the items' tokens or num (numbers written here). */
+typedef struct cw_args {
+    const char **argv;
+    size_t *lens;
+    char (*num)[24];
+    size_t argc, nnum;
+} cw_args;
+
+/* Room for maxargs arguments of which maxnums numbers. Returns 0, or -1 (no memory). */
+static int cw_args_init(cw_args *a, size_t maxargs, size_t maxnums)
 {
-    cw_item *it = arg;
+    a->argc = a->nnum = 0;
+    a->argv = malloc(maxargs * sizeof *a->argv);
+    a->lens = malloc(maxargs * sizeof *a->lens);
+    a->num = malloc((maxnums ? maxnums : 1) * sizeof *a->num);
+    if (a->argv && a->lens && a->num)
+        return 0;
+    free(a->argv);
+    free(a->lens);
+    free(a->num);
+    return -1;
+}
+
+static void cw_args_free(cw_args *a)
+{
+    free(a->argv);
+    free(a->lens);
+    free(a->num);
+}
+
+static void cw_args_add(cw_args *a, const char *s, size_t len)
+{
+    a->argv[a->argc] = s;
+    a->lens[a->argc++] = len;
+}
+
+static void cw_args_num(cw_args *a, uint64_t v)
+{
+    char *b = a->num[a->nnum++];
+    cw_args_add(a, b, resp_u64_dec(b, v));
+}
+
+/* The items of worker wi's batch of this round, in item order: it->bw == wi. */
+static cw_item *cw_batch_next(coord_write *wr, unsigned wi, size_t *k)
+{
+    for (; *k < wr->nitems; (*k)++)
+        if (wr->items[*k].bw == (int)wi)
+            return &wr->items[(*k)++];
+    return NULL;
+}
+
+static int cw_on_count(coord_op *op, coord_worker *w, redisReply *r, void *arg);
+
+/* Worker of table 0's shard of fp (NULL: routing incomplete). */
+static coord_worker *cw_doc_owner(coord *co, uint64_t fp)
+{
+    return coord_route(co, 0, perm_apply(&co->ps.tables[0], fp));
+}
+
+/* Routes every item in state want (or want2) to table 0's worker of its fingerprint
+ * (it->bw; -1 for the others) and counts them per worker in cnt. Returns 0, or -1
+ * when routing is incomplete (the op failed). */
+static int cw_batch_route(coord_op *op, cw_state want, cw_state want2, unsigned *cnt)
+{
+    coord_write *wr = coord_op_data(op);
+    coord *co = coord_op_coord(op);
+    for (size_t k = 0; k < wr->nitems; k++) {
+        cw_item *it = &wr->items[k];
+        it->bw = -1;
+        if (it->state != want && it->state != want2)
+            continue;
+        coord_worker *w = cw_doc_owner(co, it->fp);
+        if (w == NULL) {
+            coord_op_send(op, NULL, 0, NULL, NULL, cw_on_count, NULL);   /* fails the op */
+            return -1;
+        }
+        it->bw = (int)w->idx;
+        cnt[w->idx]++;
+    }
+    return 0;
+}
+
+/* A reply holding one element per item of worker w's batch (checked here). */
+static int cw_batch_reply(coord_op *op, coord_worker *w, redisReply *r, const char *cmd,
+                          int (*each)(coord_op *, coord_worker *, redisReply *, cw_item *))
+{
+    coord_write *wr = coord_op_data(op);
+    size_t n = 0, k = 0, e = 0;
+    for (size_t i = 0; i < wr->nitems; i++)
+        n += wr->items[i].bw == (int)w->idx;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != n) {
+        coord_op_coord(op)->st.err_worker++;
+        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply to %s", w->addr, cmd);
+        return -1;
+    }
+    for (cw_item *it; (it = cw_batch_next(wr, w->idx, &k)) != NULL;)
+        if (each(op, w, r->element[e++], it) != 0)
+            return -1;
+    return 0;
+}
+
+/* ---- Rounds ---- */
+
+/* One fingerprint's SHARD.LOCK reply: [1, before, after, stale, changed] or [0, ms
+ * left] (busy; 0 also when its bucket split under it and nothing was written). */
+static int cw_on_lock(coord_op *op, coord_worker *w, redisReply *r, cw_item *it)
+{
     coord_write *wr = it->wr;
     it->unknown = 0;
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2)
@@ -318,17 +428,23 @@ static int cw_on_lock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
     return 0;
 bad:
     coord_op_coord(op)->st.err_worker++;
-    coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply to SHARD.LOCK", w->addr);
+    coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply to SHARD.MLOCK", w->addr);
     return -1;
 }
 
-/* SHARD.UNLOCK reply: 1 released, 0 lost (reconcile again under a new lock). */
-static int cw_on_unlock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+static int cw_on_mlock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
 {
-    cw_item *it = arg;
+    (void)arg;
+    return cw_batch_reply(op, w, r, "SHARD.MLOCK", cw_on_lock);
+}
+
+/* One fingerprint's SHARD.UNLOCK reply: 1 released, 0 lost (reconcile again under a
+ * new lock). */
+static int cw_on_unlock(coord_op *op, coord_worker *w, redisReply *r, cw_item *it)
+{
     if (r->type != REDIS_REPLY_INTEGER) {
         coord_op_coord(op)->st.err_worker++;
-        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply to SHARD.UNLOCK", w->addr);
+        coord_op_fail(op, RS_ERR, "shard worker %s: unexpected reply to SHARD.MUNLOCK", w->addr);
         return -1;
     }
     if (r->integer == 1) {
@@ -341,6 +457,12 @@ static int cw_on_unlock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
         coord_op_coord(op)->st.locks_lost++;
     }
     return 0;
+}
+
+static int cw_on_munlock(coord_op *op, coord_worker *w, redisReply *r, void *arg)
+{
+    (void)arg;
+    return cw_batch_reply(op, w, r, "SHARD.MUNLOCK", cw_on_unlock);
 }
 
 static int cw_on_count(coord_op *op, coord_worker *w, redisReply *r, void *arg)
@@ -367,149 +489,179 @@ static int cw_on_wait(coord_op *op, coord_worker *w, redisReply *r, void *arg)
     return 0;
 }
 
-/* Worker of table 0's shard of fp (NULL: routing incomplete). */
-static coord_worker *cw_doc_owner(coord *co, uint64_t fp)
+/* 1 when the items' lock requests carry their ids (ops A and R). */
+static int cw_with_ids(const cw_item *it)
 {
-    return coord_route(co, 0, perm_apply(&co->ps.tables[0], fp));
+    return it->op == LAYOUT_LOCK_OP_ADD[0] || it->op == LAYOUT_LOCK_OP_REM[0];
+}
+
+/* Worker wi's SHARD.MLOCK lease fp token op nids [ids] ... of its items. Returns 0, or
+ * -1 (the op failed). */
+static int cw_send_mlock(coord_op *op, unsigned wi, const char *lease)
+{
+    coord_write *wr = coord_op_data(op);
+    coord *co = coord_op_coord(op);
+    size_t nargs = 2, nnum = 0, k = 0;
+    for (cw_item *it; (it = cw_batch_next(wr, wi, &k)) != NULL; nnum += 2)
+        nargs += 4 + (cw_with_ids(it) ? it->n : 0);
+    cw_args a;
+    if (cw_args_init(&a, nargs, nnum) != 0) {
+        coord_op_fail(op, RS_OOM, "out of memory");
+        return -1;
+    }
+    cw_args_add(&a, "SHARD.MLOCK", RESP_LITLEN("SHARD.MLOCK"));
+    cw_args_add(&a, lease, strlen(lease));
+    k = 0;
+    for (cw_item *it; (it = cw_batch_next(wr, wi, &k)) != NULL;) {
+        int withids = cw_with_ids(it);
+        it->tries++;
+        snprintf(it->token, sizeof(it->token), "%s.%llx.%zx.%x", co->lock_id, wr->opid,
+                 wr->wbeg + (size_t)(it - wr->items), it->tries);
+        cw_args_num(&a, it->fp);
+        cw_args_add(&a, it->token, strlen(it->token));
+        cw_args_add(&a, &it->op, 1);
+        cw_args_num(&a, withids ? it->n : 0);
+        for (size_t j = 0; withids && j < it->n; j++) {
+            const coord_pair *p = &wr->pairs[wr->order[it->first + j]];
+            cw_args_add(&a, p->docid, p->len);
+        }
+        it->unknown = 1;
+    }
+    int rc = coord_op_send(op, &co->w[wi], (int)a.argc, a.argv, a.lens, cw_on_mlock, NULL);
+    cw_args_free(&a);
+    wr->touched[wi] = 1;
+    return rc;
 }
 
 static void cw_entries_round(coord_op *op);
 
-/* Round 1: SHARD.LOCK fp token lease op [ids] for every item in CW_LOCK / CW_WAIT. */
+/* Round 1: one SHARD.MLOCK per worker, for every item in CW_LOCK / CW_WAIT whose
+ * table-0 shard it serves. */
 static void cw_lock_round(coord_op *op)
 {
-    coord_write *wr = coord_op_data(op);
     coord *co = coord_op_coord(op);
-    unsigned need[256] = {0};
-    for (size_t k = 0; k < wr->nitems; k++) {
-        cw_item *it = &wr->items[k];
-        if (it->state != CW_LOCK && it->state != CW_WAIT)
-            continue;
-        coord_worker *w = cw_doc_owner(co, it->fp);
-        if (w == NULL) {
-            coord_op_send(op, NULL, 0, NULL, NULL, cw_on_lock, it);   /* fails the op */
-            return;
-        }
-        need[w->idx]++;
-    }
+    unsigned cnt[256] = {0}, need[256] = {0};
+    if (cw_batch_route(op, CW_LOCK, CW_WAIT, cnt) != 0)
+        return;
+    for (size_t wi = 0; wi < co->nw; wi++)
+        need[wi] = cnt[wi] > 0;
     if (!cw_room(co, need)) {   /* other requests fill the workers: wait for room */
         coord_op_later(op, 1, cw_lock_round);
         return;
     }
     char lease[16];
-    size_t leaselen = (size_t)snprintf(lease, sizeof(lease), "%u", cw_lease_ms(co));
-    for (size_t k = 0; k < wr->nitems; k++) {
-        cw_item *it = &wr->items[k];
-        if (it->state != CW_LOCK && it->state != CW_WAIT)
-            continue;
-        coord_worker *w = cw_doc_owner(co, it->fp);
-        int withids = it->op == LAYOUT_LOCK_OP_ADD[0] || it->op == LAYOUT_LOCK_OP_REM[0];
-        size_t argc = 5 + (withids ? it->n : 0);
-        const char *sargv[16], **argv = sargv;
-        size_t slens[16], *lens = slens;
-        if (argc > 16) {
-            argv = malloc(argc * sizeof(*argv));
-            lens = malloc(argc * sizeof(*lens));
-            if (argv == NULL || lens == NULL) {
-                free(argv);
-                free(lens);
-                coord_op_fail(op, RS_OOM, "out of memory");
-                return;
-            }
-        }
-        char fps[24], opstr[2] = {it->op, '\0'};
-        it->tries++;
-        snprintf(it->token, sizeof(it->token), "%s.%llx.%zx.%x", co->lock_id, wr->opid,
-                 wr->wbeg + k, it->tries);
-        size_t toklen = strlen(it->token);
-        argv[0] = "SHARD.LOCK";
-        argv[1] = fps;
-        lens[1] = resp_u64_dec(fps, it->fp);
-        argv[2] = it->token;
-        lens[2] = toklen;
-        argv[3] = lease;
-        lens[3] = leaselen;
-        argv[4] = opstr;
-        lens[4] = RESP_LITLEN("A");
-        lens[0] = strlen(argv[0]);
-        for (size_t j = 0; withids && j < it->n; j++) {
-            const coord_pair *p = &wr->pairs[wr->order[it->first + j]];
-            argv[5 + j] = p->docid;
-            lens[5 + j] = p->len;
-        }
-        int rc = coord_op_send(op, w, (int)argc, argv, lens, cw_on_lock, it);
-        if (argv != sargv) {
-            free(argv);
-            free(lens);
-        }
-        if (rc != 0)
+    snprintf(lease, sizeof(lease), "%u", cw_lease_ms(co));
+    for (unsigned wi = 0; wi < co->nw; wi++)
+        if (cnt[wi] && cw_send_mlock(op, wi, lease) != 0)
             return;
-        it->unknown = 1;
-        wr->touched[w->idx] = 1;
-    }
     coord_op_round_end(op, cw_entries_round);
 }
 
-/* Sends `cmd fp t...` to every worker owning some of fp's tables. Returns 0 or -1. */
-static int cw_send_tables(coord_op *op, const char *cmd, uint64_t fp)
+/* Worker wi's SHARD.MADD (sign > 0) or SHARD.MDEL (< 0) of the tables it owns of every
+ * item in CW_ENTRIES of that sign; owner[k * ntables + t] is the worker of item k's
+ * table t. Sends nothing when it owns none. Returns 0, or -1 (the op failed). */
+/* The tables of item k that worker wi owns, when k is in CW_ENTRIES with that sign;
+ * else 0. */
+static size_t cw_tables_mine(const coord_write *wr, size_t k, unsigned wi, int sign,
+                             const short *owner, unsigned nt)
 {
-    coord *co = coord_op_coord(op);
+    const cw_item *it = &wr->items[k];
+    size_t mine = 0;
+    if (it->state != CW_ENTRIES || (it->entries > 0) != (sign > 0))
+        return 0;
+    for (unsigned t = 0; t < nt; t++)
+        mine += owner[k * nt + t] == (short)wi;
+    return mine;
+}
+
+static int cw_send_tables(coord_op *op, unsigned wi, int sign, const short *owner)
+{
     coord_write *wr = coord_op_data(op);
-    const char *argv[2 + PERM_MAX_TABLES];
-    size_t lens[2 + PERM_MAX_TABLES];
-    char fps[24], tnum[PERM_MAX_TABLES][8];
-    short owner[PERM_MAX_TABLES];
-    for (unsigned t = 0; t < co->ps.ntables; t++) {
-        coord_worker *w = coord_route(co, t, perm_apply(&co->ps.tables[t], fp));
-        if (w == NULL)
-            return coord_op_send(op, NULL, 0, NULL, NULL, cw_on_count, NULL);
-        owner[t] = (short)w->idx;
+    coord *co = coord_op_coord(op);
+    unsigned nt = co->ps.ntables;
+    size_t nargs = 1, nnum = 0;
+    for (size_t k = 0; k < wr->nitems; k++) {
+        size_t mine = cw_tables_mine(wr, k, wi, sign, owner, nt);
+        if (mine)
+            nargs += 2 + mine, nnum += 2 + mine;
     }
-    argv[0] = cmd;
-    lens[0] = strlen(cmd);
-    argv[1] = fps;
-    lens[1] = resp_u64_dec(fps, fp);
-    for (size_t wi = 0; wi < co->nw; wi++) {
-        int argc = 2;
-        for (unsigned t = 0; t < co->ps.ntables; t++)
-            if (owner[t] == (short)wi) {
-                lens[argc] = resp_u64_dec(tnum[t], t);
-                argv[argc++] = tnum[t];
-            }
-        if (argc == 2)
+    if (nargs == 1)
+        return 0;
+    cw_args a;
+    if (cw_args_init(&a, nargs, nnum) != 0) {
+        coord_op_fail(op, RS_OOM, "out of memory");
+        return -1;
+    }
+    const char *cmd = sign > 0 ? "SHARD.MADD" : "SHARD.MDEL";
+    cw_args_add(&a, cmd, strlen(cmd));
+    for (size_t k = 0; k < wr->nitems; k++) {
+        size_t mine = cw_tables_mine(wr, k, wi, sign, owner, nt);
+        if (!mine)
             continue;
-        if (coord_op_send(op, &co->w[wi], argc, argv, lens, cw_on_count, NULL) != 0)
-            return -1;
-        wr->touched[wi] = 1;
+        cw_args_num(&a, wr->items[k].fp);
+        cw_args_num(&a, mine);
+        for (unsigned t = 0; t < nt; t++)
+            if (owner[k * nt + t] == (short)wi)
+                cw_args_num(&a, t);
+    }
+    int rc = coord_op_send(op, &co->w[wi], (int)a.argc, a.argv, a.lens, cw_on_count, NULL);
+    cw_args_free(&a);
+    wr->touched[wi] = 1;
+    return rc;
+}
+
+/* The worker of each table of each item in CW_ENTRIES into owner[k * ntables + t]
+ * (need[w]: requests the round sends w). Returns 0, or -1 (routing incomplete: the
+ * op failed). */
+static int cw_entries_owners(coord_op *op, short *owner, unsigned *need)
+{
+    coord_write *wr = coord_op_data(op);
+    coord *co = coord_op_coord(op);
+    unsigned nt = co->ps.ntables;
+    for (size_t k = 0; k < wr->nitems; k++) {
+        if (wr->items[k].state != CW_ENTRIES)
+            continue;
+        for (unsigned t = 0; t < nt; t++) {
+            coord_worker *w = coord_route(co, t, perm_apply(&co->ps.tables[t], wr->items[k].fp));
+            if (w == NULL) {
+                coord_op_send(op, NULL, 0, NULL, NULL, cw_on_count, NULL);  /* fails the op */
+                return -1;
+            }
+            owner[k * nt + t] = (short)w->idx;
+            need[w->idx] = 2;       /* at most a MADD and a MDEL */
+        }
     }
     return 0;
 }
 
 static void cw_unlock_round(coord_op *op);
 
-/* Round 2: the table writes of every item holding its lock; in durable mode
- * SHARD.WAIT after them to every worker written to (it runs after them). */
+/* Round 2: the table writes of every item holding its lock, one SHARD.MADD and one
+ * SHARD.MDEL at most per worker; in durable mode SHARD.WAIT after them to every worker
+ * written to (it runs after them). */
 static void cw_entries_round(coord_op *op)
 {
     coord_write *wr = coord_op_data(op);
     coord *co = coord_op_coord(op);
     unsigned need[256] = {0};
-    for (size_t k = 0; k < wr->nitems; k++)
-        if (wr->items[k].state == CW_ENTRIES)
-            for (size_t wi = 0; wi < co->nw; wi++)
-                need[wi]++;         /* at most one request per worker per item */
-    if (!cw_room(co, need)) {
-        coord_op_later(op, 1, cw_entries_round);
+    short *owner = malloc((wr->nitems ? wr->nitems : 1) * co->ps.ntables * sizeof *owner);
+    if (owner == NULL) {
+        coord_op_fail(op, RS_OOM, "out of memory");
         return;
     }
-    for (size_t k = 0; k < wr->nitems; k++) {
-        cw_item *it = &wr->items[k];
-        if (it->state != CW_ENTRIES)
-            continue;
-        if (cw_send_tables(op, it->entries > 0 ? "SHARD.ADD" : "SHARD.DEL", it->fp) != 0)
-            return;
-        it->state = CW_UNLOCK;
+    if (cw_entries_owners(op, owner, need) != 0)
+        goto out;
+    if (!cw_room(co, need)) {
+        coord_op_later(op, 1, cw_entries_round);
+        goto out;
     }
+    for (unsigned wi = 0; wi < co->nw; wi++)
+        if (need[wi] && (cw_send_tables(op, wi, 1, owner) != 0 ||
+                         cw_send_tables(op, wi, -1, owner) != 0))
+            goto out;
+    for (size_t k = 0; k < wr->nitems; k++)
+        if (wr->items[k].state == CW_ENTRIES)
+            wr->items[k].state = CW_UNLOCK;
     if (co->cfg.durable) {
         for (size_t wi = 0; wi < co->nw && wi < sizeof(wr->touched); wi++) {
             if (!wr->touched[wi])
@@ -518,28 +670,41 @@ static void cw_entries_round(coord_op *op)
             const char *argv[1] = { "SHARD.WAIT" };
             size_t lens[1] = { strlen(argv[0]) };
             if (coord_op_send(op, &co->w[wi], 1, argv, lens, cw_on_wait, NULL) != 0)
-                return;
+                goto out;
         }
     }
     coord_op_round_end(op, cw_unlock_round);
+out:
+    free(owner);
 }
 
 static void cw_after_round(coord_op *op);
 
-/* Round 3: SHARD.UNLOCK of every item that holds its lock. */
+/* Round 3: one SHARD.MUNLOCK per worker, for every item that holds its lock. */
 static void cw_unlock_round(coord_op *op)
 {
     coord_write *wr = coord_op_data(op);
     coord *co = coord_op_coord(op);
-    for (size_t k = 0; k < wr->nitems; k++) {
-        cw_item *it = &wr->items[k];
-        if (it->state != CW_UNLOCK)
+    unsigned cnt[256] = {0};
+    if (cw_batch_route(op, CW_UNLOCK, CW_UNLOCK, cnt) != 0)
+        return;
+    for (unsigned wi = 0; wi < co->nw; wi++) {
+        if (!cnt[wi])
             continue;
-        coord_worker *w = cw_doc_owner(co, it->fp);
-        char fps[24];
-        const char *argv[3] = { "SHARD.UNLOCK", fps, it->token };
-        size_t lens[3] = { strlen(argv[0]), resp_u64_dec(fps, it->fp), strlen(it->token) };
-        if (coord_op_send(op, w, 3, argv, lens, cw_on_unlock, it) != 0)
+        cw_args a;
+        if (cw_args_init(&a, 1 + 2 * (size_t)cnt[wi], cnt[wi]) != 0) {
+            coord_op_fail(op, RS_OOM, "out of memory");
+            return;
+        }
+        cw_args_add(&a, "SHARD.MUNLOCK", RESP_LITLEN("SHARD.MUNLOCK"));
+        size_t k = 0;
+        for (cw_item *it; (it = cw_batch_next(wr, wi, &k)) != NULL;) {
+            cw_args_num(&a, it->fp);
+            cw_args_add(&a, it->token, strlen(it->token));
+        }
+        int rc = coord_op_send(op, &co->w[wi], (int)a.argc, a.argv, a.lens, cw_on_munlock, NULL);
+        cw_args_free(&a);
+        if (rc != 0)
             return;
     }
     coord_op_round_end(op, cw_after_round);

@@ -66,7 +66,7 @@ static void shard_dirload_done(shard_job *j)
 }
 
 static const shard_job_ops shard_dirload_ops = {shard_dirload_absorb, shard_dirload_done, NULL,
-                                                free};
+                                                free, NULL};
 
 /* Sends the reads of ids[0..n) (all needed) on a new job; then rerun(req). Returns 0,
  * or -1 with req answered. */

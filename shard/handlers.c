@@ -41,7 +41,7 @@ static void shard_sum_done(shard_job *j)
     shard_job_answer(j);
 }
 
-static const shard_job_ops shard_sum_ops = {shard_sum_absorb, shard_sum_done, NULL, free};
+static const shard_job_ops shard_sum_ops = {shard_sum_absorb, shard_sum_done, NULL, free, NULL};
 
 /* BATCH: the table writes of one fingerprint as one command (the layout's entries), its
  * reply read by the layout's entries_reply; answered as SUM (the sum comes first). */
@@ -70,7 +70,7 @@ static int shard_batch_absorb(shard_job *j, const shard_slot *s, redisReply *rep
     return 0;
 }
 
-static const shard_job_ops shard_batch_ops = {shard_batch_absorb, shard_sum_done, NULL, free};
+static const shard_job_ops shard_batch_ops = {shard_batch_absorb, shard_sum_done, NULL, free, NULL};
 
 /* INTS: one reply, an integer or an array of integers (the lock scripts), passed on. */
 static int shard_ints_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
@@ -97,7 +97,7 @@ static int shard_ints_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
     return 0;
 }
 
-static const shard_job_ops shard_ints_ops = {shard_ints_absorb, shard_job_answer, NULL, NULL};
+static const shard_job_ops shard_ints_ops = {shard_ints_absorb, shard_job_answer, NULL, NULL, NULL};
 
 /* DOCS: the ids of each fingerprint (shard_ids), answered as an array of arrays. */
 typedef struct shard_docs {
@@ -137,7 +137,7 @@ static void shard_docs_done(shard_job *j)
 }
 
 static const shard_job_ops shard_docs_ops = {shard_docs_absorb, shard_docs_done, NULL,
-                                             shard_docs_free};
+                                             shard_docs_free, NULL};
 
 /* INFO: HMGET of the counter hash per shard, summed; answered with the SHARD.INFO
  * text, which goes out without the counts when Redis fails. */
@@ -179,7 +179,7 @@ static int shard_counts_failed(shard_job *j, rs_req *req)
 }
 
 static const shard_job_ops shard_counts_ops = {shard_counts_absorb, shard_counts_done,
-                                               shard_counts_failed, free};
+                                               shard_counts_failed, free, NULL};
 
 /* ---- Commands ---- */
 
@@ -189,7 +189,7 @@ static void shard_cmd_hello(rs_req *req)
     shard_ctx *sc = rs_req_ctx(req);
     resp_buf *out = rs_req_out(req);
     int cl = shard_redis_cluster_mode(sc->redis);   /* cluster: 1, node (docs/cluster.md) */
-    resp_add_array(out, 10);
+    resp_add_array(out, 11);
     resp_add_int(out, sc->cfg.blocks);
     resp_add_int(out, sc->cfg.distance);
     resp_add_int(out, sc->cfg.layout);
@@ -200,6 +200,7 @@ static void shard_cmd_hello(rs_req *req)
     resp_add_bulk_str(out, cl ? shard_redis_node(sc->redis) : "");
     resp_add_bulk_str(out, sc->cfg.fp_spec);
     resp_add_bulk_str(out, layout_corpus());
+    resp_add_int(out, LAYOUT_WORKER_PROTOCOL);
     rs_req_finish(req);
 }
 
@@ -512,6 +513,32 @@ static const rs_arg shard_args_unlock[] = {
     { "token", "string", NULL, 0, NULL },
     { "abandon", "pure-token", "ABANDON", RS_ARG_OPTIONAL, NULL },
     SHARD_ARGS_END };
+static const rs_arg shard_args_mlock_item[] = {
+    { "fingerprint", "integer", NULL, 0, NULL },
+    { "token", "string", NULL, 0, NULL },
+    { "op", "string", NULL, 0, NULL },
+    { "ndocids", "integer", NULL, 0, NULL },
+    { "docid", "string", NULL, RS_ARG_OPTIONAL | RS_ARG_MULTIPLE, NULL },
+    SHARD_ARGS_END };
+static const rs_arg shard_args_mlock[] = {
+    { "lease-ms", "integer", NULL, 0, NULL },
+    { "lock", "block", NULL, RS_ARG_MULTIPLE, shard_args_mlock_item },
+    SHARD_ARGS_END };
+static const rs_arg shard_args_munlock_item[] = {
+    { "fingerprint", "integer", NULL, 0, NULL },
+    { "token", "string", NULL, 0, NULL },
+    SHARD_ARGS_END };
+static const rs_arg shard_args_munlock[] = {
+    { "unlock", "block", NULL, RS_ARG_MULTIPLE, shard_args_munlock_item },
+    SHARD_ARGS_END };
+static const rs_arg shard_args_madd_item[] = {
+    { "fingerprint", "integer", NULL, 0, NULL },
+    { "ntables", "integer", NULL, 0, NULL },
+    { "table", "integer", NULL, RS_ARG_MULTIPLE, NULL },
+    SHARD_ARGS_END };
+static const rs_arg shard_args_madd[] = {
+    { "write", "block", NULL, RS_ARG_MULTIPLE, shard_args_madd_item },
+    SHARD_ARGS_END };
 static const rs_arg shard_args_docs[] = {
     { "fingerprint", "integer", NULL, RS_ARG_MULTIPLE, NULL },
     SHARD_ARGS_END };
@@ -533,6 +560,14 @@ const rs_command shard_commands[] = {
      shard_args_lock},
     {"SHARD.UNLOCK", -3, RS_CMD_CHANGES, shard_cmd_unlock,
      "Releases (or abandons) a fingerprint's write lock.", shard_args_unlock},
+    {"SHARD.MLOCK", -6, RS_CMD_CHANGES, shard_cmd_mlock,
+     "SHARD.LOCK of many fingerprints (each its own lock and reply).", shard_args_mlock},
+    {"SHARD.MUNLOCK", -3, RS_CMD_CHANGES, shard_cmd_munlock,
+     "SHARD.UNLOCK of many fingerprints (one reply each).", shard_args_munlock},
+    {"SHARD.MADD", -4, RS_CMD_CHANGES, shard_cmd_madd,
+     "SHARD.ADD of many fingerprints (the caller holds their locks).", shard_args_madd},
+    {"SHARD.MDEL", -4, RS_CMD_CHANGES, shard_cmd_mdel,
+     "SHARD.DEL of many fingerprints (the caller holds their locks).", shard_args_madd},
     {"SHARD.DOCS", -2, RS_CMD_READONLY, shard_cmd_docs,
      "The document ids of each fingerprint.", shard_args_docs},
     {"SHARD.INFO", 1, RS_CMD_READONLY, shard_cmd_info,

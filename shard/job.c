@@ -122,7 +122,10 @@ static void shard_job_on_reply(void *priv, redisReply *reply, const char *err)
         const char *why = NULL;
         if (s->dir != 0 && layout_dir_reply(&sc->lay, (s->dir - 1) >> 8, (s->dir - 1) & 0xffu,
                                             reply)) {
-            j->stale = 1;       /* nothing was read or written: run it again */
+            if (j->ops->stale)
+                j->ops->stale(j, s);    /* that part alone is tried again */
+            else
+                j->stale = 1;   /* nothing was read or written: run it again */
         } else if (reply == NULL) {
             shard_job_fail(j, RS_REDIS, &sc->st.lost, err ? err : "connection lost");
         } else if (reply->type == REDIS_REPLY_ERROR) {

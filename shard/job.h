@@ -48,6 +48,10 @@ typedef struct shard_job_ops {
     int (*failed)(shard_job *j, rs_req *req);
     /* Optional: frees the state (called with the job). */
     void (*free_state)(void *state);
+    /* Optional: slot s met a bucket that split (its command wrote nothing; its
+     * directory learnt it): the kind answers that part "try again" itself. Without
+     * it the whole request runs again (rerun), which only idempotent writes may. */
+    void (*stale)(shard_job *j, const shard_slot *s);
 } shard_job_ops;
 
 struct shard_job {

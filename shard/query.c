@@ -66,11 +66,11 @@ static int shard_query_docs_absorb(shard_job *j, const shard_slot *s, redisReply
 static void shard_query_answer(shard_job *j);
 
 static const shard_job_ops shard_query_scan_ops = {
-    shard_query_absorb, shard_query_scanned, NULL, shard_query_free,
+    shard_query_absorb, shard_query_scanned, NULL, shard_query_free, NULL,
 };
 static void shard_query_docs_done(shard_job *j);
 static const shard_job_ops shard_query_docs_ops = {
-    shard_query_docs_absorb, shard_query_docs_done, NULL, shard_query_free,
+    shard_query_docs_absorb, shard_query_docs_done, NULL, shard_query_free, NULL,
 };
 
 /* ---- The scan ---- */

@@ -298,7 +298,7 @@ static int shard_workers_absorb(shard_job *j, const shard_slot *s, redisReply *r
 }
 
 static const shard_job_ops shard_workers_ops = {shard_workers_absorb, shard_job_answer, NULL,
-                                                NULL};
+                                                NULL, NULL};
 
 void shard_cmd_workers(rs_req *req)
 {

@@ -189,13 +189,13 @@ static void shard_scan_slot_done(shard_job *j);
 static void shard_scan_slot_send(shard_job *j);
 
 static const shard_job_ops shard_scan_window_ops = {shard_scan_absorb, shard_scan_window_done,
-                                                    NULL, shard_scan_free};
+                                                    NULL, shard_scan_free, NULL};
 static const shard_job_ops shard_scan_list_ops = {shard_scan_list_absorb, shard_scan_list_done,
-                                                  NULL, shard_scan_free};
+                                                  NULL, shard_scan_free, NULL};
 static const shard_job_ops shard_scan_listed_ops = {shard_scan_absorb, shard_scan_listed_done,
-                                                    NULL, shard_scan_free};
+                                                    NULL, shard_scan_free, NULL};
 static const shard_job_ops shard_scan_slot_ops = {shard_scan_slot_absorb, shard_scan_slot_done,
-                                                  NULL, shard_scan_free};
+                                                  NULL, shard_scan_free, NULL};
 
 /* Sends the reads of s->bucket[0..n) (the first from s->from's value on) on j's slots;
  * with_size: the count of the keys a listing would visit on slot n (DBSIZE, or in a

@@ -181,6 +181,12 @@ void shard_cmd_docs(rs_req *req);
 void shard_cmd_query(rs_req *req);
 
 /* The command table of the worker (handlers.c). */
+/* batch.c: the batched writes (docs/protocol.md, "Batched writes"). */
+void shard_cmd_mlock(rs_req *req);
+void shard_cmd_munlock(rs_req *req);
+void shard_cmd_madd(rs_req *req);
+void shard_cmd_mdel(rs_req *req);
+
 extern const rs_command shard_commands[];
 extern const size_t shard_ncommands;
 

@@ -3,7 +3,9 @@
 # against the raw Redis rates of the same work, all in one run.
 #   raw_bulk    bench-dist_load preload + predocs of the same N fingerprints (layout 2,
 #               bucket bits 12: one ZADD of many members per key, one HSET per id)
-#               into a fresh redis-server: what Redis alone takes in bulk
+#               into a fresh redis-server: what Redis alone takes in bulk; when layout
+#               3 is measured, also layout 3's (every shard one bucket, N up to about
+#               50,000: below the first split), lines with layout=3
 #   raw_ingest  bench-dist_load raw-ingest (one ZADD per table + the id's HSET per
 #               fingerprint, pipelined, no lock) for BENCH_SECONDS
 #   load        `simhash load` of N pairs (random fingerprints, one 30-byte id each)
@@ -15,7 +17,9 @@
 # Prints `bench=ingest build=B layout=L metric=M value=V` lines on stdout: per round,
 # then `median_*` over BENCH_ROUNDS rounds and each median's ratio to the raw rates
 # (progress on stderr). Per load also bytes_per_fp (used_memory / N after the load),
-# redis_cpu_s, the worker's bucket_splits, and load_failed (pairs the deployment
+# redis_cpu_s, the worker's bucket_splits, shard_cpu_us_per_fp / coord_cpu_us_per_fp (the
+# daemons' user + system CPU per stored fingerprint), per-command Redis calls and time per
+# fingerprint (INFO commandstats), and load_failed (pairs the deployment
 # refused: the first error is logged, and the rate counts only the pairs stored).
 # Environment: SIMHASH_BIN (default build/bin), BENCH_BASE_BIN (unset), BENCH_N
 # (100000), BENCH_ROUNDS (3), BENCH_LAYOUTS ("2 3"), BENCH_SECONDS (10),
@@ -67,25 +71,43 @@ for i in range($N):
 emit machine - cores "$(nproc)"
 emit machine - loadavg_1m_start "$(cut -d' ' -f1 /proc/loadavg)"
 
-# raw_round R: the raw rates on a fresh Redis; appends to rb / ri
-raw_round() {
-    local r=$1 t0 t1
-    fresh_redis "raw-$r"
+# raw_layout L R: the raw rates of layout L on a fresh Redis; appends them to the files
+# raw-bulk-L and raw-ingest-L
+raw_layout() {
+    local l=$1 r=$2 t0 t1 bulk ingest
+    fresh_redis "raw-l$l-$r"
     t0=$(now)
-    timeout 3600 "$TEST_BIN/bench-dist_load" preload --port "$rport" --count "$N" --layout 2 \
-        --blocks "$M" --distance "$K" --seed "$r" >"$TH_DIR/preload-$r.out" &&
-        timeout 3600 "$TEST_BIN/bench-dist_load" predocs --port "$rport" --count "$N" --layout 2 \
-            --blocks "$M" --distance "$K" --seed "$r" >"$TH_DIR/predocs-$r.out" ||
-        th_fail "bench-dist_load preload/predocs"
+    timeout 3600 "$TEST_BIN/bench-dist_load" preload --port "$rport" --count "$N" --layout "$l" \
+        --blocks "$M" --distance "$K" --seed "$r" >"$TH_DIR/preload-$l-$r.out" &&
+        timeout 3600 "$TEST_BIN/bench-dist_load" predocs --port "$rport" --count "$N" --layout "$l" \
+            --blocks "$M" --distance "$K" --seed "$r" >"$TH_DIR/predocs-$l-$r.out" ||
+        th_fail "bench-dist_load preload/predocs (layout $l)"
     t1=$(now)
-    rb+=("$(python3 -c "print(round($N / ($t1 - $t0), 1))")")
-    timeout $((SECS + 600)) "$TEST_BIN/bench-dist_load" raw-ingest --port "$rport" --layout 2 \
+    bulk=$(python3 -c "print(round($N / ($t1 - $t0), 1))")
+    timeout $((SECS + 600)) "$TEST_BIN/bench-dist_load" raw-ingest --port "$rport" --layout "$l" \
         --blocks "$M" --distance "$K" --offset 100000000 --count 100000000 --seconds "$SECS" \
-        --depth 32 >"$TH_DIR/raw-ingest-$r.out" || th_fail "bench-dist_load raw-ingest"
-    ri+=("$(sed -n 's/.* metric=ingests_per_sec value=//p' "$TH_DIR/raw-ingest-$r.out" | head -n 1)")
-    emit raw 2 raw_bulk_fp_per_s "${rb[-1]}"
-    emit raw 2 raw_ingest_fp_per_s "${ri[-1]}"
+        --depth 32 >"$TH_DIR/raw-ingest-$l-$r.out" || th_fail "bench-dist_load raw-ingest (layout $l)"
+    ingest=$(sed -n 's/.* metric=ingests_per_sec value=//p' "$TH_DIR/raw-ingest-$l-$r.out" | head -n 1)
+    echo "$bulk" >>"$TH_DIR/raw-bulk-$l"
+    echo "$ingest" >>"$TH_DIR/raw-ingest-$l"
+    emit raw "$l" raw_bulk_fp_per_s "$bulk"
+    emit raw "$l" raw_ingest_fp_per_s "$ingest"
     th_stop "$rpid"
+}
+
+# raw_round R: the raw rates of layout 2 (bucket bits 12: the baseline the targets name)
+# and, when layout 3 is measured, of layout 3 (every shard one bucket: a corpus below
+# its first split, bench-dist_load preload)
+raw_round() {
+    raw_layout 2 "$1"
+    case " ${BENCH_LAYOUTS:-2 3} " in
+    *" 3 "*)
+        if [ "$N" -le 50000 ]; then
+            raw_layout 3 "$1"
+        else    # a raw layout-3 corpus has no splits: a shard holds under 256 entries
+            th_log "no raw layout-3 rates for N > 50000 (the raw corpus would need splits)"
+        fi ;;
+    esac
 }
 
 # load_round BUILD LAYOUT R: `simhash load` into a fresh deployment; prints fp/s
@@ -104,6 +126,8 @@ load_round() {
     t1=$(now)
     case "$out" in
     "loaded $N entries ($N new)"*) ;;
+    "loaded $N entries ("*) # all stored; a pair answered late was sent again (not new then)
+        th_log "simhash load ($b, layout $l): $out (pairs sent again after a timeout)" ;;
     "loaded "*) # items refused: reported, and the rate counts only the pairs stored
         failed=$(sed -n 's/^simhash load: \([0-9]*\) entries failed$/\1/p' "$err")
         [ -n "$failed" ] || th_fail "simhash load ($b, layout $l): $out $(tail -n 3 "$err")"
@@ -121,13 +145,27 @@ load_round() {
     emit "$b" "$l" bytes_per_fp "$(python3 -c "print(round($mem / ($N - $failed), 1))")"
     emit "$b" "$l" redis_cpu_s "$cpu"
     emit "$b" "$l" redis_cpu_us_per_fp "$(python3 -c "print(round($cpu * 1e6 / ($N - $failed), 1))")"
+    # the worker's and the coordinator's CPU (user + system) per stored fingerprint
+    local who pid
+    for who in shard:$spid coord:$cpid; do
+        pid=$(th_child_pid "${who#*:}")
+        [ -n "$pid" ] && emit "$b" "$l" "${who%%:*}_cpu_us_per_fp" "$(python3 -c "
+import os, sys
+f = open('/proc/$pid/stat').read().rsplit(')', 1)[1].split()
+print(round((int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK') * 1e6 / ($N - $failed), 1))")"
+    done
+    # where Redis's time went: calls and microseconds per stored fingerprint per command
+    rcli info commandstats | sed -n 's/^cmdstat_\([a-z]*\):calls=\([0-9]*\),usec=\([0-9]*\),.*/\1 \2 \3/p' |
+        while read -r c n us; do
+            emit "$b" "$l" "calls_per_fp_$c" "$(python3 -c "print(round($n / ($N - $failed), 3))")"
+            emit "$b" "$l" "redis_us_per_fp_$c" "$(python3 -c "print(round($us / ($N - $failed), 1))")"
+        done
     th_stop "$cpid"
     th_stop "$spid"
     th_stop "$rpid"
     echo "$rate" >"$TH_DIR/rate-$b-l$l-$r"
 }
 
-rb=() ri=()
 for r in $(seq 1 "$ROUNDS"); do
     if [ "${BENCH_RAW:-1}" = 1 ]; then
         th_log "round $r: raw rates"
@@ -142,10 +180,14 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 if [ "${BENCH_RAW:-1}" = 1 ]; then
-    mrb=$(median "${rb[@]}")
-    mri=$(median "${ri[@]}")
+    mrb=$(median $(cat "$TH_DIR/raw-bulk-2"))
+    mri=$(median $(cat "$TH_DIR/raw-ingest-2"))
     emit raw 2 median_raw_bulk_fp_per_s "$mrb"
     emit raw 2 median_raw_ingest_fp_per_s "$mri"
+    if [ -s "$TH_DIR/raw-bulk-3" ]; then
+        emit raw 3 median_raw_bulk_fp_per_s "$(median $(cat "$TH_DIR/raw-bulk-3"))"
+        emit raw 3 median_raw_ingest_fp_per_s "$(median $(cat "$TH_DIR/raw-ingest-3"))"
+    fi
 fi
 for l in ${BENCH_LAYOUTS:-2 3}; do
     for b in $BUILDS; do
@@ -154,6 +196,12 @@ for l in ${BENCH_LAYOUTS:-2 3}; do
         if [ "${BENCH_RAW:-1}" = 1 ]; then
             emit "$b" "$l" load_over_raw_bulk "$(ratio "$m" "$mrb")"
             emit "$b" "$l" load_over_raw_ingest "$(ratio "$m" "$mri")"
+            if [ "$l" != 2 ] && [ -s "$TH_DIR/raw-bulk-$l" ]; then   # the layout's own
+                emit "$b" "$l" load_over_raw_bulk_same_layout \
+                    "$(ratio "$m" "$(median $(cat "$TH_DIR/raw-bulk-$l"))")"
+                emit "$b" "$l" load_over_raw_ingest_same_layout \
+                    "$(ratio "$m" "$(median $(cat "$TH_DIR/raw-ingest-$l"))")"
+            fi
         fi
     done
     if [ -n "${BENCH_BASE_BIN:-}" ]; then

@@ -19,7 +19,8 @@
 #include <unistd.h>
 
 #define NET_PASSWORD_MAX 512
-#define NET_LOAD_CHUNK 10000          /* items per shc_add_many call in load */
+#define NET_LOAD_CHUNK 10000          /* items between two records of load's state */
+#define NET_LOAD_BATCH 256            /* pairs per SIMHASH.ADD of load */
 #define NET_LOAD_ERRORS_SHOWN 10
 #define NET_LOAD_RETRY_MS 60000       /* how long a batch's refused pairs are sent again */
 
@@ -714,10 +715,11 @@ static int net_load_options(int argc, char **argv, net_opts *o, const char **sta
         if (c == 'h') {
             fputs("Usage: simhash load [OPTIONS] [FILE|-]\n"
                   "Bulk-load 'fingerprint docid' lines (default: standard input) into a\n"
-                  "running deployment, pipelined. The whole input is checked first: a bad\n"
-                  "line is reported with its number and nothing is sent. Pairs refused\n"
-                  "with a server error or a timeout are sent again (6 times over about\n"
-                  "13 s). Ends with 'loaded N entries (M new) in S s'.\n\n"
+                  "running deployment, 256 pairs per SIMHASH.ADD. The whole input is\n"
+                  "checked first: a bad line is reported with its number and nothing is\n"
+                  "sent. A call refused is sent again pair by pair; pairs refused with a\n"
+                  "server error or a timeout are sent again (6 times over about 13 s).\n"
+                  "Ends with 'loaded N entries (M new) in S s'.\n\n"
                   "      --state FILE          resume file: records how far the load got\n"
                   "                            after every 10,000 acknowledged pairs; a\n"
                   "                            load given the same FILE and input again\n"
@@ -762,6 +764,51 @@ static int net_load_resume(const char *prog, const char *state, const cli_buf *b
         fprintf(stderr, "%s: resuming after %" PRIu64 " pairs loaded earlier (%s)\n", prog,
                 st->done, state);
     return 0;
+}
+
+/* Adds item[start .. start+cnt) in SIMHASH.ADD calls of NET_LOAD_BATCH pairs each (the
+ * coordinator's write window): the coordinator sends one request per worker per
+ * write round for all of a call's pairs, rather than one per pair. A call refused
+ * (server error, timeout, unexpected reply) is sent again pair by pair with
+ * shc_add_many, which gives each pair its own status (adds are idempotent). Fills
+ * item and rep as shc_add_many does; returns the status of the first pair refused,
+ * or SHC_OK. */
+static shc_status net_load_batches(shc_client *cl, const load_input *in, size_t start,
+                                   size_t cnt, shc_status *item, shc_bulk_report *rep)
+{
+    shc_status ret = SHC_OK;
+    memset(rep, 0, sizeof(*rep));
+    for (size_t at = start; at < start + cnt; at += NET_LOAD_BATCH) {
+        size_t m = start + cnt - at > NET_LOAD_BATCH ? NET_LOAD_BATCH : start + cnt - at;
+        long long added = 0;
+        shc_status st = shc_add_pairs(cl, in->fps + at, in->docids + at, NULL, m, &added);
+        if (st == SHC_OK) {
+            for (size_t i = at; i < at + m; i++)
+                item[i] = SHC_OK;
+            rep->ok += m;
+            rep->added += added;
+            continue;
+        }
+        shc_bulk_report sr;
+        if (st == SHC_ERR_SERVER || st == SHC_ERR_TIMEOUT || st == SHC_ERR_PROTOCOL)
+            st = shc_add_many(cl, in->fps + at, in->docids + at, m, item + at, &sr);
+        else {                                      /* the connection is gone */
+            sr = (shc_bulk_report){0, m, 0, 0};
+            for (size_t i = at; i < at + m; i++)
+                item[i] = st;
+        }
+        rep->ok += sr.ok;
+        rep->added += sr.added;
+        rep->failed += sr.failed;
+        if (st != SHC_OK && ret == SHC_OK) {
+            ret = st;
+            rep->first_failed = at - start + sr.first_failed;
+        }
+        if (st != SHC_OK && st != SHC_ERR_SERVER && st != SHC_ERR_TIMEOUT &&
+            st != SHC_ERR_PROTOCOL)
+            return st;
+    }
+    return ret;
 }
 
 int cmd_load(int argc, char **argv)
@@ -830,8 +877,7 @@ int cmd_load(int argc, char **argv)
     for (size_t start = (size_t)st.done; start < in.n; start += NET_LOAD_CHUNK) {
         size_t cnt = in.n - start > NET_LOAD_CHUNK ? NET_LOAD_CHUNK : in.n - start;
         shc_bulk_report rep;
-        shc_status ret = shc_add_many(cl, in.fps + start, in.docids + start, cnt,
-                                      item + start, &rep);
+        shc_status ret = net_load_batches(cl, &in, start, cnt, item, &rep);
         loaded += rep.ok;
         added += rep.added;
         failed += rep.failed;

@@ -23,7 +23,7 @@ static const cli_command commands[] = {
     {"query", cmd_query, "stored near-duplicates of a fingerprint"},
     {"check", cmd_check, "print the stored near-duplicates of a fingerprint, then add it"},
     {"del", cmd_del, "remove a document id, or a fingerprint with all its documents"},
-    {"load", cmd_load, "bulk-load 'fingerprint docid' lines, pipelined"},
+    {"load", cmd_load, "bulk-load 'fingerprint docid' lines, 256 pairs a call"},
     {"export", cmd_export, "print every (fingerprint, docid) pair of a deployment, as load reads them"},
     {"migrate", cmd_migrate, "copy a deployment's corpus into another one (other layout, settings, name)"},
     {"fsck", cmd_fsck, "check (and --repair) a deployment's Redis data: tables, documents, locks, counters"},

@@ -212,6 +212,23 @@ const char LAYOUT_UNLOCK_LUA[] =
     "end\n"
     "return 0\n";
 
+const char LAYOUT_UNLOCKS_LUA[] =
+    "if #ARGV ~= 2 * #KEYS then\n"
+    "  return redis.error_reply('ERR unlocks script: 2 arguments per key expected')\n"
+    "end\n"
+    "local out = {}\n"
+    "for i = 1, #KEYS do\n"
+    "  local f, t = ARGV[2 * i - 1], ARGV[2 * i]\n"
+    "  local cur = redis.call('HGET', KEYS[i], f)\n"
+    "  if cur and string.sub(cur, -(#t + 1)) == ':' .. t then\n"
+    "    redis.call('HDEL', KEYS[i], f)\n"
+    "    out[i] = 1\n"
+    "  else\n"
+    "    out[i] = 0\n"
+    "  end\n"
+    "end\n"
+    "return out\n";
+
 int layout_range_init(layout_range *r, uint64_t p, unsigned prefix_bits, unsigned bucket_bits)
 {
     if (!layout_bucket_bits_ok(bucket_bits) || prefix_bits < LAYOUT_MIN_PREFIX_BITS ||

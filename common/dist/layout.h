@@ -41,6 +41,10 @@
 /* The worker registry (shard/registry.c): a sorted set, member = a worker's address
  * "host:port", score = the expiry of its entry in Redis's clock (ms). Its key is
  * [corpus name:]simhash:workers (layout_registry_key). */
+/* The worker protocol a worker speaks (SHARD.HELLO's element 10; docs/protocol.md):
+ * 2 added the batched writes SHARD.MLOCK / MUNLOCK / MADD / MDEL, which a coordinator
+ * sends, so it refuses a worker without them (one answering 10 elements is 1). */
+#define LAYOUT_WORKER_PROTOCOL 2
 #define LAYOUT_REGISTRY_KEY "simhash:workers"
 #define LAYOUT_REGISTRY_ADDR_MAX 128 /* longest address + NUL */
 #define LAYOUT_REGISTRY_MAX 1024     /* entries SHARD.WORKERS answers at most */
@@ -217,6 +221,12 @@ int layout_cmd_lock(layout_cmd *c, unsigned layout, unsigned bucket_bits, uint64
  * next writer or the repair pass reconciles the fingerprint); returns 1, or 0 when
  * the lock was lost (taken over). */
 extern const char LAYOUT_UNLOCK_LUA[];
+
+/* EVAL script: the release of many locks in one call (one Redis only: the lock
+ * hashes of different shards lie in different Redis Cluster slots). KEYS = the lock
+ * hash of each fingerprint; ARGV = its lock field and token, per fingerprint in KEYS'
+ * order. Returns one integer per fingerprint, as LAYOUT_UNLOCK_LUA's. */
+extern const char LAYOUT_UNLOCKS_LUA[];
 
 /* The Redis reads that find every permuted value sharing the top prefix_bits bits of
  * p: buckets first_bucket .. first_bucket + nbuckets - 1 (consecutive bucket

@@ -69,8 +69,8 @@ typedef struct layout_dir_stats {
     unsigned long long shards;  /* (table, shard) directories cached */
 } layout_dir_stats;
 
-/* The table writes of one fingerprint in many tables as one command (entries). */
-#define LAYOUT_BATCH_MAX 64         /* tables of one batched write */
+/* The table writes of one or many fingerprints as one command (entries). */
+#define LAYOUT_BATCH_MAX 256        /* table entries of one batched write */
 #define LAYOUT_BATCH_ARGC (6 + 5 * LAYOUT_BATCH_MAX)
 typedef struct layout_batch {
     int argc;
@@ -177,8 +177,8 @@ struct layout_ops {
     void (*entry)(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
                   layout_cmd *out);
     /* Optional (layout 3; NULL where a table write is one plain command): the n table
-     * writes (tables[i], ps[i]) of one fingerprint, added (add) or removed, as one
-     * command, 1 <= n <= LAYOUT_BATCH_MAX. One Redis only: the keys of different
+     * writes (tables[i], ps[i]) of one or many fingerprints (two may share a bucket),
+     * added (add) or removed, as one command, 1 <= n <= LAYOUT_BATCH_MAX. One Redis only: the keys of different
      * tables lie in different Redis Cluster slots. Its reply goes first to
      * layout_dir_reply of item 0's directory, then to entries_reply:
      * 0 with *count (entries added or removed; the split points made are learnt),

@@ -125,8 +125,8 @@ case "$hello" in
     *) th_fail "a worker without layout on a layout-1 corpus says: $hello" ;;
 esac
 case "$hello" in
-    *" a ") ;;
-    *) th_fail "SHARD.HELLO does not end with the corpus name: $hello" ;;
+    *" a 2 ") ;;
+    *) th_fail "SHARD.HELLO does not end with the corpus name and the worker protocol: $hello" ;;
 esac
 # ---- 4. a malformed value: refused before the lock is written; DEL clears it
 th_start_redis "redis-bad"

@@ -1,7 +1,9 @@
--- layout3_zsets.lua (after layout3_lib.lua): the table writes of one fingerprint in
--- many tables in one call (layout3_zset.lua does one bucket a call). One Redis only:
--- the buckets of different tables lie in different Redis Cluster slots. Every bucket
--- is checked before anything is written, so a call that meets a split writes nothing.
+-- layout3_zsets.lua (after layout3_lib.lua): the table writes of one or many
+-- fingerprints in many tables in one call (layout3_zset.lua does one bucket a call).
+-- One Redis only: the buckets of different tables lie in different Redis Cluster
+-- slots. Every bucket is checked before anything is written, so a call that meets a
+-- split made before it writes nothing; a bucket split by an earlier item of the same
+-- call (two items may share a bucket) is followed to the half now holding the member.
 -- KEYS: per item: bucket, directory (same slot) [, table 0's id hash of the same bounds]
 -- ARGV: op ('A' add, 'R' remove), limit (>= 2), tombstone seconds, then per item:
 --       member, '1' when the item has an id hash key else '0'
@@ -43,13 +45,33 @@ for i, it in ipairs(items) do
   end
   it.size = size
 end
-local out = {0}
+-- the size of each bucket written, kept up to date as items of the call add to it
+local sizes = {}
+for _, it in ipairs(items) do sizes[it.key] = it.size end
+-- an item whose bucket an earlier item of this call split: its key is a tombstone
+-- now; follow the split points to the bucket holding its member (its id hash, of
+-- the same bounds, follows)
+local function follow(it)
+  while redis.call('TYPE', it.key).ok == 'string' do
+    local s = redis.call('GET', it.key)
+    local pre, lo, hi = l3_parse(it.key)
+    local lx, sx, hx = l3_hex(lo), l3_hex(s), hi and l3_hex(hi) or ''
+    local bounds = l3_below(it.member, s) and (lx .. '-' .. sx) or (sx .. '-' .. hx)
+    it.key = pre .. bounds
+    if it.hkey then it.hkey = l3_parse(it.hkey) .. bounds end
+  end
+  if not sizes[it.key] then sizes[it.key] = redis.call('ZCARD', it.key) end
+end
+local out, split = {0}, false
 for i, it in ipairs(items) do
+  if split then follow(it) end
   if op == 'A' then
     local n = redis.call('ZADD', it.key, 0, it.member)
     out[1] = out[1] + n
-    if it.size + n >= limit or (it.hkey and redis.call('HLEN', it.hkey) >= limit) then
+    sizes[it.key] = sizes[it.key] + n
+    if sizes[it.key] >= limit or (it.hkey and redis.call('HLEN', it.hkey) >= limit) then
       out[#out + 1] = l3_split_full(it.key, it.hkey, it.dir, limit, ttl, {i})
+      split = true
     end
   else
     out[1] = out[1] + redis.call('ZREM', it.key, it.member)
