@@ -311,6 +311,14 @@ static int html_utf8_len(const uint8_t *p, size_t avail)
     return need;
 }
 
+/* Whether the valid UTF-8 sequence of l bytes at p is U+FFFE or U+FFFF. They are no
+ * XML characters: libxml2 2.9 takes one inside markup (a tag name, an attribute) for
+ * a fatal encoding error and stops the page, so html_clean makes each a U+FFFD. */
+static int html_nonchar(const uint8_t *p, int l)
+{
+    return l == 3 && p[0] == 0xEF && p[1] == 0xBF && p[2] >= 0xBE;
+}
+
 /* The BOM, if any, at the start of the document: its length and encoding. */
 static size_t html_bom(const uint8_t *p, size_t n, xmlCharEncoding *enc)
 {
@@ -401,7 +409,7 @@ static int html_plain16(const uint8_t *p)
 /* Copies in[0..n) to out for libxml2: NUL bytes become spaces (libxml2 stops at a
  * NUL in places; HTML gives them no meaning in text), and when utf8 is set every byte
  * that does not start a valid UTF-8 sequence becomes U+FFFD (libxml2 would otherwise
- * read the rest of the page as ISO-8859-1). An incomplete sequence at the end goes to
+ * read the rest of the page as ISO-8859-1), as do U+FFFE and U+FFFF. An incomplete sequence at the end goes to
  * h->pend unless final. Returns the bytes written (at most 3 * n). */
 static size_t html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8, int final,
                          uint8_t *out)
@@ -432,10 +440,10 @@ static size_t html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8, int 
             memcpy(h->pend, in + i, h->npend);
             break;
         }
-        if (l <= 0) {
+        if (l <= 0 || html_nonchar(in + i, l)) {
             memcpy(out + o, "\xEF\xBF\xBD", 3);
             o += 3;
-            i++;
+            i += l > 0 ? (size_t)l : 1;
             continue;
         }
         memcpy(out + o, in + i, (size_t)l);

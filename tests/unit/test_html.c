@@ -233,6 +233,46 @@ static void test_fingerprint(void **state)
     assert_null(fp_html_new(&bad, 0));
 }
 
+/* U+FFFE and U+FFFF (no XML characters) in a tag name, an attribute, a title and text:
+ * the page is read (libxml2 alone stops at one inside markup) as with U+FFFD there,
+ * in any pieces, in every algorithm. */
+static void test_noncharacters(void **state)
+{
+    (void)state;
+    static const char *pages[][2] = {
+        {"<html><body><p\xef\xbf\xbe class=\"a\xef\xbf\xbf\">one two</p></body></html>",
+         "<html><body><p\xef\xbf\xbd class=\"a\xef\xbf\xbd\">one two</p></body></html>"},
+        {"<html><head><title>t\xef\xbf\xbe</title></head><body><d\xef\xbf\xbfiv>x y</div>"
+         "<p>three \xef\xbf\xbe four</p><a href=\"u\xef\xbf\xbe\">l</a></body></html>\xef\xbf\xbf",
+         "<html><head><title>t\xef\xbf\xbd</title></head><body><d\xef\xbf\xbdiv>x y</div>"
+         "<p>three \xef\xbf\xbd four</p><a href=\"u\xef\xbf\xbd\">l</a></body></html>\xef\xbf\xbd"},
+    };
+    static const fp_params algos[] = {{FP_V1, 3}, {FP_V2, 0}, {FP_V3, 0}, {FP_V4, 0}};
+    char err[200];
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+        for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
+            uint64_t fp, want;
+            const char *p = pages[i][0], *q = pages[i][1];
+            assert_int_equal(fp_html_text(q, strlen(q), &algos[a], 0, &want, err, sizeof err), 0);
+            if (fp_html_text(p, strlen(p), &algos[a], 0, &fp, err, sizeof err) != 0)
+                fail_msg("page %zu, algorithm %zu: %s", i, a, err);
+            if (fp != want)
+                fail_msg("page %zu, algorithm %zu: %016llx, with U+FFFD %016llx", i, a,
+                         (unsigned long long)fp, (unsigned long long)want);
+            fp_html *h = fp_html_new(&algos[a], 0);
+            assert_non_null(h);
+            size_t len = strlen(p);
+            for (size_t piece = 1; piece <= 5; piece++) {
+                for (size_t o = 0; o < len; o += piece)
+                    assert_int_equal(fp_html_update(h, p + o, len - o < piece ? len - o : piece), 0);
+                assert_int_equal(fp_html_final(h, &fp), 0);
+                assert_true(fp == want);
+            }
+            fp_html_free(h);
+        }
+    }
+}
+
 /* Random bytes with markup fragments: never a crash, always an answer. */
 static void test_random(void **state)
 {
@@ -272,6 +312,7 @@ int main(void)
         cmocka_unit_test(test_nesting_and_limits),
         cmocka_unit_test(test_trailer_and_late_meta),
         cmocka_unit_test(test_fingerprint),
+        cmocka_unit_test(test_noncharacters),
         cmocka_unit_test(test_random),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
