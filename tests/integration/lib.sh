@@ -93,12 +93,25 @@ th_init() {
 
 # A port the kernel hands out as free right now (the socket is closed again, so
 # another process could take it before we bind; tests retry nothing on that).
+# A port free on 127.0.0.1 right now, below the kernel's ephemeral range (32768 on):
+# a port the kernel handed out (bind to 0) is in that range, and once closed any
+# outgoing connection of a busy machine may take it as its source port before the
+# daemon binds it ("Address already in use"); ports below it are never taken so.
 th_free_port() {
-    python3 -c 'import socket
-s = socket.socket()
-s.bind(("127.0.0.1", 0))
-print(s.getsockname()[1])
-s.close()'
+    python3 -c 'import random, socket
+for _ in range(500):
+    p = random.randint(20000, 32000)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break
+else:
+    raise SystemExit("no free port")'
 }
 
 th_start() {
