@@ -6,7 +6,8 @@
 # fingerprints [previous N, N) are written to a file (seeded: fingerprint i is
 # bench-dist_load's splitmix64(seed * 2^32 + i), id "doc-" + 26 digits = 30 bytes) and
 # loaded with `simhash load`, then measured:
-#   load        segment and cumulative seconds and fp/s, pairs refused
+#   load        segment and cumulative seconds and fp/s, pairs refused, pairs not new (sent
+#               again after a late answer)
 #   memory      Redis used_memory / N (everything), SIMHASH.INFO's bytes_per_fingerprint,
 #               the AOF's size on disk, the AOF rewrites so far
 #   buckets     the workers' bucket_splits; from a SCAN of every key: keys per kind,
@@ -220,6 +221,8 @@ for N in $POINTS; do
     seg=$(secs "$t0" "$t1")
     total_load=$(python3 -c "print(round($total_load + $seg, 2))")
     emit loaded "$(echo "$out" | sed -n 's/^loaded \([0-9]*\) entries.*/\1/p')"
+    # pairs answered late (a worker's deadline) and sent again: stored, but not new then
+    emit load_not_new "$(echo "$out" | sed -n 's/^loaded \([0-9]*\) entries (\([0-9]*\) new).*/\1 - \2/p' | bc)"
     emit load_failed "$failed"
     emit segment_load_seconds "$seg"
     emit segment_load_fp_per_s "$(div $((N - prev - failed)) "$seg")"
