@@ -29,7 +29,8 @@
 # BENCH_LOAD_TIMEOUT (seconds per segment, 14400), BENCH_KEEP (a directory: the logs and
 # configs of the deployment are copied there at exit).
 # Everything runs on 127.0.0.1 in a mktemp -d directory; simhash-local stops its
-# processes by PID (down) at exit, Ctrl-C included.
+# processes by PID (down) at exit, Ctrl-C included (the steps run under `timeout
+# --foreground`, so a Ctrl-C reaches them and the script goes on to its exit trap).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
@@ -47,7 +48,7 @@ done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/simhash-bench-scale.XXXXXX") || exit 1
 D="$WORK/deploy"
 cleanup() {
-    SIMHASH_BIN=$BIN timeout 120 "$SRC/deploy/simhash-local" down --dir "$D" >/dev/null 2>&1
+    SIMHASH_BIN=$BIN timeout --foreground 120 "$SRC/deploy/simhash-local" down --dir "$D" >/dev/null 2>&1
     if [ -n "${BENCH_KEEP:-}" ]; then
         mkdir -p "$BENCH_KEEP" && cp "$D"/*.log "$D"/*.conf "$WORK"/*.err "$BENCH_KEEP"/ 2>/dev/null
     fi
@@ -64,13 +65,13 @@ free_port() { python3 -c 'import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 N=0
 emit() { echo "bench=scale n=$N metric=$1 value=$2"; }
-rcli() { timeout 60 redis-cli -p "$rport" "$@" | tr -d '\r'; }
-ccli() { timeout 60 redis-cli -p "$cport" "$@" | tr -d '\r'; }
+rcli() { timeout --foreground 60 redis-cli -p "$rport" "$@" | tr -d '\r'; }
+ccli() { timeout --foreground 60 redis-cli -p "$cport" "$@" | tr -d '\r'; }
 field() { sed -n "s/^$1://p"; }
 
 # gen LO HI FILE: fingerprints [LO, HI) with their ids, as bench-dist_load numbers them
 gen() {
-    timeout 3600 python3 - "$SEED" "$1" "$2" >"$3" <<'PY' || die "cannot write the input"
+    timeout --foreground 3600 python3 - "$SEED" "$1" "$2" >"$3" <<'PY' || die "cannot write the input"
 import sys
 seed, lo, hi = (int(a) for a in sys.argv[1:4])
 M = (1 << 64) - 1
@@ -92,7 +93,7 @@ PY
 # keyscan: every key of the Redis node, pipelined: keys per kind (the text before the
 # first ':'), per OBJECT ENCODING, the bucket count and the largest bucket (ZCARD of s:)
 keyscan() {
-    timeout 1800 python3 - "$rport" "$SRC/tests/tools" <<'PY'
+    timeout --foreground 1800 python3 - "$rport" "$SRC/tests/tools" <<'PY'
 import collections, sys
 sys.path.insert(0, sys.argv[2])
 from simhash_e2e import Conn     # the tests' RESP client (stdlib only)
@@ -147,7 +148,7 @@ restart() {
         </dev/null >>"$D/redis.log" 2>&1 &
     echo $! >"$D/redis.pid"
     i=0
-    until [ "$(timeout 5 redis-cli -p "$rport" ping 2>/dev/null | tr -d '\r')" = PONG ]; do
+    until [ "$(timeout --foreground 5 redis-cli -p "$rport" ping 2>/dev/null | tr -d '\r')" = PONG ]; do
         [ $i -lt 6000 ] || die "Redis did not answer PING within 600 s of its restart"
         kill -0 "$(cat "$D/redis.pid")" 2>/dev/null || die "Redis exited at restart: $(tail -n 5 "$D/redis.log")"
         sleep 0.1
@@ -162,7 +163,7 @@ x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & M
 print(x ^ (x >> 31))")
     i=0
     while :; do
-        out=$(timeout 5 redis-cli -p "$cport" simhash.query "$fp0" distance 0 2>/dev/null | tr -d '\r')
+        out=$(timeout --foreground 5 redis-cli -p "$cport" simhash.query "$fp0" distance 0 2>/dev/null | tr -d '\r')
         case "$out" in *"$fp0"*) break ;; esac
         [ $i -lt 6000 ] || die "no SIMHASH.QUERY answer through the coordinator within 600 s of the restart: $out"
         sleep 0.1
@@ -178,7 +179,7 @@ print(x ^ (x >> 31))")
 dl() {
     local mode=$1
     shift
-    timeout 1800 "$BIN/bench-dist_load" "$mode" --port "$cport" --seed "$SEED" --corpus "$N" \
+    timeout --foreground 1800 "$BIN/bench-dist_load" "$mode" --port "$cport" --seed "$SEED" --corpus "$N" \
         --name scale "$@" || die "bench-dist_load $mode failed"
 }
 metric() { sed -n "s/.* metric=$1 value=//p" | head -n 1; }
@@ -187,7 +188,7 @@ log "deployment in $D"
 # the second worker listens on the shard port + 1, which may be taken: new ports, up to 5 tries
 for try in 1 2 3 4 5; do
     port=$(free_port)
-    SIMHASH_BIN=$BIN timeout 180 "$SRC/deploy/simhash-local" up --dir "$D" --port "$port" \
+    SIMHASH_BIN=$BIN timeout --foreground 180 "$SRC/deploy/simhash-local" up --dir "$D" --port "$port" \
         --redis-port "$(free_port)" --shard-port "$(free_port)" --metrics-offset 0 --fresh \
         --lifetime "$LIFETIME" --layout 3 >"$WORK/up.out" 2>&1 && break
     cat "$WORK/up.out" >&2
@@ -208,7 +209,7 @@ for N in $POINTS; do
     emit loadavg_1m_before "$(cut -d' ' -f1 /proc/loadavg)"
     log "checkpoint $N: simhash load of $((N - prev)) pairs"
     t0=$(now)
-    out=$(timeout "$LOAD_SECS" "$BIN/simhash" load --port "$cport" --timeout-ms 60000 "$WORK/seg.txt" \
+    out=$(timeout --foreground "$LOAD_SECS" "$BIN/simhash" load --port "$cport" --timeout-ms 60000 "$WORK/seg.txt" \
         2>"$WORK/load-$N.err")
     rc=$?
     t1=$(now)
@@ -261,7 +262,7 @@ for N in $POINTS; do
 
     log "checkpoint $N: export"
     t0=$(now)
-    timeout 7200 "$BIN/simhash" export --port "$cport" >"$WORK/export.txt" 2>"$WORK/export-$N.err" ||
+    timeout --foreground 7200 "$BIN/simhash" export --port "$cport" >"$WORK/export.txt" 2>"$WORK/export-$N.err" ||
         die "simhash export failed: $(tail -n 3 "$WORK/export-$N.err")"
     t1=$(now)
     emit export_seconds "$(secs "$t0" "$t1")"
@@ -270,7 +271,7 @@ for N in $POINTS; do
 
     log "checkpoint $N: fsck"
     t0=$(now)
-    timeout 7200 "$BIN/simhash" fsck --redis "127.0.0.1:$rport" >"$WORK/fsck-$N.err" 2>&1
+    timeout --foreground 7200 "$BIN/simhash" fsck --redis "127.0.0.1:$rport" >"$WORK/fsck-$N.err" 2>&1
     emit fsck_exit "$?"
     emit fsck_seconds "$(secs "$t0" "$(now)")"
     log "fsck: $(tail -n 2 "$WORK/fsck-$N.err" | tr '\n' ' ')"
