@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# bench/distributed/scale.sh: one layout-3 deployment grown from empty to large corpora,
+# measured at checkpoints. The deployment is deploy/simhash-local's default (one Redis
+# with AOF everysec, two workers, one coordinator, blocks 6 distance 3) with --layout 3.
+# For each checkpoint N of BENCH_POINTS (default "1000000 10000000 30000000") the
+# fingerprints [previous N, N) are written to a file (seeded: fingerprint i is
+# bench-dist_load's splitmix64(seed * 2^32 + i), id "doc-" + 26 digits = 30 bytes) and
+# loaded with `simhash load`, then measured:
+#   load        segment and cumulative seconds and fp/s, pairs refused, pairs not new (sent
+#               again after a late answer)
+#   memory      Redis used_memory / N (everything), SIMHASH.INFO's bytes_per_fingerprint,
+#               the AOF's size on disk, the AOF rewrites so far
+#   buckets     the workers' bucket_splits; from a SCAN of every key: keys per kind,
+#               bucket count, the largest bucket (ZCARD), tombstones, keys per OBJECT ENCODING
+#               (a skiplist or hashtable bucket would cost memory and time)
+#   query       SIMHASH.QUERY of BENCH_QUERIES corpus fingerprints, pipelined (bench-dist_load
+#               sys-query, depth 32): queries/s; 1,000 of them must come back at
+#               distance 0 (bench-dist_load check); p50/p99 at BENCH_RATE queries/s for
+#               BENCH_PACED_SECONDS (bench-dist_load paced, open loop)
+#   export      `simhash export` of the whole corpus to a temporary file (its lines counted,
+#               then deleted)
+#   fsck        `simhash fsck` against the Redis node
+#   restart     Redis stopped by its PID (TERM: it flushes the AOF), started again on its
+#               AOF: seconds until it answers PING, and until a SIMHASH.QUERY through the
+#               coordinator finds fingerprint 0
+# Prints `bench=scale n=N metric=M value=V` lines on stdout (progress on stderr); each
+# step is bounded by `timeout`. Environment: SIMHASH_BIN (default build/bin), BENCH_POINTS,
+# BENCH_SEED (20), BENCH_QUERIES (100000), BENCH_RATE (1000), BENCH_PACED_SECONDS (10),
+# BENCH_LOAD_TIMEOUT (seconds per segment, 14400), BENCH_KEEP (a directory: the logs and
+# configs of the deployment are copied there at exit).
+# Everything runs on 127.0.0.1 in a mktemp -d directory; simhash-local stops its
+# processes by PID (down) at exit, Ctrl-C included (the steps run under `timeout
+# --foreground`, so a Ctrl-C reaches them and the script goes on to its exit trap).
+set -u
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../.." && pwd)
+BIN=${SIMHASH_BIN:-$SRC/build/bin}
+POINTS=${BENCH_POINTS:-1000000 10000000 30000000}
+SEED=${BENCH_SEED:-20}
+QUERIES=${BENCH_QUERIES:-100000}
+RATE=${BENCH_RATE:-1000}
+PACED_SECS=${BENCH_PACED_SECONDS:-10}
+LOAD_SECS=${BENCH_LOAD_TIMEOUT:-14400}
+LIFETIME=86400
+for b in simhash simhash-shard simhash-coordinator bench-dist_load; do
+    [ -x "$BIN/$b" ] || { echo "scale.sh: $BIN/$b is missing (build first)" >&2; exit 1; }
+done
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/simhash-bench-scale.XXXXXX") || exit 1
+D="$WORK/deploy"
+cleanup() {
+    SIMHASH_BIN=$BIN timeout --foreground 120 "$SRC/deploy/simhash-local" down --dir "$D" >/dev/null 2>&1
+    if [ -n "${BENCH_KEEP:-}" ]; then
+        mkdir -p "$BENCH_KEEP" && cp "$D"/*.log "$D"/*.conf "$WORK"/*.err "$BENCH_KEEP"/ 2>/dev/null
+    fi
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+log() { echo "scale.sh: $(date -u +%T) $*" >&2; }
+die() { log "$*"; exit 1; }
+now() { date +%s.%N; }
+secs() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$1" "$2"; }
+div() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(round(a / b, 1) if b else 'nan')" "$1" "$2"; }
+free_port() { python3 -c 'import socket
+s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
+N=0
+emit() { echo "bench=scale n=$N metric=$1 value=$2"; }
+rcli() { timeout --foreground 60 redis-cli -p "$rport" "$@" | tr -d '\r'; }
+ccli() { timeout --foreground 60 redis-cli -p "$cport" "$@" | tr -d '\r'; }
+field() { sed -n "s/^$1://p"; }
+
+# gen LO HI FILE: fingerprints [LO, HI) with their ids, as bench-dist_load numbers them
+gen() {
+    timeout --foreground 3600 python3 - "$SEED" "$1" "$2" >"$3" <<'PY' || die "cannot write the input"
+import sys
+seed, lo, hi = (int(a) for a in sys.argv[1:4])
+M = (1 << 64) - 1
+base = seed << 32
+out = sys.stdout.write
+buf = []
+for i in range(lo, hi):
+    x = (base + i + 0x9e3779b97f4a7c15) & M
+    x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & M
+    x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & M
+    buf.append("%d doc-%026d\n" % (x ^ (x >> 31), i))
+    if len(buf) == 65536:
+        out("".join(buf))
+        buf = []
+out("".join(buf))
+PY
+}
+
+# keyscan: every key of the Redis node, pipelined: keys per kind (the text before the
+# first ':'), per OBJECT ENCODING, the bucket count and the largest bucket (ZCARD of s:)
+keyscan() {
+    timeout --foreground 1800 python3 - "$rport" "$SRC/tests/tools" <<'PY'
+import collections, sys
+sys.path.insert(0, sys.argv[2])
+from simhash_e2e import Conn     # the tests' RESP client (stdlib only)
+c = Conn(int(sys.argv[1]), timeout=600.0)
+kinds, encs = collections.Counter(), collections.Counter()
+buckets = largest = tombstones = 0
+cursor = b"0"
+while True:
+    cursor, keys = c.command("SCAN", cursor, "COUNT", 2000)
+    encodings = c.pipeline([("OBJECT", "ENCODING", k) for k in keys], batch=2000)
+    bs = [k for k in keys if k.startswith(b"s:")]
+    for k, enc in zip(keys, encodings):
+        kind = k.split(b":", 1)[0].decode()
+        kinds[kind] += 1
+        encs["%s_%s" % (kind, enc.decode() if isinstance(enc, bytes) else "none")] += 1
+    for n in c.pipeline([("ZCARD", k) for k in bs], batch=2000):
+        if isinstance(n, int):
+            buckets += 1
+            largest = max(largest, n)
+        else:           # an error: a tombstone (a string under a split bucket's old name)
+            tombstones += 1
+    if cursor == b"0":
+        break
+print("keys", sum(kinds.values()))
+for k, v in sorted(kinds.items()):
+    print("keys_" + k, v)
+for k, v in sorted(encs.items()):
+    print("encoding_" + k, v)
+print("buckets", buckets)
+print("largest_bucket", largest)
+print("tombstones", tombstones)
+PY
+}
+
+# restart: Redis stopped by its PID and started again on its AOF, as simhash-local
+# starts it (same config, pidfile and log, so `down` stops it)
+restart() {
+    local pid i=0 t0 t1 t2 fp0 out
+    pid=$(tr -dc 0-9 <"$D/redis.pid")
+    [ -n "$pid" ] || die "no Redis pid in $D/redis.pid"
+    t0=$(now)
+    kill -TERM "$pid" 2>/dev/null || die "cannot stop Redis (pid $pid)"
+    while kill -0 "$pid" 2>/dev/null; do
+        [ $i -lt 6000 ] || die "Redis (pid $pid) did not stop in 600 s"
+        sleep 0.1
+        i=$((i + 1))
+    done
+    emit restart_stop_seconds "$(secs "$t0" "$(now)")"
+    echo "---- $(date '+%F %T') start (scale.sh restart): redis-server $D/redis.conf" >>"$D/redis.log"
+    t0=$(now)
+    setsid timeout --signal=TERM --kill-after=5 "$LIFETIME" redis-server "$D/redis.conf" \
+        </dev/null >>"$D/redis.log" 2>&1 &
+    echo $! >"$D/redis.pid"
+    i=0
+    until [ "$(timeout --foreground 5 redis-cli -p "$rport" ping 2>/dev/null | tr -d '\r')" = PONG ]; do
+        [ $i -lt 6000 ] || die "Redis did not answer PING within 600 s of its restart"
+        kill -0 "$(cat "$D/redis.pid")" 2>/dev/null || die "Redis exited at restart: $(tail -n 5 "$D/redis.log")"
+        sleep 0.1
+        i=$((i + 1))
+    done
+    t1=$(now)
+    fp0=$(python3 -c "
+M = (1 << 64) - 1
+x = (($SEED << 32) + 0x9e3779b97f4a7c15) & M
+x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & M
+x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & M
+print(x ^ (x >> 31))")
+    i=0
+    while :; do
+        out=$(timeout --foreground 5 redis-cli -p "$cport" simhash.query "$fp0" distance 0 2>/dev/null | tr -d '\r')
+        case "$out" in *"$fp0"*) break ;; esac
+        [ $i -lt 6000 ] || die "no SIMHASH.QUERY answer through the coordinator within 600 s of the restart: $out"
+        sleep 0.1
+        i=$((i + 1))
+    done
+    t2=$(now)
+    emit restart_ping_seconds "$(secs "$t0" "$t1")"
+    emit restart_query_seconds "$(secs "$t0" "$t2")"
+    emit restart_fingerprints "$(ccli simhash.info | field fingerprints)"
+}
+
+# dl MODE ARGS..: bench-dist_load against the coordinator; its output on stdout
+dl() {
+    local mode=$1
+    shift
+    timeout --foreground 1800 "$BIN/bench-dist_load" "$mode" --port "$cport" --seed "$SEED" --corpus "$N" \
+        --name scale "$@" || die "bench-dist_load $mode failed"
+}
+metric() { sed -n "s/.* metric=$1 value=//p" | head -n 1; }
+
+log "deployment in $D"
+# the second worker listens on the shard port + 1, which may be taken: new ports, up to 5 tries
+for try in 1 2 3 4 5; do
+    port=$(free_port)
+    SIMHASH_BIN=$BIN timeout --foreground 180 "$SRC/deploy/simhash-local" up --dir "$D" --port "$port" \
+        --redis-port "$(free_port)" --shard-port "$(free_port)" --metrics-offset 0 --fresh \
+        --lifetime "$LIFETIME" --layout 3 >"$WORK/up.out" 2>&1 && break
+    cat "$WORK/up.out" >&2
+    [ "$try" -lt 5 ] || die "simhash-local up failed"
+done
+cport=$port
+rport=$(sed -n 's/^port //p' "$D/redis.conf")
+[ "$(ccli simhash.info | field layout)" = 3 ] || die "the deployment is not of layout 3"
+
+echo "bench=scale n=0 metric=cores value=$(nproc)"
+echo "bench=scale n=0 metric=mem_total_kb value=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)"
+prev=0
+total_load=0
+for N in $POINTS; do
+    [ "$N" -gt "$prev" ] || die "BENCH_POINTS must grow: $N after $prev"
+    log "checkpoint $N: writing fingerprints [$prev, $N)"
+    gen "$prev" "$N" "$WORK/seg.txt"
+    emit loadavg_1m_before "$(cut -d' ' -f1 /proc/loadavg)"
+    log "checkpoint $N: simhash load of $((N - prev)) pairs"
+    t0=$(now)
+    out=$(timeout --foreground "$LOAD_SECS" "$BIN/simhash" load --port "$cport" --timeout-ms 60000 "$WORK/seg.txt" \
+        2>"$WORK/load-$N.err")
+    rc=$?
+    t1=$(now)
+    rm -f "$WORK/seg.txt"
+    log "simhash load: exit $rc: $out"
+    failed=$(sed -n 's/^simhash load: \([0-9]*\) entries failed$/\1/p' "$WORK/load-$N.err")
+    failed=${failed:-0}
+    case "$out" in "loaded "*) ;; *) die "simhash load failed (exit $rc): $(tail -n 3 "$WORK/load-$N.err")" ;; esac
+    [ "$failed" = 0 ] || log "$failed pairs refused; the first: $(head -n 3 "$WORK/load-$N.err")"
+    seg=$(secs "$t0" "$t1")
+    total_load=$(python3 -c "print(round($total_load + $seg, 2))")
+    emit loaded "$(echo "$out" | sed -n 's/^loaded \([0-9]*\) entries.*/\1/p')"
+    # pairs answered late (a worker's deadline) and sent again: stored, but not new then
+    emit load_not_new "$(echo "$out" | sed -n 's/^loaded \([0-9]*\) entries (\([0-9]*\) new).*/\1 - \2/p' | bc)"
+    emit load_failed "$failed"
+    emit segment_load_seconds "$seg"
+    emit segment_load_fp_per_s "$(div $((N - prev - failed)) "$seg")"
+    emit cumulative_load_seconds "$total_load"
+    emit cumulative_load_fp_per_s "$(div "$N" "$total_load")"
+    emit loadavg_1m_after_load "$(cut -d' ' -f1 /proc/loadavg)"
+
+    used=$(rcli info memory | field used_memory)
+    emit used_memory "$used"
+    emit bytes_per_fp "$(div "$used" "$N")"
+    emit used_memory_rss "$(rcli info memory | field used_memory_rss)"
+    emit aof_bytes "$(du -sb "$D/redis" | cut -f1)"
+    emit aof_rewrites "$(rcli info persistence | field aof_rewrites)"
+    emit redis_cpu_s "$(rcli info cpu | field used_cpu_user)"
+    info=$(ccli simhash.info)
+    for f in fingerprints bytes_per_fingerprint bucket_splits buckets_cached largest_bucket_read; do
+        emit "info_$f" "$(echo "$info" | field "$f")"
+    done
+    log "checkpoint $N: scanning every key"
+    t0=$(now)
+    keyscan >"$WORK/scan.out" || die "the key scan failed"
+    while read -r k v; do emit "$k" "$v"; done <"$WORK/scan.out"
+    emit keyscan_seconds "$(secs "$t0" "$(now)")"
+
+    log "checkpoint $N: queries"
+    emit check_missing "$(dl check --count 1000 | metric check_missing)"
+    q=$(dl sys-query --count "$QUERIES" --seconds 600 --depth 32)
+    emit query_per_s "$(echo "$q" | metric queries_per_sec)"
+    emit query_errors "$(echo "$q" | metric errors)"
+    emit query_rows_per_op "$(echo "$q" | metric rows_per_op)"
+    p=$(dl paced --rate "$RATE" --seconds "$PACED_SECS" --count 100000000)
+    emit "paced_${RATE}_achieved" "$(echo "$p" | metric achieved_rate)"
+    emit "paced_${RATE}_p50_ms" "$(echo "$p" | metric p50_ms)"
+    emit "paced_${RATE}_p99_ms" "$(echo "$p" | metric p99_ms)"
+    emit "paced_${RATE}_errors" "$(echo "$p" | metric errors)"
+
+    log "checkpoint $N: export"
+    t0=$(now)
+    timeout --foreground 7200 "$BIN/simhash" export --port "$cport" >"$WORK/export.txt" 2>"$WORK/export-$N.err" ||
+        die "simhash export failed: $(tail -n 3 "$WORK/export-$N.err")"
+    t1=$(now)
+    emit export_seconds "$(secs "$t0" "$t1")"
+    emit export_lines "$(wc -l <"$WORK/export.txt")"
+    rm -f "$WORK/export.txt"
+
+    log "checkpoint $N: fsck"
+    t0=$(now)
+    timeout --foreground 7200 "$BIN/simhash" fsck --redis "127.0.0.1:$rport" >"$WORK/fsck-$N.err" 2>&1
+    emit fsck_exit "$?"
+    emit fsck_seconds "$(secs "$t0" "$(now)")"
+    log "fsck: $(tail -n 2 "$WORK/fsck-$N.err" | tr '\n' ' ')"
+
+    log "checkpoint $N: restart"
+    restart
+    emit loadavg_1m_end "$(cut -d' ' -f1 /proc/loadavg)"
+    prev=$N
+done
+log "done"
