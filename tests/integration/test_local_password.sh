@@ -9,7 +9,8 @@
 # deployment's password alone, and a later `up` without --password-file (a restart of
 # the same DIR) keeps every piece protected. The password has a space, quotes and a
 # backslash (Redis's config files must quote it). The cluster's workers get the
-# coordinator's request deadline (timeout-ms 2000, as deploy/shard-cluster.conf).
+# coordinator's request deadline (timeout-ms 2000, as deploy/shard-cluster.conf). The
+# single-Redis deployment is made with --layout 3 (elastic buckets).
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/deploy_lib.sh"
@@ -112,9 +113,11 @@ base=$(dl_free_base 1 2)
 S="$TH_DIR/single"
 mkdir -p "$S"
 DL_DIR=$S dl_sl up --port $((base + 200)) --redis-port "$base" --shard-port $((base + 100)) \
-    --no-aof --fresh --lifetime 600 --password-file "$TH_DIR/pw" >"$TH_DIR/up.out" 2>&1 ||
-    th_fail "up --password-file: $(cat "$TH_DIR/up.out")"
+    --no-aof --fresh --lifetime 600 --password-file "$TH_DIR/pw" --layout 3 >"$TH_DIR/up.out" 2>&1 ||
+    th_fail "up --password-file --layout 3: $(cat "$TH_DIR/up.out")"
 check_deployment "$S" $((base + 200)) $((base + 100)) $((base + 101)) -- "$base"
+auth $((base + 200)) SIMHASH.INFO | tr -d '\r' | grep -qx 'layout:3' ||
+    th_fail "up --layout 3 made a corpus of another layout: $(auth $((base + 200)) SIMHASH.INFO | grep layout)"
 DL_DIR=$S dl_sl up --port $((base + 200)) --redis-port "$base" --shard-port $((base + 100)) \
     --no-aof --lifetime 600 >"$TH_DIR/up2.out" 2>&1 && th_fail "a second up while running succeeded"
 timeout 60 bash "$DL_LOCAL" status --dir "$S" >"$TH_DIR/status.out" 2>&1 ||
