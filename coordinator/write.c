@@ -527,9 +527,9 @@ static int cw_send_mlock(coord_op *op, unsigned wi, const char *lease)
         }
         it->unknown = 1;
     }
+    wr->touched[wi] = 1;        /* before the send: a failed send may free wr */
     int rc = coord_op_send(op, &co->w[wi], (int)a.argc, a.argv, a.lens, cw_on_mlock, NULL);
     cw_args_free(&a);
-    wr->touched[wi] = 1;
     return rc;
 }
 
@@ -604,9 +604,9 @@ static int cw_send_tables(coord_op *op, unsigned wi, int sign, const short *owne
             if (owner[k * nt + t] == (short)wi)
                 cw_args_num(&a, t);
     }
+    wr->touched[wi] = 1;        /* before the send: a failed send may free wr */
     int rc = coord_op_send(op, &co->w[wi], (int)a.argc, a.argv, a.lens, cw_on_count, NULL);
     cw_args_free(&a);
-    wr->touched[wi] = 1;
     return rc;
 }
 
