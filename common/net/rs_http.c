@@ -147,7 +147,9 @@ int rs_http_parse(const char *h, size_t n, rs_http_req *rq)
     memcpy(rq->method, h, (size_t)(sp1 - h));
     const char *path = sp1 + 1;
     const char *sp2 = memchr(path, ' ', (size_t)(eol - path));
-    if (sp2 == NULL || sp2 == path || strncmp(sp2 + 1, "HTTP/1.", 7) != 0)
+    /* the request is not NUL-terminated: compare only bytes before the line's end */
+    if (sp2 == NULL || sp2 == path || (size_t)(eol - (sp2 + 1)) < 7 ||
+        memcmp(sp2 + 1, "HTTP/1.", 7) != 0)
         return -1;
     rq->path = path;
     rq->pathlen = (size_t)(sp2 - path);
