@@ -7,7 +7,8 @@
 # bench-dist_load's splitmix64(seed * 2^32 + i), id "doc-" + 26 digits = 30 bytes) and
 # loaded with `simhash load`, then measured:
 #   load        segment and cumulative seconds and fp/s, pairs refused, pairs not new (sent
-#               again after a late answer)
+#               again after a late answer); Redis CPU (main process), ZADD, ZCARD and
+#               EVALSHA calls per fingerprint of the segment
 #   memory      Redis used_memory / N (everything), SIMHASH.INFO's bytes_per_fingerprint,
 #               the AOF's size on disk, the AOF rewrites so far
 #   buckets     the workers' bucket_splits; from a SCAN of every key: keys per kind,
@@ -175,6 +176,20 @@ print(x ^ (x >> 31))")
     emit restart_fingerprints "$(ccli simhash.info | field fingerprints)"
 }
 
+# redis_work: Redis's CPU seconds (user + system) and its ZADD, ZCARD and EVALSHA calls so far
+redis_work() {
+    local cpu stats
+    cpu=$(rcli info cpu)
+    stats=$(rcli info commandstats)
+    python3 - "$cpu" "$stats" <<'PY'
+import re, sys
+cpu = dict(l.split(":", 1) for l in sys.argv[1].splitlines() if ":" in l)
+calls = dict(re.findall(r"^cmdstat_(\w+):calls=(\d+)", sys.argv[2], re.M))
+print(float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
+      *(calls.get(c, "0") for c in ("zadd", "zcard", "evalsha")))
+PY
+}
+
 # dl MODE ARGS..: bench-dist_load against the coordinator; its output on stdout
 dl() {
     local mode=$1
@@ -208,6 +223,7 @@ for N in $POINTS; do
     gen "$prev" "$N" "$WORK/seg.txt"
     emit loadavg_1m_before "$(cut -d' ' -f1 /proc/loadavg)"
     log "checkpoint $N: simhash load of $((N - prev)) pairs"
+    redis_before=$(redis_work)
     t0=$(now)
     out=$(timeout --foreground "$LOAD_SECS" "$BIN/simhash" load --port "$cport" --timeout-ms 60000 "$WORK/seg.txt" \
         2>"$WORK/load-$N.err")
@@ -230,6 +246,14 @@ for N in $POINTS; do
     emit cumulative_load_seconds "$total_load"
     emit cumulative_load_fp_per_s "$(div "$N" "$total_load")"
     emit loadavg_1m_after_load "$(cut -d' ' -f1 /proc/loadavg)"
+    # Redis's own work per fingerprint loaded in this segment: CPU of its main process
+    # (not the AOF rewrite children), table writes and script calls
+    set -- $redis_before $(redis_work)
+    n_seg=$((N - prev - failed))
+    emit segment_redis_cpu_us_per_fp "$(python3 -c "print(round(($5 - $1) * 1e6 / max($n_seg, 1), 1))")"
+    emit segment_zadd_per_fp "$(python3 -c "print(round(($6 - $2) / max($n_seg, 1), 2))")"
+    emit segment_zcard_per_fp "$(python3 -c "print(round(($7 - $3) / max($n_seg, 1), 2))")"
+    emit segment_evalsha_per_fp "$(python3 -c "print(round(($8 - $4) / max($n_seg, 1), 2))")"
 
     used=$(rcli info memory | field used_memory)
     emit used_memory "$used"

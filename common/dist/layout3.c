@@ -246,9 +246,14 @@ static int layout3_dir_reply(const layout_ctx *c, unsigned table, unsigned shard
         return 1;
     }
     for (size_t i = 1; i < r->elements; i++) {
-        if (r->element[i]->type == REDIS_REPLY_STRING) {   /* split points of a write */
-            layout3_learn(s, r->element[i]);
+        const redisReply *e = r->element[i];
+        if (e->type == REDIS_REPLY_STRING) {            /* split points of a write */
+            layout3_learn(s, e);
             d->st.splits++;
+        } else if (e->type == REDIS_REPLY_ARRAY) {      /* split points it followed */
+            for (size_t k = 0; k < e->elements; k++)
+                layout3_learn(s, e->element[k]);
+            d->st.stale++;
         }
     }
     return 0;

@@ -11,6 +11,11 @@ writes") against two real workers of layout 3 on one redis-server (tiny split li
   follow  layout3_zsets.lua itself: one call whose entries share a bucket that its
           first entries split (limit 2): every later entry lands in the half holding
           it, the call succeeds at once and counts every member
+  stale   layout3_zsets.lua called with bucket keys of a directory older than splits
+          (after follow): each entry follows the tombstones to the live half holding
+          it, the call writes at once and reports the split points it followed; a
+          key whose tombstone expired (absent, not live) answers {-3, i, {-2}} and
+          writes nothing
 Usage: shard_batch_check.py MODE REDIS_PORT WORKER_A WORKER_B COORD LIMIT"""
 import os
 import random
@@ -195,6 +200,50 @@ def follow(r):
           % (len(ms), len(bounds)))
 
 
+def stale(r):
+    """After follow: bucket 1:0x42 has split into several buckets. A call using the
+    shard's first key (whole, a tombstone now) for new members must follow the split
+    points, write every member into the live bucket holding it and report the points
+    followed as a part {i, {points...}}."""
+    text = script("layout3_zsets.lua")
+    bounds = sorted(set(r.call("ZRANGE", dkey(1, 0x42), 0, -1)) | {b""})
+    if len(bounds) < 3:
+        fail("stale: bucket 1:42 has only %d buckets after follow" % len(bounds))
+    ms = [bytes([i * 40 + 7]) + bytes(6) for i in range(6)]  # new members, none equal
+    keys, argv = [], ["A", 1000, 60]
+    for m in ms:
+        keys += [zkey(1, 0x42, b"", None), dkey(1, 0x42)]
+        argv += [m, "0"]
+    got = r.call("EVAL", text, len(keys), *keys, *argv)
+    if not isinstance(got, list) or got[0] != len(ms):
+        fail("stale: zsets call on a split bucket's old key: %r" % (got,))
+    parts = got[1:]
+    if len(parts) != len(ms) or any(p[0] != i + 1 or not isinstance(p[1], list) or not p[1]
+                                    for i, p in enumerate(parts)):
+        fail("stale: want one part {i, {points}} per item, got %r" % (parts,))
+    for i, p in enumerate(parts):
+        if any(pt not in bounds for pt in p[1]):
+            fail("stale: item %d reports points %r not in the directory %r" % (i + 1, p[1], bounds))
+    for i, lo in enumerate(bounds):
+        hi = bounds[i + 1] if i + 1 < len(bounds) else None
+        for m in ms:
+            if m >= lo and (hi is None or m < hi):
+                if r.call("ZSCORE", zkey(1, 0x42, lo, hi), m) is None:
+                    fail("stale: member %s not in its live bucket %s" % (m.hex(), lo.hex()))
+    # the shard's first key again, its tombstone expired (deleted): absent, no live bucket
+    stone = zkey(1, 0x42, b"", None)
+    if r.call("TYPE", stone) != "string":
+        fail("stale: %s is not a tombstone: %r" % (stone, r.call("TYPE", stone)))
+    r.call("DEL", stone)
+    got = r.call("EVAL", text, 2, stone, dkey(1, 0x42), "A", 1000, 60, bytes(7), "0")
+    if got != [-3, 1, [-2]]:
+        fail("stale: zsets call on an absent key that is no live bucket: %r" % (got,))
+    if r.call("EXISTS", stone) != 0:
+        fail("stale: the call that answered {-2} wrote %s" % stone)
+    print("stale: %d members written through a split bucket's old key, points reported; "
+          "an expired tombstone answered {-3, 1, {-2}}" % len(ms))
+
+
 def main():
     mode, rport, pa, pb, pc = sys.argv[1], *map(int, sys.argv[2:6])
     r, a = C(rport), C(pa, timeout=60)
@@ -204,6 +253,8 @@ def main():
         busy(a)
     elif mode == "follow":
         follow(r)
+    elif mode == "stale":
+        stale(r)
     elif mode == "split":
         split(a, C(pb, timeout=60), C(pc, timeout=60))
     else:

@@ -7,9 +7,14 @@
 -- KEYS: per item: bucket, directory (same slot) [, table 0's id hash of the same bounds]
 -- ARGV: op ('A' add, 'R' remove), limit (>= 2), tombstone seconds, then per item:
 --       member, '1' when the item has an id hash key else '0'
--- Reply: {n, {i, split points...}...} (n members added or removed; one array per item
--- i (from 1) whose bucket split); {-3, i, {-1, split point}} when item i's bucket had
--- split, {-3, i, {-2}} when its tombstone expired (nothing written: redo).
+-- A bucket that split before the call (the caller's directory is older than the split)
+-- is followed through its tombstones to the half holding the member, and the split
+-- points followed are reported, so the caller learns them without writing again.
+-- Reply: {n, parts...} (n members added or removed): a part {i, split points...} for
+-- each item i (from 1) whose bucket the call split, a part {i, {split points...}} for
+-- each item whose key was a tombstone and was followed; {-3, i, {-2}} when item i's
+-- key is absent and not a live bucket (a tombstone that expired: nothing written, the
+-- caller reads the directory and redoes the call).
 local op, limit, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 if not limit or limit < 2 or not ttl or ttl < 1 or (op ~= 'A' and op ~= 'R') or
    #ARGV < 5 or #ARGV % 2 == 0 then
@@ -31,17 +36,38 @@ end
 if k - 1 ~= #KEYS then
   return redis.error_reply('ERR layout 3 zsets script: too many keys')
 end
--- ZCARD tells the three cases apart in one call: WRONGTYPE (a tombstone), 0 (absent:
--- an empty live bucket or an expired tombstone, the directory says which), the size
+-- moves item it to the half of its bucket holding its member, after the bucket split at s (its id
+-- hash, of the same bounds, follows); a split point outside the bucket is an error
+local function step(it, s)
+  local pre, lo, hi = l3_parse(it.key)
+  if not (l3_below(lo, s) and (hi == nil or l3_below(s, hi))) then
+    return redis.error_reply('ERR ' .. it.key .. ': split point outside the bucket')
+  end
+  local lx, sx, hx = l3_hex(lo), l3_hex(s), hi and l3_hex(hi) or ''
+  local bounds = l3_below(it.member, s) and (lx .. '-' .. sx) or (sx .. '-' .. hx)
+  it.key = pre .. bounds
+  if it.hkey then it.hkey = l3_parse(it.hkey) .. bounds end
+end
+-- ZCARD tells the three cases apart in one call: WRONGTYPE (a tombstone: followed), 0
+-- (absent: an empty live bucket or an expired tombstone, the directory says which),
+-- the size
+local out, followed = {0}, {}
 for i, it in ipairs(items) do
   local size = redis.pcall('ZCARD', it.key)
-  if type(size) ~= 'number' or size == 0 then
+  while type(size) ~= 'number' or size == 0 do
     local moved = l3_check(it.key, it.dir, 'zset')
-    if moved then
-      if moved.err then return moved end
-      return {-3, i, moved}
-    end
-    if type(size) ~= 'number' then return size end
+    if not moved then break end
+    if moved.err then return moved end
+    if moved[1] ~= -1 then return {-3, i, moved} end
+    local e = step(it, moved[2])
+    if e then return e end
+    followed[#followed + 1] = moved[2]
+    size = redis.pcall('ZCARD', it.key)
+  end
+  if type(size) ~= 'number' then return size end
+  if #followed > 0 then
+    out[#out + 1] = {i, followed}
+    followed = {}
   end
   it.size = size
 end
@@ -49,24 +75,22 @@ end
 local sizes = {}
 for _, it in ipairs(items) do sizes[it.key] = it.size end
 -- an item whose bucket an earlier item of this call split: its key is a tombstone
--- now; follow the split points to the bucket holding its member (its id hash, of
--- the same bounds, follows)
+-- now; follow the split points to the bucket holding its member
 local function follow(it)
   while redis.call('TYPE', it.key).ok == 'string' do
-    local s = redis.call('GET', it.key)
-    local pre, lo, hi = l3_parse(it.key)
-    local lx, sx, hx = l3_hex(lo), l3_hex(s), hi and l3_hex(hi) or ''
-    local bounds = l3_below(it.member, s) and (lx .. '-' .. sx) or (sx .. '-' .. hx)
-    it.key = pre .. bounds
-    if it.hkey then it.hkey = l3_parse(it.hkey) .. bounds end
+    local e = step(it, redis.call('GET', it.key))
+    if e then return e end
   end
   if not sizes[it.key] then sizes[it.key] = redis.call('ZCARD', it.key) end
 end
-local out, split = {0}, false
+local split = false
 for i, it in ipairs(items) do
-  if split then follow(it) end
+  if split then
+    local e = follow(it)
+    if e then return e end
+  end
   if op == 'A' then
-    local n = redis.call('ZADD', it.key, 0, it.member)
+    local n = redis.call('ZADD', it.key, '0', it.member)  -- a string: no number formatting
     out[1] = out[1] + n
     sizes[it.key] = sizes[it.key] + n
     if sizes[it.key] >= limit or (it.hkey and redis.call('HLEN', it.hkey) >= limit) then
