@@ -179,6 +179,10 @@ void coord_cmd_add(rs_req *r)
         return;
     }
     co->st.adds++;
+    if (np == 1 && coord_merge_add(co, r, &pairs[0]) == 0) {
+        free(pairs);
+        return;
+    }
     coord_op *op = coord_op_new(co, r);
     if (op == NULL) {
         free(pairs);

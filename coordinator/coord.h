@@ -43,6 +43,7 @@ typedef struct coord_config {
     unsigned health_interval_ms;
     unsigned discover_interval_ms;  /* worker registry reads (SHARD.WORKERS); 0: none */
     int durable;                    /* writes acknowledged only once durable (SHARD.WAIT) */
+    int merge_adds;                 /* one-pair ADDs arriving together written together */
     cfg_list cluster_nodes;         /* cluster-node HOST:PORT seeds: Redis Cluster mode */
     char *cluster_password;         /* sent as AUTH to cluster nodes (cluster-password-file) */
     unsigned cluster_refresh_ms;    /* slot map refresh period */
@@ -124,7 +125,9 @@ typedef struct coord_worker {
     X(err_worker,     "errors_worker_reply") \
     X(lock_waits,     "write_lock_waits")      /* a fingerprint's lock was busy: asked again */ \
     X(locks_lost,     "write_locks_lost")      /* lost before unlock: reconciled again */ \
-    X(locks_abandoned, "write_locks_abandoned") /* made stale by a failed write */
+    X(locks_abandoned, "write_locks_abandoned") /* made stale by a failed write */ \
+    X(write_merges,   "write_merges")          /* batches of one-pair ADDs written together */ \
+    X(adds_merged,    "adds_merged")           /* ADD requests answered by those batches */
 
 typedef struct coord_stats {
 #define COORD_STAT_FIELD_(f, n) unsigned long long f;
@@ -152,6 +155,7 @@ struct coord {
     coord_stats st;
     rs_metrics *metrics;            /* GET /metrics, when metrics-port is set */
     struct rs_pool *pool;           /* fingerprints of large texts (textfp.c); NULL: none */
+    struct coord_merge *merge;      /* one-pair ADDs waiting to be written (merge.c) */
 };
 
 /* ---- workers.c ---- */
@@ -184,7 +188,8 @@ typedef int (*coord_reply_fn)(coord_op *op, coord_worker *w, redisReply *r, void
 typedef void (*coord_round_fn)(coord_op *op);
 
 /* Start an operation for req with the deadline timeout_ms from now. NULL: the request
- * was answered with an error already. */
+ * was answered with an error already. req NULL: an op answering requests of its own
+ * (coord_op_set_failed tells it of a failure). */
 coord_op *coord_op_new(coord *co, rs_req *req);
 rs_req *coord_op_req(coord_op *op);
 coord *coord_op_coord(coord_op *op);
@@ -210,6 +215,10 @@ void coord_op_rearm(coord_op *op);
  * the error text in parentheses, e.g. which items of a batch were stored. */
 typedef void (*coord_note_fn)(coord_op *op, char *buf, size_t cap);
 void coord_op_set_note(coord_op *op, coord_note_fn fn);
+/* fn is called once when the op fails, with the error code and text, before the op
+ * ends (for an op that answers requests of its own). */
+typedef void (*coord_failed_fn)(coord_op *op, rs_errcode code, const char *text);
+void coord_op_set_failed(coord_op *op, coord_failed_fn fn);
 /* Answer an error, mark every child done, end the op. */
 void coord_op_fail(coord_op *op, rs_errcode code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -236,8 +245,24 @@ coord_write *coord_write_new(coord_op *op, coord_write_kind kind, coord_pair *pa
                              size_t npairs);
 /* DEL: remove every id (all) or the pair's id. */
 void coord_write_set_del(coord_write *wr, int all);
+/* Each pair i answers reqs[i] (the op has no request of its own; merge.c): with the
+ * ids it added once the write is done, or with the op's error (takes reqs; the
+ * pairs' fingerprints must be distinct). */
+void coord_write_set_waiters(coord_write *wr, rs_req **reqs);
 /* Run the rounds; the op is answered when every pair is written, or failed. */
 void coord_write_start(coord_op *op);
+
+/* ---- merge.c: one-pair ADDs of any clients written together (merge-adds) ---- */
+
+typedef struct coord_merge coord_merge;
+/* Returns 0, or -1 with err (out of memory). Nothing when merge-adds is off. */
+int coord_merge_start(coord *co, char *err, size_t errlen);
+/* Requests still queued answer -SHARDDOWN. */
+void coord_merge_stop(coord *co);
+/* Queues req's one pair (its docid stays in req's arguments); written once the event
+ * loop has read what arrived with it. Returns 0, or -1 (merging off, out of memory:
+ * write it alone). */
+int coord_merge_add(coord *co, rs_req *req, const coord_pair *pair);
 
 /* ---- commands.c: argument checks and the starts of the commands ---- */
 

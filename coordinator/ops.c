@@ -44,6 +44,7 @@ struct coord_op {
     struct event *later;        /* coord_op_later's timer; NULL when none */
     coord_round_fn later_fn;
     coord_note_fn note;         /* appends to error texts */
+    coord_failed_fn failed;     /* told of a failure (an op answering requests itself) */
     int tolerant;               /* a child's failure or the deadline ends the child only */
     void *data;
     void (*cleanup)(void *);
@@ -119,6 +120,8 @@ void coord_op_fail(coord_op *op, rs_errcode code, const char *fmt, ...)
     case RS_BUSY: op->co->st.err_busy++; break;
     default: break;
     }
+    if (op->failed)
+        op->failed(op, code, text);
     rs_req *req = op->req;
     op->req = NULL;
     coord_op_end(op);
@@ -215,13 +218,19 @@ void coord_op_set_note(coord_op *op, coord_note_fn fn)
     op->note = fn;
 }
 
+void coord_op_set_failed(coord_op *op, coord_failed_fn fn)
+{
+    op->failed = fn;
+}
+
 coord_op *coord_op_new(coord *co, rs_req *req)
 {
     coord_op *op = calloc(1, sizeof(*op));
     struct timeval tv = ra_tv_ms(co->cfg.timeout_ms);
 
     if (op == NULL) {
-        rs_req_fail(req, RS_OOM, "out of memory");
+        if (req)
+            rs_req_fail(req, RS_OOM, "out of memory");
         return NULL;
     }
     op->co = co;
@@ -232,7 +241,8 @@ coord_op *coord_op_new(coord *co, rs_req *req)
         if (op->timer)
             event_free(op->timer);
         free(op);
-        rs_req_fail(req, RS_OOM, "out of memory");
+        if (req)
+            rs_req_fail(req, RS_OOM, "out of memory");
         return NULL;
     }
     return op;

@@ -72,6 +72,8 @@ struct coord_write {
     resp_buf saved;             /* CHECK / CHECKTEXT: the matches, answered after */
     unsigned char touched[256]; /* durable: workers written to since the last WAIT */
     unsigned long long opid;
+    rs_req **waiters;           /* merged one-pair ADDs: pair i answers waiters[i] */
+    long long *added;           /* ... with the ids its fingerprint added */
 };
 
 static void cw_lock_round(coord_op *op);
@@ -105,6 +107,11 @@ static void cw_abandon(coord_write *wr)
 static void cw_cleanup(void *p)
 {
     coord_write *wr = p;
+    for (size_t i = 0; wr->waiters && i < wr->npairs; i++)
+        if (wr->waiters[i])         /* every end answers them first: never here */
+            rs_req_fail(wr->waiters[i], RS_ERR, "internal error: a merged write ended unanswered");
+    free(wr->waiters);
+    free(wr->added);
     if (wr->items)
         cw_abandon(wr);
     free(wr->pairs);
@@ -148,9 +155,63 @@ static unsigned cw_lease_ms(const coord *co)
 
 /* ---- Answer and failure note ---- */
 
+/* The item of pair i in the current window, or NULL. */
+static const cw_item *cw_item_of(const coord_write *wr, size_t i)
+{
+    for (size_t k = 0; k < wr->nitems; k++) {
+        const cw_item *it = &wr->items[k];
+        for (size_t j = it->first; j < it->first + it->n; j++)
+            if (wr->order[j] == i)
+                return it;
+    }
+    return NULL;
+}
+
+/* Answers pair i's waiter (a merged write), if not yet: its pair stored (written and
+ * unlocked: the ids it added), or not (text: the op's error; NULL at the end of a
+ * write that did not fail). */
+static void cw_answer_pair(coord_write *wr, size_t i, rs_errcode code, const char *text)
+{
+    rs_req *req = wr->waiters[i];
+    if (req == NULL)
+        return;
+    wr->waiters[i] = NULL;
+    const cw_item *it = cw_item_of(wr, i);
+    if (text == NULL || (it != NULL && it->state == CW_DONE)) {
+        resp_add_int(rs_req_out(req), wr->added[i]);
+        rs_req_finish(req);
+    } else if (it != NULL && (it->applied || it->unknown)) {
+        rs_req_fail(req, code, "%s (this pair's write may have been stored: the workers "
+                    "complete or roll back within %u ms)", text, cw_lease_ms(wr->co) + 1000);
+    } else {
+        rs_req_fail(req, code, "%s", text);
+    }
+}
+
+static void cw_answer_waiters(coord_write *wr, rs_errcode code, const char *text)
+{
+    for (size_t i = 0; i < wr->npairs; i++)
+        cw_answer_pair(wr, i, code, text);
+}
+
+static void cw_failed(coord_op *op, rs_errcode code, const char *text)
+{
+    cw_answer_waiters(coord_op_data(op), code, text);
+}
+
+void coord_write_set_waiters(coord_write *wr, rs_req **reqs)
+{
+    wr->waiters = reqs;
+}
+
 static void cw_answer(coord_op *op)
 {
     coord_write *wr = coord_op_data(op);
+    if (wr->waiters) {
+        cw_answer_waiters(wr, RS_ERR, NULL);
+        coord_op_finish(op);
+        return;
+    }
     resp_buf *out = rs_req_out(coord_op_req(op));
     switch (wr->kind) {
     case CW_ADD:
@@ -205,7 +266,7 @@ static void cw_note(coord_op *op, char *buf, size_t cap)
 {
     coord_write *wr = coord_op_data(op);
     char stored[CW_WINDOW * 7 + 64] = "", unknown[CW_WINDOW * 7 + 64] = "";
-    if (wr->kind != CW_ADD || wr->npairs < 2 || cap < sizeof(stored) * 2 + 256)
+    if (wr->kind != CW_ADD || wr->npairs < 2 || wr->waiters || cap < sizeof(stored) * 2 + 256)
         return;
     size_t nstored = 0, nunknown = 0;
     for (int want = 1; want >= -1; want -= 2) {
@@ -417,8 +478,11 @@ static int cw_on_lock(coord_op *op, coord_worker *w, redisReply *r, cw_item *it)
         goto bad;
     long long before = r->element[1]->integer, after = r->element[2]->integer;
     int stale = r->element[3]->integer != 0, fix = it->op == LAYOUT_LOCK_OP_FIX[0];
-    if (!it->applied && !fix)
+    if (!it->applied && !fix) {
         wr->count += r->element[4]->integer;
+        if (wr->added)      /* a merged write: one pair per item */
+            wr->added[wr->order[it->first]] += r->element[4]->integer;
+    }
     it->applied = 1;
     if (after > 0)
         it->entries = it->op == LAYOUT_LOCK_OP_ADD[0] || stale || fix || before == 0 ? 1 : 0;
@@ -449,6 +513,8 @@ static int cw_on_unlock(coord_op *op, coord_worker *w, redisReply *r, cw_item *i
     }
     if (r->integer == 1) {
         it->state = CW_DONE;
+        if (it->wr->waiters)    /* a merged write: its request need not wait for the rest */
+            cw_answer_pair(it->wr, it->wr->order[it->first], RS_ERR, NULL);
     } else {
         log_warn_rl("write lock of %016" PRIx64 " was taken over before it was released; "
                     "reconciling it again", it->fp);
@@ -741,7 +807,12 @@ void coord_write_start(coord_op *op)
     size_t w = wr->npairs < CW_WINDOW ? wr->npairs : CW_WINDOW;
     wr->order = malloc((w ? w : 1) * sizeof(*wr->order));
     wr->items = malloc((w ? w : 1) * sizeof(*wr->items));
-    if (wr->order == NULL || wr->items == NULL) {
+    if (wr->waiters) {
+        coord_op_set_failed(op, cw_failed);
+        wr->added = calloc(wr->npairs, sizeof *wr->added);
+        SH_ASSERT(wr->npairs <= CW_WINDOW);     /* one window: its items stay to the end */
+    }
+    if (wr->order == NULL || wr->items == NULL || (wr->waiters && wr->added == NULL)) {
         coord_op_fail(op, RS_OOM, "out of memory");
         return;
     }

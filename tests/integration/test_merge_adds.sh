@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# test_merge_adds.sh: one-pair SIMHASH.ADDs of many clients written together (the
+# coordinator's merge-adds, on by default; tests/tools/merge_check.py). Two workers of
+# layout 3 with a small split limit (buckets split under the merged writes) behind a
+# coordinator:
+#   counts  8 clients pipeline 400 one-pair ADDs each over shared fingerprints (pairs
+#           sent twice, several ids a fingerprint): each distinct pair counts 1 in exactly
+#           one reply, every fingerprint holds exactly its ids, and SIMHASH.INFO shows
+#           merged writes (write_merges, adds_merged > 0)
+#   stall   a worker stopped (SIGSTOP) for 2 s while 4 clients pipeline 3,000 ADDs each:
+#           every request is answered (no hang), and every pair answered with an
+#           integer is found once the worker runs again
+#   off     a coordinator with merge-adds no: the same counts check, adds_merged 0
+set -o pipefail
+. "$(dirname "$0")/lib.sh"
+th_init merge_adds
+th_need_bins simhash-shard simhash-coordinator
+export PYTHONPATH="$TH_SRC/tests/tools"
+CHECK="$TH_SRC/tests/tools/merge_check.py"
+th_start_redis r
+rport=$TH_REDIS_PORT
+TH_LAYOUT=3 TH_SPLIT_LIMIT=16 th_start_shard a "$rport" 0-127 6 3
+a=$TH_SHARD_PORT apid=$TH_PID
+TH_LAYOUT=3 TH_SPLIT_LIMIT=16 th_start_shard b "$rport" 128-255 6 3
+b=$TH_SHARD_PORT
+th_start_coord c 6 3 1000 "127.0.0.1:$a 127.0.0.1:$b"
+c=$TH_COORD_PORT
+
+stat() { timeout 10 redis-cli -p "$1" simhash.info | tr -d '\r' | sed -n "s/^$2://p"; }
+
+out=$(timeout 300 python3 "$CHECK" counts "$c" 8 400 1) || th_fail "counts: $out"
+th_log "$out"
+[ "$(stat "$c" write_merges)" -gt 0 ] && [ "$(stat "$c" adds_merged)" -gt 0 ] ||
+    th_fail "no merged writes: write_merges $(stat "$c" write_merges), adds_merged $(stat "$c" adds_merged)"
+
+achild=$(th_child_pid "$apid")
+[ -n "$achild" ] || th_fail "no process under worker a's timeout"
+timeout 300 python3 "$CHECK" stall "$c" 4 3000 2 >"$TH_DIR/stall.out" 2>&1 &
+spid=$!
+sleep 0.5
+kill -STOP "$achild"
+sleep 2
+kill -CONT "$achild"
+wait "$spid" || th_fail "stall: $(cat "$TH_DIR/stall.out")"
+th_log "$(cat "$TH_DIR/stall.out")"
+
+th_start_coord c2 6 3 1000 "127.0.0.1:$a 127.0.0.1:$b" "" --merge-adds no
+c2=$TH_COORD_PORT
+out=$(timeout 300 python3 "$CHECK" counts "$c2" 8 200 3) || th_fail "off: $out"
+[ "$(stat "$c2" adds_merged)" = 0 ] || th_fail "merge-adds no merged $(stat "$c2" adds_merged) ADDs"
+th_log "off: $out"
+th_log PASS
