@@ -494,28 +494,49 @@ static inline unsigned fp_ring_push(fp_state *s, uint64_t th)
  * bigram is boilerplate when both its tokens are. */
 static void fp_v4_settle(fp_state *s, uint64_t j, unsigned slot)
 {
+    fp_vote *text = &s->vote, *bpv = &s->bvote;
+    if (s->span && j >= s->span->base + FPSPAN_HEAD - FPBP_K + 1) {
+        text = &s->span->vote;      /* its K-grams and bigram lie inside the span */
+        bpv = &s->span->bvote;
+    }
     int bp = s->bp_end > j;
-    fp_vote_add(bp ? &s->bvote : &s->vote, fp_le64(s->ring[slot]));
+    fp_vote_add(bp ? bpv : text, fp_le64(s->ring[slot]));
     if (j > 0)
-        fp_vote_add(bp && s->bp_prev ? &s->bvote : &s->vote,
-                    XXH3_64bits(&s->ring[slot - 1], 16));
+        fp_vote_add(bp && s->bp_prev ? bpv : text, XXH3_64bits(&s->ring[slot - 1], 16));
     s->bp_prev = bp;
 }
 
-/* v4: a token arrives. The K-gram it ends is looked up in the table; the token K - 1
- * back, whose K-grams have now all been read, votes (the vote trails the text by
- * K - 1 tokens; fp_v4_finish votes the rest). */
+/* v4: the K-gram ending at the token just pushed (ring slot pos - 1) is in the table
+ * or not; the token K - 1 back, whose K-grams have now all been read, votes (the vote
+ * trails the text by K - 1 tokens; fp_v4_finish votes the rest). */
+static void fp_v4_kgram(fp_state *s, int hit, unsigned pos)
+{
+    if (hit) {
+        s->bp_end = s->ntok;
+        fp_span *sp = s->span;
+        if (sp && s->ntok >= sp->base + FPBP_K) {       /* the K-gram is the span's */
+            uint64_t l = s->ntok - 1 - sp->base;
+            if (l < FPSPAN_HEAD)
+                sp->head_hits |= 1u << (l - (FPBP_K - 1));
+            sp->hit_end = l + 1;
+        }
+    }
+    fp_v4_settle(s, s->ntok - FPBP_K, pos + 1);
+}
+
+/* v4: a token arrives; the K-gram it ends is looked up in the table. */
 static void fp_push_v4(fp_state *s, uint64_t th)
 {
     unsigned pos = fp_ring_push(s, th);
+    fp_span *sp = s->span;
+    if (sp && s->ntok - 1 - sp->base < FPSPAN_HEAD)
+        sp->head[s->ntok - 1 - sp->base] = th;
     if (s->ntok < FPBP_K)
         return;
     uint64_t kg = XXH3_64bits(&s->ring[pos + 1], 8 * FPBP_K);
     if (s->kg_cb)
         s->kg_cb(kg, s->kg_arg);
-    if (fpbp_has(kg))
-        s->bp_end = s->ntok;
-    fp_v4_settle(s, s->ntok - FPBP_K, pos + 1);
+    fp_v4_kgram(s, fpbp_has(kg), pos);
 }
 
 /* v4 at the end of the text: the last K - 1 tokens (or fewer) vote. */
@@ -957,28 +978,85 @@ static int fp_between_tokens(const fp_state *s)
 int fpspan_begin(fp_state *s, fp_span *sp)
 {
     fpspan_end(s);
-    if (s->orders != FP_V2_ORDERS || s->version == FP_V4 || !fp_between_tokens(s))
+    if (s->orders != FP_V2_ORDERS || !fp_between_tokens(s))
         return -1;
     fp_vote_begin(&sp->vote);
     sp->first = sp->last = 0;
     sp->ntok = 0;
+    sp->v4 = s->version == FP_V4;
+    if (sp->v4) {
+        fp_vote_begin(&sp->bvote);
+        sp->base = s->ntok;
+        sp->head_hits = 0;
+        sp->hit_end = 0;
+    }
     s->span = sp;
     return 0;
 }
 
+/* v4: the rest of what a span keeps, once its tokens are read. */
+static void fpspan_end_v4(fp_state *s, fp_span *sp)
+{
+    fp_vote_merge(&s->bvote, &sp->bvote);
+    sp->ntok = s->ntok - sp->base;
+    for (unsigned i = 0; i < s->window; i++)
+        sp->tail[i] = s->ring[s->ring_pos + i];
+    sp->tail_bp = s->bp_prev;
+}
+
 int fpspan_end(fp_state *s)
 {
-    if (s->span == NULL)
+    fp_span *sp = s->span;
+    if (sp == NULL)
         return -1;
-    fp_vote_merge(&s->vote, &s->span->vote);
+    fp_vote_merge(&s->vote, &sp->vote);
+    if (sp->v4)
+        fpspan_end_v4(s, sp);
     s->span = NULL;
     return fp_between_tokens(s) ? 0 : -1;
 }
 
+/* v4: the span's tokens into t. The first K - 1 are pushed (the K-grams they end
+ * reach back into t's text), the next K with the table's answers the span kept; they
+ * vote the span's first FPSPAN_HEAD - K + 1 tokens. The recorded vote has the tokens
+ * after those up to ntok - K; the last K + 1 hashes become t's ring, and the last
+ * K - 1 tokens vote later, as after reading the text. */
+static void fpspan_replay_v4(fp_state *t, const fp_span *sp)
+{
+    if (sp->ntok <= FPSPAN_HEAD) {      /* short: every token pushed */
+        for (uint64_t l = 0; l < sp->ntok; l++)
+            fp_push_v4(t, sp->head[l]);
+        return;
+    }
+    uint64_t base = t->ntok;
+    for (unsigned l = 0; l < FPSPAN_HEAD; l++) {
+        if (l < FPBP_K - 1) {
+            fp_push_v4(t, sp->head[l]);
+            continue;
+        }
+        unsigned pos = fp_ring_push(t, sp->head[l]);
+        fp_v4_kgram(t, (sp->head_hits >> (l - (FPBP_K - 1))) & 1, pos);
+    }
+    fp_vote_merge(&t->vote, &sp->vote);
+    fp_vote_merge(&t->bvote, &sp->bvote);
+    if (sp->hit_end > FPSPAN_HEAD)
+        t->bp_end = base + sp->hit_end;
+    t->bp_prev = sp->tail_bp;
+    t->ntok = base + sp->ntok;
+    t->ring_pos = 0;
+    for (unsigned i = 0; i < t->window; i++)
+        t->ring[i] = t->ring[i + t->window] = sp->tail[i];
+}
+
 int fpspan_replay(fp_state *t, const fp_span *sp)
 {
-    if (t->orders != FP_V2_ORDERS || t->version == FP_V4 || t->span || !fp_between_tokens(t))
+    if (t->orders != FP_V2_ORDERS || (t->version == FP_V4) != sp->v4 || t->span ||
+        !fp_between_tokens(t))
         return -1;
+    if (sp->v4) {
+        fpspan_replay_v4(t, sp);
+        return 0;
+    }
     if (sp->ntok == 0)
         return 0;
     unsigned pos = fp_ring_push(t, sp->first);
