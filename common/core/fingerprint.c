@@ -492,7 +492,7 @@ static inline unsigned fp_ring_push(fp_state *s, uint64_t th)
  * unigram, and its bigram when j > 0, into bvote when boilerplate (inside a table
  * K-gram: one ends after j, and none can end later than bp_end) else into vote. A
  * bigram is boilerplate when both its tokens are. */
-static void fp_v4_settle(fp_state *s, uint64_t j, unsigned slot)
+static inline void fp_v4_settle(fp_state *s, uint64_t j, unsigned slot)
 {
     fp_vote *text = &s->vote, *bpv = &s->bvote;
     if (s->span && j >= s->span->base + FPSPAN_HEAD - FPBP_K + 1) {
@@ -509,7 +509,7 @@ static void fp_v4_settle(fp_state *s, uint64_t j, unsigned slot)
 /* v4: the K-gram ending at the token just pushed (ring slot pos - 1) is in the table
  * or not; the token K - 1 back, whose K-grams have now all been read, votes (the vote
  * trails the text by K - 1 tokens; fp_v4_finish votes the rest). */
-static void fp_v4_kgram(fp_state *s, int hit, unsigned pos)
+static inline void fp_v4_kgram(fp_state *s, int hit, unsigned pos)
 {
     if (hit) {
         s->bp_end = s->ntok;
@@ -525,7 +525,7 @@ static void fp_v4_kgram(fp_state *s, int hit, unsigned pos)
 }
 
 /* v4: a token arrives; the K-gram it ends is looked up in the table. */
-static void fp_push_v4(fp_state *s, uint64_t th)
+static inline void fp_push_v4(fp_state *s, uint64_t th)
 {
     unsigned pos = fp_ring_push(s, th);
     fp_span *sp = s->span;
