@@ -166,8 +166,8 @@ static size_t fp_v2_fold(uint32_t cp, uint8_t *out)
 
 /* ---- Vote ---- */
 
-/* fp_spread[b]: byte k is bit k of b, so adding fp_spread[byte j of h] to one
- * uint64_t adds h's bits 8j..8j+7 into eight byte-wide counters. */
+/* fp_spread[b]: byte k is bit k of b, so adding fp_spread[byte j of p] << k to one
+ * uint64_t adds p's bits 8j..8j+7, each counting 2^k, into eight byte-wide counters. */
 static const uint64_t fp_spread[256] = {
 #define FP_S1(b) (((uint64_t)((b) & 1)) | ((uint64_t)(((b) >> 1) & 1) << 8) | \
     ((uint64_t)(((b) >> 2) & 1) << 16) | ((uint64_t)(((b) >> 3) & 1) << 24) | \
@@ -183,6 +183,9 @@ static const uint64_t fp_spread[256] = {
 #undef FP_S1
 };
 
+#define FP_PLANES 8           /* bit-sliced counter planes: counts up to 255 */
+#define FP_PLANES_MAX 255u
+
 static void fp_vote_init(fp_vote *v)
 {
     memset(v, 0, sizeof *v);
@@ -192,47 +195,63 @@ static void fp_vote_init(fp_vote *v)
  * flush). */
 static void fp_vote_begin(fp_vote *v)
 {
-    memset(v->acc, 0, sizeof v->acc);
-    v->acc_n = 0;
+    memset(v->pl, 0, sizeof v->pl);
+    v->pl_n = 0;
     v->n = 0;
     v->ngrp = 0;
     v->fresh = 1;
 }
 
+/* Moves the bit-sliced counts into cnt[]: each plane through the byte-wide counters
+ * (a byte's count stays below 256). */
 static void fp_vote_flush(fp_vote *v)
 {
     if (v->fresh) {           /* cnt was left unset (fp_vote_begin) */
         memset(v->cnt, 0, sizeof v->cnt);
         v->fresh = 0;
     }
-    for (unsigned j = 0; j < 8; j++) {
-        uint64_t a = v->acc[j];
-        for (unsigned k = 0; k < 8; k++)
-            v->cnt[8 * j + k] += (a >> (8 * k)) & 0xFF;
-        v->acc[j] = 0;
+    uint64_t acc[8] = {0};
+    for (unsigned k = 0; k < FP_PLANES; k++) {
+        uint64_t p = v->pl[k];
+        for (unsigned j = 0; p && j < 8; j++)
+            acc[j] += fp_spread[(p >> (8 * j)) & 0xFF] << k;
+        v->pl[k] = 0;
     }
-    v->acc_n = 0;
+    for (unsigned j = 0; j < 8; j++)
+        for (unsigned k = 0; k < 8; k++)
+            v->cnt[8 * j + k] += (acc[j] >> (8 * k)) & 0xFF;
+    v->pl_n = 0;
 }
 
-/* Adds plane p, each bit counting `1 << shift`, into the byte counters. */
-static inline void fp_vote_plane(fp_vote *v, uint64_t p, unsigned shift)
+/* Adds the ns-plane bit-sliced number s (the per-bit counts of `count` hashes) into
+ * the counter planes: a ripple-carry adder, 64 bits at a time. */
+static inline void fp_vote_planes(fp_vote *v, const uint64_t *s, unsigned ns, unsigned count)
 {
-    for (unsigned j = 0; j < 8; j++)
-        v->acc[j] += fp_spread[(p >> (8 * j)) & 0xFF] << shift;
+    if (v->pl_n + count > FP_PLANES_MAX)
+        fp_vote_flush(v);
+    uint64_t c = 0;
+    unsigned k = 0;
+    for (; k < ns; k++) {
+        uint64_t a = v->pl[k], t = a ^ s[k];
+        v->pl[k] = t ^ c;
+        c = (a & s[k]) | (c & t);
+    }
+    for (; k < FP_PLANES; k++) {
+        uint64_t a = v->pl[k];
+        v->pl[k] = a ^ c;
+        c &= a;
+    }
+    v->pl_n += count;
 }
 
 /* Adds one hash on its own (the group's leftovers). */
 static void fp_vote_one(fp_vote *v, uint64_t h)
 {
-    if (v->acc_n + 1 > 255)
-        fp_vote_flush(v);
-    fp_vote_plane(v, h, 0);
-    v->acc_n++;
+    fp_vote_planes(v, &h, 1, 1);
 }
 
 /* Adds the 8 grouped hashes: a bit-sliced adder turns them into the 4 bit planes of
- * their per-bit counts (0..8), and 32 table lookups add those, where adding the
- * hashes one by one takes 64. */
+ * their per-bit counts (0..8), which one ripple-carry add puts into the counters. */
 static void fp_vote_group(fp_vote *v)
 {
     const uint64_t *g = v->grp;
@@ -249,18 +268,14 @@ static void fp_vote_group(fp_vote *v)
         q[i][1] = a1 ^ b1 ^ c0;
         q[i][2] = (a1 & b1) | (c0 & (a1 ^ b1));
     }
-    uint64_t c0 = q[0][0] & q[1][0];        /* the 4-bit sum of all eight */
-    uint64_t s1 = q[0][1] ^ q[1][1] ^ c0;
+    uint64_t s[4];                          /* the 4-bit sum of all eight */
+    uint64_t c0 = q[0][0] & q[1][0];
+    s[0] = q[0][0] ^ q[1][0];
+    s[1] = q[0][1] ^ q[1][1] ^ c0;
     uint64_t c1 = (q[0][1] & q[1][1]) | (c0 & (q[0][1] ^ q[1][1]));
-    uint64_t s2 = q[0][2] ^ q[1][2] ^ c1;
-    uint64_t s3 = (q[0][2] & q[1][2]) | (c1 & (q[0][2] ^ q[1][2]));
-    if (v->acc_n + 8 > 255)
-        fp_vote_flush(v);
-    fp_vote_plane(v, q[0][0] ^ q[1][0], 0);
-    fp_vote_plane(v, s1, 1);
-    fp_vote_plane(v, s2, 2);
-    fp_vote_plane(v, s3, 3);
-    v->acc_n += 8;
+    s[2] = q[0][2] ^ q[1][2] ^ c1;
+    s[3] = (q[0][2] & q[1][2]) | (c1 & (q[0][2] ^ q[1][2]));
+    fp_vote_planes(v, s, 4, 8);
     v->ngrp = 0;
 }
 
@@ -325,11 +340,8 @@ static void fp_vote_merge(fp_vote *dst, const fp_vote *src)
         for (unsigned i = 0; i < 64; i++)
             dst->cnt[i] += src->cnt[i];
     }
-    if (dst->acc_n + src->acc_n > 255)
-        fp_vote_flush(dst);
-    for (unsigned j = 0; j < 8; j++)
-        dst->acc[j] += src->acc[j];
-    dst->acc_n += src->acc_n;
+    if (src->pl_n)
+        fp_vote_planes(dst, src->pl, FP_PLANES, src->pl_n);
     dst->n += src->n;
 }
 

@@ -34,8 +34,9 @@
 
 /* The simhash vote of fingerprint.c: bit counts, in any order. */
 typedef struct fp_vote {
-    uint64_t acc[8];          /* byte-wide counters of bits 8j..8j+7, each < 256 */
-    unsigned acc_n;           /* the most any byte counter of acc can hold */
+    uint64_t pl[8];           /* bit-sliced counters: bit i of pl[k] is bit k of the
+                                 count of hashes with bit i set, since the last flush */
+    unsigned pl_n;            /* hashes in pl (at most 255) */
     uint64_t n;               /* hashes voted in total */
     uint64_t cnt[64];         /* per bit: hashes with the bit set, flushed part */
     uint64_t grp[8];          /* hashes waiting to be added as one group of 8 */
