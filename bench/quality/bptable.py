@@ -3,8 +3,7 @@
 the known-boilerplate table of fingerprint algorithm v4 (common/core/fp_bp_table.inc)
 from Debian-packaged text, and names the files it was built from
 (bench/quality/boilerplate.py evaluates on the others). --reindex rewrites only the
-lookup structures beside the checked-in table (its bucket index and filter), from its
-own rows.
+filter beside the checked-in table, from its own rows.
 
 The table is every word K-gram (bench-kgrams: v4's own tokens and K-gram hashes) of the
 license texts in /usr/share/common-licenses, and every K-gram found in at least two of
@@ -58,8 +57,7 @@ def kgrams(binary, paths):
     return out
 
 
-# The lookup structures beside the table (fp_bp.h has the same constants):
-INDEX_BITS = 14         # fpbp_index: buckets by the top INDEX_BITS bits
+# The filter beside the table (fp_bp.h has the same constants):
 FILTER_WORD_BITS = 13   # fpbp_filter: 2^13 words of 64 bits (64 KiB)
 FILTER_K = 3            # bits set per entry, all in the word its low 13 bits name
 
@@ -71,24 +69,13 @@ def filter_bits(h):
 
 
 def write_inc(out, header, rows):
-    """fp_bp_table.inc: the sorted table rows, its bucket index and its filter."""
+    """fp_bp_table.inc: the sorted table rows and their filter."""
     with open(out, "w") as f:
         f.write(header)
         f.write("#define FPBP_TABLE_VERSION %d\n" % TABLE_VERSION)
         f.write("static const uint64_t fpbp_table[%d] = {\n" % len(rows))
         for i in range(0, len(rows), 3):
             f.write("   " + "".join(" 0x%016xu," % h for h in rows[i:i + 3]) + "\n")
-        f.write("};\n")
-        # fpbp_index[b]: the first entry whose top INDEX_BITS bits are >= b, so a lookup
-        # scans one bucket of about 2.4 entries
-        f.write("static const uint16_t fpbp_index[%d] = {\n" % ((1 << INDEX_BITS) + 1))
-        idx, j = [], 0
-        for b in range((1 << INDEX_BITS) + 1):
-            while j < len(rows) and rows[j] >> (64 - INDEX_BITS) < b:
-                j += 1
-            idx.append(j)
-        for i in range(0, len(idx), 8):
-            f.write("   " + "".join(" %d," % x for x in idx[i:i + 8]) + "\n")
         f.write("};\n")
         # fpbp_filter: FILTER_K bits of one word set for every entry: ordinary text's
         # K-grams pass with a chance of about 1.2% (one cache line read)
@@ -104,12 +91,12 @@ def write_inc(out, header, rows):
 
 
 def reindex(path):
-    """Rewrites the index and filter of the checked-in table (same header and rows)."""
+    """Rewrites the filter of the checked-in table (same header and rows)."""
     text = open(path).read()
     header = text[:text.index("#define FPBP_TABLE_VERSION")]
     body = text[text.index("fpbp_table["):]
     rows = [int(x, 16) for x in re.findall(r"0x([0-9a-f]{16})u", body[:body.index("};")])]
-    assert rows == sorted(set(rows)), "the table is sorted, without repeats"
+    assert rows == sorted(set(rows)) and rows[0] != 0, "sorted, no repeats, no 0 (fp_bp.c)"
     write_inc(path, header, rows)
     print("%d K-grams reindexed -> %s" % (len(rows), path))
 
@@ -122,7 +109,7 @@ def main():
                     help="the half of the copyright files to take K-grams from (the checked-in "
                     "table: 0; 1 only to measure half 0 held out, never to ship)")
     ap.add_argument("--reindex", action="store_true",
-                    help="only rewrite the index and filter of the table in --out (same rows)")
+                    help="only rewrite the filter of the table in --out (same rows)")
     a = ap.parse_args()
     if a.reindex:
         reindex(a.out)

@@ -546,6 +546,8 @@ static inline void fp_push_v4(fp_state *s, uint64_t th)
     if (s->ntok < FPBP_K)
         return;
     uint64_t kg = XXH3_64bits(&s->ring[pos + 1], 8 * FPBP_K);
+    if (s->bp_end + 1 == s->ntok)       /* the last K-gram was boilerplate: so is this */
+        fpbp_prefetch(kg);              /* one most likely, its slots are read anyway */
     if (s->kg_cb)
         s->kg_cb(kg, s->kg_arg);
     fp_v4_kgram(s, fpbp_has(kg), pos);

@@ -18,19 +18,20 @@
 #define FP_V4_W_TEXT 2        /* weight of a feature of other text */
 #define FP_V4_W_BP 1          /* weight of a feature of boilerplate */
 
-/* The lookup structures beside the table (bench/quality/bptable.py writes them with
- * the same constants): a bucket index by the top FPBP_INDEX_BITS bits of a hash
- * (about 2.4 entries a bucket), and a filter of 64-bit words in which every entry
- * sets FPBP_FILTER_K bits, all in the word its low bits name: one cache line read
- * turns away about 98.8% of the K-grams of ordinary text. */
-#define FPBP_INDEX_BITS 14
+/* The lookup structures: a filter of 64-bit words beside the table (bptable.py writes
+ * it with the same constants) in which every entry sets FPBP_FILTER_K bits, all in the
+ * word its low bits name: one cache line read turns away about 98.8% of the K-grams
+ * of ordinary text; then the table in hash slots by the top FPBP_SLOT_BITS bits
+ * (fp_bp.c), usually one more cache line. */
 #define FPBP_FILTER_MASK 8191u
 #define FPBP_FILTER_SHIFT 13  /* the bits' numbers: 6 bits each, from bit 13 on */
 #define FPBP_FILTER_K 3
+#define FPBP_SLOT_BITS 16     /* 512 KiB of slots, 60% full */
+#define FPBP_SLOT_TAIL 256    /* slots past the last home slot (runs go on there) */
 extern const uint64_t fpbp_filter[FPBP_FILTER_MASK + 1];
+extern uint64_t fpbp_slots[(1u << FPBP_SLOT_BITS) + FPBP_SLOT_TAIL];
 
-/* Whether the K-gram hash h is in the table: the scan of its bucket of the sorted
- * array. */
+/* Whether the K-gram hash h is in the table: the scan of its slots. */
 int fpbp_find(uint64_t h);
 
 /* Whether h is in the table: the filter first. */
@@ -42,8 +43,15 @@ static inline int fpbp_has(uint64_t h)
            fpbp_find(h);
 }
 
+/* Starts reading h's slots into the cache (inside boilerplate, where the filter
+ * passes nearly every K-gram, so that the two reads overlap). */
+static inline void fpbp_prefetch(uint64_t h)
+{
+    __builtin_prefetch(&fpbp_slots[h >> (64 - FPBP_SLOT_BITS)]);
+}
+
 /* Entries and version of the table (fp_bp_table.inc: 39,619 sorted hashes, 310 KiB,
- * with its bucket index of 32 KiB and filter of 64 KiB). */
+ * and its filter of 64 KiB). */
 size_t fpbp_table_size(void);
 unsigned fpbp_table_version(void);
 /* Entry i of the sorted table (i < fpbp_table_size(); 0 past its end): for tests. */
