@@ -49,7 +49,7 @@ int fpbp_find(uint64_t h)
      * no gap up to h's home slot, so h cannot come after a 0 or a larger value) */
     const uint64_t *p = &fpbp_slots[h >> (64 - FPBP_SLOT_BITS)];
     int hit = (p[0] == h) | (p[1] == h);
-    if (hit || p[1] >= h || p[1] == 0)
+    if (hit | (p[1] >= h) | (p[1] == 0))       /* one branch, nearly always taken */
         return hit;
     for (p += 2;; p++)
         if (*p >= h || *p == 0)
