@@ -26,23 +26,12 @@
 
 #include "fingerprint.h"
 #include "fp_bp.h"
+#include "fp_vote.h"
 
 /* v4: the first token hashes a span keeps: replays push them, the K-grams of the
  * last K - 1 given (2 * K - 1 tokens: every token whose vote depends on the tokens
  * before the span) */
 #define FPSPAN_HEAD (2 * FPBP_K - 1)
-
-/* The simhash vote of fingerprint.c: bit counts, in any order. */
-typedef struct fp_vote {
-    uint64_t pl[8];           /* bit-sliced counters: bit i of pl[k] is bit k of the
-                                 count of hashes with bit i set, since the last flush */
-    unsigned pl_n;            /* hashes in pl (at most 255) */
-    uint64_t n;               /* hashes voted in total */
-    uint64_t cnt[64];         /* per bit: hashes with the bit set, flushed part */
-    uint64_t grp[8];          /* hashes waiting to be added as one group of 8 */
-    unsigned ngrp;
-    int fresh;                /* cnt[] not set yet (all zero once it is) */
-} fp_vote;
 
 typedef struct fp_span {
     fp_vote vote;             /* the span's features but its first token's n-grams */
