@@ -1,6 +1,6 @@
 /* fingerprint.c: text fingerprints: the tokenizer (ASCII, UTF-8, CJK; algorithm v2
- * folds Unicode with utf8proc), token and shingle hashing with XXH3, and the simhash
- * vote. The format is a stored data
+ * folds Unicode with utf8proc), token and shingle hashing with XXH3, v4's boilerplate
+ * weights, and spans (fp_span.h); the simhash vote is fp_vote.c. The format is a stored data
  * format, pinned by golden vectors (tests/unit/test_fingerprint.c) and described in
  * docs/fingerprint.md. fp_text streams: memory use does not grow with the text. */
 #include <stdio.h>
@@ -18,6 +18,7 @@
 #include "fingerprint.h"
 #include "fp_bp.h"
 #include "fp_span.h"
+#include "fp_vote.h"
 
 /* ---- Byte and code point classes ---- */
 
@@ -164,202 +165,6 @@ static size_t fp_v2_fold(uint32_t cp, uint8_t *out)
     return len;
 }
 
-/* ---- Vote ---- */
-
-/* fp_spread[b]: byte k is bit k of b, so adding fp_spread[byte j of h] to one
- * uint64_t adds h's bits 8j..8j+7 into eight byte-wide counters. */
-static const uint64_t fp_spread[256] = {
-#define FP_S1(b) (((uint64_t)((b) & 1)) | ((uint64_t)(((b) >> 1) & 1) << 8) | \
-    ((uint64_t)(((b) >> 2) & 1) << 16) | ((uint64_t)(((b) >> 3) & 1) << 24) | \
-    ((uint64_t)(((b) >> 4) & 1) << 32) | ((uint64_t)(((b) >> 5) & 1) << 40) | \
-    ((uint64_t)(((b) >> 6) & 1) << 48) | ((uint64_t)(((b) >> 7) & 1) << 56))
-#define FP_S4(b) FP_S1(b), FP_S1((b) + 1), FP_S1((b) + 2), FP_S1((b) + 3)
-#define FP_S16(b) FP_S4(b), FP_S4((b) + 4), FP_S4((b) + 8), FP_S4((b) + 12)
-#define FP_S64(b) FP_S16(b), FP_S16((b) + 16), FP_S16((b) + 32), FP_S16((b) + 48)
-    FP_S64(0), FP_S64(64), FP_S64(128), FP_S64(192)
-#undef FP_S64
-#undef FP_S16
-#undef FP_S4
-#undef FP_S1
-};
-
-static void fp_vote_init(fp_vote *v)
-{
-    memset(v, 0, sizeof *v);
-}
-
-/* fp_vote_init, but cnt[] is zeroed only if ever used (spans of a few tokens never
- * flush). */
-static void fp_vote_begin(fp_vote *v)
-{
-    memset(v->acc, 0, sizeof v->acc);
-    v->acc_n = 0;
-    v->n = 0;
-    v->ngrp = 0;
-    v->fresh = 1;
-}
-
-static void fp_vote_flush(fp_vote *v)
-{
-    if (v->fresh) {           /* cnt was left unset (fp_vote_begin) */
-        memset(v->cnt, 0, sizeof v->cnt);
-        v->fresh = 0;
-    }
-    for (unsigned j = 0; j < 8; j++) {
-        uint64_t a = v->acc[j];
-        for (unsigned k = 0; k < 8; k++)
-            v->cnt[8 * j + k] += (a >> (8 * k)) & 0xFF;
-        v->acc[j] = 0;
-    }
-    v->acc_n = 0;
-}
-
-/* Adds plane p, each bit counting `1 << shift`, into the byte counters. */
-static inline void fp_vote_plane(fp_vote *v, uint64_t p, unsigned shift)
-{
-    for (unsigned j = 0; j < 8; j++)
-        v->acc[j] += fp_spread[(p >> (8 * j)) & 0xFF] << shift;
-}
-
-/* Adds one hash on its own (the group's leftovers). */
-static void fp_vote_one(fp_vote *v, uint64_t h)
-{
-    if (v->acc_n + 1 > 255)
-        fp_vote_flush(v);
-    fp_vote_plane(v, h, 0);
-    v->acc_n++;
-}
-
-/* Adds the 8 grouped hashes: a bit-sliced adder turns them into the 4 bit planes of
- * their per-bit counts (0..8), and 32 table lookups add those, where adding the
- * hashes one by one takes 64. */
-static void fp_vote_group(fp_vote *v)
-{
-    const uint64_t *g = v->grp;
-    uint64_t l[4], h[4];                    /* 2-bit sums of pairs */
-    for (unsigned i = 0; i < 4; i++) {
-        l[i] = g[2 * i] ^ g[2 * i + 1];
-        h[i] = g[2 * i] & g[2 * i + 1];
-    }
-    uint64_t q[2][3];                       /* 3-bit sums of quads */
-    for (unsigned i = 0; i < 2; i++) {
-        uint64_t a0 = l[2 * i], a1 = h[2 * i], b0 = l[2 * i + 1], b1 = h[2 * i + 1];
-        uint64_t c0 = a0 & b0;
-        q[i][0] = a0 ^ b0;
-        q[i][1] = a1 ^ b1 ^ c0;
-        q[i][2] = (a1 & b1) | (c0 & (a1 ^ b1));
-    }
-    uint64_t c0 = q[0][0] & q[1][0];        /* the 4-bit sum of all eight */
-    uint64_t s1 = q[0][1] ^ q[1][1] ^ c0;
-    uint64_t c1 = (q[0][1] & q[1][1]) | (c0 & (q[0][1] ^ q[1][1]));
-    uint64_t s2 = q[0][2] ^ q[1][2] ^ c1;
-    uint64_t s3 = (q[0][2] & q[1][2]) | (c1 & (q[0][2] ^ q[1][2]));
-    if (v->acc_n + 8 > 255)
-        fp_vote_flush(v);
-    fp_vote_plane(v, q[0][0] ^ q[1][0], 0);
-    fp_vote_plane(v, s1, 1);
-    fp_vote_plane(v, s2, 2);
-    fp_vote_plane(v, s3, 3);
-    v->acc_n += 8;
-    v->ngrp = 0;
-}
-
-static inline void fp_vote_add(fp_vote *v, uint64_t h)
-{
-    v->grp[v->ngrp++] = h;
-    v->n++;
-    if (v->ngrp == 8)
-        fp_vote_group(v);
-}
-
-/* Every vote of v into cnt[] (v->n hashes in all). */
-static void fp_vote_settle(fp_vote *v)
-{
-    for (unsigned i = 0; i < v->ngrp; i++)
-        fp_vote_one(v, v->grp[i]);
-    v->ngrp = 0;
-    fp_vote_flush(v);
-}
-
-/* The voted fingerprint: bit i set when more than half of the hashes had it set. */
-static uint64_t fp_vote_result(fp_vote *v)
-{
-    fp_vote_settle(v);
-    uint64_t r = 0;
-    for (unsigned i = 0; i < 64; i++)
-        if (v->cnt[i] > v->n - v->cnt[i])
-            r |= (uint64_t)1 << i;
-    return r;
-}
-
-/* v4's weighted vote: v's hashes weigh FP_V4_W_TEXT, bp's FP_V4_W_BP; bit i is set when the
- * weighted sum of hashes with it set exceeds that of hashes with it unset. */
-static uint64_t fp_vote_result_v4(fp_vote *v, fp_vote *bp)
-{
-    fp_vote_settle(v);
-    fp_vote_settle(bp);
-    uint64_t r = 0;
-    for (unsigned i = 0; i < 64; i++) {
-        int64_t sum = FP_V4_W_TEXT * (2 * (int64_t)v->cnt[i] - (int64_t)v->n) +
-                      FP_V4_W_BP * (2 * (int64_t)bp->cnt[i] - (int64_t)bp->n);
-        if (sum > 0)
-            r |= (uint64_t)1 << i;
-    }
-    return r;
-}
-
-/* Adds the votes of src into dst (the counts add up: the order of votes never
- * matters). */
-static void fp_vote_merge(fp_vote *dst, const fp_vote *src)
-{
-    for (unsigned i = 0; i < src->ngrp; i++) {
-        dst->grp[dst->ngrp++] = src->grp[i];
-        if (dst->ngrp == 8)
-            fp_vote_group(dst);
-    }
-    if (!src->fresh) {        /* src flushed counts into cnt */
-        if (dst->fresh) {
-            memset(dst->cnt, 0, sizeof dst->cnt);
-            dst->fresh = 0;
-        }
-        for (unsigned i = 0; i < 64; i++)
-            dst->cnt[i] += src->cnt[i];
-    }
-    if (dst->acc_n + src->acc_n > 255)
-        fp_vote_flush(dst);
-    for (unsigned j = 0; j < 8; j++)
-        dst->acc[j] += src->acc[j];
-    dst->acc_n += src->acc_n;
-    dst->n += src->n;
-}
-
-uint64_t fp_compute(const uint64_t *hashes, size_t n)
-{
-    fp_vote v;
-    fp_vote_init(&v);
-    for (size_t i = 0; i < n; i++)
-        fp_vote_add(&v, hashes[i]);
-    return fp_vote_result(&v);
-}
-
-uint64_t fp_compute_weighted(const uint64_t *hashes, const int64_t *weights, size_t n)
-{
-    /* 128-bit sums: n * |weight| cannot overflow them. */
-    __int128 sum[64];
-    memset(sum, 0, sizeof sum);
-    for (size_t j = 0; j < n; j++) {
-        uint64_t h = hashes[j];
-        __int128 w = weights[j];
-        for (unsigned i = 0; i < 64; i++)
-            sum[i] += ((h >> i) & 1) ? w : -w;
-    }
-    uint64_t r = 0;
-    for (unsigned i = 0; i < 64; i++)
-        if (sum[i] > 0)
-            r |= (uint64_t)1 << i;
-    return r;
-}
-
 /* ---- Token hashes ---- */
 
 #define FP_TOKBUF 256         /* token bytes buffered before hashing goes streaming */
@@ -444,8 +249,8 @@ static void fp_state_init(fp_state *s, const fp_params *p)
     s->bp_prev = 0;
     s->kg_cb = NULL;
     s->kg_arg = NULL;
-    fp_vote_init(&s->vote);
-    fp_vote_init(&s->bvote);
+    fpvote_init(&s->vote);
+    fpvote_init(&s->bvote);
 }
 
 /* v2: the features a token completes, one per n-gram order in s->orders; the ring's
@@ -469,9 +274,9 @@ static inline void fp_push_orders(fp_state *s, uint64_t th, unsigned pos)
         if (!(s->orders & (1u << (o - 1))) || s->ntok < o)
             continue;
         if (o == 1)
-            fp_vote_add(uni, th);
+            fpvote_add(uni, th);
         else
-            fp_vote_add(multi, XXH3_64bits(&s->ring[pos + w - o], 8 * (size_t)o));
+            fpvote_add(multi, XXH3_64bits(&s->ring[pos + w - o], 8 * (size_t)o));
     }
 }
 
@@ -488,34 +293,70 @@ static inline unsigned fp_ring_push(fp_state *s, uint64_t th)
     return pos;
 }
 
+/* v4's bigram and K-gram hashes, XXH3-64 of 2 and K little-endian token hashes, each
+ * compiled for its one length: inlined into the tokenizer, which has grown too large
+ * for gcc to inline them itself, the calls went to XXH3's generic entry. */
+__attribute__((flatten)) static uint64_t fp_v4_bigram_hash(const uint64_t *ring)
+{
+    return XXH3_64bits(ring, 16);
+}
+
+__attribute__((flatten)) static uint64_t fp_v4_kgram_hash(const uint64_t *ring)
+{
+    return XXH3_64bits(ring, 8 * FPBP_K);
+}
+
 /* v4: token j, in ring slot `slot` (the token before it in slot - 1), votes its
  * unigram, and its bigram when j > 0, into bvote when boilerplate (inside a table
  * K-gram: one ends after j, and none can end later than bp_end) else into vote. A
  * bigram is boilerplate when both its tokens are. */
-static void fp_v4_settle(fp_state *s, uint64_t j, unsigned slot)
+static inline void fp_v4_settle(fp_state *s, uint64_t j, unsigned slot)
 {
+    fp_vote *text = &s->vote, *bpv = &s->bvote;
+    if (s->span && j >= s->span->base + FPSPAN_HEAD - FPBP_K + 1) {
+        text = &s->span->vote;      /* its K-grams and bigram lie inside the span */
+        bpv = &s->span->bvote;
+    }
     int bp = s->bp_end > j;
-    fp_vote_add(bp ? &s->bvote : &s->vote, fp_le64(s->ring[slot]));
+    fpvote_add(bp ? bpv : text, fp_le64(s->ring[slot]));
     if (j > 0)
-        fp_vote_add(bp && s->bp_prev ? &s->bvote : &s->vote,
-                    XXH3_64bits(&s->ring[slot - 1], 16));
+        fpvote_add(bp && s->bp_prev ? bpv : text, fp_v4_bigram_hash(&s->ring[slot - 1]));
     s->bp_prev = bp;
 }
 
-/* v4: a token arrives. The K-gram it ends is looked up in the table; the token K - 1
- * back, whose K-grams have now all been read, votes (the vote trails the text by
- * K - 1 tokens; fp_v4_finish votes the rest). */
-static void fp_push_v4(fp_state *s, uint64_t th)
+/* v4: the K-gram ending at the token just pushed (ring slot pos - 1) is in the table
+ * or not; the token K - 1 back, whose K-grams have now all been read, votes (the vote
+ * trails the text by K - 1 tokens; fp_v4_finish votes the rest). */
+static inline void fp_v4_kgram(fp_state *s, int hit, unsigned pos)
+{
+    if (hit) {
+        s->bp_end = s->ntok;
+        fp_span *sp = s->span;
+        if (sp && s->ntok >= sp->base + FPBP_K) {       /* the K-gram is the span's */
+            uint64_t l = s->ntok - 1 - sp->base;
+            if (l < FPSPAN_HEAD)
+                sp->head_hits |= 1u << (l - (FPBP_K - 1));
+            sp->hit_end = l + 1;
+        }
+    }
+    fp_v4_settle(s, s->ntok - FPBP_K, pos + 1);
+}
+
+/* v4: a token arrives; the K-gram it ends is looked up in the table. */
+static inline void fp_push_v4(fp_state *s, uint64_t th)
 {
     unsigned pos = fp_ring_push(s, th);
+    fp_span *sp = s->span;
+    if (sp && s->ntok - 1 - sp->base < FPSPAN_HEAD)
+        sp->head[s->ntok - 1 - sp->base] = th;
     if (s->ntok < FPBP_K)
         return;
-    uint64_t kg = XXH3_64bits(&s->ring[pos + 1], 8 * FPBP_K);
+    uint64_t kg = fp_v4_kgram_hash(&s->ring[pos + 1]);
+    if (s->bp_end + 1 == s->ntok)       /* the last K-gram was boilerplate: so is this */
+        fpbp_prefetch(kg);              /* one most likely, its slots are read anyway */
     if (s->kg_cb)
         s->kg_cb(kg, s->kg_arg);
-    if (fpbp_has(kg))
-        s->bp_end = s->ntok;
-    fp_v4_settle(s, s->ntok - FPBP_K, pos + 1);
+    fp_v4_kgram(s, fpbp_has(kg), pos);
 }
 
 /* v4 at the end of the text: the last K - 1 tokens (or fewer) vote. */
@@ -537,14 +378,14 @@ static inline void fp_push_hash(fp_state *s, uint64_t th)
     }
     if (w == 1) {
         s->ntok++;
-        fp_vote_add(&s->vote, th);
+        fpvote_add(&s->vote, th);
         return;
     }
     unsigned pos = fp_ring_push(s, th);
     if (s->orders)
         fp_push_orders(s, th, pos);
     else if (s->ntok >= w)
-        fp_vote_add(&s->vote, XXH3_64bits(&s->ring[pos], 8 * (size_t)w));
+        fpvote_add(&s->vote, XXH3_64bits(&s->ring[pos], 8 * (size_t)w));
 }
 
 /* tok[0..tl) is full and the token goes on: feed it to the streaming hash. */
@@ -765,13 +606,13 @@ static uint64_t fp_finish(fp_state *s)
     fpspan_end(s);
     if (s->version == FP_V4) {
         fp_v4_finish(s);
-        return fp_vote_result_v4(&s->vote, &s->bvote);
+        return fpvote_result_v4(&s->vote, &s->bvote);
     }
     /* fewer tokens than the smallest feature needs: one feature of all of them */
     unsigned least = s->orders ? (unsigned)__builtin_ctz(s->orders) + 1 : s->window;
     if (s->ntok > 0 && s->ntok < least)
-        fp_vote_add(&s->vote, XXH3_64bits(s->ring, 8 * (size_t)s->ntok));
-    return fp_vote_result(&s->vote);
+        fpvote_add(&s->vote, XXH3_64bits(s->ring, 8 * (size_t)s->ntok));
+    return fpvote_result(&s->vote);
 }
 
 /* ---- Settings ---- */
@@ -957,38 +798,95 @@ static int fp_between_tokens(const fp_state *s)
 int fpspan_begin(fp_state *s, fp_span *sp)
 {
     fpspan_end(s);
-    if (s->orders != FP_V2_ORDERS || s->version == FP_V4 || !fp_between_tokens(s))
+    if (s->orders != FP_V2_ORDERS || !fp_between_tokens(s))
         return -1;
-    fp_vote_begin(&sp->vote);
+    fpvote_begin(&sp->vote);
     sp->first = sp->last = 0;
     sp->ntok = 0;
+    sp->v4 = s->version == FP_V4;
+    if (sp->v4) {
+        fpvote_begin(&sp->bvote);
+        sp->base = s->ntok;
+        sp->head_hits = 0;
+        sp->hit_end = 0;
+    }
     s->span = sp;
     return 0;
 }
 
+/* v4: the rest of what a span keeps, once its tokens are read. */
+static void fpspan_end_v4(fp_state *s, fp_span *sp)
+{
+    fpvote_merge(&s->bvote, &sp->bvote);
+    sp->ntok = s->ntok - sp->base;
+    for (unsigned i = 0; i < s->window; i++)
+        sp->tail[i] = s->ring[s->ring_pos + i];
+    sp->tail_bp = s->bp_prev;
+}
+
 int fpspan_end(fp_state *s)
 {
-    if (s->span == NULL)
+    fp_span *sp = s->span;
+    if (sp == NULL)
         return -1;
-    fp_vote_merge(&s->vote, &s->span->vote);
+    fpvote_merge(&s->vote, &sp->vote);
+    if (sp->v4)
+        fpspan_end_v4(s, sp);
     s->span = NULL;
     return fp_between_tokens(s) ? 0 : -1;
 }
 
+/* v4: the span's tokens into t. The first K - 1 are pushed (the K-grams they end
+ * reach back into t's text), the next K with the table's answers the span kept; they
+ * vote the span's first FPSPAN_HEAD - K + 1 tokens. The recorded vote has the tokens
+ * after those up to ntok - K; the last K + 1 hashes become t's ring, and the last
+ * K - 1 tokens vote later, as after reading the text. */
+static void fpspan_replay_v4(fp_state *t, const fp_span *sp)
+{
+    if (sp->ntok <= FPSPAN_HEAD) {      /* short: every token pushed */
+        for (uint64_t l = 0; l < sp->ntok; l++)
+            fp_push_v4(t, sp->head[l]);
+        return;
+    }
+    uint64_t base = t->ntok;
+    for (unsigned l = 0; l < FPSPAN_HEAD; l++) {
+        if (l < FPBP_K - 1) {
+            fp_push_v4(t, sp->head[l]);
+            continue;
+        }
+        unsigned pos = fp_ring_push(t, sp->head[l]);
+        fp_v4_kgram(t, (sp->head_hits >> (l - (FPBP_K - 1))) & 1, pos);
+    }
+    fpvote_merge(&t->vote, &sp->vote);
+    fpvote_merge(&t->bvote, &sp->bvote);
+    if (sp->hit_end > FPSPAN_HEAD)
+        t->bp_end = base + sp->hit_end;
+    t->bp_prev = sp->tail_bp;
+    t->ntok = base + sp->ntok;
+    t->ring_pos = 0;
+    for (unsigned i = 0; i < t->window; i++)
+        t->ring[i] = t->ring[i + t->window] = sp->tail[i];
+}
+
 int fpspan_replay(fp_state *t, const fp_span *sp)
 {
-    if (t->orders != FP_V2_ORDERS || t->version == FP_V4 || t->span || !fp_between_tokens(t))
+    if (t->orders != FP_V2_ORDERS || (t->version == FP_V4) != sp->v4 || t->span ||
+        !fp_between_tokens(t))
         return -1;
+    if (sp->v4) {
+        fpspan_replay_v4(t, sp);
+        return 0;
+    }
     if (sp->ntok == 0)
         return 0;
     unsigned pos = fp_ring_push(t, sp->first);
     if (t->ntok >= 2)       /* the bigram from t's last token to the span's first */
-        fp_vote_add(&t->vote, XXH3_64bits(&t->ring[pos + t->window - 2], 16));
+        fpvote_add(&t->vote, XXH3_64bits(&t->ring[pos + t->window - 2], 16));
     if (sp->ntok >= 2) {
         fp_ring_push(t, sp->last);
         t->ntok += sp->ntok - 2;
     }
-    fp_vote_merge(&t->vote, &sp->vote);
+    fpvote_merge(&t->vote, &sp->vote);
     return 0;
 }
 

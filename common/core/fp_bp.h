@@ -18,14 +18,44 @@
 #define FP_V4_W_TEXT 2        /* weight of a feature of other text */
 #define FP_V4_W_BP 1          /* weight of a feature of boilerplate */
 
-/* Whether the K-gram hash h is in the table (binary search in its bucket of the
- * sorted array). */
-int fpbp_has(uint64_t h);
+/* The lookup structures: a filter of 64-bit words beside the table (bptable.py writes
+ * it with the same constants) in which every entry sets FPBP_FILTER_K bits, all in the
+ * word its low bits name: one cache line read turns away about 98.8% of the K-grams
+ * of ordinary text; then the table in hash slots by the top FPBP_SLOT_BITS bits
+ * (fp_bp.c), usually one more cache line. */
+#define FPBP_FILTER_MASK 8191u
+#define FPBP_FILTER_SHIFT 13  /* the bits' numbers: 6 bits each, from bit 13 on */
+#define FPBP_FILTER_K 3
+#define FPBP_SLOT_BITS 16     /* 512 KiB of slots, 60% full */
+#define FPBP_SLOT_TAIL 256    /* slots past the last home slot (runs go on there) */
+extern const uint64_t fpbp_filter[FPBP_FILTER_MASK + 1];
+extern uint64_t fpbp_slots[(1u << FPBP_SLOT_BITS) + FPBP_SLOT_TAIL];
+
+/* Whether the K-gram hash h is in the table: the scan of its slots. */
+int fpbp_find(uint64_t h);
+
+/* Whether h is in the table: the filter first. */
+static inline int fpbp_has(uint64_t h)
+{
+    uint64_t w = fpbp_filter[h & FPBP_FILTER_MASK], x = h >> FPBP_FILTER_SHIFT;
+    _Static_assert(FPBP_FILTER_K == 3, "three bits a word");
+    return ((w >> (x & 63)) & (w >> ((x >> 6) & 63)) & (w >> ((x >> 12) & 63)) & 1) &&
+           fpbp_find(h);
+}
+
+/* Starts reading h's slots into the cache (inside boilerplate, where the filter
+ * passes nearly every K-gram, so that the two reads overlap). */
+static inline void fpbp_prefetch(uint64_t h)
+{
+    __builtin_prefetch(&fpbp_slots[h >> (64 - FPBP_SLOT_BITS)]);
+}
+
 /* Entries and version of the table (fp_bp_table.inc: 39,619 sorted hashes, 310 KiB,
- * with a bucket index of 16 KiB and a bit filter of 64 KiB that turn most lookups
- * away in one bit test). */
+ * and its filter of 64 KiB). */
 size_t fpbp_table_size(void);
 unsigned fpbp_table_version(void);
+/* Entry i of the sorted table (i < fpbp_table_size(); 0 past its end): for tests. */
+uint64_t fpbp_table_at(size_t i);
 
 /* cb gets the hash of every K-gram of text as v4 computes it (v2's tokens; the
  * XXH3-64 of K little-endian token hashes), in order, repeats included: what the

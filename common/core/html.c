@@ -3,10 +3,11 @@
  * from a BOM or <meta>, converted with iconv) delivers elements and text; this file
  * decides what is text: no script, style, noscript, template, svg, head (the title
  * optionally), comments or attributes; block elements separate words, inline ones
- * do not. With algorithm v3 the same text also goes through main-content extraction
- * (html_main.c) into two more fingerprint states, and the page's fingerprint is the
- * tier hmain_finish names; a kept block reaches them as the features the all-text
- * state recorded for it (fp_span.h), not as text tokenized again. docs/fingerprint.md
+ * do not. With algorithms v3 and v4 the same text also goes through main-content
+ * extraction (html_main.c) into two more fingerprint states, and the page's
+ * fingerprint is the tier hmain_finish names; a kept block reaches them as the
+ * features the all-text state recorded for it (fp_span.h), not as text tokenized
+ * again. docs/fingerprint.md
  * "HTML" has the rules and why libxml2. */
 #include <pthread.h>
 #include <stddef.h>

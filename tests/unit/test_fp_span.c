@@ -4,8 +4,10 @@
  * fingerprints the text as before, and replaying the spans of any subset of the
  * blocks into another state gives exactly the fingerprint of those blocks' text fed
  * to it, for random texts (ASCII, non-ASCII, CJK, long blocks past the vote's byte
- * counters, empty and separator-only blocks), mixed with text fed directly; and the
- * refusals (a token in progress, a v1 state). */
+ * counters, empty and separator-only blocks), mixed with text fed directly, for v2
+ * and for v4 (blocks with sentences of its boilerplate table, so that table K-grams
+ * end inside blocks, at their edges and across them); and the refusals (a token in
+ * progress, a v1 state, a span of another algorithm). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,18 +22,26 @@
 #define TESTUTIL_SEED 0x5eed5ba115ULL
 #include "testutil.h"
 
-static const fp_params V2 = {FP_V2, 0};
+static const fp_params V2 = {FP_V2, 0}, V4 = {FP_V4, 0};
 
 #define NBLK 24
 #define BLKMAX 6000
 
-/* Random words from a small vocabulary (so that features repeat), separators and
- * non-ASCII units. */
+/* Words of v4's boilerplate table: every 6 consecutive words here are a table K-gram
+ * (test_fp_v4's sentences). */
+#define BOILER "This program is free software; you can redistribute it and/or modify it " \
+    "under the terms of the GNU General Public License as published by the Free " \
+    "Software Foundation; either version 2 of the License, or (at your option) any " \
+    "later version. "
+
+/* Random words from a small vocabulary (so that features repeat), separators,
+ * non-ASCII units and pieces of boilerplate. */
 static size_t random_block(char *b, size_t cap)
 {
     static const char *const units[] = {
         "the", "Quick", "fox", "über", "日本", "語", "ДОМ", "x", "12", " ", " ", "\n", ",",
-        "\xc2\xad", "naïve", "IBM", "a", " ", " ", " ",
+        "\xc2\xad", "naïve", "IBM", "a", " ", " ", " ", BOILER, "the GNU General Public ",
+        "License as published by the Free Software ", "either version 2 ",
     };
     size_t kind = rnd() % 8, n = 0;
     size_t want = kind == 0 ? 0 : kind == 1 ? 1 + rnd() % 4 : kind < 6 ? rnd() % 300
@@ -53,14 +63,13 @@ static void feed_block(fp_state *s, const char *b, size_t n)
     fp_state_update(s, "\n", 1);
 }
 
-static void test_replay_matches_text(void **state)
+static void replay_matches_text(const fp_params *alg)
 {
-    (void)state;
     static char blk[NBLK][BLKMAX];
     static fp_span spans[NBLK];
     size_t len[NBLK];
-    fp_state *all = fp_state_new_p(&V2), *rep = fp_state_new_p(&V2), *txt = fp_state_new_p(&V2);
-    fp_state *one = fp_state_new_p(&V2);
+    fp_state *all = fp_state_new_p(alg), *rep = fp_state_new_p(alg), *txt = fp_state_new_p(alg);
+    fp_state *one = fp_state_new_p(alg);
     assert_true(all && rep && txt && one);
     unsigned rounds = light() ? 40 : 400;
     for (unsigned r = 0; r < rounds; r++) {
@@ -97,6 +106,18 @@ static void test_replay_matches_text(void **state)
     fp_state_free(one);
 }
 
+static void test_replay_matches_text(void **state)
+{
+    (void)state;
+    replay_matches_text(&V2);
+}
+
+static void test_replay_matches_text_v4(void **state)
+{
+    (void)state;
+    replay_matches_text(&V4);
+}
+
 static void test_refusals(void **state)
 {
     (void)state;
@@ -129,12 +150,26 @@ static void test_refusals(void **state)
     fp_state_free(s);
     fp_state_free(t);
     fp_state_free(o);
+    /* a v4 span replays into v4 states only, a v2 span into v2/v3 states only */
+    fp_params v3 = {FP_V3, 0};
+    fp_state *s4 = fp_state_new_p(&V4), *t3 = fp_state_new_p(&v3), *t4 = fp_state_new_p(&V4);
+    assert_true(s4 && t3 && t4);
+    assert_int_equal(fpspan_begin(s4, &sp), 0);
+    feed_block(s4, BOILER BOILER, strlen(BOILER BOILER));
+    assert_int_equal(fpspan_end(s4), 0);
+    assert_int_equal(fpspan_replay(t3, &sp), -1);
+    assert_int_equal(fpspan_replay(t4, &sp), 0);
+    assert_true(fp_state_final(t4) == fp_text_p(BOILER BOILER "\n", strlen(BOILER) * 2 + 1, &V4));
+    fp_state_free(s4);
+    fp_state_free(t3);
+    fp_state_free(t4);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_replay_matches_text),
+        cmocka_unit_test(test_replay_matches_text_v4),
         cmocka_unit_test(test_refusals),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
