@@ -21,6 +21,12 @@
 # daemons' user + system CPU per stored fingerprint), per-command Redis calls and time per
 # fingerprint (INFO commandstats), and load_failed (pairs the deployment
 # refused: the first error is logged, and the rate counts only the pairs stored).
+#   online      after each load of the test build, BENCH_ONLINE_N (20000; 0: none)
+#               one-pair SIMHASH.ADDs of new fingerprints (bench-dist_load sys-ingest
+#               on BENCH_ONLINE_CONNS (8) connections, each 32 deep: many crawler clients)
+#               through a coordinator with merge-adds yes and one with merge-adds no,
+#               in turn: rates, script calls per fingerprint, and the medians' ratios
+#               to each other and to the raw ingest rate
 # Environment: SIMHASH_BIN (default build/bin), BENCH_BASE_BIN (unset), BENCH_N
 # (100000), BENCH_ROUNDS (3), BENCH_LAYOUTS ("2 3"), BENCH_SECONDS (10),
 # BENCH_BLOCKS/BENCH_DISTANCE (6/3), BENCH_RAW (1; 0 skips the raw rates).
@@ -37,6 +43,8 @@ SECS=${BENCH_SECONDS:-10}
 M=${BENCH_BLOCKS:-6}
 K=${BENCH_DISTANCE:-3}
 export TH_DAEMON_SECS=${BENCH_DAEMON_SECS:-7200}
+ONLINE_N=${BENCH_ONLINE_N:-20000}
+ONLINE_CONNS=${BENCH_ONLINE_CONNS:-8}
 TEST_BIN=$TH_BIN
 BUILDS="test"
 [ -n "${BENCH_BASE_BIN:-}" ] && BUILDS="base test"
@@ -110,6 +118,42 @@ raw_round() {
     esac
 }
 
+# online LAYOUT R SHARD_PID: one-pair SIMHASH.ADDs of new fingerprints (bench-dist_load
+# sys-ingest on BENCH_ONLINE_CONNS connections at once, each pipelining 32, the
+# coordinator's max-inflight-client: many crawler clients) into the corpus the load made, through a coordinator with merge-adds yes
+# and one with merge-adds no, in turn (order alternating by round); rates and script
+# calls per fingerprint
+online() {
+    local l=$1 r=$2 m order=(yes no) off=$((200000000 + r * 2 * ONLINE_N))
+    [ $((r % 2)) = 0 ] && order=(no yes)
+    for m in "${order[@]}"; do
+        th_start_coord "coord-online-$m-l$l-$r" "$M" "$K" 10000 "127.0.0.1:$TH_SHARD_PORT" "" --merge-adds "$m"
+        local ocpid=$TH_COORD_PID ocport=$TH_COORD_PORT
+        rcli config resetstat >/dev/null
+        local c per=$((ONLINE_N / ONLINE_CONNS)) pids=() t0 t1
+        t0=$(now)
+        for c in $(seq 1 "$ONLINE_CONNS"); do
+            timeout 3600 "$TEST_BIN/bench-dist_load" sys-ingest --port "$ocport" --blocks "$M" \
+                --distance "$K" --seed 5 --offset $((off + (c - 1) * per)) --count "$per" \
+                --seconds 3600 --depth 32 >"$TH_DIR/online-$m-$l-$r-$c.out" &
+            pids+=($!)
+        done
+        for c in "${pids[@]}"; do wait "$c" || th_fail "bench-dist_load sys-ingest (merge-adds $m)"; done
+        t1=$(now)
+        cat "$TH_DIR"/online-"$m"-"$l"-"$r"-*.out | grep -q "metric=errors value=0" ||
+            th_fail "sys-ingest errors (merge-adds $m): $(cat "$TH_DIR"/online-"$m"-"$l"-"$r"-*.out)"
+        off=$((off + ONLINE_N))
+        local rate scripts
+        rate=$(python3 -c "print(round($per * $ONLINE_CONNS / ($t1 - $t0), 1))")
+        echo "$rate" >>"$TH_DIR/online-$m-$l"
+        emit test "$l" "online_merge_${m}_fp_per_s" "$rate"
+        scripts=$(rcli info commandstats | sed -n 's/^cmdstat_eval\(sha\)*:calls=\([0-9]*\),.*/\2/p' |
+            python3 -c "import sys; print(round(sum(int(x) for x in sys.stdin) / $ONLINE_N, 2))")
+        emit test "$l" "online_merge_${m}_script_calls_per_fp" "$scripts"
+        th_stop "$ocpid"
+    done
+}
+
 # load_round BUILD LAYOUT R: `simhash load` into a fresh deployment; prints fp/s
 load_round() {
     local b=$1 l=$2 r=$3 bin t0 t1 out
@@ -160,6 +204,7 @@ print(round((int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK') * 1e6 / ($N - $
             emit "$b" "$l" "calls_per_fp_$c" "$(python3 -c "print(round($n / ($N - $failed), 3))")"
             emit "$b" "$l" "redis_us_per_fp_$c" "$(python3 -c "print(round($us / ($N - $failed), 1))")"
         done
+    [ "$b" = test ] && [ "$ONLINE_N" -gt 0 ] && online "$l" "$r" "$spid"
     th_stop "$cpid"
     th_stop "$spid"
     th_stop "$rpid"
@@ -204,6 +249,18 @@ for l in ${BENCH_LAYOUTS:-2 3}; do
             fi
         fi
     done
+    if [ "$ONLINE_N" -gt 0 ]; then
+        my=$(median $(cat "$TH_DIR/online-yes-$l")) mn=$(median $(cat "$TH_DIR/online-no-$l"))
+        emit test "$l" median_online_merge_yes_fp_per_s "$my"
+        emit test "$l" median_online_merge_no_fp_per_s "$mn"
+        emit test "$l" online_merge_yes_over_no "$(ratio "$my" "$mn")"
+        if [ "${BENCH_RAW:-1}" = 1 ]; then
+            emit test "$l" online_merge_yes_over_raw_ingest "$(ratio "$my" "$mri")"
+            [ "$l" != 2 ] && [ -s "$TH_DIR/raw-ingest-$l" ] &&
+                emit test "$l" online_merge_yes_over_raw_ingest_same_layout \
+                    "$(ratio "$my" "$(median $(cat "$TH_DIR/raw-ingest-$l"))")"
+        fi
+    fi
     if [ -n "${BENCH_BASE_BIN:-}" ]; then
         emit test "$l" test_over_base "$(ratio "$(median $(cat "$TH_DIR"/rate-test-l"$l"-*))" \
             "$(median $(cat "$TH_DIR"/rate-base-l"$l"-*))")"
