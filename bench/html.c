@@ -3,7 +3,15 @@
  * visible text; and v4, v3's extraction with v4's text weights) on real pages, side
  * by side with the text path on the same bytes (fp_text_p, the pages read as text)
  * in the same process, and libxml2's HTML push parser alone (the same options and 64 KiB blocks, a SAX handler with no
- * callbacks): the ceiling any HTML path built on that parser can reach.
+ * callbacks): the ceiling any HTML path built on that parser can reach; and the
+ * parser with the callbacks html.c registers doing nothing but count bytes
+ * (`sax_empty`): what libxml2's callback machinery itself costs on the pages, the
+ * floor under any fingerprint made from SAX events; and the text path (v3, v4) on
+ * each page's visible text alone (`visible_text`, `visible_text_v4`: gathered before
+ * the runs), the tokenizing and voting an HTML path cannot avoid. The sum of
+ * sax_empty and visible_text is the floor of the default HTML path
+ * (`floor_v3_vs_parser_only_cpu`: extraction, the block spans and the other tiers
+ * cost more on top).
  *
  * usage: bench-html [--runs R] LIST
  * LIST names one HTML file per line ("-": stdin). The pages are loaded into memory
@@ -25,7 +33,40 @@
 typedef struct bh_page {
     char *data;
     size_t len;
+    char *text;               /* the visible text (all of it, blocks ended by "\n") */
+    size_t tlen, tcap;
 } bh_page;
+
+/* fp_html_sink: appends to the page's visible text (dropped when out of memory:
+ * the page's text is then shorter, the same in every run). */
+static void bh_gather(void *arg, unsigned tiers, const char *text, size_t len)
+{
+    bh_page *pg = arg;
+    (void)tiers;
+    if (pg->tlen + len > pg->tcap) {
+        size_t cap = pg->tcap ? 2 * pg->tcap : 4096;
+        while (cap < pg->tlen + len)
+            cap *= 2;
+        char *t = realloc(pg->text, cap);
+        if (t == NULL)
+            return;
+        pg->text = t;
+        pg->tcap = cap;
+    }
+    memcpy(pg->text + pg->tlen, text, len);
+    pg->tlen += len;
+}
+
+/* The page's visible text into pg->text, as the HTML path sees it. */
+static void bh_visible_text(bh_page *pg)
+{
+    fp_html *h = fp_html_new_sink(FP_HTML_ALL_TEXT, bh_gather, pg);
+    if (h == NULL)
+        return;
+    fp_html_update(h, pg->data, pg->len);
+    fp_html_final(h, NULL);
+    fp_html_free(h);
+}
 
 static char *bh_read(const char *path, size_t *len)
 {
@@ -54,12 +95,44 @@ static char *bh_read(const char *path, size_t *len)
     return b;
 }
 
-/* libxml2 alone: the page through the push parser with no SAX callbacks, in the
- * blocks common/core/html.c uses. Returns 0, or -1 when the parser fails. */
-static int bh_parse_only(const char *data, size_t len)
+/* ---- The sax_empty path: html.c's callbacks, doing nothing but count ---- */
+
+static void bh_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
+{
+    (void)name;
+    (void)atts;
+    (*(uint64_t *)ctx)++;
+}
+
+static void bh_on_end(void *ctx, const xmlChar *name)
+{
+    (void)name;
+    (*(uint64_t *)ctx)++;
+}
+
+static void bh_on_text(void *ctx, const xmlChar *s, int len)
+{
+    (void)s;
+    *(uint64_t *)ctx += (uint64_t)len;
+}
+
+/* The callbacks common/core/html.c registers (html_sax), each only counting. */
+static htmlSAXHandler bh_sax_count = {
+    .startElement = bh_on_start,
+    .endElement = bh_on_end,
+    .characters = bh_on_text,
+    .cdataBlock = bh_on_text,
+    .ignorableWhitespace = bh_on_text,
+};
+
+/* libxml2 alone: the page through the push parser with SAX handler sax (no
+ * callbacks when NULL), in the blocks common/core/html.c uses. Returns the events
+ * and text bytes counted, or -1 when the parser fails. */
+static int64_t bh_parse_only(const char *data, size_t len, htmlSAXHandler *sax)
 {
     static htmlSAXHandler none;     /* every callback NULL */
-    htmlParserCtxtPtr c = htmlCreatePushParserCtxt(&none, NULL, NULL, 0, NULL,
+    uint64_t count = 0;
+    htmlParserCtxtPtr c = htmlCreatePushParserCtxt(sax ? sax : &none, &count, NULL, 0, NULL,
                                                    XML_CHAR_ENCODING_NONE);
     if (c == NULL)
         return -1;
@@ -72,7 +145,7 @@ static int bh_parse_only(const char *data, size_t len)
     }
     htmlParseChunk(c, NULL, 0, 1);
     htmlFreeParserCtxt(c);
-    return 0;
+    return (int64_t)count;
 }
 
 static int bh_cmp(const void *a, const void *b)
@@ -126,12 +199,14 @@ int main(int argc, char **argv)
             }
             pages = nps;
         }
+        memset(&pages[np], 0, sizeof pages[np]);
         pages[np].data = bh_read(line, &pages[np].len);
         if (!pages[np].data) {
             fprintf(stderr, "bench-html: %s: cannot read\n", line);
             continue;
         }
         total += pages[np].len;
+        bh_visible_text(&pages[np]);
         np++;
     }
     if (lf != stdin)
@@ -142,11 +217,12 @@ int main(int argc, char **argv)
     }
     double mib = (double)total / 1048576.0;
     printf("# pages=%zu bytes=%zu runs=%u\n", np, total, runs);
-    static const char *const names[5] = { "html", "text", "parser_only", "html_v2", "html_v4" };
-    static const fp_params v2 = { FP_V2, 0 }, v4 = { FP_V4, 0 };
-    double cmed[5];
+    static const char *const names[8] = { "html", "text", "parser_only", "html_v2", "html_v4",
+                                          "sax_empty", "visible_text", "visible_text_v4" };
+    static const fp_params v2 = { FP_V2, 0 }, v3 = { FP_V3, 0 }, v4 = { FP_V4, 0 };
+    double cmed[8];
     size_t failed = 0;
-    for (int path = 0; path < 5; path++) {
+    for (int path = 0; path < 8; path++) {
         double wall[101], cpu[101];
         uint64_t sum = 0, first = 0;
         for (unsigned r = 0; r < runs; r++) {
@@ -160,12 +236,16 @@ int main(int argc, char **argv)
                         failed += r == 0;
                 } else if (path == 1) {
                     fp = fp_text_p(pages[i].data, pages[i].len, NULL);
+                } else if (path == 6 || path == 7) {
+                    fp = fp_text_p(pages[i].text ? pages[i].text : "", pages[i].tlen,
+                                   path == 6 ? &v3 : &v4);
                 } else if (path == 3 || path == 4) {
                     if (fp_html_text(pages[i].data, pages[i].len, path == 3 ? &v2 : &v4, 0, &fp,
                                      err, sizeof err))
                         failed += r == 0;
                 } else {
-                    fp = (uint64_t)bh_parse_only(pages[i].data, pages[i].len);
+                    fp = (uint64_t)bh_parse_only(pages[i].data, pages[i].len,
+                                                 path == 5 ? &bh_sax_count : NULL);
                 }
                 sum += fp;
             }
@@ -186,11 +266,16 @@ int main(int argc, char **argv)
     }
     printf("bench=html html_vs_text_cpu=%.2f html_vs_parser_only_cpu=%.2f "
            "html_v2_vs_parser_only_cpu=%.2f html_v4_vs_parser_only_cpu=%.2f "
-           "html_vs_html_v2_cpu=%.2f html_v4_vs_html_cpu=%.2f unreadable_pages=%zu\n",
+           "sax_empty_vs_parser_only_cpu=%.2f floor_v3_vs_parser_only_cpu=%.2f "
+           "floor_v4_vs_parser_only_cpu=%.2f html_vs_html_v2_cpu=%.2f html_v4_vs_html_cpu=%.2f "
+           "unreadable_pages=%zu\n",
            cmed[1] / cmed[0], cmed[2] / cmed[0], cmed[2] / cmed[3], cmed[2] / cmed[4],
+           cmed[2] / cmed[5], cmed[2] / (cmed[5] + cmed[6]), cmed[2] / (cmed[5] + cmed[7]),
            cmed[3] / cmed[0], cmed[0] / cmed[4], failed);
-    for (size_t i = 0; i < np; i++)
+    for (size_t i = 0; i < np; i++) {
         free(pages[i].data);
+        free(pages[i].text);
+    }
     free(pages);
     return 0;
 }

@@ -757,6 +757,15 @@ void fp_state_update(fp_state *s, const void *data, size_t len)
     const uint8_t *p = data;
     if (len == 0)
         return;
+    if (len == 1 && s->npend == 0 && p[0] < 0x80 && fp_lower[p[0]] == 0) {
+        /* one ASCII separator (the HTML path's block boundaries and blanks): it ends
+         * the token in progress, as fp_scan would, without fp_scan's setup */
+        if (s->tlen || s->spilled) {
+            fp_end_token(s, s->tlen);
+            s->tlen = 0;
+        }
+        return;
+    }
     if (s->npend) {
         /* finish the sequence split between the two pieces in a small buffer */
         uint8_t tmp[8];

@@ -34,6 +34,7 @@ _Static_assert((int)HMAIN_ALL == (int)FP_HTML_TIER_ALL &&
 #define HTML_CHUNK 65536      /* bytes per htmlParseChunk call */
 #define HTML_MAX_RESTARTS 64  /* documents after </html> read in one call */
 #define HTML_SPANS 64         /* blocks whose features are remembered (a power of 2) */
+#define HTML_TEXTBUF 4096     /* text gathered for fs before it is tokenized */
 
 struct fp_html {
     htmlParserCtxtPtr ctxt;   /* NULL until the first bytes (or after an error) */
@@ -67,10 +68,15 @@ struct fp_html {
     const void *cname[HTML_CACHE];
     uint8_t cclass[HTML_CACHE];
     size_t nacc;
+    size_t ntext;             /* bytes in text[] */
     char err[160];
     /* the buffers last: html_alloc zeroes what comes before them only (their bytes are
      * written before they are read) */
     uint8_t acc[HTML_CHUNK];  /* the page's next block, gathered from the caller's pieces */
+    /* text for fs, gathered from the SAX pieces (often a few bytes each) and tokenized
+     * in one call at the next block boundary, when full, or at the end: the tokenizer
+     * sees the same bytes in fewer, longer pieces (its 32-byte path works on them) */
+    char text[HTML_TEXTBUF];
     uint8_t in[HTML_CHUNK + 4], out[3 * (HTML_CHUNK + 4)];   /* html_feed_block's buffers */
 };
 
@@ -122,10 +128,33 @@ static int html_class(const char *name)
 
 /* ---- SAX callbacks ---- */
 
+/* Tokenizes the text gathered for fs. */
+static void html_fs_flush(fp_html *h)
+{
+    if (h->ntext) {
+        fp_state_update(h->fs, h->text, h->ntext);
+        h->ntext = 0;
+    }
+}
+
+/* Text for fs: gathered, or tokenized at once when it does not fit. */
+static void html_fs_text(fp_html *h, const char *s, size_t n)
+{
+    if (h->ntext + n > HTML_TEXTBUF) {
+        html_fs_flush(h);
+        if (n > HTML_TEXTBUF) {
+            fp_state_update(h->fs, s, n);
+            return;
+        }
+    }
+    memcpy(h->text + h->ntext, s, n);
+    h->ntext += n;
+}
+
 static void html_emit(fp_html *h, const char *s, size_t n)
 {
     if (h->fs)
-        fp_state_update(h->fs, s, n);
+        html_fs_text(h, s, n);
     else
         h->sink(h->arg, FP_HTML_TIER_ALL, s, n);
     if (h->hm)
@@ -144,6 +173,7 @@ static void html_span_open(fp_html *h)
 {
     if (h->spans == NULL)
         return;
+    html_fs_flush(h);
     uint64_t seq = hmain_seq(h->hm);
     size_t i = seq % HTML_SPANS;
     h->span_tag[i] = 0;
@@ -202,9 +232,11 @@ static void html_emit_tiers(void *arg, unsigned tiers, uint64_t seq, const char 
  * before extraction sees the element, which may hand the block over. */
 static void html_boundary(fp_html *h)
 {
-    if (h->fs)
-        fp_state_update(h->fs, "\n", 1);
-    else
+    if (h->fs) {
+        html_fs_text(h, "\n", 1);
+        if (h->spans)
+            html_fs_flush(h);       /* the block's span ends here */
+    } else
         h->sink(h->arg, FP_HTML_TIER_ALL, "\n", 1);
     html_span_close(h);
 }
@@ -618,6 +650,7 @@ static void html_reset(fp_html *h)
     h->nhead = 0;
     h->npend = 0;
     h->nacc = 0;
+    h->ntext = 0;
     h->utf16 = 0;
     h->body = 0;
     memset(h->cname, 0, sizeof h->cname);
@@ -671,6 +704,8 @@ int fp_html_final(fp_html *h, uint64_t *fp)
     }
     if (h->failed)
         rc = -1;
+    if (h->fs)
+        html_fs_flush(h);
     if (h->spans && rc == 0) {      /* the last block's span ends ("\n" changes no
                                        fingerprint at the end of a text) */
         fp_state_update(h->fs, "\n", 1);
