@@ -22,6 +22,9 @@
  *               query's ids (SMEMBERS; layout 2: HGET of its hash field), pipelined
  *   raw-ingest  per fingerprint: one ZADD per table + the SADD (layout 2: HSET),
  *               pipelined
+ *   raw-remove  undoes raw-ingest of the same fingerprints: ZREM per table + SREM
+ *               (layouts 2, 3: HDEL), pipelined (so a raw rate can be measured in a
+ *               live corpus and leave it as it was)
  *   sys-query   SIMHASH.QUERY fp, pipelined
  *   raw-locked  per fingerprint: the lock script (with the id), one ZADD per table,
  *               the unlock script: what the system sends for an ADD, pipelined
@@ -34,7 +37,10 @@
  *   paced-raw   the same schedule, but each query is the Redis commands a worker sends
  *               for it (ZRANGEBYLEX per table + the read of its ids), straight
  *               to Redis: the latency baseline of the same work without our daemons
- *   check       SIMHASH.QUERY of corpus fingerprints must find each at distance 0 */
+ *   check       SIMHASH.QUERY of corpus fingerprints must find each at distance 0
+ * --dirs (layout 3): before the run, read the directory of every (table, shard) from
+ * Redis, so the raw modes use the live buckets of a corpus that has split (without it,
+ * every shard is one bucket, as preload writes). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -61,6 +67,7 @@ typedef struct dl_opts {
     const char *mode, *host, *name, *trace;
     int port;
     unsigned blocks, distance, bucket_bits, layout;
+    int dirs;                 /* --dirs: read layout 3's directories first */
     uint64_t seed, count, offset, corpus, depth;
     double seconds, rate;
 } dl_opts;
@@ -212,6 +219,31 @@ static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
     return n + dl_append_doc(c, fp, id);
 }
 
+/* What dl_append_raw_ingest wrote for fp, removed: ZREM per table, then SREM of the id
+ * (layouts 2 and 3: HDEL of its hash field). Returns the number of commands. */
+static unsigned dl_append_raw_remove(redisContext *c, uint64_t fp, uint64_t id)
+{
+    for (unsigned t = 0; t < ps.ntables; t++) {
+        layout_cmd ec;
+        dl_entry_zadd(t, perm_apply(&ps.tables[t], fp), &ec);
+        const char *argv[3] = {"ZREM", ec.argv[1], ec.argv[3]};
+        size_t lens[3] = {RESP_LITLEN("ZREM"), ec.argvlen[1], ec.argvlen[3]};
+        redisAppendCommandArgv(c, 3, argv, lens);
+    }
+    char doc[32];
+    uint8_t scratch[48];
+    int dlen = dl_doc(doc, id);
+    layout_cmd pc;
+    lay.ops->put_id(&lay, fp, perm_apply(&ps.tables[0], fp), doc, (size_t)dlen, scratch, &pc);
+    if (pc.argc != 4 || (strcmp(pc.argv[0], "HSET") != 0 && strcmp(pc.argv[0], "SADD") != 0))
+        die("raw-remove", "unexpected id write command");
+    int hash = pc.argv[0][0] == 'H';
+    const char *argv[3] = {hash ? "HDEL" : "SREM", pc.argv[1], pc.argv[2]};
+    size_t lens[3] = {4, pc.argvlen[1], pc.argvlen[2]};
+    redisAppendCommandArgv(c, 3, argv, lens);
+    return ps.ntables + 1;
+}
+
 /* The Redis commands a worker sends for one SIMHASH.ADD of a new fingerprint: the
  * lock script (takes fp's lock, SADDs the id), one ZADD per table, the unlock script. */
 static unsigned dl_append_raw_locked(redisContext *c, uint64_t fp, uint64_t id)
@@ -270,7 +302,8 @@ static void dl_read_one(redisContext *c, dl_stats *st)
 }
 
 /* Runs `count` operations (bounded by opt.seconds) with opt.depth in flight.
- * kind: 0 raw-query, 1 raw-ingest, 2 sys-query, 3 sys-ingest, 4 raw-locked. */
+ * kind: 0 raw-query, 1 raw-ingest, 2 sys-query, 3 sys-ingest, 4 raw-locked,
+ * 5 raw-remove. */
 static dl_stats dl_run(int kind)
 {
     redisContext *c = dl_connect();
@@ -294,7 +327,8 @@ static dl_stats dl_run(int kind)
                 idx = opt.offset + issued;
                 uint64_t fp = dl_fp(idx);
                 n = kind == 1 ? dl_append_raw_ingest(c, fp, idx)
-                  : kind == 4 ? dl_append_raw_locked(c, fp, idx) : dl_append_sys(c, 1, fp, idx);
+                  : kind == 4 ? dl_append_raw_locked(c, fp, idx)
+                  : kind == 5 ? dl_append_raw_remove(c, fp, idx) : dl_append_sys(c, 1, fp, idx);
             }
             ring[head++ % depth] = n;
             issued++;
@@ -632,6 +666,33 @@ static int dl_paced_run(int raw, int ingest)
     return pc.received != pc.total || pc.errors != 0;
 }
 
+/* ---- layout 3's directories ---- */
+
+/* --dirs: reads the directory of every (table, shard) (one pipelined ZRANGE each) into
+ * lay, so the raw modes route through the live buckets; prints how many there are. */
+static void dl_load_dirs(void)
+{
+    redisContext *c = dl_connect();
+    unsigned n = ps.ntables * 256u;
+    for (unsigned i = 0; i < n; i++) {
+        layout_cmd rc;
+        layout_dir_read(&lay, i / 256u, i % 256u, &rc);
+        redisAppendCommandArgv(c, rc.argc, rc.argv, rc.argvlen);
+    }
+    double buckets = 0;
+    for (unsigned i = 0; i < n; i++) {
+        redisReply *r = NULL;
+        if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL)
+            die("--dirs", c->errstr[0] ? c->errstr : "connection lost");
+        if (r->type == REDIS_REPLY_ERROR || layout_dir_load(&lay, i / 256u, i % 256u, r) != 0)
+            die("--dirs", r->type == REDIS_REPLY_ERROR ? r->str : "malformed directory");
+        buckets += r->elements ? (double)r->elements : 1.0;
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    dl_metric("dirs_buckets", buckets);
+}
+
 /* ---- command line ---- */
 
 static void usage(void)
@@ -639,8 +700,9 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
             "         [--distance K] [--layout L] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
-            "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE]\n"
-            "MODE: preload predocs raw-query raw-ingest raw-locked sys-query sys-ingest paced paced-ingest paced-raw check\n");
+            "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE] [--dirs]\n"
+            "MODE: preload predocs raw-query raw-ingest raw-remove raw-locked sys-query sys-ingest\n"
+            "      paced paced-ingest paced-raw check\n");
     exit(2);
 }
 
@@ -662,6 +724,10 @@ int main(int argc, char **argv)
     opt.mode = argv[1];
     for (int i = 2; i < argc; i++) {
         const char *a = argv[i];
+        if (!strcmp(a, "--dirs")) {
+            opt.dirs = 1;
+            continue;
+        }
         if (i + 1 >= argc)
             usage();
         const char *v = argv[++i];
@@ -691,12 +757,17 @@ int main(int argc, char **argv)
         die("tables", err);
     if (opt.corpus == 0)
         opt.corpus = opt.count;
+    if (opt.dirs && lay.ops->dir_init == NULL)
+        die("--dirs", "only layout 3 has directories");
+    if (opt.dirs)
+        dl_load_dirs();
     int rc = 2;    /* usage() exits */
     if (!strcmp(opt.mode, "preload")) rc = dl_preload();
     else if (!strcmp(opt.mode, "predocs")) rc = dl_predocs();
     else if (!strcmp(opt.mode, "raw-query")) rc = dl_report((dl_stats[]){dl_run(0)}, "queries");
     else if (!strcmp(opt.mode, "raw-ingest")) rc = dl_report((dl_stats[]){dl_run(1)}, "ingests");
     else if (!strcmp(opt.mode, "sys-query")) rc = dl_report((dl_stats[]){dl_run(2)}, "queries");
+    else if (!strcmp(opt.mode, "raw-remove")) rc = dl_report((dl_stats[]){dl_run(5)}, "removes");
     else if (!strcmp(opt.mode, "raw-locked")) rc = dl_report((dl_stats[]){dl_run(4)}, "ingests");
     else if (!strcmp(opt.mode, "sys-ingest")) rc = dl_report((dl_stats[]){dl_run(3)}, "ingests");
     else if (!strcmp(opt.mode, "paced")) rc = dl_paced_run(0, 0);

@@ -8,7 +8,9 @@
 # loaded with `simhash load`, then measured:
 #   load        segment and cumulative seconds and fp/s, pairs refused, pairs not new (sent
 #               again after a late answer); Redis CPU (main process), ZADD, ZCARD and
-#               EVALSHA calls per fingerprint of the segment
+#               EVALSHA calls per fingerprint of the segment; the segment's last
+#               BENCH_TAIL pairs (50000) are loaded on their own: their rate is the
+#               ingest rate at about N (tail_load_fp_per_s)
 #   memory      Redis used_memory / N (everything), SIMHASH.INFO's bytes_per_fingerprint,
 #               the AOF's size on disk, the AOF rewrites so far
 #   buckets     the workers' bucket_splits; from a SCAN of every key: keys per kind,
@@ -18,6 +20,12 @@
 #               sys-query, depth 32): queries/s; 1,000 of them must come back at
 #               distance 0 (bench-dist_load check); p50/p99 at BENCH_RATE queries/s for
 #               BENCH_PACED_SECONDS (bench-dist_load paced, open loop)
+#   raw         the same work straight to Redis at this size (bench-dist_load --dirs: the
+#               live buckets of the directories): raw-query (pipelined, depth 32),
+#               paced-raw p50/p99 at BENCH_RATE, raw-ingest of BENCH_RAW_N fingerprints
+#               no one loads (then raw-remove takes them out again, before fsck checks
+#               the corpus); query_vs_raw and ingest_vs_raw are the system's rates over
+#               these (the targets: at least 0.9)
 #   export      `simhash export` of the whole corpus to a temporary file (its lines counted,
 #               then deleted)
 #   fsck        `simhash fsck` against the Redis node
@@ -27,7 +35,8 @@
 # Prints `bench=scale n=N metric=M value=V` lines on stdout (progress on stderr); each
 # step is bounded by `timeout`. Environment: SIMHASH_BIN (default build/bin), BENCH_POINTS,
 # BENCH_SEED (20), BENCH_QUERIES (100000), BENCH_RATE (1000), BENCH_PACED_SECONDS (10),
-# BENCH_LOAD_TIMEOUT (seconds per segment, 14400), BENCH_KEEP (a directory: the logs and
+# BENCH_LOAD_TIMEOUT (seconds per segment, 14400), BENCH_TAIL, BENCH_RAW_N, BENCH_KEEP (a
+# directory: the logs and
 # configs of the deployment are copied there at exit).
 # Everything runs on 127.0.0.1 in a mktemp -d directory; simhash-local stops its
 # processes by PID (down) at exit, Ctrl-C included (the steps run under `timeout
@@ -42,6 +51,9 @@ QUERIES=${BENCH_QUERIES:-100000}
 RATE=${BENCH_RATE:-1000}
 PACED_SECS=${BENCH_PACED_SECONDS:-10}
 LOAD_SECS=${BENCH_LOAD_TIMEOUT:-14400}
+TAIL=${BENCH_TAIL:-50000}
+RAW_N=${BENCH_RAW_N:-50000}
+RAW_OFFSET=4000000000
 LIFETIME=86400
 for b in simhash simhash-shard simhash-coordinator bench-dist_load; do
     [ -x "$BIN/$b" ] || { echo "scale.sh: $BIN/$b is missing (build first)" >&2; exit 1; }
@@ -61,6 +73,7 @@ log() { echo "scale.sh: $(date -u +%T) $*" >&2; }
 die() { log "$*"; exit 1; }
 now() { date +%s.%N; }
 secs() { python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" "$1" "$2"; }
+ratio() { python3 -c "import sys; a, b = sys.argv[1:3]; print(round(float(a) / float(b), 3) if a and b and float(b) else 'nan')" "$1" "$2"; }
 div() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(round(a / b, 1) if b else 'nan')" "$1" "$2"; }
 free_port() { python3 -c 'import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
@@ -198,6 +211,34 @@ dl() {
         --name scale "$@" || die "bench-dist_load $mode failed"
 }
 metric() { sed -n "s/.* metric=$1 value=//p" | head -n 1; }
+# rdl MODE ARGS..: bench-dist_load straight to the Redis node, through its directories
+rdl() {
+    local mode=$1
+    shift
+    timeout --foreground 1800 "$BIN/bench-dist_load" "$mode" --port "$rport" --seed "$SEED" --corpus "$N" \
+        --layout 3 --dirs --name scale "$@" || die "bench-dist_load $mode (raw) failed"
+}
+
+# load_part LO HI: `simhash load` of fingerprints [LO, HI); sets part_secs, part_failed,
+# part_not_new (pairs answered late and sent again: stored, but not new then)
+load_part() {
+    local out rc t0 t1
+    gen "$1" "$2" "$WORK/seg.txt"
+    emit loadavg_1m_before "$(cut -d' ' -f1 /proc/loadavg)"
+    t0=$(now)
+    out=$(timeout --foreground "$LOAD_SECS" "$BIN/simhash" load --port "$cport" --timeout-ms 60000 \
+        "$WORK/seg.txt" 2>"$WORK/load-$N.err")
+    rc=$?
+    t1=$(now)
+    rm -f "$WORK/seg.txt"
+    log "simhash load: exit $rc: $out"
+    part_failed=$(sed -n 's/^simhash load: \([0-9]*\) entries failed$/\1/p' "$WORK/load-$N.err")
+    part_failed=${part_failed:-0}
+    case "$out" in "loaded "*) ;; *) die "simhash load failed (exit $rc): $(tail -n 3 "$WORK/load-$N.err")" ;; esac
+    [ "$part_failed" = 0 ] || log "$part_failed pairs refused; the first: $(head -n 3 "$WORK/load-$N.err")"
+    part_secs=$(secs "$t0" "$t1")
+    part_not_new=$(echo "$out" | sed -n 's/^loaded \([0-9]*\) entries (\([0-9]*\) new).*/\1 - \2/p' | bc)
+}
 
 log "deployment in $D"
 # the second worker listens on the shard port + 1, which may be taken: new ports, up to 5 tries
@@ -219,27 +260,28 @@ prev=0
 total_load=0
 for N in $POINTS; do
     [ "$N" -gt "$prev" ] || die "BENCH_POINTS must grow: $N after $prev"
-    log "checkpoint $N: writing fingerprints [$prev, $N)"
-    gen "$prev" "$N" "$WORK/seg.txt"
-    emit loadavg_1m_before "$(cut -d' ' -f1 /proc/loadavg)"
-    log "checkpoint $N: simhash load of $((N - prev)) pairs"
+    # the segment in two parts: [prev, N - TAIL), then the last TAIL pairs, whose rate
+    # is the system's ingest rate at about N (compared with the raw rate below)
+    tail_n=$TAIL
+    [ $((N - prev)) -gt "$tail_n" ] || tail_n=$((N - prev))
+    seg=0
+    failed=0
+    not_new=0
     redis_before=$(redis_work)
-    t0=$(now)
-    out=$(timeout --foreground "$LOAD_SECS" "$BIN/simhash" load --port "$cport" --timeout-ms 60000 "$WORK/seg.txt" \
-        2>"$WORK/load-$N.err")
-    rc=$?
-    t1=$(now)
-    rm -f "$WORK/seg.txt"
-    log "simhash load: exit $rc: $out"
-    failed=$(sed -n 's/^simhash load: \([0-9]*\) entries failed$/\1/p' "$WORK/load-$N.err")
-    failed=${failed:-0}
-    case "$out" in "loaded "*) ;; *) die "simhash load failed (exit $rc): $(tail -n 3 "$WORK/load-$N.err")" ;; esac
-    [ "$failed" = 0 ] || log "$failed pairs refused; the first: $(head -n 3 "$WORK/load-$N.err")"
-    seg=$(secs "$t0" "$t1")
+    for part in head tail; do
+        if [ $part = head ]; then lo=$prev hi=$((N - tail_n)); else lo=$((N - tail_n)) hi=$N; fi
+        [ "$hi" -gt "$lo" ] || continue
+        log "checkpoint $N: simhash load of [$lo, $hi)"
+        load_part "$lo" "$hi"
+        seg=$(python3 -c "print(round($seg + $part_secs, 2))")
+        failed=$((failed + part_failed))
+        not_new=$((not_new + part_not_new))
+    done
+    emit tail_load_pairs "$tail_n"
+    tail_rate=$(div $((tail_n - part_failed)) "$part_secs")
+    emit tail_load_fp_per_s "$tail_rate"
     total_load=$(python3 -c "print(round($total_load + $seg, 2))")
-    emit loaded "$(echo "$out" | sed -n 's/^loaded \([0-9]*\) entries.*/\1/p')"
-    # pairs answered late (a worker's deadline) and sent again: stored, but not new then
-    emit load_not_new "$(echo "$out" | sed -n 's/^loaded \([0-9]*\) entries (\([0-9]*\) new).*/\1 - \2/p' | bc)"
+    emit load_not_new "$not_new"
     emit load_failed "$failed"
     emit segment_load_seconds "$seg"
     emit segment_load_fp_per_s "$(div $((N - prev - failed)) "$seg")"
@@ -275,7 +317,8 @@ for N in $POINTS; do
     log "checkpoint $N: queries"
     emit check_missing "$(dl check --count 1000 | metric check_missing)"
     q=$(dl sys-query --count "$QUERIES" --seconds 600 --depth 32)
-    emit query_per_s "$(echo "$q" | metric queries_per_sec)"
+    query_rate=$(echo "$q" | metric queries_per_sec)
+    emit query_per_s "$query_rate"
     emit query_errors "$(echo "$q" | metric errors)"
     emit query_rows_per_op "$(echo "$q" | metric rows_per_op)"
     p=$(dl paced --rate "$RATE" --seconds "$PACED_SECS" --count 100000000)
@@ -283,6 +326,23 @@ for N in $POINTS; do
     emit "paced_${RATE}_p50_ms" "$(echo "$p" | metric p50_ms)"
     emit "paced_${RATE}_p99_ms" "$(echo "$p" | metric p99_ms)"
     emit "paced_${RATE}_errors" "$(echo "$p" | metric errors)"
+
+    # the raw rates of the same work at this size, straight to Redis: bench-dist_load with
+    # the live directories (--dirs); raw ingest writes fingerprints no one loads (numbers
+    # from RAW_OFFSET) and raw-remove takes them out again, before the fsck below
+    log "checkpoint $N: raw rates"
+    q=$(rdl raw-query --count "$QUERIES" --seconds 600 --depth 32)
+    emit raw_query_per_s "$(echo "$q" | metric queries_per_sec)"
+    emit dirs_buckets "$(echo "$q" | metric dirs_buckets)"
+    p=$(rdl paced-raw --rate "$RATE" --seconds "$PACED_SECS" --count 100000000)
+    emit "raw_paced_${RATE}_p50_ms" "$(echo "$p" | metric p50_ms)"
+    emit "raw_paced_${RATE}_p99_ms" "$(echo "$p" | metric p99_ms)"
+    w=$(rdl raw-ingest --offset "$RAW_OFFSET" --count "$RAW_N" --seconds 600 --depth 64)
+    emit raw_ingest_fp_per_s "$(echo "$w" | metric ingests_per_sec)"
+    rdl raw-remove --offset "$RAW_OFFSET" --count "$(echo "$w" | metric ops | cut -d. -f1)" --depth 64 >/dev/null
+    emit used_memory_after_raw "$(rcli info memory | field used_memory)"
+    emit query_vs_raw "$(ratio "$query_rate" "$(echo "$q" | metric queries_per_sec)")"
+    emit ingest_vs_raw "$(ratio "$tail_rate" "$(echo "$w" | metric ingests_per_sec)")"
 
     log "checkpoint $N: export"
     t0=$(now)
