@@ -224,7 +224,6 @@ rdl() {
 load_part() {
     local out rc t0 t1
     gen "$1" "$2" "$WORK/seg.txt"
-    emit loadavg_1m_before "$(cut -d' ' -f1 /proc/loadavg)"
     t0=$(now)
     out=$(timeout --foreground "$LOAD_SECS" "$BIN/simhash" load --port "$cport" --timeout-ms 60000 \
         "$WORK/seg.txt" 2>"$WORK/load-$N.err")
@@ -267,6 +266,7 @@ for N in $POINTS; do
     seg=0
     failed=0
     not_new=0
+    emit loadavg_1m_before "$(cut -d' ' -f1 /proc/loadavg)"
     redis_before=$(redis_work)
     for part in head tail; do
         if [ $part = head ]; then lo=$prev hi=$((N - tail_n)); else lo=$((N - tail_n)) hi=$N; fi
