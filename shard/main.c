@@ -425,6 +425,7 @@ static void shard_free_all(shard_ctx *sc, shard_main_config *mc)
     layout_ctx_free(&sc->lay);
     perm_set_free(&sc->ps);
     cfg_free_values(&shard_spec, mc);
+    log_info("simhash-shard stopped");
     log_close();
 }
 

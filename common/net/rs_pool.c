@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -201,13 +202,20 @@ rs_pool *rs_pool_new(struct event_base *base, unsigned threads, unsigned queue_m
         rs_pool_free(p);
         return NULL;
     }
-    for (; p->nthreads < threads; p->nthreads++) {
-        int rc = pthread_create(&p->threads[p->nthreads], NULL, rs_pool_thread, p);
-        if (rc != 0) {
-            snprintf(err, errlen, "pool: cannot start a thread: %s", strerror(rc));
-            rs_pool_free(p);
-            return NULL;
-        }
+    /* the threads start with every signal blocked: the event loop's thread takes them
+     * (a TERM handled on a pool thread would bypass rs_run's ignore at shutdown) */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = 0;
+    for (; rc == 0 && p->nthreads < threads; p->nthreads++)
+        if ((rc = pthread_create(&p->threads[p->nthreads], NULL, rs_pool_thread, p)) != 0)
+            break;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        snprintf(err, errlen, "pool: cannot start a thread: %s", strerror(rc));
+        rs_pool_free(p);
+        return NULL;
     }
     return p;
 }

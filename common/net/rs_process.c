@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #ifdef SIMHASH_HAVE_SYSTEMD
 #include <systemd/sd-daemon.h>
@@ -111,6 +112,29 @@ struct event_base *rs_base_new(void)
     return base ? base : event_base_new();
 }
 
+/* Frees the loop's signal events and ignores their signals from then on. Freeing them
+ * gives the signals back their default action (ending the process), and a second TERM
+ * or INT is common while a daemon stops (`timeout` signals the process and then its
+ * group; a second Ctrl-C; an init system and an operator): it must not cut short the
+ * teardown, whose requests still get answers and whose log says it stopped. The
+ * signals are blocked in this thread meanwhile, so none can arrive between the two
+ * steps (the pool's threads block them always, rs_pool.c); one pending then is
+ * dropped by SIG_IGN. */
+static void rs_signals_ignore(struct event **ev, const int *sigs, int n)
+{
+    sigset_t set, old;
+    sigemptyset(&set);
+    for (int i = 0; i < n; i++)
+        sigaddset(&set, sigs[i]);
+    pthread_sigmask(SIG_BLOCK, &set, &old);
+    for (int i = 0; i < n; i++) {
+        if (ev[i])
+            event_free(ev[i]);
+        signal(sigs[i], SIG_IGN);
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
 int rs_run_hup(struct event_base *base, int (*on_stop)(void *arg), void (*on_hup)(void *arg),
                void *arg)
 {
@@ -131,9 +155,7 @@ int rs_run_hup(struct event_base *base, int (*on_stop)(void *arg), void (*on_hup
     }
     else
         log_error("cannot install signal handlers");
-    for (int i = 0; i < 3; i++)
-        if (ev[i])
-            event_free(ev[i]);
+    rs_signals_ignore(ev, sigs, 3);
     return rc;
 }
 

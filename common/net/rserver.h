@@ -283,7 +283,8 @@ void rs_pidfile_remove(const char *path);
 /* Ignore SIGPIPE, then run base until SIGTERM or SIGINT arrives; on_stop(arg) is
  * called once at that moment (close servers there; the loop then exits when
  * nothing is left, or at once with loopexit). on_stop returns 0, or 1 when it ends
- * the loop itself later (a drain). Returns 0, or -1 on a loop error. */
+ * the loop itself later (a drain). Returns 0, or -1 on a loop error; SIGTERM, SIGINT
+ * and SIGHUP are ignored from then on (the caller's teardown runs to its end). */
 int rs_run(struct event_base *base, int (*on_stop)(void *arg), void *arg);
 /* rs_run, and on SIGHUP: reopen the log file (logrotate), then on_hup(arg) (NULL: none)
  * to reload the settings that may change while running. */

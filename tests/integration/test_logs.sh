@@ -5,7 +5,8 @@
 # /dev/log (checked in a private mount namespace whose /dev/log is a socket this test
 # reads); SIGHUP reopens a log file logrotate moved away and reloads loglevel and the
 # slow log settings from the config file; sd_notify tells a NOTIFY_SOCKET (as systemd
-# gives Type=notify units) READY, RELOADING and STOPPING. Real processes, stopped by PID.
+# gives Type=notify units) READY, RELOADING and STOPPING; a storm of TERMs while a
+# daemon stops does not cut its teardown short. Real processes, stopped by PID.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -156,4 +157,45 @@ th_stop "$NCPID"
 wait_log "$TH_DIR/notify.out" '^STOPPING=1'
 kill "$NPID" 2>/dev/null
 th_log "ok: sd_notify READY=1, RELOADING=1 then READY=1 on SIGHUP, STOPPING=1"
+# ---- signals while stopping: `timeout` sends TERM to a daemon and then to its process
+# group, an operator presses Ctrl-C twice; the teardown must run to its end (exit 0,
+# the last log line) however many come. A Python parent sends TERM every 0.1 ms from
+# the first until the process has exited, 10 times per daemon.
+storm() {   # storm NAME LINE CMD..: CMD (given --port P) under a TERM storm
+    local name=$1 line=$2
+    shift 2
+    timeout 120 python3 - "$line" "$@" >"$TH_DIR/storm-$name.out" 2>&1 <<'PYEOF' ||
+import os, signal, socket, subprocess, sys, time
+line, cmd = sys.argv[1], sys.argv[2:]
+for trial in range(10):
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+    p = subprocess.Popen(cmd + ["--port", str(port)], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE)
+    end = time.time() + 20
+    while time.time() < end and p.poll() is None:
+        try:
+            socket.create_connection(("127.0.0.1", port), 0.5).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    sent = 0
+    while p.poll() is None and sent < 200000:
+        os.kill(p.pid, signal.SIGTERM)
+        sent += 1
+        time.sleep(0.0001)
+    p.wait(30)
+    log = p.stderr.read().decode("utf-8", "replace")
+    if p.returncode != 0 or line not in log:
+        sys.exit("trial %d: exit %s after %d TERMs, %r %s; the log ends: %s" %
+                 (trial, p.returncode, sent, line, "logged" if line in log else "not logged",
+                  log[-300:]))
+print("10 trials: exit 0 and %r logged" % line)
+PYEOF
+        th_fail "$name under a TERM storm: $(head -n 3 "$TH_DIR/storm-$name.out")"
+    th_log "ok: $name: $(tail -n 1 "$TH_DIR/storm-$name.out")"
+}
+storm coordinator "simhash-coordinator stopped" "$TH_BIN/simhash-coordinator" --worker "127.0.0.1:$W0"
+th_start_redis redis-storm       # its own: the storm's workers join no one's registry
+storm shard "simhash-shard stopped" "$TH_BIN/simhash-shard" --redis-port "$TH_REDIS_PORT" --shards 0-255 \
+    --blocks 6 --distance 3
 th_log "all log checks passed"
