@@ -179,7 +179,9 @@ void coord_cmd_add(rs_req *r)
         return;
     }
     co->st.adds++;
-    if (np == 1 && coord_merge_add(co, r, &pairs[0]) == 0) {
+    coord_waiter w = { .req = r, .kind = CW_ADD };
+    resp_buf_init(&w.saved, 0);
+    if (np == 1 && coord_merge_add(co, &w, &pairs[0]) == 0) {
         free(pairs);
         return;
     }

@@ -126,8 +126,9 @@ typedef struct coord_worker {
     X(lock_waits,     "write_lock_waits")      /* a fingerprint's lock was busy: asked again */ \
     X(locks_lost,     "write_locks_lost")      /* lost before unlock: reconciled again */ \
     X(locks_abandoned, "write_locks_abandoned") /* made stale by a failed write */ \
-    X(write_merges,   "write_merges")          /* batches of one-pair ADDs written together */ \
-    X(adds_merged,    "adds_merged")           /* ADD requests answered by those batches */
+    X(write_merges,   "write_merges")          /* batches of one-pair writes written together */ \
+    X(adds_merged,    "adds_merged")           /* ADD requests answered by those batches */ \
+    X(checks_merged,  "checks_merged")         /* CHECK / CHECKTEXT requests answered by them */
 
 typedef struct coord_stats {
 #define COORD_STAT_FIELD_(f, n) unsigned long long f;
@@ -192,6 +193,8 @@ typedef void (*coord_round_fn)(coord_op *op);
  * (coord_op_set_failed tells it of a failure). */
 coord_op *coord_op_new(coord *co, rs_req *req);
 rs_req *coord_op_req(coord_op *op);
+/* The op's request is answered elsewhere from now on (merge.c): the op answers no one. */
+void coord_op_give_req(coord_op *op);
 coord *coord_op_coord(coord_op *op);
 /* Per-command state: freed with free() when the op ends (after cleanup, if set). */
 void coord_op_set_data(coord_op *op, void *data, void (*cleanup)(void *data));
@@ -245,24 +248,37 @@ coord_write *coord_write_new(coord_op *op, coord_write_kind kind, coord_pair *pa
                              size_t npairs);
 /* DEL: remove every id (all) or the pair's id. */
 void coord_write_set_del(coord_write *wr, int all);
-/* Each pair i answers reqs[i] (the op has no request of its own; merge.c): with the
- * ids it added once the write is done, or with the op's error (takes reqs; the
- * pairs' fingerprints must be distinct). */
-void coord_write_set_waiters(coord_write *wr, rs_req **reqs);
+
+/* A request answered by the write of one pair: ADD with the ids the pair added,
+ * CHECK / CHECKTEXT with the answer of their query (saved; CHECKTEXT's fingerprint
+ * q first). Whoever holds it owns saved. */
+typedef struct coord_waiter {
+    rs_req *req;
+    coord_write_kind kind;      /* CW_ADD, CW_CHECK or CW_CHECKTEXT */
+    uint64_t q;
+    resp_buf saved;
+} coord_waiter;
+/* Each pair i answers w[i] (the op has no request of its own; merge.c): once its
+ * fingerprint is written and unlocked, or with the op's error (takes w and what its
+ * entries own; the pairs' fingerprints must be distinct). */
+void coord_write_set_waiters(coord_write *wr, coord_waiter *w);
 /* Run the rounds; the op is answered when every pair is written, or failed. */
 void coord_write_start(coord_op *op);
+/* Writes pair p (taken) for w alone, op answering w->req: ADD's, CHECK's and
+ * CHECKTEXT's one-pair write (takes w->saved). */
+void coord_write_one(coord_op *op, coord_waiter *w, coord_pair *p);
 
-/* ---- merge.c: one-pair ADDs of any clients written together (merge-adds) ---- */
+/* ---- merge.c: one-pair writes of any clients written together (merge-adds) ---- */
 
 typedef struct coord_merge coord_merge;
 /* Returns 0, or -1 with err (out of memory). Nothing when merge-adds is off. */
 int coord_merge_start(coord *co, char *err, size_t errlen);
 /* Requests still queued answer -SHARDDOWN. */
 void coord_merge_stop(coord *co);
-/* Queues req's one pair (its docid stays in req's arguments); written once the event
- * loop has read what arrived with it. Returns 0, or -1 (merging off, out of memory:
- * write it alone). */
-int coord_merge_add(coord *co, rs_req *req, const coord_pair *pair);
+/* Queues w's one pair (its docid stays in w->req's arguments); written once the event
+ * loop has read what arrived with it. Returns 0 (w and its saved answer taken), or -1
+ * (merging off, out of memory: nothing taken; write it alone). */
+int coord_merge_add(coord *co, coord_waiter *w, const coord_pair *pair);
 
 /* ---- commands.c: argument checks and the starts of the commands ---- */
 

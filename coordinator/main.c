@@ -79,8 +79,9 @@ static const cfg_option coord_options[] = {
     OPT("durable", CFG_BOOL, durable, 0, 0, "no", 0,
         "acknowledge ADD/CHECK/DEL only once the workers report the writes durable"),
     OPT("merge-adds", CFG_BOOL, merge_adds, 0, 0, "yes", 0,
-        "write SIMHASH.ADD requests of one pair that arrive together, from any clients, "
-        "as batches sharing the workers' lock and table-write calls"),
+        "write SIMHASH.ADD requests of one pair, and the adds of SIMHASH.CHECK / CHECKTEXT, "
+        "that arrive together, from any clients, as batches sharing the workers' lock and "
+        "table-write calls"),
 };
 
 /* Cross-option checks. Returns 0, or -1 with err. */
@@ -198,7 +199,7 @@ static void coord_stop(coord *co)
 {
     coord_textfp_stop(co);          /* waiting texts answer -BUSY; a CHECKTEXT that was
                                        fingerprinted goes on and gets -SHARDDOWN below */
-    coord_merge_stop(co);           /* one-pair ADDs not written yet answer -SHARDDOWN */
+    coord_merge_stop(co);           /* one-pair writes not written yet answer -SHARDDOWN */
     coord_workers_stop(co);         /* in-flight requests answer -SHARDDOWN */
     coord_cluster_stop(co);
     rs_metrics_free(co->metrics);

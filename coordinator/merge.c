@@ -1,16 +1,18 @@
-/* merge.c: SIMHASH.ADD requests of one pair, from any clients, written together.
+/* merge.c: one-pair writes of any clients written together: SIMHASH.ADD requests of
+ * one pair, and the add of SIMHASH.CHECK / CHECKTEXT once their query is answered.
  *
- * Crawlers send one page at a time, so most ADDs hold one pair; written alone, each
- * pays its own lock, table-write and unlock requests to the workers and their own
- * Redis calls (docs/protocol.md, "Batched writes"). With merge-adds (the default), a
- * one-pair ADD is queued, and once the event loop has read everything that arrived
- * with it, the queue is written as batches of up to 256 pairs: one write of write.c
- * each (one SHARD.MLOCK, MADD and MUNLOCK per worker), whose pairs answer their own
- * requests (coord_write_set_waiters). A batch holds distinct fingerprints, so each
- * pair's count of ids added is its fingerprint's; a fingerprint sent twice goes into
- * the next batch, and the two writes meet at its write lock as any two writers do.
- * A lone request (nothing else arrived with it) is written alone, as without
- * merging. */
+ * Crawlers send one page at a time, so most ADDs hold one pair, and every CHECK
+ * writes one; written alone, each pays its own lock, table-write and unlock requests
+ * to the workers and their own Redis calls (docs/protocol.md, "Batched writes").
+ * With merge-adds (the default), such a pair is queued, and once the event loop has
+ * read everything that arrived with it (requests, or the worker replies that ended
+ * CHECKs' queries), the queue is written as batches of up to 256 pairs: one write of
+ * write.c each (one SHARD.MLOCK, MADD and MUNLOCK per worker), whose pairs answer
+ * their own requests (coord_write_set_waiters). A batch holds distinct fingerprints,
+ * so each pair's count of ids added is its fingerprint's; a fingerprint sent twice
+ * goes into the next batch, and the two writes meet at its write lock as any two
+ * writers do. A lone pair (nothing else arrived with it) is written alone, as
+ * without merging. */
 #include "coord.h"
 
 #include <stdlib.h>
@@ -23,7 +25,7 @@
 #define CM_BATCH 256            /* pairs of one merged write (write.c's window) */
 
 typedef struct cm_entry {
-    rs_req *req;
+    coord_waiter w;
     coord_pair pair;
 } cm_entry;
 
@@ -33,20 +35,31 @@ struct coord_merge {
     size_t n, cap;
 };
 
-/* Writes one request's pair alone, as coord_cmd_add does without merging. */
+/* Fails the requests of e[0..n) and frees what they own. */
+static void cm_fail(cm_entry *e, size_t n, rs_errcode code, const char *text)
+{
+    for (size_t i = 0; i < n; i++) {
+        rs_req_fail(e[i].w.req, code, "%s", text);
+        resp_buf_free(&e[i].w.saved);
+    }
+}
+
+/* Writes one request's pair alone, as without merging. */
 static void cm_write_one(coord *co, cm_entry *e)
 {
-    coord_op *op = coord_op_new(co, e->req);
     coord_pair *p = malloc(sizeof *p);
-    if (op == NULL || p == NULL) {
+    if (p == NULL) {
+        cm_fail(e, 1, RS_OOM, "out of memory");
+        return;
+    }
+    coord_op *op = coord_op_new(co, e->w.req);
+    if (op == NULL) {               /* answered */
         free(p);
-        if (op != NULL)
-            coord_op_fail(op, RS_OOM, "out of memory");
+        resp_buf_free(&e->w.saved);
         return;
     }
     *p = e->pair;
-    if (coord_write_new(op, CW_ADD, p, 1) != NULL)
-        coord_write_start(op);
+    coord_write_one(op, &e->w, p);
 }
 
 /* Writes entries e[0..n) (distinct fingerprints) as one batch answering each request. */
@@ -57,29 +70,30 @@ static void cm_write_batch(coord *co, cm_entry *e, size_t n)
         return;
     }
     coord_pair *pairs = malloc(n * sizeof *pairs);
-    rs_req **reqs = malloc(n * sizeof *reqs);
-    coord_op *op = pairs && reqs ? coord_op_new(co, NULL) : NULL;
+    coord_waiter *ws = malloc(n * sizeof *ws);
+    coord_op *op = pairs && ws ? coord_op_new(co, NULL) : NULL;
     if (op == NULL) {
         free(pairs);
-        free(reqs);
-        for (size_t i = 0; i < n; i++)
-            rs_req_fail(e[i].req, RS_OOM, "out of memory");
+        free(ws);
+        cm_fail(e, n, RS_OOM, "out of memory");
+        return;
+    }
+    coord_write *wr = coord_write_new(op, CW_ADD, pairs, n);
+    if (wr == NULL) {               /* the op failed, answering no one */
+        free(ws);
+        cm_fail(e, n, RS_OOM, "out of memory");
         return;
     }
     for (size_t i = 0; i < n; i++) {
         pairs[i] = e[i].pair;
-        reqs[i] = e[i].req;
+        ws[i] = e[i].w;
+        if (ws[i].kind == CW_ADD)
+            co->st.adds_merged++;
+        else
+            co->st.checks_merged++;
     }
-    coord_write *wr = coord_write_new(op, CW_ADD, pairs, n);
-    if (wr == NULL) {               /* the op failed, answering no one */
-        for (size_t i = 0; i < n; i++)
-            rs_req_fail(reqs[i], RS_OOM, "out of memory");
-        free(reqs);
-        return;
-    }
-    coord_write_set_waiters(wr, reqs);
+    coord_write_set_waiters(wr, ws);
     co->st.write_merges++;
-    co->st.adds_merged += n;
     coord_write_start(op);
 }
 
@@ -147,15 +161,14 @@ void coord_merge_stop(coord *co)
     coord_merge *m = co->merge;
     if (m == NULL)
         return;
-    for (size_t i = 0; i < m->n; i++)
-        rs_req_fail(m->q[i].req, RS_SHARDDOWN, "simhash-coordinator is shutting down");
+    cm_fail(m->q, m->n, RS_SHARDDOWN, "simhash-coordinator is shutting down");
     event_free(m->flush);
     free(m->q);
     free(m);
     co->merge = NULL;
 }
 
-int coord_merge_add(coord *co, rs_req *req, const coord_pair *pair)
+int coord_merge_add(coord *co, coord_waiter *w, const coord_pair *pair)
 {
     coord_merge *m = co->merge;
     if (m == NULL)
@@ -168,7 +181,8 @@ int coord_merge_add(coord *co, rs_req *req, const coord_pair *pair)
         m->q = q;
         m->cap = cap;
     }
-    m->q[m->n].req = req;
+    m->q[m->n].w = *w;
+    resp_buf_init(&w->saved, 0);    /* taken */
     m->q[m->n++].pair = *pair;
     if (m->n == 1)
         event_active(m->flush, EV_TIMEOUT, 0);

@@ -253,6 +253,11 @@ rs_req *coord_op_req(coord_op *op)
     return op->req;
 }
 
+void coord_op_give_req(coord_op *op)
+{
+    op->req = NULL;
+}
+
 coord *coord_op_coord(coord_op *op)
 {
     return op->co;

@@ -72,8 +72,8 @@ struct coord_write {
     resp_buf saved;             /* CHECK / CHECKTEXT: the matches, answered after */
     unsigned char touched[256]; /* durable: workers written to since the last WAIT */
     unsigned long long opid;
-    rs_req **waiters;           /* merged one-pair ADDs: pair i answers waiters[i] */
-    long long *added;           /* ... with the ids its fingerprint added */
+    coord_waiter *waiters;      /* merged one-pair writes: pair i answers waiters[i] */
+    long long *added;           /* ... ADD with the ids its fingerprint added */
 };
 
 static void cw_lock_round(coord_op *op);
@@ -107,9 +107,12 @@ static void cw_abandon(coord_write *wr)
 static void cw_cleanup(void *p)
 {
     coord_write *wr = p;
-    for (size_t i = 0; wr->waiters && i < wr->npairs; i++)
-        if (wr->waiters[i])         /* every end answers them first: never here */
-            rs_req_fail(wr->waiters[i], RS_ERR, "internal error: a merged write ended unanswered");
+    for (size_t i = 0; wr->waiters && i < wr->npairs; i++) {
+        if (wr->waiters[i].req)     /* every end answers them first: never here */
+            rs_req_fail(wr->waiters[i].req, RS_ERR,
+                        "internal error: a merged write ended unanswered");
+        resp_buf_free(&wr->waiters[i].saved);
+    }
     free(wr->waiters);
     free(wr->added);
     if (wr->items)
@@ -167,18 +170,40 @@ static const cw_item *cw_item_of(const coord_write *wr, size_t i)
     return NULL;
 }
 
-/* Answers pair i's waiter (a merged write), if not yet: its pair stored (written and
- * unlocked: the ids it added), or not (text: the op's error; NULL at the end of a
- * write that did not fail). */
-static void cw_answer_pair(coord_write *wr, size_t i, rs_errcode code, const char *text)
+/* The answer of a write of kind once it is done: ADD and DEL the count of ids;
+ * CHECK its query's matches; CHECKTEXT the fingerprint, then the matches. */
+static void cw_reply(resp_buf *out, coord_write_kind kind, long long count, uint64_t q,
+                     const resp_buf *saved)
 {
-    rs_req *req = wr->waiters[i];
+    switch (kind) {
+    case CW_ADD:
+    case CW_DEL:
+        resp_add_int(out, count);
+        break;
+    case CW_CHECK:
+        resp_buf_append(out, saved->data, saved->len);
+        break;
+    case CW_CHECKTEXT:
+        resp_add_array(out, 2);
+        resp_add_bulk_u64(out, q);
+        resp_buf_append(out, saved->data, saved->len);
+        break;
+    }
+}
+
+/* Answers pair i's waiter (a merged write; it: the pair's item), if not yet: its pair
+ * stored (written and unlocked), or not (text: the op's error; NULL at the end of a
+ * write that did not fail). */
+static void cw_answer_pair(coord_write *wr, size_t i, const cw_item *it, rs_errcode code,
+                           const char *text)
+{
+    coord_waiter *w = &wr->waiters[i];
+    rs_req *req = w->req;
     if (req == NULL)
         return;
-    wr->waiters[i] = NULL;
-    const cw_item *it = cw_item_of(wr, i);
+    w->req = NULL;
     if (text == NULL || (it != NULL && it->state == CW_DONE)) {
-        resp_add_int(rs_req_out(req), wr->added[i]);
+        cw_reply(rs_req_out(req), w->kind, wr->added[i], w->q, &w->saved);
         rs_req_finish(req);
     } else if (it != NULL && (it->applied || it->unknown)) {
         rs_req_fail(req, code, "%s (this pair's write may have been stored: the workers "
@@ -186,12 +211,14 @@ static void cw_answer_pair(coord_write *wr, size_t i, rs_errcode code, const cha
     } else {
         rs_req_fail(req, code, "%s", text);
     }
+    resp_buf_free(&w->saved);
 }
 
 static void cw_answer_waiters(coord_write *wr, rs_errcode code, const char *text)
 {
     for (size_t i = 0; i < wr->npairs; i++)
-        cw_answer_pair(wr, i, code, text);
+        if (wr->waiters[i].req)
+            cw_answer_pair(wr, i, cw_item_of(wr, i), code, text);
 }
 
 static void cw_failed(coord_op *op, rs_errcode code, const char *text)
@@ -199,9 +226,9 @@ static void cw_failed(coord_op *op, rs_errcode code, const char *text)
     cw_answer_waiters(coord_op_data(op), code, text);
 }
 
-void coord_write_set_waiters(coord_write *wr, rs_req **reqs)
+void coord_write_set_waiters(coord_write *wr, coord_waiter *w)
 {
-    wr->waiters = reqs;
+    wr->waiters = w;
 }
 
 static void cw_answer(coord_op *op)
@@ -212,21 +239,7 @@ static void cw_answer(coord_op *op)
         coord_op_finish(op);
         return;
     }
-    resp_buf *out = rs_req_out(coord_op_req(op));
-    switch (wr->kind) {
-    case CW_ADD:
-    case CW_DEL:
-        resp_add_int(out, wr->count);
-        break;
-    case CW_CHECK:
-        resp_buf_append(out, wr->saved.data, wr->saved.len);
-        break;
-    case CW_CHECKTEXT:
-        resp_add_array(out, 2);
-        resp_add_bulk_u64(out, wr->q);
-        resp_buf_append(out, wr->saved.data, wr->saved.len);
-        break;
-    }
+    cw_reply(rs_req_out(coord_op_req(op)), wr->kind, wr->count, wr->q, &wr->saved);
     coord_op_finish(op);
 }
 
@@ -514,7 +527,7 @@ static int cw_on_unlock(coord_op *op, coord_worker *w, redisReply *r, cw_item *i
     if (r->integer == 1) {
         it->state = CW_DONE;
         if (it->wr->waiters)    /* a merged write: its request need not wait for the rest */
-            cw_answer_pair(it->wr, it->wr->order[it->first], RS_ERR, NULL);
+            cw_answer_pair(it->wr, it->wr->order[it->first], it, RS_ERR, NULL);
     } else {
         log_warn_rl("write lock of %016" PRIx64 " was taken over before it was released; "
                     "reconciling it again", it->fp);
@@ -820,22 +833,37 @@ void coord_write_start(coord_op *op)
     cw_window_start(op);
 }
 
+void coord_write_one(coord_op *op, coord_waiter *w, coord_pair *p)
+{
+    coord_write *wr = coord_write_new(op, w->kind, p, 1);
+    if (wr == NULL) {
+        resp_buf_free(&w->saved);
+        return;
+    }
+    wr->q = w->q;
+    resp_buf_free(&wr->saved);
+    wr->saved = w->saved;
+    resp_buf_init(&w->saved, 0);
+    coord_write_start(op);
+}
+
 /* ---- CHECK / CHECKTEXT: the hand-over from the query ---- */
 
+/* The query answered: its matches are saved, and the pair is written, with the
+ * one-pair writes of other requests (merge.c) or alone. */
 void coord_check_write(coord_op *op, coord_qstate *s)
 {
-    resp_buf saved;
-    resp_buf_init(&saved, 0);
-    coord_query_answer(s, &saved);
-    uint64_t q = s->q;
+    coord_waiter w = { .req = coord_op_req(op), .kind = s->check_kind, .q = s->q };
+    resp_buf_init(&w.saved, 0);
+    coord_query_answer(s, &w.saved);
     coord_pair *p = s->pairs;
     s->pairs = NULL;
-    /* the write state replaces s as the op's data (s is freed) */
-    coord_write *wr = coord_write_new(op, s->check_kind, p, 1);
-    if (wr != NULL) {
-        wr->q = q;
-        resp_buf_append(&wr->saved, saved.data, saved.len);
-        coord_write_start(op);
+    if (coord_merge_add(coord_op_coord(op), &w, p) == 0) {
+        free(p);
+        coord_op_give_req(op);      /* answered by the merged write */
+        coord_op_finish(op);
+        return;
     }
-    resp_buf_free(&saved);
+    /* the write state replaces s as the op's data (s is freed) */
+    coord_write_one(op, &w, p);
 }

@@ -7,9 +7,13 @@
 #           sent twice, several ids a fingerprint): each distinct pair counts 1 in exactly
 #           one reply, every fingerprint holds exactly its ids, and SIMHASH.INFO shows
 #           merged writes (write_merges, adds_merged > 0)
-#   stall   a worker stopped (SIGSTOP) for 2 s while 4 clients pipeline 3,000 ADDs each:
-#           every request is answered (no hang), and every pair answered with an
-#           integer is found once the worker runs again
+#   checks  8 clients pipeline 300 CHECKs each of planted near-duplicates (0..3 and 4
+#           bits) of a base corpus, and 3 CHECKTEXTs each: every CHECK finds the base
+#           fingerprints within 3 bits and nothing beyond, every pair is then stored
+#           with exactly its ids, and CHECKs' adds were merged (checks_merged > 0)
+#   stall   a worker stopped (SIGSTOP) for 2 s while 4 clients pipeline 3,000 ADDs and
+#           CHECKs each: every request is answered (no hang), and every pair answered
+#           with an integer or matches is found once the worker runs again
 #   off     a coordinator with merge-adds no: the same counts check, adds_merged 0
 set -o pipefail
 . "$(dirname "$0")/lib.sh"
@@ -33,6 +37,10 @@ th_log "$out"
 [ "$(stat "$c" write_merges)" -gt 0 ] && [ "$(stat "$c" adds_merged)" -gt 0 ] ||
     th_fail "no merged writes: write_merges $(stat "$c" write_merges), adds_merged $(stat "$c" adds_merged)"
 
+out=$(timeout 300 python3 "$CHECK" checks "$c" 8 300 2) || th_fail "checks: $out"
+th_log "$out"
+[ "$(stat "$c" checks_merged)" -gt 0 ] || th_fail "no CHECK merged: checks_merged $(stat "$c" checks_merged)"
+
 achild=$(th_child_pid "$apid")
 [ -n "$achild" ] || th_fail "no process under worker a's timeout"
 timeout 300 python3 "$CHECK" stall "$c" 4 3000 2 >"$TH_DIR/stall.out" 2>&1 &
@@ -48,5 +56,8 @@ th_start_coord c2 6 3 1000 "127.0.0.1:$a 127.0.0.1:$b" "" --merge-adds no
 c2=$TH_COORD_PORT
 out=$(timeout 300 python3 "$CHECK" counts "$c2" 8 200 3) || th_fail "off: $out"
 [ "$(stat "$c2" adds_merged)" = 0 ] || th_fail "merge-adds no merged $(stat "$c2" adds_merged) ADDs"
+th_log "off: $out"
+out=$(timeout 300 python3 "$CHECK" checks "$c2" 4 200 4) || th_fail "off, checks: $out"
+[ "$(stat "$c2" checks_merged)" = 0 ] || th_fail "merge-adds no merged $(stat "$c2" checks_merged) CHECKs"
 th_log "off: $out"
 th_log PASS
