@@ -29,6 +29,8 @@
  *   raw-locked  per fingerprint: the lock script (with the id), one ZADD per table,
  *               the unlock script: what the system sends for an ADD, pipelined
  *   sys-ingest  SIMHASH.ADD fp docid, pipelined
+ *   sys-check   SIMHASH.CHECK fp docid of new fingerprints, pipelined (a crawler's
+ *               query-then-add)
  *   paced       SIMHASH.QUERY at a fixed rate (open loop, hiredis async + libevent);
  *               latency counted from the scheduled send time; --trace FILE writes
  *               "<scheduled time s> <latency ms>" per query (where the tail comes from)
@@ -266,14 +268,15 @@ static unsigned dl_append_raw_locked(redisContext *c, uint64_t fp, uint64_t id)
     return ps.ntables + 2;
 }
 
-static unsigned dl_append_sys(redisContext *c, int ingest, uint64_t fp, uint64_t id)
+/* cmd: SIMHASH.QUERY fp, or SIMHASH.ADD / SIMHASH.CHECK fp docid */
+static unsigned dl_append_sys(redisContext *c, const char *cmd, uint64_t fp, uint64_t id)
 {
     char fps[24], doc[32];
     int flen = snprintf(fps, sizeof fps, "%" PRIu64, fp);
     int dlen = dl_doc(doc, id);
-    const char *argv[3] = {ingest ? "SIMHASH.ADD" : "SIMHASH.QUERY", fps, doc};
+    const char *argv[3] = {cmd, fps, doc};
     size_t lens[3] = {strlen(argv[0]), (size_t)flen, (size_t)dlen};
-    redisAppendCommandArgv(c, ingest ? 3 : 2, argv, lens);
+    redisAppendCommandArgv(c, strcmp(cmd, "SIMHASH.QUERY") ? 3 : 2, argv, lens);
     return 1;
 }
 
@@ -303,7 +306,7 @@ static void dl_read_one(redisContext *c, dl_stats *st)
 
 /* Runs `count` operations (bounded by opt.seconds) with opt.depth in flight.
  * kind: 0 raw-query, 1 raw-ingest, 2 sys-query, 3 sys-ingest, 4 raw-locked,
- * 5 raw-remove. */
+ * 5 raw-remove, 6 sys-check. */
 static dl_stats dl_run(int kind)
 {
     redisContext *c = dl_connect();
@@ -322,13 +325,15 @@ static dl_stats dl_run(int kind)
             if (kind == 0 || kind == 2) {
                 idx = dl_rand_below(opt.corpus);
                 uint64_t fp = dl_fp(idx);
-                n = kind == 0 ? dl_append_raw_query(c, fp) : dl_append_sys(c, 0, fp, 0);
+                n = kind == 0 ? dl_append_raw_query(c, fp)
+                              : dl_append_sys(c, "SIMHASH.QUERY", fp, 0);
             } else {
                 idx = opt.offset + issued;
                 uint64_t fp = dl_fp(idx);
                 n = kind == 1 ? dl_append_raw_ingest(c, fp, idx)
                   : kind == 4 ? dl_append_raw_locked(c, fp, idx)
-                  : kind == 5 ? dl_append_raw_remove(c, fp, idx) : dl_append_sys(c, 1, fp, idx);
+                  : kind == 5 ? dl_append_raw_remove(c, fp, idx)
+                  : dl_append_sys(c, kind == 6 ? "SIMHASH.CHECK" : "SIMHASH.ADD", fp, idx);
             }
             ring[head++ % depth] = n;
             issued++;
@@ -701,7 +706,7 @@ static void usage(void)
             "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
             "         [--distance K] [--layout L] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
             "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE] [--dirs]\n"
-            "MODE: preload predocs raw-query raw-ingest raw-remove raw-locked sys-query sys-ingest\n"
+            "MODE: preload predocs raw-query raw-ingest raw-remove raw-locked sys-query sys-ingest sys-check\n"
             "      paced paced-ingest paced-raw check\n");
     exit(2);
 }
@@ -770,6 +775,7 @@ int main(int argc, char **argv)
     else if (!strcmp(opt.mode, "raw-remove")) rc = dl_report((dl_stats[]){dl_run(5)}, "removes");
     else if (!strcmp(opt.mode, "raw-locked")) rc = dl_report((dl_stats[]){dl_run(4)}, "ingests");
     else if (!strcmp(opt.mode, "sys-ingest")) rc = dl_report((dl_stats[]){dl_run(3)}, "ingests");
+    else if (!strcmp(opt.mode, "sys-check")) rc = dl_report((dl_stats[]){dl_run(6)}, "ingests");
     else if (!strcmp(opt.mode, "paced")) rc = dl_paced_run(0, 0);
     else if (!strcmp(opt.mode, "paced-ingest")) rc = dl_paced_run(0, 1);
     else if (!strcmp(opt.mode, "paced-raw")) rc = dl_paced_run(1, 0);

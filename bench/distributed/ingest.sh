@@ -26,7 +26,8 @@
 #               on BENCH_ONLINE_CONNS (8) connections, each 32 deep: many crawler clients)
 #               through a coordinator with merge-adds yes and one with merge-adds no,
 #               in turn: rates, script calls per fingerprint, and the medians' ratios
-#               to each other and to the raw ingest rate
+#               to each other and to the raw ingest rate. BENCH_ONLINE_MODE=sys-check
+#               sends one-pair SIMHASH.CHECKs instead (query, then add: a crawler)
 # Environment: SIMHASH_BIN (default build/bin), BENCH_BASE_BIN (unset), BENCH_N
 # (100000), BENCH_ROUNDS (3), BENCH_LAYOUTS ("2 3"), BENCH_SECONDS (10),
 # BENCH_BLOCKS/BENCH_DISTANCE (6/3), BENCH_RAW (1; 0 skips the raw rates).
@@ -45,6 +46,8 @@ K=${BENCH_DISTANCE:-3}
 export TH_DAEMON_SECS=${BENCH_DAEMON_SECS:-7200}
 ONLINE_N=${BENCH_ONLINE_N:-20000}
 ONLINE_CONNS=${BENCH_ONLINE_CONNS:-8}
+ONLINE_MODE=${BENCH_ONLINE_MODE:-sys-ingest}
+case "$ONLINE_MODE" in sys-ingest|sys-check) ;; *) th_fail "BENCH_ONLINE_MODE: sys-ingest or sys-check" ;; esac
 TEST_BIN=$TH_BIN
 BUILDS="test"
 [ -n "${BENCH_BASE_BIN:-}" ] && BUILDS="base test"
@@ -55,6 +58,7 @@ rcli() { timeout 30 redis-cli -p "$rport" "$@" | tr -d '\r'; }
 info_field() { rcli info "$1" | sed -n "s/^$2://p"; }
 median() { python3 -c "import statistics, sys; print(round(statistics.median(float(x) for x in sys.argv[1:]), 1))" "$@"; }
 ratio() { python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); print(round(a / b, 3) if b else 'nan')" "$1" "$2"; }
+[ "$ONLINE_N" -gt 0 ] && echo "bench=ingest online_mode=$ONLINE_MODE"
 
 # fresh_redis: a new redis-server with the deployment's listpack limits; sets rport
 fresh_redis() {
@@ -133,15 +137,15 @@ online() {
         local c per=$((ONLINE_N / ONLINE_CONNS)) pids=() t0 t1
         t0=$(now)
         for c in $(seq 1 "$ONLINE_CONNS"); do
-            timeout 3600 "$TEST_BIN/bench-dist_load" sys-ingest --port "$ocport" --blocks "$M" \
+            timeout 3600 "$TEST_BIN/bench-dist_load" "$ONLINE_MODE" --port "$ocport" --blocks "$M" \
                 --distance "$K" --seed 5 --offset $((off + (c - 1) * per)) --count "$per" \
                 --seconds 3600 --depth 32 >"$TH_DIR/online-$m-$l-$r-$c.out" &
             pids+=($!)
         done
-        for c in "${pids[@]}"; do wait "$c" || th_fail "bench-dist_load sys-ingest (merge-adds $m)"; done
+        for c in "${pids[@]}"; do wait "$c" || th_fail "bench-dist_load $ONLINE_MODE (merge-adds $m)"; done
         t1=$(now)
         cat "$TH_DIR"/online-"$m"-"$l"-"$r"-*.out | grep -q "metric=errors value=0" ||
-            th_fail "sys-ingest errors (merge-adds $m): $(cat "$TH_DIR"/online-"$m"-"$l"-"$r"-*.out)"
+            th_fail "$ONLINE_MODE errors (merge-adds $m): $(cat "$TH_DIR"/online-"$m"-"$l"-"$r"-*.out)"
         off=$((off + ONLINE_N))
         local rate scripts
         rate=$(python3 -c "print(round($per * $ONLINE_CONNS / ($t1 - $t0), 1))")
