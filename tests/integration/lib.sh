@@ -60,10 +60,7 @@ th_cleanup() {
         kill -TERM "$pid" 2>/dev/null
     done
     for pid in "${TH_PIDS[@]}"; do
-        local i=0
-        while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-        kill -KILL "$pid" 2>/dev/null
-        wait "$pid" 2>/dev/null
+        th_reap "$pid"
     done
     # sanitizer reports (ASan/UBSan builds) in any log fail the test, even at exit
     if [ -n "$TH_DIR" ] && [ -d "$TH_DIR" ] &&
@@ -126,15 +123,27 @@ th_child_pid() {
     ps -o pid= --ppid "$1" 2>/dev/null | head -n 1 | tr -d ' '
 }
 
-th_stop() {
+# th_reap PID: up to 5 s for PID (a `timeout` wrapper of th_start) to end, then SIGKILL
+# its child and it: killing the wrapper alone would leave the program running. The
+# child's PID is still its own while the wrapper lives (a zombie is not reaped yet).
+th_reap() {
     local pid=$1 i=0 c
+    while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    if kill -0 "$pid" 2>/dev/null; then
+        c=$(th_child_pid "$pid")
+        [ -n "$c" ] && kill -KILL "$c" 2>/dev/null
+        kill -KILL "$pid" 2>/dev/null
+    fi
+    wait "$pid" 2>/dev/null
+    return 0
+}
+
+th_stop() {
+    local pid=$1 c
     c=$(th_child_pid "$pid")
     [ -n "$c" ] && kill -CONT "$c" 2>/dev/null
     kill -TERM "$pid" 2>/dev/null
-    while kill -0 "$pid" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
-    kill -KILL "$pid" 2>/dev/null
-    wait "$pid" 2>/dev/null
-    return 0
+    th_reap "$pid"
 }
 
 # 0 once 127.0.0.1:PORT accepts a connection, 1 after SECS (default 10) seconds.
