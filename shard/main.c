@@ -316,6 +316,28 @@ static void shard_on_fatal(void *arg, const char *msg)
     event_base_loopexit(sc->base, NULL);
 }
 
+/* The split limit of a layout whose buckets split: the one the node's listpack
+ * settings allow, or the option split-limit when lower. */
+static void shard_set_split_limit(shard_ctx *sc, unsigned node_limit)
+{
+    unsigned limit = node_limit, opt = sc->cfg.split_limit;
+    if (opt >= LAYOUT_SPLIT_LIMIT_MIN && opt < limit)
+        limit = opt;
+    if (sc->lay.split_limit && limit != sc->lay.split_limit)
+        log_info("redis: its listpack settings allow %u entries a bucket: buckets split at "
+                 "%u entries from now on (were %u)", node_limit, limit, sc->lay.split_limit);
+    sc->lay.split_limit = limit;
+}
+
+/* Every connection to Redis reads its listpack settings again (another node after a
+ * failover, a restart with another redis.conf): the split limit follows them. */
+static void shard_on_split_limit(void *arg, unsigned node_limit)
+{
+    shard_ctx *sc = arg;
+    if (layout_splits(&sc->lay))
+        shard_set_split_limit(sc, node_limit);
+}
+
 /* Logs err and repeats it on stderr (the operator starting the worker by hand sees it
  * there). */
 static void shard_main_fail(const char *err)
@@ -365,10 +387,11 @@ static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redi
     }
     sc->lay.by_sha = 1;     /* the worker sends layout 3's scripts by name, */
     ro->scripts = &sc->lay; /* and again whole after a NOSCRIPT (shard/redis.c) */
-    if (ro->split_limit)
-        sc->lay.split_limit = ro->split_limit;
-    if (c->split_limit >= LAYOUT_SPLIT_LIMIT_MIN && c->split_limit < sc->lay.split_limit)
-        sc->lay.split_limit = c->split_limit;
+    if (layout_splits(&sc->lay)) {
+        unsigned node_limit = ro->split_limit ? ro->split_limit : sc->lay.split_limit;
+        sc->lay.split_limit = 0;            /* at start: nothing to report a change from */
+        shard_set_split_limit(sc, node_limit);
+    }
     if (shard_validate(mc, err, sizeof err) != 0) {
         shard_main_fail(err);
         return -1;
@@ -467,7 +490,8 @@ int main(int argc, char **argv)
         .bucket_bits = c->bucket_bits, .layout = c->layout,
         .max_inflight = c->max_inflight_redis,
         .fingerprint = c->fp_spec,
-        .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal, .fatal_arg = &sc,
+        .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal,
+        .on_split_limit = shard_on_split_limit, .cb_arg = &sc,
         .cluster = mc.cluster, .announce = mc.redis_announce,
     };
     int rc = RS_EXIT_FAILURE;

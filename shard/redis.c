@@ -276,9 +276,16 @@ static int shard_meta_read(redisContext **cp, shard_redis_opts *o, char *err,
     return rc;
 }
 
-/* The split limit of a layout whose buckets split (docs/elastic-buckets.md): min(256,
- * the node's zset- and hash-max-listpack-entries; have[0] and have[2], 0 when unread),
- * so its buckets stay listpacks; Redis's default 128 when the node did not say. */
+unsigned shard_split_limit_of(unsigned long zset_entries, unsigned long hash_entries)
+{
+    unsigned long m = zset_entries < hash_entries ? zset_entries : hash_entries;
+    if (m > LAYOUT_SPLIT_LIMIT_MAX)
+        m = LAYOUT_SPLIT_LIMIT_MAX;
+    return m < LAYOUT_SPLIT_LIMIT_MIN ? LAYOUT_SPLIT_LIMIT_MIN : (unsigned)m;
+}
+
+/* The split limit from the node's settings at start (have[0] and have[2], 0 when
+ * unread); Redis's default 128 when the node did not say. */
 static unsigned shard_split_limit(const shard_redis_opts *o, const unsigned long have[4])
 {
     if (have[0] == 0 || have[2] == 0) {
@@ -288,10 +295,7 @@ static unsigned shard_split_limit(const shard_redis_opts *o, const unsigned long
                  LAYOUT_SPLIT_LIMIT_DEFAULT);
         return LAYOUT_SPLIT_LIMIT_DEFAULT;
     }
-    unsigned long m = have[0] < have[2] ? have[0] : have[2];
-    if (m > LAYOUT_SPLIT_LIMIT_MAX)
-        m = LAYOUT_SPLIT_LIMIT_MAX;
-    return m < LAYOUT_SPLIT_LIMIT_MIN ? LAYOUT_SPLIT_LIMIT_MIN : (unsigned)m;
+    return shard_split_limit_of(have[0], have[2]);
 }
 
 /* The Redis settings the layout relies on (docs/protocol.md): bucket keys must stay
@@ -466,6 +470,27 @@ static void shard_redis_on_setup_reply(redisAsyncContext *ac, void *reply, void 
     redisAsyncDisconnect(ac);   /* from a callback: closes after the replies */
 }
 
+/* Reply to the CONFIG GET of the listpack entry limits that every connection sends:
+ * a layout whose buckets split follows the node it is connected to now (a failover, a
+ * restart with another redis.conf). An error (CONFIG renamed away) changes nothing. */
+static void shard_redis_on_limits(redisAsyncContext *ac, void *reply, void *priv)
+{
+    static const char *names[2] = {"zset-max-listpack-entries", "hash-max-listpack-entries"};
+    shard_redis *r = priv;
+    redisReply *rep = reply;
+    unsigned long have[2] = {0, 0};
+    if (rep == NULL || r->ac != ac || rep->type != REDIS_REPLY_ARRAY || !r->o.on_split_limit)
+        return;
+    for (size_t i = 0; i + 1 < rep->elements; i += 2)
+        for (int k = 0; k < 2; k++)
+            if (rep->element[i]->type == REDIS_REPLY_STRING &&
+                rep->element[i + 1]->type == REDIS_REPLY_STRING &&
+                strcmp(rep->element[i]->str, names[k]) == 0)
+                have[k] = strtoul(rep->element[i + 1]->str, NULL, 10);
+    if (have[0] && have[1])
+        r->o.on_split_limit(r->o.cb_arg, shard_split_limit_of(have[0], have[1]));
+}
+
 /* Reply to the final HGETALL simhash:meta: ready, or mismatch. */
 static void shard_redis_on_meta(redisAsyncContext *ac, void *reply, void *priv)
 {
@@ -495,7 +520,7 @@ static void shard_redis_on_meta(redisAsyncContext *ac, void *reply, void *priv)
     r->st.connect_failures++;
     redisAsyncDisconnect(ac);
     if (!r->ever_ready && r->o.on_fatal) {
-        r->o.on_fatal(r->o.fatal_arg, err);   /* must not free r from here */
+        r->o.on_fatal(r->o.cb_arg, err);   /* must not free r from here */
         return;
     }
     log_error_rl("%s; refusing requests until it is fixed", err);
@@ -619,6 +644,11 @@ void shard_redis_connect(shard_redis *r)
             argv[na++] = r->user;       /* ACL user (redis-user) */
         argv[na++] = r->password;
         redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, na, argv, NULL);
+    }
+    if (r->o.on_split_limit) {
+        const char *cg[4] = {"CONFIG", "GET", "zset-max-listpack-entries",
+                             "hash-max-listpack-entries"};
+        redisAsyncCommandArgv(ac, shard_redis_on_limits, r, 4, cg, NULL);
     }
     if (r->o.cluster) {
         /* database 0 only; HSETNX / HGETALL of the meta key follow redirections */

@@ -41,8 +41,16 @@ typedef struct shard_redis_opts {
     /* Called when the first successful connection finds simhash:meta disagreeing
      * with these settings (the worker should exit). May be NULL. */
     void (*on_fatal)(void *arg, const char *msg);
-    void *fatal_arg;
+    /* Called at every connection with the split limit the node's listpack settings
+     * allow (shard_split_limit_of), when the node says them. May be NULL. */
+    void (*on_split_limit)(void *arg, unsigned limit);
+    void *cb_arg;             /* the argument of on_fatal and on_split_limit */
 } shard_redis_opts;
+
+/* The split limit of a layout whose buckets split (docs/elastic-buckets.md), from a
+ * node's zset- and hash-max-listpack-entries: min(the two, 256), at least
+ * LAYOUT_SPLIT_LIMIT_MIN, so its buckets stay listpacks. */
+unsigned shard_split_limit_of(unsigned long zset_entries, unsigned long hash_entries);
 
 typedef enum shard_redis_state {
     SHARD_REDIS_DOWN = 0,     /* waiting for the next reconnect attempt */
