@@ -157,6 +157,7 @@ struct coord {
     rs_metrics *metrics;            /* GET /metrics, when metrics-port is set */
     struct rs_pool *pool;           /* fingerprints of large texts (textfp.c); NULL: none */
     struct coord_merge *merge;      /* one-pair ADDs waiting to be written (merge.c) */
+    struct coord_op *ops;           /* operations not ended (ops.c), for shutdown */
 };
 
 /* ---- workers.c ---- */
@@ -192,6 +193,9 @@ typedef void (*coord_round_fn)(coord_op *op);
  * was answered with an error already. req NULL: an op answering requests of its own
  * (coord_op_set_failed tells it of a failure). */
 coord_op *coord_op_new(coord *co, rs_req *req);
+/* Shutdown: every operation not ended fails with -SHARDDOWN (its requests answered,
+ * its timers freed), so none is left waiting on a timer of a loop that no longer runs. */
+void coord_ops_stop(coord *co);
 rs_req *coord_op_req(coord_op *op);
 /* The op's request is answered elsewhere from now on (merge.c): the op answers no one. */
 void coord_op_give_req(coord_op *op);

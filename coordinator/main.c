@@ -200,13 +200,19 @@ static void coord_stop(coord *co)
     coord_textfp_stop(co);          /* waiting texts answer -BUSY; a CHECKTEXT that was
                                        fingerprinted goes on and gets -SHARDDOWN below */
     coord_merge_stop(co);           /* one-pair writes not written yet answer -SHARDDOWN */
-    coord_workers_stop(co);         /* in-flight requests answer -SHARDDOWN */
+    coord_ops_stop(co);             /* every request in progress answers -SHARDDOWN */
+    coord_workers_stop(co);         /* the workers' replies still due are dropped */
     coord_cluster_stop(co);
     rs_metrics_free(co->metrics);
     rs_free(co->srv);
     perm_set_free(&co->ps);
-    if (co->base)
+    if (co->base) {
+        /* one pass more: libevent finishes closing the client connections (a reply
+         * written since the loop's last pass holds its connection until its output
+         * callback runs); nothing of ours is left to run */
+        event_base_loop(co->base, EVLOOP_NONBLOCK);
         event_base_free(co->base);
+    }
     log_info("simhash-coordinator stopped");
     log_close();
     cfg_free_values(&coord_spec, &co->cfg);

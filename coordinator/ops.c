@@ -32,6 +32,7 @@ typedef struct coord_child {
 
 struct coord_op {
     coord *co;
+    coord_op *lprev, *lnext;    /* co->ops: not ended */
     rs_req *req;                /* NULL once answered */
     unsigned refs;
     int ended;                  /* answered (or failed): nothing more to do */
@@ -85,6 +86,12 @@ static void coord_op_end(coord_op *op)
     if (op->ended)
         return;
     op->ended = 1;
+    if (op->lprev)
+        op->lprev->lnext = op->lnext;
+    else
+        op->co->ops = op->lnext;
+    if (op->lnext)
+        op->lnext->lprev = op->lprev;
     if (op->timer) {
         event_free(op->timer);
         op->timer = NULL;
@@ -245,7 +252,17 @@ coord_op *coord_op_new(coord *co, rs_req *req)
             rs_req_fail(req, RS_OOM, "out of memory");
         return NULL;
     }
+    op->lnext = co->ops;
+    if (co->ops)
+        co->ops->lprev = op;
+    co->ops = op;
     return op;
+}
+
+void coord_ops_stop(coord *co)
+{
+    while (co->ops)
+        coord_op_fail(co->ops, RS_SHARDDOWN, "simhash-coordinator is shutting down");
 }
 
 rs_req *coord_op_req(coord_op *op)

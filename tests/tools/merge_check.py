@@ -19,6 +19,9 @@ CHECKTEXT; docs/coordinator.md, "Writes of many clients").
            every request is answered within the bound (an error, or an integer / an
            array of matches, no hang), and every pair so answered is found once the
            worker is back
+  shutdown CHECKs and ADDs pipelined (then "sent" is printed) while the caller stops
+           the coordinator (SIGTERM): each connection gets well-formed replies
+           (matches, integers, -SHARDDOWN or -TIMEOUT), then EOF, within the bound
 Usage: merge_check.py MODE PORT CLIENTS PAIRS_PER_CLIENT SEED"""
 import random
 import socket
@@ -212,12 +215,41 @@ def stall(port, clients, per, seed):
     print("stall: every acknowledged pair found (%d fingerprints)" % len(acked))
 
 
+def shutdown(port, clients, per, seed):
+    sent = plan(clients, per, seed, cmds=("SIMHASH.ADD", "SIMHASH.CHECK"))
+    conns = [C(port, timeout=60) for _ in sent]
+    for conn, reqs in zip(conns, sent):
+        conn.s.sendall(b"".join(enc(cmd, *args) for cmd, *args in reqs))
+    print("sent", flush=True)       # the caller stops the coordinator now
+    ok = down = 0
+    for conn, reqs in zip(conns, sent):
+        for cmd, _, _ in reqs:
+            try:
+                r = conn.reply()
+            except (EOFError, ConnectionResetError):  # closed with requests unread: RST
+                break
+            except socket.timeout:
+                fail("no reply and no EOF within 60 s of the coordinator's stop")
+            if isinstance(r, tuple):
+                if not r[1].startswith(("SHARDDOWN", "TIMEOUT")):
+                    fail("%s answered %r while the coordinator stopped" % (cmd, r))
+                down += 1
+            elif (cmd == "SIMHASH.ADD") != isinstance(r, int):
+                fail("%s answered %r" % (cmd, r))
+            else:
+                ok += 1
+    print("shutdown: %d answered, %d answered with an error, the rest cut by the close (of %d)" %
+          (ok, down, clients * per))
+
+
 def main():
     mode, port, clients, per, seed = sys.argv[1], *map(int, sys.argv[2:6])
     if mode == "counts":
         counts(port, clients, per, seed)
     elif mode == "checks":
         checks(port, clients, per, seed)
+    elif mode == "shutdown":
+        shutdown(port, clients, per, seed)
     elif mode == "stall":
         stall(port, clients, per, seed)
     else:
