@@ -171,7 +171,7 @@ keyscan_all() {
     for p in "${rports[@]}"; do keyscan "$p" >>"$WORK/scan-nodes.out" || return 1; done
     awk '$1 == "largest_bucket" { if ($2 > v[$1]) v[$1] = $2 } $1 != "largest_bucket" { v[$1] += $2 }
              !($1 in seen) { seen[$1] = 1; order[++n] = $1 }
-             END { for (i = 1; i <= n; i++) print order[i], v[order[i]] }' "$WORK/scan-nodes.out"
+             END { for (i = 1; i <= n; i++) printf "%s %.0f\n", order[i], v[order[i]] }' "$WORK/scan-nodes.out"
 }
 
 # wait_until WHAT CMD..: CMD again every 0.1 s until it succeeds; dies after 600 s
@@ -407,7 +407,7 @@ for N in $POINTS; do
         done
     fi
     emit used_memory_rss "$(node_sum memory used_memory_rss)"
-    emit aof_bytes "$(for name in "${rnames[@]}"; do du -sb "$D/$name"; done | awk '{ s += $1 } END { print s }')"
+    emit aof_bytes "$(for name in "${rnames[@]}"; do du -sb "$D/$name"; done | awk '{ s += $1 } END { printf "%.0f\n", s }')"
     emit aof_rewrites "$(node_sum persistence aof_rewrites)"
     emit redis_cpu_s "$(python3 -c "print(round($(node_sum cpu used_cpu_user), 2))")"
     info=$(ccli simhash.info)
