@@ -1,21 +1,28 @@
 #!/usr/bin/env bash
 # bench/distributed/scale.sh: one layout-3 deployment grown from empty to large corpora,
 # measured at checkpoints. The deployment is deploy/simhash-local's default (one Redis
-# with AOF everysec, two workers, one coordinator, blocks 6 distance 3) with --layout 3.
+# with AOF everysec, two workers, one coordinator, blocks 6 distance 3) with --layout 3;
+# with BENCH_CLUSTER=M it is `simhash-local up --cluster --masters M --layout 3` instead
+# (a Redis Cluster of M masters with AOF everysec, no replicas, one worker beside every
+# node, one coordinator). The Redis nodes are a list (one node without BENCH_CLUSTER):
+# what is measured on Redis is summed over them (memory, CPU, calls, keys), and the
+# largest bucket is the largest of any node.
 # For each checkpoint N of BENCH_POINTS (default "1000000 10000000 30000000") the
 # fingerprints [previous N, N) are written to a file (seeded: fingerprint i is
 # bench-dist_load's splitmix64(seed * 2^32 + i), id "doc-" + 26 digits = 30 bytes) and
 # loaded with `simhash load`, then measured:
 #   load        segment and cumulative seconds and fp/s, pairs refused, pairs not new (sent
 #               again after a late answer); Redis CPU (main process), ZADD, ZCARD and
-#               EVALSHA calls per fingerprint of the segment; the segment's last
-#               BENCH_TAIL pairs (50000) are loaded on their own: their rate is the
+#               EVALSHA calls per fingerprint of the segment, summed over the nodes (in a
+#               cluster also the largest share of that CPU one node took); the segment's
+#               last BENCH_TAIL pairs (50000) are loaded on their own: their rate is the
 #               ingest rate at about N (tail_load_fp_per_s)
-#   memory      Redis used_memory / N (everything), SIMHASH.INFO's bytes_per_fingerprint,
-#               the AOF's size on disk, the AOF rewrites so far
-#   buckets     the workers' bucket_splits; from a SCAN of every key: keys per kind,
-#               bucket count, the largest bucket (ZCARD), tombstones, keys per OBJECT ENCODING
-#               (a skiplist or hashtable bucket would cost memory and time)
+#   memory      Redis used_memory / N (everything; in a cluster the sum over the masters,
+#               and each node's as used_memory_node_I), SIMHASH.INFO's
+#               bytes_per_fingerprint, the AOF's size on disk, the AOF rewrites so far
+#   buckets     the workers' bucket_splits; from a SCAN of every key of every node: keys
+#               per kind, bucket count, the largest bucket (ZCARD), tombstones, keys per
+#               OBJECT ENCODING (a skiplist or hashtable bucket would cost memory and time)
 #   query       SIMHASH.QUERY of BENCH_QUERIES corpus fingerprints, pipelined (bench-dist_load
 #               sys-query, depth 32): queries/s; 1,000 of them must come back at
 #               distance 0 (bench-dist_load check); p50/p99 at BENCH_RATE queries/s for
@@ -25,19 +32,23 @@
 #               paced-raw p50/p99 at BENCH_RATE, raw-ingest of BENCH_RAW_N fingerprints
 #               no one loads (then raw-remove takes them out again, before fsck checks
 #               the corpus); query_vs_raw and ingest_vs_raw are the system's rates over
-#               these (the targets: at least 0.9)
+#               these (the targets: at least 0.9). Not in a cluster: bench-dist_load's raw
+#               modes talk to one Redis node and do not follow the slot map, so with
+#               BENCH_CLUSTER none of these metrics is printed
 #   export      `simhash export` of the whole corpus to a temporary file (its lines counted,
 #               then deleted)
-#   fsck        `simhash fsck` against the Redis node
-#   restart     Redis stopped by its PID (TERM: it flushes the AOF), started again on its
-#               AOF: seconds until it answers PING, and until a SIMHASH.QUERY through the
-#               coordinator finds fingerprint 0
+#   fsck        `simhash fsck` against the Redis node (a cluster: `--cluster`, every master)
+#   restart     every Redis node stopped by its PID (TERM: it flushes the AOF), all at
+#               once, and started again on its AOF as simhash-local starts it: seconds
+#               until every node answers PING, in a cluster until every node says
+#               cluster_state:ok, and until a SIMHASH.QUERY through the coordinator finds
+#               fingerprint 0
 # Prints `bench=scale n=N metric=M value=V` lines on stdout (progress on stderr); each
 # step is bounded by `timeout`. Environment: SIMHASH_BIN (default build/bin), BENCH_POINTS,
-# BENCH_SEED (20), BENCH_QUERIES (100000), BENCH_RATE (1000), BENCH_PACED_SECONDS (10),
+# BENCH_CLUSTER (masters of a Redis Cluster; empty: one Redis), BENCH_SEED (20),
+# BENCH_QUERIES (100000), BENCH_RATE (1000), BENCH_PACED_SECONDS (10),
 # BENCH_LOAD_TIMEOUT (seconds per segment, 14400), BENCH_TAIL, BENCH_RAW_N, BENCH_KEEP (a
-# directory: the logs and
-# configs of the deployment are copied there at exit).
+# directory: the logs and configs of the deployment are copied there at exit).
 # Everything runs on 127.0.0.1 in a mktemp -d directory; simhash-local stops its
 # processes by PID (down) at exit, Ctrl-C included (the steps run under `timeout
 # --foreground`, so a Ctrl-C reaches them and the script goes on to its exit trap).
@@ -46,6 +57,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 SRC=$(cd "$HERE/../.." && pwd)
 BIN=${SIMHASH_BIN:-$SRC/build/bin}
 POINTS=${BENCH_POINTS:-1000000 10000000 30000000}
+CLUSTER=${BENCH_CLUSTER:-}
 SEED=${BENCH_SEED:-20}
 QUERIES=${BENCH_QUERIES:-100000}
 RATE=${BENCH_RATE:-1000}
@@ -79,9 +91,19 @@ free_port() { python3 -c 'import socket
 s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'; }
 N=0
 emit() { echo "bench=scale n=$N metric=$1 value=$2"; }
-rcli() { timeout --foreground 60 redis-cli -p "$rport" "$@" | tr -d '\r'; }
-ccli() { timeout --foreground 60 redis-cli -p "$cport" "$@" | tr -d '\r'; }
+ncli() { local p=$1; shift; timeout --foreground 60 redis-cli -p "$p" "$@" | tr -d '\r'; }
+ccli() { ncli "$cport" "$@"; }
 field() { sed -n "s/^$1://p"; }
+# The Redis nodes: names (their pidfile, config and log in $D are NAME.pid, NAME.conf,
+# NAME.log, their data in $D/NAME) and ports, in the same order; set after `up`
+rnames=()
+rports=()
+# node_sum SECTION FIELD: FIELD of INFO SECTION summed over the nodes
+node_sum() {
+    local p s=0
+    for p in "${rports[@]}"; do s=$(python3 -c "print($s + $(ncli "$p" info "$1" | field "$2"))"); done
+    echo "$s"
+}
 
 # gen LO HI FILE: fingerprints [LO, HI) with their ids, as bench-dist_load numbers them
 gen() {
@@ -104,10 +126,11 @@ out("".join(buf))
 PY
 }
 
-# keyscan: every key of the Redis node, pipelined: keys per kind (the text before the
-# first ':'), per OBJECT ENCODING, the bucket count and the largest bucket (ZCARD of s:)
+# keyscan PORT: every key of the Redis node on PORT, pipelined: keys per kind (the text
+# before the first ':'), per OBJECT ENCODING, the bucket count and the largest bucket
+# (ZCARD of s:)
 keyscan() {
-    timeout --foreground 1800 python3 - "$rport" "$SRC/tests/tools" <<'PY'
+    timeout --foreground 1800 python3 - "$1" "$SRC/tests/tools" <<'PY'
 import collections, sys
 sys.path.insert(0, sys.argv[2])
 from simhash_e2e import Conn     # the tests' RESP client (stdlib only)
@@ -141,65 +164,115 @@ print("largest_bucket", largest)
 print("tombstones", tombstones)
 PY
 }
+# keyscan_all: keyscan of every node, the counts summed, the largest bucket the largest
+keyscan_all() {
+    local p
+    : >"$WORK/scan-nodes.out"
+    for p in "${rports[@]}"; do keyscan "$p" >>"$WORK/scan-nodes.out" || return 1; done
+    awk '$1 == "largest_bucket" { if ($2 > v[$1]) v[$1] = $2 } $1 != "largest_bucket" { v[$1] += $2 }
+             !($1 in seen) { seen[$1] = 1; order[++n] = $1 }
+             END { for (i = 1; i <= n; i++) printf "%s %.0f\n", order[i], v[order[i]] }' "$WORK/scan-nodes.out"
+}
 
-# restart: Redis stopped by its PID and started again on its AOF, as simhash-local
+# wait_until WHAT CMD..: CMD again every 0.1 s until it succeeds; dies after 600 s
+wait_until() {
+    local what=$1 i=0
+    shift
+    until "$@"; do
+        [ $i -lt 6000 ] || die "$what: not within 600 s of the restart"
+        sleep 0.1
+        i=$((i + 1))
+    done
+}
+# all_nodes TEST: TEST NAME PORT succeeds for every Redis node
+all_nodes() {
+    local k
+    for k in "${!rnames[@]}"; do "$1" "${rnames[$k]}" "${rports[$k]}" || return 1; done
+}
+node_pongs() {
+    kill -0 "$(cat "$D/$1.pid")" 2>/dev/null || die "$1 exited at restart: $(tail -n 5 "$D/$1.log")"
+    [ "$(timeout --foreground 5 redis-cli -p "$2" ping 2>/dev/null | tr -d '\r')" = PONG ]
+}
+node_cluster_ok() {
+    [ "$(timeout --foreground 5 redis-cli -p "$2" cluster info 2>/dev/null | tr -d '\r' | field cluster_state)" = ok ]
+}
+node_stopped() { ! kill -0 "$(cat "$D/$1.pid")" 2>/dev/null; }
+# finds_fp0: a SIMHASH.QUERY through the coordinator finds fingerprint 0
+finds_fp0() {
+    case "$(timeout --foreground 5 redis-cli -p "$cport" simhash.query "$fp0" distance 0 2>/dev/null | tr -d '\r')" in
+        *"$fp0"*) return 0 ;;
+    esac
+    return 1
+}
+
+# restart: every Redis node stopped by its PID, all at once (a power cut as an operator
+# sees it, but with the AOF flushed), and started again on its AOF as simhash-local
 # starts it (same config, pidfile and log, so `down` stops it)
 restart() {
-    local pid i=0 t0 t1 t2 fp0 out
-    pid=$(tr -dc 0-9 <"$D/redis.pid")
-    [ -n "$pid" ] || die "no Redis pid in $D/redis.pid"
+    local name pid t0 t1 t2
     t0=$(now)
-    kill -TERM "$pid" 2>/dev/null || die "cannot stop Redis (pid $pid)"
-    while kill -0 "$pid" 2>/dev/null; do
-        [ $i -lt 6000 ] || die "Redis (pid $pid) did not stop in 600 s"
-        sleep 0.1
-        i=$((i + 1))
+    for name in "${rnames[@]}"; do
+        pid=$(tr -dc 0-9 <"$D/$name.pid")
+        [ -n "$pid" ] || die "no Redis pid in $D/$name.pid"
+        kill -TERM "$pid" 2>/dev/null || die "cannot stop $name (pid $pid)"
     done
+    wait_until "the Redis nodes did not stop" all_nodes node_stopped
     emit restart_stop_seconds "$(secs "$t0" "$(now)")"
-    echo "---- $(date '+%F %T') start (scale.sh restart): redis-server $D/redis.conf" >>"$D/redis.log"
     t0=$(now)
-    setsid timeout --signal=TERM --kill-after=5 "$LIFETIME" redis-server "$D/redis.conf" \
-        </dev/null >>"$D/redis.log" 2>&1 &
-    echo $! >"$D/redis.pid"
-    i=0
-    until [ "$(timeout --foreground 5 redis-cli -p "$rport" ping 2>/dev/null | tr -d '\r')" = PONG ]; do
-        [ $i -lt 6000 ] || die "Redis did not answer PING within 600 s of its restart"
-        kill -0 "$(cat "$D/redis.pid")" 2>/dev/null || die "Redis exited at restart: $(tail -n 5 "$D/redis.log")"
-        sleep 0.1
-        i=$((i + 1))
+    for name in "${rnames[@]}"; do
+        echo "---- $(date '+%F %T') start (scale.sh restart): redis-server $D/$name.conf" >>"$D/$name.log"
+        setsid timeout --signal=TERM --kill-after=5 "$LIFETIME" redis-server "$D/$name.conf" \
+            </dev/null >>"$D/$name.log" 2>&1 &
+        echo $! >"$D/$name.pid"
     done
+    wait_until "a Redis node did not answer PING" all_nodes node_pongs
     t1=$(now)
+    emit restart_ping_seconds "$(secs "$t0" "$t1")"
+    if [ -n "$CLUSTER" ]; then
+        wait_until "a node did not reach cluster_state:ok" all_nodes node_cluster_ok
+        emit restart_cluster_ok_seconds "$(secs "$t0" "$(now)")"
+    fi
     fp0=$(python3 -c "
 M = (1 << 64) - 1
 x = (($SEED << 32) + 0x9e3779b97f4a7c15) & M
 x = ((x ^ (x >> 30)) * 0xbf58476d1ce4e5b9) & M
 x = ((x ^ (x >> 27)) * 0x94d049bb133111eb) & M
 print(x ^ (x >> 31))")
-    i=0
-    while :; do
-        out=$(timeout --foreground 5 redis-cli -p "$cport" simhash.query "$fp0" distance 0 2>/dev/null | tr -d '\r')
-        case "$out" in *"$fp0"*) break ;; esac
-        [ $i -lt 6000 ] || die "no SIMHASH.QUERY answer through the coordinator within 600 s of the restart: $out"
-        sleep 0.1
-        i=$((i + 1))
-    done
+    wait_until "no SIMHASH.QUERY answer through the coordinator found fingerprint 0" finds_fp0
     t2=$(now)
-    emit restart_ping_seconds "$(secs "$t0" "$t1")"
     emit restart_query_seconds "$(secs "$t0" "$t2")"
     emit restart_fingerprints "$(ccli simhash.info | field fingerprints)"
 }
 
-# redis_work: Redis's CPU seconds (user + system) and its ZADD, ZCARD and EVALSHA calls so far
+# redis_work: per Redis node one line: its CPU seconds (user + system) and its ZADD,
+# ZCARD and EVALSHA calls so far
 redis_work() {
-    local cpu stats
-    cpu=$(rcli info cpu)
-    stats=$(rcli info commandstats)
-    python3 - "$cpu" "$stats" <<'PY'
+    local p
+    for p in "${rports[@]}"; do
+        python3 - "$(ncli "$p" info cpu)" "$(ncli "$p" info commandstats)" <<'PY'
 import re, sys
 cpu = dict(l.split(":", 1) for l in sys.argv[1].splitlines() if ":" in l)
 calls = dict(re.findall(r"^cmdstat_(\w+):calls=(\d+)", sys.argv[2], re.M))
 print(float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
       *(calls.get(c, "0") for c in ("zadd", "zcard", "evalsha")))
+PY
+    done
+}
+# work_metrics BEFORE AFTER N: the nodes' work between two redis_work outputs per
+# fingerprint of N, summed over the nodes ("metric value" lines); with more than one
+# node also the largest share of the CPU one node took
+work_metrics() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import sys
+rows = lambda text: [[float(v) for v in l.split()] for l in text.splitlines() if l.strip()]
+delta = [[a - b for a, b in zip(x, y)] for x, y in zip(rows(sys.argv[2]), rows(sys.argv[1]))]
+n = max(int(sys.argv[3]), 1)
+tot = [sum(col) for col in zip(*delta)]
+print("segment_redis_cpu_us_per_fp", round(tot[0] * 1e6 / n, 1))
+for k, name in ((1, "zadd"), (2, "zcard"), (3, "evalsha")):
+    print("segment_%s_per_fp" % name, round(tot[k] / n, 2))
+if len(delta) > 1:
+    print("segment_redis_cpu_max_node_share", round(max(d[0] for d in delta) / tot[0], 3) if tot[0] else "nan")
 PY
 }
 
@@ -211,12 +284,33 @@ dl() {
         --name scale "$@" || die "bench-dist_load $mode failed"
 }
 metric() { sed -n "s/.* metric=$1 value=//p" | head -n 1; }
-# rdl MODE ARGS..: bench-dist_load straight to the Redis node, through its directories
+# rdl MODE ARGS..: bench-dist_load straight to the (one) Redis node, through its directories
 rdl() {
     local mode=$1
     shift
-    timeout --foreground 1800 "$BIN/bench-dist_load" "$mode" --port "$rport" --seed "$SEED" --corpus "$N" \
+    timeout --foreground 1800 "$BIN/bench-dist_load" "$mode" --port "${rports[0]}" --seed "$SEED" --corpus "$N" \
         --layout 3 --dirs --name scale "$@" || die "bench-dist_load $mode (raw) failed"
+}
+
+# raw_rates: the raw rates of the same work at this size, straight to Redis:
+# bench-dist_load with the live directories (--dirs); raw ingest writes fingerprints no
+# one loads (numbers from RAW_OFFSET) and raw-remove takes them out again, before the
+# fsck (one Redis node only: bench-dist_load's raw modes do not follow a slot map)
+raw_rates() {
+    local q p w
+    log "checkpoint $N: raw rates"
+    q=$(rdl raw-query --count "$QUERIES" --seconds 600 --depth 32)
+    emit raw_query_per_s "$(echo "$q" | metric queries_per_sec)"
+    emit dirs_buckets "$(echo "$q" | metric dirs_buckets)"
+    p=$(rdl paced-raw --rate "$RATE" --seconds "$PACED_SECS" --count 100000000)
+    emit "raw_paced_${RATE}_p50_ms" "$(echo "$p" | metric p50_ms)"
+    emit "raw_paced_${RATE}_p99_ms" "$(echo "$p" | metric p99_ms)"
+    w=$(rdl raw-ingest --offset "$RAW_OFFSET" --count "$RAW_N" --seconds 600 --depth 64)
+    emit raw_ingest_fp_per_s "$(echo "$w" | metric ingests_per_sec)"
+    rdl raw-remove --offset "$RAW_OFFSET" --count "$(echo "$w" | metric ops | cut -d. -f1)" --depth 64 >/dev/null
+    emit used_memory_after_raw "$(node_sum memory used_memory)"
+    emit query_vs_raw "$(ratio "$query_rate" "$(echo "$q" | metric queries_per_sec)")"
+    emit ingest_vs_raw "$(ratio "$tail_rate" "$(echo "$w" | metric ingests_per_sec)")"
 }
 
 # load_part LO HI: `simhash load` of fingerprints [LO, HI); sets part_secs, part_failed,
@@ -240,17 +334,27 @@ load_part() {
 }
 
 log "deployment in $D"
-# the second worker listens on the shard port + 1, which may be taken: new ports, up to 5 tries
+mode=()
+[ -z "$CLUSTER" ] || mode=(--cluster --masters "$CLUSTER")
+# the ports after the first ones given (the second worker's; a cluster's next nodes and
+# their bus ports, +10000, which must stay below 65536) may be taken: new ports, up to 5 tries
 for try in 1 2 3 4 5; do
     port=$(free_port)
+    redis_port=$(free_port)
+    while [ -n "$CLUSTER" ] && [ "$redis_port" -gt 55000 ]; do redis_port=$(free_port); done
     SIMHASH_BIN=$BIN timeout --foreground 180 "$SRC/deploy/simhash-local" up --dir "$D" --port "$port" \
-        --redis-port "$(free_port)" --shard-port "$(free_port)" --metrics-offset 0 --fresh \
-        --lifetime "$LIFETIME" --layout 3 >"$WORK/up.out" 2>&1 && break
+        --redis-port "$redis_port" --shard-port "$(free_port)" --metrics-offset 0 --fresh \
+        --lifetime "$LIFETIME" --layout 3 "${mode[@]}" >"$WORK/up.out" 2>&1 && break
     cat "$WORK/up.out" >&2
     [ "$try" -lt 5 ] || die "simhash-local up failed"
 done
 cport=$port
-rport=$(sed -n 's/^port //p' "$D/redis.conf")
+if [ -z "$CLUSTER" ]; then
+    rnames=(redis)
+else
+    for ((k = 0; k < CLUSTER; k++)); do rnames+=("redis-$k"); done
+fi
+for name in "${rnames[@]}"; do rports+=("$(cat "$D/$name.port")"); done
 [ "$(ccli simhash.info | field layout)" = 3 ] || die "the deployment is not of layout 3"
 
 echo "bench=scale n=0 metric=cores value=$(nproc)"
@@ -290,27 +394,29 @@ for N in $POINTS; do
     emit loadavg_1m_after_load "$(cut -d' ' -f1 /proc/loadavg)"
     # Redis's own work per fingerprint loaded in this segment: CPU of its main process
     # (not the AOF rewrite children), table writes and script calls
-    set -- $redis_before $(redis_work)
-    n_seg=$((N - prev - failed))
-    emit segment_redis_cpu_us_per_fp "$(python3 -c "print(round(($5 - $1) * 1e6 / max($n_seg, 1), 1))")"
-    emit segment_zadd_per_fp "$(python3 -c "print(round(($6 - $2) / max($n_seg, 1), 2))")"
-    emit segment_zcard_per_fp "$(python3 -c "print(round(($7 - $3) / max($n_seg, 1), 2))")"
-    emit segment_evalsha_per_fp "$(python3 -c "print(round(($8 - $4) / max($n_seg, 1), 2))")"
+    work_metrics "$redis_before" "$(redis_work)" $((N - prev - failed)) >"$WORK/work.out" ||
+        die "cannot compute the Redis work"
+    while read -r k v; do emit "$k" "$v"; done <"$WORK/work.out"
 
-    used=$(rcli info memory | field used_memory)
+    used=$(node_sum memory used_memory)
     emit used_memory "$used"
     emit bytes_per_fp "$(div "$used" "$N")"
-    emit used_memory_rss "$(rcli info memory | field used_memory_rss)"
-    emit aof_bytes "$(du -sb "$D/redis" | cut -f1)"
-    emit aof_rewrites "$(rcli info persistence | field aof_rewrites)"
-    emit redis_cpu_s "$(rcli info cpu | field used_cpu_user)"
+    if [ -n "$CLUSTER" ]; then
+        for k in "${!rports[@]}"; do
+            emit "used_memory_node_$k" "$(ncli "${rports[$k]}" info memory | field used_memory)"
+        done
+    fi
+    emit used_memory_rss "$(node_sum memory used_memory_rss)"
+    emit aof_bytes "$(for name in "${rnames[@]}"; do du -sb "$D/$name"; done | awk '{ s += $1 } END { printf "%.0f\n", s }')"
+    emit aof_rewrites "$(node_sum persistence aof_rewrites)"
+    emit redis_cpu_s "$(python3 -c "print(round($(node_sum cpu used_cpu_user), 2))")"
     info=$(ccli simhash.info)
     for f in fingerprints bytes_per_fingerprint bucket_splits buckets_cached largest_bucket_read; do
         emit "info_$f" "$(echo "$info" | field "$f")"
     done
     log "checkpoint $N: scanning every key"
     t0=$(now)
-    keyscan >"$WORK/scan.out" || die "the key scan failed"
+    keyscan_all >"$WORK/scan.out" || die "the key scan failed"
     while read -r k v; do emit "$k" "$v"; done <"$WORK/scan.out"
     emit keyscan_seconds "$(secs "$t0" "$(now)")"
 
@@ -327,22 +433,7 @@ for N in $POINTS; do
     emit "paced_${RATE}_p99_ms" "$(echo "$p" | metric p99_ms)"
     emit "paced_${RATE}_errors" "$(echo "$p" | metric errors)"
 
-    # the raw rates of the same work at this size, straight to Redis: bench-dist_load with
-    # the live directories (--dirs); raw ingest writes fingerprints no one loads (numbers
-    # from RAW_OFFSET) and raw-remove takes them out again, before the fsck below
-    log "checkpoint $N: raw rates"
-    q=$(rdl raw-query --count "$QUERIES" --seconds 600 --depth 32)
-    emit raw_query_per_s "$(echo "$q" | metric queries_per_sec)"
-    emit dirs_buckets "$(echo "$q" | metric dirs_buckets)"
-    p=$(rdl paced-raw --rate "$RATE" --seconds "$PACED_SECS" --count 100000000)
-    emit "raw_paced_${RATE}_p50_ms" "$(echo "$p" | metric p50_ms)"
-    emit "raw_paced_${RATE}_p99_ms" "$(echo "$p" | metric p99_ms)"
-    w=$(rdl raw-ingest --offset "$RAW_OFFSET" --count "$RAW_N" --seconds 600 --depth 64)
-    emit raw_ingest_fp_per_s "$(echo "$w" | metric ingests_per_sec)"
-    rdl raw-remove --offset "$RAW_OFFSET" --count "$(echo "$w" | metric ops | cut -d. -f1)" --depth 64 >/dev/null
-    emit used_memory_after_raw "$(rcli info memory | field used_memory)"
-    emit query_vs_raw "$(ratio "$query_rate" "$(echo "$q" | metric queries_per_sec)")"
-    emit ingest_vs_raw "$(ratio "$tail_rate" "$(echo "$w" | metric ingests_per_sec)")"
+    [ -n "$CLUSTER" ] || raw_rates
 
     log "checkpoint $N: export"
     t0=$(now)
@@ -355,7 +446,7 @@ for N in $POINTS; do
 
     log "checkpoint $N: fsck"
     t0=$(now)
-    timeout --foreground 7200 "$BIN/simhash" fsck --redis "127.0.0.1:$rport" >"$WORK/fsck-$N.err" 2>&1
+    timeout --foreground 7200 "$BIN/simhash" fsck ${CLUSTER:+--cluster} --redis "127.0.0.1:${rports[0]}" >"$WORK/fsck-$N.err" 2>&1
     emit fsck_exit "$?"
     emit fsck_seconds "$(secs "$t0" "$(now)")"
     log "fsck: $(tail -n 2 "$WORK/fsck-$N.err" | tr '\n' ' ')"

@@ -9,8 +9,9 @@
 # deployment's password alone, and a later `up` without --password-file (a restart of
 # the same DIR) keeps every piece protected. The password has a space, quotes and a
 # backslash (Redis's config files must quote it). The cluster's workers get the
-# coordinator's request deadline (timeout-ms 2000, as deploy/shard-cluster.conf). The
-# single-Redis deployment is made with --layout 3 (elastic buckets).
+# coordinator's request deadline (timeout-ms 2000, as deploy/shard-cluster.conf). Both
+# deployments are made with --layout 3 (elastic buckets); the cluster's add-node, repair
+# and restart read that layout back from its cluster.env.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/deploy_lib.sh"
@@ -133,8 +134,8 @@ th_log "single Redis: up again without --password-file keeps the password"
 # ---- Redis Cluster, and a node added ----
 C="$TH_DIR/cluster"
 mkdir -p "$C"
-DL_DIR=$C dl_up_cluster "up --cluster --password-file" --masters 3 --no-aof --fresh \
-    --lifetime 600 --password-file "$TH_DIR/pw"
+DL_DIR=$C dl_up_cluster "up --cluster --password-file --layout 3" --masters 3 --no-aof --fresh \
+    --lifetime 600 --password-file "$TH_DIR/pw" --layout 3
 check_deployment "$C" "$cport" "$sport" $((sport + 1)) $((sport + 2)) -- \
     "$rport" $((rport + 1)) $((rport + 2))
 # the cluster workers' request deadline is the coordinator's default, 2000 ms
@@ -161,6 +162,8 @@ DL_DIR=$C dl_sl up --cluster --no-aof --lifetime 600 >"$TH_DIR/up.out" 2>&1 ||
     th_fail "up --cluster again: $(tail -5 "$TH_DIR/up.out")"
 check_deployment "$C" "$cport" "$sport" $((sport + 1)) $((sport + 2)) $((sport + 3)) -- \
     "$rport" $((rport + 1)) $((rport + 2)) $((rport + 3))
+auth "$cport" SIMHASH.INFO | tr -d '\r' | grep -qx 'layout:3' ||
+    th_fail "the restarted cluster is not of layout 3: $(auth "$cport" SIMHASH.INFO | grep layout)"
 down_and_check "$C"
 th_log "cluster: up again without --password-file keeps the password"
 th_log PASS
