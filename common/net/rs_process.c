@@ -116,7 +116,7 @@ struct event_base *rs_base_new(void)
  * gives the signals back their default action (ending the process), and a second TERM
  * or INT is common while a daemon stops (`timeout` signals the process and then its
  * group; a second Ctrl-C; an init system and an operator): it must not cut short the
- * teardown, whose requests still get answers and whose log says it stopped. The
+ * teardown, which ends the requests in progress and logs that it stopped. The
  * signals are blocked in this thread meanwhile, so none can arrive between the two
  * steps (the pool's threads block them always, rs_pool.c); one pending then is
  * dropped by SIG_IGN. */
