@@ -9,9 +9,11 @@
  *   MUNLOCK      one script call releasing every lock (one Redis); in a Redis Cluster
  *                one call per fingerprint (lock hashes of shards lie in other slots).
  *   MADD / MDEL  the table writes of every fingerprint: in layout 3 on one Redis one
- *                zsets script call per LAYOUT_BATCH_MAX entries, else one plain command
- *                per entry. They are idempotent, so a batch that met a split runs
- *                again whole (as SHARD.ADD does).
+ *                zsets script call per LAYOUT_BATCH_MAX entries (it follows a split
+ *                itself), else one plain command per entry. They are idempotent: a
+ *                batch that met an expired tombstone runs again whole (as SHARD.ADD
+ *                does); in a Redis Cluster an entry that met a split is sent again
+ *                alone through the split point its reply named.
  * Every argument is checked before anything is sent: a malformed batch is answered
  * with an error and writes nothing. */
 #include <stdio.h>
@@ -370,11 +372,14 @@ out:
 /* ---- SHARD.MADD / SHARD.MDEL ---- */
 
 /* The entries of a batched table write: (table, permuted value) of every item, in
- * chunks of at most LAYOUT_BATCH_MAX (one zsets script call each) or one a command. */
+ * chunks of at most LAYOUT_BATCH_MAX (one call of the layout's entries each; in a
+ * Redis Cluster, or in a layout without entries, one plain command per entry). */
 typedef struct shard_madd {
     long long sum;
     unsigned long long *stat;
     size_t n, per;              /* entries, entries per command */
+    int batched;                /* commands of the layout's entries (entries_reply) */
+    unsigned resent;            /* one-entry commands sent again after a split */
     unsigned *tabs;
     uint64_t *ps;
 } shard_madd;
@@ -394,7 +399,7 @@ static int shard_madd_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
 {
     shard_madd *a = j->state;
     long long n = 0;
-    if (a->per == 1) {
+    if (!a->batched) {
         if (layout_write_count(rep, &n) != 0)
             goto bad;
     } else {
@@ -415,6 +420,32 @@ bad:
     return -1;
 }
 
+/* At most this many one-entry commands of a request are sent again on their own; past
+ * it the request runs again whole, as a batched one does. */
+#define SHARD_MADD_RESEND_MAX 64
+
+/* A one-entry write (a Redis Cluster) that met a bucket split since its directory was
+ * read wrote nothing: sent again alone, through the directory that has just learned
+ * the split point from the reply (layout_dir_reply), so the other entries are not
+ * written twice. A directory marked for reading instead (an expired tombstone) makes
+ * the request run again whole, after the read. */
+static void shard_madd_stale(shard_job *j, const shard_slot *s)
+{
+    shard_madd *a = j->state;
+    unsigned t = a->tabs[s->idx];
+    uint64_t p = a->ps[s->idx];
+    if (a->per != 1 || a->batched || a->resent >= SHARD_MADD_RESEND_MAX ||
+        layout_dir_need(&j->sc->lay, t, layout_shard_of(p))) {
+        j->stale = 1;
+        return;
+    }
+    a->resent++;
+    j->sc->st.resent++;
+    layout_cmd ec;
+    j->sc->lay.ops->entry(&j->sc->lay, t, p, a->stat == &j->sc->st.added ? "ZADD" : "ZREM", &ec);
+    shard_job_send(j, s->idx, ec.argc, ec.argv, ec.argvlen);
+}
+
 static void shard_madd_done(shard_job *j)
 {
     shard_madd *a = j->state;
@@ -424,7 +455,7 @@ static void shard_madd_done(shard_job *j)
 }
 
 static const shard_job_ops shard_madd_ops = {shard_madd_absorb, shard_madd_done, NULL,
-                                             shard_madd_free, NULL};
+                                             shard_madd_free, shard_madd_stale};
 
 /* Parses `fp ntables t [t ...] ...` into a's entries (dirs: their directories).
  * Returns 0, or -1 answered. */
@@ -471,15 +502,15 @@ static int shard_madd_parse(rs_req *req, shard_madd *a, uint32_t *dirs, size_t c
 static void shard_madd_send(shard_job *j, shard_madd *a, int add, uint32_t *dirs)
 {
     shard_ctx *sc = j->sc;
-    layout_batch *cmd = a->per > 1 ? malloc(sizeof *cmd) : NULL;
-    if (a->per > 1 && cmd == NULL) {
+    layout_batch *cmd = a->batched ? malloc(sizeof *cmd) : NULL;
+    if (a->batched && cmd == NULL) {
         shard_job_fail(j, RS_OOM, NULL, "out of memory");
         return;
     }
     for (size_t at = 0, k = 0; at < a->n && j->req; at += a->per, k++) {
         size_t cnt = a->n - at < a->per ? a->n - at : a->per;
         j->slots[k].idx = (uint32_t)k;
-        j->slots[k].dir = dirs[at];
+        j->slots[k].dir = cmd ? 0 : dirs[at];   /* entries_reply learns (job.h) */
         if (cmd) {
             sc->lay.ops->entries(&sc->lay, (unsigned)cnt, a->tabs + at, a->ps + at, add, cmd);
             shard_job_send(j, (unsigned)k, cmd->argc, cmd->argv, cmd->argvlen);
@@ -511,7 +542,10 @@ static void shard_cmd_madd_mdel(rs_req *req, int add)
     rs_cmd_fn self = add ? shard_cmd_madd : shard_cmd_mdel;
     if (shard_madd_parse(req, a, dirs, cap) != 0)
         goto out;
-    a->per = sc->lay.ops->entries && !shard_redis_cluster_mode(sc->redis) ? LAYOUT_BATCH_MAX : 1;
+    /* in a Redis Cluster one plain entry a command: a script that followed a split to
+     * a key it was not given could write on a node the key has migrated from */
+    a->batched = sc->lay.ops->entries != NULL && !shard_redis_cluster_mode(sc->redis);
+    a->per = a->batched ? LAYOUT_BATCH_MAX : 1;
     size_t ncmd = (a->n + a->per - 1) / a->per;
     if (shard_dirs_ready(req, self, dirs, (unsigned)a->n) != 1 ||
         shard_check_redis(req, (unsigned)ncmd) != 0)

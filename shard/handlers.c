@@ -225,8 +225,7 @@ static void shard_add_del_batched(rs_req *req, int add, unsigned ntab, const uns
     memcpy(b->ps, ps, ntab * sizeof *ps);
     j->rerun = add ? shard_cmd_add : shard_cmd_del;
     sc->lay.ops->entries(&sc->lay, ntab, tabs, ps, add, cmd);
-    j->slots[0].dir = shard_dir_id(tabs[0], layout_shard_of(ps[0]));
-    shard_job_send(j, 0, cmd->argc, cmd->argv, cmd->argvlen);
+    shard_job_send(j, 0, cmd->argc, cmd->argv, cmd->argvlen);  /* slot dir 0: see job.h */
     free(cmd);
     shard_job_release(j);
 }

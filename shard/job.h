@@ -32,7 +32,9 @@ typedef struct shard_slot {
     uint8_t qdocs;         /* QUERY ... DOCS: the read of q's own ids */
     uint8_t part;          /* shard_ids: the layout_ids_kind of the read */
     uint32_t dir;          /* the directory the command was routed through
-                            * (shard_dir_id), or 0: its reply goes to layout_dir_reply */
+                            * (shard_dir_id): its reply goes to layout_dir_reply; 0
+                            * for none, and for a call of the layout's entries, whose
+                            * reply names the directories of its items (entries_reply) */
 } shard_slot;
 
 typedef struct shard_job_ops {

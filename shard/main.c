@@ -51,10 +51,12 @@ static const cfg_option shard_options[] = {
     SHARD_OPT("distance", CFG_UINT, distance, 0, 63, "3", "largest Hamming distance searched"),
     SHARD_OPT("bucket-bits", CFG_UINT, bucket_bits, 0, 24, "0",
               "bits of a permuted fingerprint in its key: 8, 12, 16, 20 or 24; 0: the "
-              "corpus's, and for a new corpus 16 in layout 1, 12 in layout 2"),
+              "corpus's, and for a new corpus 16 in layout 1, 12 in layout 2; given with "
+              "layout unset, a new corpus gets layout 2"),
     SHARD_OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION_MAX, "0",
               "data layout of a new corpus: 1 or 2 (docs/protocol.md) or 3, elastic buckets "
-              "(docs/elastic-buckets.md); 0: the corpus's, and 2 for a new corpus"),
+              "(docs/elastic-buckets.md); 0: the corpus's, and for a new corpus 3 (2 when "
+              "bucket-bits is given)"),
     SHARD_OPT("split-limit", CFG_UINT, split_limit, 0, LAYOUT_SPLIT_LIMIT_MAX, "0",
               "layout 3: a bucket splits when it holds this many entries, at most the "
               "limit read from the Redis node (min(256, zset-/hash-max-listpack-entries)); "

@@ -34,8 +34,8 @@ const char *shard_redis_meta_key(void)
 
 void shard_redis_resolve(shard_redis_opts *o)
 {
-    if (o->layout == LAYOUT_VERSION_UNSET)
-        o->layout = LAYOUT_VERSION_DEFAULT;
+    if (o->layout == LAYOUT_VERSION_UNSET)  /* bucket bits asked for: fixed buckets */
+        o->layout = o->bucket_bits ? LAYOUT_VERSION_FIXED : LAYOUT_VERSION_DEFAULT;
     const layout_ops *ops = layout_ops_of(o->layout);
     if (o->bucket_bits == 0 && ops)
         o->bucket_bits = ops->bucket_bits_default;

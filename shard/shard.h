@@ -64,6 +64,7 @@ typedef struct shard_config {
     X(repair_errors, "repair_errors")  /* repair attempts that failed (retried) */ \
     X(scan_listings, "scan_listings")  /* SHARD.SCAN calls that listed the buckets that exist */ \
     X(reruns,     "requests_rerun")    /* run again: a bucket split under them (layout 3) */ \
+    X(resent,     "entries_resent")    /* one table write sent again alone after a split */ \
     X(waits,      "waits")             /* SHARD.WAIT requests */ \
     X(wait_cmds,  "wait_commands")     /* Redis WAIT commands sent (group commits) */ \
     X(wait_fail,  "errors_wait")       /* SHARD.WAIT refused or not replicated */

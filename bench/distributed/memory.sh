@@ -8,6 +8,12 @@
 #   bench=memory layout=L metric=used_memory|bytes_per_fingerprint|load_per_sec value=...
 # bytes_per_fingerprint = Redis used_memory / N (the empty Redis, the counters, the
 # lock hashes, allocator rounding: everything), and SIMHASH.INFO's own figure.
+# BENCH_LISTPACK=E sets the Redis node's zset- and hash-max-listpack-entries to E right
+# after `up` (CONFIG SET) and drops the workers' Redis connections (CLIENT KILL), so
+# that they read the node's limits again (layout 3 splits its buckets below them);
+# then also printed, per layout: the keys per OBJECT ENCODING after the load
+# (metric=keys_<encoding>), where a skiplist or hashtable key costs several times a
+# listpack's memory. Unset: the deployment's limits (2048).
 # Everything runs on 127.0.0.1 in a mktemp -d directory; simhash-local stops its
 # processes by PID (down) at exit.
 set -u
@@ -45,6 +51,26 @@ for L in ${BENCH_LAYOUTS:-1 2}; do
     SIMHASH_BIN=$BIN timeout 120 "$SRC/deploy/simhash-local" up "${args[@]}" >"$WORK/up-$L.out" 2>&1 ||
         { cat "$WORK/up-$L.out"; echo "simhash-local up failed" >&2; exit 1; }
     rport=$(sed -n 's/^port //p' "$d/redis.conf")
+    if [ -n "${BENCH_LISTPACK:-}" ]; then
+        for k in zset-max-listpack-entries hash-max-listpack-entries; do
+            timeout 10 redis-cli -p "$rport" config set "$k" "$BENCH_LISTPACK" >/dev/null || exit 1
+        done
+        timeout 10 redis-cli -p "$rport" client kill type normal >/dev/null || exit 1
+        for _ in $(seq 100); do     # every worker has connected again (a query reaches all)
+            timeout 5 redis-cli -p "$port" simhash.query 0 2>&1 | grep -q ERR || break
+            sleep 0.2
+        done
+        if [ "$L" = 3 ]; then   # every worker follows the node's limit before the load
+            for sp in $(sed -n "s/^port //p" "$d"/shard-*.conf); do
+                for _ in $(seq 100); do
+                    lim=$(timeout 5 redis-cli -p "$sp" shard.info 2>/dev/null | tr -d '\r' | sed -n 's/^split_limit://p')
+                    [ "$lim" = "$BENCH_LISTPACK" ] && break
+                    sleep 0.2
+                done
+                [ "$lim" = "$BENCH_LISTPACK" ] || { echo "worker on $sp: split_limit '$lim'" >&2; exit 1; }
+            done
+        fi
+    fi
     t0=$(date +%s.%N)
     timeout 3600 "$BIN/simhash" load --port "$port" "$WORK/load.txt" >&2 || exit 1
     t1=$(date +%s.%N)
@@ -56,6 +82,11 @@ for L in ${BENCH_LAYOUTS:-1 2}; do
     echo "bench=memory layout=$L metric=bytes_per_fingerprint value=$(python3 -c "print(round($used / $N, 1))")"
     echo "bench=memory layout=$L metric=info_bytes_per_fingerprint value=$(echo "$info" | sed -n 's/^bytes_per_fingerprint://p')"
     echo "bench=memory layout=$L metric=bucket_bits value=$(timeout 10 redis-cli -p "$rport" hget simhash:meta bucket_bits)"
+    if [ -n "${BENCH_LISTPACK:-}" ]; then
+        timeout 600 redis-cli -p "$rport" --scan | sed 's/^/OBJECT ENCODING /' |
+            timeout 600 redis-cli -p "$rport" | sort | uniq -c |
+            while read -r n enc; do echo "bench=memory layout=$L metric=keys_$enc value=$n"; done
+    fi
     echo "bench=memory layout=$L metric=load_per_sec value=$(python3 -c "print(round($N / ($t1 - $t0)))")"
     SIMHASH_BIN=$BIN timeout 60 "$SRC/deploy/simhash-local" down --dir "$d" >/dev/null 2>&1
 done

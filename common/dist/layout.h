@@ -33,7 +33,8 @@
 #define LAYOUT_VERSION_MIN 1
 #define LAYOUT_VERSION_MAX 3
 #define LAYOUT_VERSION_UNSET 0       /* an option left unset: the corpus's */
-#define LAYOUT_VERSION_DEFAULT 2     /* of a new corpus (docs/protocol.md, layout 2) */
+#define LAYOUT_VERSION_DEFAULT 3     /* of a new corpus (docs/elastic-buckets.md) */
+#define LAYOUT_VERSION_FIXED 2       /* of a new corpus given bucket bits (fixed buckets) */
 #define LAYOUT_META_KEY "simhash:meta"  /* without a corpus name; see layout_meta_key */
 #define LAYOUT_BUCKET_BITS_DEFAULT 16   /* layout 1 */
 #define LAYOUT2_BUCKET_BITS_DEFAULT 12  /* layout 2 (docs/capacity.md: about N/256) */

@@ -104,7 +104,7 @@ for setting in "6 3" "8 2"; do
     th_log "blocks $blocks distance $dist"
     wpids=() workers="" wports=()
     # 0: the layout's default (layout 3 has no bucket bits)
-    bb=$([ "$blocks" = 8 ] && [ "${TH_LAYOUT:-2}" != 3 ] && echo 24 || echo 0)
+    bb=$([ "$blocks" = 8 ] && [ "${TH_LAYOUT:-3}" != 3 ] && echo 24 || echo 0)
     for i in 0 1 2; do
         th_start_shard "shard-$blocks-$dist-$i" "${CL_PORTS[$i]}" 0-255 "$blocks" "$dist" "" \
             --cluster yes --bucket-bits "$bb"
@@ -204,7 +204,7 @@ for setting in "6 3" "8 2"; do
         l0=$(listings "${wports[@]}")
         walk_small "$cport" || th_fail "SIMHASH.SCAN in small steps during a slot migration"
         # (layout 3 walks its directories: it never lists)
-        [ "${TH_LAYOUT:-2}" = 3 ] || [ "$(listings "${wports[@]}")" -gt "$l0" ] ||
+        [ "${TH_LAYOUT:-3}" = 3 ] || [ "$(listings "${wports[@]}")" -gt "$l0" ] ||
             th_fail "no listing in the small-step walk"
         timeout 20 redis-cli -p "$src" migrate 127.0.0.1 "$dst" "" 0 5000 keys "${keys[@]:$half}" \
             >/dev/null || th_fail "migrate the rest"

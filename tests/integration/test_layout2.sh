@@ -74,13 +74,14 @@ bad=$(rcli "$r" --scan | grep -vE '^(a|b):' | head -n 3)
 [ -z "$bad" ] || th_fail "keys without a corpus prefix: $bad"
 [ -n "$(rcli "$r" --scan --pattern 'a:h:{0:*' | head -n 1)" ] || th_fail "corpus a has no bucket hash"
 [ -n "$(rcli "$r" --scan --pattern 'b:d:{0:*' | head -n 1)" ] || th_fail "corpus b has no document set"
-# the unnamed corpus beside them (the keys of corpora made before names)
+# the unnamed corpus beside them (the keys of corpora made before names), in the
+# layout a new corpus gets (3)
 th_start_shard wu "$r" 0-255 6 3 ""
 wu=$TH_SHARD_PORT
 th_start_coord cu 6 3 5000 "127.0.0.1:$wu"
 cu=$TH_COORD_PORT
-timeout 300 python3 "$IDS" ids "$cu" "$r" || th_fail "the unnamed corpus beside two named ones"
-[ "$(rcli "$r" hget simhash:meta layout)" = 2 ] || th_fail "unnamed corpus: layout is not 2"
+timeout 300 python3 "$IDS" ids "$cu" "$r" --layout 3 || th_fail "the unnamed corpus beside two named ones"
+[ "$(rcli "$r" hget simhash:meta layout)" = 3 ] || th_fail "unnamed corpus: layout is not 3"
 
 # ---- 3. refusals and adoption
 th_log "refusals"

@@ -26,7 +26,7 @@ LIVE="$TH_SRC/tests/tools/simhash_live.py"
 SH="$TH_BIN/simhash"
 
 # deployments NAME: one worker each, blocks distance bucket-bits (the worker's layout:
-# TH_LAYOUT's, or the default for a new corpus, 2)
+# TH_LAYOUT's, or the one a new corpus gets when bucket bits are given, 2)
 th_deploy src 1 6 3 3000 --bucket-bits 16
 th_deploy t24 1 6 3 3000 --bucket-bits 24
 th_deploy t8 1 8 2 3000 --bucket-bits 8

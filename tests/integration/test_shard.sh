@@ -98,9 +98,10 @@ PIDS+=($!)
 wait_pong "$SPORT"
 
 # ---- HELLO, meta ----
-# a new corpus: layout 2, bucket bits 12; no corpus name (the last, empty element)
-L=2
-BB=12
+# a new corpus: layout 3 (whose bucket bits are 8: one key a shard until it splits);
+# no corpus name (the last, empty element)
+L=3
+BB=8
 expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v3  2 "
 expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 $L"
 SHARD_PID=$(cat "$DIR/shard.pid")
@@ -367,7 +368,7 @@ set +e
 wait "$W4"; rc=$?
 set -e
 expect_eq "late mismatch exit" "$rc" "1"
-expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits $BB; this worker is configured with blocks 6"
+expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits 12; this worker is configured with blocks 6"
 # a worker that follows its corpus (no layout, no bucket-bits) started while Redis
 # does not answer: it waits, then takes the corpus's layout 1 and bucket bits 16
 # (never a new corpus's defaults, which its Redis would then refuse)

@@ -17,10 +17,10 @@ from resp_client import C
 
 
 # What each data layout does with the ids of one fingerprint that the checks below
-# look at straight in Redis (common/dist/layout1.c, layout2.c): whether ids are packed
-# in the bucket hash and move to an overflow set d:{0:xx}:<fp> only when they outgrow
-# LAYOUT2_INLINE_MAX (64) bytes, or always live in that set.
-LAYOUT_OVERFLOW_SETS = {1: False, 2: True}
+# look at straight in Redis (common/dist/layout1.c, layout2.c, layout3.c): whether ids
+# are packed in the bucket hash and move to an overflow set d:{0:xx}:<fp> only when
+# they outgrow LAYOUT2_INLINE_MAX (64) bytes, or always live in that set.
+LAYOUT_OVERFLOW_SETS = {1: False, 2: True, 3: True}
 
 
 def fail(msg):
