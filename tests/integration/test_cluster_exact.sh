@@ -62,15 +62,19 @@ walk_small() {
         "$1" "$TH_DIR/want.txt" COUNT 1 LIMIT 1 >/dev/null
 }
 
-# listings SHARD_PORTS...: the SHARD.SCAN calls of those workers that listed buckets
-listings() {
-    local n=0 p v
+# worker_sum FIELD SHARD_PORTS...: a SHARD.INFO counter summed over those workers
+worker_sum() {
+    local f=$1 n=0 p v
+    shift
     for p in "$@"; do
-        v=$(timeout 5 redis-cli -p "$p" shard.info | tr -d '\r' | sed -n 's/^scan_listings://p')
+        v=$(timeout 5 redis-cli -p "$p" shard.info | tr -d '\r' | sed -n "s/^$f://p")
         n=$((n + ${v:-0}))
     done
     echo "$n"
 }
+
+# listings SHARD_PORTS...: the SHARD.SCAN calls of those workers that listed buckets
+listings() { worker_sum scan_listings "$@"; }
 
 # Wait until the coordinator on port $1 reports routing ok (all routes up).
 wait_routing() {
@@ -130,7 +134,9 @@ for setting in "6 3" "8 2"; do
         || th_fail "verify (blocks $blocks distance $dist)"
     if [ -n "${TH_SPLIT_LIMIT:-}" ]; then   # layout 3 with a tiny split limit
         splits=$(info_field "$cport" bucket_splits)
-        th_log "layout 3: ${splits:-0} buckets split while the corpus loaded"
+        th_log "layout 3: ${splits:-0} buckets split while the corpus loaded; table writes" \
+            "sent again alone $(worker_sum entries_resent "${wports[@]}"), requests run" \
+            "again $(worker_sum requests_rerun "${wports[@]}")"
         [ "${splits:-0}" -ge 100 ] || th_fail "only ${splits:-0} buckets split"
     fi
     export_check "$cport" "$state" "after the load (blocks $blocks distance $dist)"
