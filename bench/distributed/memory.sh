@@ -3,8 +3,8 @@
 # default deploy/simhash-local deployment (one Redis with AOF, two workers, blocks 6
 # distance 3) loaded with `simhash load`: BENCH_N random fingerprints (default
 # 1000000) with one 30-byte document id each, once per data layout of BENCH_LAYOUTS
-# (default "1 2"; layout 2 is what a new corpus gets, layout 1 is asked for with
-# simhash-local --layout 1), in the same run. Prints, per layout,
+# (default "2 3"; layout 3 is what a new corpus gets, the others are asked for with
+# simhash-local --layout L), in the same run. Prints, per layout,
 #   bench=memory layout=L metric=used_memory|bytes_per_fingerprint|load_per_sec value=...
 # bytes_per_fingerprint = Redis used_memory / N (the empty Redis, the counters, the
 # lock hashes, allocator rounding: everything), and SIMHASH.INFO's own figure.
@@ -14,6 +14,11 @@
 # then also printed, per layout: the keys per OBJECT ENCODING after the load
 # (metric=keys_<encoding>), where a skiplist or hashtable key costs several times a
 # listpack's memory. Unset: the deployment's limits (2048).
+# BENCH_SETTLE=S: after the load, wait (at most S seconds, polling every 30 s) until
+# the node holds no string keys (in layout 3 the tombstones of split buckets, which
+# expire an hour after their split), then print the memory again
+# (metric=used_memory_settled, bytes_per_fingerprint_settled, settle_seconds,
+# strings_left): the memory of a corpus that has stopped growing.
 # Everything runs on 127.0.0.1 in a mktemp -d directory; simhash-local stops its
 # processes by PID (down) at exit.
 set -u
@@ -40,14 +45,14 @@ r = random.Random(42)
 for i in range(int(sys.argv[1])):
     print(r.getrandbits(64), "https://example.org/d/%08d" % i)   # 30-byte ids
 PY
-for L in ${BENCH_LAYOUTS:-1 2}; do
+for L in ${BENCH_LAYOUTS:-2 3}; do
     d="$WORK/l$L"
     DIRS+=("$d")
     port=$(free_port)
-    # the default deployment but for ports (and --layout 1 for the old layout)
+    # the default deployment but for ports and the layout
     args=(--dir "$d" --port "$port" --redis-port "$(free_port)" --shard-port "$(free_port)"
           --metrics-offset 0 --fresh --lifetime 7200)
-    [ "$L" = 2 ] || args+=(--layout "$L")
+    args+=(--layout "$L")
     SIMHASH_BIN=$BIN timeout 120 "$SRC/deploy/simhash-local" up "${args[@]}" >"$WORK/up-$L.out" 2>&1 ||
         { cat "$WORK/up-$L.out"; echo "simhash-local up failed" >&2; exit 1; }
     rport=$(sed -n 's/^port //p' "$d/redis.conf")
@@ -86,6 +91,19 @@ for L in ${BENCH_LAYOUTS:-1 2}; do
         timeout 600 redis-cli -p "$rport" --scan | sed 's/^/OBJECT ENCODING /' |
             timeout 600 redis-cli -p "$rport" | sort | uniq -c |
             while read -r n enc; do echo "bench=memory layout=$L metric=keys_$enc value=$n"; done
+    fi
+    if [ -n "${BENCH_SETTLE:-}" ]; then
+        s0=$(date +%s)
+        while :; do
+            left=$(timeout 600 redis-cli -p "$rport" --scan --type string | wc -l)
+            [ "$left" = 0 ] || [ $(($(date +%s) - s0)) -ge "$BENCH_SETTLE" ] && break
+            sleep 30
+        done
+        used=$(timeout 10 redis-cli -p "$rport" info memory | tr -d '\r' | sed -n 's/^used_memory://p')
+        echo "bench=memory layout=$L metric=settle_seconds value=$(($(date +%s) - s0))"
+        echo "bench=memory layout=$L metric=strings_left value=$left"
+        echo "bench=memory layout=$L metric=used_memory_settled value=$used"
+        echo "bench=memory layout=$L metric=bytes_per_fingerprint_settled value=$(python3 -c "print(round($used / $N, 1))")"
     fi
     echo "bench=memory layout=$L metric=load_per_sec value=$(python3 -c "print(round($N / ($t1 - $t0)))")"
     SIMHASH_BIN=$BIN timeout 60 "$SRC/deploy/simhash-local" down --dir "$d" >/dev/null 2>&1

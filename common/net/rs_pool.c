@@ -208,7 +208,7 @@ rs_pool *rs_pool_new(struct event_base *base, unsigned threads, unsigned queue_m
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     int rc = 0;
-    for (; rc == 0 && p->nthreads < threads; p->nthreads++)
+    for (; p->nthreads < threads; p->nthreads++)
         if ((rc = pthread_create(&p->threads[p->nthreads], NULL, rs_pool_thread, p)) != 0)
             break;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
