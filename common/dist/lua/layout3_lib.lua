@@ -114,14 +114,16 @@ local function l3_size(key, hkey)
 end
 
 -- splits bucket key (and hkey) until no bucket it became holds limit entries; returns
--- the split points made, appended to out
-local function l3_split_full(key, hkey, dir, limit, ttl, out)
+-- the split points made, appended to out; dead (optional) gets dead[k] = true for
+-- each bucket key that became a tombstone
+local function l3_split_full(key, hkey, dir, limit, ttl, out, dead)
   local work = {{key, hkey}}
   while #work > 0 do
     local k = table.remove(work)
     if l3_size(k[1], k[2]) >= limit then
       local s, L, R = l3_split(k[1], k[2], dir, ttl)
       out[#out + 1] = s
+      if dead then dead[k[1]] = true end
       local hpre = k[2] and l3_parse(k[2])
       local hl, hr
       if hpre then

@@ -75,9 +75,12 @@ end
 local sizes = {}
 for _, it in ipairs(items) do sizes[it.key] = it.size end
 -- an item whose bucket an earlier item of this call split: its key is a tombstone
--- now; follow the split points to the bucket holding its member
+-- now; follow the split points to the bucket holding its member. Every key the first
+-- pass left an item on was a live bucket, so the only tombstones it can meet are
+-- those this call made (dead), and the halves of a split are new keys.
+local dead = {}
 local function follow(it)
-  while redis.call('TYPE', it.key).ok == 'string' do
+  while dead[it.key] do
     local e = step(it, redis.call('GET', it.key))
     if e then return e end
   end
@@ -94,7 +97,7 @@ for i, it in ipairs(items) do
     out[1] = out[1] + n
     sizes[it.key] = sizes[it.key] + n
     if sizes[it.key] >= limit or (it.hkey and redis.call('HLEN', it.hkey) >= limit) then
-      out[#out + 1] = l3_split_full(it.key, it.hkey, it.dir, limit, ttl, {i})
+      out[#out + 1] = l3_split_full(it.key, it.hkey, it.dir, limit, ttl, {i}, dead)
       split = true
     end
   else
