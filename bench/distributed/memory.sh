@@ -15,10 +15,10 @@
 # (metric=keys_<encoding>), where a skiplist or hashtable key costs several times a
 # listpack's memory. Unset: the deployment's limits (2048).
 # BENCH_SETTLE=S: after the load, wait (at most S seconds, polling every 30 s) until
-# the node holds no string keys (in layout 3 the tombstones of split buckets, which
-# expire an hour after their split), then print the memory again
-# (metric=used_memory_settled, bytes_per_fingerprint_settled, settle_seconds,
-# strings_left): the memory of a corpus that has stopped growing.
+# the node holds no key with an expiry (in layout 3 the tombstones of split buckets,
+# which expire an hour after their split; nothing else of a corpus expires), then
+# print the memory again (metric=used_memory_settled, bytes_per_fingerprint_settled,
+# settle_seconds, expiring_left): the memory of a corpus that has stopped growing.
 # Everything runs on 127.0.0.1 in a mktemp -d directory; simhash-local stops its
 # processes by PID (down) at exit.
 set -u
@@ -95,13 +95,15 @@ for L in ${BENCH_LAYOUTS:-2 3}; do
     if [ -n "${BENCH_SETTLE:-}" ]; then
         s0=$(date +%s)
         while :; do
-            left=$(timeout 600 redis-cli -p "$rport" --scan --type string | wc -l)
+            left=$(timeout 10 redis-cli -p "$rport" info keyspace | tr -d '\r' |
+                sed -n 's/^db0:.*expires=\([0-9]*\).*/\1/p')
+            left=${left:-0}
             [ "$left" = 0 ] || [ $(($(date +%s) - s0)) -ge "$BENCH_SETTLE" ] && break
             sleep 30
         done
         used=$(timeout 10 redis-cli -p "$rport" info memory | tr -d '\r' | sed -n 's/^used_memory://p')
         echo "bench=memory layout=$L metric=settle_seconds value=$(($(date +%s) - s0))"
-        echo "bench=memory layout=$L metric=strings_left value=$left"
+        echo "bench=memory layout=$L metric=expiring_left value=$left"
         echo "bench=memory layout=$L metric=used_memory_settled value=$used"
         echo "bench=memory layout=$L metric=bytes_per_fingerprint_settled value=$(python3 -c "print(round($used / $N, 1))")"
     fi
