@@ -179,8 +179,8 @@ struct layout_ops {
     /* Optional (layout 3; NULL where a table write is one plain command): the n table
      * writes (tables[i], ps[i]) of one or many fingerprints (two may share a bucket),
      * added (add) or removed, as one command, 1 <= n <= LAYOUT_BATCH_MAX. One Redis only: the keys of different
-     * tables lie in different Redis Cluster slots. Its reply goes first to
-     * layout_dir_reply of item 0's directory, then to entries_reply:
+     * tables lie in different Redis Cluster slots. Its reply goes to entries_reply
+     * only (its parts name the items, of many directories; not layout_dir_reply):
      * 0 with *count (entries added or removed; the split points made are learnt),
      * 1 when an item met a bucket that split (nothing written; its directory learnt
      * it: send again), -1 for an unexpected reply. */
@@ -252,7 +252,8 @@ void layout_dir_read(const layout_ctx *c, unsigned table, unsigned shard, layout
  * the directory stays marked for reading). */
 int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
 /* Every reply of a command the layout built for a key of (table, shard) (reads,
- * entries, the lock call, the reads of ids): learns the split points it carries and
+ * entry writes, the lock call, the reads of ids; not entries, see entries_reply):
+ * learns the split points it carries and
  * returns 1 when the command met a bucket that had split (a WRONGTYPE on a tombstone,
  * or a write script's {-1, point} / {-2}): nothing was read or written, the cache is
  * updated or marked for reading, and the command must be built and sent again. 0
