@@ -17,6 +17,11 @@ client's speed does not count):
                      notices when its key is full), on keys below the threshold
   l3write_us         EVALSHA of layout 3's write script (common/dist/lua/layout3_zset.lua:
                      bucket check, ZADD, size check) adding one member below its limit
+  l3zsets_item_us    EVALSHA of layout 3's batched write script (layout3_zsets.lua, what a
+                     worker on one Redis sends for SHARD.MADD) with 256 items a call,
+                     each a new member of a random key below its limit: per item
+  l3zsets_lua_item_us  of that, what is not the ZCARD and ZADD it calls per item: Lua
+                     itself, its arguments, and passing each call in and out of Redis
   split_copy_us      EVALSHA splitting a key at its median member with COPY,
                      ZREMRANGEBYLEX on both halves and RENAME (all inside Redis, linear)
   split_rebuild_us   the same split by reading every member and ZADDing both halves
@@ -116,6 +121,11 @@ def usec(r, cmd):
     return s["usec_per_call"] if s else float("nan")
 
 
+def usec_total(stats, cmd):
+    s = stats.get("cmdstat_" + cmd)
+    return s["usec"] if s else 0
+
+
 def member(rng):
     return rng.getrandbits(56).to_bytes(7, "big")
 
@@ -175,6 +185,27 @@ def one_run(r, size, entries, rng):
     pipe.execute()
     out["l3write_us"] = usec(r, "evalsha")
 
+    with open(os.path.join(lua, "layout3_lib.lua"), "rb") as f:
+        body = f.read()
+    with open(os.path.join(lua, "layout3_zsets.lua"), "rb") as f:
+        body += b"\n" + f.read()
+    sha = r.script_load(body)
+    per, ncalls = 256, max(1, calls // 256)
+    r.config_resetstat()
+    pipe = r.pipeline(transaction=False)
+    for _ in range(ncalls):
+        keys, args = [], ["A", size * 4, 3600]
+        for _ in range(per):
+            keys += [f"s:{{0:00}}:{rng.randrange(nkeys)}", "r:{0:00}"]
+            args += [member(rng), "0"]
+        pipe.evalsha(sha, len(keys), *keys, *args)
+    pipe.execute()
+    st = r.info("commandstats")
+    items = ncalls * per
+    out["l3zsets_item_us"] = usec_total(st, "evalsha") / items
+    out["l3zsets_lua_item_us"] = (usec_total(st, "evalsha") - usec_total(st, "zadd") -
+                                  usec_total(st, "zcard")) / items
+
     out["encoding"] = r.object("encoding", f"s:{{0:00}}:{nkeys - 1}").decode()
     nsplit = min(nkeys // 2, 300)
     for name, script, off in (("split_copy_us", SPLIT_COPY, 0), ("split_rebuild_us", SPLIT_REBUILD, nsplit)):
@@ -215,6 +246,8 @@ def main():
                       f"value={med['addcheck_us'] / med['zadd_us']:.2f}")
                 print(f"bench=buckets size={size} metric=l3write_over_zadd "
                       f"value={med['l3write_us'] / med['zadd_us']:.2f}")
+                print(f"bench=buckets size={size} metric=l3zsets_item_over_zadd_zcard "
+                      f"value={med['l3zsets_item_us'] / (med['zadd_us'] + med['zcard_us']):.2f}")
                 print(f"bench=buckets size={size} metric=split_copy_per_entry_us "
                       f"value={med['split_copy_us'] / size:.3f}")
                 print(f"bench=buckets size={size} metric=encoding value={runs[-1]['encoding']}",
