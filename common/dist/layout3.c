@@ -245,14 +245,21 @@ static int layout3_dir_reply(const layout_ctx *c, unsigned table, unsigned shard
         d->st.stale++;
         return 1;
     }
-    for (size_t i = 1; i < r->elements; i++) {     /* the split points a write made */
+    /* a write's reply {n, split points...}, or (from entries_reply) a part of the zsets
+     * script's reply for this directory's item: {i, split points it made...} or
+     * {i, {split points it followed}} */
+    for (size_t i = 1; i < r->elements; i++) {
         const redisReply *e = r->element[i];
-        if (e->type == REDIS_REPLY_STRING) {
+        if (e->type == REDIS_REPLY_STRING) {            /* split points of a write */
             layout3_learn(s, e);
             d->st.splits++;
+        } else if (e->type == REDIS_REPLY_ARRAY) {      /* split points it followed */
+            for (size_t k = 0; k < e->elements; k++)
+                layout3_learn(s, e->element[k]);
+            d->st.stale++;
         }
     }
-    return 0;           /* (the zsets script's replies go to entries_reply instead) */
+    return 0;
 }
 
 static void layout3_dir_stats(const layout_ctx *c, layout_dir_stats *out)

@@ -187,6 +187,21 @@ static void test_layout3_entries(void **state)
     c.ops->entries(&c, 2, tabs, ps, 0, &b);
     assert_string_equal(b.argv[3], "s:{0:11}:-c001");
     assert_string_equal(b.argv[8], "R");
+    /* {1, {2, {"\x90"}}}: written, item 2 followed a split at 90 made since its
+     * directory was read: that directory learns it (and only that one) */
+    redisReply q1 = {.type = REDIS_REPLY_STRING, .str = "\x90", .len = 1};
+    redisReply *qpl[1] = {&q1};
+    redisReply qpts = {.type = REDIS_REPLY_ARRAY, .elements = 1, .element = qpl};
+    redisReply q0 = {.type = REDIS_REPLY_INTEGER, .integer = 2};
+    redisReply *qel[2] = {&q0, &qpts};
+    redisReply qpart = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = qel};
+    redisReply *fol[2] = {&p0, &qpart};
+    redisReply followed = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = fol};
+    assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &followed, &n), 0);
+    assert_int_equal(n, 1);
+    c.ops->entries(&c, 2, tabs, ps, 1, &b);
+    assert_string_equal(b.argv[3], "s:{0:11}:-c001");
+    assert_string_equal(b.argv[6], "s:{5:22}:90-");
     /* wrong shapes: an item out of range, a bare integer, a part without its item */
     f1.integer = 3;
     assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &failed, &n), -1);
@@ -201,7 +216,7 @@ static void test_layout3_entries(void **state)
     assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &failed, &n), -1);
     layout_dir_stats_get(&c, &st);
     assert_int_equal(st.splits, 1);
-    assert_int_equal(st.stale, 1);
+    assert_int_equal(st.stale, 2);              /* the split at 80 met, 90 followed */
     layout_ctx_free(&c);
     /* layouts whose table writes are plain commands have none */
     assert_int_equal(layout_ctx_init(&c, 2, 12), 0);
