@@ -129,6 +129,14 @@ static void test_layout3_routing(void **state)
     layout_dir_stats_get(&c, &st);
     assert_int_equal(st.splits, 1);
     assert_int_equal(st.stale, 2);
+    /* a corpus name in front, a table of two digits, a shard under 0x10 */
+    assert_int_equal(layout_corpus_set("news.b-2"), 0);
+    c.ops->entry(&c, 12, 0x0a00000000000001ull, "ZADD", &ec);
+    assert_string_equal(ec.argv[3], "news.b-2:s:{12:0a}:-");
+    assert_string_equal(ec.argv[4], "news.b-2:r:{12:0a}");
+    c.ops->entry(&c, 0, p, "ZSCORE", &ec);
+    assert_string_equal(ec.argv[1], "news.b-2:s:{0:11}:80-c001");
+    assert_int_equal(layout_corpus_set(NULL), 0);
     layout_ctx_free(&c);
 }
 
