@@ -378,6 +378,7 @@ typedef struct shard_madd {
     long long sum;
     unsigned long long *stat;
     size_t n, per;              /* entries, entries per command */
+    int add;                    /* MADD (else MDEL) */
     int batched;                /* commands of the layout's entries (entries_reply) */
     unsigned resent;            /* one-entry commands sent again after a split */
     unsigned *tabs;
@@ -434,7 +435,7 @@ static void shard_madd_stale(shard_job *j, const shard_slot *s)
     shard_madd *a = j->state;
     unsigned t = a->tabs[s->idx];
     uint64_t p = a->ps[s->idx];
-    if (a->per != 1 || a->batched || a->resent >= SHARD_MADD_RESEND_MAX ||
+    if (a->batched || a->resent >= SHARD_MADD_RESEND_MAX ||
         layout_dir_need(&j->sc->lay, t, layout_shard_of(p))) {
         j->stale = 1;
         return;
@@ -442,7 +443,7 @@ static void shard_madd_stale(shard_job *j, const shard_slot *s)
     a->resent++;
     j->sc->st.resent++;
     layout_cmd ec;
-    j->sc->lay.ops->entry(&j->sc->lay, t, p, a->stat == &j->sc->st.added ? "ZADD" : "ZREM", &ec);
+    j->sc->lay.ops->entry(&j->sc->lay, t, p, a->add ? "ZADD" : "ZREM", &ec);
     shard_job_send(j, s->idx, ec.argc, ec.argv, ec.argvlen);
 }
 
@@ -550,6 +551,7 @@ static void shard_cmd_madd_mdel(rs_req *req, int add)
     if (shard_dirs_ready(req, self, dirs, (unsigned)a->n) != 1 ||
         shard_check_redis(req, (unsigned)ncmd) != 0)
         goto out;
+    a->add = add;
     a->stat = add ? &sc->st.added : &sc->st.removed;
     shard_job *j = shard_job_new(sc, req, &shard_madd_ops, a, (unsigned)ncmd);
     if (j == NULL) {
