@@ -158,24 +158,30 @@ size_t layout_doc_key(char *buf, size_t cap, uint64_t fp, uint64_t p0)
     return layout_with_prefix(buf, cap, tmp, sizeof tmp);
 }
 
-/* "<c>:{0:xx}" for shard s. */
-static size_t layout_shard_hash_key(char *buf, size_t cap, char c, unsigned shard)
+size_t layout_tag_key(char *buf, size_t cap, char kind, unsigned table, unsigned shard)
 {
     if (shard > 255)
         return 0;
-    char tmp[8] = {c, ':', '{', '0', ':', 0, 0, '}'};
-    layout_put_hex(tmp + 5, shard, 2);
-    return layout_with_prefix(buf, cap, tmp, sizeof tmp);
+    char tmp[32];
+    char *q = tmp;
+    *q++ = kind;
+    *q++ = ':';
+    *q++ = '{';
+    q += resp_u64_dec(q, table);
+    *q++ = ':';
+    q = layout_put_hex(q, shard, 2);
+    *q++ = '}';
+    return layout_with_prefix(buf, cap, tmp, (size_t)(q - tmp));
 }
 
 size_t layout_count_key(char *buf, size_t cap, unsigned shard)
 {
-    return layout_shard_hash_key(buf, cap, 'c', shard);
+    return layout_tag_key(buf, cap, 'c', 0, shard);
 }
 
 size_t layout_lock_key(char *buf, size_t cap, unsigned shard)
 {
-    return layout_shard_hash_key(buf, cap, 'w', shard);
+    return layout_tag_key(buf, cap, 'w', 0, shard);
 }
 
 int layout_lock_field_parse(const char *s, size_t n, uint64_t *fp)

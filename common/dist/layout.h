@@ -137,6 +137,12 @@ int layout_ids_next(const void *v, size_t len, size_t *off, const uint8_t **id,
  * bytes written. */
 size_t layout_ids_put(uint8_t *out, const void *id, size_t idlen);
 
+/* Writes "[name:]<kind>:{t:xx}" (table t in decimal, shard xx in two lower-case hex
+ * digits: the hash tag of a (table, shard)) into buf. Returns its length, or 0 when it
+ * does not fit in cap or shard > 255. Built by hand, as every key here: a query builds
+ * one per table. */
+size_t layout_tag_key(char *buf, size_t cap, char kind, unsigned table, unsigned shard);
+
 /* Writes the counter hash key of shard (first byte of table 0) s: "c:{0:xx}", fields
  * fingerprints (table-0 entries) and documents (document ids) of that shard.
  * Returns its length, or 0 when it does not fit in cap. */

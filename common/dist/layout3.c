@@ -18,7 +18,6 @@
 #include <time.h>
 
 #include "bucketdir.h"
-#include "resp.h"
 #include "sha1.h"
 
 extern const char LAYOUT3_LIB_LUA[];
@@ -160,41 +159,11 @@ static int layout3_dir_need(const layout_ctx *c, unsigned table, unsigned shard)
     return layout3_now_ms() - s->loaded_ms > (uint64_t)c->tombstone_s * 1000u / 3u;
 }
 
-/* "[name:]<kind>:{t:xx}" into buf; returns its length, 0 when it does not fit. Written
- * by hand: a query builds one per table, and snprintf was ~9% of a worker's time. */
-static size_t layout3_tag_key(char *buf, size_t cap, char kind, unsigned table, unsigned shard)
-{
-    static const char hex[] = "0123456789abcdef";
-    const char *pre = layout_corpus();
-    size_t pl = strlen(pre);
-    char tmp[LAYOUT_CORPUS_MAX + 32];
-    char *q = tmp;
-    if (pl) {
-        memcpy(q, pre, pl);
-        q += pl;
-        *q++ = ':';
-    }
-    *q++ = kind;
-    *q++ = ':';
-    *q++ = '{';
-    q += resp_u64_dec(q, table);
-    *q++ = ':';
-    *q++ = hex[(shard >> 4) & 0xfu];
-    *q++ = hex[shard & 0xfu];
-    *q++ = '}';
-    size_t n = (size_t)(q - tmp);
-    if (n >= cap)
-        return 0;
-    memcpy(buf, tmp, n);
-    buf[n] = '\0';
-    return n;
-}
-
 static void layout3_dir_read(const layout_ctx *c, unsigned table, unsigned shard,
                              layout_cmd *cmd)
 {
     (void)c;
-    size_t kl = layout3_tag_key(cmd->key[0], sizeof cmd->key[0], 'r', table, shard);
+    size_t kl = layout_tag_key(cmd->key[0], sizeof cmd->key[0], 'r', table, shard);
     const char *argv[4] = {"ZRANGE", cmd->key[0], "0", "-1"};
     size_t lens[4] = {6, kl, 1, 2};
     for (int i = 0; i < 4; i++) {
@@ -335,7 +304,7 @@ static size_t layout3_bucket_key(char *buf, size_t cap, char kind, unsigned tabl
 {
     char suffix[BDIR_SUFFIX_MAX];
     size_t k = bdir_suffix(suffix, s->lo[i], bdir_shard_hi(s, i));
-    size_t n = layout3_tag_key(buf, cap, kind, table, shard);
+    size_t n = layout_tag_key(buf, cap, kind, table, shard);
     if (n == 0 || n + 1 + k >= cap)
         return 0;
     buf[n] = ':';
@@ -385,7 +354,7 @@ static void layout3_lock(const layout_ctx *c, uint64_t fp, uint64_t p0, const ch
     layout_lock_key(cmd->key[2], sizeof cmd->key[2], xx);
     layout_count_key(cmd->key[3], sizeof cmd->key[3], xx);
     layout3_key_of(c, cmd->key[4], sizeof cmd->key[4], 's', 0, p0);
-    layout3_tag_key(cmd->key[5], sizeof cmd->key[5], 'r', 0, xx);
+    layout_tag_key(cmd->key[5], sizeof cmd->key[5], 'r', 0, xx);
     snprintf(cmd->lease, sizeof cmd->lease, "%llu", lease_ms);
     snprintf(cmd->num[0], sizeof cmd->num[0], "%u", c->split_limit);
     snprintf(cmd->num[1], sizeof cmd->num[1], "%u", c->tombstone_s);
@@ -483,7 +452,7 @@ static void layout3_entry(const layout_ctx *c, unsigned table, uint64_t p, const
         out->argc = 3;
         return;
     }
-    layout3_tag_key(out->key[1], sizeof out->key[1], 'r', table, layout_shard_of(p));
+    layout_tag_key(out->key[1], sizeof out->key[1], 'r', table, layout_shard_of(p));
     if (table == 0)
         layout3_key_of(c, out->key[2], sizeof out->key[2], 'h', 0, p);
     snprintf(out->num[0], sizeof out->num[0], "%u", c->split_limit);
@@ -526,7 +495,7 @@ static void layout3_entries(const layout_ctx *c, unsigned n, const unsigned *tab
         out->argvlen[k++] = layout3_key_of(c, kb, LAYOUT_KEY_MAX, 's', tables[i], ps[i]);
         kb = out->key[++nkeys];
         out->argv[k] = kb;
-        out->argvlen[k++] = layout3_tag_key(kb, LAYOUT_KEY_MAX, 'r', tables[i],
+        out->argvlen[k++] = layout_tag_key(kb, LAYOUT_KEY_MAX, 'r', tables[i],
                                             layout_shard_of(ps[i]));
         nkeys++;
         if (tables[i] == 0) {
