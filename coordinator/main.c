@@ -252,9 +252,16 @@ int main(int argc, char **argv)
     }
     co.start_time = (long long)(ra_now_us() / 1000000);
     coord_lock_id(co.lock_id, sizeof(co.lock_id));
+    rs_runner run;      /* before it listens: a TERM while it starts ends it cleanly */
+    if (rs_runner_init(&run, co.base, NULL, coord_reload, &co) != 0) {
+        coord_stop(&co);
+        return RS_EXIT_FAILURE;
+    }
     rc = coord_start(&co);
-    if (rc == RS_EXIT_OK) {
-        if (rs_run_hup(co.base, NULL, coord_reload, &co) != 0)
+    if (rc != RS_EXIT_OK)
+        rs_runner_done(&run);
+    else {
+        if (rs_runner_run(&run) != 0)
             rc = RS_EXIT_FAILURE;
         if (co.fatal) {
             log_error("refusing to run: the shard workers' settings or ranges do not match "

@@ -503,8 +503,13 @@ int main(int argc, char **argv)
         shard_main_fail("cannot create the event loop");
         goto out;
     }
-    if (shard_start(&sc, &mc, &ro) == 0) {
-        if (rs_run_hup(sc.base, shard_on_stop, shard_reload, &sc) == 0 && !sc.fatal)
+    rs_runner run;      /* before it listens: a TERM while it starts ends it cleanly */
+    if (rs_runner_init(&run, sc.base, shard_on_stop, shard_reload, &sc) != 0)
+        goto out;
+    if (shard_start(&sc, &mc, &ro) != 0)
+        rs_runner_done(&run);
+    else {
+        if (rs_runner_run(&run) == 0 && !sc.fatal)
             rc = RS_EXIT_OK;
         if (c->pidfile && c->pidfile[0])
             rs_pidfile_remove(c->pidfile);

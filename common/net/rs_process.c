@@ -51,17 +51,9 @@ void rs_pidfile_remove(const char *path)
         unlink(path);
 }
 
-struct rs_run_state {
-    struct event_base *base;
-    int (*on_stop)(void *);
-    void (*on_hup)(void *);
-    void *arg;
-    int stopped;
-};
-
 static void rs_on_signal(evutil_socket_t sig, short what, void *arg)
 {
-    struct rs_run_state *rs = arg;
+    rs_runner *rs = arg;
     (void)what;
     if (sig == SIGHUP) {
         char err[300];
@@ -135,28 +127,49 @@ static void rs_signals_ignore(struct event **ev, const int *sigs, int n)
     pthread_sigmask(SIG_SETMASK, &old, NULL);
 }
 
+static const int rs_sigs[RS_RUNNER_NSIG] = { SIGTERM, SIGINT, SIGHUP };
+
+int rs_runner_init(rs_runner *r, struct event_base *base, int (*on_stop)(void *arg),
+                   void (*on_hup)(void *arg), void *arg)
+{
+    memset(r, 0, sizeof(*r));
+    r->base = base;
+    r->on_stop = on_stop;
+    r->on_hup = on_hup;
+    r->arg = arg;
+    signal(SIGPIPE, SIG_IGN);
+    for (int i = 0; i < RS_RUNNER_NSIG; i++)
+        if ((r->ev[i] = evsignal_new(base, rs_sigs[i], rs_on_signal, r)) == NULL ||
+            evsignal_add(r->ev[i], NULL) != 0) {
+            log_error("cannot install signal handlers");
+            rs_runner_done(r);
+            return -1;
+        }
+    return 0;
+}
+
+int rs_runner_run(rs_runner *r)
+{
+    /* listening and set up: systemd (Type=notify) may start what comes after */
+    sd_notify(0, "READY=1");
+    int rc = event_base_dispatch(r->base) < 0 ? -1 : 0;
+    rs_runner_done(r);
+    return rc;
+}
+
+void rs_runner_done(rs_runner *r)
+{
+    rs_signals_ignore(r->ev, rs_sigs, RS_RUNNER_NSIG);
+    memset(r->ev, 0, sizeof(r->ev));
+}
+
 int rs_run_hup(struct event_base *base, int (*on_stop)(void *arg), void (*on_hup)(void *arg),
                void *arg)
 {
-    struct rs_run_state st = { base, on_stop, on_hup, arg, 0 };
-    struct event *ev[3] = { NULL, NULL, NULL };
-    static const int sigs[3] = { SIGTERM, SIGINT, SIGHUP };
-    int rc = 0;
-
-    signal(SIGPIPE, SIG_IGN);
-    for (int i = 0; i < 3 && rc == 0; i++)
-        if ((ev[i] = evsignal_new(base, sigs[i], rs_on_signal, &st)) == NULL ||
-            evsignal_add(ev[i], NULL) != 0)
-            rc = -1;
-    if (rc == 0) {
-        /* listening and set up: systemd (Type=notify) may start what comes after */
-        sd_notify(0, "READY=1");
-        rc = event_base_dispatch(base) < 0 ? -1 : 0;
-    }
-    else
-        log_error("cannot install signal handlers");
-    rs_signals_ignore(ev, sigs, 3);
-    return rc;
+    rs_runner r;
+    if (rs_runner_init(&r, base, on_stop, on_hup, arg) != 0)
+        return -1;
+    return rs_runner_run(&r);
 }
 
 int rs_run(struct event_base *base, int (*on_stop)(void *arg), void *arg)

@@ -25,6 +25,7 @@
 #include "resp.h"
 
 struct event_base;
+struct event;
 
 /* ---- Error replies: one table of codes ---- */
 
@@ -290,6 +291,25 @@ int rs_run(struct event_base *base, int (*on_stop)(void *arg), void *arg);
  * to reload the settings that may change while running. */
 int rs_run_hup(struct event_base *base, int (*on_stop)(void *arg), void (*on_hup)(void *arg),
                void *arg);
+/* The same in two steps, for a daemon: rs_runner_init installs the handlers of SIGTERM,
+ * SIGINT and SIGHUP on base before it listens, so a TERM that arrives while it starts
+ * (a client may connect as soon as it listens) is handled when the loop runs, not by
+ * the default action that would end it without its teardown; rs_runner_run then runs
+ * the loop as rs_run_hup does. rs_runner_done (rs_runner_run calls it) ignores the
+ * signals from then on, for a start that fails after rs_runner_init. */
+#define RS_RUNNER_NSIG 3
+typedef struct rs_runner {
+    struct event_base *base;
+    int (*on_stop)(void *arg);
+    void (*on_hup)(void *arg);
+    void *arg;
+    int stopped;
+    struct event *ev[RS_RUNNER_NSIG];
+} rs_runner;
+int rs_runner_init(rs_runner *r, struct event_base *base, int (*on_stop)(void *arg),
+                   void (*on_hup)(void *arg), void *arg);
+int rs_runner_run(rs_runner *r);
+void rs_runner_done(rs_runner *r);
 /* Slow log settings while running (SIGHUP reload): a new max_len empties it. */
 void rs_set_slowlog(rserver *s, unsigned slower_than_us, unsigned max_len);
 
