@@ -16,7 +16,8 @@
 #               EVALSHA calls per fingerprint of the segment, summed over the nodes (in a
 #               cluster also the largest share of that CPU one node took); the segment's
 #               last BENCH_TAIL pairs (50000) are loaded on their own: their rate is the
-#               ingest rate at about N (tail_load_fp_per_s)
+#               ingest rate at about N (tail_load_fp_per_s), with Redis's CPU and the
+#               workers' and coordinator's together per fingerprint (tail_*_cpu_us_per_fp)
 #   memory      Redis used_memory / N (everything; in a cluster the sum over the masters,
 #               and each node's as used_memory_node_I), SIMHASH.INFO's
 #               bytes_per_fingerprint, the AOF's size on disk, the AOF rewrites so far
@@ -24,7 +25,8 @@
 #               per kind, bucket count, the largest bucket (ZCARD), tombstones, keys per
 #               OBJECT ENCODING (a skiplist or hashtable bucket would cost memory and time)
 #   query       SIMHASH.QUERY of BENCH_QUERIES corpus fingerprints, pipelined (bench-dist_load
-#               sys-query, depth 32): queries/s; 1,000 of them must come back at
+#               sys-query, depth 32): queries/s, Redis's CPU and the workers' and
+#               coordinator's together per query (query_*_cpu_us); 1,000 must come back at
 #               distance 0 (bench-dist_load check); p50/p99 at BENCH_RATE queries/s for
 #               BENCH_PACED_SECONDS (bench-dist_load paced, open loop)
 #   raw         the same work straight to Redis at this size (bench-dist_load --dirs: the
@@ -32,9 +34,12 @@
 #               paced-raw p50/p99 at BENCH_RATE, raw-ingest of BENCH_RAW_N fingerprints
 #               no one loads (then raw-remove takes them out again, before fsck checks
 #               the corpus); query_vs_raw and ingest_vs_raw are the system's rates over
-#               these (the targets: at least 0.9). Not in a cluster: bench-dist_load's raw
-#               modes talk to one Redis node and do not follow the slot map, so with
-#               BENCH_CLUSTER none of these metrics is printed
+#               these (the targets: at least 0.9), each with Redis's CPU per operation;
+#               *_vs_raw_redis_cpu_bound is raw's Redis CPU per operation over the
+#               system's: the ratio the system can reach where one Redis core bounds
+#               both (the system's own processes then cost nothing). Not in a
+#               cluster: bench-dist_load's raw modes talk to one Redis node and do not
+#               follow the slot map, so with BENCH_CLUSTER none of these is printed
 #   export      `simhash export` of the whole corpus to a temporary file (its lines counted,
 #               then deleted)
 #   fsck        `simhash fsck` against the Redis node (a cluster: `--cluster`, every master)
@@ -258,6 +263,21 @@ print(float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
 PY
     done
 }
+# redis_cpu: the Redis nodes' CPU seconds so far (main processes, user + system, summed)
+redis_cpu() { redis_work | awk '{s += $1} END {printf "%.3f\n", s}'; }
+# daemons_cpu: CPU seconds so far of the deployment's workers and coordinator (/proc of
+# each pidfile's process and its children: simhash-local runs each under `timeout`)
+daemons_cpu() {
+    local f p
+    for f in "$D"/shard-*.pid "$D"/coordinator*.pid; do
+        [ -f "$f" ] || continue
+        p=$(tr -dc 0-9 <"$f")
+        [ -n "$p" ] || continue
+        for p in $p $(pgrep -P "$p"); do cut -d')' -f2 "/proc/$p/stat" 2>/dev/null; done
+    done | awk -v hz="$(getconf CLK_TCK)" '{s += $12 + $13} END {printf "%.3f\n", s / hz}'
+}
+# per_op BEFORE AFTER N: microseconds per operation between two CPU readings (seconds)
+per_op() { python3 -c "print(round(($2 - $1) * 1e6 / max($3, 1), 1))"; }
 # work_metrics BEFORE AFTER N: the nodes' work between two redis_work outputs per
 # fingerprint of N, summed over the nodes ("metric value" lines); with more than one
 # node also the largest share of the CPU one node took
@@ -299,18 +319,30 @@ rdl() {
 raw_rates() {
     local q p w
     log "checkpoint $N: raw rates"
+    c0=$(redis_cpu)
     q=$(rdl raw-query --count "$QUERIES" --seconds 600 --depth 32)
+    c1=$(redis_cpu)
     emit raw_query_per_s "$(echo "$q" | metric queries_per_sec)"
+    raw_query_cpu=$(per_op "$c0" "$c1" "$(echo "$q" | metric ops)")
+    emit raw_query_redis_cpu_us "$raw_query_cpu"
     emit dirs_buckets "$(echo "$q" | metric dirs_buckets)"
     p=$(rdl paced-raw --rate "$RATE" --seconds "$PACED_SECS" --count 100000000)
     emit "raw_paced_${RATE}_p50_ms" "$(echo "$p" | metric p50_ms)"
     emit "raw_paced_${RATE}_p99_ms" "$(echo "$p" | metric p99_ms)"
+    c0=$(redis_cpu)
     w=$(rdl raw-ingest --offset "$RAW_OFFSET" --count "$RAW_N" --seconds 600 --depth 64)
+    c1=$(redis_cpu)
     emit raw_ingest_fp_per_s "$(echo "$w" | metric ingests_per_sec)"
+    raw_ingest_cpu=$(per_op "$c0" "$c1" "$(echo "$w" | metric ops)")
+    emit raw_ingest_redis_cpu_us_per_fp "$raw_ingest_cpu"
     rdl raw-remove --offset "$RAW_OFFSET" --count "$(echo "$w" | metric ops | cut -d. -f1)" --depth 64 >/dev/null
     emit used_memory_after_raw "$(node_sum memory used_memory)"
     emit query_vs_raw "$(ratio "$query_rate" "$(echo "$q" | metric queries_per_sec)")"
     emit ingest_vs_raw "$(ratio "$tail_rate" "$(echo "$w" | metric ingests_per_sec)")"
+    # what Redis's CPU allows: the system's ingest over raw when one Redis core bounds
+    # both (raw's Redis CPU per fingerprint over the tail load's); the same for queries
+    emit ingest_vs_raw_redis_cpu_bound "$(ratio "$raw_ingest_cpu" "$tail_redis_cpu")"
+    emit query_vs_raw_redis_cpu_bound "$(ratio "$raw_query_cpu" "$query_redis_cpu")"
 }
 
 # load_part LO HI: `simhash load` of fingerprints [LO, HI); sets part_secs, part_failed,
@@ -376,7 +408,11 @@ for N in $POINTS; do
         if [ $part = head ]; then lo=$prev hi=$((N - tail_n)); else lo=$((N - tail_n)) hi=$N; fi
         [ "$hi" -gt "$lo" ] || continue
         log "checkpoint $N: simhash load of [$lo, $hi)"
+        c0=$(redis_cpu)
+        d0=$(daemons_cpu)
         load_part "$lo" "$hi"
+        tail_redis_cpu=$(per_op "$c0" "$(redis_cpu)" $((hi - lo - part_failed)))
+        tail_daemons_cpu=$(per_op "$d0" "$(daemons_cpu)" $((hi - lo - part_failed)))
         seg=$(python3 -c "print(round($seg + $part_secs, 2))")
         failed=$((failed + part_failed))
         not_new=$((not_new + part_not_new))
@@ -384,6 +420,8 @@ for N in $POINTS; do
     emit tail_load_pairs "$tail_n"
     tail_rate=$(div $((tail_n - part_failed)) "$part_secs")
     emit tail_load_fp_per_s "$tail_rate"
+    emit tail_redis_cpu_us_per_fp "$tail_redis_cpu"
+    emit tail_daemons_cpu_us_per_fp "$tail_daemons_cpu"
     total_load=$(python3 -c "print(round($total_load + $seg, 2))")
     emit load_not_new "$not_new"
     emit load_failed "$failed"
@@ -422,9 +460,16 @@ for N in $POINTS; do
 
     log "checkpoint $N: queries"
     emit check_missing "$(dl check --count 1000 | metric check_missing)"
+    c0=$(redis_cpu)
+    d0=$(daemons_cpu)
     q=$(dl sys-query --count "$QUERIES" --seconds 600 --depth 32)
+    c1=$(redis_cpu)
+    d1=$(daemons_cpu)
     query_rate=$(echo "$q" | metric queries_per_sec)
     emit query_per_s "$query_rate"
+    query_redis_cpu=$(per_op "$c0" "$c1" "$(echo "$q" | metric ops)")
+    emit query_redis_cpu_us "$query_redis_cpu"
+    emit query_daemons_cpu_us "$(per_op "$d0" "$d1" "$(echo "$q" | metric ops)")"
     emit query_errors "$(echo "$q" | metric errors)"
     emit query_rows_per_op "$(echo "$q" | metric rows_per_op)"
     p=$(dl paced --rate "$RATE" --seconds "$PACED_SECS" --count 100000000)
