@@ -745,6 +745,11 @@ void shard_redis_free(shard_redis *r)
         event_free(r->setup_ev);
     if (r->stall_ev)
         event_free(r->stall_ev);
+    while (r->cmd_free) {
+        shard_rcmd *c = r->cmd_free;
+        r->cmd_free = c->next_free;
+        free(c);
+    }
     free(r->host);
     free(r->password);
     free(r->user);
@@ -871,25 +876,49 @@ void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     if (reply == NULL)
         err = r->ac == NULL && r->state == SHARD_REDIS_READY ? "shutting down"
                                                              : "connection lost";
-    if (reply != NULL)
+    if (reply != NULL && cmd->sent_us != 0)
         rs_hist_add(&r->rtt, ra_now_us() - cmd->sent_us);
     shard_redis_cb fn = cmd->fn;
     void *priv = cmd->priv;
-    free(cmd->fmt);
-    free(cmd);
+    shard_rcmd_free(r, cmd);
     fn(priv, reply, err);
+}
+
+shard_rcmd *shard_rcmd_new(shard_redis *r)
+{
+    shard_rcmd *cmd = r->cmd_free;
+    if (cmd == NULL)
+        return calloc(1, sizeof *cmd);
+    r->cmd_free = cmd->next_free;
+    r->cmd_nfree--;
+    memset(cmd, 0, sizeof *cmd);
+    return cmd;
+}
+
+void shard_rcmd_free(shard_redis *r, shard_rcmd *cmd)
+{
+    free(cmd->fmt);
+    if (r->cmd_nfree >= SHARD_CMD_FREE_MAX) {
+        free(cmd);
+        return;
+    }
+    cmd->fmt = NULL;
+    cmd->next_free = r->cmd_free;
+    r->cmd_free = cmd;
+    r->cmd_nfree++;
 }
 
 int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, void *priv,
                      int argc, const char **argv, const size_t *argvlen)
 {
-    shard_rcmd *cmd = calloc(1, sizeof *cmd);
+    shard_rcmd *cmd = shard_rcmd_new(r);
     if (cmd == NULL)
         return -1;
     cmd->r = r;
     cmd->fn = fn;
     cmd->priv = priv;
-    cmd->sent_us = ra_now_us();
+    if (r->o.cluster || r->rtt_tick++ % SHARD_RTT_SAMPLE == 0)
+        cmd->sent_us = ra_now_us();
     cmd->background = (ac == r->ac && r->state != SHARD_REDIS_READY) ||  /* setup commands */
                       r->send_background;
     if (argc > 0 && (argvlen ? argvlen[0] == 5 : strlen(argv[0]) == 5) &&
@@ -913,7 +942,7 @@ int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, v
             len = n < 0 ? 0 : (size_t)n;
         }
         if (cmd->fmt == NULL) {
-            free(cmd);
+            shard_rcmd_free(r, cmd);
             return -1;
         }
         cmd->fmtlen = len;
@@ -924,8 +953,7 @@ int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, v
         rc = redisAsyncCommandArgv(ac, shard_redis_on_reply, cmd, argc, argv, argvlen);
     }
     if (rc != REDIS_OK) {
-        free(cmd->fmt);
-        free(cmd);
+        shard_rcmd_free(r, cmd);
         return -1;
     }
     if (r->inflight == 0)

@@ -49,8 +49,12 @@ struct shard_redis {
     unsigned long long replies_at_probe;
     uint64_t probe_sent_ms;
     shard_redis_stats st;
-    rs_hist rtt;                    /* round trip of every answered command, redirections
-                                       included (metrics) */
+    rs_hist rtt;                    /* round trip of one answered command in
+                                       SHARD_RTT_SAMPLE, redirections included (metrics) */
+    unsigned rtt_tick;              /* commands sent, for that sample */
+    struct shard_rcmd *cmd_free;    /* freed commands kept for the next ones (a query or
+                                       a batch sends tens at once) */
+    unsigned cmd_nfree;
     struct shard_rcmd *waiting;     /* commands waiting to retry after -TRYAGAIN */
     /* cluster mode */
     unsigned gen;                   /* connection attempts; stale setup replies are ignored */
@@ -85,8 +89,22 @@ typedef struct shard_rcmd {
     struct shard_rcmd *wnext, *wprev; /* the list of those waiting (shard_redis.waiting) */
     int background;         /* not routed by the coordinator (HMGET of the counters for
                                SHARD.INFO, the meta check): redirections counted apart */
-    uint64_t sent_us;       /* when it was sent (first hop), for the round-trip figures */
+    uint64_t sent_us;       /* when it was sent (first hop), for the round-trip figures
+                               and -TRYAGAIN's deadline; 0 when not read (see
+                               SHARD_RTT_SAMPLE) */
+    struct shard_rcmd *next_free;   /* in shard_redis.cmd_free */
 } shard_rcmd;
+
+/* One command in this many has its round trip timed (the clock read at send and at
+ * reply was ~6% of a worker's CPU under a query load); in a cluster every command is,
+ * for -TRYAGAIN's deadline. The freed commands kept for reuse, at most. */
+#define SHARD_RTT_SAMPLE 8u
+#define SHARD_CMD_FREE_MAX 1024u
+
+/* A zeroed command, from r's kept ones when it has some (NULL: out of memory), and
+ * the way back: kept for the next command, or freed past SHARD_CMD_FREE_MAX. */
+shard_rcmd *shard_rcmd_new(shard_redis *r);
+void shard_rcmd_free(shard_redis *r, shard_rcmd *cmd);
 
 /* Setup command of connection attempt gen (cluster mode): hiredis privdata. */
 typedef struct shard_setup {

@@ -109,9 +109,7 @@ static void shard_redis_cmd_fail(shard_redis *r, shard_rcmd *cmd, const char *er
 {
     shard_redis_cb fn = cmd->fn;
     void *priv = cmd->priv;
-    (void)r;
-    free(cmd->fmt);
-    free(cmd);
+    shard_rcmd_free(r, cmd);
     fn(priv, NULL, err);
 }
 

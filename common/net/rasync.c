@@ -61,6 +61,11 @@ redisAsyncContext *ra_connect(struct event_base *base, const char *host, int por
     }
     ac->data = data;
     hiredis_guard(ac);
+    /* hiredis frees its read buffer whenever it is empty with more than maxbuf (16 KiB)
+     * unused, and allocates it again at the next read: under a pipelined load that is
+     * a large allocation and free per burst of replies, each setting off glibc's
+     * consolidation of its small free chunks. Kept up to RA_READ_BUF_KEEP instead. */
+    ac->c.reader->maxbuf = RA_READ_BUF_KEEP;
     if (redisLibeventAttach(ac, base) != REDIS_OK) {
         redisAsyncFree(ac);
         snprintf(err, errlen, "cannot attach to the event loop");

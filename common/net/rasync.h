@@ -31,6 +31,9 @@ unsigned ra_backoff_next(ra_backoff *b, unsigned min_ms, unsigned max_ms);
 /* A connection succeeded: the next failure starts again from min_ms. */
 void ra_backoff_reset(ra_backoff *b);
 
+/* Unused bytes of a connection's read buffer kept between bursts of replies. */
+#define RA_READ_BUF_KEEP (256u * 1024u)
+
 /* Starts a non-blocking connection to host:port on base: the reply guard installed
  * (common/net/hiredis_guard.h), ac->data = data, the connect and disconnect callbacks
  * set. Returns the context (hiredis frees it after the disconnect callback, or after
