@@ -5,8 +5,9 @@
 # /dev/log (checked in a private mount namespace whose /dev/log is a socket this test
 # reads); SIGHUP reopens a log file logrotate moved away and reloads loglevel and the
 # slow log settings from the config file; sd_notify tells a NOTIFY_SOCKET (as systemd
-# gives Type=notify units) READY, RELOADING and STOPPING; a storm of TERMs while a
-# daemon stops does not cut its teardown short. Real processes, stopped by PID.
+# gives Type=notify units) READY, RELOADING and STOPPING; a storm of TERMs, from the
+# moment a daemon's port takes a connection, neither finds it without its signal
+# handlers nor cuts its teardown short. Real processes, stopped by PID.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
@@ -177,7 +178,7 @@ for trial in range(10):
             socket.create_connection(("127.0.0.1", port), 0.5).close()
             break
         except OSError:
-            time.sleep(0.05)
+            time.sleep(0.005)   # the storm begins as soon as the port takes a connection
     sent = 0
     while p.poll() is None and sent < 200000:
         os.kill(p.pid, signal.SIGTERM)
