@@ -397,8 +397,13 @@ static int layout3_plan(const layout_ctx *c, unsigned table, uint64_t p, unsigne
     memset(pl, 0, sizeof *pl);
     pl->table = table;
     pl->shard = layout_shard_of(p);
-    pl->r.first_bucket = bdir_shard_find(s, bdir_member(lo));
-    pl->r.nbuckets = bdir_shard_find(s, bdir_member(hi)) - pl->r.first_bucket + 1;
+    size_t first = bdir_shard_find(s, bdir_member(lo));
+    bdir_bound top = bdir_member(hi);
+    /* the usual range lies in one bucket: the next bound, when there is one, is above */
+    size_t last = first + 1 >= s->n || top < s->lo[first + 1] ? first
+                                                              : bdir_shard_find(s, top);
+    pl->r.first_bucket = first;
+    pl->r.nbuckets = last - first + 1;
     pl->nreads = pl->r.nbuckets;
     pl->r.lo[0] = pl->r.hi[0] = '[';
     pl->r.lo_len = 1 + layout3_member(pl->r.lo + 1, lo);
