@@ -745,11 +745,7 @@ void shard_redis_free(shard_redis *r)
         event_free(r->setup_ev);
     if (r->stall_ev)
         event_free(r->stall_ev);
-    while (r->cmd_free) {
-        shard_rcmd *c = r->cmd_free;
-        r->cmd_free = c->next_free;
-        free(c);
-    }
+    shard_rcmd_free_kept(r);
     free(r->host);
     free(r->password);
     free(r->user);
@@ -882,30 +878,6 @@ void shard_redis_on_reply(redisAsyncContext *ac, void *reply, void *privdata)
     void *priv = cmd->priv;
     shard_rcmd_free(r, cmd);
     fn(priv, reply, err);
-}
-
-shard_rcmd *shard_rcmd_new(shard_redis *r)
-{
-    shard_rcmd *cmd = r->cmd_free;
-    if (cmd == NULL)
-        return calloc(1, sizeof *cmd);
-    r->cmd_free = cmd->next_free;
-    r->cmd_nfree--;
-    memset(cmd, 0, sizeof *cmd);
-    return cmd;
-}
-
-void shard_rcmd_free(shard_redis *r, shard_rcmd *cmd)
-{
-    free(cmd->fmt);
-    if (r->cmd_nfree >= SHARD_CMD_FREE_MAX) {
-        free(cmd);
-        return;
-    }
-    cmd->fmt = NULL;
-    cmd->next_free = r->cmd_free;
-    r->cmd_free = cmd;
-    r->cmd_nfree++;
 }
 
 int shard_redis_send(shard_redis *r, redisAsyncContext *ac, shard_redis_cb fn, void *priv,

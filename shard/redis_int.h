@@ -101,10 +101,14 @@ typedef struct shard_rcmd {
 #define SHARD_RTT_SAMPLE 8u
 #define SHARD_CMD_FREE_MAX 1024u
 
+/* ---- redis_cmd.c ---- */
+
 /* A zeroed command, from r's kept ones when it has some (NULL: out of memory), and
- * the way back: kept for the next command, or freed past SHARD_CMD_FREE_MAX. */
+ * the way back: kept for the next command, or freed past SHARD_CMD_FREE_MAX (its
+ * formatted command freed either way). shard_rcmd_free_kept frees the kept ones. */
 shard_rcmd *shard_rcmd_new(shard_redis *r);
 void shard_rcmd_free(shard_redis *r, shard_rcmd *cmd);
+void shard_rcmd_free_kept(shard_redis *r);
 
 /* Setup command of connection attempt gen (cluster mode): hiredis privdata. */
 typedef struct shard_setup {
