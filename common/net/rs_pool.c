@@ -203,7 +203,7 @@ rs_pool *rs_pool_new(struct event_base *base, unsigned threads, unsigned queue_m
         return NULL;
     }
     /* the threads start with every signal blocked: the event loop's thread takes them
-     * (a TERM handled on a pool thread would bypass rs_run's ignore at shutdown) */
+     * (a TERM handled on a pool thread would bypass rs_runner's ignore at shutdown) */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);

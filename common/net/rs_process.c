@@ -162,17 +162,3 @@ void rs_runner_done(rs_runner *r)
     rs_signals_ignore(r->ev, rs_sigs, RS_RUNNER_NSIG);
     memset(r->ev, 0, sizeof(r->ev));
 }
-
-int rs_run_hup(struct event_base *base, int (*on_stop)(void *arg), void (*on_hup)(void *arg),
-               void *arg)
-{
-    rs_runner r;
-    if (rs_runner_init(&r, base, on_stop, on_hup, arg) != 0)
-        return -1;
-    return rs_runner_run(&r);
-}
-
-int rs_run(struct event_base *base, int (*on_stop)(void *arg), void *arg)
-{
-    return rs_run_hup(base, on_stop, NULL, arg);
-}

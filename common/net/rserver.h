@@ -281,22 +281,18 @@ void rs_info_clients(const rserver *s, resp_buf *b);
 int rs_pidfile_write(const char *path, char *err, size_t errlen);
 void rs_pidfile_remove(const char *path);
 
-/* Ignore SIGPIPE, then run base until SIGTERM or SIGINT arrives; on_stop(arg) is
- * called once at that moment (close servers there; the loop then exits when
- * nothing is left, or at once with loopexit). on_stop returns 0, or 1 when it ends
- * the loop itself later (a drain). Returns 0, or -1 on a loop error; SIGTERM, SIGINT
- * and SIGHUP are ignored from then on (the caller's teardown runs to its end). */
-int rs_run(struct event_base *base, int (*on_stop)(void *arg), void *arg);
-/* rs_run, and on SIGHUP: reopen the log file (logrotate), then on_hup(arg) (NULL: none)
- * to reload the settings that may change while running. */
-int rs_run_hup(struct event_base *base, int (*on_stop)(void *arg), void (*on_hup)(void *arg),
-               void *arg);
-/* The same in two steps, for a daemon: rs_runner_init installs the handlers of SIGTERM,
- * SIGINT and SIGHUP on base before it listens, so a TERM that arrives while it starts
- * (a client may connect as soon as it listens) is handled when the loop runs, not by
- * the default action that would end it without its teardown; rs_runner_run then runs
- * the loop as rs_run_hup does. rs_runner_done (rs_runner_run calls it) ignores the
- * signals from then on, for a start that fails after rs_runner_init. */
+/* The daemons' event loop until SIGTERM or SIGINT, in two steps. rs_runner_init
+ * ignores SIGPIPE and installs the handlers of SIGTERM, SIGINT and SIGHUP on base; a
+ * daemon calls it before it listens, so a TERM that arrives while it starts (a client
+ * may connect as soon as it listens) is handled when the loop runs, not by the default
+ * action that would end it without its teardown. rs_runner_run then runs base: at
+ * SIGTERM or SIGINT on_stop(arg) (NULL: none) is called once (close servers there; the
+ * loop then exits when nothing is left, or at once with loopexit; on_stop returns 0,
+ * or 1 when it ends the loop itself later, a drain); at SIGHUP the log file is reopened
+ * (logrotate), then on_hup(arg) (NULL: none) reloads the settings that may change
+ * while running. It returns 0, or -1 on a loop error; SIGTERM, SIGINT and SIGHUP are
+ * ignored from then on (the caller's teardown runs to its end): rs_runner_done, which
+ * rs_runner_run calls, and which a start that fails after rs_runner_init calls. */
 #define RS_RUNNER_NSIG 3
 typedef struct rs_runner {
     struct event_base *base;
