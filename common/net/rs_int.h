@@ -28,8 +28,10 @@ typedef struct rs_slowlog_entry {
     long long time_s;               /* Unix time it finished */
     unsigned long long us;
     size_t argc;                    /* shown, RS_SLOWLOG_ARGS at most */
-    char *args[RS_SLOWLOG_ARGS];
+    char *args[RS_SLOWLOG_ARGS];    /* into buf */
     size_t lens[RS_SLOWLOG_ARGS];
+    char *buf;                      /* the arguments' copies, kept for the next use */
+    size_t cap;
     char addr[64];
     char *name;
 } rs_slowlog_entry;

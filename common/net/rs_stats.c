@@ -132,40 +132,42 @@ void rs_hist_prom(const rs_hist *h, resp_buf *b, const char *name, const char *l
 
 /* ---- SLOWLOG ---- */
 
+/* An entry's arguments are copies in its buffer, which it keeps when it is reused:
+ * under a load where every request is slow (a saturated pipeline) a note costs no
+ * allocation once the ring has gone round. */
 static void rs_slowlog_clear_entry(rs_slowlog_entry *e)
 {
-    for (size_t i = 0; i < e->argc; i++)
-        free(e->args[i]);
     free(e->name);
-    memset(e, 0, sizeof(*e));
+    e->name = NULL;
+    e->argc = 0;
 }
 
 void rs_slowlog_free(rserver *s)
 {
-    for (size_t i = 0; s->slowlog && i < s->opt.limits.slowlog_max_len; i++)
+    for (size_t i = 0; s->slowlog && i < s->opt.limits.slowlog_max_len; i++) {
         rs_slowlog_clear_entry(&s->slowlog[i]);
+        free(s->slowlog[i].buf);
+    }
     free(s->slowlog);
     s->slowlog = NULL;
     s->slowlog_len = s->slowlog_head = 0;
 }
 
-/* Copy of n bytes of p, cut as Redis cuts slow log arguments; its length in *len. */
-static char *rs_slowlog_arg(const char *p, size_t n, size_t *len)
+#define RS_SLOWLOG_MORE 48          /* room for "... (N more bytes|arguments)" */
+
+/* Appends to e the copy of n bytes of p, cut as Redis cuts slow log arguments (the
+ * buffer has room: rs_slowlog_note sized it). */
+static void rs_slowlog_put(rs_slowlog_entry *e, size_t *used, const char *p, size_t n)
 {
-    char more[48] = "";
-    size_t keep = n;
-    if (n > RS_SLOWLOG_ARG_BYTES) {
-        keep = RS_SLOWLOG_ARG_BYTES;
-        snprintf(more, sizeof(more), "... (%zu more bytes)", n - keep);
-    }
-    size_t ml = strlen(more);
-    char *v = malloc(keep + ml + 1);
-    if (v == NULL)
-        return NULL;
+    char *v = e->buf + *used;
+    size_t keep = n > RS_SLOWLOG_ARG_BYTES ? RS_SLOWLOG_ARG_BYTES : n, len = keep;
     memcpy(v, p, keep);
-    memcpy(v + keep, more, ml + 1);
-    *len = keep + ml;
-    return v;
+    if (keep < n)
+        len += (size_t)snprintf(v + keep, RS_SLOWLOG_MORE, "... (%zu more bytes)", n - keep);
+    v[len] = '\0';
+    e->args[e->argc] = v;
+    e->lens[e->argc++] = len;
+    *used += len + 1;
 }
 
 void rs_slowlog_note(rserver *s, rs_req *r, uint64_t us)
@@ -184,23 +186,37 @@ void rs_slowlog_note(rserver *s, rs_req *r, uint64_t us)
     e->id = s->slowlog_next_id++;
     e->time_s = (long long)(rs_wall_us() / 1000000u);
     e->us = us;
-    size_t argc = rs_req_argc(r), shown = argc;
+    size_t argc = rs_req_argc(r), shown = argc, need = RS_SLOWLOG_MORE + 1, used = 0;
     if (shown > RS_SLOWLOG_ARGS)
         shown = RS_SLOWLOG_ARGS - 1;
     for (size_t i = 0; i < shown; i++) {
         size_t n;
+        rs_req_arg(r, i, &n);
+        need += (n > RS_SLOWLOG_ARG_BYTES ? RS_SLOWLOG_ARG_BYTES + RS_SLOWLOG_MORE : n) + 1;
+    }
+    if (need > e->cap) {
+        char *nb = realloc(e->buf, need);
+        if (nb == NULL)
+            shown = 0;          /* out of memory: the entry without its arguments */
+        else {
+            e->buf = nb;
+            e->cap = need;
+        }
+    }
+    for (size_t i = 0; i < shown; i++) {
+        size_t n;
         const char *a = rs_req_arg(r, i, &n);
-        if ((e->args[e->argc] = rs_slowlog_arg(a, n, &e->lens[e->argc])) == NULL)
-            break;
-        e->argc++;
+        rs_slowlog_put(e, &used, a, n);
     }
-    if (shown < argc && e->argc == shown) {
-        char more[48];
-        int n = snprintf(more, sizeof(more), "... (%zu more arguments)", argc - shown);
-        if ((e->args[e->argc] = strdup(more)) != NULL)
-            e->lens[e->argc++] = (size_t)n;
+    if (shown < argc && e->cap >= need) {
+        char *v = e->buf + used;
+        int n = snprintf(v, RS_SLOWLOG_MORE, "... (%zu more arguments)", argc - shown);
+        e->args[e->argc] = v;
+        e->lens[e->argc++] = (size_t)n;
     }
-    snprintf(e->addr, sizeof(e->addr), "%s", r->c->addr);
+    size_t al = strnlen(r->c->addr, sizeof(e->addr) - 1);
+    memcpy(e->addr, r->c->addr, al);
+    e->addr[al] = '\0';
     e->name = r->c->name ? strdup(r->c->name) : NULL;
 }
 

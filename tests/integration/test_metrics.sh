@@ -77,6 +77,15 @@ sl=$(cli SLOWLOG GET 1)
 want_grep "SLOWLOG GET: the newest request" '^SIMHASH\.ADD$' "$sl"
 want_grep "SLOWLOG GET: long argument cut as Redis cuts it" "^x{128}\\.\\.\\. \\(172 more bytes\\)$" "$sl"
 want_grep "SLOWLOG GET: client address" '^127\.0\.0\.1:[0-9]+$' "$sl"
+# a request of 40 arguments: 31 shown, then how many more; the entries reuse their
+# buffers as the ring goes round, so the older entry's arguments must not change
+cli PING $(seq 1 39) >/dev/null
+sl=$(cli SLOWLOG GET 3)
+want_grep "SLOWLOG GET: arguments past 31 counted" '^\.\.\. \(9 more arguments\)$' "$sl"
+want_grep "SLOWLOG GET: the 31st argument kept" '^30$' "$sl"
+want_grep "SLOWLOG GET: the entry before, intact" "^x{128}\\.\\.\\. \\(172 more bytes\\)$" "$sl"
+for i in 1 2 3 4; do cli SIMHASH.ADD 12345 "$big" >/dev/null; done
+want_grep "SLOWLOG GET: an entry reused for a long argument" "^x{128}\\.\\.\\. \\(172 more bytes\\)$" "$(cli SLOWLOG GET 1)"
 [ "$(cli SLOWLOG GET | grep -c '^SIMHASH\.\|^SLOWLOG$')" -eq 3 ] || th_fail "SLOWLOG GET lists $(cli SLOWLOG GET) (want 3 entries)"
 want_grep "SLOWLOG RESET" '^OK$' "$(cli SLOWLOG RESET)"
 want_grep "SLOWLOG LEN after RESET (the RESET itself is logged after it ran)" '^[01]$' "$(cli SLOWLOG LEN)"

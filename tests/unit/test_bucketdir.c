@@ -168,6 +168,43 @@ static void test_shard_directory(void **state)
     bdir_shard_free(&d);
 }
 
+/* bdir_shard_find starts where m would be if the bounds were spread evenly: bounds
+ * packed into a narrow range, or spread unevenly, are found exactly all the same
+ * (lookups inside, below and above the packed range, and at every bound). */
+static void test_shard_find_skewed(void **state)
+{
+    (void)state;
+    const uint64_t masks[] = {0x000000ffffffffffull, 0x00ffffffffffffffull,
+                              0x0000000000ffffffull, 0x0fffffffffffffffull};
+    const uint64_t bases[] = {0x7f00000000000000ull, 0x0000000000000000ull,
+                              0xffffffffff000000ull, 0x3000000000000000ull};
+    for (size_t k = 0; k < sizeof masks / sizeof masks[0]; k++) {
+        bdir_shard d;
+        assert_int_equal(bdir_shard_init(&d), 0);
+        size_t nb = 3 + 97 * k;             /* 3, 100, 197, 294 bounds */
+        for (size_t i = 0; i < nb; i++) {
+            uint64_t v = bases[k] | (rnd() & masks[k]);
+            assert_int_equal(bdir_shard_add(&d, bdir_split_point(bdir_member(0),
+                                                                 bdir_member(v >> 8))), 0);
+        }
+        for (size_t it = 0; it < iters(20000) + d.n; it++) {
+            bdir_bound m;
+            if (it < d.n)
+                m = d.lo[it];               /* every bound itself */
+            else if (it % 3 == 0)
+                m = bdir_member(rnd());
+            else
+                m = bdir_member((bases[k] | (rnd() & masks[k])) >> 8);
+            size_t want = 0;
+            for (size_t i = 0; i < d.n; i++)
+                if (d.lo[i] <= m)
+                    want = i;
+            assert_int_equal(bdir_shard_find(&d, m), want);
+        }
+        bdir_shard_free(&d);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -175,6 +212,7 @@ int main(void)
         cmocka_unit_test(test_split_point),
         cmocka_unit_test(test_suffix),
         cmocka_unit_test(test_shard_directory),
+        cmocka_unit_test(test_shard_find_skewed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
