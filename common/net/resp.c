@@ -277,6 +277,8 @@ struct resp_parser {
     size_t nexpect;         /* multibulk: arguments announced */
     resp_request req;
     size_t cap;             /* slots in req.argv */
+    size_t mem_len, mem_cap;  /* bytes used and allocated of req.mem */
+    size_t cur_off;         /* where the argument being read starts in req.mem */
     size_t cur_len, cur_pos;
     /* inline line */
     char *line;
@@ -295,8 +297,7 @@ void resp_limits_default(resp_limits *l)
 
 void resp_request_free(resp_request *r)
 {
-    for (size_t i = 0; i < r->argc; i++)
-        free(r->argv[i]);
+    free(r->mem);
     free(r->argv);
     free(r->argvlen);
     memset(r, 0, sizeof(*r));
@@ -319,6 +320,7 @@ static void resp_parser_reset_request(resp_parser *p)
 {
     resp_request_free(&p->req);
     p->cap = 0;
+    p->mem_len = p->mem_cap = 0;
     p->nexpect = 0;
     p->line_len = 0;
 }
@@ -377,15 +379,39 @@ static int resp_parser_add_arg(resp_parser *p, size_t n)
         p->req.argvlen = lv;
         p->cap = cap;
     }
-    char *a = malloc(n + 1);
-    if (a == NULL)
-        return resp_fail(p, "Protocol error: out of memory%s", "");
-    a[n] = '\0';
-    p->req.argv[p->req.argc] = a;
+    /* the bytes go into one buffer for the whole request (one allocation a request,
+     * not one an argument); argv points into it once the request is complete */
+    if (n + 1 > p->mem_cap - p->mem_len) {
+        /* twice the size, or what this argument needs (n and mem_len are bounded
+         * by the limits: no overflow) */
+        size_t cap = p->mem_cap ? 2 * p->mem_cap : 256;
+        if (cap < p->mem_len + n + 1)
+            cap = p->mem_len + n + 1;
+        char *m = realloc(p->req.mem, cap);
+        if (m == NULL)
+            return resp_fail(p, "Protocol error: out of memory%s", "");
+        p->req.mem = m;
+        p->mem_cap = cap;
+    }
+    p->cur_off = p->mem_len;
+    p->req.mem[p->mem_len + n] = '\0';
+    p->mem_len += n + 1;
+    p->req.argv[p->req.argc] = NULL;
     p->req.argvlen[p->req.argc] = n;
     p->req.argc++;
     p->req.bytes += n;
     return 0;
+}
+
+/* The request is complete: argv points into mem (which no longer moves). */
+static void resp_parser_done(resp_parser *p)
+{
+    size_t off = 0;
+    for (size_t i = 0; i < p->req.argc; i++) {
+        p->req.argv[i] = p->req.mem + off;
+        off += p->req.argvlen[i] + 1;
+    }
+    p->state = PS_DONE;
 }
 
 /* Read a "<digits>\r\n" number one byte at a time.
@@ -441,10 +467,13 @@ static int resp_parser_inline_done(resp_parser *p)
             i++;
         if (resp_parser_add_arg(p, i - s) != 0)
             return -1;
-        memcpy(p->req.argv[p->req.argc - 1], p->line + s, i - s);
+        memcpy(p->req.mem + p->cur_off, p->line + s, i - s);
     }
     p->line_len = 0;
-    p->state = p->req.argc > 0 ? PS_DONE : PS_START;
+    if (p->req.argc > 0)
+        resp_parser_done(p);
+    else
+        p->state = PS_START;
     return 0;
 }
 
@@ -514,7 +543,7 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
             size_t take = len - i;
             if (take > p->cur_len - p->cur_pos)
                 take = p->cur_len - p->cur_pos;
-            memcpy(p->req.argv[p->req.argc - 1] + p->cur_pos, buf + i, take);
+            memcpy(p->req.mem + p->cur_off + p->cur_pos, buf + i, take);
             p->cur_pos += take;
             i += take;
             if (p->cur_pos == p->cur_len)
@@ -531,7 +560,10 @@ int resp_parser_feed(resp_parser *p, const char *buf, size_t len, size_t *used)
             i++;
             if (c != '\n')
                 return resp_fail(p, "Protocol error: bulk string not followed by CRLF%s", "");
-            p->state = p->req.argc == p->nexpect ? PS_DONE : PS_BULKSIGN;
+            if (p->req.argc == p->nexpect)
+                resp_parser_done(p);
+            else
+                p->state = PS_BULKSIGN;
             break;
         case PS_INLINE: {
             const char *nl = memchr(buf + i, '\n', len - i);
@@ -578,6 +610,7 @@ void resp_parser_take(resp_parser *p, resp_request *out)
     *out = p->req;
     memset(&p->req, 0, sizeof(p->req));
     p->cap = 0;
+    p->mem_len = p->mem_cap = 0;
     p->nexpect = 0;
     p->state = PS_START;
 }

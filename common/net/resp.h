@@ -95,9 +95,10 @@ void resp_limits_default(resp_limits *l);
  * by a NUL (arguments are binary-safe; the NUL is a convenience). */
 typedef struct resp_request {
     size_t argc;
-    char **argv;
+    char **argv;               /* into mem, each NUL-terminated */
     size_t *argvlen;
     size_t bytes;              /* sum of argvlen */
+    char *mem;                 /* the arguments' bytes, one after the other */
 } resp_request;
 
 void resp_request_free(resp_request *r);   /* frees the contents; r itself is not freed */
