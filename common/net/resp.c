@@ -346,7 +346,7 @@ const char *resp_parser_error(const resp_parser *p)
 
 size_t resp_parser_pending_bytes(const resp_parser *p)
 {
-    return p->req.bytes + p->line_len + p->req.argc * sizeof(char *);
+    return p->mem_cap + p->line_len + p->req.argc * sizeof(char *);
 }
 
 static int resp_fail(resp_parser *p, const char *fmt, const char *arg)

@@ -125,7 +125,8 @@ void resp_parser_take(resp_parser *p, resp_request *out);
 /* Human readable reason of the last -1 ("invalid multibulk length", ...). */
 const char *resp_parser_error(const resp_parser *p);
 
-/* Bytes held by the parser for the request in progress. */
+/* Bytes held by the parser for the request in progress (its arguments' buffer as
+ * allocated, at most twice what they take, the inline line, the argument slots). */
 size_t resp_parser_pending_bytes(const resp_parser *p);
 
 #endif
