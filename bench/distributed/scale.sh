@@ -24,7 +24,8 @@
 #   buckets     the workers' bucket_splits; from a SCAN of every key of every node: keys
 #               per kind, bucket count, the largest bucket (ZCARD), tombstones, keys per
 #               OBJECT ENCODING (a skiplist or hashtable bucket would cost memory and time)
-#   query       SIMHASH.QUERY of BENCH_QUERIES corpus fingerprints, pipelined (bench-dist_load
+#   query       (once no AOF rewrite runs: the wait is query_wait_aof_rewrite_seconds)
+#               SIMHASH.QUERY of BENCH_QUERIES corpus fingerprints, pipelined (bench-dist_load
 #               sys-query, depth 32): queries/s, Redis's CPU and the workers' and
 #               coordinator's together per query (query_*_cpu_us); 1,000 must come back at
 #               distance 0 (bench-dist_load check); p50/p99 at BENCH_RATE queries/s for
@@ -459,6 +460,15 @@ for N in $POINTS; do
     emit keyscan_seconds "$(secs "$t0" "$(now)")"
 
     log "checkpoint $N: queries"
+    # an AOF rewrite the load set off (a fork copying pages the parent still writes)
+    # slows Redis for the queries and not for the raw run after them: wait for it
+    # (at most 600 s; the wait is printed)
+    t0=$(now)
+    for _ in $(seq 1200); do
+        [ "$(node_sum persistence aof_rewrite_in_progress)" = 0 ] && break
+        sleep 0.5
+    done
+    emit query_wait_aof_rewrite_seconds "$(secs "$t0" "$(now)")"
     emit check_missing "$(dl check --count 1000 | metric check_missing)"
     c0=$(redis_cpu)
     d0=$(daemons_cpu)
