@@ -81,7 +81,8 @@ int bdir_shard_load(bdir_shard *d, const bdir_bound *los, size_t n);
 /* Adds split point s (a no-op when present). Returns 0, or -1 out of memory. */
 int bdir_shard_add(bdir_shard *d, bdir_bound s);
 
-/* Index of the bucket holding member m: the last i with lo[i] <= m. */
+/* Index of the bucket holding member m: the last i with lo[i] <= m (found from m's
+ * proportional place in lo, galloping; exact for any directory). */
 size_t bdir_shard_find(const bdir_shard *d, bdir_bound m);
 
 /* Upper bound of bucket i (BDIR_NONE for the last). */
