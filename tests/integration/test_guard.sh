@@ -16,7 +16,7 @@ FAKE_PORT=$(th_free_port)
 # the same way and counts connections in $TH_DIR/fake.count. With a third argument
 # "old" it answers as a worker of protocol 1 (10 elements) and sends nothing more.
 cat > "$TH_DIR/fake.py" <<'PY'
-import socket, sys, threading, time
+import os, socket, sys, threading, time
 port, countfile = int(sys.argv[1]), sys.argv[2]
 old = len(sys.argv) > 3 and sys.argv[3] == "old"
 hello = b"*%d\r\n:6\r\n:3\r\n:1\r\n:16\r\n:0\r\n:255\r\n:0\r\n$0\r\n\r\n$2\r\nv3\r\n$0\r\n\r\n" % (10 if old else 11)
@@ -56,7 +56,10 @@ while time.time() < deadline:
         continue
     with lock:
         n += 1
-        open(countfile, "w").write(str(n))
+        # replaced whole, never seen empty or half-written by the test polling it
+        with open(countfile + ".tmp", "w") as f:
+            f.write(str(n))
+        os.replace(countfile + ".tmp", countfile)
     threading.Thread(target=serve, args=(c,), daemon=True).start()
 PY
 th_start fake 70 python3 "$TH_DIR/fake.py" "$FAKE_PORT" "$TH_DIR/fake.count"
