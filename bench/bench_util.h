@@ -5,7 +5,22 @@
 #define SIMHASH_BENCH_UTIL_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
+
+/* qsort order of doubles, ascending. */
+static inline int bench_cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+/* Median of r timings (sorts t; the mean of the two middle ones when r is even). */
+static inline double bench_median(double *t, int r)
+{
+    qsort(t, (size_t)r, sizeof *t, bench_cmp_double);
+    return r % 2 ? t[r / 2] : (t[r / 2 - 1] + t[r / 2]) / 2;
+}
 
 /* splitmix64 finaliser of x + the golden-ratio increment: a well-mixed 64-bit value
  * for every x; (seed, i) -> bench_splitmix(seed + i) gives a reproducible sequence. */

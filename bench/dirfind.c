@@ -29,12 +29,6 @@ static size_t binary_find(const bdir_shard *d, bdir_bound m)
     return a;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
     uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -123,8 +117,7 @@ int main(int argc, char **argv)
     }
     double med[2];
     for (int p = 0; p < 2; p++) {
-        qsort(t[p], (size_t)runs, sizeof(double), cmp_double);
-        med[p] = t[p][runs / 2];
+        med[p] = bench_median(t[p], runs);
         printf("bench=dirfind path=%s bounds=%zu shards=%zu lookups=%zu ns_per_lookup=%.1f\n",
                p ? "find" : "binary", d[0].n, ns, nl, med[p]);
     }

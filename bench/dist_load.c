@@ -602,12 +602,6 @@ static void dl_paced_tick(evutil_socket_t fd, short what, void *arg)
     }
 }
 
-static int dl_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static int dl_paced_run(int raw, int ingest)
 {
     dl_paced pc = {0};
@@ -656,7 +650,7 @@ static int dl_paced_run(int raw, int ingest)
         if (fclose(f) != 0)
             die("--trace", strerror(errno));
     }
-    qsort(pc.lat, pc.received == pc.total ? pc.total : 0, sizeof *pc.lat, dl_cmp_double);
+    qsort(pc.lat, pc.received == pc.total ? pc.total : 0, sizeof *pc.lat, bench_cmp_double);
     dl_metric("target_rate", opt.rate);
     dl_metric("achieved_rate", (double)pc.received / secs);
     dl_metric("replies", (double)pc.received);

@@ -41,19 +41,6 @@ static double bench_cpu(void)
            (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec * 1e-6;
 }
 
-static int bench_cmp_double(const void *x, const void *y)
-{
-    double a = *(const double *)x, b = *(const double *)y;
-    return a < b ? -1 : a > b;
-}
-
-/* Median of r timings (sorts t). */
-static double bench_median(double *t, int r)
-{
-    qsort(t, (size_t)r, sizeof *t, bench_cmp_double);
-    return r % 2 ? t[r / 2] : (t[r / 2 - 1] + t[r / 2]) / 2;
-}
-
 static int bench_cmp_u64(const void *x, const void *y)
 {
     uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;

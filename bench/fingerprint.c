@@ -261,12 +261,6 @@ static double bench_cpu_now(void)
     return bench_clock(CLOCK_THREAD_CPUTIME_ID);
 }
 
-static int bench_cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 enum { IMPL_SIMHASH, IMPL_STREAM, IMPL_V2, IMPL_V4, IMPL_FNV, IMPL_SEOMOZ, IMPL_COUNT };
 static const char *const impl_names[IMPL_COUNT] = { "simhash", "simhash-stream", "simhash-v2",
                                                     "simhash-v4", "fnv", "seomoz" };
