@@ -121,7 +121,7 @@ static uint64_t dl_rand_below(uint64_t n)
 
 static void dl_metric(const char *metric, double v)
 {
-    printf("bench=%s metric=%s value=%.6g\n", opt.name, metric, v);
+    printf("bench=%s metric=%s value=%.10g\n", opt.name, metric, v);
     fflush(stdout);
 }
 
@@ -773,6 +773,17 @@ static int dl_grow3(void)
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s layout 3", LAYOUT_META_KEY);
     freeReplyObject(r);
+    r = redisCommand(c, "HMGET %s layout blocks distance", LAYOUT_META_KEY);
+    char want[64];
+    snprintf(want, sizeof want, "3 %u %u", opt.blocks, opt.distance);
+    char have[64] = "";
+    for (size_t k = 0; r && r->type == REDIS_REPLY_ARRAY && k < r->elements; k++)
+        if (r->element[k]->type == REDIS_REPLY_STRING)
+            snprintf(have + strlen(have), sizeof have - strlen(have), "%s%.*s", k ? " " : "",
+                     (int)r->element[k]->len, r->element[k]->str);
+    freeReplyObject(r);
+    if (strcmp(have, want) != 0)
+        die("grow3", "the corpus's meta (layout blocks distance) is not 3 and --blocks, --distance");
     double t0 = bench_now(), sim = 0;
     for (unsigned t = 0; t < ps.ntables; t++) {
         g3_state *g = calloc(1, sizeof *g);
