@@ -645,6 +645,16 @@ static size_t g3_key(char *buf, char kind, unsigned t, unsigned xx, bdir_bound l
 
 enum { G3_GROUP = LAYOUT_SPLIT_LIMIT_MAX };
 
+/* Appends one command; at most 512 replies stay outstanding. */
+static void g3_send(redisContext *c, int argc, const char **argv, const size_t *lens,
+                    uint64_t *pending, uint64_t *sent, dl_stats *st)
+{
+    redisAppendCommandArgv(c, argc, argv, lens);
+    (*pending)++;
+    (*sent)++;
+    dl_drain(c, pending, 512, st);
+}
+
 /* Writes table t's simulated state: every live bucket whole (ZADD; table 0 also its id
  * hash), each shard's directory once it has split, the tombstones of the buckets that
  * split since --offset; table 0 also sets the counters. Returns commands sent. */
@@ -688,10 +698,7 @@ static uint64_t g3_write(redisContext *c, const g3_state *g, unsigned t, dl_stat
                         lens[argc++] = ml;
                     }
                 }
-                redisAppendCommandArgv(c, argc, argv, lens);
-                pending++;
-                sent++;
-                dl_drain(c, &pending, 512, st);
+                g3_send(c, argc, argv, lens, &pending, &sent, st);
             }
         }
         for (size_t k = s->n > 1 ? 0 : s->n; k < s->n; k += G3_GROUP) {
@@ -708,20 +715,14 @@ static uint64_t g3_write(redisContext *c, const g3_state *g, unsigned t, dl_stat
                 argv[argc] = (const char *)mem[j - k];
                 lens[argc++] = bdir_bound_bytes(s->b[j].lo, mem[j - k]);
             }
-            redisAppendCommandArgv(c, argc, argv, lens);
-            pending++;
-            sent++;
-            dl_drain(c, &pending, 512, st);
+            g3_send(c, argc, argv, lens, &pending, &sent, st);
         }
         if (t == 0) {
             size_t kl = layout_count_key(key, sizeof key, xx);
             snprintf(num[0], sizeof num[0], "%" PRIu64, fps);
             const char *cargv[6] = {"HSET", key, "fingerprints", num[0], "documents", num[0]};
             size_t clens[6] = {4, kl, 12, strlen(num[0]), 9, strlen(num[0])};
-            redisAppendCommandArgv(c, 6, cargv, clens);
-            pending++;
-            sent++;
-            dl_drain(c, &pending, 512, st);
+            g3_send(c, 6, cargv, clens, &pending, &sent, st);
         }
     }
     for (size_t k = 0; k < g->ndead; k++) {
@@ -733,10 +734,7 @@ static uint64_t g3_write(redisContext *c, const g3_state *g, unsigned t, dl_stat
             size_t kl = g3_key(key, h ? 'h' : 's', t, d->shard, d->lo, d->hi);
             const char *targv[5] = {"SET", key, (const char *)pt, "EX", num[1]};
             size_t tlens[5] = {3, kl, pl, 2, strlen(num[1])};
-            redisAppendCommandArgv(c, 5, targv, tlens);
-            pending++;
-            sent++;
-            dl_drain(c, &pending, 512, st);
+            g3_send(c, 5, targv, tlens, &pending, &sent, st);
         }
     }
     dl_drain(c, &pending, 0, st);
