@@ -576,7 +576,7 @@ static void g3_split(g3_state *g, unsigned xx, size_t at, uint32_t i)
     g3_bucket *b = &s->b[at];
     uint32_t c = b->n / 2;
     bdir_bound point = bdir_split_point(b->m[c - 1], b->m[c]);
-    if (opt.offset > 0 && b->born < opt.offset) {     /* it was live after --offset */
+    if (i >= opt.offset && b->born < opt.offset) {   /* live after --offset, split since */
         if (g->ndead == g->capdead) {
             g->capdead = g->capdead ? g->capdead * 2 : 1024;
             g->dead = realloc(g->dead, g->capdead * sizeof *g->dead);
