@@ -725,11 +725,11 @@ static uint64_t g3_write(redisContext *c, const g3_state *g, unsigned t, dl_stat
             g3_send(c, 6, cargv, clens, &pending, &sent, st);
         }
     }
+    snprintf(num[1], sizeof num[1], "%u", lay.tombstone_s);
     for (size_t k = 0; k < g->ndead; k++) {
         const g3_dead *d = &g->dead[k];
         uint8_t pt[BDIR_BOUND_MAX];
         size_t pl = bdir_bound_bytes(d->point, pt);
-        snprintf(num[1], sizeof num[1], "%u", lay.tombstone_s);
         for (int h = 0; h < (t == 0 ? 2 : 1); h++) {
             size_t kl = g3_key(key, h ? 'h' : 's', t, d->shard, d->lo, d->hi);
             const char *targv[5] = {"SET", key, (const char *)pt, "EX", num[1]};
