@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "layout.h"
+
 /* ---- Bounds ---- */
 
 bdir_bound bdir_bound_make(const void *s, size_t len)
@@ -59,6 +61,19 @@ size_t bdir_suffix(char *buf, bdir_bound lo, bdir_bound hi)
         k += bdir_hex(buf + k, hi);
     buf[k] = '\0';
     return k;
+}
+
+size_t bdir_key(char *buf, size_t cap, char kind, unsigned table, unsigned shard,
+                bdir_bound lo, bdir_bound hi)
+{
+    char suffix[BDIR_SUFFIX_MAX];
+    size_t k = bdir_suffix(suffix, lo, hi);
+    size_t n = layout_tag_key(buf, cap, kind, table, shard);
+    if (n == 0 || n + 1 + k >= cap)
+        return 0;
+    buf[n] = ':';
+    memcpy(buf + n + 1, suffix, k + 1);
+    return n + 1 + k;
 }
 
 static int bdir_hexval(char c)

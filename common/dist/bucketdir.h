@@ -60,6 +60,12 @@ int bdir_suffix_parse(const char *s, size_t len, bdir_bound *lo, bdir_bound *hi)
  * buf[BDIR_SUFFIX_MAX]; returns its length. */
 size_t bdir_suffix(char *buf, bdir_bound lo, bdir_bound hi);
 
+/* Writes the key "[name:]<kind>:{t:xx}:<lo>-<hi>" of the bucket [lo, hi) of table
+ * `table`, shard `shard` (kind 's': its sorted set, 'h': table 0's id hash) into buf,
+ * NUL-terminated. Returns its length, or 0 when it does not fit in cap. */
+size_t bdir_key(char *buf, size_t cap, char kind, unsigned table, unsigned shard,
+                bdir_bound lo, bdir_bound hi);
+
 /* A cached directory of one shard: the sorted lower bounds of its buckets (the first
  * is always 0, the empty string), and when it was last read whole from Redis. */
 typedef struct bdir_shard {

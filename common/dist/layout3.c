@@ -302,15 +302,7 @@ static size_t layout3_member(uint8_t *out, uint64_t p)
 static size_t layout3_bucket_key(char *buf, size_t cap, char kind, unsigned table,
                                  unsigned shard, const bdir_shard *s, size_t i)
 {
-    char suffix[BDIR_SUFFIX_MAX];
-    size_t k = bdir_suffix(suffix, s->lo[i], bdir_shard_hi(s, i));
-    size_t n = layout_tag_key(buf, cap, kind, table, shard);
-    if (n == 0 || n + 1 + k >= cap)
-        return 0;
-    buf[n] = ':';
-    memcpy(buf + n + 1, suffix, k);
-    buf[n + 1 + k] = '\0';
-    return n + 1 + k;
+    return bdir_key(buf, cap, kind, table, shard, s->lo[i], bdir_shard_hi(s, i));
 }
 
 /* Key of kind `kind` of the bucket of table t holding p. */

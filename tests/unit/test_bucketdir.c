@@ -11,6 +11,7 @@
 #include <cmocka.h>
 
 #include "bucketdir.h"
+#include "layout.h"
 #include "testutil.h"
 
 /* Redis's order of two byte strings (memcmp of the common part, then the shorter). */
@@ -125,6 +126,24 @@ static void test_suffix(void **state)
     }
 }
 
+static void test_key(void **state)
+{
+    (void)state;
+    char buf[LAYOUT_KEY_MAX];
+    uint8_t a[2] = {0x00, 0xab}, b[1] = {0x3c};
+    assert_int_equal(bdir_key(buf, sizeof buf, 's', 7, 0x0a, bdir_bound_make(a, 2),
+                              bdir_bound_make(b, 1)), 16);
+    assert_string_equal(buf, "s:{7:0a}:00ab-3c");
+    assert_int_equal(bdir_key(buf, sizeof buf, 'h', 0, 0xff, 0, BDIR_NONE), 10);
+    assert_string_equal(buf, "h:{0:ff}:-");
+    assert_int_equal(bdir_key(buf, 11, 'h', 0, 0xff, 0, BDIR_NONE), 10);
+    assert_int_equal(bdir_key(buf, 10, 'h', 0, 0xff, 0, BDIR_NONE), 0);
+    assert_int_equal(layout_corpus_set("news"), 0);
+    assert_int_equal(bdir_key(buf, sizeof buf, 's', 19, 1, bdir_bound_make(b, 1), BDIR_NONE), 18);
+    assert_string_equal(buf, "news:s:{19:01}:3c-");
+    assert_int_equal(layout_corpus_set(NULL), 0);
+}
+
 static void test_shard_directory(void **state)
 {
     (void)state;
@@ -211,6 +230,7 @@ int main(void)
         cmocka_unit_test(test_bound_order),
         cmocka_unit_test(test_split_point),
         cmocka_unit_test(test_suffix),
+        cmocka_unit_test(test_key),
         cmocka_unit_test(test_shard_directory),
         cmocka_unit_test(test_shard_find_skewed),
     };
