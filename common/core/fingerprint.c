@@ -207,6 +207,8 @@ struct fp_state {
     fp_vote vote;
     fp_vote bvote;            /* v4: the features of known boilerplate (fp_bp.h) */
     uint64_t bp_end;          /* v4: tokens up to the end of the last table K-gram */
+    uint64_t kg_seen;         /* v4: the K-grams ending within the first kg_seen tokens
+                               * need no lookup (fp_v4_bp) */
     int bp_prev;              /* v4: the last token voted was boilerplate */
     fpbp_kgram_cb kg_cb;      /* fpbp_kgrams: gets each K-gram hash, or NULL */
     void *kg_arg;
@@ -232,7 +234,7 @@ static void fp_state_init(fp_state *s, const fp_params *p)
     s->version = p->version;
     if (p->version == FP_V4) {
         s->orders = FP_V2_ORDERS;
-        s->window = FPBP_K + 1;     /* a K-gram and the token before it */
+        s->window = FP_V4_WINDOW;
     } else if (p->version != FP_V1) {
         s->orders = FP_V2_ORDERS;
         s->window = 32 - (unsigned)__builtin_clz(FP_V2_ORDERS);
@@ -246,6 +248,7 @@ static void fp_state_init(fp_state *s, const fp_params *p)
     s->npend = 0;
     s->span = NULL;
     s->bp_end = 0;
+    s->kg_seen = 0;
     s->bp_prev = 0;
     s->kg_cb = NULL;
     s->kg_arg = NULL;
@@ -306,10 +309,42 @@ __attribute__((flatten)) static uint64_t fp_v4_kgram_hash(const uint64_t *ring)
     return XXH3_64bits(ring, 8 * FPBP_K);
 }
 
+/* v4: whether token j (the first not yet voted) is boilerplate: covered by a table
+ * K-gram, one of those ending at tokens j .. j + K - 1 (of those read). Lookups are
+ * made only when needed, newest first: inside boilerplate the newest K-gram is in the
+ * table and covers the next K - 1 tokens too, so a run of boilerplate costs one
+ * lookup (and one K-gram hash) per K tokens instead of one per token; elsewhere every
+ * K-gram is looked up once, as before. The answers are the same as looking up every
+ * K-gram in order.
+ *
+ * bp_end is the end of the last table K-gram found (a token < bp_end is covered).
+ * Invariant: the K-grams ending (as token counts) in (max(bp_end, j), kg_seen] are
+ * not in the table; those ending at counts <= j cannot cover j or any later token. */
+static inline int fp_v4_bp(fp_state *s, uint64_t j)
+{
+    if (s->bp_end > j)
+        return 1;
+    uint64_t n = s->ntok, lo = s->kg_seen > j ? s->kg_seen : j;
+    if (lo < FPBP_K - 1)
+        lo = FPBP_K - 1;                /* no K-gram ends within fewer tokens */
+    /* the ring holds the last FP_V4_WINDOW >= 2K - 1 tokens: the K-gram ending at
+     * count c (tokens c - K .. c - 1) starts at ring[pos + w - K - (n - c)], and
+     * n - c < K since c > j >= n - K */
+    const uint64_t *newest = &s->ring[s->ring_pos + s->window - FPBP_K];
+    for (uint64_t c = n; c > lo; c--) {
+        if (fpbp_has(fp_v4_kgram_hash(newest - (n - c)))) {
+            s->bp_end = c;
+            break;
+        }
+    }
+    s->kg_seen = n;
+    return s->bp_end > j;
+}
+
 /* v4: token j, in ring slot `slot` (the token before it in slot - 1), votes its
- * unigram, and its bigram when j > 0, into bvote when boilerplate (inside a table
- * K-gram: one ends after j, and none can end later than bp_end) else into vote. A
- * bigram is boilerplate when both its tokens are. */
+ * unigram, and its bigram when j > 0, into bvote when boilerplate (fp_v4_bp) else
+ * into vote. A bigram is boilerplate when both its tokens are. Called once per token,
+ * in order, when its K-grams have all been read (K - 1 tokens later) or at the end. */
 static inline void fp_v4_settle(fp_state *s, uint64_t j, unsigned slot)
 {
     fp_vote *text = &s->vote, *bpv = &s->bvote;
@@ -317,32 +352,15 @@ static inline void fp_v4_settle(fp_state *s, uint64_t j, unsigned slot)
         text = &s->span->vote;      /* its K-grams and bigram lie inside the span */
         bpv = &s->span->bvote;
     }
-    int bp = s->bp_end > j;
+    int bp = fp_v4_bp(s, j);
     fpvote_add(bp ? bpv : text, fp_le64(s->ring[slot]));
     if (j > 0)
         fpvote_add(bp && s->bp_prev ? bpv : text, fp_v4_bigram_hash(&s->ring[slot - 1]));
     s->bp_prev = bp;
 }
 
-/* v4: the K-gram ending at the token just pushed (ring slot pos - 1) is in the table
- * or not; the token K - 1 back, whose K-grams have now all been read, votes (the vote
- * trails the text by K - 1 tokens; fp_v4_finish votes the rest). */
-static inline void fp_v4_kgram(fp_state *s, int hit, unsigned pos)
-{
-    if (hit) {
-        s->bp_end = s->ntok;
-        fp_span *sp = s->span;
-        if (sp && s->ntok >= sp->base + FPBP_K) {       /* the K-gram is the span's */
-            uint64_t l = s->ntok - 1 - sp->base;
-            if (l < FPSPAN_HEAD)
-                sp->head_hits |= 1u << (l - (FPBP_K - 1));
-            sp->hit_end = l + 1;
-        }
-    }
-    fp_v4_settle(s, s->ntok - FPBP_K, pos + 1);
-}
-
-/* v4: a token arrives; the K-gram it ends is looked up in the table. */
+/* v4: a token arrives; the token K - 1 back, whose K-grams have now all been read,
+ * votes (the vote trails the text by K - 1 tokens; fp_v4_finish votes the rest). */
 static inline void fp_push_v4(fp_state *s, uint64_t th)
 {
     unsigned pos = fp_ring_push(s, th);
@@ -351,12 +369,10 @@ static inline void fp_push_v4(fp_state *s, uint64_t th)
         sp->head[s->ntok - 1 - sp->base] = th;
     if (s->ntok < FPBP_K)
         return;
-    uint64_t kg = fp_v4_kgram_hash(&s->ring[pos + 1]);
-    if (s->bp_end + 1 == s->ntok)       /* the last K-gram was boilerplate: so is this */
-        fpbp_prefetch(kg);              /* one most likely, its slots are read anyway */
+    unsigned slot = pos + s->window - FPBP_K;   /* token ntok - K, the K-gram's first */
     if (s->kg_cb)
-        s->kg_cb(kg, s->kg_arg);
-    fp_v4_kgram(s, fpbp_has(kg), pos);
+        s->kg_cb(fp_v4_kgram_hash(&s->ring[slot]), s->kg_arg);
+    fp_v4_settle(s, s->ntok - FPBP_K, slot);
 }
 
 /* v4 at the end of the text: the last K - 1 tokens (or fewer) vote. */
@@ -816,8 +832,6 @@ int fpspan_begin(fp_state *s, fp_span *sp)
     if (sp->v4) {
         fpvote_begin(&sp->bvote);
         sp->base = s->ntok;
-        sp->head_hits = 0;
-        sp->hit_end = 0;
     }
     s->span = sp;
     return 0;
@@ -831,6 +845,9 @@ static void fpspan_end_v4(fp_state *s, fp_span *sp)
     for (unsigned i = 0; i < s->window; i++)
         sp->tail[i] = s->ring[s->ring_pos + i];
     sp->tail_bp = s->bp_prev;
+    /* the K-grams inside the span start at its token 0: they end at count base + K on */
+    sp->hit_end = s->bp_end >= sp->base + FPBP_K ? s->bp_end - sp->base : 0;
+    sp->kg_seen = s->kg_seen > sp->base ? s->kg_seen - sp->base : 0;
 }
 
 int fpspan_end(fp_state *s)
@@ -845,31 +862,30 @@ int fpspan_end(fp_state *s)
     return fp_between_tokens(s) ? 0 : -1;
 }
 
-/* v4: the span's tokens into t. The first K - 1 are pushed (the K-grams they end
- * reach back into t's text), the next K with the table's answers the span kept; they
- * vote the span's first FPSPAN_HEAD - K + 1 tokens. The recorded vote has the tokens
- * after those up to ntok - K; the last K + 1 hashes become t's ring, and the last
- * K - 1 tokens vote later, as after reading the text. */
+/* v4: the span's tokens into t. The first FPSPAN_HEAD are pushed (the K-grams
+ * across the span's start are t's; they vote its first K tokens). The recorded vote
+ * has the tokens after those up to ntok - K; the last FP_V4_WINDOW hashes become t's
+ * ring, and the last K - 1 tokens vote later, as after reading the text. What the
+ * recording state knew of the span's own K-grams carries over: the end of the last
+ * table K-gram in it, and that those ending from its token ntok - K on up to kg_seen
+ * are not in the table (fp_v4_bp's invariant; the recording state had voted its tokens
+ * up to ntok - K too, so the same range held there). */
 static void fpspan_replay_v4(fp_state *t, const fp_span *sp)
 {
+    uint64_t base = t->ntok;
     if (sp->ntok <= FPSPAN_HEAD) {      /* short: every token pushed */
         for (uint64_t l = 0; l < sp->ntok; l++)
             fp_push_v4(t, sp->head[l]);
         return;
     }
-    uint64_t base = t->ntok;
-    for (unsigned l = 0; l < FPSPAN_HEAD; l++) {
-        if (l < FPBP_K - 1) {
-            fp_push_v4(t, sp->head[l]);
-            continue;
-        }
-        unsigned pos = fp_ring_push(t, sp->head[l]);
-        fp_v4_kgram(t, (sp->head_hits >> (l - (FPBP_K - 1))) & 1, pos);
-    }
+    for (unsigned l = 0; l < FPSPAN_HEAD; l++)
+        fp_push_v4(t, sp->head[l]);
     fpvote_merge(&t->vote, &sp->vote);
     fpvote_merge(&t->bvote, &sp->bvote);
-    if (sp->hit_end > FPSPAN_HEAD)
+    if (sp->hit_end && base + sp->hit_end > t->bp_end)
         t->bp_end = base + sp->hit_end;
+    uint64_t voted = sp->ntok - FPBP_K + 1;     /* tokens of the span voted */
+    t->kg_seen = base + (sp->kg_seen > voted ? sp->kg_seen : voted);
     t->bp_prev = sp->tail_bp;
     t->ntok = base + sp->ntok;
     t->ring_pos = 0;

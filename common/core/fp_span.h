@@ -15,10 +15,10 @@
  * v4 (a token is boilerplate when a table K-gram covers it, fp_bp.h) reaches K - 1
  * tokens across each end of a span: the span keeps the vote of its tokens FPSPAN_HEAD
  * - K + 1 .. ntok - K only (their K-grams and bigrams lie inside it), its first
- * FPSPAN_HEAD token hashes with which of their K-grams are in the table, its last
- * K + 1 hashes and where its last table K-gram ends; a replay pushes the first
- * tokens (K-grams across the start are looked up then), adds the recorded vote and
- * leaves the last K - 1 tokens to vote later, as a text would. */
+ * FPSPAN_HEAD token hashes, its last FP_V4_WINDOW hashes, where its last table K-gram
+ * ends and up to where its K-grams were looked up; a replay pushes the first tokens
+ * (the K-grams they need are looked up then), adds the recorded vote and leaves the
+ * last K - 1 tokens to vote later, as a text would. */
 #ifndef SIMHASH_FP_SPAN_H
 #define SIMHASH_FP_SPAN_H
 
@@ -32,6 +32,10 @@
  * last K - 1 given (2 * K - 1 tokens: every token whose vote depends on the tokens
  * before the span) */
 #define FPSPAN_HEAD (2 * FPBP_K - 1)
+/* v4: the token hashes a state keeps: the token about to vote needs the K-grams
+ * ending at it and at the K - 1 tokens after it (2 * K - 1 tokens), and the token
+ * before it for its bigram (K + 1) */
+#define FP_V4_WINDOW (2 * FPBP_K - 1)
 
 typedef struct fp_span {
     fp_vote vote;             /* the span's features but its first token's n-grams */
@@ -41,10 +45,11 @@ typedef struct fp_span {
     fp_vote bvote;            /* the boilerplate features of the vote above */
     uint64_t base;            /* the recording state's tokens before the span */
     uint64_t head[FPSPAN_HEAD];   /* its first token hashes */
-    uint64_t tail[FPBP_K + 1];    /* its last token hashes, little-endian, oldest first */
-    unsigned head_hits;       /* bit l - K + 1: the K-gram ending at token l is in the
-                                 table (K - 1 <= l < FPSPAN_HEAD) */
-    uint64_t hit_end;         /* 1 + the last token of its last table K-gram, or 0 */
+    uint64_t tail[FP_V4_WINDOW];  /* its last token hashes, little-endian, oldest first */
+    uint64_t hit_end;         /* 1 + the last token of its last table K-gram found
+                                 (one inside it, from its token 0 on), or 0 */
+    uint64_t kg_seen;         /* its K-grams ending within its first kg_seen tokens
+                                 were looked up or need no lookup (fp_v4_bp) */
     int tail_bp;              /* its token ntok - K is boilerplate */
 } fp_span;
 
