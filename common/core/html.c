@@ -89,7 +89,8 @@ static void html_init(void)
 
 /* ---- Element classes ---- */
 
-enum { HTML_BLOCK, HTML_INLINE, HTML_SKIP, HTML_TITLE_EL };
+enum { HTML_BLOCK, HTML_INLINE, HTML_LINK, HTML_SKIP, HTML_TITLE_EL };   /* HTML_LINK: <a>,
+                                       the one inline element extraction follows */
 
 /* Inline (phrasing) elements: their boundaries do not split words. Every element
  * not listed here or in html_skipped separates words, so unknown elements do. */
@@ -118,7 +119,7 @@ static int html_in(const char *const *list, const char *name)
 static int html_class(const char *name)
 {
     if (html_in(html_inline, name))
-        return HTML_INLINE;
+        return strcmp(name, "a") == 0 ? HTML_LINK : HTML_INLINE;
     if (strcmp(name, "title") == 0)
         return HTML_TITLE_EL;
     if (html_in(html_skipped, name))
@@ -153,6 +154,10 @@ static void html_fs_text(fp_html *h, const char *s, size_t n)
 
 static void html_emit(fp_html *h, const char *s, size_t n)
 {
+    if (h->spans) {             /* extraction gathers the block for fs (hmain.gather) */
+        hmain_text(h->hm, s, n);
+        return;
+    }
     if (h->fs)
         html_fs_text(h, s, n);
     else
@@ -166,30 +171,6 @@ static const fp_span *html_span_of(const fp_html *h, uint64_t seq)
 {
     size_t i = seq % HTML_SPANS;
     return h->spans && h->span_tag[i] == seq + 1 ? &h->spans[i] : NULL;
-}
-
-/* fs starts recording the features of extraction's current block. */
-static void html_span_open(fp_html *h)
-{
-    if (h->spans == NULL)
-        return;
-    html_fs_flush(h);
-    uint64_t seq = hmain_seq(h->hm);
-    size_t i = seq % HTML_SPANS;
-    h->span_tag[i] = 0;
-    if (fpspan_begin(h->fs, &h->spans[i]) == 0)
-        h->span_tag[i] = ~(uint64_t)0;      /* recording: not usable until it ends */
-}
-
-/* Extraction's current block ended in fs (after its "\n"): its features are ready. */
-static void html_span_close(fp_html *h)
-{
-    if (h->spans == NULL)
-        return;
-    uint64_t seq = hmain_seq(h->hm);
-    size_t i = seq % HTML_SPANS;
-    int ok = fpspan_end(h->fs) == 0 && h->span_tag[i] == ~(uint64_t)0;
-    h->span_tag[i] = ok ? seq + 1 : 0;
 }
 
 /* Kept text into one tier's state: block span's features when it has them, else the
@@ -210,6 +191,10 @@ static void html_emit_tiers(void *arg, unsigned tiers, uint64_t seq, const char 
                             unsigned how)
 {
     fp_html *h = arg;
+    if (tiers == HMAIN_ALL) {   /* fs's text of a block over HMAIN_BLOCK (hmain.gather) */
+        fp_state_update(h->fs, s, n);
+        return;
+    }
     if (h->fs == NULL) {
         if (n)
             h->sink(h->arg, tiers, s, n);
@@ -228,17 +213,33 @@ static void html_emit_tiers(void *arg, unsigned tiers, uint64_t seq, const char 
         html_tier_feed(h->fs_main, sp, s, n, how);
 }
 
-/* Block boundaries ("\n") go to all visible text, and end the block's span; it comes
- * before extraction sees the element, which may hand the block over. */
+/* Block boundaries ("\n") go to all visible text; it comes before extraction sees the
+ * element, which may hand the block over. With spans, fs gets the block's text and
+ * "\n" here, from extraction's buffer (hmain.gather: one copy of each text piece, and
+ * one call of the tokenizer per block), recording the block's span when extraction may
+ * hand it over whole (hmain_may_keep); the features of other blocks go straight into
+ * fs's vote, and their slot keeps the span of block seq - HTML_SPANS. */
 static void html_boundary(fp_html *h)
 {
-    if (h->fs) {
+    if (h->spans) {
+        size_t n;
+        const char *b = hmain_block_nl(h->hm, &n);
+        uint64_t seq = hmain_seq(h->hm);
+        size_t i = seq % HTML_SPANS;
+        if (hmain_may_keep(h->hm)) {
+            h->span_tag[i] = 0;
+            int rec = fpspan_begin(h->fs, &h->spans[i]) == 0;
+            fp_state_update(h->fs, b, n);
+            if (rec && fpspan_end(h->fs) == 0)
+                h->span_tag[i] = seq + 1;
+        } else {
+            fp_state_update(h->fs, b, n);
+        }
+    } else if (h->fs) {
         html_fs_text(h, "\n", 1);
-        if (h->spans)
-            html_fs_flush(h);       /* the block's span ends here */
-    } else
+    } else {
         h->sink(h->arg, FP_HTML_TIER_ALL, "\n", 1);
-    html_span_close(h);
+    }
 }
 
 static int html_class_cached(fp_html *h, const xmlChar *name)
@@ -257,14 +258,11 @@ static void html_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
     if (!h->body && strcmp((const char *)name, "body") == 0)
         h->body = 1;            /* libxml2 reports an implied <body> too */
     int cls = html_class_cached(h, name);
-    int block = cls != HTML_INLINE && cls != HTML_SKIP;   /* skipped ones split no words */
+    int block = cls == HTML_BLOCK || cls == HTML_TITLE_EL;   /* skipped ones split no words */
     if (block)
         html_boundary(h);
-    if (h->hm) {
+    if (h->hm && (block || cls == HTML_LINK))
         hmain_start(h->hm, (const char *)name, !block, (const char *const *)atts);
-        if (block)
-            html_span_open(h);
-    }
     if (cls == HTML_SKIP)
         h->skip++;
     else if (cls == HTML_TITLE_EL)
@@ -275,14 +273,11 @@ static void html_on_end(void *ctx, const xmlChar *name)
 {
     fp_html *h = ctx;
     int cls = html_class_cached(h, name);
-    int block = cls != HTML_INLINE && cls != HTML_SKIP;
+    int block = cls == HTML_BLOCK || cls == HTML_TITLE_EL;
     if (block)
         html_boundary(h);
-    if (h->hm) {
+    if (h->hm && (block || cls == HTML_LINK))
         hmain_end(h->hm, (const char *)name, !block);
-        if (block)
-            html_span_open(h);
-    }
     if (cls == HTML_SKIP && h->skip)
         h->skip--;
     else if (cls == HTML_TITLE_EL && h->title)
@@ -520,10 +515,8 @@ static int html_restart_after_end(fp_html *h, int terminate)
         }
         memcpy(rest, c->input->cur, left);
         html_boundary(h);
-        if (h->hm) {
+        if (h->hm)
             hmain_restart(h->hm);   /* before the names it holds are freed */
-            html_span_open(h);
-        }
         htmlFreeParserCtxt(c);
         if (html_new_ctxt(h, XML_CHAR_ENCODING_UTF8) != 0) {
             free(rest);
@@ -619,13 +612,14 @@ fp_html *fp_html_new(const fp_params *p, unsigned flags)
         h->fs_main = fp_state_new_p(p);
         h->spans = malloc(HTML_SPANS * sizeof *h->spans);
         h->main_same = 1;
+        if (h->spans)
+            h->hm->gather = 1;
     }
     if (h->fs == NULL ||
         (h->hm && (h->fs_content == NULL || h->fs_main == NULL || h->spans == NULL))) {
         fp_html_free(h);
         return NULL;
     }
-    html_span_open(h);
     return h;
 }
 
@@ -654,10 +648,11 @@ static void html_reset(fp_html *h)
     h->utf16 = 0;
     h->body = 0;
     memset(h->cname, 0, sizeof h->cname);
-    if (h->hm)
+    if (h->hm) {
         hmain_init(h->hm, html_emit_tiers, h);
+        h->hm->gather = h->spans != NULL;
+    }
     memset(h->span_tag, 0, sizeof h->span_tag);
-    html_span_open(h);
 }
 
 void fp_html_free(fp_html *h)
@@ -704,12 +699,15 @@ int fp_html_final(fp_html *h, uint64_t *fp)
     }
     if (h->failed)
         rc = -1;
-    if (h->fs)
-        html_fs_flush(h);
-    if (h->spans && rc == 0) {      /* the last block's span ends ("\n" changes no
+    if (h->spans && rc == 0) {
+        html_boundary(h);           /* the last block's span ends ("\n" changes no
                                        fingerprint at the end of a text) */
-        fp_state_update(h->fs, "\n", 1);
-        html_span_close(h);
+    } else if (h->spans) {
+        size_t n;                   /* the last block's text, as it was read */
+        const char *b = hmain_block_nl(h->hm, &n);
+        fp_state_update(h->fs, b, n - 1);
+    } else if (h->fs) {
+        html_fs_flush(h);
     }
     h->tier = h->hm && rc == 0 ? hmain_finish(h->hm) : FP_HTML_TIER_ALL;
     uint64_t v = h->fs ? fp_state_final(h->fs) : 0;

@@ -208,6 +208,64 @@ static unsigned hm_rules(const hmain *m, unsigned kind, const char *const *atts)
     }
 }
 
+/* ---- Letters ---- */
+
+#if defined(__SSE2__)
+/* Letters, digits and non-ASCII lead bytes (>= 0xC0) among the 16 bytes at p, as a
+ * mask of the signed bytes: ASCII is 0..127, so the digit and letter ranges compare
+ * exactly (v | 0x20 lower-cases A-Z, keeps a-z and 0-9, maps no other byte into a-z),
+ * and 0xC0..0xFF are -64..-1. */
+static unsigned hm_letters16(const void *p)
+{
+    const __m128i x20 = _mm_set1_epi8(0x20), zero = _mm_setzero_si128();
+    const __m128i d_lo = _mm_set1_epi8('0' - 1), d_hi = _mm_set1_epi8('9' + 1);
+    const __m128i a_lo = _mm_set1_epi8('a' - 1), a_hi = _mm_set1_epi8('z' + 1);
+    const __m128i lead = _mm_set1_epi8((char)0xBF);
+    __m128i v = _mm_loadu_si128((const __m128i *)p), l = _mm_or_si128(v, x20);
+    __m128i d = _mm_and_si128(_mm_cmpgt_epi8(v, d_lo), _mm_cmplt_epi8(v, d_hi));
+    __m128i a = _mm_and_si128(_mm_cmpgt_epi8(l, a_lo), _mm_cmplt_epi8(l, a_hi));
+    __m128i u = _mm_and_si128(_mm_cmpgt_epi8(v, lead), _mm_cmplt_epi8(v, zero));
+    return (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(d, a), u));
+}
+#endif
+
+/* Letters, digits and non-ASCII characters (their lead bytes) in s[0..n); with over
+ * set, the 15 bytes after s[n - 1] may be read (and are not counted). */
+static uint64_t hm_letters(const char *s, size_t n, int over)
+{
+    uint64_t k = 0;
+    size_t i = 0;
+#if defined(__SSE2__)
+    for (; i + 16 <= n; i += 16)
+        k += (unsigned)__builtin_popcount(hm_letters16(s + i));
+    if (i < n && over) {
+        k += (unsigned)__builtin_popcount(hm_letters16(s + i) & ((1u << (n - i)) - 1));
+    } else if (i < n) {     /* the last bytes, zero-padded (0 is no letter) */
+        uint8_t t[16] = {0};
+        memcpy(t, s + i, n - i);
+        k += (unsigned)__builtin_popcount(hm_letters16(t));
+    }
+#else
+    (void)over;
+    for (; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        k += hm_alnum(c) || c >= 0xC0;
+    }
+#endif
+    return k;
+}
+
+/* Counts the letters of blk[] not counted yet into m->letters (they are counted a
+ * whole block at a time, not per piece of text: libxml2's pieces are short) and
+ * returns them. */
+static uint64_t hm_count(hmain *m)
+{
+    uint64_t k = hm_letters(m->blk + m->counted, m->nblk - m->counted, 1);
+    m->letters += k;
+    m->counted = m->nblk;
+    return k;
+}
+
 /* ---- Blocks ---- */
 
 static unsigned hm_tiers(int main)
@@ -307,13 +365,15 @@ static void hm_decide_early(hmain *m)
         hm_keep(m, HMAIN_PIECE, 0);
         m->streaming = 1;
     }
-    m->nblk = 0;
+    m->nblk = m->counted = 0;
 }
 
 /* The current block ends (an element boundary): judged, then handed over, held or
  * dropped. */
 static void hm_block_end(hmain *m)
 {
+    if (!m->blk_drop)
+        hm_count(m);
     if (m->streaming > 0) {
         hm_out(m, m->blk_main, m->seq, NULL, 0, m->letters, HMAIN_END);
     } else if (m->blk_drop || m->letters == 0) {
@@ -332,7 +392,7 @@ static void hm_block_end(hmain *m)
                hm_hold(m, HMAIN_HELD_PROVISIONAL) != 0) {
         hm_keep(m, HMAIN_WHOLE, m->letters);
     }
-    m->nblk = 0;
+    m->nblk = m->counted = 0;
     m->letters = m->lletters = 0;
     m->streaming = 0;
 }
@@ -352,12 +412,13 @@ void hmain_init(hmain *m, hmain_emit_fn emit, void *arg)
 {
     m->emit = emit;
     m->arg = arg;
+    m->gather = 0;
     hm_names_index(m);
     m->depth = m->over = 0;
     m->drop = m->main = m->link = m->heading = 0;
     memset(m->kname, 0, sizeof m->kname);
     m->seq = 0;
-    m->nblk = 0;
+    m->nblk = m->counted = 0;
     m->letters = m->lletters = 0;
     m->blk_drop = m->blk_heading = m->blk_main = m->streaming = 0;
     hm_discard(m);
@@ -438,75 +499,58 @@ void hmain_end(hmain *m, const char *name, int is_inline)
     hm_block_begin(m);
 }
 
-#if defined(__SSE2__)
-/* Letters, digits and non-ASCII lead bytes (>= 0xC0) among the 16 bytes at p, as
- * signed bytes: ASCII is 0..127, so the digit and letter ranges compare exactly
- * (v | 0x20 lower-cases A-Z, keeps a-z and 0-9, maps no other byte into a-z), and
- * 0xC0..0xFF are -64..-1. */
-static unsigned hm_letters16(const void *p)
+/* hmain_text's text that does not fit in blk[] (the block is judged early), or comes
+ * after that, or (not gathering) belongs to a dropped block. Its letters are counted
+ * at once, all of them before the early verdict (the text of the block so far). */
+static void hm_text_over(hmain *m, const char *s, size_t n)
 {
-    const __m128i x20 = _mm_set1_epi8(0x20), zero = _mm_setzero_si128();
-    const __m128i d_lo = _mm_set1_epi8('0' - 1), d_hi = _mm_set1_epi8('9' + 1);
-    const __m128i a_lo = _mm_set1_epi8('a' - 1), a_hi = _mm_set1_epi8('z' + 1);
-    const __m128i lead = _mm_set1_epi8((char)0xBF);
-    __m128i v = _mm_loadu_si128((const __m128i *)p), l = _mm_or_si128(v, x20);
-    __m128i d = _mm_and_si128(_mm_cmpgt_epi8(v, d_lo), _mm_cmplt_epi8(v, d_hi));
-    __m128i a = _mm_and_si128(_mm_cmpgt_epi8(l, a_lo), _mm_cmplt_epi8(l, a_hi));
-    __m128i u = _mm_and_si128(_mm_cmpgt_epi8(v, lead), _mm_cmplt_epi8(v, zero));
-    return (unsigned)__builtin_popcount(
-        (unsigned)_mm_movemask_epi8(_mm_or_si128(_mm_or_si128(d, a), u)));
-}
-#endif
-
-/* Letters, digits and non-ASCII characters (their lead bytes) in s[0..n). */
-static uint64_t hm_letters(const char *s, size_t n)
-{
-    uint64_t k = 0;
-    size_t i = 0;
-#if defined(__SSE2__)
-    for (; i + 16 <= n; i += 16)
-        k += hm_letters16(s + i);
-    if (i < n) {            /* the last bytes, zero-padded (0 is no letter) */
-        uint8_t t[16] = {0};
-        memcpy(t, s + i, n - i);
-        k += hm_letters16(t);
-    }
-#else
-    for (; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        k += hm_alnum(c) || c >= 0xC0;
-    }
-#endif
-    return k;
-}
-
-void hmain_text(hmain *m, const char *s, size_t n)
-{
-    uint64_t k = hm_letters(s, n);
+    uint64_t k = hm_letters(s, n, 0);
     m->letters += k;
     if (m->link)
         m->lletters += k;
-    if (m->blk_drop || m->streaming < 0)
-        return;
-    if (m->streaming > 0) {
-        m->emit(m->arg, hm_tiers(m->blk_main), m->seq, s, n, HMAIN_PIECE);
-        return;
-    }
-    while (n > 0) {
-        size_t room = HMAIN_BLOCK - m->nblk, c = n < room ? n : room;
+    if (m->streaming == 0 && (m->gather || !m->blk_drop)) {
+        hm_count(m);
+        size_t c = HMAIN_BLOCK - m->nblk;     /* n >= c: blk[] fills up */
         memcpy(m->blk + m->nblk, s, c);
-        m->nblk += c;
+        m->nblk = m->counted = HMAIN_BLOCK;
         s += c;
         n -= c;
-        if (m->nblk == HMAIN_BLOCK) {
-            hm_decide_early(m);
-            if (m->streaming < 0)
-                return;
-            if (n > 0)
-                m->emit(m->arg, hm_tiers(m->blk_main), m->seq, s, n, HMAIN_PIECE);
-            return;
-        }
+        if (m->gather)
+            m->emit(m->arg, HMAIN_ALL, m->seq, m->blk, HMAIN_BLOCK, HMAIN_PIECE);
+        hm_decide_early(m);
     }
+    if (n == 0)
+        return;
+    if (m->gather)
+        m->emit(m->arg, HMAIN_ALL, m->seq, s, n, HMAIN_PIECE);
+    if (m->streaming > 0)
+        m->emit(m->arg, hm_tiers(m->blk_main), m->seq, s, n, HMAIN_PIECE);
+}
+
+/* Text of a block that fits in blk[] is counted when the block ends (hm_count), but
+ * link text at once (lletters). A dropped block's letters count for nothing. */
+void hmain_text(hmain *m, const char *s, size_t n)
+{
+    if (m->streaming == 0 && (m->gather || !m->blk_drop) && n < HMAIN_BLOCK - m->nblk) {
+        memcpy(m->blk + m->nblk, s, n);
+        if (m->link) {
+            hm_count(m);
+            m->nblk += n;
+            m->lletters += hm_count(m);
+        } else {
+            m->nblk += n;
+        }
+        return;
+    }
+    hm_text_over(m, s, n);
+}
+
+int hmain_may_keep(hmain *m)
+{
+    if (m->streaming != 0 || m->blk_drop)
+        return 0;
+    hm_count(m);
+    return m->letters > 0 && !hm_mostly_links(m);
 }
 
 unsigned hmain_finish(hmain *m)
@@ -518,6 +562,8 @@ unsigned hmain_finish(hmain *m)
     unsigned tier = m->good_main > 0 && m->good_main * 5 >= m->good_content ? HMAIN_MAIN
                     : m->good_content > 0                                   ? HMAIN_CONTENT
                                                                             : HMAIN_ALL;
+    int gather = m->gather;
     hmain_init(m, m->emit, m->arg);
+    m->gather = gather;
     return tier;
 }

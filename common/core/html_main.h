@@ -50,7 +50,9 @@ enum { HMAIN_WHOLE, HMAIN_PIECE, HMAIN_END };
 /* Receives kept text of block seq (hmain_seq) with the tiers it belongs to
  * (HMAIN_CONTENT, maybe HMAIN_MAIN): how is HMAIN_WHOLE (s[0..n) is the whole block,
  * a block boundary follows), HMAIN_PIECE (text of the block, more follows) or
- * HMAIN_END (the last text of a block handed over in pieces, then a boundary). */
+ * HMAIN_END (the last text of a block handed over in pieces, then a boundary). When
+ * gathering (hmain.gather), tiers HMAIN_ALL alone with HMAIN_PIECE: all visible text
+ * of the block that leaves blk[] before the block ends (a block over HMAIN_BLOCK). */
 typedef void (*hmain_emit_fn)(void *arg, unsigned tiers, uint64_t seq, const char *s,
                               size_t n, unsigned how);
 
@@ -63,6 +65,11 @@ typedef struct hmain_pend {
 typedef struct hmain {
     hmain_emit_fn emit;
     void *arg;
+    /* the caller reads all visible text from here (hmain_block_nl, and HMAIN_ALL
+     * pieces of blocks over HMAIN_BLOCK) instead of keeping a copy of its own: every
+     * block's text goes into blk[], dropped ones too. Set after hmain_init (which
+     * clears it); hmain_finish keeps it. */
+    int gather;
     /* open elements: name (libxml2's interned pointer) and the counters it raised */
     const void *name[HMAIN_DEPTH];
     uint8_t bits[HMAIN_DEPTH];
@@ -75,8 +82,10 @@ typedef struct hmain {
     uint8_t names[HMAIN_NAMES];      /* html_main.c's furniture words by hash: index + 1 */
     /* the current block */
     uint64_t seq;                    /* its number: blocks of the page so far */
-    char blk[HMAIN_BLOCK];
+    char blk[HMAIN_BLOCK + 16];      /* + 16: hmain_block_nl's "\n", and html_main.c's
+                                        letter count reads 16 bytes at a time */
     size_t nblk;
+    size_t counted;                  /* blk[0..counted) is counted in letters */
     uint64_t letters, lletters;      /* letters, and letters inside links */
     int blk_drop, blk_heading, blk_main;
     int streaming;                   /* the block outgrew blk[]: 1 kept, -1 dropped */
@@ -108,6 +117,19 @@ static inline uint64_t hmain_seq(const hmain *m)
 }
 /* Visible text (UTF-8) at the current position. */
 void hmain_text(hmain *m, const char *s, size_t n);
+/* When gathering: the current block's text still in blk[] (all of it, or nothing
+ * once the block outgrew blk[] and went out in HMAIN_ALL pieces) followed by "\n";
+ * *n counts both. Valid until the next hmain_* call, which may end the block. */
+static inline const char *hmain_block_nl(hmain *m, size_t *n)
+{
+    m->blk[m->nblk] = '\n';
+    *n = m->nblk + 1;
+    return m->blk;
+}
+/* Whether the current block, if it ended now, could be handed over whole (kept at
+ * once, or held for a later block to decide: hmain_emit_fn's HMAIN_WHOLE); when not,
+ * its text never reaches the tiers. */
+int hmain_may_keep(hmain *m);
 /* Ends the page: the tier that is its text (HMAIN_MAIN, HMAIN_CONTENT, or HMAIN_ALL
  * when no block was kept), and resets m for the next page. */
 unsigned hmain_finish(hmain *m);
