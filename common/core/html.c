@@ -434,19 +434,50 @@ static int html_plain16(const uint8_t *p)
 }
 #endif
 
-/* Copies in[0..n) to out for libxml2: NUL bytes become spaces (libxml2 stops at a
- * NUL in places; HTML gives them no meaning in text), and when utf8 is set every byte
- * that does not start a valid UTF-8 sequence becomes U+FFFD (libxml2 would otherwise
- * read the rest of the page as ISO-8859-1), as do U+FFFE and U+FFFF. An incomplete sequence at the end goes to
- * h->pend unless final. Returns the bytes written (at most 3 * n). */
-static size_t html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8, int final,
-                         uint8_t *out)
+/* Cleans in[0..n) for libxml2: NUL bytes become spaces (libxml2 stops at a NUL in
+ * places; HTML gives them no meaning in text), and when utf8 is set every byte that
+ * does not start a valid UTF-8 sequence becomes U+FFFD (libxml2 would otherwise read
+ * the rest of the page as ISO-8859-1), as do U+FFFE and U+FFFF. An incomplete
+ * sequence at the end goes to h->pend unless final. Returns the bytes to hand over
+ * (*len of them): in itself while nothing changes (most pages: no copy), else out,
+ * where at most 3 * n bytes are written. */
+static const uint8_t *html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8,
+                                 int final, uint8_t *out, size_t *len)
 {
-    if (h->utf16) {
-        memcpy(out, in, n);
-        return n;
+    size_t i = 0;
+    if (h->utf16)
+        i = n;
+    while (i < n) {         /* the bytes that pass as they are */
+#if defined(__SSE2__)
+        if (i + 16 <= n && html_plain16(in + i)) {
+            i += 16;
+            continue;
+        }
+#endif
+        uint8_t c = in[i];
+        if (c < 0x80 || !utf8) {
+            if (c == 0)
+                break;
+            i++;
+            continue;
+        }
+        int l = html_utf8_len(in + i, n - i);
+        if (l < 0 && !final) {
+            h->npend = n - i;
+            memcpy(h->pend, in + i, h->npend);
+            *len = i;
+            return in;
+        }
+        if (l <= 0 || html_nonchar(in + i, l))
+            break;
+        i += (size_t)l;
     }
-    size_t o = 0, i = 0;
+    if (i == n) {
+        *len = n;
+        return in;
+    }
+    memcpy(out, in, i);
+    size_t o = i;
     while (i < n) {
 #if defined(__SSE2__)
         if (i + 16 <= n && html_plain16(in + i)) {
@@ -478,7 +509,8 @@ static size_t html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8, int 
         o += (size_t)l;
         i += (size_t)l;
     }
-    return o;
+    *len = o;
+    return out;
 }
 
 /* Checks UTF-8 while libxml2 reads UTF-8 as is, and the charset can no longer
@@ -544,14 +576,18 @@ static int html_restart_after_end(fp_html *h, int terminate)
  * of the document when last. */
 static int html_feed_block(fp_html *h, int last)
 {
-    uint8_t *in = h->in, *out = h->out;
-    size_t k = h->npend;
-    memcpy(in, h->pend, k);
-    h->npend = 0;
-    memcpy(in + k, h->acc, h->nacc);
-    size_t o = html_clean(h, in, k + h->nacc, html_utf8_mode(h), last, out);
+    const uint8_t *in = h->acc;
+    size_t n = h->nacc, o;
+    if (h->npend) {         /* an incomplete UTF-8 sequence held: it goes first */
+        memcpy(h->in, h->pend, h->npend);
+        memcpy(h->in + h->npend, h->acc, h->nacc);
+        in = h->in;
+        n += h->npend;
+        h->npend = 0;
+    }
+    const uint8_t *p = html_clean(h, in, n, html_utf8_mode(h), last, h->out, &o);
     h->nacc = 0;
-    htmlParseChunk(h->ctxt, (const char *)out, (int)o, last);
+    htmlParseChunk(h->ctxt, (const char *)p, (int)o, last);
     if (html_restart_after_end(h, last) != 0 || html_check(h, last) != 0)
         return -1;
     return 0;
