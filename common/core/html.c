@@ -43,10 +43,10 @@ struct fp_html {
     int main_same;            /* every kept piece so far was in both tiers: fs_main is
                                  not fed, it would equal fs_content */
     hmain *hm;                /* main-content extraction, or NULL (all visible text) */
-    /* with extraction and fingerprint states: the features of the last HTML_SPANS
-     * blocks as fs saw them (slot seq % HTML_SPANS; span_tag seq + 1 once the block
-     * ended with whole tokens, else 0), so a kept block is voted into the other tiers
-     * without tokenizing its text again */
+    /* with extraction and fingerprint states: the features of recent blocks as fs saw
+     * them (slot seq % HTML_SPANS, recorded for the blocks extraction may keep; span_tag
+     * seq + 1 once the block ended with whole tokens, else 0), so a kept block is voted
+     * into the other tiers without tokenizing its text again */
     fp_span *spans;
     uint64_t span_tag[HTML_SPANS];
     unsigned tier;            /* the tier the last fp_html_final used */
@@ -73,9 +73,10 @@ struct fp_html {
     /* the buffers last: html_alloc zeroes what comes before them only (their bytes are
      * written before they are read) */
     uint8_t acc[HTML_CHUNK];  /* the page's next block, gathered from the caller's pieces */
-    /* text for fs, gathered from the SAX pieces (often a few bytes each) and tokenized
-     * in one call at the next block boundary, when full, or at the end: the tokenizer
-     * sees the same bytes in fewer, longer pieces (its 32-byte path works on them) */
+    /* text for fs without extraction, gathered from the SAX pieces (often a few bytes
+     * each) and tokenized in one call when full or at the end: the tokenizer sees the
+     * same bytes in fewer, longer pieces (its 32-byte path works on them). With
+     * extraction, fs reads each block from extraction's buffer (hmain.gather). */
     char text[HTML_TEXTBUF];
     uint8_t in[HTML_CHUNK + 4], out[3 * (HTML_CHUNK + 4)];   /* html_feed_block's buffers */
 };
@@ -425,7 +426,7 @@ static int html_check(fp_html *h, int terminated)
 }
 
 #if defined(__SSE2__)
-/* Whether the 16 bytes at p are all ASCII and none is NUL (html_clean copies them as
+/* Whether the 16 bytes at p are all ASCII and none is NUL (html_clean passes them as
  * they are). */
 static int html_plain16(const uint8_t *p)
 {
