@@ -435,20 +435,15 @@ static int html_plain16(const uint8_t *p)
 }
 #endif
 
-/* Cleans in[0..n) for libxml2: NUL bytes become spaces (libxml2 stops at a NUL in
- * places; HTML gives them no meaning in text), and when utf8 is set every byte that
- * does not start a valid UTF-8 sequence becomes U+FFFD (libxml2 would otherwise read
- * the rest of the page as ISO-8859-1), as do U+FFFE and U+FFFF. An incomplete
- * sequence at the end goes to h->pend unless final. Returns the bytes to hand over
- * (*len of them): in itself while nothing changes (most pages: no copy), else out,
- * where at most 3 * n bytes are written. */
-static const uint8_t *html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8,
-                                 int final, uint8_t *out, size_t *len)
+/* The length of the run at the start of in[0..n) that libxml2 may read as it is:
+ * bytes other than NUL and, when utf8 is set, valid UTF-8 sequences other than U+FFFE
+ * and U+FFFF. It ends at the first byte html_clean must change, or (*held = 1, unless
+ * final) at an incomplete UTF-8 sequence at the end. */
+static size_t html_clean_run(const uint8_t *in, size_t n, int utf8, int final, int *held)
 {
     size_t i = 0;
-    if (h->utf16)
-        i = n;
-    while (i < n) {         /* the bytes that pass as they are */
+    *held = 0;
+    while (i < n) {
 #if defined(__SSE2__)
         if (i + 16 <= n && html_plain16(in + i)) {
             i += 16;
@@ -464,54 +459,54 @@ static const uint8_t *html_clean(fp_html *h, const uint8_t *in, size_t n, int ut
         }
         int l = html_utf8_len(in + i, n - i);
         if (l < 0 && !final) {
-            h->npend = n - i;
-            memcpy(h->pend, in + i, h->npend);
-            *len = i;
-            return in;
+            *held = 1;
+            break;
         }
         if (l <= 0 || html_nonchar(in + i, l))
             break;
         i += (size_t)l;
     }
-    if (i == n) {
-        *len = n;
-        return in;
-    }
-    memcpy(out, in, i);
-    size_t o = i;
-    while (i < n) {
-#if defined(__SSE2__)
-        if (i + 16 <= n && html_plain16(in + i)) {
-            memcpy(out + o, in + i, 16);
-            o += 16;
-            i += 16;
-            continue;
-        }
-#endif
-        uint8_t c = in[i];
-        if (c < 0x80 || !utf8) {
-            out[o++] = c ? c : ' ';
-            i++;
-            continue;
-        }
-        int l = html_utf8_len(in + i, n - i);
-        if (l < 0 && !final) {
-            h->npend = n - i;
-            memcpy(h->pend, in + i, h->npend);
-            break;
-        }
-        if (l <= 0 || html_nonchar(in + i, l)) {
-            memcpy(out + o, "\xEF\xBF\xBD", 3);
-            o += 3;
+    return i;
+}
+
+/* Cleans in[0..n) for libxml2: NUL bytes become spaces (libxml2 stops at a NUL in
+ * places; HTML gives them no meaning in text), and when utf8 is set every byte that
+ * does not start a valid UTF-8 sequence becomes U+FFFD (libxml2 would otherwise read
+ * the rest of the page as ISO-8859-1), as do U+FFFE and U+FFFF. An incomplete
+ * sequence at the end goes to h->pend unless final. Returns the bytes to hand over
+ * (*len of them): in itself while nothing changes (most pages: no copy), else out,
+ * where at most 3 * n bytes are written. */
+static const uint8_t *html_clean(fp_html *h, const uint8_t *in, size_t n, int utf8,
+                                 int final, uint8_t *out, size_t *len)
+{
+    int held = 0;
+    size_t i = h->utf16 ? n : html_clean_run(in, n, utf8, final, &held), o = i;
+    const uint8_t *ret = in;
+    if (i < n && !held) {
+        ret = out;
+        memcpy(out, in, i);
+        while (i < n && !held) {
+            /* in[i] is a NUL, or starts no valid UTF-8 sequence or a noncharacter */
+            int l = in[i] < 0x80 || !utf8 ? 1 : html_utf8_len(in + i, n - i);
+            if (in[i] == 0) {
+                out[o++] = ' ';
+            } else {
+                memcpy(out + o, "\xEF\xBF\xBD", 3);
+                o += 3;
+            }
             i += l > 0 ? (size_t)l : 1;
-            continue;
+            size_t k = html_clean_run(in + i, n - i, utf8, final, &held);
+            memcpy(out + o, in + i, k);
+            o += k;
+            i += k;
         }
-        memcpy(out + o, in + i, (size_t)l);
-        o += (size_t)l;
-        i += (size_t)l;
+    }
+    if (held) {
+        h->npend = n - i;
+        memcpy(h->pend, in + i, h->npend);
     }
     *len = o;
-    return out;
+    return ret;
 }
 
 /* Checks UTF-8 while libxml2 reads UTF-8 as is, and the charset can no longer
