@@ -1,10 +1,43 @@
 /* corpus.c: the coordinator's corpus checks of SHARD.HELLO (docs/protocol.md): one
- * coordinator serves one corpus, so every worker must report the same data layout
- * and corpus name. The layout is the configured one, or else the first worker's. */
+ * coordinator serves one corpus, so every worker must report the same data layout,
+ * corpus name and fingerprint algorithm. The layout and the algorithm are the
+ * configured ones, or else the first worker's. */
 #include <stdio.h>
 #include <string.h>
 
 #include "coord.h"
+#include "log.h"
+
+/* Element 8 of SHARD.HELLO, the worker's fingerprint algorithm (its corpus's, in
+ * simhash:meta): the coordinator's, or taken as the coordinator's when it has none
+ * yet (option fingerprint-algorithm unset). Set once, on the event loop, before any
+ * text is fingerprinted with it (coord_textfp refuses until then). */
+static int coord_fp_check(coord *co, const redisReply *r, char *why, size_t whylen)
+{
+    const redisReply *fpa = r->elements >= 9 ? r->element[8] : NULL;
+    int str = fpa && fpa->type == REDIS_REPLY_STRING;
+    if (str && co->cfg.fp_spec[0] == '\0' && fpa->len < sizeof co->cfg.fp_spec) {
+        fp_params p;
+        char perr[160];
+        if (fp_params_parse(fpa->str, &p, perr, sizeof perr) == 0) {
+            co->cfg.fp = p;
+            fp_params_format(&p, co->cfg.fp_spec, sizeof co->cfg.fp_spec);
+            log_info("fingerprint algorithm %s: the corpus's, as its shard workers report",
+                     co->cfg.fp_spec);
+        }
+    }
+    if (!str || fpa->len != strlen(co->cfg.fp_spec) ||
+        memcmp(fpa->str, co->cfg.fp_spec, fpa->len) != 0) {
+        snprintf(why, whylen,
+                 "fingerprint algorithms differ: shard worker (and its corpus) %.*s, coordinator "
+                 "%s (set fingerprint-algorithm to the same on both, or leave it unset on the "
+                 "coordinator)",
+                 str ? (int)(fpa->len > 20 ? 20 : fpa->len) : 7, str ? fpa->str : "unknown",
+                 co->cfg.fp_spec[0] ? co->cfg.fp_spec : "(none it can read)");
+        return -1;
+    }
+    return 0;
+}
 
 int coord_corpus_check(coord *co, const redisReply *r, char *why, size_t whylen)
 {
@@ -36,6 +69,8 @@ int coord_corpus_check(coord *co, const redisReply *r, char *why, size_t whylen)
                  (int)(nlen > 40 ? 40 : nlen), name, mine);
         return -1;
     }
+    if (coord_fp_check(co, r, why, whylen) != 0)
+        return -1;
     co->layout = (unsigned)layout;
     return 0;
 }

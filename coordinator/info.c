@@ -60,7 +60,7 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
     resp_buf_printf(b, "\r\n# Corpus\r\ncorpus:%s\r\nblocks:%u\r\ndistance:%u\r\ntables:%u\r\n"
                     "fingerprint_algorithm:%s\r\n",
                     co->cfg.corpus ? co->cfg.corpus : "", co->cfg.blocks, co->cfg.distance,
-                    co->ps.ntables, co->cfg.fp_spec);
+                    co->ps.ntables, co->cfg.fp_spec[0] ? co->cfg.fp_spec : "unknown");
     if (co->layout)
         resp_buf_printf(b, "layout:%u\r\n", co->layout);
     else

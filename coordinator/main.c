@@ -59,9 +59,9 @@ static const cfg_option coord_options[] = {
         "how often the worker registry is read (SHARD.WORKERS to a worker that is up): "
         "workers that join are connected, workers that left are dropped (0: only the "
         "worker lines)"),
-    OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, "v3", 0,
+    OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, NULL, 0,
         "algorithm of SIMHASH.FINGERPRINT and CHECKTEXT (v4, v3, v2, v1 or v1:W; docs/fingerprint.md); "
-        "every worker must report the same"),
+        "every worker must report the same; unset: the first worker's (its corpus's)"),
     OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION_MAX, "0", 0,
         "data layout the workers' corpus must have (1, 2 or 3); 0: any, the same for all"),
     OPT("corpus", CFG_STR, corpus, 0, 0, NULL, 0,
@@ -90,11 +90,13 @@ static int coord_validate(void *obj, char *err, size_t errlen)
     coord_config *c = obj;
     perm_set ps;
     char fperr[160];
-    if (fp_params_parse(c->fingerprint_algorithm, &c->fp, fperr, sizeof fperr) != 0) {
-        snprintf(err, errlen, "fingerprint-algorithm: %s", fperr);
-        return -1;
-    }
-    fp_params_format(&c->fp, c->fp_spec, sizeof c->fp_spec);
+    if (c->fingerprint_algorithm && c->fingerprint_algorithm[0]) {
+        if (fp_params_parse(c->fingerprint_algorithm, &c->fp, fperr, sizeof fperr) != 0) {
+            snprintf(err, errlen, "fingerprint-algorithm: %s", fperr);
+            return -1;
+        }
+        fp_params_format(&c->fp, c->fp_spec, sizeof c->fp_spec);
+    }   /* unset: fp_spec stays "" until a worker reports its corpus's (corpus.c) */
     if (c->distance >= c->blocks) {
         snprintf(err, errlen, "distance (%u) must be smaller than blocks (%u)", c->distance,
                  c->blocks);

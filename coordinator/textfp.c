@@ -57,6 +57,11 @@ static void coord_textfp_done(void *arg, int ran)
 void coord_textfp(coord *co, rs_req *r, size_t text_arg, int html, coord_textfp_fn then,
                   unsigned arg)
 {
+    if (co->cfg.fp_spec[0] == '\0') {    /* fingerprint-algorithm unset, no worker yet */
+        rs_req_fail(r, RS_SHARDDOWN, "no shard worker has reported its corpus's "
+                    "fingerprint algorithm yet (or set fingerprint-algorithm)");
+        return;
+    }
     coord_textfp_job *j = calloc(1, sizeof(*j));
     if (j == NULL) {
         rs_req_fail(r, RS_OOM, "out of memory");

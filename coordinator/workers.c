@@ -148,19 +148,6 @@ static void coord_worker_on_hello(redisAsyncContext *ac, void *reply, void *priv
         coord_worker_mismatch(w);
         return;
     }
-    /* element 8: the worker's fingerprint algorithm, the one in simhash:meta */
-    const redisReply *fpa = r->elements >= 9 ? r->element[8] : NULL;
-    if (fpa == NULL || fpa->type != REDIS_REPLY_STRING || fpa->len != strlen(co->cfg.fp_spec) ||
-        memcmp(fpa->str, co->cfg.fp_spec, fpa->len) != 0) {
-        snprintf(w->problem, sizeof(w->problem),
-                 "fingerprint algorithms differ: shard worker (and its corpus) %.*s, coordinator "
-                 "%s (set fingerprint-algorithm to the same on both)",
-                 fpa && fpa->type == REDIS_REPLY_STRING ? (int)(fpa->len > 20 ? 20 : fpa->len) : 7,
-                 fpa && fpa->type == REDIS_REPLY_STRING ? fpa->str : "unknown",
-                 co->cfg.fp_spec);
-        coord_worker_mismatch(w);
-        return;
-    }
     if (co->cl) {
         /* cluster mode: elements 6 and 7 are the cluster flag and the node name */
         if (r->elements < 8 || coord_hello_int(r, 6) != 1 ||

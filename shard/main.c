@@ -65,9 +65,10 @@ static const cfg_option shard_options[] = {
               "corpus name: every Redis key starts with NAME: so several corpora share "
               "Redis nodes (letters, digits, _ . -; at most 32); unset: the keys of a "
               "corpus without a name"),
-    SHARD_OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, "v3",
+    SHARD_OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, NULL,
               "fingerprint algorithm of the corpus (v4, v3, v2, v1 or v1:W; docs/fingerprint.md), "
-              "recorded in simhash:meta: a corpus never mixes two"),
+              "recorded in simhash:meta: a corpus never mixes two; unset: the corpus's (a "
+              "new corpus gets v3)"),
     SHARD_OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, "write the process id here"),
     SHARD_OPT("logfile", CFG_STR, logfile, 0, 0, NULL, "log here instead of stderr"),
     SHARD_OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info",
@@ -189,11 +190,13 @@ static int shard_validate(void *obj, char *err, size_t errlen)
     }
     fp_params fpp;
     char fperr[160];
-    if (fp_params_parse(c->fingerprint_algorithm, &fpp, fperr, sizeof fperr) != 0) {
-        snprintf(err, errlen, "fingerprint-algorithm: %s", fperr);
-        return -1;
-    }
-    fp_params_format(&fpp, c->fp_spec, sizeof c->fp_spec);
+    if (c->fingerprint_algorithm && c->fingerprint_algorithm[0]) {
+        if (fp_params_parse(c->fingerprint_algorithm, &fpp, fperr, sizeof fperr) != 0) {
+            snprintf(err, errlen, "fingerprint-algorithm: %s", fperr);
+            return -1;
+        }
+        fp_params_format(&fpp, c->fp_spec, sizeof c->fp_spec);
+    }   /* unset: fp_spec stays "" until shard_resolve_corpus takes the corpus's */
     if (c->bucket_bits != 0 && !layout_bucket_bits_ok(c->bucket_bits)) {
         snprintf(err, errlen, "bucket-bits %u: must be 8, 12, 16, 20 or 24", c->bucket_bits);
         return -1;
@@ -363,14 +366,15 @@ static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redi
     for (unsigned tries = 0;; tries++) {
         ro->layout = want_layout;
         ro->bucket_bits = want_bb;
+        snprintf(ro->fingerprint, sizeof ro->fingerprint, "%s", c->fp_spec);
         mrc = shard_redis_check_meta_sync(ro, err, sizeof err);
         if (mrc != SHARD_META_UNREACHABLE ||
-            (want_layout != LAYOUT_VERSION_UNSET && want_bb != 0))
+            (want_layout != LAYOUT_VERSION_UNSET && want_bb != 0 && c->fp_spec[0]))
             break;
         if (tries % 10 == 0)
-            log_warn("%s; waiting for it: this worker follows its corpus's layout and "
-                     "bucket bits (options layout and bucket-bits unset), which only its "
-                     "Redis knows", err);
+            log_warn("%s; waiting for it: this worker follows its corpus's layout, "
+                     "bucket bits or fingerprint algorithm (options layout, bucket-bits, "
+                     "fingerprint-algorithm unset), which only its Redis knows", err);
         sleep(1);
     }
     if (mrc == SHARD_META_REFUSED) {
@@ -381,6 +385,7 @@ static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redi
         log_warn("%s; answering -REDIS unavailable until it answers", err);
     c->layout = ro->layout;             /* resolved: the corpus's, or a new one's */
     c->bucket_bits = ro->bucket_bits;
+    snprintf(c->fp_spec, sizeof c->fp_spec, "%s", ro->fingerprint);
     if (layout_ctx_init(&sc->lay, c->layout, c->bucket_bits) != 0) {
         snprintf(err, sizeof err, "layout %u with bucket bits %u is not supported", c->layout,
                  c->bucket_bits);
@@ -491,7 +496,6 @@ int main(int argc, char **argv)
         .db = c->redis_db, .blocks = c->blocks, .distance = c->distance,
         .bucket_bits = c->bucket_bits, .layout = c->layout,
         .max_inflight = c->max_inflight_redis,
-        .fingerprint = c->fp_spec,
         .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal,
         .on_split_limit = shard_on_split_limit, .cb_arg = &sc,
         .cluster = mc.cluster, .announce = mc.redis_announce,

@@ -17,6 +17,7 @@
 #include <hiredis/async.h>
 
 #include "cluster.h"
+#include "fingerprint.h"
 #include "layout.h"
 #include "layout_ops.h"
 #include "log.h"
@@ -34,6 +35,10 @@ const char *shard_redis_meta_key(void)
 
 void shard_redis_resolve(shard_redis_opts *o)
 {
+    if (o->fingerprint[0] == '\0') {       /* a new corpus: the programs' default */
+        fp_params d = {FP_VERSION_DEFAULT, 0};
+        fp_params_format(&d, o->fingerprint, sizeof o->fingerprint);
+    }
     if (o->layout == LAYOUT_VERSION_UNSET)  /* bucket bits asked for: fixed buckets */
         o->layout = o->bucket_bits ? LAYOUT_VERSION_FIXED : LAYOUT_VERSION_DEFAULT;
     const layout_ops *ops = layout_ops_of(o->layout);
@@ -41,11 +46,26 @@ void shard_redis_resolve(shard_redis_opts *o)
         o->bucket_bits = ops->bucket_bits_default;
 }
 
-/* Takes the layout and bucket_bits of an HGETALL meta reply into o where o has 0. */
+/* Takes the layout, bucket_bits and fingerprint algorithm of an HGETALL meta reply
+ * into o where o has none. A corpus made before the fingerprint field existed is v1:3
+ * (shard_redis_meta_compare); a value this worker cannot read is left for the
+ * comparison to refuse. */
 static void shard_meta_adopt(const redisReply *r, shard_redis_opts *o)
 {
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY)
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements == 0)
         return;
+    if (o->fingerprint[0] == '\0') {
+        const char *fp = "v1:3";
+        for (size_t i = 0; i + 1 < r->elements; i += 2)
+            if (r->element[i]->type == REDIS_REPLY_STRING &&
+                strcmp(r->element[i]->str, "fingerprint") == 0)
+                fp = r->element[i + 1]->type == REDIS_REPLY_STRING ? r->element[i + 1]->str
+                                                                    : "";
+        fp_params p;
+        char perr[160];
+        if (fp_params_parse(fp, &p, perr, sizeof perr) == 0)
+            fp_params_format(&p, o->fingerprint, sizeof o->fingerprint);
+    }
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *k = r->element[i], *v = r->element[i + 1];
         if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING || v->len > 9)

@@ -24,7 +24,9 @@ typedef struct shard_redis_opts {
     unsigned blocks, distance, bucket_bits;
     unsigned layout;          /* 1, 2 or 3; 0 (and bucket_bits 0): the corpus's, resolved
                                  by shard_redis_check_meta_sync */
-    const char *fingerprint;  /* fingerprint algorithm, canonical ("v2", "v1:3") */
+    char fingerprint[16];     /* fingerprint algorithm, canonical ("v2", "v1:3"); "": the
+                                 corpus's, resolved by shard_redis_check_meta_sync (a new
+                                 corpus gets FP_VERSION_DEFAULT) */
     unsigned max_inflight;    /* Redis commands outstanding at once */
     unsigned split_limit;     /* out: layout 3's split limit from the node's listpack
                                  settings (shard_redis_check_meta_sync; 0: not read) */

@@ -137,10 +137,32 @@ grep -q "fingerprint algorithms differ" "$TH_DIR/err" "$TH_DIR"/*.log 2>/dev/nul
 th_start_redis redis-old
 op=$TH_REDIS_PORT
 timeout 5 redis-cli -p "$op" HSET simhash:meta blocks 6 distance 3 layout 1 bucket_bits 16 >/dev/null
-timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$op" >/dev/null 2>"$TH_DIR/err"
+timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$op" \
+    --fingerprint-algorithm v3 >/dev/null 2>"$TH_DIR/err"
 expect "v3 worker on an old corpus: exit 1" "$?" 1
 grep -q "built with fingerprint algorithm v1:3" "$TH_DIR/err" || th_fail "old corpus message: '$(cat "$TH_DIR/err")'"
 th_start_shard w-old "$op" 0-255 6 3 "" --fingerprint-algorithm v1
 expect "old corpus keeps no field" "$(timeout 5 redis-cli -p "$op" HEXISTS simhash:meta fingerprint)" 0
-th_log "simhash:meta: other algorithms refused (worker and coordinator), old corpora are v1:3"
+# a worker and a coordinator with no algorithm configured follow the corpus: the old
+# corpus's v1:3 (the worker), the workers' (the coordinator)
+th_start_shard w-follow "$op" 0-255 6 3
+expect "worker follows the corpus" \
+    "$(timeout 5 redis-cli -p "$TH_SHARD_PORT" SHARD.HELLO | sed -n 9p)" "v1:3"
+th_start_coord c-follow 6 3 2000 "127.0.0.1:$TH_SHARD_PORT"
+ok=no
+for _ in $(seq 1 100); do
+    info=$(timeout 5 redis-cli -p "$TH_COORD_PORT" SIMHASH.INFO 2>/dev/null | tr -d '\r')
+    case "$info" in *fingerprint_algorithm:v1:3*) ok=yes; break;; esac
+    sleep 0.1
+done
+expect "coordinator follows its workers" "$ok" yes
+expect "its SIMHASH.FINGERPRINT is v1:3's" \
+    "$(timeout 10 redis-cli -p "$TH_COORD_PORT" SIMHASH.FINGERPRINT "$page")" \
+    "$(fp --text --algorithm v1:3 "$D/pages/3.b.html")"
+# a new corpus with nothing configured gets the programs' default
+th_start_redis redis-new
+th_start_shard w-new "$TH_REDIS_PORT" 0-255 6 3
+expect "new corpus: default algorithm" \
+    "$(timeout 5 redis-cli -p "$TH_REDIS_PORT" HGET simhash:meta fingerprint)" v3
+th_log "simhash:meta: other algorithms refused (worker and coordinator), old corpora are v1:3, unset follows the corpus"
 th_log "all checks passed"

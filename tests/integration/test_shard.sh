@@ -342,9 +342,10 @@ expect_match "worker within max-args" "$(timeout 10 redis-cli -p "$SPORT6" SHARD
 # ---- started before its Redis: serves -REDIS unavailable, connects when it appears ----
 RPORT2=$(free_port)
 SPORT3=$(free_port)
-# layout and bucket bits given: it starts at once (a worker that follows its corpus
-# waits for Redis before it listens)
-timeout 300 "$SHARD" --port "$SPORT3" --redis-port "$RPORT2" --layout 2 --bucket-bits 12 >"$DIR/shard3.log" 2>&1 &
+# layout, bucket bits and fingerprint algorithm given: it starts at once (a worker
+# that follows its corpus waits for Redis before it listens)
+timeout 300 "$SHARD" --port "$SPORT3" --redis-port "$RPORT2" --layout 2 --bucket-bits 12 \
+    --fingerprint-algorithm v3 >"$DIR/shard3.log" 2>&1 &
 PIDS+=($!)
 wait_pong "$SPORT3"
 expect_match "no redis yet" "$(timeout 10 redis-cli -p "$SPORT3" SHARD.QUERY 1 3 0)" "^REDIS unavailable"

@@ -140,7 +140,7 @@ static void tq_start(tq_fix *f, unsigned layout, unsigned db)
     shard_redis_opts ro = {
         .host = "127.0.0.1", .port = (int)tq_redis_port, .db = db, .blocks = c->blocks,
         .distance = c->distance, .layout = layout, .max_inflight = c->max_inflight_redis,
-        .fingerprint = c->fp_spec, .timeout_ms = c->timeout_ms,
+        .fingerprint = "v3", .timeout_ms = c->timeout_ms,
     };
     if (shard_redis_check_meta_sync(&ro, err, sizeof err) != SHARD_META_OK)
         fail_msg("meta: %s", err);
