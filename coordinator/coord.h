@@ -405,10 +405,10 @@ void coord_cluster_info(coord *co, resp_buf *b);
 
 /* ---- corpus.c: the corpus checks of SHARD.HELLO ---- */
 
-/* Checks the layout (element 2) and corpus name (element 9) of a SHARD.HELLO reply
- * against the coordinator's corpus: the configured layout, or the one the first
- * worker reported, and the configured name. Returns 0, or -1 with why (for the
- * operator) set. */
+/* Checks the layout (element 2), corpus name (element 9) and fingerprint algorithm
+ * (element 8) of a SHARD.HELLO reply against the coordinator's corpus: the
+ * configured layout and algorithm, or those the first worker reported, and the
+ * configured name. Returns 0, or -1 with why (for the operator) set. */
 int coord_corpus_check(coord *co, const redisReply *r, char *why, size_t whylen);
 
 #endif

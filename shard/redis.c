@@ -154,6 +154,12 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
                  o->blocks, o->distance, o->bucket_bits);
         return -1;
     }
+    if (o->fingerprint[0] == '\0') {   /* unset, and the corpus's is none it knows */
+        snprintf(err, errlen, "corpus in redis %s:%d was built with fingerprint algorithm "
+                 "'%.20s', which this worker does not know (a newer version's?)", o->host,
+                 o->port, fp);
+        return -1;
+    }
     if (strcmp(fp, o->fingerprint) != 0) {
         snprintf(err, errlen, "corpus in redis %s:%d was built with fingerprint algorithm %s; "
                  "this worker is configured with %s (set fingerprint-algorithm %s, or use a "

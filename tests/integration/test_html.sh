@@ -159,6 +159,15 @@ expect "coordinator follows its workers" "$ok" yes
 expect "its SIMHASH.FINGERPRINT is v1:3's" \
     "$(timeout 10 redis-cli -p "$TH_COORD_PORT" SIMHASH.FINGERPRINT "$page")" \
     "$(fp --text --algorithm v1:3 "$D/pages/3.b.html")"
+# an algorithm this build does not know: a worker with none configured refuses it
+th_start_redis redis-v9
+timeout 5 redis-cli -p "$TH_REDIS_PORT" HSET simhash:meta blocks 6 distance 3 layout 3 \
+    bucket_bits 8 fingerprint v9 >/dev/null
+timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$TH_REDIS_PORT" \
+    >/dev/null 2>"$TH_DIR/err"
+expect "unknown algorithm: exit 1" "$?" 1
+grep -q "fingerprint algorithm 'v9', which this worker does not know" "$TH_DIR/err" ||
+    th_fail "unknown algorithm message: '$(cat "$TH_DIR/err")'"
 # a new corpus with nothing configured gets the programs' default
 th_start_redis redis-new
 th_start_shard w-new "$TH_REDIS_PORT" 0-255 6 3
