@@ -20,6 +20,11 @@
 #define SHARD_REATTACH_PROBES 16    /* nodes asked for CLUSTER SLOTS after a failure */
 #define SHARD_REATTACH_MS 200       /* deadline of one probe */
 
+#define SHARD_META_FIELDS 5         /* blocks, distance, layout, bucket_bits, fingerprint */
+/* meta.c: the command creating field i (0..SHARD_META_FIELDS-1) of a new meta hash,
+ * into argv (val holds its number); returns its argument count. */
+int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[5], char val[16]);
+
 
 /* A connection to another cluster node, for redirected commands. */
 typedef struct shard_peer {
