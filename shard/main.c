@@ -68,7 +68,7 @@ static const cfg_option shard_options[] = {
     SHARD_OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, NULL,
               "fingerprint algorithm of the corpus (v4, v3, v2, v1 or v1:W; docs/fingerprint.md), "
               "recorded in simhash:meta: a corpus never mixes two; unset: the corpus's (a "
-              "new corpus gets v3)"),
+              "new corpus gets v4)"),
     SHARD_OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, "write the process id here"),
     SHARD_OPT("logfile", CFG_STR, logfile, 0, 0, NULL, "log here instead of stderr"),
     SHARD_OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info",

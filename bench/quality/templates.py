@@ -3,8 +3,8 @@
 judged by their own content. Real documents of this machine (tests/tools/site_templates.py:
 licenses, Python documentation sources, README/NEWS/changelogs, manual pages) wrapped in
 site templates of different weight, fingerprinted with `simhash fingerprint` as plain
-text (v2), as pages with v2 (all visible text) and as pages with v3 (main content), all
-in the same run:
+text (v2 and v4), as pages with v2 (all visible text), v3 (main content) and v4 (main
+content, known boilerplate weighed half), all in the same run:
 
   same     the same article (100-2,000 words) in every template: articles whose pages
            and plain text are all within 3 bits of one another (must match)
@@ -31,6 +31,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "tools"))
 import site_templates as st  # noqa: E402
 
 K = 3          # the distance of a match
+# what diff, site and sphinx print: the articles as plain text (v2, v4), the pages
+SERIES = ("text", "v2", "v3", "text4", "v4")
 J_FALSE = 0.3  # articles below this word 3-shingle Jaccard share almost nothing
 
 
@@ -71,7 +73,9 @@ class Pages:
     def run(self):
         self.v2 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v2")
         self.v3 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v3")
+        self.v4 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v4")
         self.text = fingerprints(self.simhash, self.txt, "--text", "--algorithm", "v2")
+        self.text4 = fingerprints(self.simhash, self.txt, "--text", "--algorithm", "v4")
 
 
 def dist(a, b):
@@ -104,11 +108,11 @@ def set_same(simhash, docs, n, tmp):
         items.append((p.add_text(title, w), [p.add_page(t, title, w) for t in st.TEMPLATES]))
     p.run()
     res = {}
-    for alg in ("v2", "v3"):
-        fps = getattr(p, alg)
+    for alg in ("v2", "v3", "v4"):
+        fps, text = getattr(p, alg), p.text4 if alg == "v4" else p.text
         ok, worst = 0, []
         for t, pages in items:
-            group = [p.text[t]] + [fps[x] for x in pages]
+            group = [text[t]] + [fps[x] for x in pages]
             m = max(dist(a, b) for a in group for b in group)
             worst.append(m)
             ok += m <= K
@@ -132,12 +136,13 @@ def set_diff(simhash, docs, n, tmp, templates, lengths):
                 p.add_page(tmpl, title, words[:L])
                 p.add_text(title, words[:L])
             p.run()
-            r = {a: false_pairs(getattr(p, a), sh) for a in ("text", "v2", "v3")}
+            r = {a: false_pairs(getattr(p, a), sh) for a in SERIES}
             rows.append((tmpl, L, len(pool), r))
-            print("diff  %-8s %4d words, %d articles, %d pairs: J<%.1f within %d bits: text %d, "
-                  "v2 %d, v3 %d; median distance text %s, v2 %s, v3 %s"
+            print("diff  %-8s %4d words, %d articles, %d pairs: J<%.1f within %d bits: %s; "
+                  "median distance %s"
                   % (tmpl, L, len(pool), len(pool) * (len(pool) - 1) // 2, J_FALSE, K,
-                     r["text"][0], r["v2"][0], r["v3"][0], r["text"][1], r["v2"][1], r["v3"][1]),
+                     ", ".join("%s %d" % (a, r[a][0]) for a in SERIES),
+                     ", ".join("%s %s" % (a, r[a][1]) for a in SERIES)),
                   flush=True)
     return rows
 
@@ -153,10 +158,10 @@ def set_site(simhash, docs, n, tmp, templates):
             p.add_page(tmpl, title, words[:150])
             p.add_text(title, words[:150])
         p.run()
-        r = {a: false_pairs(getattr(p, a), sh) for a in ("text", "v2", "v3")}
+        r = {a: false_pairs(getattr(p, a), sh) for a in SERIES}
         print("site  %-8s %d pages of 150 words: pages with a false near-duplicate within %d "
-              "bits: text %.2f%%, v2 %.2f%%, v3 %.2f%%"
-              % (tmpl, len(pool), K, *(100.0 * r[a][2] / len(pool) for a in ("text", "v2", "v3"))),
+              "bits: %s" % (tmpl, len(pool), K, ", ".join(
+                  "%s %.2f%%" % (a, 100.0 * r[a][2] / len(pool)) for a in SERIES)),
               flush=True)
 
 
@@ -181,11 +186,14 @@ def set_sphinx(simhash):
         return
     r = {"text": false_pairs(fingerprints(simhash, srcs, "--text", "--algorithm", "v2"), sh),
          "v2": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v2"), sh),
-         "v3": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v3"), sh)}
+         "v3": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v3"), sh),
+         "text4": false_pairs(fingerprints(simhash, srcs, "--text", "--algorithm", "v4"), sh),
+         "v4": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v4"), sh)}
     print("sphinx %d Python documentation pages, %d pairs: J<%.1f (of the sources) within %d bits: "
-          "sources as text %d, v2 %d, v3 %d; median distance text %s, v2 %s, v3 %s"
-          % (len(pages), len(pages) * (len(pages) - 1) // 2, J_FALSE, K, r["text"][0],
-             r["v2"][0], r["v3"][0], r["text"][1], r["v2"][1], r["v3"][1]), flush=True)
+          "%s; median distance %s"
+          % (len(pages), len(pages) * (len(pages) - 1) // 2, J_FALSE, K,
+             ", ".join("%s %d" % (a, r[a][0]) for a in SERIES),
+             ", ".join("%s %s" % (a, r[a][1]) for a in SERIES)), flush=True)
 
 
 def set_license(simhash, tmp):
@@ -204,7 +212,7 @@ def set_license(simhash, tmp):
         seen.add(h)
         paths.append(f)
         sh.append(st.shingles(words))
-    for alg in ("v1", "v2"):
+    for alg in ("v1", "v2", "v4"):
         fps = fingerprints(simhash, paths, "--text", "--algorithm", alg)
         c = false_pairs(fps, sh)
         print("license %s: %d copyright files, %d pairs: J<%.1f within %d bits: %d"

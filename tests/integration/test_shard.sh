@@ -102,7 +102,7 @@ wait_pong "$SPORT"
 # no corpus name (the last, empty element)
 L=3
 BB=8
-expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v3  2 "
+expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v4  2 "
 expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 $L"
 SHARD_PID=$(cat "$DIR/shard.pid")
 expect_eq "pidfile" "$(ps -o comm= -p "$SHARD_PID")" "simhash-shard"

@@ -279,7 +279,7 @@ class Functions(unittest.TestCase):
                          simhash.fingerprint("The quick brown fox\njumps & runs"))
         self.assertEqual(simhash.fingerprint(page, html=True, algorithm="v1"),
                          simhash.fingerprint("The quick brown fox jumps & runs", window=3))
-        # v3 (the default) reads a page's main content; all_text=True all of it, as v2
+        # v4 (the default) reads a page's main content; all_text=True all of it, as v2
         art = ("The committee met on Tuesday to discuss the budget for the coming year in "
                "detail. Several members argued that the library should open longer hours.")
         site = ("<html><body><nav><a href='/'>Home</a> <a href='/b'>Blog</a></nav><article><p>%s"
@@ -287,13 +287,14 @@ class Functions(unittest.TestCase):
                 "</body></html>" % art)
         self.assertEqual(simhash.fingerprint(site, html=True), simhash.fingerprint(art))
         self.assertEqual(simhash.fingerprint(site, html=True),
-                         simhash.fingerprint(site, html=True, algorithm="v3"))
+                         simhash.fingerprint(site, html=True, algorithm="v4"))
         self.assertEqual(simhash.fingerprint(site, html=True, all_text=True),
                          simhash.fingerprint(site, html=True, algorithm="v2"))
         # v4: known license boilerplate weighs less than in v2, the same in both paths
         lic = (art + " On Debian systems, the complete text of the GNU General Public License "
                "version 2 can be found in /usr/share/common-licenses/GPL-2.").encode()
         self.assertEqual(simhash.fingerprint(lic, algorithm="v4"), cli_fingerprint(lic, algorithm="v4"))
+        self.assertEqual(simhash.fingerprint(lic), simhash.fingerprint(lic, algorithm="v4"))
         self.assertNotEqual(simhash.fingerprint(lic, algorithm="v4"),
                             simhash.fingerprint(lic, algorithm="v2"))
         self.assertNotEqual(simhash.fingerprint(site, html=True, algorithm="v2"),

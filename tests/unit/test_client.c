@@ -273,7 +273,7 @@ static void test_fingerprint_local(void **state)
     /* different texts give different values (not a constant) */
     assert_true(shc_fingerprint_local(texts[2], strlen(texts[2])) !=
                 shc_fingerprint_local(texts[3], strlen(texts[3])));
-    /* HTML: v3 (the default) reads the main content, SHC_FORMAT_HTML_ALL all of it (v2's) */
+    /* HTML: v4 (the default) reads the main content, SHC_FORMAT_HTML_ALL all of it (v2's) */
     const char *art = "The committee met on Tuesday to discuss the budget for the coming year "
                       "in detail.";
     const char *page = "<nav><a href=\"/\">Home</a> <a href=\"/b\">Blog</a></nav><p>The "
@@ -281,7 +281,7 @@ static void test_fingerprint_local(void **state)
                        "detail.</p>";
     uint64_t fm = 0, fa = 0, f2 = 0;
     assert_int_equal(shc_fingerprint_local_as(page, strlen(page), NULL, SHC_FORMAT_HTML, &fm), 0);
-    assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v3", SHC_FORMAT_HTML_ALL, &fa),
+    assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v4", SHC_FORMAT_HTML_ALL, &fa),
                      0);
     assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v2", SHC_FORMAT_HTML, &f2), 0);
     assert_true(fm == fp_text_p(art, strlen(art), NULL));
