@@ -193,9 +193,9 @@ enum { CLI_OPT_ALGO = 0x100, CLI_OPT_HTML, CLI_OPT_TEXT, CLI_OPT_TITLE, CLI_OPT_
     {"all-text", no_argument, NULL, CLI_OPT_ALL_TEXT}
 /* Help lines of those options. */
 #define CLI_FP_HELP                                                                   \
-    "      --algorithm A fingerprint algorithm: v3 (default: v2, and HTML by its main\n" \
-    "                   content), v4 (v3, known license boilerplate weighing\n"      \
-    "                   half), v2, v1 or v1:W\n"                                    \
+    "      --algorithm A fingerprint algorithm: v4 (default: HTML by its main\n"    \
+    "                   content, known license boilerplate weighing half), v3\n"   \
+    "                   (v4 without the boilerplate weights), v2, v1 or v1:W\n"   \
     "                   (docs/fingerprint.md); fingerprints of different\n"           \
     "                   algorithms are not comparable\n"                              \
     "  -w, --window W   algorithm v1 with W tokens per shingle, 1..64 (the same as\n" \

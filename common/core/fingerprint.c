@@ -842,8 +842,7 @@ static void fpspan_end_v4(fp_state *s, fp_span *sp)
 {
     fpvote_merge(&s->bvote, &sp->bvote);
     sp->ntok = s->ntok - sp->base;
-    for (unsigned i = 0; i < s->window; i++)
-        sp->tail[i] = s->ring[s->ring_pos + i];
+    memcpy(sp->tail, &s->ring[s->ring_pos], s->window * sizeof sp->tail[0]);
     sp->tail_bp = s->bp_prev;
     /* the K-grams inside the span start at its token 0: they end at count base + K on */
     sp->hit_end = s->bp_end >= sp->base + FPBP_K ? s->bp_end - sp->base : 0;

@@ -43,13 +43,6 @@ static inline int fpbp_has(uint64_t h)
            fpbp_find(h);
 }
 
-/* Starts reading h's slots into the cache (inside boilerplate, where the filter
- * passes nearly every K-gram, so that the two reads overlap). */
-static inline void fpbp_prefetch(uint64_t h)
-{
-    __builtin_prefetch(&fpbp_slots[h >> (64 - FPBP_SLOT_BITS)]);
-}
-
 /* Entries and version of the table (fp_bp_table.inc: 39,619 sorted hashes, 310 KiB,
  * and its filter of 64 KiB). */
 size_t fpbp_table_size(void);

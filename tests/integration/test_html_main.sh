@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# test_html_main.sh: web pages judged by their own content (fingerprint algorithm v3,
-# main-content extraction). Real documents of this machine in the site templates of
+# test_html_main.sh: web pages judged by their own content (fingerprint algorithms v3
+# and v4, the default: main-content extraction). Real documents of this machine in the site templates of
 # tests/tools/site_templates.py (navigation lists, sidebars of headlines, comment
 # sections, cookie banners, footers, a layout table), fingerprinted with the CLI:
-#   - the same article in five templates: v3 puts the pages and the plain text within
-#     3 bits of one another for at least 9 in 10 articles;
+#   - the same article in five templates: v3 and v4 each put the pages and the plain
+#     text within 3 bits of one another for at least 9 in 10 articles;
 #   - different articles of 150 words in one heavy template (over 900 words of
-#     template): with v3 no more unrelated pairs (word 3-shingle Jaccard < 0.3) within
-#     3 bits than the same articles as plain text, and the median distance between pages
-#     within 2 bits of the plain texts' (v2 reading all visible text is logged, and
-#     must show the template's pull, so the set tests something);
+#     template): with v3 (and v4) no more unrelated pairs (word 3-shingle Jaccard < 0.3)
+#     within 3 bits than the same articles as plain text (with v3, v4), and the median
+#     distance between pages within 2 bits of the plain texts' (v2 reading all visible
+#     text is logged, and must show the template's pull, so the set tests something);
 # then --all-text (= v2's page text), and a v3 deployment: simhash:meta records v3,
 # FORMAT html / html-all equal the CLI, a v2 worker or coordinator is refused (and a
 # v4 worker); a v4 deployment records v4 and answers what the CLI computes.
@@ -43,14 +43,15 @@ def put(name, text):
 # same article, five templates
 long_docs = [d for d in docs if len(d[1]) >= 2000][:20]
 lengths = (100, 150, 300, 600, 1000, 2000)
-good = 0
+good = {"v3": 0, "v4": 0}
 for i, (label, words) in enumerate(long_docs):
     w, title = words[:lengths[i % len(lengths)]], os.path.basename(label).split(".")[0]
     pages = [put("s%d.%s.html" % (i, t), st.page(t, title, w)) for t in st.TEMPLATES]
-    group = fps([put("s%d.txt" % i, title + "\n" + " ".join(w) + "\n")], "--text")
-    group += fps(pages, "--algorithm", "v3")
-    good += max((a ^ b).bit_count() for a in group for b in group) <= 3
-print("same %d %d" % (good, len(long_docs)))
+    text = put("s%d.txt" % i, title + "\n" + " ".join(w) + "\n")
+    for alg in good:
+        group = fps([text], "--text", "--algorithm", alg) + fps(pages, "--algorithm", alg)
+        good[alg] += max((a ^ b).bit_count() for a in group for b in group) <= 3
+print("same %d %d %d" % (good["v3"], good["v4"], len(long_docs)))
 
 # different articles, one heavy template
 pool = docs[:120]
@@ -62,7 +63,9 @@ for tmpl in ("portal", "divsoup"):
         html.append(put("d%d.%s.html" % (i, tmpl), st.page(tmpl, title, words[:150])))
         txt.append(put("d%d.txt" % i, title + "\n" + " ".join(words[:150]) + "\n"))
     res = []
-    for f in (fps(txt, "--text"), fps(html, "--algorithm", "v2"), fps(html, "--algorithm", "v3")):
+    for f in (fps(txt, "--text", "--algorithm", "v3"), fps(html, "--algorithm", "v2"),
+              fps(html, "--algorithm", "v3"), fps(txt, "--text", "--algorithm", "v4"),
+              fps(html, "--algorithm", "v4")):
         false, ds = 0, []
         for i in range(len(f)):
             for j in range(i + 1, len(f)):
@@ -70,23 +73,29 @@ for tmpl in ("portal", "divsoup"):
                 ds.append(d)
                 false += d <= 3 and st.jaccard(sh[i], sh[j]) < 0.3
         res += [false, statistics.median(ds)]
-    print("diff %s %d %d %s %s %s %s %s %s" % (tmpl, st.words(tmpl), len(pool), *res))
+    print("diff %s %d %d %s" % (tmpl, st.words(tmpl), len(pool), " ".join(map(str, res))))
 EOF
 ) || th_fail "template sets: python failed: $out"
 th_log "$out"
-read -r _ good total <<<"$(echo "$out" | grep '^same')"
+read -r _ good3 good4 total <<<"$(echo "$out" | grep '^same')"
 [ "$total" -ge 10 ] || th_fail "same article: only $total long documents"
-[ $((good * 10)) -ge $((total * 9)) ] || th_fail "same article in five templates: $good of $total within 3 bits"
-while read -r _ tmpl words n tf tm v2f v2m v3f v3m; do
+[ $((good3 * 10)) -ge $((total * 9)) ] || th_fail "same article in five templates: v3 $good3 of $total within 3 bits"
+[ $((good4 * 10)) -ge $((total * 9)) ] || th_fail "same article in five templates: v4 $good4 of $total within 3 bits"
+while read -r _ tmpl words n tf tm v2f v2m v3f v3m t4f t4m v4f v4m; do
     [ "$words" -ge 700 ] || th_fail "$tmpl: template of $words words, want >= 700"
     [ "$v3f" -le "$tf" ] || th_fail "$tmpl: v3 $v3f unrelated pairs within 3 bits, plain text $tf"
+    [ "$v4f" -le "$t4f" ] || th_fail "$tmpl: v4 $v4f unrelated pairs within 3 bits, plain text $t4f"
     python3 -c "import sys; sys.exit(abs($v3m - $tm) > 2)" ||
         th_fail "$tmpl: median distance v3 $v3m, plain text $tm"
+    python3 -c "import sys; sys.exit(abs($v4m - $t4m) > 2)" ||
+        th_fail "$tmpl: median distance v4 $v4m, plain text (v4) $t4m"
     python3 -c "import sys; sys.exit(not ($tm - $v2m > 2 or $v2f > $tf))" ||
         th_fail "$tmpl: the template does not pull v2 (median $v2m vs $tm, pairs $v2f vs $tf)"
     th_log "$tmpl ($words template words, $n articles of 150 words): unrelated pairs within 3" \
-        "bits: text $tf, v2 $v2f, v3 $v3f; median distance text $tm, v2 $v2m, v3 $v3m"
+        "bits: text $tf, v2 $v2f, v3 $v3f, text (v4) $t4f, v4 $v4f; median distance text $tm," \
+        "v2 $v2m, v3 $v3m, text (v4) $t4m, v4 $v4m"
 done < <(echo "$out" | grep '^diff')
+[ "$(echo "$out" | grep -c '^diff')" = 2 ] || th_fail "template sets: $(echo "$out" | grep -c '^diff') diff lines, want 2"
 
 # ---- CLI ----
 p="$TH_DIR/d5.portal.html"

@@ -136,7 +136,7 @@ shc_status shc_check_text(shc_client *c, const char *docid, const char *text, si
                           uint64_t *fp, shc_result **out);
 
 /* What a text argument is: plain text, or an HTML page whose visible text counts
- * (docs/fingerprint.md "HTML"; its main content only with algorithm v3), or an HTML
+ * (docs/fingerprint.md "HTML"; its main content only with algorithms v3 and v4), or an HTML
  * page whose visible text all counts, whatever the algorithm (FORMAT html-all). */
 enum { SHC_FORMAT_TEXT = 0, SHC_FORMAT_HTML = 1, SHC_FORMAT_HTML_ALL = 2 };
 
