@@ -10,9 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <hiredis/hiredis.h>
 
@@ -21,7 +18,6 @@
 #include "layout.h"
 #include "layout_ops.h"
 #include "log.h"
-#include "resp.h"
 
 
 const char *shard_redis_meta_key(void)

@@ -17,7 +17,6 @@
 #include <hiredis/async.h>
 
 #include "cluster.h"
-#include "fingerprint.h"
 #include "layout.h"
 #include "layout_ops.h"
 #include "log.h"

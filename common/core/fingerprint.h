@@ -14,13 +14,13 @@
 
 /* Fingerprint algorithms (docs/fingerprint.md). v1: ASCII case folding, shingles of
  * `window` tokens. v2: Unicode case folding and compatibility decomposition, its own
- * token classes and features (section "Algorithm v2"). v3: v2's text
- * fingerprint (the same values for text), and HTML pages by their main
- * content instead of all their visible text (html.h, section "Main content (v3)"). v4
- * (the default): v3's HTML main content, and v2's features with those of known
- * boilerplate (runs of words of a table of license text shipped with the algorithm)
- * weighing half (section "Algorithm v4"). A fingerprint is only comparable with fingerprints of the
- * same algorithm and settings; deployments record them in simhash:meta. */
+ * token classes and features (section "Algorithm v2"). v3: v2's text fingerprint (the
+ * same values for text), and HTML pages by their main content instead of all their
+ * visible text (html.h, section "Main content (v3)"). v4 (the default): v3's HTML main
+ * content, and v2's features with those of known boilerplate (runs of words of a table
+ * of license text shipped with the algorithm) weighing half (section "Algorithm v4").
+ * A fingerprint is only comparable with fingerprints of the same algorithm and
+ * settings; deployments record them in simhash:meta. */
 enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_V4 = 4, FP_VERSION_DEFAULT = FP_V4 };
 
 typedef struct fp_params {

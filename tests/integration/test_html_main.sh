@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # test_html_main.sh: web pages judged by their own content (fingerprint algorithms v3
-# and v4, the default: main-content extraction). Real documents of this machine in the site templates of
-# tests/tools/site_templates.py (navigation lists, sidebars of headlines, comment
-# sections, cookie banners, footers, a layout table), fingerprinted with the CLI:
+# and v4, the default: main-content extraction). Real documents of this machine in the
+# site templates of tests/tools/site_templates.py (navigation lists, sidebars of
+# headlines, comment sections, cookie banners, footers, a layout table), fingerprinted
+# with the CLI:
 #   - the same article in five templates: v3 and v4 each put the pages and the plain
 #     text within 3 bits of one another for at least 9 in 10 articles;
 #   - different articles of 150 words in one heavy template (over 900 words of
