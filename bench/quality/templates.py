@@ -16,7 +16,7 @@ content, known boilerplate weighed half), all in the same run:
   sphinx   a real template: the Python documentation pages (python3-doc) against their
            reST sources as plain text, the same counts as diff
   license  /usr/share/doc/*/copyright files (real texts sharing license boilerplate):
-           pairs with J < 0.3 within 3 bits, v1 against v2 (text)
+           pairs with J < 0.3 within 3 bits, v1, v2 and v4 (text)
 
 bench/quality/README.md "Main content" has the definitions and the figures."""
 import argparse
