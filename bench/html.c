@@ -16,8 +16,11 @@
  *
  * usage: bench-html [--runs R] LIST
  * LIST names one HTML file per line ("-": stdin). The pages are loaded into memory
- * first; each run fingerprints every page once per path. Prints one machine-readable
- * line per path (median wall and per-thread CPU time) and their ratio. */
+ * first; each run times every path in turn (always in the same order, each after an
+ * untimed pass over the first MiB of pages), fingerprinting every page once. Prints one
+ * machine-readable line per path (median wall and per-thread CPU time), then the
+ * ratios (medians of the runs' own) and unreadable_pages: the pages the default's
+ * HTML path could not read. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

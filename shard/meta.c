@@ -6,7 +6,6 @@
  * event loop). The async connection (redis.c) sends the same commands. */
 #include "redis_int.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

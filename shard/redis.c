@@ -5,7 +5,6 @@
  * -TRYAGAIN in redis_stall.c. */
 #include "redis_int.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,7 @@
 /* redis_int.h: the shard worker's Redis connection, internals shared by redis.c
- * (connection life cycle, commands) and redis_cluster.c (connections to other
- * cluster nodes, -MOVED/-ASK, reattaching after a failover). Not a public header. */
+ * (connection life cycle, commands), meta.c (simhash:meta: the check, the commands
+ * creating it) and redis_cluster.c (connections to other cluster nodes, -MOVED/-ASK,
+ * reattaching after a failover). Not a public header. */
 #ifndef SIMHASH_SHARD_REDIS_INT_H
 #define SIMHASH_SHARD_REDIS_INT_H
 

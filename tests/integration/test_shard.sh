@@ -370,9 +370,9 @@ wait "$W4"; rc=$?
 set -e
 expect_eq "late mismatch exit" "$rc" "1"
 expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits 12; this worker is configured with blocks 6"
-# a worker that follows its corpus (no layout, no bucket-bits) started while Redis
-# does not answer: it waits, then takes the corpus's layout 1 and bucket bits 16
-# (never a new corpus's defaults, which its Redis would then refuse)
+# a worker that follows its corpus (no layout, no bucket-bits, no algorithm) started
+# while Redis does not answer: it waits, then takes the corpus's layout 1, bucket bits
+# 16 and algorithm v3 (never a new corpus's defaults, which its Redis would refuse)
 redis-cli -p "$RPORT2" FLUSHALL >/dev/null
 redis-cli -p "$RPORT2" HSET simhash:meta blocks 6 distance 3 layout 1 bucket_bits 16 fingerprint v3 >/dev/null
 kill -STOP "$REDIS2_PID"
@@ -382,8 +382,8 @@ PIDS+=($!)
 sleep 1.5
 kill -CONT "$REDIS2_PID"
 wait_pong "$SPORT5"
-expect_eq "waited for its corpus: layout, bucket bits" \
-    "$(timeout 10 redis-cli -p "$SPORT5" SHARD.HELLO | sed -n 3,4p | tr '\n' ' ')" "1 16 "
+expect_eq "waited for its corpus: layout, bucket bits, algorithm" \
+    "$(timeout 10 redis-cli -p "$SPORT5" SHARD.HELLO | sed -n '3p;4p;9p' | tr '\n' ' ')" "1 16 v3 "
 expect_match "waited for its corpus: said so" "$(cat "$DIR/shard5.log")" "waiting for it: this worker follows its corpus"
 
 # ---- Redis stalls: -REDIS timeout, the worker drops the connection and recovers ----

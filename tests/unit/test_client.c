@@ -273,7 +273,8 @@ static void test_fingerprint_local(void **state)
     /* different texts give different values (not a constant) */
     assert_true(shc_fingerprint_local(texts[2], strlen(texts[2])) !=
                 shc_fingerprint_local(texts[3], strlen(texts[3])));
-    /* HTML: v4 (the default) reads the main content, SHC_FORMAT_HTML_ALL all of it (v2's) */
+    /* HTML: v4 (the default) reads the main content; SHC_FORMAT_HTML_ALL all of it, with
+     * v3 exactly v2's page */
     const char *art = "The committee met on Tuesday to discuss the budget for the coming year "
                       "in detail.";
     const char *page = "<nav><a href=\"/\">Home</a> <a href=\"/b\">Blog</a></nav><p>The "
@@ -281,12 +282,23 @@ static void test_fingerprint_local(void **state)
                        "detail.</p>";
     uint64_t fm = 0, fa = 0, f2 = 0;
     assert_int_equal(shc_fingerprint_local_as(page, strlen(page), NULL, SHC_FORMAT_HTML, &fm), 0);
-    assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v4", SHC_FORMAT_HTML_ALL, &fa),
+    assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v3", SHC_FORMAT_HTML_ALL, &fa),
                      0);
     assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v2", SHC_FORMAT_HTML, &f2), 0);
     assert_true(fm == fp_text_p(art, strlen(art), NULL));
     assert_true(fa == f2 && fa != fm);
     assert_int_equal(shc_fingerprint_local_as(page, strlen(page), NULL, 3, &fm), -1);
+    /* the default is v4: known license text weighs half, so where v4 and v2 differ the
+     * default is v4's */
+    const char *lic = "The committee met on Tuesday to discuss the budget. On Debian systems, "
+                      "the complete text of the GNU General Public License version 2 can be "
+                      "found in /usr/share/common-licenses/GPL-2.";
+    uint64_t fd = 0, f4 = 0, fv2 = 0;
+    assert_int_equal(shc_fingerprint_local_as(lic, strlen(lic), NULL, SHC_FORMAT_TEXT, &fd), 0);
+    assert_int_equal(shc_fingerprint_local_as(lic, strlen(lic), "v4", SHC_FORMAT_TEXT, &f4), 0);
+    assert_int_equal(shc_fingerprint_local_as(lic, strlen(lic), "v2", SHC_FORMAT_TEXT, &fv2), 0);
+    assert_true(f4 != fv2);
+    assert_true(fd == f4 && shc_fingerprint_local(lic, strlen(lic)) == f4);
 }
 
 static void test_connect_refused(void **state)

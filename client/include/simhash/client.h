@@ -173,8 +173,9 @@ shc_status shc_scan(shc_client *c, uint64_t cursor, unsigned count, uint64_t *ne
                     shc_result **out);
 
 /* The same fingerprint computed here, with no server, with the default algorithm
- * (v3; for text the same values as v2): identical to a default server's and to every simhash tool's for the same
- * bytes. */
+ * (v4; for text without known license boilerplate the same values as v2): identical to
+ * the server's of a corpus made with the default and to every simhash tool's for the
+ * same bytes. */
 uint64_t shc_fingerprint_local(const char *text, size_t len);
 /* Computed here with an algorithm ("v4", "v3", "v2", "v1", "v1:W"; NULL: the default) for text or
  * HTML (format SHC_FORMAT_*): 0, or -1 for an unknown algorithm or unreadable HTML. */
