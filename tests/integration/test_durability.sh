@@ -14,7 +14,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/lib.sh"
 th_init durability
 th_need_bins simhash-shard simhash-coordinator
-export TH_DAEMON_SECS=120
+export TH_DAEMON_SECS=300
 
 # start_redis_at NAME PORT DIR [args..]: redis-server on PORT with --dir DIR; waits for
 # a literal PONG (not LOADING); sets RPID (the `timeout` process).
@@ -22,7 +22,7 @@ start_redis_at() {
     local name=$1 port=$2 dir=$3 i=0 reply
     shift 3
     mkdir -p "$dir"
-    th_start "$name" 120 redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
+    th_start "$name" "$TH_DAEMON_SECS" redis-server --bind 127.0.0.1 --port "$port" --dir "$dir" \
         --save '' --daemonize no --protected-mode yes "$@"
     RPID=$TH_PID
     while [ $i -lt 400 ]; do
@@ -108,11 +108,13 @@ th_log "replica attached: acknowledged, on the replica (WAIT commands: $waits)"
 aport=$(th_free_port)
 adir="$TH_DIR/aof"
 start_redis_at aof "$aport" "$adir" --appendonly yes --appendfsync always
-th_start_shard s-a "$aport" 0-127 6 3
+# generous deadlines: with an fsync per write, a busy machine can hold one reply past
+# the default second, and the driver stops at its first error (the kill must be it)
+th_start_shard s-a "$aport" 0-127 6 3 "" --timeout-ms 15000
 sa=$TH_SHARD_PORT
-th_start_shard s-b "$aport" 128-255 6 3
+th_start_shard s-b "$aport" 128-255 6 3 "" --timeout-ms 15000
 sb=$TH_SHARD_PORT
-th_start_coord c-aof 6 3 2000 "127.0.0.1:$sa 127.0.0.1:$sb" "" --durable yes
+th_start_coord c-aof 6 3 20000 "127.0.0.1:$sa 127.0.0.1:$sb" "" --durable yes
 cport=$TH_COORD_PORT
 
 cat >"$TH_DIR/driver.py" <<'EOF'
@@ -205,14 +207,14 @@ else:  # verify: every acknowledged fingerprint is found with its document
     sys.exit(1 if missing or not rows else 0)
 EOF
 
-timeout 60 python3 "$TH_DIR/driver.py" ingest "$cport" "$TH_DIR/acked.txt" 200000 30 \
+timeout 150 python3 "$TH_DIR/driver.py" ingest "$cport" "$TH_DIR/acked.txt" 200000 90 \
     >"$TH_DIR/ingest.out" 2>"$TH_DIR/ingest.err" &
 drv=$!
 i=0
 acked() { if [ -f "$TH_DIR/acked.txt" ]; then wc -l <"$TH_DIR/acked.txt"; else echo 0; fi; }
 while [ "$(acked)" -lt 1500 ]; do
     i=$((i + 1))
-    [ $i -lt 400 ] || th_fail "driver acknowledged fewer than 1500 ADDs in 20 s: $(cat "$TH_DIR/ingest.err")"
+    [ $i -lt 1200 ] || th_fail "driver acknowledged fewer than 1500 ADDs in 60 s: $(cat "$TH_DIR/ingest.err")"
     kill -0 $drv 2>/dev/null || th_fail "driver ended early: $(cat "$TH_DIR/ingest.out" "$TH_DIR/ingest.err")"
     sleep 0.05
 done
