@@ -411,6 +411,8 @@ static int dl_preload(void)
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s bucket_bits %u", LAYOUT_META_KEY, opt.bucket_bits);
     freeReplyObject(r);
+    r = redisCommand(c, "HSETNX %s tombstone_seconds %u", LAYOUT_META_KEY, lay.tombstone_s);
+    freeReplyObject(r);
     double t0 = bench_now();
     enum { GROUP = 256 };
     const char *argv[2 + 2 * GROUP];
@@ -674,6 +676,7 @@ static void dl_load_dirs(void)
 {
     redisContext *c = dl_connect();
     unsigned n = ps.ntables * 256u;
+    uint64_t sent = layout_dir_clock();
     for (unsigned i = 0; i < n; i++) {
         layout_cmd rc;
         layout_dir_read(&lay, i / 256u, i % 256u, &rc);
@@ -684,7 +687,7 @@ static void dl_load_dirs(void)
         redisReply *r = NULL;
         if (redisGetReply(c, (void **)&r) != REDIS_OK || r == NULL)
             die("--dirs", c->errstr[0] ? c->errstr : "connection lost");
-        if (r->type == REDIS_REPLY_ERROR || layout_dir_load(&lay, i / 256u, i % 256u, r) != 0)
+        if (r->type == REDIS_REPLY_ERROR || layout_dir_load(&lay, i / 256u, i % 256u, r, sent) != 0)
             die("--dirs", r->type == REDIS_REPLY_ERROR ? r->str : "malformed directory");
         buckets += r->elements ? (double)r->elements : 1.0;
         freeReplyObject(r);

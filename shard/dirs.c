@@ -44,12 +44,15 @@ static unsigned shard_dirs_needed(const shard_ctx *sc, uint32_t *ids, unsigned n
 /* The loading job: one ZRANGE per directory (slot idx = its id). */
 typedef struct shard_dirload {
     rs_cmd_fn rerun;
+    uint64_t sent_ms;           /* when the reads went out: the directories' age */
 } shard_dirload;
 
 static int shard_dirload_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
                                 const char **why)
 {
-    if (layout_dir_load(&j->sc->lay, (s->idx - 1) >> 8, (s->idx - 1) & 0xffu, rep) != 0) {
+    const shard_dirload *d = j->state;
+    if (layout_dir_load(&j->sc->lay, (s->idx - 1) >> 8, (s->idx - 1) & 0xffu, rep,
+                        d->sent_ms) != 0) {
         *why = "unexpected reply to a read of a bucket directory";
         return -1;
     }
@@ -83,6 +86,7 @@ static int shard_dirs_load(rs_req *req, rs_cmd_fn rerun, const uint32_t *ids, un
         return -1;
     }
     d->rerun = rerun;
+    d->sent_ms = layout_dir_clock();
     for (unsigned i = 0; i < n && j->req; i++) {
         layout_cmd c;
         layout_dir_read(&sc->lay, (ids[i] - 1) >> 8, (ids[i] - 1) & 0xffu, &c);
@@ -124,13 +128,14 @@ void shard_job_rerun(shard_job *j, uint32_t *ids, unsigned n)
 typedef struct shard_dirbg {
     shard_ctx *sc;
     uint32_t id;
+    uint64_t sent_ms;
 } shard_dirbg;
 
 static void shard_dirbg_on_reply(void *priv, redisReply *reply, const char *err)
 {
     shard_dirbg *b = priv;
     if (reply == NULL || layout_dir_load(&b->sc->lay, (b->id - 1) >> 8, (b->id - 1) & 0xffu,
-                                         reply) != 0)
+                                         reply, b->sent_ms) != 0)
         log_warn_rl("repair: reading a bucket directory failed: %s",
                     reply == NULL ? (err ? err : "no reply")
                     : reply->type == REDIS_REPLY_ERROR ? reply->str : "unexpected reply");
@@ -147,6 +152,7 @@ unsigned shard_dirs_refresh(shard_ctx *sc, uint32_t *ids, unsigned n)
             break;
         b->sc = sc;
         b->id = ids[i];
+        b->sent_ms = layout_dir_clock();
         layout_dir_read(&sc->lay, (ids[i] - 1) >> 8, (ids[i] - 1) & 0xffu, &c);
         if (shard_redis_command_background(sc->redis, shard_dirbg_on_reply, b, c.argc, c.argv,
                                            c.argvlen) != 0) {

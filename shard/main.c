@@ -61,6 +61,11 @@ static const cfg_option shard_options[] = {
               "layout 3: a bucket splits when it holds this many entries, at most the "
               "limit read from the Redis node (min(256, zset-/hash-max-listpack-entries)); "
               "it can only lower it (tests: a few entries force many splits); 0: the node's"),
+    SHARD_OPT("tombstone-seconds", CFG_UINT, tombstone_s, 0, LAYOUT_TOMBSTONE_S_MAX, "0",
+              "layout 3: seconds a split bucket's old name stays a tombstone, for a new "
+              "corpus (recorded in simhash:meta; readers re-read a directory older than a "
+              "third of it, and timeout-ms must be at most that third); 0: the corpus's, "
+              "and for a new corpus 120 (3600 for a corpus made before the setting)"),
     SHARD_OPT("corpus", CFG_STR, corpus, 0, 0, NULL,
               "corpus name: every Redis key starts with NAME: so several corpora share "
               "Redis nodes (letters, digits, _ . -; at most 32); unset: the keys of a "
@@ -133,6 +138,21 @@ static int shard_parse_range(const char *s, unsigned *lo, unsigned *hi)
 }
 
 /* Cross-option checks; returns 0, or -1 with a message in err. */
+/* A read routed through a directory a third of the tombstone lifetime old must reach
+ * Redis before the tombstones it may name expire (docs/elastic-buckets.md, "The
+ * assumption"): timeout-ms at most that third. Returns 0, or -1 with err set. */
+static int shard_timeout_check(const shard_config *c, char *err, size_t errlen)
+{
+    const layout_ops *ops = layout_ops_of(c->layout);
+    if (c->tombstone_s == 0 || ops == NULL || ops->dir_init == NULL ||
+        (uint64_t)c->timeout_ms * 3u <= (uint64_t)c->tombstone_s * 1000u)
+        return 0;
+    snprintf(err, errlen, "timeout-ms %u is above a third of the corpus's tombstone lifetime "
+             "(%u s): a read could name a bucket whose tombstone expired; lower timeout-ms "
+             "to at most %u", c->timeout_ms, c->tombstone_s, c->tombstone_s * 1000u / 3u);
+    return -1;
+}
+
 static int shard_validate(void *obj, char *err, size_t errlen)
 {
     shard_main_config *mc = obj;
@@ -162,6 +182,13 @@ static int shard_validate(void *obj, char *err, size_t errlen)
                  "(2..%d, or 0: the node's)", LAYOUT_SPLIT_LIMIT_MAX);
         return -1;
     }
+    if (c->tombstone_s != 0 && c->tombstone_s < LAYOUT_TOMBSTONE_S_MIN) {
+        snprintf(err, errlen, "tombstone-seconds %u: at least %d (or 0: the corpus's)",
+                 c->tombstone_s, LAYOUT_TOMBSTONE_S_MIN);
+        return -1;
+    }
+    if (shard_timeout_check(c, err, errlen) != 0)
+        return -1;
     /* a WAIT outstanding past timeout-ms fails the write with -REDIS timeout while
      * Redis is still waiting for the replicas (and looks like a stalled Redis) */
     if (c->wait_replicas > 0 && c->wait_timeout_ms >= c->timeout_ms) {
@@ -361,20 +388,24 @@ static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redi
 {
     shard_config *c = &sc->cfg;
     char err[512];
-    const unsigned want_layout = c->layout, want_bb = c->bucket_bits;
+    const unsigned want_layout = c->layout, want_bb = c->bucket_bits, want_ts = c->tombstone_s;
     int mrc;
     for (unsigned tries = 0;; tries++) {
         ro->layout = want_layout;
         ro->bucket_bits = want_bb;
+        ro->tombstone_s = want_ts;
         snprintf(ro->fingerprint, sizeof ro->fingerprint, "%s", c->fp_spec);
         mrc = shard_redis_check_meta_sync(ro, err, sizeof err);
         if (mrc != SHARD_META_UNREACHABLE ||
-            (want_layout != LAYOUT_VERSION_UNSET && want_bb != 0 && c->fp_spec[0]))
+            (want_layout != LAYOUT_VERSION_UNSET && want_bb != 0 && c->fp_spec[0] &&
+             (want_ts != 0 || !layout_ops_of(want_layout) ||
+              !layout_ops_of(want_layout)->dir_init)))
             break;
         if (tries % 10 == 0)
             log_warn("%s; waiting for it: this worker follows its corpus's layout, "
-                     "bucket bits or fingerprint algorithm (options layout, bucket-bits, "
-                     "fingerprint-algorithm unset), which only its Redis knows", err);
+                     "bucket bits, fingerprint algorithm or tombstone lifetime (options "
+                     "layout, bucket-bits, fingerprint-algorithm, tombstone-seconds unset), "
+                     "which only its Redis knows", err);
         sleep(1);
     }
     if (mrc == SHARD_META_REFUSED) {
@@ -385,6 +416,7 @@ static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redi
         log_warn("%s; answering -REDIS unavailable until it answers", err);
     c->layout = ro->layout;             /* resolved: the corpus's, or a new one's */
     c->bucket_bits = ro->bucket_bits;
+    c->tombstone_s = ro->tombstone_s;
     snprintf(c->fp_spec, sizeof c->fp_spec, "%s", ro->fingerprint);
     if (layout_ctx_init(&sc->lay, c->layout, c->bucket_bits) != 0) {
         snprintf(err, sizeof err, "layout %u with bucket bits %u is not supported", c->layout,
@@ -392,6 +424,7 @@ static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redi
         shard_main_fail(err);
         return -1;
     }
+    sc->lay.tombstone_s = c->tombstone_s;
     sc->lay.by_sha = 1;     /* the worker sends layout 3's scripts by name, */
     ro->scripts = &sc->lay; /* and again whole after a NOSCRIPT (shard/redis.c) */
     if (layout_splits(&sc->lay)) {
@@ -399,7 +432,7 @@ static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redi
         sc->lay.split_limit = 0;            /* at start: nothing to report a change from */
         shard_set_split_limit(sc, node_limit);
     }
-    if (shard_validate(mc, err, sizeof err) != 0) {
+    if (shard_validate(mc, err, sizeof err) != 0 || shard_timeout_check(c, err, sizeof err) != 0) {
         shard_main_fail(err);
         return -1;
     }

@@ -37,20 +37,31 @@ void shard_redis_resolve(shard_redis_opts *o)
     const layout_ops *ops = layout_ops_of(o->layout);
     if (o->bucket_bits == 0 && ops)
         o->bucket_bits = ops->bucket_bits_default;
+    if (o->tombstone_s == 0)
+        o->tombstone_s = LAYOUT_TOMBSTONE_S_DEFAULT;
+}
+
+/* 1 when layout v splits its buckets (has tombstones), else 0. */
+static int shard_meta_splits(unsigned long v)
+{
+    const layout_ops *ops = v <= LAYOUT_VERSION_MAX ? layout_ops_of((unsigned)v) : NULL;
+    return ops && ops->dir_init != NULL;
 }
 
 /* The algorithm of a corpus whose meta has no fingerprint field: corpora made before
  * the field existed were made with v1, window 3. */
 #define SHARD_META_FP_OLD "v1:3"
 
-/* Takes the layout, bucket_bits and fingerprint algorithm of an HGETALL meta reply
- * into o where o has none (SHARD_META_FP_OLD when the field is absent); a value this
- * worker cannot read is left for the comparison to refuse. */
+/* Takes the layout, bucket_bits, tombstone lifetime and fingerprint algorithm of an
+ * HGETALL meta reply into o where o has none (SHARD_META_FP_OLD and
+ * LAYOUT_TOMBSTONE_S_OLD when the field is absent); a value this worker cannot read is
+ * left for the comparison to refuse. */
 static void shard_meta_adopt(const redisReply *r, shard_redis_opts *o)
 {
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements == 0)
         return;
     const char *fp = SHARD_META_FP_OLD;
+    unsigned tomb = LAYOUT_TOMBSTONE_S_OLD;
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *k = r->element[i], *v = r->element[i + 1];
         if (k->type != REDIS_REPLY_STRING)
@@ -68,7 +79,11 @@ static void shard_meta_adopt(const redisReply *r, shard_redis_opts *o)
         else if (strcmp(k->str, "bucket_bits") == 0 && o->bucket_bits == 0 &&
                  layout_bucket_bits_ok(n))
             o->bucket_bits = n;
+        else if (strcmp(k->str, "tombstone_seconds") == 0)
+            tomb = n;
     }
+    if (o->tombstone_s == 0 && tomb >= LAYOUT_TOMBSTONE_S_MIN && tomb <= LAYOUT_TOMBSTONE_S_MAX)
+        o->tombstone_s = tomb;
     fp_params p;
     char perr[160];
     if (o->fingerprint[0] == '\0' && fp_params_parse(fp, &p, perr, sizeof perr) == 0)
@@ -100,6 +115,7 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
     if (r->elements == 0)
         return 1;
     long blocks = -1, distance = -1, layout = -1, bucket_bits = -1;
+    long tomb = LAYOUT_TOMBSTONE_S_OLD;
     char fp[24] = SHARD_META_FP_OLD;
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *k = r->element[i], *v = r->element[i + 1];
@@ -119,6 +135,8 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
             layout = n;
         else if (strcmp(k->str, "bucket_bits") == 0)
             bucket_bits = n;
+        else if (strcmp(k->str, "tombstone_seconds") == 0)
+            tomb = n;
     }
     if (blocks < 0 || distance < 0 || layout < 0 || bucket_bits < 0) {
         snprintf(err, errlen, "redis %s:%d: %s lacks a field or holds a non-number "
@@ -146,6 +164,18 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
                  o->blocks, o->distance, o->bucket_bits);
         return -1;
     }
+    if (shard_meta_splits((unsigned long)layout) && (unsigned long)tomb != o->tombstone_s) {
+        if (tomb < LAYOUT_TOMBSTONE_S_MIN || tomb > LAYOUT_TOMBSTONE_S_MAX)
+            snprintf(err, errlen, "redis %s:%d: %s holds tombstone_seconds outside %d..%d; "
+                     "repair or delete it", o->host, o->port, shard_redis_meta_key(),
+                     LAYOUT_TOMBSTONE_S_MIN, LAYOUT_TOMBSTONE_S_MAX);
+        else
+            snprintf(err, errlen, "corpus in redis %s:%d keeps a split bucket's tombstone "
+                     "%ld s; this worker is configured with tombstone-seconds %u (leave it "
+                     "unset to follow the corpus: every reader must use the corpus's)",
+                     o->host, o->port, tomb, o->tombstone_s);
+        return -1;
+    }
     if (o->fingerprint[0] == '\0') {   /* unset, and the corpus's is none it knows */
         snprintf(err, errlen, "corpus in redis %s:%d was built with fingerprint algorithm "
                  "'%.20s', which this worker does not know (a newer version's?)", o->host,
@@ -162,16 +192,18 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
     return 0;
 }
 
-/* The fingerprint field is written only into a new meta hash: a corpus made before
- * the field existed has none and stays SHARD_META_FP_OLD. */
+/* The fingerprint and tombstone_seconds fields are written only into a new meta hash:
+ * a corpus made before they existed has none and stays SHARD_META_FP_OLD and
+ * LAYOUT_TOMBSTONE_S_OLD. */
 #define SHARD_META_FP_LUA \
-    "if redis.call('EXISTS', KEYS[1]) == 0 then " \
-    "return redis.call('HSET', KEYS[1], 'fingerprint', ARGV[1]) end return 0"
+    "if redis.call('EXISTS', KEYS[1]) == 0 then return redis.call('HSET', KEYS[1], " \
+    "'fingerprint', ARGV[1], 'tombstone_seconds', ARGV[2]) end return 0"
 
 /* Formats the command creating field i (0..SHARD_META_FIELDS-1) of a new meta hash
- * into argv; returns its argument count. Field 0, the fingerprint algorithm, goes
- * first and only into an absent hash; the others are HSETNX. */
-int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[5], char val[16])
+ * into argv; returns its argument count. Field 0, the fingerprint algorithm with the
+ * tombstone lifetime, goes first and only into an absent hash; the others are HSETNX. */
+int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[SHARD_META_ARGV],
+                     char val[16])
 {
     static const char *names[SHARD_META_FIELDS] = {"fingerprint", "blocks", "distance",
                                                    "layout", "bucket_bits"};
@@ -183,7 +215,9 @@ int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[5], char
         argv[2] = "1";
         argv[3] = shard_redis_meta_key();
         argv[4] = o->fingerprint;
-        return 5;
+        snprintf(val, 16, "%u", o->tombstone_s);
+        argv[5] = val;
+        return 6;
     }
     snprintf(val, 16, "%u", vals[i]);
     argv[0] = "HSETNX";
@@ -374,7 +408,7 @@ int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen)
     int rc = -1, transient = 0;
     redisReply *rep;
     char dbs[16], val[16];
-    const char *argv[5];
+    const char *argv[SHARD_META_ARGV];
     if (!o->cluster) {      /* a cluster node has database 0 only */
         snprintf(dbs, sizeof dbs, "%u", o->db);
         argv[0] = "SELECT";

@@ -261,7 +261,7 @@ void shard_redis_connect(shard_redis *r)
         return;
     }
     r->ac = ac;
-    const char *argv[5];
+    const char *argv[SHARD_META_ARGV];
     char dbs[16], val[16];
     r->gen++;
     if (r->password && r->password[0]) {

@@ -27,6 +27,10 @@ typedef struct shard_redis_opts {
     char fingerprint[16];     /* fingerprint algorithm, canonical ("v2", "v1:3"); "": the
                                  corpus's, resolved by shard_redis_check_meta_sync (a new
                                  corpus gets FP_VERSION_DEFAULT) */
+    unsigned tombstone_s;     /* layout 3: lifetime of a split bucket's tombstone; 0: the
+                                 corpus's, resolved by shard_redis_check_meta_sync (a new
+                                 corpus gets LAYOUT_TOMBSTONE_S_DEFAULT, one whose meta
+                                 has no such field is LAYOUT_TOMBSTONE_S_OLD) */
     unsigned max_inflight;    /* Redis commands outstanding at once */
     unsigned split_limit;     /* out: layout 3's split limit from the node's listpack
                                  settings (shard_redis_check_meta_sync; 0: not read) */

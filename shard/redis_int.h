@@ -21,10 +21,13 @@
 #define SHARD_REATTACH_PROBES 16    /* nodes asked for CLUSTER SLOTS after a failure */
 #define SHARD_REATTACH_MS 200       /* deadline of one probe */
 
-#define SHARD_META_FIELDS 5         /* blocks, distance, layout, bucket_bits, fingerprint */
+#define SHARD_META_FIELDS 5         /* fingerprint (with tombstone_seconds), blocks,
+                                       distance, layout, bucket_bits */
+#define SHARD_META_ARGV 6           /* the most arguments one of their commands has */
 /* meta.c: the command creating field i (0..SHARD_META_FIELDS-1) of a new meta hash,
  * into argv (val holds its number); returns its argument count. */
-int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[5], char val[16]);
+int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[SHARD_META_ARGV],
+                     char val[16]);
 
 
 /* A connection to another cluster node, for redirected commands. */

@@ -274,6 +274,13 @@ int dl_grow3(void)
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s layout 3", LAYOUT_META_KEY);
     freeReplyObject(r);
+    r = redisCommand(c, "HSETNX %s tombstone_seconds %u", LAYOUT_META_KEY, lay.tombstone_s);
+    freeReplyObject(r);
+    r = redisCommand(c, "HGET %s tombstone_seconds", LAYOUT_META_KEY);    /* the corpus's */
+    if (r && r->type == REDIS_REPLY_STRING && strtoul(r->str, NULL, 10) >= LAYOUT_TOMBSTONE_S_MIN &&
+        strtoul(r->str, NULL, 10) <= LAYOUT_TOMBSTONE_S_MAX)
+        lay.tombstone_s = (unsigned)strtoul(r->str, NULL, 10);
+    freeReplyObject(r);
     r = redisCommand(c, "HMGET %s layout blocks distance", LAYOUT_META_KEY);
     char want[64];
     snprintf(want, sizeof want, "3 %u %u", opt.blocks, opt.distance);

@@ -19,7 +19,9 @@
 #               ingest rate at about N (tail_load_fp_per_s), with Redis's CPU and the
 #               workers' and coordinator's together per fingerprint (tail_*_cpu_us_per_fp)
 #   memory      Redis used_memory / N (everything; in a cluster the sum over the masters,
-#               and each node's as used_memory_node_I), SIMHASH.INFO's
+#               and each node's as used_memory_node_I), the live tombstones (keys with a
+#               TTL), and the same again after export and fsck (*_end, with the seconds
+#               since the load and the corpus's tombstone_seconds), SIMHASH.INFO's
 #               bytes_per_fingerprint, the AOF's size on disk, the AOF rewrites so far
 #   buckets     the workers' bucket_splits; from a SCAN of every key of every node: keys
 #               per kind, bucket count, the largest bucket (ZCARD), tombstones, keys per
@@ -118,6 +120,17 @@ rports=()
 node_sum() {
     local p s=0
     for p in "${rports[@]}"; do s=$(python3 -c "print($s + $(ncli "$p" info "$1" | field "$2"))"); done
+    echo "$s"
+}
+
+# node_expires: keys with a TTL over the nodes (INFO keyspace's expires=: the live
+# tombstones; nothing else of a corpus expires)
+node_expires() {
+    local p s=0 e
+    for p in "${rports[@]}"; do
+        e=$(ncli "$p" info keyspace | tr -d '\r' | sed -n 's/^db0:.*expires=\([0-9]*\).*/\1/p')
+        s=$((s + ${e:-0}))
+    done
     echo "$s"
 }
 
@@ -490,8 +503,10 @@ for N in $POINTS; do
     fi
 
     used=$(node_sum memory used_memory)
+    t_loaded=$(now)
     emit used_memory "$used"
     emit bytes_per_fp "$(div "$used" "$N")"
+    emit tombstones_live "$(node_expires)"
     if [ -n "$CLUSTER" ]; then
         for k in "${!rports[@]}"; do
             emit "used_memory_node_$k" "$(ncli "${rports[$k]}" info memory | field used_memory)"
@@ -557,6 +572,16 @@ for N in $POINTS; do
     emit fsck_exit "$?"
     emit fsck_seconds "$(secs "$t0" "$(now)")"
     log "fsck: $(tail -n 2 "$WORK/fsck-$N.err" | tr '\n' ' ')"
+
+    # the same memory minutes later (the export and fsck took that long): the
+    # tombstones of the load's last splits expire within the corpus's lifetime
+    # (tombstone_seconds in simhash:meta, 120 s for a new corpus)
+    emit end_seconds_after_load "$(secs "$t_loaded" "$(now)")"
+    used=$(node_sum memory used_memory)
+    emit used_memory_end "$used"
+    emit bytes_per_fp_end "$(div "$used" "$N")"
+    emit tombstones_live_end "$(node_expires)"
+    emit tombstone_seconds "$(ncli "${rports[0]}" hget simhash:meta tombstone_seconds)"
 
     log "checkpoint $N: restart"
     restart

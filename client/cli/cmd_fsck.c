@@ -762,9 +762,10 @@ static int fk_meta(fk *f)
     redisContext *c = fk_node_conn(f, ni);
     if (c == NULL)
         return -1;
-    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout bucket_bits", mkey);
-    long v[4] = {-1, -1, -1, -1};
-    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 4 && i < r->elements; i++)
+    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout bucket_bits "
+                                 "tombstone_seconds", mkey);
+    long v[5] = {-1, -1, -1, -1, LAYOUT_TOMBSTONE_S_OLD};
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 5 && i < r->elements; i++)
         if (r->element[i]->type == REDIS_REPLY_STRING)
             v[i] = strtol(r->element[i]->str, NULL, 10);
     if (r)
@@ -779,6 +780,8 @@ static int fk_meta(fk *f)
                 "%d to %d\n", f->prog, mkey, v[2], v[3], LAYOUT_VERSION_MIN, LAYOUT_VERSION_MAX);
         return -1;
     }
+    if (v[4] >= LAYOUT_TOMBSTONE_S_MIN && v[4] <= LAYOUT_TOMBSTONE_S_MAX)
+        f->lay.tombstone_s = (unsigned)v[4];    /* what --repair's splits leave */
     f->blocks = (unsigned)v[0];
     f->distance = (unsigned)v[1];
     char err[256];

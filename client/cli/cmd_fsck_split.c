@@ -94,7 +94,7 @@ int fsck_split_dir(fsck_split *fs, layout_ctx *lay, const char *key, size_t len,
     size_t n = fs_tag(key, len, 'r', &t, &xx);
     bdir_shard *s = n == len ? fs_shard(fs, t, xx) : NULL;
     if (s == NULL || members == NULL || members->type != REDIS_REPLY_ARRAY ||
-        layout_dir_load(lay, t, xx, members) != 0) {
+        layout_dir_load(lay, t, xx, members, layout_dir_clock()) != 0) {
         fs->bad_keys++;
         return -1;
     }
@@ -215,8 +215,9 @@ static int fs_move_one(const layout_ctx *lay, const fs_stray *x, uint64_t p,
             return ok ? 1 : -1;
         layout_cmd dc;      /* a split under the repair: read the directory again */
         layout_dir_read(lay, x->table, x->shard, &dc);
+        uint64_t sent = layout_dir_clock();
         redisReply *d = send(arg, dc.argv[1], dc.argvlen[1], dc.argc, dc.argv, dc.argvlen);
-        int loaded = d && layout_dir_load(lay, x->table, x->shard, d) == 0;
+        int loaded = d && layout_dir_load(lay, x->table, x->shard, d, sent) == 0;
         if (d)
             freeReplyObject(d);
         if (!loaded)

@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bucketdir.h"
 #include "sha1.h"
@@ -57,16 +56,6 @@ typedef struct layout3_dir {
 } layout3_dir;
 
 /* ---- The cache ---- */
-
-/* Milliseconds of a monotonic clock (+1: never 0), for the age of a cached directory.
- * The coarse clock (a few ms of resolution) reads no hardware counter: a query asks
- * for it once per table, and CLOCK_MONOTONIC was ~8% of a worker's time here. */
-static uint64_t layout3_now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u + 1;
-}
 
 static char *layout3_concat(const char *a, const char *b, const char *c, const char *d)
 {
@@ -156,7 +145,7 @@ static int layout3_dir_need(const layout_ctx *c, unsigned table, unsigned shard)
     const bdir_shard *s = layout3_shard(c, table, shard);
     if (s == NULL || s->loaded_ms == 0)
         return 1;
-    return layout3_now_ms() - s->loaded_ms > (uint64_t)c->tombstone_s * 1000u / 3u;
+    return layout_dir_clock() - s->loaded_ms > (uint64_t)c->tombstone_s * 1000u / 3u;
 }
 
 static void layout3_dir_read(const layout_ctx *c, unsigned table, unsigned shard,
@@ -174,7 +163,7 @@ static void layout3_dir_read(const layout_ctx *c, unsigned table, unsigned shard
 }
 
 static int layout3_dir_load(const layout_ctx *c, unsigned table, unsigned shard,
-                            const redisReply *r)
+                            const redisReply *r, uint64_t sent_ms)
 {
     layout3_dir *d = c->dir;
     bdir_shard *s = layout3_shard(c, table, shard);
@@ -195,7 +184,7 @@ static int layout3_dir_load(const layout_ctx *c, unsigned table, unsigned shard,
     free(los);
     if (rc != 0)
         return -1;
-    s->loaded_ms = layout3_now_ms();
+    s->loaded_ms = sent_ms ? sent_ms : 1;
     d->st.loads++;
     return 0;
 }

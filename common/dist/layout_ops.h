@@ -53,11 +53,16 @@ typedef struct layout_ctx {
 } layout_ctx;
 
 /* Layout 3's defaults: Redis's own zset-/hash-max-listpack-entries, the largest limit
- * (docs/elastic-buckets.md), and an hour of tombstone. */
+ * (docs/elastic-buckets.md). The tombstone lifetime is the corpus's (simhash:meta
+ * field tombstone_seconds): two minutes for a new one, an hour for one made before the
+ * field existed; readers re-read a directory older than a third of it. */
 #define LAYOUT_SPLIT_LIMIT_DEFAULT 128
 #define LAYOUT_SPLIT_LIMIT_MAX 256
 #define LAYOUT_SPLIT_LIMIT_MIN 2
-#define LAYOUT_TOMBSTONE_S_DEFAULT 3600
+#define LAYOUT_TOMBSTONE_S_DEFAULT 120
+#define LAYOUT_TOMBSTONE_S_OLD 3600
+#define LAYOUT_TOMBSTONE_S_MIN 3
+#define LAYOUT_TOMBSTONE_S_MAX 86400
 
 /* What a layout with split buckets counts (layout_dir_stats). */
 typedef struct layout_dir_stats {
@@ -218,7 +223,8 @@ struct layout_ops {
     /* See layout_dir_need, layout_dir_read, layout_dir_load, layout_dir_reply. */
     int (*dir_need)(const layout_ctx *c, unsigned table, unsigned shard);
     void (*dir_read)(const layout_ctx *c, unsigned table, unsigned shard, layout_cmd *cmd);
-    int (*dir_load)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
+    int (*dir_load)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r,
+                    uint64_t sent_ms);
     int (*dir_reply)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
     void (*dir_stats)(const layout_ctx *c, layout_dir_stats *out);
 
@@ -248,9 +254,13 @@ int layout_splits(const layout_ctx *c);
 int layout_dir_need(const layout_ctx *c, unsigned table, unsigned shard);
 /* The read of the whole directory (ZRANGE r:{t:xx} 0 -1). */
 void layout_dir_read(const layout_ctx *c, unsigned table, unsigned shard, layout_cmd *cmd);
-/* Takes its reply into the cache. Returns 0, or -1 (unexpected reply, out of memory:
- * the directory stays marked for reading). */
-int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
+/* The clock of a directory's age (milliseconds, monotonic, never 0). */
+uint64_t layout_dir_clock(void);
+/* Takes its reply into the cache, aged from sent_ms (layout_dir_clock when the read was
+ * sent: Redis ran it no earlier, so the cache is at least that new). Returns 0, or -1
+ * (unexpected reply, out of memory: the directory stays marked for reading). */
+int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r,
+                    uint64_t sent_ms);
 /* Every reply of a command the layout built for a key of (table, shard) (reads,
  * entry writes, the lock call, the reads of ids; not entries, see entries_reply):
  * learns the split points it carries and

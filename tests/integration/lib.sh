@@ -189,8 +189,8 @@ th_start_redis_on() {
 #       start simhash-shard for first-byte shards LO-HI; waits for its port; sets
 #       TH_SHARD_PORT and TH_SHARD_PID (PORT default: a free one). With TH_LAYOUT
 #       set (1, 2 or 3) the worker gets --layout TH_LAYOUT, with TH_SPLIT_LIMIT
-#       --split-limit: tests registered once per layout (tests/CMakeLists.txt) run
-#       the same checks on each
+#       --split-limit, with TH_TOMBSTONE_S --tombstone-seconds: tests registered once
+#       per layout (tests/CMakeLists.txt) run the same checks on each
 th_start_shard() {
     local name=$1 rport=$2 range=$3 blocks=$4 dist=$5 port=${6:-}
     shift 5
@@ -199,7 +199,8 @@ th_start_shard() {
     th_start "$name" "${TH_DAEMON_SECS:-600}" "$TH_BIN/simhash-shard" --bind 127.0.0.1 --port "$port" \
         --redis-host 127.0.0.1 --redis-port "$rport" --shards "$range" \
         --blocks "$blocks" --distance "$dist" ${TH_LAYOUT:+--layout "$TH_LAYOUT"} \
-        ${TH_SPLIT_LIMIT:+--split-limit "$TH_SPLIT_LIMIT"} "$@"
+        ${TH_SPLIT_LIMIT:+--split-limit "$TH_SPLIT_LIMIT"} \
+        ${TH_TOMBSTONE_S:+--tombstone-seconds "$TH_TOMBSTONE_S"} "$@"
     TH_SHARD_PID=$TH_PID
     TH_SHARD_PORT=$port
     th_wait_port "$port" 20 || th_fail "simhash-shard $name did not listen on port $port"

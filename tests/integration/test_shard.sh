@@ -12,10 +12,21 @@ command -v redis-server >/dev/null || { echo "redis-server not installed"; exit 
 
 DIR=$(mktemp -d)
 PIDS=()
+# Every process this test started ends: TERM to each (a `timeout` wrapper passes it
+# on), up to 5 s each to exit, then SIGKILL to a wrapper's child and the wrapper
+# (killing the wrapper alone would leave its program running: a worker slow to exit
+# on a loaded machine, an ASan build's exit report).
 cleanup() {
+    local p c i
     for p in "${PIDS[@]}"; do kill -CONT "$p" 2>/dev/null || true; kill "$p" 2>/dev/null || true; done
-    sleep 0.2
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    for p in "${PIDS[@]}"; do
+        i=0
+        while kill -0 "$p" 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+        kill -0 "$p" 2>/dev/null || continue
+        c=$(ps -o pid= --ppid "$p" 2>/dev/null | head -n 1 | tr -d ' ' || true)
+        [ -z "$c" ] || kill -9 "$c" 2>/dev/null || true
+        kill -9 "$p" 2>/dev/null || true
+    done
     rm -rf "$DIR"
 }
 trap cleanup EXIT

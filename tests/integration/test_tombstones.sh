@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# test_tombstones.sh: the tombstone lifetime of a layout-3 corpus is the corpus's,
+# recorded in simhash:meta (docs/elastic-buckets.md):
+#   1. a new corpus records tombstone_seconds 120 and its worker reports it; a worker
+#      configured with another lifetime, one whose timeout-ms is above a third of it,
+#      and tombstone-seconds 2 are refused with a message naming the setting
+#   2. a corpus made before the field existed (meta without it) keeps tombstones an
+#      hour: a worker reports 3600 and writes no field into the existing meta
+#   3. a new corpus made with tombstone-seconds 5 and a split limit of 4: a second
+#      worker with the option unset adopts 5; the splits' tombstones carry a TTL of at
+#      most 5 s and are gone 5 s later; every fingerprint added is still found
+set -u
+. "$(dirname "$0")/lib.sh"
+th_init tombstones
+th_need_bins simhash-shard simhash-coordinator
+
+info() { timeout 10 redis-cli -p "$1" shard.info | tr -d '\r' | sed -n "s/^$2://p"; }
+refused() {   # refused LABEL WANT args..: the worker must exit non-zero saying WANT
+    local label=$1 want=$2 out rc
+    shift 2
+    out=$(timeout 20 "$TH_BIN/simhash-shard" --port 0 --blocks 6 --distance 3 "$@" 2>&1); rc=$?
+    [ $rc -ne 0 ] && [[ $out == *"$want"* ]] || th_fail "$label: exit $rc, $out"
+}
+
+# ---- 1. a new corpus
+th_start_redis r1
+r1=$TH_REDIS_PORT
+th_start_shard w1 "$r1" 0-255 6 3
+w1=$TH_SHARD_PORT
+[ "$(timeout 10 redis-cli -p "$r1" hget simhash:meta tombstone_seconds)" = 120 ] ||
+    th_fail "new corpus: tombstone_seconds '$(redis-cli -p "$r1" hget simhash:meta tombstone_seconds)'"
+[ "$(info "$w1" tombstone_seconds)" = 120 ] || th_fail "worker reports $(info "$w1" tombstone_seconds)"
+refused "another lifetime" "keeps a split bucket's tombstone 120 s; this worker is configured with tombstone-seconds 30" \
+    --redis-port "$r1" --tombstone-seconds 30
+refused "timeout-ms above a third" "timeout-ms 40001 is above a third of the corpus's tombstone lifetime (120 s)" \
+    --redis-port "$r1" --timeout-ms 40001
+refused "tombstone-seconds 2" "tombstone-seconds 2: at least 3" --redis-port "$r1" --tombstone-seconds 2
+th_stop "$TH_SHARD_PID"
+
+# ---- 2. a corpus from before the field
+th_start_redis r2
+r2=$TH_REDIS_PORT
+timeout 10 redis-cli -p "$r2" hset simhash:meta blocks 6 distance 3 layout 3 bucket_bits 8 \
+    fingerprint v4 >/dev/null || th_fail "HSET meta"
+th_start_shard w2 "$r2" 0-255 6 3
+[ "$(info "$TH_SHARD_PORT" tombstone_seconds)" = 3600 ] ||
+    th_fail "old corpus: worker reports $(info "$TH_SHARD_PORT" tombstone_seconds)"
+[ "$(timeout 10 redis-cli -p "$r2" hexists simhash:meta tombstone_seconds)" = 0 ] ||
+    th_fail "the worker wrote tombstone_seconds into an existing corpus's meta"
+th_stop "$TH_SHARD_PID"
+
+# ---- 3. a short lifetime: tombstones expire, nothing is lost
+th_start_redis r3
+r3=$TH_REDIS_PORT
+TH_LAYOUT=3 TH_SPLIT_LIMIT=4 th_start_shard a "$r3" 0-127 6 3 "" --tombstone-seconds 5
+a=$TH_SHARD_PORT
+TH_LAYOUT=3 TH_SPLIT_LIMIT=4 th_start_shard b "$r3" 128-255 6 3
+b=$TH_SHARD_PORT
+[ "$(info "$b" tombstone_seconds)" = 5 ] || th_fail "worker b did not adopt 5: $(info "$b" tombstone_seconds)"
+th_start_coord c 6 3 5000 "127.0.0.1:$a 127.0.0.1:$b"
+c=$TH_COORD_PORT
+N=400
+args=()
+for i in $(seq 1 $N); do args+=("$((i * 40503 * 65537 + i))" "doc-$i"); done
+[ "$(timeout 60 redis-cli -p "$c" simhash.add "${args[@]}")" = $N ] || th_fail "SIMHASH.ADD of $N"
+splits=$(( $(info "$a" bucket_splits) + $(info "$b" bucket_splits) ))
+[ "$splits" -ge 50 ] || th_fail "only $splits splits"
+timeout 60 python3 - "$r3" "$TH_SRC/tests/tools" <<'PY' || th_fail "tombstone TTLs"
+import sys
+sys.path.insert(0, sys.argv[2])
+from resp_client import C
+c = C(int(sys.argv[1]))
+cur, n, worst = b"0", 0, 0
+while True:
+    cur, keys = c.call("SCAN", cur, "MATCH", b"s:{*", "COUNT", 1000)
+    for k in keys:
+        if c.call("TYPE", k) == "string":
+            t = c.call("PTTL", k)
+            if t < 0 or t > 5000:
+                sys.exit("tombstone %r has PTTL %d, want 0..5000" % (k, t))
+            n += 1
+    if cur == b"0":
+        break
+print("tombstones: %d, each expiring within 5 s" % n, file=sys.stderr)
+sys.exit(0 if n > 0 else 1)
+PY
+sleep 6
+strings=$(timeout 60 python3 - "$r3" "$TH_SRC/tests/tools" <<'PY'
+import sys
+sys.path.insert(0, sys.argv[2])
+from resp_client import C
+c = C(int(sys.argv[1]))
+cur, n = b"0", 0
+while True:
+    cur, keys = c.call("SCAN", cur, "COUNT", 1000)
+    n += sum(1 for k in keys if c.call("TYPE", k) == "string")
+    if cur == b"0":
+        break
+print(n)
+PY
+)
+[ "$strings" = 0 ] || th_fail "$strings tombstones left 6 s after the last split"
+for i in $(seq 1 $N); do
+    fp=$((i * 40503 * 65537 + i))
+    out=$(timeout 10 redis-cli -p "$c" simhash.query "$fp" distance 0 | tr -d '\r')
+    [[ $out == *"doc-$i"* ]] || th_fail "fingerprint $fp (doc-$i) not found after its tombstones expired: $out"
+done
+th_log "new corpus 120 s, old 3600 s, refusals; $splits splits with 5 s tombstones, none left, $N found; PASS"
