@@ -89,14 +89,10 @@ static int coord_validate(void *obj, char *err, size_t errlen)
 {
     coord_config *c = obj;
     perm_set ps;
-    char fperr[160];
-    if (c->fingerprint_algorithm && c->fingerprint_algorithm[0]) {
-        if (fp_params_parse(c->fingerprint_algorithm, &c->fp, fperr, sizeof fperr) != 0) {
-            snprintf(err, errlen, "fingerprint-algorithm: %s", fperr);
-            return -1;
-        }
-        fp_params_format(&c->fp, c->fp_spec, sizeof c->fp_spec);
-    }   /* unset: fp_spec stays "" until a worker reports its corpus's (corpus.c) */
+    /* unset: fp_spec stays "" until a worker reports its corpus's (corpus.c) */
+    if (fp_params_option(c->fingerprint_algorithm, &c->fp, c->fp_spec, sizeof c->fp_spec, err,
+                         errlen) != 0)
+        return -1;
     if (c->distance >= c->blocks) {
         snprintf(err, errlen, "distance (%u) must be smaller than blocks (%u)", c->distance,
                  c->blocks);

@@ -215,15 +215,10 @@ static int shard_validate(void *obj, char *err, size_t errlen)
                  c->announce_interval_ms);
         return -1;
     }
-    fp_params fpp;
-    char fperr[160];
-    if (c->fingerprint_algorithm && c->fingerprint_algorithm[0]) {
-        if (fp_params_parse(c->fingerprint_algorithm, &fpp, fperr, sizeof fperr) != 0) {
-            snprintf(err, errlen, "fingerprint-algorithm: %s", fperr);
-            return -1;
-        }
-        fp_params_format(&fpp, c->fp_spec, sizeof c->fp_spec);
-    }   /* unset: fp_spec stays "" until shard_resolve_corpus takes the corpus's */
+    fp_params fpp;      /* unset: fp_spec stays "" until shard_resolve_corpus takes the corpus's */
+    if (fp_params_option(c->fingerprint_algorithm, &fpp, c->fp_spec, sizeof c->fp_spec, err,
+                         errlen) != 0)
+        return -1;
     if (c->bucket_bits != 0 && !layout_bucket_bits_ok(c->bucket_bits)) {
         snprintf(err, errlen, "bucket-bits %u: must be 8, 12, 16, 20 or 24", c->bucket_bits);
         return -1;

@@ -710,6 +710,20 @@ bad:
     return -1;
 }
 
+int fp_params_option(const char *spec, fp_params *out, char *canon, size_t canon_len,
+                     char *err, size_t errlen)
+{
+    char perr[160];
+    if (spec == NULL || spec[0] == '\0')
+        return 0;
+    if (fp_params_parse(spec, out, perr, sizeof perr) != 0) {
+        snprintf(err, errlen, "fingerprint-algorithm: %s", perr);
+        return -1;
+    }
+    fp_params_format(out, canon, canon_len);
+    return 0;
+}
+
 void fp_params_format(const fp_params *p, char *buf, size_t n)
 {
     fp_params d;

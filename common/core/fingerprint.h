@@ -32,6 +32,11 @@ typedef struct fp_params {
 /* Settings as text, the form the programs take and store: "v4", "v3", "v2", "v1" (window 3)
  * or "v1:W". fp_params_parse returns 0, or -1 with a message in err. */
 int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen);
+/* The option fingerprint-algorithm of a program: spec NULL or "" (unset) leaves
+ * *out and canon as they are and returns 0; otherwise parses it into *out and writes its canonical text
+ * into canon. Returns 0, or -1 with "fingerprint-algorithm: ..." in err. */
+int fp_params_option(const char *spec, fp_params *out, char *canon, size_t canon_len,
+                     char *err, size_t errlen);
 /* The canonical text of p ("v4", "v3", "v2", "v1:3"); p must be valid (fp_params_check). */
 void fp_params_format(const fp_params *p, char *buf, size_t n);
 /* 0 when p is valid, else -1 with a message in err. */

@@ -58,6 +58,35 @@ static void test_ops_table(void **state)
         assert_int_equal(layout_version_ok(v), 1);
 }
 
+/* Layout 3: a directory's age counts from when its read was sent, and it must be read
+ * again once older than a third of the tombstone lifetime. */
+static void test_layout3_dir_age(void **state)
+{
+    (void)state;
+    layout_ctx c;
+    assert_int_equal(layout_ctx_init(&c, 3, 0), 0);
+    assert_int_equal(c.tombstone_s, LAYOUT_TOMBSTONE_S_DEFAULT);
+    c.tombstone_s = 30;                     /* a third: 10 s */
+    redisReply b0 = {.type = REDIS_REPLY_STRING, .str = "", .len = 0};
+    redisReply b1 = {.type = REDIS_REPLY_STRING, .str = "\x80", .len = 1};
+    redisReply *bl[2] = {&b0, &b1};
+    redisReply dir = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = bl};
+    uint64_t now = layout_dir_clock();
+    assert_true(now > 0);
+    assert_int_equal(layout_dir_load(&c, 2, 0x40, &dir, now), 0);
+    assert_int_equal(layout_dir_need(&c, 2, 0x40), 0);
+    /* a read sent 9 s ago is still fresh; one sent 11 s ago is not, even though its
+     * reply has just been taken in */
+    assert_int_equal(layout_dir_load(&c, 2, 0x40, &dir, now - 9000), 0);
+    assert_int_equal(layout_dir_need(&c, 2, 0x40), 0);
+    assert_int_equal(layout_dir_load(&c, 2, 0x40, &dir, now - 11000), 0);
+    assert_int_equal(layout_dir_need(&c, 2, 0x40), 1);
+    /* the lifetime decides: an hour's third is 20 minutes */
+    c.tombstone_s = LAYOUT_TOMBSTONE_S_OLD;
+    assert_int_equal(layout_dir_need(&c, 2, 0x40), 0);
+    layout_ctx_free(&c);
+}
+
 /* Layout 3: keys routed through the cached directory, which learns split points from
  * the replies of writes and of the write scripts' "bucket split" answers. */
 static void test_layout3_routing(void **state)
@@ -483,6 +512,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_table),
+        cmocka_unit_test(test_layout3_dir_age),
         cmocka_unit_test(test_layout3_routing),
         cmocka_unit_test(test_layout3_entries),
         cmocka_unit_test(test_key_parse),
