@@ -158,32 +158,49 @@ static int bh_cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-enum { BH_NPATH = 8 };
+/* The paths, in the order each run times them. */
+enum bh_path {
+    BH_HTML,            /* the HTML path of the default algorithm */
+    BH_TEXT,            /* the default's text path on the same bytes */
+    BH_PARSER,          /* libxml2's push parser, no callbacks */
+    BH_HTML_V2,
+    BH_HTML_V3,
+    BH_SAX_EMPTY,       /* the parser with html.c's callbacks, counting only */
+    BH_VISIBLE_V3,      /* v3's text path on the page's visible text */
+    BH_VISIBLE_V4,      /* v4's */
+    BH_NPATH
+};
 
 /* One pass of a path over n pages: the sum of their fingerprints (a checksum; the
- * parser paths: their byte counts); pages the HTML paths cannot read are counted in
- * *failed. Paths: 0 html (the default algorithm), 1 text (the default's text path on
- * the same bytes), 2 parser_only, 3 html_v2, 4 html_v3, 5 sax_empty, 6 visible_text
- * (v3's text path on the visible text), 7 visible_text_v4. */
-static uint64_t bh_pass(int path, const bh_page *pages, size_t n, size_t *failed)
+ * parser paths: the events and text bytes they counted, none without callbacks); pages the HTML paths cannot read are counted in
+ * *failed. */
+static uint64_t bh_pass(enum bh_path path, const bh_page *pages, size_t n, size_t *failed)
 {
     static const fp_params v2 = { FP_V2, 0 }, v3 = { FP_V3, 0 }, v4 = { FP_V4, 0 };
     uint64_t sum = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t fp = 0;
         char err[200];
-        if (path == 0 || path == 3 || path == 4) {
-            const fp_params *p = path == 0 ? NULL : path == 3 ? &v2 : &v3;
-            if (fp_html_text(pages[i].data, pages[i].len, p, 0, &fp, err, sizeof err))
+        switch (path) {
+        case BH_HTML:
+        case BH_HTML_V2:
+        case BH_HTML_V3:
+            if (fp_html_text(pages[i].data, pages[i].len,
+                             path == BH_HTML ? NULL : path == BH_HTML_V2 ? &v2 : &v3, 0, &fp,
+                             err, sizeof err))
                 ++*failed;
-        } else if (path == 1) {
+            break;
+        case BH_TEXT:
             fp = fp_text_p(pages[i].data, pages[i].len, NULL);
-        } else if (path == 6 || path == 7) {
+            break;
+        case BH_VISIBLE_V3:
+        case BH_VISIBLE_V4:
             fp = fp_text_p(pages[i].text ? pages[i].text : "", pages[i].tlen,
-                           path == 6 ? &v3 : &v4);
-        } else {
+                           path == BH_VISIBLE_V3 ? &v3 : &v4);
+            break;
+        default:
             fp = (uint64_t)bh_parse_only(pages[i].data, pages[i].len,
-                                         path == 5 ? &bh_sax_count : NULL);
+                                         path == BH_SAX_EMPTY ? &bh_sax_count : NULL);
         }
         sum += fp;
     }
@@ -262,9 +279,10 @@ int main(int argc, char **argv)
     }
     double mib = (double)total / 1048576.0;
     printf("# pages=%zu bytes=%zu runs=%u\n", np, total, runs);
-    static const char *const names[BH_NPATH] = { "html", "text", "parser_only", "html_v2",
-                                                 "html_v3", "sax_empty", "visible_text",
-                                                 "visible_text_v4" };
+    static const char *const names[BH_NPATH] = {
+        [BH_HTML] = "html", [BH_TEXT] = "text", [BH_PARSER] = "parser_only",
+        [BH_HTML_V2] = "html_v2", [BH_HTML_V3] = "html_v3", [BH_SAX_EMPTY] = "sax_empty",
+        [BH_VISIBLE_V3] = "visible_text", [BH_VISIBLE_V4] = "visible_text_v4" };
     /* Every run times each path in turn, so a busy moment of the machine falls on all
      * the paths alike; a ratio is the median of the runs' own ratios. Before its timed
      * pass a path runs untimed over the first MiB of pages, so that no path is timed
@@ -275,7 +293,7 @@ int main(int argc, char **argv)
     for (size_t w = 0; nwarm < np && w < 1048576; nwarm++)
         w += pages[nwarm].len;
     for (unsigned r = 0; r < runs; r++) {
-        for (int path = 0; path < BH_NPATH; path++) {
+        for (enum bh_path path = 0; path < BH_NPATH; path++) {
             size_t ignored = 0;
             (void)bh_pass(path, pages, nwarm, &ignored);
             double w0 = bench_clock(CLOCK_MONOTONIC), c0 = bench_clock(CLOCK_THREAD_CPUTIME_ID);
@@ -288,35 +306,36 @@ int main(int argc, char **argv)
                 return 1;
             }
             first[path] = sum;
-            if (r == 0 && path == 0)
+            if (r == 0 && path == BH_HTML)
                 failed = bad;
         }
     }
-    for (int path = 0; path < BH_NPATH; path++) {
+    for (enum bh_path path = 0; path < BH_NPATH; path++) {
         double w = bh_median(wall[path], runs), c = bh_median(cpu[path], runs);
         printf("bench=html path=%s pages=%zu mib=%.1f mib_s=%.1f median_s=%.4f cpu_mib_s=%.1f "
                "median_cpu_s=%.4f checksum=%016llx\n", names[path], np, mib, mib / w, w, mib / c,
                c, (unsigned long long)first[path]);
     }
-    /* the ratios: median over the runs of (time of path b) / (time of path a); a < 0 is
-     * the floor of an HTML path, sax_empty plus the text path on the visible text (-a) */
-    static const struct { const char *name; int a, b; } ratio[] = {
-        { "html_vs_text_cpu", 0, 1 },
-        { "html_vs_parser_only_cpu", 0, 2 },
-        { "html_v2_vs_parser_only_cpu", 3, 2 },
-        { "html_v3_vs_parser_only_cpu", 4, 2 },
-        { "sax_empty_vs_parser_only_cpu", 5, 2 },
-        { "floor_v3_vs_parser_only_cpu", -6, 2 },
-        { "floor_v4_vs_parser_only_cpu", -7, 2 },
-        { "html_vs_html_v2_cpu", 0, 3 },
-        { "html_v3_vs_html_cpu", 4, 0 },
+    /* the ratios: median over the runs of (time of path b) / (time of path a); with
+     * floor set, a is the floor of an HTML path: sax_empty plus the text path a on the
+     * visible text */
+    static const struct { const char *name; enum bh_path a, b; int floor; } ratio[] = {
+        { "html_vs_text_cpu", BH_HTML, BH_TEXT, 0 },
+        { "html_vs_parser_only_cpu", BH_HTML, BH_PARSER, 0 },
+        { "html_v2_vs_parser_only_cpu", BH_HTML_V2, BH_PARSER, 0 },
+        { "html_v3_vs_parser_only_cpu", BH_HTML_V3, BH_PARSER, 0 },
+        { "sax_empty_vs_parser_only_cpu", BH_SAX_EMPTY, BH_PARSER, 0 },
+        { "floor_v3_vs_parser_only_cpu", BH_VISIBLE_V3, BH_PARSER, 1 },
+        { "floor_v4_vs_parser_only_cpu", BH_VISIBLE_V4, BH_PARSER, 1 },
+        { "html_vs_html_v2_cpu", BH_HTML, BH_HTML_V2, 0 },
+        { "html_v3_vs_html_cpu", BH_HTML_V3, BH_HTML, 0 },
     };
     printf("bench=html");
     for (size_t k = 0; k < sizeof ratio / sizeof ratio[0]; k++) {
         double q[101];
         for (unsigned r = 0; r < runs; r++) {
-            int a = ratio[k].a;
-            double ta = a >= 0 ? cpu[a][r] : cpu[5][r] + cpu[-a][r];
+            enum bh_path a = ratio[k].a;
+            double ta = ratio[k].floor ? cpu[BH_SAX_EMPTY][r] + cpu[a][r] : cpu[a][r];
             q[r] = cpu[ratio[k].b][r] / ta;
         }
         printf(" %s=%.2f", ratio[k].name, bh_median(q, runs));
