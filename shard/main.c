@@ -137,7 +137,6 @@ static int shard_parse_range(const char *s, unsigned *lo, unsigned *hi)
     return 0;
 }
 
-/* Cross-option checks; returns 0, or -1 with a message in err. */
 /* A read routed through a directory a third of the tombstone lifetime old must reach
  * Redis before the tombstones it may name expire (docs/elastic-buckets.md, "The
  * assumption"): timeout-ms at most that third. Returns 0, or -1 with err set. */
@@ -153,6 +152,7 @@ static int shard_timeout_check(const shard_config *c, char *err, size_t errlen)
     return -1;
 }
 
+/* Cross-option checks; returns 0, or -1 with a message in err. */
 static int shard_validate(void *obj, char *err, size_t errlen)
 {
     shard_main_config *mc = obj;
