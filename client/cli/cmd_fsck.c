@@ -16,6 +16,9 @@
  * With --corpus NAME every key pattern carries the corpus's prefix.
  *   locks      SCAN w:*, locks whose expiry passed (Redis TIME) are stale
  *   counters   c:{0:xx} against the recount of the documents phase
+ * In layout 3 an entry or id found missing (or a tombstone met) is asked again through
+ * the directory read then (fk_split_confirm): the walk routes by the directories read
+ * when it began, and a bucket may split, and its tombstone expire, while it runs.
  * With --repair every inconsistent fingerprint is reconciled under its write lock
  * (the lock script with op F, then ZADD or ZREM in every table, then unlock; a lock
  * held by a live writer is left to it), and wrong counters are rewritten.
@@ -305,6 +308,52 @@ static int fk_tally_one(fk *f, uint64_t fp, long long cnt, unsigned missing)
     return 0;
 }
 
+static redisReply *fk_send(void *arg, const char *key, size_t klen, int argc, const char **argv,
+                           const size_t *lens);
+
+/* Layout 3: does fp lack its entry in table t (ids 0: ZSCORE), or its ids (ids 1,
+ * t = 0: the layout's has_ids)? The phases route through the directories read when
+ * the walk began; on a corpus that grows meanwhile a bucket may have split since, so
+ * a reply that is not a plain yes (a tombstone's WRONGTYPE, nothing once it expired)
+ * is asked again through the directory read now. Returns 1 absent, 0 present, -1
+ * failed (printed). */
+static int fk_split_confirm(fk *f, uint64_t fp, unsigned t, int ids)
+{
+    uint64_t p = perm_apply(&f->ps.tables[t], fp);
+    unsigned xx = layout_shard_of(p);
+    for (int tries = 0; tries < 16; tries++) {
+        layout_cmd dc, c;
+        layout_dir_read(&f->lay, t, xx, &dc);
+        uint64_t sent = layout_dir_clock();
+        redisReply *d = fk_send(f, dc.argv[1], dc.argvlen[1], dc.argc, dc.argv, dc.argvlen);
+        int loaded = d && layout_dir_load(&f->lay, t, xx, d, sent) == 0;
+        if (d)
+            freeReplyObject(d);
+        if (!loaded)
+            break;
+        if (ids)
+            f->lay.ops->has_ids(&f->lay, fp, p, &c);
+        else
+            f->lay.ops->entry(&f->lay, t, p, "ZSCORE", &c);
+        int k = layout_cmd_key_index(&c);
+        redisReply *r = fk_send(f, c.argv[k], c.argvlen[k], c.argc, c.argv, c.argvlen);
+        if (r == NULL)
+            break;
+        int rc = r->type == REDIS_REPLY_NIL ? 1
+                 : r->type == REDIS_REPLY_STRING ? 0
+                 : r->type == REDIS_REPLY_INTEGER ? r->integer == 0 : -1;
+        int split = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0;
+        freeReplyObject(r);
+        if (!split && rc >= 0)
+            return rc;
+        if (!split)
+            break;
+    }
+    fprintf(stderr, "%s: cannot check fingerprint %016" PRIx64 " in table %u against a "
+            "fresh directory\n", f->prog, fp, t);
+    return -1;
+}
+
 /* Documents kept one set per fingerprint (layout 1): SCARD, and ZSCORE of the entry
  * in every table. */
 static int fk_docs(fk *f, redisReply **keys, size_t n)
@@ -377,8 +426,14 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
             j++;
         }
         unsigned missing = 0;
-        for (unsigned t = 0; t < f->ps.ntables; t++, j++)
-            missing += bp->reply[j]->type == REDIS_REPLY_NIL;
+        for (unsigned t = 0; t < f->ps.ntables; t++, j++) {
+            const redisReply *e = bp->reply[j];
+            int miss = e->type == REDIS_REPLY_NIL;
+            if (layout_splits(&f->lay) && e->type != REDIS_REPLY_STRING && c > 0 &&
+                (miss = fk_split_confirm(f, fps[i], t, 0)) < 0)
+                return -1;
+            missing += (unsigned)miss;
+        }
         if (c <= 0) {
             f->n.foreign += cnt[i] < 0;     /* a "" field without its overflow set */
             continue;
@@ -525,7 +580,12 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
             if (fk_run(f, ep) != 0)
                 return -1;
             for (size_t k = 0; k < ep->n; k++) {
-                if (ep->reply[k]->type == REDIS_REPLY_INTEGER && ep->reply[k]->integer == 0) {
+                const redisReply *e = ep->reply[k];
+                int orphan = e->type == REDIS_REPLY_INTEGER && e->integer == 0;
+                if (layout_splits(&f->lay) && (orphan || e->type == REDIS_REPLY_ERROR) &&
+                    (orphan = fk_split_confirm(f, cand[i + 1 - ep->n + k], 0, 1)) < 0)
+                    return -1;
+                if (orphan) {
                     f->n.orphan_entries++;
                     if (fk_push(&f->bad, &f->nbad, &f->capbad, cand[i + 1 - ep->n + k]) != 0)
                         return -1;

@@ -9,6 +9,10 @@
 #   3. a new corpus made with tombstone-seconds 5 and a split limit of 4: a second
 #      worker with the option unset adopts 5; the splits' tombstones carry a TTL of at
 #      most 5 s and are gone 5 s later; every fingerprint added is still found
+#   4. simhash fsck on that corpus while it grows: stopped (SIGSTOP) once it is past
+#      reading the directories, while 4,000 more fingerprints split buckets it routes
+#      by and their tombstones expire, then continued: it reports no missing entry and
+#      no orphan (it asks again through a fresh directory before it counts one)
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init tombstones
@@ -105,4 +109,46 @@ for i in $(seq 1 $N); do
     out=$(timeout 10 redis-cli -p "$c" simhash.query "$fp" distance 0 | tr -d '\r')
     [[ $out == *"doc-$i"* ]] || th_fail "fingerprint $fp (doc-$i) not found after its tombstones expired: $out"
 done
-th_log "new corpus 120 s, old 3600 s, refusals; $splits splits with 5 s tombstones, none left, $N found; PASS"
+
+# ---- 4. fsck while the corpus grows under it
+add_range() {   # add_range FIRST COUNT: fingerprints with one id each, 500 a command
+    local i=$1 end=$(($1 + $2)) a
+    while [ "$i" -lt "$end" ]; do
+        a=()
+        for k in $(seq "$i" $((i + 499))); do a+=("$((k * 2654435761 * 40503 + k))" "d$k"); done
+        timeout 60 redis-cli -p "$c" simhash.add "${a[@]}" >/dev/null || th_fail "SIMHASH.ADD from $i"
+        i=$((i + 500))
+    done
+}
+add_range 100000 20000
+"$TH_BIN/simhash" fsck -q --redis "127.0.0.1:$r3" >"$TH_DIR/fsck4.out" 2>&1 &
+fsck=$!
+i=0
+until timeout 5 redis-cli -p "$r3" client list | grep -q 'cmd=hgetall'; do
+    i=$((i + 1))
+    if [ $i -ge 3000 ] || ! kill -0 "$fsck" 2>/dev/null; then
+        kill -9 "$fsck" 2>/dev/null
+        th_fail "fsck did not reach its documents phase (or ended first): $(cat "$TH_DIR/fsck4.out")"
+    fi
+    sleep 0.01
+done
+kill -STOP "$fsck"
+before=$(( $(info "$a" bucket_splits) + $(info "$b" bucket_splits) ))
+add_range 200000 4000
+after=$(( $(info "$a" bucket_splits) + $(info "$b" bucket_splits) ))
+sleep 6                                 # their tombstones expire
+kill -CONT "$fsck"
+i=0
+while kill -0 "$fsck" 2>/dev/null; do
+    i=$((i + 1))
+    [ $i -lt 1200 ] || { kill -9 "$fsck"; th_fail "fsck did not end within 120 s"; }
+    sleep 0.1
+done
+wait "$fsck"
+missing=$(sed -n 's/^fingerprints_missing_entries://p' "$TH_DIR/fsck4.out")
+orphans=$(sed -n 's/^orphan_entries://p' "$TH_DIR/fsck4.out")
+th_log "fsck stopped while $((after - before)) buckets split under it: missing $missing, orphans $orphans"
+[ $((after - before)) -ge 100 ] || th_fail "only $((after - before)) splits while fsck was stopped"
+[ "$missing" = 0 ] && [ "$orphans" = 0 ] ||
+    th_fail "fsck on a growing corpus counted entries of split buckets: $(cat "$TH_DIR/fsck4.out")"
+th_log "new corpus 120 s, old 3600 s, refusals; $splits splits with 5 s tombstones, none left, $N found; fsck while it grows; PASS"
