@@ -112,11 +112,12 @@ done
 
 # ---- 4. fsck while the corpus grows under it
 add_range() {   # add_range FIRST COUNT: fingerprints with one id each, 500 a command
-    local i=$1 end=$(($1 + $2)) a
+    local i=$1 end=$(($1 + $2)) a out
     while [ "$i" -lt "$end" ]; do
         a=()
-        for k in $(seq "$i" $((i + 499))); do a+=("$((k * 2654435761 * 40503 + k))" "d$k"); done
-        timeout 60 redis-cli -p "$c" simhash.add "${a[@]}" >/dev/null || th_fail "SIMHASH.ADD from $i"
+        for k in $(seq "$i" $((i + 499))); do a+=("$(((k * 2654435761 * 40503 + k) & 0x7fffffffffffffff))" "d$k"); done
+        out=$(timeout 60 redis-cli -p "$c" simhash.add "${a[@]}" 2>&1)
+        [ "$out" = 500 ] || th_fail "SIMHASH.ADD of 500 from $i: ${out:0:300}"
         i=$((i + 500))
     done
 }
