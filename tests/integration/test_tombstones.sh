@@ -9,8 +9,8 @@
 #   3. a new corpus made with tombstone-seconds 5 and a split limit of 4: a second
 #      worker with the option unset adopts 5; the splits' tombstones carry a TTL of at
 #      most 5 s and are gone 5 s later; every fingerprint added is still found
-#   4. simhash fsck on that corpus while it grows: stopped (SIGSTOP) once it is past
-#      reading the directories, while 4,000 more fingerprints split buckets it routes
+#   4. simhash fsck on that corpus while it grows: stopped (SIGSTOP) once it is in
+#      its documents phase (past reading the directories), while 4,000 more fingerprints split buckets it routes
 #      by and their tombstones expire, then continued: it reports no missing entry and
 #      no orphan (it asks again through a fresh directory before it counts one)
 set -u
@@ -125,7 +125,9 @@ add_range 100000 20000
 "$TH_BIN/simhash" fsck -q --redis "127.0.0.1:$r3" >"$TH_DIR/fsck4.out" 2>&1 &
 fsck=$!
 i=0
-until timeout 5 redis-cli -p "$r3" client list | grep -q 'cmd=hgetall'; do
+# its documents phase: HGETALL of each id hash, ZSCOREs of the entries (the phases
+# before it send TYPE, ZRANGE and HKEYS; the idle workers none of these)
+until timeout 5 redis-cli -p "$r3" client list | grep -Eq 'cmd=(hgetall|zscore)'; do
     i=$((i + 1))
     if [ $i -ge 3000 ] || ! kill -0 "$fsck" 2>/dev/null; then
         kill -9 "$fsck" 2>/dev/null
