@@ -53,7 +53,7 @@ free_ports() {
 import socket, sys, random
 count = int(sys.argv[1])
 for _ in range(200):
-    base = random.randint(20000, 32000 - count)    # below the ephemeral range (lib.sh)
+    base = random.randint(20000, 22700 - count)    # deployments' range (lib.sh, th_free_port)
     socks = []
     try:
         for p in range(base, base + count):

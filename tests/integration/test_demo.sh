@@ -18,7 +18,8 @@ trap 'rc=$?; [ -n "$DEMO_RUN" ] && timeout 120 bash "$DL_LOCAL" down --dir "$DEM
 # a base B and metrics offset M with every port either deployment may take free
 read -r B M < <(python3 -c 'import random, socket
 for _ in range(500):
-    b, m = random.randint(20000, 24000), random.randint(1000, 3000)
+    # the range of deployments (lib.sh, th_free_port): bases below 22000, metrics 10000 up
+    b, m = random.randint(20000, 22000), random.randint(10000, 10300)
     ports = [b + i for i in range(4)] + [b + 100 + i for i in range(4)] + [b + 379 + i for i in range(4)]
     ports += [p + m for p in ports]
     free = True

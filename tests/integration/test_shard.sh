@@ -48,7 +48,7 @@ expect_match() { # name got regex
 free_port() {
     local p
     for _ in $(seq 1 200); do
-        p=$((20000 + RANDOM % 12000))
+        p=$((23000 + RANDOM % 7000))     # th_free_port's range (lib.sh)
         if ! (exec 3<>/dev/tcp/127.0.0.1/$p) 2>/dev/null; then echo "$p"; return 0; fi
     done
     return 1
