@@ -17,7 +17,7 @@
  *   locks      SCAN w:*, locks whose expiry passed (Redis TIME) are stale
  *   counters   c:{0:xx} against the recount of the documents phase
  * In layout 3 an entry or id found missing (or a tombstone met) is asked again through
- * the directory read then (fk_split_confirm): the walk routes by the directories read
+ * the directory read then (fsck_split_confirm): the walk routes by the directories read
  * when it began, and a bucket may split, and its tombstone expire, while it runs.
  * With --repair every inconsistent fingerprint is reconciled under its write lock
  * (the lock script with op F, then ZADD or ZREM in every table, then unlock; a lock
@@ -308,50 +308,23 @@ static int fk_tally_one(fk *f, uint64_t fp, long long cnt, unsigned missing)
     return 0;
 }
 
+/* One blocking command on the node of key (fsck_split_send_fn). */
 static redisReply *fk_send(void *arg, const char *key, size_t klen, int argc, const char **argv,
-                           const size_t *lens);
+                           const size_t *lens)
+{
+    fk *f = arg;
+    redisContext *c = fk_node_conn(f, fk_node_of(f, key, klen));
+    return c ? redisCommandArgv(c, argc, argv, lens) : NULL;
+}
 
-/* Layout 3: does fp lack its entry in table t (ids 0: ZSCORE), or its ids (ids 1,
- * t = 0: the layout's has_ids)? The phases route through the directories read when
- * the walk began; on a corpus that grows meanwhile a bucket may have split since, so
- * a reply that is not a plain yes (a tombstone's WRONGTYPE, nothing once it expired)
- * is asked again through the directory read now. Returns 1 absent, 0 present, -1
- * failed (printed). */
+/* fsck_split_confirm of fp in table t (ids: its ids, t = 0); prints a failure. */
 static int fk_split_confirm(fk *f, uint64_t fp, unsigned t, int ids)
 {
-    uint64_t p = perm_apply(&f->ps.tables[t], fp);
-    unsigned xx = layout_shard_of(p);
-    for (int tries = 0; tries < 16; tries++) {
-        layout_cmd dc, c;
-        layout_dir_read(&f->lay, t, xx, &dc);
-        uint64_t sent = layout_dir_clock();
-        redisReply *d = fk_send(f, dc.argv[1], dc.argvlen[1], dc.argc, dc.argv, dc.argvlen);
-        int loaded = d && layout_dir_load(&f->lay, t, xx, d, sent) == 0;
-        if (d)
-            freeReplyObject(d);
-        if (!loaded)
-            break;
-        if (ids)
-            f->lay.ops->has_ids(&f->lay, fp, p, &c);
-        else
-            f->lay.ops->entry(&f->lay, t, p, "ZSCORE", &c);
-        int k = layout_cmd_key_index(&c);
-        redisReply *r = fk_send(f, c.argv[k], c.argvlen[k], c.argc, c.argv, c.argvlen);
-        if (r == NULL)
-            break;
-        int rc = r->type == REDIS_REPLY_NIL ? 1
-                 : r->type == REDIS_REPLY_STRING ? 0
-                 : r->type == REDIS_REPLY_INTEGER ? r->integer == 0 : -1;
-        int split = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0;
-        freeReplyObject(r);
-        if (!split && rc >= 0)
-            return rc;
-        if (!split)
-            break;
-    }
-    fprintf(stderr, "%s: cannot check fingerprint %016" PRIx64 " in table %u against a "
-            "fresh directory\n", f->prog, fp, t);
-    return -1;
+    int rc = fsck_split_confirm(&f->lay, t, fp, perm_apply(&f->ps.tables[t], fp), ids, fk_send, f);
+    if (rc < 0)
+        fprintf(stderr, "%s: cannot check fingerprint %016" PRIx64 " in table %u against a "
+                "fresh directory\n", f->prog, fp, t);
+    return rc;
 }
 
 /* Documents kept one set per fingerprint (layout 1): SCARD, and ZSCORE of the entry
@@ -613,15 +586,6 @@ static int fk_dirs(fk *f, redisReply **keys, size_t n)
         fsck_split_dir(f->split, &f->lay, keys[i]->str, keys[i]->len, bp->reply[i]);
     fk_batch_clear(bp);
     return 0;
-}
-
-/* One blocking command on the node of key (fsck_split_send_fn). */
-static redisReply *fk_send(void *arg, const char *key, size_t klen, int argc, const char **argv,
-                           const size_t *lens)
-{
-    fk *f = arg;
-    redisContext *c = fk_node_conn(f, fk_node_of(f, key, klen));
-    return c ? redisCommandArgv(c, argc, argv, lens) : NULL;
 }
 
 /* Bucket and id hash keys: their type, then their members (ZRANGE, HKEYS). */

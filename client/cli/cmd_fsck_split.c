@@ -226,6 +226,39 @@ static int fs_move_one(const layout_ctx *lay, const fs_stray *x, uint64_t p,
     return -1;
 }
 
+int fsck_split_confirm(const layout_ctx *lay, unsigned t, uint64_t fp, uint64_t p, int ids,
+                       fsck_split_send_fn send, void *arg)
+{
+    unsigned xx = layout_shard_of(p);
+    for (int tries = 0; tries < 16; tries++) {
+        layout_cmd dc, c;
+        layout_dir_read(lay, t, xx, &dc);
+        uint64_t sent = layout_dir_clock();
+        redisReply *d = send(arg, dc.argv[1], dc.argvlen[1], dc.argc, dc.argv, dc.argvlen);
+        int loaded = d && layout_dir_load(lay, t, xx, d, sent) == 0;
+        if (d)
+            freeReplyObject(d);
+        if (!loaded)
+            return -1;
+        if (ids)
+            lay->ops->has_ids(lay, fp, p, &c);
+        else
+            lay->ops->entry(lay, t, p, "ZSCORE", &c);
+        int k = layout_cmd_key_index(&c);
+        redisReply *r = send(arg, c.argv[k], c.argvlen[k], c.argc, c.argv, c.argvlen);
+        if (r == NULL)
+            return -1;
+        int rc = r->type == REDIS_REPLY_NIL ? 1
+                 : r->type == REDIS_REPLY_STRING ? 0
+                 : r->type == REDIS_REPLY_INTEGER ? r->integer == 0 : -1;
+        int split = r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0;
+        freeReplyObject(r);
+        if (!split)
+            return rc;
+    }
+    return -1;
+}
+
 int fsck_split_repair(fsck_split *fs, const layout_ctx *lay, fsck_split_send_fn send, void *arg)
 {
     for (size_t i = 0; i < fs->nstray; i++) {

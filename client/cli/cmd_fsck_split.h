@@ -32,7 +32,7 @@ int fsck_split_dir(fsck_split *fs, layout_ctx *lay, const char *key, size_t len,
 void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size_t len,
                     const char *type, const redisReply *members);
 
-/* A blocking command of the repair, routed by key (its Redis Cluster node). */
+/* A blocking command, routed by key (its Redis Cluster node). */
 typedef redisReply *(*fsck_split_send_fn)(void *arg, const char *key, size_t klen, int argc,
                                           const char **argv, const size_t *lens);
 
@@ -41,6 +41,15 @@ typedef redisReply *(*fsck_split_send_fn)(void *arg, const char *key, size_t kle
  * from the stray key. Members of an id hash in the same state are not moved (reported
  * as left). Returns 0, or -1 when Redis failed (counted). */
 int fsck_split_repair(fsck_split *fs, const layout_ctx *lay, fsck_split_send_fn send, void *arg);
+
+/* Is fp's entry in table t absent (ids 0: the entry's ZSCORE, p its permuted value), or
+ * its ids (ids 1, t = 0: the layout's has_ids)? The other phases route through the
+ * directories read when fsck began; on a corpus that grows meanwhile a bucket may
+ * have split since, so a reply that is not a plain yes (a tombstone's WRONGTYPE,
+ * nothing once it expired) is asked again here through the directory read now (again
+ * while splits keep coming, at most 16 times). Returns 1 absent, 0 present, -1 failed. */
+int fsck_split_confirm(const layout_ctx *lay, unsigned t, uint64_t fp, uint64_t p, int ids,
+                       fsck_split_send_fn send, void *arg);
 
 /* Prints the name:value lines; returns the number of problems found. */
 unsigned long long fsck_split_report(const fsck_split *fs, FILE *out);

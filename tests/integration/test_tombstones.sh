@@ -6,9 +6,10 @@
 #      and tombstone-seconds 2 are refused with a message naming the setting
 #   2. a corpus made before the field existed (meta without it) keeps tombstones an
 #      hour: a worker reports 3600 and writes no field into the existing meta
-#   3. a new corpus made with tombstone-seconds 5 and a split limit of 4: a second
-#      worker with the option unset adopts 5; the splits' tombstones carry a TTL of at
-#      most 5 s and are gone 5 s later; every fingerprint added is still found
+#   3. a new corpus made with tombstone-seconds 9 and a split limit of 4 (workers'
+#      timeout-ms 3000, the most a third of 9 s allows): a second worker with the
+#      option unset adopts 9; the splits' tombstones carry a TTL of at most 9 s and are
+#      gone 10 s later; every fingerprint added is still found
 #   4. simhash fsck on that corpus while it grows: stopped (SIGSTOP) once it is in
 #      its documents phase (past reading the directories), while 4,000 more fingerprints split buckets it routes
 #      by and their tombstones expire, then continued: it reports no missing entry and
@@ -54,19 +55,33 @@ th_start_shard w2 "$r2" 0-255 6 3
 th_stop "$TH_SHARD_PID"
 
 # ---- 3. a short lifetime: tombstones expire, nothing is lost
+# add PAIRS..: one SIMHASH.ADD through the coordinator, sent again while it answers an
+# error (a worker's Redis slow on a loaded machine; the ADD is idempotent), up to 30
+# times; the queries below check what was stored
+add() {
+    local out i=0
+    while :; do
+        out=$(timeout 60 redis-cli -p "$c" simhash.add "$@" 2>&1)
+        [[ $out =~ ^[0-9]+$ ]] && return 0
+        i=$((i + 1))
+        [ $i -lt 30 ] || th_fail "SIMHASH.ADD: ${out:0:300}"
+        sleep 0.5
+    done
+}
 th_start_redis r3
 r3=$TH_REDIS_PORT
-TH_LAYOUT=3 TH_SPLIT_LIMIT=4 th_start_shard a "$r3" 0-127 6 3 "" --tombstone-seconds 5
+TH_LAYOUT=3 TH_SPLIT_LIMIT=4 th_start_shard a "$r3" 0-127 6 3 "" --tombstone-seconds 9 \
+    --timeout-ms 3000
 a=$TH_SHARD_PORT
-TH_LAYOUT=3 TH_SPLIT_LIMIT=4 th_start_shard b "$r3" 128-255 6 3
+TH_LAYOUT=3 TH_SPLIT_LIMIT=4 th_start_shard b "$r3" 128-255 6 3 "" --timeout-ms 3000
 b=$TH_SHARD_PORT
-[ "$(info "$b" tombstone_seconds)" = 5 ] || th_fail "worker b did not adopt 5: $(info "$b" tombstone_seconds)"
+[ "$(info "$b" tombstone_seconds)" = 9 ] || th_fail "worker b did not adopt 9: $(info "$b" tombstone_seconds)"
 th_start_coord c 6 3 5000 "127.0.0.1:$a 127.0.0.1:$b"
 c=$TH_COORD_PORT
 N=400
 args=()
 for i in $(seq 1 $N); do args+=("$((i * 40503 * 65537 + i))" "doc-$i"); done
-[ "$(timeout 60 redis-cli -p "$c" simhash.add "${args[@]}")" = $N ] || th_fail "SIMHASH.ADD of $N"
+add "${args[@]}"
 splits=$(( $(info "$a" bucket_splits) + $(info "$b" bucket_splits) ))
 [ "$splits" -ge 50 ] || th_fail "only $splits splits"
 timeout 60 python3 - "$r3" "$TH_SRC/tests/tools" <<'PY' || th_fail "tombstone TTLs"
@@ -80,15 +95,15 @@ while True:
     for k in keys:
         if c.call("TYPE", k) == "string":
             t = c.call("PTTL", k)
-            if t < 0 or t > 5000:
-                sys.exit("tombstone %r has PTTL %d, want 0..5000" % (k, t))
+            if t < 0 or t > 9000:
+                sys.exit("tombstone %r has PTTL %d, want 0..9000" % (k, t))
             n += 1
     if cur == b"0":
         break
-print("tombstones: %d, each expiring within 5 s" % n, file=sys.stderr)
+print("tombstones: %d, each expiring within 9 s" % n, file=sys.stderr)
 sys.exit(0 if n > 0 else 1)
 PY
-sleep 6
+sleep 10
 strings=$(timeout 60 python3 - "$r3" "$TH_SRC/tests/tools" <<'PY'
 import sys
 sys.path.insert(0, sys.argv[2])
@@ -103,21 +118,24 @@ while True:
 print(n)
 PY
 )
-[ "$strings" = 0 ] || th_fail "$strings tombstones left 6 s after the last split"
+[ "$strings" = 0 ] || th_fail "$strings tombstones left 10 s after the last split"
 for i in $(seq 1 $N); do
     fp=$((i * 40503 * 65537 + i))
-    out=$(timeout 10 redis-cli -p "$c" simhash.query "$fp" distance 0 | tr -d '\r')
+    for try in 1 2 3 4 5; do      # an error answer (a slow Redis) is asked again
+        out=$(timeout 10 redis-cli -p "$c" simhash.query "$fp" distance 0 2>&1 | tr -d '\r')
+        [[ $out == *"doc-$i"* ]] && break
+        sleep 0.5
+    done
     [[ $out == *"doc-$i"* ]] || th_fail "fingerprint $fp (doc-$i) not found after its tombstones expired: $out"
 done
 
 # ---- 4. fsck while the corpus grows under it
 add_range() {   # add_range FIRST COUNT: fingerprints with one id each, 500 a command
-    local i=$1 end=$(($1 + $2)) a out
+    local i=$1 end=$(($1 + $2)) a
     while [ "$i" -lt "$end" ]; do
         a=()
         for k in $(seq "$i" $((i + 499))); do a+=("$(((k * 2654435761 * 40503 + k) & 0x7fffffffffffffff))" "d$k"); done
-        out=$(timeout 60 redis-cli -p "$c" simhash.add "${a[@]}" 2>&1)
-        [ "$out" = 500 ] || th_fail "SIMHASH.ADD of 500 from $i: ${out:0:300}"
+        add "${a[@]}"
         i=$((i + 500))
     done
 }
@@ -139,7 +157,7 @@ kill -STOP "$fsck"
 before=$(( $(info "$a" bucket_splits) + $(info "$b" bucket_splits) ))
 add_range 200000 4000
 after=$(( $(info "$a" bucket_splits) + $(info "$b" bucket_splits) ))
-sleep 6                                 # their tombstones expire
+sleep 10                                # their tombstones expire
 kill -CONT "$fsck"
 i=0
 while kill -0 "$fsck" 2>/dev/null; do
@@ -154,4 +172,4 @@ th_log "fsck stopped while $((after - before)) buckets split under it: missing $
 [ $((after - before)) -ge 100 ] || th_fail "only $((after - before)) splits while fsck was stopped"
 [ "$missing" = 0 ] && [ "$orphans" = 0 ] ||
     th_fail "fsck on a growing corpus counted entries of split buckets: $(cat "$TH_DIR/fsck4.out")"
-th_log "new corpus 120 s, old 3600 s, refusals; $splits splits with 5 s tombstones, none left, $N found; fsck while it grows; PASS"
+th_log "new corpus 120 s, old 3600 s, refusals; $splits splits with 9 s tombstones, none left, $N found; fsck while it grows; PASS"
