@@ -3,7 +3,8 @@
  * ("Consistency"): a fingerprint has its entry in every table iff its document set
  * is non-empty, no write lock is stale, and the counters c:{0:xx} are exact.
  *
- * It talks to Redis directly (hiredis, blocking, pipelined in batches), in phases:
+ * It talks to Redis directly (hiredis, blocking, pipelined in batches routed by key:
+ * cmd_fsck_nodes.c), in phases:
  *   split      layout 3 only (cmd_fsck_split.c): SCAN r:*, each directory read into the
  *              layout's cache; SCAN s:* and h:*, the layout's own invariants per key
  *              (with --repair, members of stray buckets moved into their live ones)
@@ -36,21 +37,12 @@
 
 #include <hiredis/hiredis.h>
 
-#include "cluster.h"
+#include "cmd_fsck_nodes.h"
 #include "cmd_fsck_split.h"
 #include "layout_ops.h"
 #include "parse.h"
 #include "perm.h"
 
-#define FK_BATCH 256            /* keys per pipelined batch */
-#define FK_MAX_NODES CLUSTER_MAX_NODES
-
-typedef struct fk_node {
-    char host[CLUSTER_ADDR_MAX];
-    int port;
-    redisContext *c;
-    int master;                 /* scanned (single Redis: the one node) */
-} fk_node;
 
 typedef struct fk_counts {
     unsigned long long fps, docs, fps_missing, entries_missing, orphan_entries, orphan_fps,
@@ -58,38 +50,11 @@ typedef struct fk_counts {
         counters_fixed, keys;
 } fk_counts;
 
-typedef struct fk_batch {
-    size_t n, cap;
-    size_t *node;
-    redisReply **reply;
-} fk_batch;
-
-/* A batch for FK_BATCH keys of ntables + 2 commands each. Returns 0 or -1. */
-static int fk_batch_init(fk_batch *b, size_t ntables)
-{
-    b->n = 0;
-    b->cap = FK_BATCH * (ntables + 2);
-    b->node = malloc(b->cap * sizeof(*b->node));
-    b->reply = malloc(b->cap * sizeof(*b->reply));
-    return b->node && b->reply ? 0 : -1;
-}
-
-static void fk_batch_free(fk_batch *b)
-{
-    free(b->node);
-    free(b->reply);
-}
-
 typedef struct fk {
     const char *prog;
-    int cluster, repair, quiet;
+    int repair, quiet;
     unsigned lease_ms;
-    char password[512];
-    const char *user;
-    int have_password;
-    fk_node nodes[FK_MAX_NODES];
-    size_t nnodes;
-    cluster_map *map;           /* cluster: slot -> node index into nodes */
+    fk_nodes net;               /* the Redis nodes (cmd_fsck_nodes.h) */
     unsigned blocks, distance;
     layout_ctx lay;             /* the corpus's layout (layout_ops.h) */
     perm_set ps;
@@ -105,114 +70,13 @@ typedef struct fk {
     fsck_split *split;          /* a layout whose buckets split: its own checks */
 } fk;
 
-/* ---- Connections ---- */
-
-static redisContext *fk_connect(fk *f, const char *host, int port)
-{
-    struct timeval tv = {10, 0};
-    redisContext *c = redisConnectWithTimeout(host, port, tv);
-    if (c == NULL || c->err) {
-        fprintf(stderr, "%s: cannot connect to redis %s:%d: %s\n", f->prog, host, port,
-                c ? c->errstr : "out of memory");
-        if (c)
-            redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    if (f->have_password) {
-        redisReply *r = f->user ? redisCommand(c, "AUTH %s %s", f->user, f->password)
-                                : redisCommand(c, "AUTH %s", f->password);
-        int bad = r == NULL || r->type == REDIS_REPLY_ERROR;
-        if (bad)
-            fprintf(stderr, "%s: AUTH on redis %s:%d failed: %s\n", f->prog, host, port,
-                    r ? r->str : c->errstr);
-        if (r)
-            freeReplyObject(r);
-        if (bad) {
-            redisFree(c);
-            return NULL;
-        }
-    }
-    return c;
-}
-
-/* The node's connection, made on first use. NULL (message printed) when it fails. */
-static redisContext *fk_node_conn(fk *f, size_t i)
-{
-    if (f->nodes[i].c == NULL)
-        f->nodes[i].c = fk_connect(f, f->nodes[i].host, f->nodes[i].port);
-    return f->nodes[i].c;
-}
-
-/* Index of the node serving key. */
-static size_t fk_node_of(const fk *f, const char *key, size_t len)
-{
-    if (!f->cluster)
-        return 0;
-    int n = cluster_map_node(f->map, cluster_keyslot(key, len));
-    return n < 0 ? 0 : (size_t)n;
-}
-
-/* ---- Pipelined batches routed by key ---- */
-
-/* Queues a command on the node of key (argv[1] unless key is given). */
-static int fk_add(fk *f, fk_batch *b, const char *key, size_t klen, int argc, const char **argv,
-                  const size_t *lens)
-{
-    size_t ni = fk_node_of(f, key, klen);
-    redisContext *c = fk_node_conn(f, ni);
-    if (c == NULL || b->n >= b->cap)
-        return -1;
-    if (redisAppendCommandArgv(c, argc, argv, lens) != REDIS_OK)
-        return -1;
-    b->node[b->n] = ni;
-    b->reply[b->n] = NULL;
-    b->n++;
-    return 0;
-}
-
-/* Reads every reply of the batch (in order per node). Returns 0, or -1 (printed). */
-static int fk_run(fk *f, fk_batch *b)
-{
-    for (size_t ni = 0; ni < f->nnodes; ni++)
-        for (size_t i = 0; i < b->n; i++) {
-            if (b->node[i] != ni)
-                continue;
-            void *r = NULL;
-            if (redisGetReply(f->nodes[ni].c, &r) != REDIS_OK || r == NULL) {
-                fprintf(stderr, "%s: redis %s:%d: %s\n", f->prog, f->nodes[ni].host,
-                        f->nodes[ni].port, f->nodes[ni].c->errstr);
-                return -1;
-            }
-            b->reply[i] = r;
-        }
-    return 0;
-}
-
-/* Queues ZRANGE key 0 -1 (the whole sorted set: a bucket, a directory) of key k.
- * Returns 0, or -1. */
-static int fk_add_zrange(fk *f, fk_batch *b, const redisReply *k)
-{
-    const char *argv[4] = {"ZRANGE", k->str, "0", "-1"};
-    size_t lens[4] = {6, k->len, 1, 2};
-    return fk_add(f, b, k->str, k->len, 4, argv, lens);
-}
-
-static void fk_batch_clear(fk_batch *b)
-{
-    for (size_t i = 0; i < b->n; i++)
-        if (b->reply[i])
-            freeReplyObject(b->reply[i]);
-    b->n = 0;
-}
-
 /* Queues `cmd key member` for fp's entry in every table (ZSCORE). Returns 0, or -1. */
 static int fk_add_entries(fk *f, fk_batch *b, uint64_t fp, const char *cmd)
 {
     for (unsigned t = 0; t < f->ps.ntables; t++) {
         layout_cmd ec;
         f->lay.ops->entry(&f->lay, t, perm_apply(&f->ps.tables[t], fp), cmd, &ec);
-        if (fk_add(f, b, ec.argv[1], ec.argvlen[1], ec.argc, ec.argv, ec.argvlen) != 0)
+        if (fk_add(&f->net, b, ec.argv[1], ec.argvlen[1], ec.argc, ec.argv, ec.argvlen) != 0)
             return -1;
     }
     return 0;
@@ -253,10 +117,10 @@ typedef int (*fk_keys_fn)(fk *f, redisReply **keys, size_t n);
 /* SCAN every master for pattern and hand the keys over in batches. */
 static int fk_scan(fk *f, const char *pattern, fk_keys_fn fn)
 {
-    for (size_t ni = 0; ni < f->nnodes; ni++) {
-        if (!f->nodes[ni].master)
+    for (size_t ni = 0; ni < f->net.n; ni++) {
+        if (!f->net.node[ni].master)
             continue;
-        redisContext *c = fk_node_conn(f, ni);
+        redisContext *c = fk_node_conn(&f->net, ni);
         if (c == NULL)
             return -1;
         char cursor[32] = "0";
@@ -264,7 +128,7 @@ static int fk_scan(fk *f, const char *pattern, fk_keys_fn fn)
             redisReply *r = redisCommand(c, "SCAN %s MATCH %s COUNT 1000", cursor, pattern);
             if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
                 fprintf(stderr, "%s: SCAN on redis %s:%d failed: %s\n", f->prog,
-                        f->nodes[ni].host, f->nodes[ni].port,
+                        f->net.node[ni].host, f->net.node[ni].port,
                         r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
                 if (r)
                     freeReplyObject(r);
@@ -308,19 +172,10 @@ static int fk_tally_one(fk *f, uint64_t fp, long long cnt, unsigned missing)
     return 0;
 }
 
-/* One blocking command on the node of key (fsck_split_send_fn). */
-static redisReply *fk_send(void *arg, const char *key, size_t klen, int argc, const char **argv,
-                           const size_t *lens)
-{
-    fk *f = arg;
-    redisContext *c = fk_node_conn(f, fk_node_of(f, key, klen));
-    return c ? redisCommandArgv(c, argc, argv, lens) : NULL;
-}
-
 /* fsck_split_confirm of fp in table t (ids: its ids, t = 0); prints a failure. */
 static int fk_split_confirm(fk *f, uint64_t fp, unsigned t, int ids)
 {
-    int rc = fsck_split_confirm(&f->lay, t, fp, perm_apply(&f->ps.tables[t], fp), ids, fk_send, f);
+    int rc = fsck_split_confirm(&f->lay, t, fp, perm_apply(&f->ps.tables[t], fp), ids, fk_send, &f->net);
     if (rc < 0)
         fprintf(stderr, "%s: cannot check fingerprint %016" PRIx64 " in table %u against a "
                 "fresh directory\n", f->prog, fp, t);
@@ -346,12 +201,12 @@ static int fk_docs(fk *f, redisReply **keys, size_t n)
         fps[i] = lk.fp;
         const char *argv[2] = {"SCARD", k->str};
         size_t lens[2] = {5, k->len};
-        if (fk_add(f, bp, k->str, k->len, 2, argv, lens) != 0)
+        if (fk_add(&f->net, bp, k->str, k->len, 2, argv, lens) != 0)
             return -1;
         if (fk_add_entries(f, bp, lk.fp, "ZSCORE") != 0)
             return -1;
     }
-    if (fk_run(f, bp) != 0)
+    if (fk_run(&f->net, bp) != 0)
         return -1;
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
@@ -383,13 +238,13 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
                                        perm_apply(&f->ps.tables[0], fps[i]));
             const char *argv[2] = {"SCARD", key};
             size_t lens[2] = {5, kl};
-            if (fk_add(f, bp, key, kl, 2, argv, lens) != 0)
+            if (fk_add(&f->net, bp, key, kl, 2, argv, lens) != 0)
                 return -1;
         }
         if (fk_add_entries(f, bp, fps[i], "ZSCORE") != 0)
             return -1;
     }
-    if (fk_run(f, bp) != 0)
+    if (fk_run(&f->net, bp) != 0)
         return -1;
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
@@ -429,7 +284,7 @@ static int fk_hashes(fk *f, redisReply **keys, size_t n)
             f->n.foreign++;
             continue;
         }
-        redisContext *c = fk_node_conn(f, fk_node_of(f, keys[i]->str, keys[i]->len));
+        redisContext *c = fk_node_conn(&f->net, fk_node_of(&f->net, keys[i]->str, keys[i]->len));
         if (c == NULL)
             return -1;
         redisReply *r = redisCommand(c, "HGETALL %b", keys[i]->str, keys[i]->len);
@@ -513,10 +368,10 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
             f->n.foreign++;
             continue;
         }
-        if (fk_add_zrange(f, bp, keys[i]) != 0)
+        if (fk_add_zrange(&f->net, bp, keys[i]) != 0)
             return -1;
     }
-    if (fk_run(f, bp) != 0)
+    if (fk_run(&f->net, bp) != 0)
         return -1;
     uint64_t cand[FK_BATCH * 64];
     size_t ncand = 0, j = 0;
@@ -547,10 +402,10 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
     for (size_t i = 0; i < ncand; i++) {
         layout_cmd hc;
         f->lay.ops->has_ids(&f->lay, cand[i], perm_apply(&f->ps.tables[0], cand[i]), &hc);
-        if (fk_add(f, ep, hc.argv[1], hc.argvlen[1], hc.argc, hc.argv, hc.argvlen) != 0)
+        if (fk_add(&f->net, ep, hc.argv[1], hc.argvlen[1], hc.argc, hc.argv, hc.argvlen) != 0)
             return -1;
         if (ep->n == FK_BATCH || i + 1 == ncand) {
-            if (fk_run(f, ep) != 0)
+            if (fk_run(&f->net, ep) != 0)
                 return -1;
             for (size_t k = 0; k < ep->n; k++) {
                 const redisReply *e = ep->reply[k];
@@ -577,10 +432,10 @@ static int fk_dirs(fk *f, redisReply **keys, size_t n)
 {
     fk_batch *bp = &f->b;
     for (size_t i = 0; i < n; i++) {
-        if (fk_add_zrange(f, bp, keys[i]) != 0)
+        if (fk_add_zrange(&f->net, bp, keys[i]) != 0)
             return -1;
     }
-    if (fk_run(f, bp) != 0)
+    if (fk_run(&f->net, bp) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         fsck_split_dir(f->split, &f->lay, keys[i]->str, keys[i]->len, bp->reply[i]);
@@ -596,10 +451,10 @@ static int fk_split_keys(fk *f, redisReply **keys, size_t n)
     for (size_t i = 0; i < n; i++) {
         const char *argv[2] = {"TYPE", keys[i]->str};
         size_t lens[2] = {4, keys[i]->len};
-        if (fk_add(f, bp, keys[i]->str, keys[i]->len, 2, argv, lens) != 0)
+        if (fk_add(&f->net, bp, keys[i]->str, keys[i]->len, 2, argv, lens) != 0)
             return -1;
     }
-    if (fk_run(f, bp) != 0)
+    if (fk_run(&f->net, bp) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         snprintf(type[i], sizeof(type[i]), "%s",
@@ -609,10 +464,10 @@ static int fk_split_keys(fk *f, redisReply **keys, size_t n)
         int z = strcmp(type[i], "zset") == 0;
         const char *argv[4] = {z ? "ZRANGE" : "HKEYS", keys[i]->str, "0", "-1"};
         size_t lens[4] = {z ? 6u : 5u, keys[i]->len, 1, 2};
-        if (fk_add(f, bp, keys[i]->str, keys[i]->len, z ? 4 : 2, argv, lens) != 0)
+        if (fk_add(&f->net, bp, keys[i]->str, keys[i]->len, z ? 4 : 2, argv, lens) != 0)
             return -1;
     }
-    if (fk_run(f, bp) != 0)
+    if (fk_run(&f->net, bp) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         fsck_split_key(f->split, &f->lay, keys[i]->str, keys[i]->len, type[i], bp->reply[i]);
@@ -620,28 +475,15 @@ static int fk_split_keys(fk *f, redisReply **keys, size_t n)
     return 0;
 }
 
-/* Milliseconds of Redis's clock on node ni, or 0. */
-static unsigned long long fk_redis_ms(fk *f, size_t ni)
-{
-    redisReply *r = redisCommand(f->nodes[ni].c, "TIME");
-    unsigned long long ms = 0;
-    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
-        ms = strtoull(r->element[0]->str, NULL, 10) * 1000ull +
-             strtoull(r->element[1]->str, NULL, 10) / 1000ull;
-    if (r)
-        freeReplyObject(r);
-    return ms;
-}
-
 /* Locks: stale ones (expiry passed by Redis's clock) and live ones. */
 static int fk_locks(fk *f, redisReply **keys, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
-        size_t ni = fk_node_of(f, keys[i]->str, keys[i]->len);
-        redisContext *c = fk_node_conn(f, ni);
+        size_t ni = fk_node_of(&f->net, keys[i]->str, keys[i]->len);
+        redisContext *c = fk_node_conn(&f->net, ni);
         if (c == NULL)
             return -1;
-        unsigned long long now = fk_redis_ms(f, ni);
+        unsigned long long now = fk_redis_ms(&f->net, ni);
         redisReply *r = redisCommand(c, "HGETALL %b", keys[i]->str, keys[i]->len);
         for (size_t m = 0; r && r->type == REDIS_REPLY_ARRAY && m + 1 < r->elements; m += 2) {
             uint64_t fp;
@@ -671,8 +513,8 @@ static int fk_counters(fk *f)
     for (unsigned xx = 0; xx < 256; xx++) {
         char key[LAYOUT_KEY_MAX];
         size_t kl = layout_count_key(key, sizeof(key), xx);
-        size_t ni = fk_node_of(f, key, kl);
-        redisContext *c = fk_node_conn(f, ni);
+        size_t ni = fk_node_of(&f->net, key, kl);
+        redisContext *c = fk_node_conn(&f->net, ni);
         if (c == NULL)
             return -1;
         redisReply *r = redisCommand(c, "HMGET %s fingerprints documents", key);
@@ -709,7 +551,7 @@ static int fk_fix(fk *f, uint64_t fp, unsigned seq)
     layout_fix_init(&fx, &f->ps, fp, tok);
     layout_fix_lock(&f->lay, &fx, f->lease_ms, LAYOUT_LOCK_OP_FIX, &lc);
     /* the script's first key: all of its keys share the slot of {0:xx} */
-    redisContext *c = fk_node_conn(f, fk_node_of(f, lc.argv[3], lc.argvlen[3]));
+    redisContext *c = fk_node_conn(&f->net, fk_node_of(&f->net, lc.argv[3], lc.argvlen[3]));
     if (c == NULL)
         return -1;
     redisReply *r = redisCommandArgv(c, lc.argc, lc.argv, lc.argvlen);
@@ -722,10 +564,10 @@ static int fk_fix(fk *f, uint64_t fp, unsigned seq)
         layout_cmd ec;
         layout_fix_entry(&f->lay, &f->ps, &fx, t, &ec);
         int k = layout_cmd_key_index(&ec);      /* layout 3 writes through a script */
-        if (fk_add(f, bp, ec.argv[k], ec.argvlen[k], ec.argc, ec.argv, ec.argvlen) != 0)
+        if (fk_add(&f->net, bp, ec.argv[k], ec.argvlen[k], ec.argc, ec.argv, ec.argvlen) != 0)
             return -1;
     }
-    int rc = fk_run(f, bp);
+    int rc = fk_run(&f->net, bp);
     for (size_t i = 0; rc == 0 && i < bp->n; i++)
         if (!layout_fix_entry_ok(bp->reply[i]))
             rc = -1;
@@ -742,48 +584,13 @@ static int fk_fix(fk *f, uint64_t fp, unsigned seq)
 
 /* ---- Setup ---- */
 
-static int fk_setup(fk *f, const char *host, int port)
-{
-    redisContext *c = fk_connect(f, host, port);
-    if (c == NULL)
-        return -1;
-    if (!f->cluster) {
-        snprintf(f->nodes[0].host, sizeof(f->nodes[0].host), "%s", host);
-        f->nodes[0].port = port;
-        f->nodes[0].c = c;
-        f->nodes[0].master = 1;
-        f->nnodes = 1;
-        return 0;
-    }
-    char err[256];
-    redisReply *r = redisCommand(c, "CLUSTER SLOTS");
-    f->map = calloc(1, sizeof(*f->map));
-    if (r == NULL || f->map == NULL || cluster_map_from_slots(f->map, r, host, err, sizeof(err)) < 0) {
-        fprintf(stderr, "%s: CLUSTER SLOTS on %s:%d: %s\n", f->prog, host, port,
-                r == NULL ? c->errstr : r->type == REDIS_REPLY_ERROR ? r->str : err);
-        if (r)
-            freeReplyObject(r);
-        redisFree(c);
-        return -1;
-    }
-    freeReplyObject(r);
-    redisFree(c);
-    for (size_t i = 0; i < f->map->nnodes && i < FK_MAX_NODES; i++) {
-        snprintf(f->nodes[i].host, sizeof(f->nodes[i].host), "%s", f->map->nodes[i].host);
-        f->nodes[i].port = f->map->nodes[i].port;
-        f->nodes[i].master = 1;
-    }
-    f->nnodes = f->map->nnodes;
-    return 0;
-}
-
 /* Reads simhash:meta. Returns 0, or -1 (printed). */
 static int fk_meta(fk *f)
 {
     char mkey[LAYOUT_KEY_MAX];
     size_t ml = layout_meta_key(mkey, sizeof(mkey));
-    size_t ni = fk_node_of(f, mkey, ml);
-    redisContext *c = fk_node_conn(f, ni);
+    size_t ni = fk_node_of(&f->net, mkey, ml);
+    redisContext *c = fk_node_conn(&f->net, ni);
     if (c == NULL)
         return -1;
     redisReply *r = redisCommand(c, "HMGET %s blocks distance layout bucket_bits "
@@ -796,7 +603,7 @@ static int fk_meta(fk *f)
         freeReplyObject(r);
     if (v[0] < 0) {
         fprintf(stderr, "%s: no corpus here: %s is missing on redis %s:%d\n", f->prog,
-                mkey, f->nodes[ni].host, f->nodes[ni].port);
+                mkey, f->net.node[ni].host, f->net.node[ni].port);
         return -1;
     }
     if (v[2] < 0 || v[3] <= 0 || layout_ctx_init(&f->lay, (unsigned)v[2], (unsigned)v[3]) != 0) {
@@ -839,12 +646,9 @@ static void fk_usage(FILE *out)
 
 static void fk_free(fk *f)
 {
-    for (size_t i = 0; i < f->nnodes; i++)
-        if (f->nodes[i].c)
-            redisFree(f->nodes[i].c);
+    fk_nodes_free(&f->net);
     fk_batch_free(&f->b);
     fk_batch_free(&f->e);
-    free(f->map);
     fsck_split_free(f->split);
     layout_ctx_free(&f->lay);
     free(f->have);
@@ -870,6 +674,7 @@ int cmd_fsck(int argc, char **argv)
         return CLI_EXIT_FAIL;
     }
     f->prog = "simhash fsck";
+    f->net.prog = f->prog;
     f->lease_ms = LAYOUT_LOCK_LEASE_MS;
     opterr = 0;
     optind = 1;
@@ -878,10 +683,10 @@ int cmd_fsck(int argc, char **argv)
         const char *why;
         switch (o) {
         case 'r': addr = optarg; break;
-        case 'c': f->cluster = 1; break;
+        case 'c': f->net.cluster = 1; break;
         case 'R': f->repair = 1; break;
         case 'p': pwfile = optarg; break;
-        case 'u': f->user = optarg; break;
+        case 'u': f->net.user = optarg; break;
         case 'q': f->quiet = 1; break;
         case 'C':
             if (layout_corpus_set(optarg) != 0) {
@@ -912,23 +717,23 @@ int cmd_fsck(int argc, char **argv)
         goto out;
     }
     if (pwfile) {
-        if (net_read_password(f->prog, pwfile, f->password, sizeof(f->password)) != 0)
+        if (net_read_password(f->prog, pwfile, f->net.password, sizeof(f->net.password)) != 0)
             goto out;
-        f->have_password = 1;
+        f->net.have_password = 1;
     }
-    if (f->user && !pwfile) {
+    if (f->net.user && !pwfile) {
         fprintf(stderr, "%s: --user needs --password-file\n", f->prog);
         goto out;
     }
-    if (fk_setup(f, seed.host, seed.port) != 0 || fk_meta(f) != 0)
+    if (fk_nodes_setup(&f->net, seed.host, seed.port) != 0 || fk_meta(f) != 0)
         goto out;
     if (fk_batch_init(&f->b, f->ps.ntables) != 0 || fk_batch_init(&f->e, 0) != 0) {
         fprintf(stderr, "%s: out of memory\n", f->prog);
         goto out;
     }
     rc = CLI_EXIT_FAIL;
-    for (size_t i = 0; i < f->nnodes; i++) {
-        redisContext *c = fk_node_conn(f, i);
+    for (size_t i = 0; i < f->net.n; i++) {
+        redisContext *c = fk_node_conn(&f->net, i);
         redisReply *r = c ? redisCommand(c, "DBSIZE") : NULL;
         if (r && r->type == REDIS_REPLY_INTEGER)
             f->total_keys += (unsigned long long)r->integer;
@@ -952,7 +757,7 @@ int cmd_fsck(int argc, char **argv)
             fk_scan(f, ps, fk_split_keys) != 0 || fk_scan(f, pd, fk_split_keys) != 0)
             goto out;
         if (f->repair)      /* before the other phases, which then see the entries moved */
-            fsck_split_repair(f->split, &f->lay, fk_send, f);
+            fsck_split_repair(f->split, &f->lay, fk_send, &f->net);
     }
     if (docs_fn == NULL || fk_scan(f, pd, docs_fn) != 0)
         goto out;

@@ -193,6 +193,22 @@ void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size
     }
 }
 
+/* Reads the directory of (t, xx) again through send and loads it into lay's cache,
+ * aged from when the read was sent. Returns 0, or -1 (no reply, or one the layout
+ * could not take). */
+static int fs_dir_reload(const layout_ctx *lay, unsigned t, unsigned xx,
+                         fsck_split_send_fn send, void *arg)
+{
+    layout_cmd dc;
+    layout_dir_read(lay, t, xx, &dc);
+    uint64_t sent = layout_dir_clock();
+    redisReply *d = send(arg, dc.argv[1], dc.argvlen[1], dc.argc, dc.argv, dc.argvlen);
+    int loaded = d && layout_dir_load(lay, t, xx, d, sent) == 0;
+    if (d)
+        freeReplyObject(d);
+    return loaded ? 0 : -1;
+}
+
 /* Writes permuted value p of table t into its live bucket unless stray key x is that
  * bucket. Returns 1 written, 0 it belongs in x, -1 failed. */
 static int fs_move_one(const layout_ctx *lay, const fs_stray *x, uint64_t p,
@@ -213,15 +229,8 @@ static int fs_move_one(const layout_ctx *lay, const fs_stray *x, uint64_t p,
             freeReplyObject(w);
         if (!stale)
             return ok ? 1 : -1;
-        layout_cmd dc;      /* a split under the repair: read the directory again */
-        layout_dir_read(lay, x->table, x->shard, &dc);
-        uint64_t sent = layout_dir_clock();
-        redisReply *d = send(arg, dc.argv[1], dc.argvlen[1], dc.argc, dc.argv, dc.argvlen);
-        int loaded = d && layout_dir_load(lay, x->table, x->shard, d, sent) == 0;
-        if (d)
-            freeReplyObject(d);
-        if (!loaded)
-            return -1;
+        if (fs_dir_reload(lay, x->table, x->shard, send, arg) != 0)
+            return -1;      /* a split under the repair: the directory read again */
     }
     return -1;
 }
@@ -231,14 +240,8 @@ int fsck_split_confirm(const layout_ctx *lay, unsigned t, uint64_t fp, uint64_t 
 {
     unsigned xx = layout_shard_of(p);
     for (int tries = 0; tries < 16; tries++) {
-        layout_cmd dc, c;
-        layout_dir_read(lay, t, xx, &dc);
-        uint64_t sent = layout_dir_clock();
-        redisReply *d = send(arg, dc.argv[1], dc.argvlen[1], dc.argc, dc.argv, dc.argvlen);
-        int loaded = d && layout_dir_load(lay, t, xx, d, sent) == 0;
-        if (d)
-            freeReplyObject(d);
-        if (!loaded)
+        layout_cmd c;
+        if (fs_dir_reload(lay, t, xx, send, arg) != 0)
             return -1;
         if (ids)
             lay->ops->has_ids(lay, fp, p, &c);
