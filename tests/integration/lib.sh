@@ -150,6 +150,15 @@ th_stop() {
     th_reap "$pid"
 }
 
+# The keys of a layout-3 corpus on the Redis at 127.0.0.1:PORT, those matching PATTERN
+# (default its buckets and tombstones): tests/tools/layout3_keys.py's name=value lines.
+th_l3_keys() {
+    PYTHONPATH="$TH_SRC/tests/tools" timeout 120 python3 "$TH_SRC/tests/tools/layout3_keys.py" "$@"
+}
+
+# The value of NAME in the name=value lines TEXT.
+th_kv() { printf '%s\n' "$2" | sed -n "s/^$1=//p"; }
+
 # 0 once 127.0.0.1:PORT accepts a connection, 1 after SECS (default 10) seconds.
 th_wait_port() {
     local port=$1 secs=${2:-10} i=0

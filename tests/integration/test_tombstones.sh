@@ -84,40 +84,14 @@ for i in $(seq 1 $N); do args+=("$((i * 40503 * 65537 + i))" "doc-$i"); done
 add "${args[@]}"
 splits=$(( $(info "$a" bucket_splits) + $(info "$b" bucket_splits) ))
 [ "$splits" -ge 50 ] || th_fail "only $splits splits"
-timeout 60 python3 - "$r3" "$TH_SRC/tests/tools" <<'PY' || th_fail "tombstone TTLs"
-import sys
-sys.path.insert(0, sys.argv[2])
-from resp_client import C
-c = C(int(sys.argv[1]))
-cur, n, worst = b"0", 0, 0
-while True:
-    cur, keys = c.call("SCAN", cur, "MATCH", b"s:{*", "COUNT", 1000)
-    for k in keys:
-        if c.call("TYPE", k) == "string":
-            t = c.call("PTTL", k)
-            if t < 0 or t > 9000:
-                sys.exit("tombstone %r has PTTL %d, want 0..9000" % (k, t))
-            n += 1
-    if cur == b"0":
-        break
-print("tombstones: %d, each expiring within 9 s" % n, file=sys.stderr)
-sys.exit(0 if n > 0 else 1)
-PY
+keys=$(th_l3_keys "$r3") || th_fail "cannot read the keys of redis $r3"
+th_log "after the splits: $(echo $keys)"
+[ "$(th_kv tombstones "$keys")" -gt 0 ] || th_fail "no tombstones after $splits splits"
+[ "$(th_kv pttl_min "$keys")" -ge 0 ] && [ "$(th_kv pttl_max "$keys")" -le 9000 ] ||
+    th_fail "a tombstone's PTTL is outside 0..9000 ms: $(echo $keys)"
 sleep 10
-strings=$(timeout 60 python3 - "$r3" "$TH_SRC/tests/tools" <<'PY'
-import sys
-sys.path.insert(0, sys.argv[2])
-from resp_client import C
-c = C(int(sys.argv[1]))
-cur, n = b"0", 0
-while True:
-    cur, keys = c.call("SCAN", cur, "COUNT", 1000)
-    n += sum(1 for k in keys if c.call("TYPE", k) == "string")
-    if cur == b"0":
-        break
-print(n)
-PY
-)
+keys=$(th_l3_keys "$r3" '*') || th_fail "cannot read the keys of redis $r3"
+strings=$(th_kv tombstones "$keys")
 [ "$strings" = 0 ] || th_fail "$strings tombstones left 10 s after the last split"
 for i in $(seq 1 $N); do
     fp=$((i * 40503 * 65537 + i))
