@@ -182,6 +182,9 @@ extern const char LAYOUT_LOCK_LUA[];
  * packed ids. KEYS = bucket hash, overflow set, lock hash, counter hash (one slot);
  * ARGV = lock field, token, lease ms, op, hash field, document ids.... */
 extern const char LAYOUT2_LOCK_LUA[];
+/* The lock steps of LAYOUT2_LOCK_LUA after its ids_* functions (layout2.c says what
+ * they must do): a layout keeping packed ids elsewhere defines its own before them. */
+extern const char *const LAYOUT_IDS_LOCK_BODY;
 
 
 /* A Redis command about one fingerprint's document ids, ready to send: argv[0..argc)

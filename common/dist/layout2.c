@@ -46,7 +46,21 @@
  * of more than a few thousand values overflows Lua's C stack. */
 #define LAYOUT_STR_(x) #x
 #define LAYOUT_STR(x) LAYOUT_STR_(x)
+/* Where the packed ids live, for the lock steps below: ids_get() answers the packed
+ * ids, "" (in the overflow set) or false (none); ids_del() removes them, ids_put(v)
+ * stores v; IDS_INLINE is the most packed bytes kept inline. Layouts 2 and 3: a field
+ * (ARGV[5]) of the bucket hash KEYS[1]. */
+#define LAYOUT2_IDS_HASH_LUA                                                            \
+    "local IDS_INLINE = " LAYOUT_STR(LAYOUT2_INLINE_MAX) "\n"                           \
+    "local function ids_get() return redis.call('HGET', KEYS[1], ARGV[5]) end\n"        \
+    "local function ids_del() redis.call('HDEL', KEYS[1], ARGV[5]) end\n"               \
+    "local function ids_put(v) redis.call('HSET', KEYS[1], ARGV[5], v) end\n"
+
+/* Layout 2's lock script: its ids_* functions, then the lock steps on packed ids
+ * (LAYOUT_IDS_LOCK_BODY: KEYS[2] = the overflow set, KEYS[3] = the lock hash, KEYS[4]
+ * = the counter hash; layout 4 runs them on ids kept in table 0's members). */
 const char LAYOUT2_LOCK_LUA[] =
+    LAYOUT2_IDS_HASH_LUA
     LAYOUT_LUA_CHECK("3")
     "local function chunks(cmd, key, list, from)\n"
     "  local n, i = 0, from\n"
@@ -58,7 +72,7 @@ const char LAYOUT2_LOCK_LUA[] =
     "  return n\n"
     "end\n"
     "local op = ARGV[4]\n"
-    "local v = redis.call('HGET', KEYS[1], ARGV[5])\n"
+    "local v = ids_get()\n"
     "local big = v == ''\n"
     "local ids = {}\n"
     "local before = 0\n"
@@ -92,7 +106,7 @@ const char LAYOUT2_LOCK_LUA[] =
     "  return redis.error_reply('malformed document ids in ' .. KEYS[1] .. ' (simhash fsck; "
     "SIMHASH.DEL of the fingerprint removes them)')\n"
     "end\n"
-    "if bad then ids = {}; before = 0; redis.call('HDEL', KEYS[1], ARGV[5]); "
+    "if bad then ids = {}; before = 0; ids_del(); "
     "redis.call('DEL', KEYS[2]) end\n"
     LAYOUT_LUA_SET("3")
     "local n, after = 0, before\n"
@@ -101,7 +115,7 @@ const char LAYOUT2_LOCK_LUA[] =
     "  elseif op == 'R' then n = chunks('SREM', KEYS[2], ARGV, 6)\n"
     "  elseif op == 'X' then n = before; redis.call('DEL', KEYS[2]) end\n"
     "  after = redis.call('SCARD', KEYS[2])\n"
-    "  if after == 0 then redis.call('HDEL', KEYS[1], ARGV[5]) end\n"
+    "  if after == 0 then ids_del() end\n"
     "else\n"
     "  if op == 'A' then\n"
     "    for i = 6, #ARGV do\n"
@@ -117,7 +131,7 @@ const char LAYOUT2_LOCK_LUA[] =
     "    n = before; after = 0\n"
     "  end\n"
     "  if n > 0 and after == 0 then\n"
-    "    redis.call('HDEL', KEYS[1], ARGV[5])\n"
+    "    ids_del()\n"
     "  elseif n > 0 then\n"
     "    local parts, list, size = {}, {}, 0\n"
     "    for id in pairs(ids) do\n"
@@ -128,16 +142,18 @@ const char LAYOUT2_LOCK_LUA[] =
     "      list[#list + 1] = id\n"
     "      size = size + #hdr + #id\n"
     "    end\n"
-    "    if size <= " LAYOUT_STR(LAYOUT2_INLINE_MAX) " then\n"
-    "      redis.call('HSET', KEYS[1], ARGV[5], table.concat(parts))\n"
+    "    if size <= IDS_INLINE then\n"
+    "      ids_put(table.concat(parts))\n"
     "    else\n"
     "      redis.call('DEL', KEYS[2])\n"      /* a leftover set holds nothing of ours */
     "      chunks('SADD', KEYS[2], list, 1)\n"
-    "      redis.call('HSET', KEYS[1], ARGV[5], '')\n"
+    "      ids_put('')\n"
     "    end\n"
     "  end\n"
     "end\n"
     LAYOUT_LUA_COUNT("4");
+
+const char *const LAYOUT_IDS_LOCK_BODY = LAYOUT2_LOCK_LUA + (sizeof LAYOUT2_IDS_HASH_LUA - 1);
 
 static void layout2_needs(const layout_ctx *c, layout_needs *out)
 {
