@@ -490,6 +490,8 @@ static int shard_madd_parse(rs_req *req, shard_madd *a, uint32_t *dirs, size_t c
             uint64_t p = perm_apply(&sc->ps.tables[t], fp);
             if (shard_check_owner(req, t, p) != 0)
                 return -1;
+            if (t < sc->lay.ops->entry_from)
+                continue;       /* the lock script wrote it (layout_ops.h) */
             dirs[a->n] = shard_dir_id(t, layout_shard_of(p));
             a->tabs[a->n] = t;
             a->ps[a->n++] = p;
@@ -543,6 +545,11 @@ static void shard_cmd_madd_mdel(rs_req *req, int add)
     rs_cmd_fn self = add ? shard_cmd_madd : shard_cmd_mdel;
     if (shard_madd_parse(req, a, dirs, cap) != 0)
         goto out;
+    if (a->n == 0) {            /* only entries the lock script writes */
+        resp_add_int(rs_req_out(req), 0);
+        rs_req_finish(req);
+        goto out;
+    }
     /* in a Redis Cluster one plain entry a command: a script that followed a split to
      * a key it was not given could write on a node the key has migrated from */
     a->batched = sc->lay.ops->entries != NULL && !shard_redis_cluster_mode(sc->redis);

@@ -251,13 +251,23 @@ static void shard_cmd_add_del(rs_req *req, int add)
                    ntab, (size_t)sc->ps.ntables);
         return;
     }
+    unsigned n = 0;
     for (unsigned i = 0; i < ntab; i++) {
-        if (shard_arg_table(req, 2 + i, &tabs[i]) != 0)
+        if (shard_arg_table(req, 2 + i, &tabs[n]) != 0)
             return;
-        ps[i] = perm_apply(&sc->ps.tables[tabs[i]], fp);
-        if (shard_check_owner(req, tabs[i], ps[i]) != 0)
+        ps[n] = perm_apply(&sc->ps.tables[tabs[n]], fp);
+        if (shard_check_owner(req, tabs[n], ps[n]) != 0)
             return;
-        dirs[i] = shard_dir_id(tabs[i], layout_shard_of(ps[i]));
+        if (tabs[n] < sc->lay.ops->entry_from)
+            continue;           /* the lock script wrote it (layout_ops.h) */
+        dirs[n] = shard_dir_id(tabs[n], layout_shard_of(ps[n]));
+        n++;
+    }
+    ntab = n;
+    if (ntab == 0) {
+        resp_add_int(rs_req_out(req), 0);
+        rs_req_finish(req);
+        return;
     }
     rs_cmd_fn self = add ? shard_cmd_add : shard_cmd_del;
     if (shard_dirs_ready(req, self, dirs, ntab) != 1 || shard_check_redis(req, ntab) != 0)

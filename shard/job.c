@@ -241,6 +241,22 @@ int shard_reply_docs_empty(const redisReply *rep)
            (rep->type == REDIS_REPLY_STRING && rep->len == 0);
 }
 
+const redisReply *shard_ids_as_packed(unsigned kind, const redisReply *rep, redisReply *tmp)
+{
+    const char *v = NULL;
+    size_t len = 0;
+    if (kind != LAYOUT_IDS_MEMBER)
+        return rep;
+    int rc = layout_ids_reply(LAYOUT_IDS_MEMBER, rep, &v, &len);
+    if (rc < 0)
+        return NULL;
+    memset(tmp, 0, sizeof *tmp);
+    tmp->type = rc ? REDIS_REPLY_STRING : REDIS_REPLY_NIL;
+    tmp->str = (char *)v;
+    tmp->len = len;
+    return tmp;
+}
+
 unsigned shard_ids_ncmds(const shard_ctx *sc)
 {
     return sc->lay.ops->ids_reads;
@@ -274,8 +290,14 @@ void shard_ids_free(shard_ids *x)
     resp_buf_free(&x->set);
 }
 
-int shard_ids_absorb(shard_ids *x, const shard_slot *s, redisReply *rep, const char **why)
+int shard_ids_absorb(shard_ids *x, const shard_slot *s, redisReply *reply, const char **why)
 {
+    redisReply tmp;
+    const redisReply *rep = shard_ids_as_packed(s->part, reply, &tmp);
+    if (rep == NULL) {
+        *why = "unexpected reply to a read of a table-0 member";
+        return -1;
+    }
     if (s->part == LAYOUT_IDS_SET) {
         if (rep->type != REDIS_REPLY_ARRAY) {
             *why = "unexpected reply to SMEMBERS";

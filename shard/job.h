@@ -118,6 +118,11 @@ int shard_reply_docs(resp_buf *b, const redisReply *rep, const char **why);
 
 /* 1 when such a reply holds no id. */
 int shard_reply_docs_empty(const redisReply *rep);
+/* A reply to a read of ids of kind `kind` as the reply to HGET it stands for: rep
+ * itself, or for LAYOUT_IDS_MEMBER (layout 4's ZRANGEBYLEX of the table-0 member) nil
+ * or the packed ids it carries, built in *tmp (pointing into rep). NULL when rep is
+ * not such a reply. */
+const redisReply *shard_ids_as_packed(unsigned kind, const redisReply *rep, redisReply *tmp);
 
 /* The ids of one fingerprint, read with the layout's reads (layout_ops ids_read),
  * pipelined: layout 1 SMEMBERS of its set; layout 2 HGET of its bucket hash field and

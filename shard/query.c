@@ -178,6 +178,7 @@ void shard_cmd_query(rs_req *req)
         layout_ids_kind kind;
         sc->lay.ops->ids_read(&sc->lay, 0, q, p0, &dc, &kind);
         j->slots[slot].qdocs = 1;
+        j->slots[slot].part = (uint8_t)kind;
         j->slots[slot].dir = shard_dir_id(0, sh0);
         shard_job_send(j, slot, dc.argc, dc.argv, dc.argvlen);
     }
@@ -198,11 +199,17 @@ static int shard_query_absorb(shard_job *j, const shard_slot *s, redisReply *rep
     shard_ctx *sc = j->sc;
     shard_query *qs = j->state;
     if (s->qdocs) {
-        if (rep->type == REDIS_REPLY_STRING && rep->len == 0)
+        redisReply tmp;
+        const redisReply *r = shard_ids_as_packed(s->part, rep, &tmp);
+        if (r == NULL) {
+            *why = "unexpected reply to a read of a table-0 member";
+            return -1;
+        }
+        if (r->type == REDIS_REPLY_STRING && r->len == 0)
             return 0;   /* layout 2: q's ids are in its overflow set; read like a match's */
         qs->qdocs_read = 1;
-        qs->qdocs_empty = shard_reply_docs_empty(rep);
-        return shard_reply_docs(&qs->qdocs, rep, why);
+        qs->qdocs_empty = shard_reply_docs_empty(r);
+        return shard_reply_docs(&qs->qdocs, r, why);
     }
     if (rep->type != REDIS_REPLY_ARRAY) {
         *why = "unexpected reply to ZRANGEBYLEX";

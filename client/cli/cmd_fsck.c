@@ -70,10 +70,12 @@ typedef struct fk {
     fsck_split *split;          /* a layout whose buckets split: its own checks */
 } fk;
 
-/* Queues `cmd key member` for fp's entry in every table (ZSCORE). Returns 0, or -1. */
+/* Queues `cmd key member` for fp's entry in every table with entries of its own
+ * (from entry_from on: layout 4's table 0 entry is the member holding the ids, which
+ * the documents phase found) (ZSCORE). Returns 0, or -1. */
 static int fk_add_entries(fk *f, fk_batch *b, uint64_t fp, const char *cmd)
 {
-    for (unsigned t = 0; t < f->ps.ntables; t++) {
+    for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++) {
         layout_cmd ec;
         f->lay.ops->entry(&f->lay, t, perm_apply(&f->ps.tables[t], fp), cmd, &ec);
         if (fk_add(&f->net, b, ec.argv[1], ec.argvlen[1], ec.argc, ec.argv, ec.argvlen) != 0)
@@ -215,7 +217,7 @@ static int fk_docs(fk *f, redisReply **keys, size_t n)
         long long cnt = bp->reply[j]->type == REDIS_REPLY_INTEGER ? bp->reply[j]->integer : 0;
         j++;
         unsigned missing = 0;
-        for (unsigned t = 0; t < f->ps.ntables; t++, j++)
+        for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++, j++)
             missing += bp->reply[j]->type == REDIS_REPLY_NIL;
         if (cnt <= 0)
             continue;       /* emptied meanwhile */
@@ -254,7 +256,7 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
             j++;
         }
         unsigned missing = 0;
-        for (unsigned t = 0; t < f->ps.ntables; t++, j++) {
+        for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++, j++) {
             const redisReply *e = bp->reply[j];
             int miss = e->type == REDIS_REPLY_NIL;
             if (layout_splits(&f->lay) && e->type != REDIS_REPLY_STRING && c > 0 &&
@@ -338,12 +340,89 @@ static int fk_hashes(fk *f, redisReply **keys, size_t n)
 }
 
 /* The walk of the documents phase for each kind of key a layout keeps ids in. */
+/* Documents kept in table 0's members (layout 4): every table-0 bucket read whole, the
+ * ids of each member counted from its packing (SCARD of the overflow set when it has
+ * none inline), tallied FK_BATCH fingerprints at a time. */
+static int fk_members(fk *f, redisReply **keys, size_t n)
+{
+    fk_batch *bp = &f->b;
+    layout_key lk[FK_BATCH];
+    for (size_t i = 0; i < n; i++) {
+        if (layout_key_parse(&f->lay, &f->ps, keys[i]->str, keys[i]->len, &lk[i]) != 0 ||
+            lk[i].kind != LAYOUT_KEY_BUCKET) {
+            f->n.foreign++;
+            lk[i].kind = 0;
+            continue;
+        }
+        if (lk[i].table == 0 && fk_add_zrange(&f->net, bp, keys[i]) != 0)
+            return -1;
+    }
+    if (fk_run(&f->net, bp) != 0)
+        return -1;
+    fk_batch rb = *bp;          /* the replies, while bp carries fk_tally's batches */
+    bp->reply = malloc(bp->cap * sizeof *bp->reply);
+    bp->node = malloc(bp->cap * sizeof *bp->node);
+    bp->n = 0;
+    int rc = bp->reply && bp->node ? 0 : -1;
+    uint64_t fps[FK_BATCH];
+    long long cnt[FK_BATCH];
+    size_t m = 0, j = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (lk[i].kind != LAYOUT_KEY_BUCKET || lk[i].table != 0)
+            continue;
+        const redisReply *r = rb.reply[j++];
+        if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0)
+            continue;           /* a split bucket's tombstone */
+        if (r->type != REDIS_REPLY_ARRAY) {
+            fprintf(stderr, "%s: ZRANGE %.*s: %s\n", f->prog, (int)keys[i]->len,
+                    keys[i]->str, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+            rc = -1;
+            break;
+        }
+        for (size_t e = 0; e < r->elements && rc == 0; e++) {
+            const redisReply *mr = r->element[e];
+            uint64_t p0;
+            if (mr->type != REDIS_REPLY_STRING ||
+                f->lay.ops->member_decode(&f->lay, lk[i].bucket, mr->str, mr->len, &p0) != 0) {
+                f->n.foreign++;
+                continue;
+            }
+            const char *v = mr->str + 7;
+            size_t vlen = mr->len - 7, off = 0, idlen;
+            const uint8_t *id;
+            long long ids = vlen == 0 ? -1 : 0;
+            int more = 0;
+            while (vlen && (more = layout_ids_next(v, vlen, &off, &id, &idlen)) == 1)
+                ids++;
+            if (vlen && more < 0) {
+                f->n.foreign++;
+                continue;
+            }
+            fps[m] = perm_revert(&f->ps.tables[0], p0);
+            cnt[m++] = ids;
+            if (m == FK_BATCH) {
+                rc = fk_tally(f, fps, cnt, m);
+                m = 0;
+            }
+        }
+    }
+    if (rc == 0 && m)
+        rc = fk_tally(f, fps, cnt, m);
+    fk_batch_clear(bp);
+    fk_batch_free(bp);
+    fk_batch_clear(&rb);
+    *bp = rb;
+    bp->n = 0;
+    return rc;
+}
+
 static fk_keys_fn fk_docs_walker(layout_key_kind kind)
 {
     static const struct {
         layout_key_kind kind;
         fk_keys_fn fn;
-    } walkers[] = {{LAYOUT_KEY_IDSET, fk_docs}, {LAYOUT_KEY_IDHASH, fk_hashes}};
+    } walkers[] = {{LAYOUT_KEY_IDSET, fk_docs}, {LAYOUT_KEY_IDHASH, fk_hashes},
+                   {LAYOUT_KEY_BUCKET, fk_members}};
     for (size_t i = 0; i < sizeof(walkers) / sizeof(walkers[0]); i++)
         if (walkers[i].kind == kind)
             return walkers[i].fn;
@@ -560,7 +639,7 @@ static int fk_fix(fk *f, uint64_t fp, unsigned seq)
         freeReplyObject(r);
     if (taken <= 0)
         return taken;
-    for (unsigned t = 0; t < f->ps.ntables; t++) {
+    for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++) {
         layout_cmd ec;
         layout_fix_entry(&f->lay, &f->ps, &fx, t, &ec);
         int k = layout_cmd_key_index(&ec);      /* layout 3 writes through a script */

@@ -111,14 +111,21 @@ int fsck_split_dir(fsck_split *fs, layout_ctx *lay, const char *key, size_t len,
     return rc;
 }
 
-/* 1 when every member (7 bytes) of reply r lies in [lo, hi). */
-static int fs_within(const redisReply *r, bdir_bound lo, bdir_bound hi)
+/* 1 when a member of table t carries ids after its 7 bytes (layout 4's table 0). */
+static int fs_long(const layout_ctx *lay, unsigned t)
+{
+    return t < lay->ops->entry_from;
+}
+
+/* 1 when every member (7 bytes; longer with ids) of reply r lies in [lo, hi). */
+static int fs_within(const redisReply *r, bdir_bound lo, bdir_bound hi, int ids)
 {
     for (size_t i = 0; i < r->elements; i++) {
         const redisReply *e = r->element[i];
-        if (e->type != REDIS_REPLY_STRING || e->len != BDIR_BOUND_MAX)
+        if (e->type != REDIS_REPLY_STRING || e->len < BDIR_BOUND_MAX ||
+            (e->len > BDIR_BOUND_MAX && !ids))
             return 0;
-        bdir_bound m = bdir_bound_make(e->str, e->len);
+        bdir_bound m = bdir_bound_make(e->str, BDIR_BOUND_MAX);
         if (m < lo || m >= hi)
             return 0;
     }
@@ -149,7 +156,6 @@ static void fs_stray_add(fsck_split *fs, const char *key, size_t len, unsigned t
 void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size_t len,
                     const char *type, const redisReply *members)
 {
-    (void)lay;
     int bucket = 1;
     unsigned t, xx;
     size_t n = fs_tag(key, len, 's', &t, &xx);
@@ -177,7 +183,7 @@ void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size
     }
     size_t i = bdir_shard_find(s, lo);
     int outside = s->lo[i] != lo || bdir_shard_hi(s, i) != hi;
-    int stray = !fs_within(members, lo, hi);
+    int stray = !fs_within(members, lo, hi, bucket && fs_long(lay, t));
     fs->not_in_directory += (unsigned long long)outside;
     fs->out_of_bounds += (unsigned long long)stray;
     if ((outside || stray) && !bucket)
@@ -209,17 +215,29 @@ static int fs_dir_reload(const layout_ctx *lay, unsigned t, unsigned xx,
     return loaded ? 0 : -1;
 }
 
-/* Writes permuted value p of table t into its live bucket unless stray key x is that
- * bucket. Returns 1 written, 0 it belongs in x, -1 failed. */
-static int fs_move_one(const layout_ctx *lay, const fs_stray *x, uint64_t p,
-                       fsck_split_send_fn send, void *arg)
+/* Writes permuted value p of table t, whose member in stray key x is m (mlen bytes),
+ * into its live bucket unless x is that bucket: the layout's write, or where the
+ * member carries ids (fs_long) that member itself. Returns 1 written, 0 it belongs in
+ * x, -1 failed. */
+static int fs_move_one(const layout_ctx *lay, const fs_stray *x, uint64_t p, const char *m,
+                       size_t mlen, fsck_split_send_fn send, void *arg)
 {
     for (int tries = 0; tries < 16; tries++) {
         layout_cmd ec;
         lay->ops->entry(lay, x->table, p, "ZSCORE", &ec);
         if (ec.argvlen[1] == x->klen && memcmp(ec.argv[1], x->key, x->klen) == 0)
             return 0;
-        lay->ops->entry(lay, x->table, p, "ZADD", &ec);
+        if (fs_long(lay, x->table)) {
+            ec.argv[0] = "ZADD";
+            ec.argvlen[0] = 4;
+            ec.argv[2] = "0";
+            ec.argvlen[2] = 1;
+            ec.argv[3] = m;
+            ec.argvlen[3] = mlen;
+            ec.argc = 4;
+        } else {
+            lay->ops->entry(lay, x->table, p, "ZADD", &ec);
+        }
         int k = layout_cmd_key_index(&ec);
         redisReply *w = send(arg, ec.argv[k], ec.argvlen[k], ec.argc, ec.argv, ec.argvlen);
         long long n;
@@ -278,13 +296,14 @@ int fsck_split_repair(fsck_split *fs, const layout_ctx *lay, fsck_split_send_fn 
         for (size_t m = 0; m < r->elements; m++) {
             const redisReply *e = r->element[m];
             uint64_t p = (uint64_t)x->shard << 56;
-            if (e->type != REDIS_REPLY_STRING || e->len != BDIR_BOUND_MAX) {
+            if (e->type != REDIS_REPLY_STRING || e->len < BDIR_BOUND_MAX ||
+                (e->len > BDIR_BOUND_MAX && !fs_long(lay, x->table))) {
                 fs->repair_failed++;
                 continue;
             }
             for (size_t b = 0; b < BDIR_BOUND_MAX; b++)
                 p |= (uint64_t)(uint8_t)e->str[b] << (48 - 8 * b);
-            int rc = fs_move_one(lay, x, p, send, arg);
+            int rc = fs_move_one(lay, x, p, e->str, e->len, send, arg);
             if (rc <= 0) {
                 fs->repair_failed += rc < 0;
                 continue;

@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #define LAYOUT_VERSION_MIN 1
-#define LAYOUT_VERSION_MAX 3
+#define LAYOUT_VERSION_MAX 4
 #define LAYOUT_VERSION_UNSET 0       /* an option left unset: the corpus's */
 #define LAYOUT_VERSION_DEFAULT 3     /* of a new corpus (docs/elastic-buckets.md) */
 #define LAYOUT_VERSION_FIXED 2       /* of a new corpus given bucket bits (fixed buckets) */

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "bucketdir.h"
+#include "layout3_int.h"
 #include "sha1.h"
 
 extern const char LAYOUT3_LIB_LUA[];
@@ -44,17 +45,6 @@ static const char layout3_lock_tail[] =
     "end\n"
     "return r\n";
 
-#define LAYOUT3_SHARDS 256
-
-/* The cache of one corpus (ctx->dir). */
-typedef struct layout3_dir {
-    bdir_shard *sh[PERM_MAX_TABLES];  /* per table: LAYOUT3_SHARDS directories, or NULL */
-    char *zset_lua, *zsets_lua, *lock_lua;      /* the texts sent with EVAL */
-    char zset_sha[SHA1_HEX_LEN + 1], zsets_sha[SHA1_HEX_LEN + 1],
-        lock_sha[SHA1_HEX_LEN + 1];   /* their names (EVALSHA) */
-    layout_dir_stats st;
-} layout3_dir;
-
 /* ---- The cache ---- */
 
 static char *layout3_concat(const char *a, const char *b, const char *c, const char *d)
@@ -66,15 +56,15 @@ static char *layout3_concat(const char *a, const char *b, const char *c, const c
     return s;
 }
 
-static int layout3_dir_init(layout_ctx *c)
+int layout3_dir_init_with(layout_ctx *c, const char *lock_head, const char *lock_body,
+                          const char *lock_tail)
 {
     layout3_dir *d = calloc(1, sizeof *d);
     if (d == NULL)
         return -1;
     d->zset_lua = layout3_concat(LAYOUT3_LIB_LUA, LAYOUT3_ZSET_LUA, "", "");
     d->zsets_lua = layout3_concat(LAYOUT3_LIB_LUA, LAYOUT3_ZSETS_LUA, "", "");
-    d->lock_lua = layout3_concat(LAYOUT3_LIB_LUA, layout3_lock_head, LAYOUT2_LOCK_LUA,
-                                 layout3_lock_tail);
+    d->lock_lua = layout3_concat(LAYOUT3_LIB_LUA, lock_head, lock_body, lock_tail);
     if (!d->zset_lua || !d->zsets_lua || !d->lock_lua) {
         free(d->zset_lua);
         free(d->zsets_lua);
@@ -89,7 +79,12 @@ static int layout3_dir_init(layout_ctx *c)
     return 0;
 }
 
-static void layout3_dir_free(layout_ctx *c)
+static int layout3_dir_init(layout_ctx *c)
+{
+    return layout3_dir_init_with(c, layout3_lock_head, LAYOUT2_LOCK_LUA, layout3_lock_tail);
+}
+
+void layout3_dir_free(layout_ctx *c)
 {
     layout3_dir *d = c->dir;
     if (d == NULL)
@@ -108,7 +103,7 @@ static void layout3_dir_free(layout_ctx *c)
 
 /* The directory of (table, shard), allocated (one bucket, never loaded) on first use;
  * NULL out of memory or past the tables. */
-static bdir_shard *layout3_shard(const layout_ctx *c, unsigned table, unsigned shard)
+bdir_shard *layout3_shard(const layout_ctx *c, unsigned table, unsigned shard)
 {
     layout3_dir *d = c->dir;
     if (table >= PERM_MAX_TABLES || shard >= LAYOUT3_SHARDS)
@@ -132,7 +127,7 @@ static bdir_shard *layout3_shard(const layout_ctx *c, unsigned table, unsigned s
 
 /* The directory routing p of table t, or a one-bucket stand-in when out of memory
  * (its reads then fail as stale and are retried). */
-static const bdir_shard *layout3_route(const layout_ctx *c, unsigned table, unsigned shard)
+const bdir_shard *layout3_route(const layout_ctx *c, unsigned table, unsigned shard)
 {
     static bdir_bound one_lo[1] = {0};
     static const bdir_shard one = {one_lo, 1, 1, 0};
@@ -140,7 +135,7 @@ static const bdir_shard *layout3_route(const layout_ctx *c, unsigned table, unsi
     return s ? s : &one;
 }
 
-static int layout3_dir_need(const layout_ctx *c, unsigned table, unsigned shard)
+int layout3_dir_need(const layout_ctx *c, unsigned table, unsigned shard)
 {
     const bdir_shard *s = layout3_shard(c, table, shard);
     if (s == NULL || s->loaded_ms == 0)
@@ -148,7 +143,7 @@ static int layout3_dir_need(const layout_ctx *c, unsigned table, unsigned shard)
     return layout_dir_clock() - s->loaded_ms > (uint64_t)c->tombstone_s * 1000u / 3u;
 }
 
-static void layout3_dir_read(const layout_ctx *c, unsigned table, unsigned shard,
+void layout3_dir_read(const layout_ctx *c, unsigned table, unsigned shard,
                              layout_cmd *cmd)
 {
     (void)c;
@@ -162,7 +157,7 @@ static void layout3_dir_read(const layout_ctx *c, unsigned table, unsigned shard
     cmd->argc = 4;
 }
 
-static int layout3_dir_load(const layout_ctx *c, unsigned table, unsigned shard,
+int layout3_dir_load(const layout_ctx *c, unsigned table, unsigned shard,
                             const redisReply *r, uint64_t sent_ms)
 {
     layout3_dir *d = c->dir;
@@ -198,7 +193,7 @@ static void layout3_learn(bdir_shard *s, const redisReply *e)
         s->loaded_ms = 0;
 }
 
-static int layout3_dir_reply(const layout_ctx *c, unsigned table, unsigned shard,
+int layout3_dir_reply(const layout_ctx *c, unsigned table, unsigned shard,
                              const redisReply *r)
 {
     layout3_dir *d = c->dir;
@@ -245,7 +240,7 @@ static int layout3_dir_reply(const layout_ctx *c, unsigned table, unsigned shard
     return 0;
 }
 
-static void layout3_dir_stats(const layout_ctx *c, layout_dir_stats *out)
+void layout3_dir_stats(const layout_ctx *c, layout_dir_stats *out)
 {
     const layout3_dir *d = c->dir;
     *out = d->st;
@@ -259,14 +254,14 @@ static void layout3_dir_stats(const layout_ctx *c, layout_dir_stats *out)
 }
 
 /* EVALSHA and the script's name (by_sha), or EVAL and its text. */
-static void layout3_script(const layout_ctx *c, const char *text, const char *sha,
+void layout3_script(const layout_ctx *c, const char *text, const char *sha,
                            const char **cmd, const char **arg)
 {
     *cmd = c->by_sha ? "EVALSHA" : "EVAL";
     *arg = c->by_sha ? sha : text;
 }
 
-static const char *layout3_script_text(const layout_ctx *c, const char *sha, size_t len)
+const char *layout3_script_text(const layout_ctx *c, const char *sha, size_t len)
 {
     const layout3_dir *d = c->dir;
     const char *names[] = { d->zset_sha, d->zsets_sha, d->lock_sha };
@@ -280,7 +275,7 @@ static const char *layout3_script_text(const layout_ctx *c, const char *sha, siz
 /* ---- Keys ---- */
 
 /* The 7 member bytes of p (after its first byte) into out; returns 7. */
-static size_t layout3_member(uint8_t *out, uint64_t p)
+size_t layout3_member(uint8_t *out, uint64_t p)
 {
     for (int i = 0; i < 7; i++)
         out[i] = (uint8_t)(p >> (48 - 8 * i));
@@ -288,14 +283,14 @@ static size_t layout3_member(uint8_t *out, uint64_t p)
 }
 
 /* "[name:]<kind>:{t:xx}:<lo>-<hi>" of bucket i of directory s into buf. */
-static size_t layout3_bucket_key(char *buf, size_t cap, char kind, unsigned table,
+size_t layout3_bucket_key(char *buf, size_t cap, char kind, unsigned table,
                                  unsigned shard, const bdir_shard *s, size_t i)
 {
     return bdir_key(buf, cap, kind, table, shard, s->lo[i], bdir_shard_hi(s, i));
 }
 
 /* Key of kind `kind` of the bucket of table t holding p. */
-static size_t layout3_key_of(const layout_ctx *c, char *buf, size_t cap, char kind,
+size_t layout3_key_of(const layout_ctx *c, char *buf, size_t cap, char kind,
                              unsigned table, uint64_t p)
 {
     unsigned xx = layout_shard_of(p);
@@ -362,12 +357,12 @@ static void layout3_lock(const layout_ctx *c, uint64_t fp, uint64_t p0, const ch
 /* ---- Table entries and reads ---- */
 
 /* A bucket read's tag: its shard (a member decodes with it alone) above its index. */
-static uint64_t layout3_tag(unsigned shard, size_t i)
+uint64_t layout3_tag(unsigned shard, size_t i)
 {
     return (uint64_t)shard << 32 | (uint64_t)i;
 }
 
-static int layout3_plan(const layout_ctx *c, unsigned table, uint64_t p, unsigned prefix_bits,
+int layout3_plan(const layout_ctx *c, unsigned table, uint64_t p, unsigned prefix_bits,
                         layout_plan *pl)
 {
     if (prefix_bits < LAYOUT_MIN_PREFIX_BITS || prefix_bits > 64)
@@ -392,7 +387,7 @@ static int layout3_plan(const layout_ctx *c, unsigned table, uint64_t p, unsigne
     return 0;
 }
 
-static void layout3_plan_read(const layout_ctx *c, const layout_plan *pl, uint64_t i,
+void layout3_plan_read(const layout_ctx *c, const layout_plan *pl, uint64_t i,
                               layout_read *r)
 {
     const bdir_shard *s = layout3_route(c, pl->table, pl->shard);
@@ -407,7 +402,7 @@ static void layout3_plan_read(const layout_ctx *c, const layout_plan *pl, uint64
     r->hi_len = pl->r.hi_len;
 }
 
-static int layout3_member_decode(const layout_ctx *c, uint64_t tag, const void *member,
+int layout3_member_decode(const layout_ctx *c, uint64_t tag, const void *member,
                                  size_t len, uint64_t *p)
 {
     (void)c;
@@ -423,7 +418,7 @@ static int layout3_member_decode(const layout_ctx *c, uint64_t tag, const void *
 
 /* ZSCORE of the entry, or the zset script adding / removing it: KEYS bucket, directory
  * [, table 0's id hash]; ARGV op, limit, ttl, member. */
-static void layout3_entry(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
+void layout3_entry(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
                           layout_cmd *out)
 {
     const layout3_dir *d = c->dir;
@@ -463,7 +458,7 @@ static void layout3_entry(const layout_ctx *c, unsigned table, uint64_t p, const
 /* The zsets script of n entries of one fingerprint: KEYS bucket, directory [, table 0's
  * id hash] per entry; ARGV op, limit, ttl, then member and '1' / '0' (an id hash key
  * given) per entry. */
-static void layout3_entries(const layout_ctx *c, unsigned n, const unsigned *tables,
+void layout3_entries(const layout_ctx *c, unsigned n, const unsigned *tables,
                             const uint64_t *ps, int add, layout_batch *out)
 {
     const layout3_dir *d = c->dir;
@@ -521,7 +516,7 @@ static unsigned layout3_item_of(const redisReply *r, unsigned n)
 
 /* The zsets script's reply: each part goes to the directory of its item's (table,
  * shard), which learns the split points (and the splits met) from it. */
-static int layout3_entries_reply(const layout_ctx *c, unsigned n, const unsigned *tables,
+int layout3_entries_reply(const layout_ctx *c, unsigned n, const unsigned *tables,
                                  const uint64_t *ps, const redisReply *r, long long *count)
 {
     if (r->type != REDIS_REPLY_ARRAY || r->elements == 0 ||
@@ -549,7 +544,7 @@ static int layout3_entries_reply(const layout_ctx *c, unsigned n, const unsigned
     return 0;
 }
 
-static int layout3_bucket_suffix_parse(const layout_ctx *c, unsigned shard, const char *s,
+int layout3_bucket_suffix_parse(const layout_ctx *c, unsigned shard, const char *s,
                                        size_t len, uint64_t *tag)
 {
     (void)c;
@@ -564,23 +559,23 @@ static int layout3_bucket_suffix_parse(const layout_ctx *c, unsigned shard, cons
 
 /* ---- The walk of table 0 (SHARD.SCAN) ---- */
 
-static size_t layout3_walk_pattern(const layout_ctx *c, unsigned shard, char *buf, size_t cap)
+size_t layout3_walk_pattern(const layout_ctx *c, unsigned shard, char *buf, size_t cap)
 {
     return layout_fixed_walk_pattern(c, shard, buf, cap);
 }
 
-static uint64_t layout3_walk_tag_of(const layout_ctx *c, uint64_t p)
+uint64_t layout3_walk_tag_of(const layout_ctx *c, uint64_t p)
 {
     unsigned xx = layout_shard_of(p);
     return layout3_tag(xx, bdir_shard_find(layout3_route(c, 0, xx), bdir_member(p)));
 }
 
-static uint64_t layout3_walk_tag_end(const layout_ctx *c, unsigned shard)
+uint64_t layout3_walk_tag_end(const layout_ctx *c, unsigned shard)
 {
     return layout3_tag(shard, layout3_route(c, 0, shard)->n);
 }
 
-static uint64_t layout3_walk_first_value(const layout_ctx *c, uint64_t tag)
+uint64_t layout3_walk_first_value(const layout_ctx *c, uint64_t tag)
 {
     unsigned xx = (unsigned)(tag >> 32) & 0xffu;
     size_t i = (size_t)(tag & 0xffffffffu);
@@ -590,7 +585,7 @@ static uint64_t layout3_walk_first_value(const layout_ctx *c, uint64_t tag)
     return (uint64_t)xx << 56 | s->lo[i] >> 8;
 }
 
-static void layout3_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r)
+void layout3_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r)
 {
     unsigned xx = (unsigned)(tag >> 32) & 0xffu;
     size_t i = (size_t)(tag & 0xffffffffu);

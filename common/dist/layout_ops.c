@@ -11,9 +11,11 @@
 extern const layout_ops layout1_ops;
 extern const layout_ops layout2_ops;
 extern const layout_ops layout3_ops;
+extern const layout_ops layout4_ops;
 
 /* Every layout this code reads and writes; a new one is a new line here. */
-static const layout_ops *const layout_all[] = {&layout1_ops, &layout2_ops, &layout3_ops};
+static const layout_ops *const layout_all[] = {&layout1_ops, &layout2_ops, &layout3_ops,
+                                                      &layout4_ops};
 
 const layout_ops *layout_ops_of(unsigned version)
 {
@@ -340,6 +342,29 @@ void layout_field_ids_read(const layout_ctx *c, unsigned i, uint64_t fp, uint64_
         layout_cmd_overflow(cmd, fp, p0);
         *kind = LAYOUT_IDS_SET;
     }
+}
+
+int layout_ids_reply(layout_ids_kind kind, const redisReply *r, const char **v, size_t *len)
+{
+    if (kind == LAYOUT_IDS_MEMBER) {
+        if (r->type != REDIS_REPLY_ARRAY || r->elements > 1)
+            return -1;
+        if (r->elements == 0)
+            return 0;
+        r = r->element[0];
+        if (r->type != REDIS_REPLY_STRING || r->len < 7)
+            return -1;
+        *v = r->str + 7;
+        *len = r->len - 7;
+        return 1;
+    }
+    if (r->type == REDIS_REPLY_NIL)
+        return 0;
+    if (kind != LAYOUT_IDS_PACKED || r->type != REDIS_REPLY_STRING)
+        return -1;
+    *v = r->str;
+    *len = r->len;
+    return 1;
 }
 
 void layout_field_has_ids(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd)

@@ -91,9 +91,19 @@ typedef enum layout_ids_kind {
     LAYOUT_IDS_SET = 1,         /* SMEMBERS: an array of ids */
     LAYOUT_IDS_PACKED = 2,      /* HGET: nil (none), the packed ids (layout_ids_next), or
                                  * "" when they live in the set the next read returns */
+    LAYOUT_IDS_MEMBER = 3,      /* ZRANGEBYLEX (layout 4): no member (none), or the
+                                 * fingerprint's table-0 member, whose bytes after the
+                                 * first 7 are as LAYOUT_IDS_PACKED's string
+                                 * (layout_ids_reply) */
 } layout_ids_kind;
 
 #define LAYOUT_IDS_READS_MAX 2
+#define LAYOUT_PUT_ID_SCRATCH(idlen) (17 + (idlen))
+
+/* The packed ids a reply of read kind `kind` (LAYOUT_IDS_PACKED or LAYOUT_IDS_MEMBER)
+ * carries: 1 with *v, *len set (len 0: they live in the overflow set the next read
+ * returns), 0 when the fingerprint has none, -1 for an unexpected reply. */
+int layout_ids_reply(layout_ids_kind kind, const redisReply *r, const char **v, size_t *len);
 
 /* The kinds of key a corpus has (first letter of the key, after the corpus prefix). */
 typedef enum layout_key_kind {
@@ -141,6 +151,10 @@ struct layout_ops {
     unsigned bucket_bits_default;       /* of a new corpus */
     layout_key_kind docs_kind;          /* the keys fsck walks for document ids */
     unsigned ids_reads;                 /* reads ids_read makes per fingerprint */
+    /* The first table whose entries programs write (entry, entries, the repair): 0, or
+     * 1 where table 0's entry of a fingerprint is its ids, written by the lock script
+     * alone (layout 4); entry() of such a table is a check answering an integer. */
+    unsigned entry_from;
 
     /* Settings of a Redis node the layout needs at these bucket bits. */
     void (*needs)(const layout_ctx *c, layout_needs *out);
@@ -152,8 +166,8 @@ struct layout_ops {
     /* A command answering integer 1 when fp has ids, 0 when not (EXISTS, HEXISTS). */
     void (*has_ids)(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd);
     /* The write of one id of fp straight to Redis, without lock or counters (the
-     * bench's preload of a corpus); scratch has room for 10 + idlen bytes and
-     * outlives cmd's use. */
+     * bench's preload of a corpus); scratch has room for LAYOUT_PUT_ID_SCRATCH(idlen)
+     * bytes and outlives cmd's use. */
     void (*put_id)(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
                    size_t idlen, uint8_t *scratch, layout_cmd *cmd);
     /* Layouts keeping ids in bucket hash fields (2, 3; NULL in 1): the hash key of fp's

@@ -17,6 +17,7 @@ th_need_bins simhash-shard simhash-coordinator
 DRIVER="$TH_SRC/tests/tools/simhash_e2e.py"
 BASES=${E2E_BASES:-200}
 LIMIT=4
+LAYOUT=${TH_EXACT_LAYOUT:-3}    # 4: the same with table 0's ids in its members
 
 # settings refused at start, before a new corpus's meta is written
 th_start_redis redis-bad
@@ -32,8 +33,8 @@ th_stop "$TH_REDIS_PID"
 for setting in "6 3" "5 3" "4 3" "8 2"; do
     set -- $setting
     blocks=$1 dist=$2
-    th_log "layout 3, blocks $blocks distance $dist, split limit $LIMIT"
-    th_deploy "$blocks-$dist" 2 "$blocks" "$dist" 5000 --layout 3 --split-limit "$LIMIT"
+    th_log "layout $LAYOUT, blocks $blocks distance $dist, split limit $LIMIT"
+    th_deploy "$blocks-$dist" 2 "$blocks" "$dist" 5000 --layout "$LAYOUT" --split-limit "$LIMIT"
     rport=$TH_DEPLOY_RPORT cport=$TH_DEPLOY_PORT
     state="$TH_DIR/state-$blocks-$dist.json"
 
@@ -44,7 +45,7 @@ for setting in "6 3" "5 3" "4 3" "8 2"; do
         || th_fail "verify (blocks $blocks distance $dist)"
 
     meta=$(timeout 10 redis-cli -p "$rport" hget simhash:meta layout)
-    [ "$meta" = 3 ] || th_fail "simhash:meta layout '$meta', want 3"
+    [ "$meta" = "$LAYOUT" ] || th_fail "simhash:meta layout '$meta', want $LAYOUT"
     splits=0
     for w in $TH_DEPLOY_WPORTS; do
         n=$(timeout 10 redis-cli -p "$w" shard.info | tr -d '\r' | sed -n 's/^bucket_splits://p')
