@@ -827,13 +827,18 @@ int cmd_fsck(int argc, char **argv)
     char pd[LAYOUT_KEY_MAX], ps[LAYOUT_KEY_MAX], pw[LAYOUT_KEY_MAX];
     layout_scan_pattern(pd, sizeof(pd), f->lay.ops->docs_kind);
     layout_scan_pattern(ps, sizeof(ps), LAYOUT_KEY_BUCKET);
+    size_t pl = strlen(pd);
+    int docs_in_buckets = strcmp(pd, ps) == 0;      /* layout 4: table 0's only */
+    if (docs_in_buckets && pl >= 1 && pl + 2 < sizeof(pd))
+        memcpy(pd + pl - 1, "0:*", 4);
     layout_scan_pattern(pw, sizeof(pw), LAYOUT_KEY_LOCKS);
     fk_keys_fn docs_fn = fk_docs_walker(f->lay.ops->docs_kind);
     if (layout_splits(&f->lay)) {   /* its directories first: the phases route by them */
         char pr[LAYOUT_KEY_MAX];
         layout_scan_pattern(pr, sizeof(pr), (layout_key_kind)'r');
         if ((f->split = fsck_split_new()) == NULL || fk_scan(f, pr, fk_dirs) != 0 ||
-            fk_scan(f, ps, fk_split_keys) != 0 || fk_scan(f, pd, fk_split_keys) != 0)
+            fk_scan(f, ps, fk_split_keys) != 0 ||
+            (!docs_in_buckets && fk_scan(f, pd, fk_split_keys) != 0))
             goto out;
         if (f->repair)      /* before the other phases, which then see the entries moved */
             fsck_split_repair(f->split, &f->lay, fk_send, &f->net);

@@ -150,6 +150,10 @@ th_stop() {
     th_reap "$pid"
 }
 
+# 0 (true) when the workers' corpora have elastic buckets: TH_LAYOUT unset (the
+# default), 3 or 4.
+th_layout_splits() { case ${TH_LAYOUT:-3} in 3|4) return 0 ;; *) return 1 ;; esac; }
+
 # The keys of a layout-3 corpus on the Redis at 127.0.0.1:PORT, those matching PATTERN
 # (default its buckets and tombstones): tests/tools/layout3_keys.py's name=value lines.
 th_l3_keys() {

@@ -108,7 +108,7 @@ for setting in "6 3" "8 2"; do
     th_log "blocks $blocks distance $dist"
     wpids=() workers="" wports=()
     # 0: the layout's default (layout 3 has no bucket bits)
-    bb=$([ "$blocks" = 8 ] && [ "${TH_LAYOUT:-3}" != 3 ] && echo 24 || echo 0)
+    bb=$([ "$blocks" = 8 ] && ! th_layout_splits && echo 24 || echo 0)
     for i in 0 1 2; do
         th_start_shard "shard-$blocks-$dist-$i" "${CL_PORTS[$i]}" 0-255 "$blocks" "$dist" "" \
             --cluster yes --bucket-bits "$bb"
@@ -134,7 +134,7 @@ for setting in "6 3" "8 2"; do
         || th_fail "verify (blocks $blocks distance $dist)"
     if [ -n "${TH_SPLIT_LIMIT:-}" ]; then   # layout 3 with a tiny split limit
         splits=$(info_field "$cport" bucket_splits)
-        th_log "layout 3: ${splits:-0} buckets split while the corpus loaded; table writes" \
+        th_log "layout ${TH_LAYOUT:-3}: ${splits:-0} buckets split while the corpus loaded; table writes" \
             "sent again alone $(worker_sum entries_resent "${wports[@]}"), requests run" \
             "again $(worker_sum requests_rerun "${wports[@]}")"
         [ "${splits:-0}" -ge 100 ] || th_fail "only ${splits:-0} buckets split"
@@ -209,8 +209,8 @@ for setting in "6 3" "8 2"; do
         # which the worker must not trust (its keys are on two nodes)
         l0=$(listings "${wports[@]}")
         walk_small "$cport" || th_fail "SIMHASH.SCAN in small steps during a slot migration"
-        # (layout 3 walks its directories: it never lists)
-        [ "${TH_LAYOUT:-3}" = 3 ] || [ "$(listings "${wports[@]}")" -gt "$l0" ] ||
+        # (layouts 3 and 4 walk their directories: they never list)
+        th_layout_splits || [ "$(listings "${wports[@]}")" -gt "$l0" ] ||
             th_fail "no listing in the small-step walk"
         timeout 20 redis-cli -p "$src" migrate 127.0.0.1 "$dst" "" 0 5000 keys "${keys[@]:$half}" \
             >/dev/null || th_fail "migrate the rest"

@@ -213,6 +213,23 @@ def scan(node, pattern):
     return [k for k in rcli(node, "--scan", "--pattern", pattern).split("\n") if k]
 
 
+def packed_count(v):
+    """Ids in a packing of layouts 2-4 (a varint length before each id)."""
+    i = ids = 0
+    while i < len(v):
+        ln, sh = 0, 0
+        while True:
+            b = v[i]
+            i += 1
+            ln |= (b & 0x7f) << sh
+            sh += 7
+            if b < 0x80:
+                break
+        i += ln
+        ids += 1
+    return ids
+
+
 def redis_state(nodes):
     """(table entries, non-empty document sets, document ids, lock fields, counters
     fingerprints, counters documents) over every node."""
@@ -222,31 +239,30 @@ def redis_state(nodes):
         for k in scan(n, "s:*"):
             v = c.call("ZCARD", k)
             ent += v if isinstance(v, int) else 0  # layout 3: a split bucket's tombstone
-        # layout 2: ids packed per bucket hash field (a varint length before each id),
+        # layout 4: the ids packed after the 7 bytes of a table-0 member (a member of
+        # 7 bytes alone: they are in the overflow set, counted below)
+        for k in scan(n, "s:{0:*"):
+            ms = c.call("ZRANGE", k, 0, -1)
+            if not isinstance(ms, list):  # a split bucket's tombstone
+                continue
+            for m in ms:
+                ids = packed_count(m[7:])
+                nsets += ids > 0
+                ndocs += ids
+        # layout 2: ids packed per bucket hash field,
         # "" when they are in the overflow set d:{0:xx}:<fp hex> (counted below)
         for k in scan(n, "h:*"):
             vals = c.call("HVALS", k)
             if isinstance(vals, tuple):   # layout 3: a split id hash's tombstone
                 continue
             for v in vals:
-                i = ids = 0
-                while i < len(v):
-                    ln, sh = 0, 0
-                    while True:
-                        b = v[i]
-                        i += 1
-                        ln |= (b & 0x7f) << sh
-                        sh += 7
-                        if b < 0x80:
-                            break
-                    i += ln
-                    ids += 1
+                ids = packed_count(v)
                 nsets += ids > 0
                 ndocs += ids
         for k in scan(n, "d:*"):
-            c = int(rcli(n, "SCARD", k).strip() or 0)
-            nsets += c > 0
-            ndocs += c
+            sc = int(rcli(n, "SCARD", k).strip() or 0)
+            nsets += sc > 0
+            ndocs += sc
         for k in scan(n, "w:*"):
             nlocks += int(rcli(n, "HLEN", k).strip() or 0)
         for k in scan(n, "c:*"):
