@@ -35,7 +35,7 @@ static void test_ops_table(void **state)
     (void)state;
     layout_ctx c;
     assert_null(layout_ops_of(0));
-    assert_null(layout_ops_of(4));
+    assert_null(layout_ops_of(5));
     assert_int_equal(layout_ctx_init(&c, 3, 12), -1);   /* layout 3 has no bucket bits */
     assert_int_equal(layout_ctx_init(&c, 1, 10), -1);
     assert_int_equal(layout_ctx_init(&c, 1, 0), 0);
@@ -300,6 +300,109 @@ static void check_parse(unsigned version, unsigned bb, const char *corpus)
     assert_int_equal(k.kind, LAYOUT_KEY_COUNTS);
 }
 
+/* Layout 4: table 0's entry is the member holding the ids. Its reads of ids, the
+ * orphan check and entry() of table 0 are range reads of the member's 7 bytes up to
+ * their successor (all-0xff bytes: to the end), its lock call names the table-0
+ * bucket and no id hash, a query of table 0 reads to the successor of the range's
+ * last 7 bytes, members of table 0 decode with ids after them, and programs write
+ * entries from table 1 on. */
+static void test_layout4(void **state)
+{
+    (void)state;
+    layout_ctx c;
+    layout_cmd cmd;
+    layout_ids_kind kind;
+    assert_int_equal(layout_corpus_set(NULL), 0);
+    assert_int_equal(layout_ctx_init(&c, 4, 12), -1);
+    assert_int_equal(layout_ctx_init(&c, 4, 0), 0);
+    assert_int_equal(layout_splits(&c), 1);
+    assert_int_equal(c.ops->entry_from, 1);
+    assert_int_equal(c.ops->docs_kind, LAYOUT_KEY_BUCKET);
+    assert_null(c.ops->field_of);
+    layout_needs nd;
+    c.ops->needs(&c, &nd);
+    assert_int_equal(nd.zset_value, 64);
+    assert_int_equal(nd.hash_entries, 0);
+    uint64_t fp = 0x0123456789abcdefull, p0 = 0x11223344556677ffull;
+    c.ops->ids_read(&c, 0, fp, p0, &cmd, &kind);
+    assert_int_equal(kind, LAYOUT_IDS_MEMBER);
+    assert_int_equal(cmd.argc, 7);
+    assert_string_equal(cmd.argv[0], "ZRANGEBYLEX");
+    assert_string_equal(cmd.argv[1], "s:{0:11}:-");
+    assert_int_equal(cmd.argvlen[2], 8);
+    assert_memory_equal(cmd.argv[2], "[\x22\x33\x44\x55\x66\x77\xff", 8);
+    assert_int_equal(cmd.argvlen[3], 7);     /* the last 0xff carried: 22..66 78 */
+    assert_memory_equal(cmd.argv[3], "(\x22\x33\x44\x55\x66\x78", 7);
+    assert_string_equal(cmd.argv[4], "LIMIT");
+    c.ops->ids_read(&c, 1, fp, p0, &cmd, &kind);
+    assert_int_equal(kind, LAYOUT_IDS_SET);
+    assert_string_equal(cmd.argv[0], "SMEMBERS");
+    c.ops->has_ids(&c, fp, 0x11ffffffffffffffull, &cmd);
+    assert_string_equal(cmd.argv[0], "ZLEXCOUNT");
+    assert_int_equal(cmd.argc, 4);
+    assert_int_equal(cmd.argvlen[3], 1);
+    assert_memory_equal(cmd.argv[3], "+", 1);
+    c.ops->entry(&c, 0, p0, "ZADD", &cmd);
+    assert_string_equal(cmd.argv[0], "ZLEXCOUNT");
+    c.ops->entry(&c, 5, p0, "ZADD", &cmd);
+    assert_string_equal(cmd.argv[0], "EVAL");
+    assert_string_equal(cmd.argv[2], "2");   /* bucket, directory: no id hash */
+    c.ops->lock(&c, fp, p0, "tok", 5000, "A", &cmd);
+    assert_string_equal(cmd.argv[2], "5");
+    assert_string_equal(cmd.argv[3], "s:{0:11}:-");
+    assert_string_equal(cmd.argv[7], "r:{0:11}");
+    assert_int_equal(cmd.argvlen[12], 7);    /* the member's 7 bytes, then limit, ttl */
+    assert_int_equal(cmd.argc, 15);
+    assert_non_null(strstr(cmd.argv[1], "ZRANGEBYLEX"));
+    assert_null(strstr(cmd.argv[1], "'HGET', KEYS[1]"));   /* no id hash */
+    /* a reply of the member read: nil, the ids after the 7 bytes, or in the set */
+    redisReply m = {.type = REDIS_REPLY_STRING, .str = "ABCDEFG\x03" "abc", .len = 11};
+    redisReply *mel[1] = {&m};
+    redisReply arr = {.type = REDIS_REPLY_ARRAY, .elements = 1, .element = mel};
+    redisReply none = {.type = REDIS_REPLY_ARRAY, .elements = 0};
+    const char *v;
+    size_t len;
+    assert_int_equal(layout_ids_reply(LAYOUT_IDS_MEMBER, &arr, &v, &len), 1);
+    assert_int_equal(len, 4);
+    assert_memory_equal(v, "\x03" "abc", 4);
+    assert_int_equal(layout_ids_reply(LAYOUT_IDS_MEMBER, &none, &v, &len), 0);
+    m.len = 7;
+    assert_int_equal(layout_ids_reply(LAYOUT_IDS_MEMBER, &arr, &v, &len), 1);
+    assert_int_equal(len, 0);
+    m.len = 6;
+    assert_int_equal(layout_ids_reply(LAYOUT_IDS_MEMBER, &arr, &v, &len), -1);
+    assert_int_equal(layout_ids_reply(LAYOUT_IDS_MEMBER, &m, &v, &len), -1);
+    /* a query of table 0 ends at the successor of its range's last 7 bytes */
+    layout_plan pl;
+    layout_read rd;
+    assert_int_equal(c.ops->plan(&c, 0, 0x1122334455667788ull, 32, &pl), 0);
+    c.ops->plan_read(&c, &pl, 0, &rd);
+    assert_int_equal(rd.lo_len, 8);
+    assert_memory_equal(rd.lo, "[\x22\x33\x44\x00\x00\x00\x00", 8);
+    assert_int_equal(rd.hi_len, 4);
+    assert_memory_equal(rd.hi, "(\x22\x33\x45", 4);
+    uint64_t p;
+    assert_int_equal(c.ops->member_decode(&c, rd.tag, "\x22\x33\x44\x55\x66\x77\x88\x03" "abc",
+                                          11, &p), 0);
+    assert_true(p == 0x1122334455667788ull);
+    assert_int_equal(c.ops->plan(&c, 3, 0x1122334455667788ull, 32, &pl), 0);
+    c.ops->plan_read(&c, &pl, 0, &rd);
+    assert_int_equal(rd.hi_len, 8);         /* other tables: inclusive, as layout 3 */
+    assert_int_equal(c.ops->member_decode(&c, rd.tag, "\x22\x33\x44\x55\x66\x77\x88\x03" "abc",
+                                          11, &p), -1);
+    /* a batch holding a table-0 item builds nothing */
+    layout_batch *b = malloc(sizeof *b);
+    assert_non_null(b);
+    unsigned tabs[2] = {3, 0};
+    uint64_t ps[2] = {p0, p0};
+    c.ops->entries(&c, 2, tabs, ps, 1, b);
+    assert_int_equal(b->argc, 0);
+    c.ops->entries(&c, 1, tabs, ps, 1, b);
+    assert_true(b->argc > 0);
+    free(b);
+    layout_ctx_free(&c);
+}
+
 static void test_key_parse(void **state)
 {
     (void)state;
@@ -515,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_layout3_dir_age),
         cmocka_unit_test(test_layout3_routing),
         cmocka_unit_test(test_layout3_entries),
+        cmocka_unit_test(test_layout4),
         cmocka_unit_test(test_key_parse),
         cmocka_unit_test(test_key_parse_foreign),
         cmocka_unit_test(test_ids_reads),
