@@ -1,7 +1,7 @@
 /* dist_load.c: load generator for the distributed-mode benchmark (bench/distributed/run.sh).
  *
  * Drives either Redis directly with the commands one operation needs in the data
- * layout of --layout (1, 2 or 3, default 2, with which the raw baselines of
+ * layout of --layout (1 to 4, default 2, with which the raw baselines of
  * docs/benchmarks.md were measured; the "raw" rate: what Redis alone can do) or
  * simhash-coordinator with the client
  * commands (the "system" rate), and prints machine-readable lines
@@ -145,7 +145,7 @@ int dl_doc(char *buf, uint64_t id)
 static unsigned dl_append_doc(redisContext *c, uint64_t fp, uint64_t id)
 {
     char doc[32];
-    uint8_t scratch[48];
+    uint8_t scratch[LAYOUT_PUT_ID_SCRATCH(32)];
     int dlen = dl_doc(doc, id);
     layout_cmd pc;
     lay.ops->put_id(&lay, fp, perm_apply(&ps.tables[0], fp), doc, (size_t)dlen, scratch, &pc);
@@ -196,13 +196,13 @@ static unsigned dl_append_raw_query(redisContext *c, uint64_t fp)
  * member, the bucket of a corpus before its first split. */
 static void dl_entry_zadd(unsigned t, uint64_t p, layout_cmd *ec)
 {
-    if (opt.layout != 3) {
+    if (!layout_splits(&lay)) {
         lay.ops->entry(&lay, t, p, "ZADD", ec);
         return;
     }
     lay.ops->entry(&lay, t, p, "ZSCORE", ec);
     if (ec->argc != 3)
-        die("layout 3", "unexpected entry command");
+        die("layouts 3 and 4", "unexpected entry command");
     ec->argv[3] = ec->argv[2];
     ec->argvlen[3] = ec->argvlen[2];
     ec->argv[2] = "0";
@@ -215,12 +215,12 @@ static void dl_entry_zadd(unsigned t, uint64_t p, layout_cmd *ec)
 /* One ZADD per table of fp's entries. Returns the number of commands. */
 static unsigned dl_append_zadds(redisContext *c, uint64_t fp)
 {
-    for (unsigned t = 0; t < ps.ntables; t++) {
+    for (unsigned t = lay.ops->entry_from; t < ps.ntables; t++) {
         layout_cmd ec;
         dl_entry_zadd(t, perm_apply(&ps.tables[t], fp), &ec);
         redisAppendCommandArgv(c, ec.argc, ec.argv, ec.argvlen);
     }
-    return ps.ntables;
+    return ps.ntables - lay.ops->entry_from;   /* layout 4: table 0's is put_id's */
 }
 
 static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
@@ -230,10 +230,11 @@ static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
 }
 
 /* What dl_append_raw_ingest wrote for fp, removed: ZREM per table, then SREM of the id
- * (layouts 2 and 3: HDEL of its hash field). Returns the number of commands. */
+ * (layouts 2 and 3: HDEL of its hash field; layout 4: ZREM of its table-0 member).
+ * Returns the number of commands. */
 static unsigned dl_append_raw_remove(redisContext *c, uint64_t fp, uint64_t id)
 {
-    for (unsigned t = 0; t < ps.ntables; t++) {
+    for (unsigned t = lay.ops->entry_from; t < ps.ntables; t++) {
         layout_cmd ec;
         dl_entry_zadd(t, perm_apply(&ps.tables[t], fp), &ec);
         const char *argv[3] = {"ZREM", ec.argv[1], ec.argv[3]};
@@ -241,17 +242,19 @@ static unsigned dl_append_raw_remove(redisContext *c, uint64_t fp, uint64_t id)
         redisAppendCommandArgv(c, 3, argv, lens);
     }
     char doc[32];
-    uint8_t scratch[48];
+    uint8_t scratch[LAYOUT_PUT_ID_SCRATCH(32)];
     int dlen = dl_doc(doc, id);
     layout_cmd pc;
     lay.ops->put_id(&lay, fp, perm_apply(&ps.tables[0], fp), doc, (size_t)dlen, scratch, &pc);
-    if (pc.argc != 4 || (strcmp(pc.argv[0], "HSET") != 0 && strcmp(pc.argv[0], "SADD") != 0))
+    if (pc.argc != 4 || (strcmp(pc.argv[0], "HSET") != 0 && strcmp(pc.argv[0], "SADD") != 0 &&
+                         strcmp(pc.argv[0], "ZADD") != 0))
         die("raw-remove", "unexpected id write command");
-    int hash = pc.argv[0][0] == 'H';
-    const char *argv[3] = {hash ? "HDEL" : "SREM", pc.argv[1], pc.argv[2]};
-    size_t lens[3] = {4, pc.argvlen[1], pc.argvlen[2]};
+    int z = pc.argv[0][0] == 'Z';
+    const char *argv[3] = {z ? "ZREM" : pc.argv[0][0] == 'H' ? "HDEL" : "SREM", pc.argv[1],
+                           pc.argv[z ? 3 : 2]};
+    size_t lens[3] = {4, pc.argvlen[1], pc.argvlen[z ? 3 : 2]};
     redisAppendCommandArgv(c, 3, argv, lens);
-    return ps.ntables + 1;
+    return ps.ntables - lay.ops->entry_from + 1;
 }
 
 /* The Redis commands a worker sends for one SIMHASH.ADD of a new fingerprint: the
@@ -270,10 +273,10 @@ static unsigned dl_append_raw_locked(redisContext *c, uint64_t fp, uint64_t id)
     lc.argv[lc.argc] = doc;
     lc.argvlen[lc.argc] = (size_t)dlen;
     redisAppendCommandArgv(c, lc.argc + 1, lc.argv, lc.argvlen);
-    dl_append_zadds(c, fp);
+    unsigned n = dl_append_zadds(c, fp);
     const char *ua[6] = {"EVAL", LAYOUT_UNLOCK_LUA, "1", wkey, field, tok};
     redisAppendCommandArgv(c, 6, ua, NULL);
-    return ps.ntables + 2;
+    return n + 2;
 }
 
 /* cmd: SIMHASH.QUERY fp, or SIMHASH.ADD / SIMHASH.CHECK fp docid */
@@ -419,8 +422,8 @@ static int dl_preload(void)
     size_t lens[2 + 2 * GROUP];
     uint8_t mem[GROUP][LAYOUT_MEMBER_MAX];
     char key[LAYOUT_KEY_MAX];
-    unsigned kbits = opt.layout == 3 ? 8 : opt.bucket_bits;   /* layout 3: one key a shard */
-    for (unsigned t = 0; t < ps.ntables; t++) {
+    unsigned kbits = layout_splits(&lay) ? 8 : opt.bucket_bits; /* layouts 3, 4: a key a shard */
+    for (unsigned t = lay.ops->entry_from; t < ps.ntables; t++) {   /* 4: 0 is predocs' */
         for (uint64_t i = 0; i < n; i++) {
             e[i].p = perm_apply(&ps.tables[t], dl_fp(opt.offset + i));
             e[i].bucket = layout_bucket_of(e[i].p, kbits);
@@ -432,7 +435,7 @@ static int dl_preload(void)
             layout_cmd ec;
             run = i > 0 && e[i - 1].bucket == e[i].bucket ? run : 0;
             dl_entry_zadd(t, e[i].p, &ec);      /* layout 3: its key */
-            size_t klen = opt.layout == 3 ? (memcpy(key, ec.argv[1], ec.argvlen[1]), ec.argvlen[1])
+            size_t klen = layout_splits(&lay) ? (memcpy(key, ec.argv[1], ec.argvlen[1]), ec.argvlen[1])
                                           : layout_bucket_key(key, sizeof key, t, e[i].bucket,
                                                               opt.bucket_bits);
             argv[0] = "ZADD";
@@ -441,7 +444,7 @@ static int dl_preload(void)
             lens[1] = klen;
             while (j < n && e[j].bucket == e[i].bucket && j - i < GROUP) {
                 size_t ml;
-                if (opt.layout == 3) {
+                if (layout_splits(&lay)) {
                     dl_entry_zadd(t, e[j].p, &ec);
                     ml = ec.argvlen[3];
                     memcpy(mem[j - i], ec.argv[3], ml);
@@ -455,7 +458,7 @@ static int dl_preload(void)
                 j++;
             }
             run += j - i;
-            if (opt.layout == 3 && run >= LAYOUT_SPLIT_LIMIT_MAX)
+            if (layout_splits(&lay) && run >= LAYOUT_SPLIT_LIMIT_MAX)
                 die("preload", "layout 3: a shard would hold the split limit of entries; "
                     "use a smaller --count (a raw corpus here has no splits)");
             redisAppendCommandArgv(c, argc, argv, lens);
@@ -742,7 +745,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--blocks")) opt.blocks = (unsigned)dl_num("blocks", v, 1, 64);
         else if (!strcmp(a, "--distance")) opt.distance = (unsigned)dl_num("distance", v, 0, 63);
         else if (!strcmp(a, "--bucket-bits")) opt.bucket_bits = (unsigned)dl_num("bucket-bits", v, 8, 24);
-        else if (!strcmp(a, "--layout")) opt.layout = (unsigned)dl_num("layout", v, 1, 3);
+        else if (!strcmp(a, "--layout")) opt.layout = (unsigned)dl_num("layout", v, 1, LAYOUT_VERSION_MAX);
         else if (!strcmp(a, "--split-limit"))
             opt.split_limit = (unsigned)dl_num("split-limit", v, 4, LAYOUT_SPLIT_LIMIT_MAX);
         else if (!strcmp(a, "--seed")) opt.seed = dl_num("seed", v, 0, UINT32_MAX);

@@ -63,7 +63,7 @@ static const cfg_option coord_options[] = {
         "algorithm of SIMHASH.FINGERPRINT and CHECKTEXT (v4, v3, v2, v1 or v1:W; docs/fingerprint.md); "
         "every worker must report the same; unset: the first worker's (its corpus's)"),
     OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION_MAX, "0", 0,
-        "data layout the workers' corpus must have (1, 2 or 3); 0: any, the same for all"),
+        "data layout the workers' corpus must have (1 to 4); 0: any, the same for all"),
     OPT("corpus", CFG_STR, corpus, 0, 0, NULL, 0,
         "corpus name the workers must serve (their option corpus); unset: the unnamed one"),
     OPT("fingerprint-threads", CFG_UINT, fp_threads, 0, 64, "2", 0,

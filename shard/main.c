@@ -54,15 +54,15 @@ static const cfg_option shard_options[] = {
               "corpus's, and for a new corpus 16 in layout 1, 12 in layout 2; given with "
               "layout unset, a new corpus gets layout 2"),
     SHARD_OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION_MAX, "0",
-              "data layout of a new corpus: 1 or 2 (docs/protocol.md) or 3, elastic buckets "
-              "(docs/elastic-buckets.md); 0: the corpus's, and for a new corpus 3 (2 when "
-              "bucket-bits is given)"),
+              "data layout of a new corpus: 1 or 2 (docs/protocol.md), 3, elastic buckets, or "
+              "4, elastic buckets with table 0's ids in its members (docs/elastic-buckets.md); "
+              "0: the corpus's, and for a new corpus 3 (2 when bucket-bits is given)"),
     SHARD_OPT("split-limit", CFG_UINT, split_limit, 0, LAYOUT_SPLIT_LIMIT_MAX, "0",
-              "layout 3: a bucket splits when it holds this many entries, at most the "
+              "layouts 3 and 4: a bucket splits when it holds this many entries, at most the "
               "limit read from the Redis node (min(256, zset-/hash-max-listpack-entries)); "
               "it can only lower it (tests: a few entries force many splits); 0: the node's"),
     SHARD_OPT("tombstone-seconds", CFG_UINT, tombstone_s, 0, LAYOUT_TOMBSTONE_S_MAX, "0",
-              "layout 3: seconds a split bucket's old name stays a tombstone, for a new "
+              "layouts 3 and 4: seconds a split bucket's old name stays a tombstone, for a new "
               "corpus (recorded in simhash:meta; readers re-read a directory older than a "
               "third of it, and timeout-ms must be at most that third); 0: the corpus's, "
               "and for a new corpus 120 (3600 for a corpus made before the setting)"),

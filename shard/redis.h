@@ -22,7 +22,7 @@ typedef struct shard_redis_opts {
     const char *user;         /* ACL user sent with AUTH; NULL or "" for the default */
     unsigned db;
     unsigned blocks, distance, bucket_bits;
-    unsigned layout;          /* 1, 2 or 3; 0 (and bucket_bits 0): the corpus's, resolved
+    unsigned layout;          /* 1 to 4; 0 (and bucket_bits 0): the corpus's, resolved
                                  by shard_redis_check_meta_sync */
     char fingerprint[16];     /* fingerprint algorithm, canonical ("v2", "v1:3"); "": the
                                  corpus's, resolved by shard_redis_check_meta_sync (a new

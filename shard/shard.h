@@ -22,7 +22,7 @@ typedef struct shard_config {
     unsigned redis_db;
     char *shards;               /* "LO-HI" */
     unsigned blocks, distance, bucket_bits; /* bucket_bits 0: the corpus's (resolved at start) */
-    unsigned layout;            /* 1, 2 or 3; 0: the corpus's, LAYOUT_VERSION_DEFAULT when new */
+    unsigned layout;            /* 1 to 4; 0: the corpus's, LAYOUT_VERSION_DEFAULT when new */
     unsigned split_limit;       /* layout 3: at most this split limit (0: the node's) */
     unsigned tombstone_s;       /* layout 3: tombstone lifetime; 0: the corpus's (resolved) */
     char *corpus;               /* corpus name (key prefix); NULL: none */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# bench/distributed/scale.sh: one layout-3 deployment grown from empty to large corpora,
+# bench/distributed/scale.sh: one layout-3 (or 4) deployment grown from empty to large corpora,
 # measured at checkpoints. The deployment is deploy/simhash-local's default (one Redis
-# with AOF everysec, two workers, one coordinator, blocks 6 distance 3) with --layout 3;
+# with AOF everysec, two workers, one coordinator, blocks 6 distance 3) with --layout 3
+# (BENCH_LAYOUT=4: --layout 4, table 0's ids in its members);
 # with BENCH_CLUSTER=M it is `simhash-local up --cluster --masters M --layout 3` instead
 # (a Redis Cluster of M masters with AOF everysec, no replicas, one worker beside every
 # node, one coordinator). The Redis nodes are a list (one node without BENCH_CLUSTER):
@@ -62,7 +63,8 @@
 # splits where here only those since the previous checkpoint's state are.
 # Prints `bench=scale n=N metric=M value=V` lines on stdout (progress on stderr); each
 # step is bounded by `timeout`. Environment: SIMHASH_BIN (default build/bin), BENCH_POINTS,
-# BENCH_CLUSTER (masters of a Redis Cluster; empty: one Redis), BENCH_SEED (20),
+# BENCH_CLUSTER (masters of a Redis Cluster; empty: one Redis), BENCH_LAYOUT (3 or 4; 3),
+# BENCH_SEED (20),
 # BENCH_QUERIES (100000), BENCH_RATE (1000), BENCH_PACED_SECONDS (10),
 # BENCH_LOAD_TIMEOUT (seconds per segment, 14400), BENCH_TAIL, BENCH_RAW_N, BENCH_KEEP (a
 # directory: the logs and configs of the deployment are copied there at exit).
@@ -83,6 +85,7 @@ LOAD_SECS=${BENCH_LOAD_TIMEOUT:-14400}
 TAIL=${BENCH_TAIL:-50000}
 RAW_N=${BENCH_RAW_N:-50000}
 GROW=${BENCH_GROW:-load}
+LAYOUT=${BENCH_LAYOUT:-3}
 RAW_OFFSET=4000000000
 LIFETIME=86400
 for b in simhash simhash-shard simhash-coordinator bench-dist_load; do
@@ -333,7 +336,7 @@ rdl() {
     local mode=$1
     shift
     timeout --foreground 1800 "$BIN/bench-dist_load" "$mode" --port "${rports[0]}" --seed "$SEED" --corpus "$N" \
-        --layout 3 --dirs --name scale "$@" || die "bench-dist_load $mode (raw) failed"
+        --layout "$LAYOUT" --dirs --name scale "$@" || die "bench-dist_load $mode (raw) failed"
 }
 
 # raw_rates: the raw rates of the same work at this size, straight to Redis:
@@ -415,9 +418,11 @@ grow_part() {
 
 case "$GROW" in
     load) ;;
-    grow3) [ -z "$CLUSTER" ] || die "BENCH_GROW=grow3 writes one Redis node: not with BENCH_CLUSTER" ;;
+    grow3) [ -z "$CLUSTER" ] || die "BENCH_GROW=grow3 writes one Redis node: not with BENCH_CLUSTER"
+           [ "$LAYOUT" = 3 ] || die "BENCH_GROW=grow3 simulates layout 3 only" ;;
     *) die "BENCH_GROW must be load or grow3, not $GROW" ;;
 esac
+case "$LAYOUT" in 3|4) ;; *) die "BENCH_LAYOUT must be 3 or 4, not $LAYOUT" ;; esac
 log "deployment in $D"
 mode=()
 [ -z "$CLUSTER" ] || mode=(--cluster --masters "$CLUSTER")
@@ -429,7 +434,7 @@ for try in 1 2 3 4 5; do
     while [ -n "$CLUSTER" ] && [ "$redis_port" -gt 55000 ]; do redis_port=$(free_port); done
     SIMHASH_BIN=$BIN timeout --foreground 180 "$SRC/deploy/simhash-local" up --dir "$D" --port "$port" \
         --redis-port "$redis_port" --shard-port "$(free_port)" --metrics-offset 0 --fresh \
-        --lifetime "$LIFETIME" --layout 3 "${mode[@]}" >"$WORK/up.out" 2>&1 && break
+        --lifetime "$LIFETIME" --layout "$LAYOUT" "${mode[@]}" >"$WORK/up.out" 2>&1 && break
     cat "$WORK/up.out" >&2
     [ "$try" -lt 5 ] || die "simhash-local up failed"
 done
@@ -440,7 +445,7 @@ else
     for ((k = 0; k < CLUSTER; k++)); do rnames+=("redis-$k"); done
 fi
 for name in "${rnames[@]}"; do rports+=("$(cat "$D/$name.port")"); done
-[ "$(ccli simhash.info | field layout)" = 3 ] || die "the deployment is not of layout 3"
+[ "$(ccli simhash.info | field layout)" = "$LAYOUT" ] || die "the deployment is not of layout $LAYOUT"
 
 echo "bench=scale n=0 metric=cores value=$(nproc)"
 echo "bench=scale n=0 metric=mem_total_kb value=$(sed -n 's/^MemTotal: *\([0-9]*\) kB/\1/p' /proc/meminfo)"

@@ -5,12 +5,14 @@
  *
  * It talks to Redis directly (hiredis, blocking, pipelined in batches routed by key:
  * cmd_fsck_nodes.c), in phases:
- *   split      layout 3 only (cmd_fsck_split.c): SCAN r:*, each directory read into the
+ *   split      layouts 3 and 4 (cmd_fsck_split.c): SCAN r:*, each directory read into the
  *              layout's cache; SCAN s:* and h:*, the layout's own invariants per key
  *              (with --repair, members of stray buckets moved into their live ones)
  *   documents  layout 1: SCAN d:*, SCARD each set; layout 2: SCAN h:*, HGETALL each
  *              bucket hash, ids counted from the packing (SCARD of the overflow set
- *              when the field is ""); ZSCORE of the entry in every table
+ *              when the field is ""); layout 4: SCAN s:{0:*, ZRANGE each table-0
+ *              bucket, ids counted from the packing after each member's 7 bytes; ZSCORE
+ *              of the entry in every table (layout 4: from table 1, table 0's is the ids)
  *   tables     SCAN s:*, every member reverted to its fingerprint; one without
  *              documents (EXISTS of the set, HEXISTS of the hash field in layout 2,
  *              checked once per fingerprint) is an orphan
@@ -714,7 +716,7 @@ static void fk_usage(FILE *out)
             "  --cluster             a Redis Cluster: scan every master\n"
             "  --corpus NAME         the corpus of that name (its workers' option corpus)\n"
             "  --repair              reconcile every inconsistent fingerprint under its write\n"
-            "                        lock and rewrite wrong counters (layout 3: first move the\n"
+            "                        lock and rewrite wrong counters (layouts 3, 4: first move the\n"
             "                        members of buckets outside their directory or bounds)\n"
             "  --password-file FILE  AUTH with the password in FILE\n"
             "  --user USER           AUTH as this ACL user\n"

@@ -58,7 +58,7 @@
 /* 1 when b is a supported bucket_bits value (8, 12, 16, 20 or 24), else 0. */
 int layout_bucket_bits_ok(unsigned b);
 
-/* 1 when v is a layout version this code reads and writes (1, 2 or 3), else 0. */
+/* 1 when v is a layout version this code reads and writes (1 to 4), else 0. */
 int layout_version_ok(unsigned v);
 
 /* Sets the corpus name of this process: every key gets "name:" in front. NULL or

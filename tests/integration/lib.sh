@@ -205,7 +205,7 @@ th_start_redis_on() {
 #   th_start_shard NAME REDIS_PORT LO-HI BLOCKS DISTANCE [PORT] [extra args..]
 #       start simhash-shard for first-byte shards LO-HI; waits for its port; sets
 #       TH_SHARD_PORT and TH_SHARD_PID (PORT default: a free one). With TH_LAYOUT
-#       set (1, 2 or 3) the worker gets --layout TH_LAYOUT, with TH_SPLIT_LIMIT
+#       set (1 to 4) the worker gets --layout TH_LAYOUT, with TH_SPLIT_LIMIT
 #       --split-limit, with TH_TOMBSTONE_S --tombstone-seconds: tests registered once
 #       per layout (tests/CMakeLists.txt) run the same checks on each
 th_start_shard() {
