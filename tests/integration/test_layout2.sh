@@ -82,6 +82,14 @@ th_start_coord cu 6 3 5000 "127.0.0.1:$wu"
 cu=$TH_COORD_PORT
 timeout 300 python3 "$IDS" ids "$cu" "$r" --layout 3 || th_fail "the unnamed corpus beside two named ones"
 [ "$(rcli "$r" hget simhash:meta layout)" = 3 ] || th_fail "unnamed corpus: layout is not 3"
+# and a corpus of layout 4 (ids inside table 0's members, 57 bytes of them at most)
+th_start_shard w4 "$r" 0-255 6 3 "" --corpus four --layout 4
+w4=$TH_SHARD_PORT
+th_start_coord c4 6 3 5000 "127.0.0.1:$w4" "" --corpus four
+timeout 300 python3 "$IDS" ids "$TH_COORD_PORT" "$r" --corpus four --layout 4 ||
+    th_fail "ids, layout 4"
+[ "$(rcli "$r" hget four:simhash:meta layout)" = 4 ] || th_fail "four:simhash:meta layout is not 4"
+[ -z "$(rcli "$r" --scan --pattern 'four:h:*' | head -n 1)" ] || th_fail "a layout-4 corpus has id hashes"
 
 # ---- 3. refusals and adoption
 th_log "refusals"

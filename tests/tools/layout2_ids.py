@@ -17,10 +17,13 @@ from resp_client import C
 
 
 # What each data layout does with the ids of one fingerprint that the checks below
-# look at straight in Redis (common/dist/layout1.c, layout2.c, layout3.c): whether ids
-# are packed in the bucket hash and move to an overflow set d:{0:xx}:<fp> only when
-# they outgrow LAYOUT2_INLINE_MAX (64) bytes, or always live in that set.
-LAYOUT_OVERFLOW_SETS = {1: False, 2: True, 3: True}
+# look at straight in Redis (common/dist/layout1.c, layout2.c, layout3.c, layout4.c):
+# whether ids are packed (in the bucket hash; in layout 4 after the 7 bytes of the
+# table-0 member) and move to an overflow set d:{0:xx}:<fp> only when they outgrow
+# the bytes kept inline (LAYOUT2_INLINE_MAX 64, LAYOUT4_INLINE_MAX 57), or always live
+# in that set.
+LAYOUT_OVERFLOW_SETS = {1: False, 2: True, 3: True, 4: True}
+LAYOUT_INLINE = {2: 64, 3: 64, 4: 57}
 
 
 def fail(msg):
@@ -142,7 +145,7 @@ def cmd_ids(a):
         fail("document sets left behind by deleted fingerprints: %r" % left[:3])
     if overflow_sets:
         # the overflow sets left are those of the ids too long for the hash
-        want = sum(1 for v in model.values() if v and sum(len(d) + (1 if len(d) < 128 else 2 if len(d) < 16384 else 3) for d in v) > 64)
+        want = sum(1 for v in model.values() if v and sum(len(d) + (1 if len(d) < 128 else 2 if len(d) < 16384 else 3) for d in v) > LAYOUT_INLINE[layout])
         have = len(r.call("KEYS", pre + b"d:*"))
         if have != want:
             fail("%d overflow sets, want %d" % (have, want))
