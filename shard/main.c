@@ -56,7 +56,7 @@ static const cfg_option shard_options[] = {
     SHARD_OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION_MAX, "0",
               "data layout of a new corpus: 1 or 2 (docs/protocol.md), 3, elastic buckets, or "
               "4, elastic buckets with table 0's ids in its members (docs/elastic-buckets.md); "
-              "0: the corpus's, and for a new corpus 3 (2 when bucket-bits is given)"),
+              "0: the corpus's, and for a new corpus 4 (2 when bucket-bits is given)"),
     SHARD_OPT("split-limit", CFG_UINT, split_limit, 0, LAYOUT_SPLIT_LIMIT_MAX, "0",
               "layouts 3 and 4: a bucket splits when it holds this many entries, at most the "
               "limit read from the Redis node (min(256, zset-/hash-max-listpack-entries)); "

@@ -86,7 +86,7 @@ enum shard_meta_status {
 int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen);
 
 /* Replaces a layout or bucket_bits of 0 in o by the defaults of a new corpus:
- * LAYOUT_VERSION_DEFAULT (3), or LAYOUT_VERSION_FIXED (2) when o has bucket bits
+ * LAYOUT_VERSION_DEFAULT (4), or LAYOUT_VERSION_FIXED (2) when o has bucket bits
  * (a fixed-bucket layout was asked for); bucket bits 16 in layout 1, 12 in layout 2. */
 void shard_redis_resolve(shard_redis_opts *o);
 

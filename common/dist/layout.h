@@ -33,7 +33,7 @@
 #define LAYOUT_VERSION_MIN 1
 #define LAYOUT_VERSION_MAX 4
 #define LAYOUT_VERSION_UNSET 0       /* an option left unset: the corpus's */
-#define LAYOUT_VERSION_DEFAULT 3     /* of a new corpus (docs/elastic-buckets.md) */
+#define LAYOUT_VERSION_DEFAULT 4     /* of a new corpus (docs/elastic-buckets.md, "Layout 4") */
 #define LAYOUT_VERSION_FIXED 2       /* of a new corpus given bucket bits (fixed buckets) */
 #define LAYOUT_META_KEY "simhash:meta"  /* without a corpus name; see layout_meta_key */
 #define LAYOUT_BUCKET_BITS_DEFAULT 16   /* layout 1 */

@@ -58,7 +58,8 @@ out=$(cli "$TH_COORD_PORT" SIMHASH.ADD 12346 doc-b)
 # readers never see half an ADD: table entries without a document are not a match
 plain_worker=$TH_SHARD_PORT
 out=$(cli "$plain_worker" SHARD.ADD 999999 $(seq 0 19))
-nt=20; [ "${TH_LAYOUT:-}" = 4 ] && nt=19     # layout 4: table 0's entry is the ids
+nt=20     # layout 4 (SHARD.HELLO's third element): table 0's entry is the ids, not SHARD.ADD's
+[ "$(cli "$plain_worker" SHARD.HELLO | sed -n 3p)" = 4 ] && nt=19
 [ "$out" = $nt ] || th_fail "SHARD.ADD of 20 tables: expected $nt, got: $out"
 out=$(cli "$TH_COORD_PORT" SIMHASH.QUERY 999999 DISTANCE 0)
 [ -z "$out" ] || th_fail "a fingerprint without documents was returned: $out"

@@ -49,7 +49,7 @@ expect_field clean "$out" status clean
 th_log "clean corpus: exit 0, 300 fingerprints"
 
 # layout 4 keeps a fingerprint's table-0 entry in its ids: SHARD.ADD / DEL leave it
-T0=0; [ "${TH_LAYOUT:-}" = 4 ] && T0=1
+T0=0; [ "$(timeout 5 redis-cli -p "$rport" hget simhash:meta layout)" = 4 ] && T0=1
 NT=$((20 - T0))         # the entries SHARD.ADD of all 20 tables writes
 A=$(sed -n 1p "$TH_DIR/load.txt" | cut -d' ' -f1)
 Bfp=$(flip "$A" 30 1)        # new fingerprints, far from every stored one

@@ -75,21 +75,22 @@ bad=$(rcli "$r" --scan | grep -vE '^(a|b):' | head -n 3)
 [ -n "$(rcli "$r" --scan --pattern 'a:h:{0:*' | head -n 1)" ] || th_fail "corpus a has no bucket hash"
 [ -n "$(rcli "$r" --scan --pattern 'b:d:{0:*' | head -n 1)" ] || th_fail "corpus b has no document set"
 # the unnamed corpus beside them (the keys of corpora made before names), in the
-# layout a new corpus gets (3)
+# layout a new corpus gets (4)
 th_start_shard wu "$r" 0-255 6 3 ""
 wu=$TH_SHARD_PORT
 th_start_coord cu 6 3 5000 "127.0.0.1:$wu"
 cu=$TH_COORD_PORT
-timeout 300 python3 "$IDS" ids "$cu" "$r" --layout 3 || th_fail "the unnamed corpus beside two named ones"
-[ "$(rcli "$r" hget simhash:meta layout)" = 3 ] || th_fail "unnamed corpus: layout is not 3"
-# and a corpus of layout 4 (ids inside table 0's members, 57 bytes of them at most)
-th_start_shard w4 "$r" 0-255 6 3 "" --corpus four --layout 4
-w4=$TH_SHARD_PORT
-th_start_coord c4 6 3 5000 "127.0.0.1:$w4" "" --corpus four
-timeout 300 python3 "$IDS" ids "$TH_COORD_PORT" "$r" --corpus four --layout 4 ||
-    th_fail "ids, layout 4"
-[ "$(rcli "$r" hget four:simhash:meta layout)" = 4 ] || th_fail "four:simhash:meta layout is not 4"
-[ -z "$(rcli "$r" --scan --pattern 'four:h:*' | head -n 1)" ] || th_fail "a layout-4 corpus has id hashes"
+timeout 300 python3 "$IDS" ids "$cu" "$r" --layout 4 || th_fail "the unnamed corpus beside two named ones"
+[ "$(rcli "$r" hget simhash:meta layout)" = 4 ] || th_fail "unnamed corpus: layout is not 4"
+[ -z "$(rcli "$r" --scan --pattern 'h:*' | head -n 1)" ] || th_fail "a layout-4 corpus has id hashes"
+# and a corpus of layout 3 (ids in id hashes beside table 0's buckets)
+th_start_shard w3 "$r" 0-255 6 3 "" --corpus three --layout 3
+w3=$TH_SHARD_PORT
+th_start_coord c3 6 3 5000 "127.0.0.1:$w3" "" --corpus three
+timeout 300 python3 "$IDS" ids "$TH_COORD_PORT" "$r" --corpus three --layout 3 ||
+    th_fail "ids, layout 3"
+[ "$(rcli "$r" hget three:simhash:meta layout)" = 3 ] || th_fail "three:simhash:meta layout is not 3"
+[ -n "$(rcli "$r" --scan --pattern 'three:h:*' | head -n 1)" ] || th_fail "a layout-3 corpus has no id hash"
 
 # ---- 3. refusals and adoption
 th_log "refusals"

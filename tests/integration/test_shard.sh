@@ -101,15 +101,17 @@ for _ in 1 2 3; do start_redis && break; RPORT=$(free_port); done
 [ -n "$REDIS_PID" ] || { echo "redis-server did not start"; cat "$DIR/redis.log"; exit 1; }
 # no repair pass here (the lock checks below take stale locks over themselves); the
 # second worker below runs one. No registry entry either: its renewal (one Redis
-# command a second) would land now and then inside the command counts checked below
-timeout 300 "$SHARD" --port "$SPORT" --redis-port "$RPORT" --timeout-ms 3000 \
+# command a second) would land now and then inside the command counts checked below.
+# Layout 3: its SHARD.ADD of every table writes 20 entries (in layout 4, the default,
+# table 0's entry is a fingerprint's ids, which only the lock writes)
+timeout 300 "$SHARD" --port "$SPORT" --redis-port "$RPORT" --timeout-ms 3000 --layout 3 \
     --repair-interval-ms 0 --announce-interval-ms 0 --pidfile "$DIR/shard.pid" >"$DIR/shard.log" 2>&1 &
 WORKER_WRAP=$!
 PIDS+=($!)
 wait_pong "$SPORT"
 
 # ---- HELLO, meta ----
-# a new corpus: layout 3 (whose bucket bits are 8: one key a shard until it splits);
+# a new corpus of layout 3 (whose bucket bits are 8: one key a shard until it splits);
 # no corpus name (the last, empty element)
 L=3
 BB=8
