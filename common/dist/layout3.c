@@ -544,10 +544,11 @@ int layout3_entries_reply(const layout_ctx *c, unsigned n, const unsigned *table
     return 0;
 }
 
-int layout3_bucket_suffix_parse(const layout_ctx *c, unsigned shard, const char *s,
-                                       size_t len, uint64_t *tag)
+int layout3_bucket_suffix_parse(const layout_ctx *c, unsigned table, unsigned shard,
+                                const char *s, size_t len, uint64_t *tag)
 {
     (void)c;
+    (void)table;
     bdir_bound lo, hi;
     char again[BDIR_SUFFIX_MAX];
     if (len < 2 || s[0] != ':' || bdir_suffix_parse(s + 1, len - 1, &lo, &hi) != 0 ||

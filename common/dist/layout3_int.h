@@ -56,8 +56,8 @@ void layout3_entries(const layout_ctx *c, unsigned n, const unsigned *tables, co
                      int add, layout_batch *out);
 int layout3_entries_reply(const layout_ctx *c, unsigned n, const unsigned *tables,
                           const uint64_t *ps, const redisReply *r, long long *count);
-int layout3_bucket_suffix_parse(const layout_ctx *c, unsigned shard, const char *s, size_t len,
-                                uint64_t *tag);
+int layout3_bucket_suffix_parse(const layout_ctx *c, unsigned table, unsigned shard,
+                                const char *s, size_t len, uint64_t *tag);
 size_t layout3_walk_pattern(const layout_ctx *c, unsigned shard, char *buf, size_t cap);
 uint64_t layout3_walk_tag_of(const layout_ctx *c, uint64_t p);
 uint64_t layout3_walk_tag_end(const layout_ctx *c, unsigned shard);

@@ -280,12 +280,14 @@ static void layout4_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, 
     r->tag |= LAYOUT4_T0;
 }
 
-static int layout4_bucket_suffix_parse(const layout_ctx *c, unsigned shard, const char *s,
-                                       size_t len, uint64_t *tag)
+/* The tag of a table-0 bucket marks its members as carrying ids. */
+static int layout4_bucket_suffix_parse(const layout_ctx *c, unsigned table, unsigned shard,
+                                       const char *s, size_t len, uint64_t *tag)
 {
-    if (layout3_bucket_suffix_parse(c, shard, s, len, tag) != 0)
+    if (layout3_bucket_suffix_parse(c, table, shard, s, len, tag) != 0)
         return -1;
-    *tag |= LAYOUT4_T0;
+    if (table == 0)
+        *tag |= LAYOUT4_T0;
     return 0;
 }
 

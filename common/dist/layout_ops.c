@@ -216,7 +216,7 @@ int layout_key_parse(const layout_ctx *c, const perm_set *ps, const char *key, s
     case LAYOUT_KEY_BUCKET:
     case LAYOUT_KEY_IDHASH: {
         if (c->ops->bucket_suffix_parse) {
-            if (c->ops->bucket_suffix_parse(c, k.shard, rest, rlen, &k.bucket) != 0 ||
+            if (c->ops->bucket_suffix_parse(c, k.table, k.shard, rest, rlen, &k.bucket) != 0 ||
                 (k.kind != LAYOUT_KEY_BUCKET && k.table != 0))
                 return -1;
             *out = k;

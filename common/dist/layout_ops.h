@@ -220,11 +220,11 @@ struct layout_ops {
     uint64_t (*walk_tag_of)(const layout_ctx *c, uint64_t p);
     uint64_t (*walk_first_value)(const layout_ctx *c, uint64_t tag);
     void (*walk_read)(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r);
-    /* Optional (bucket keys named by their bounds, layout 3): reads back what follows
-     * the hash tag of a bucket or id hash key of shard `shard` (":<lo>-<hi>"), checked by
-     * writing it again. Returns 0 with *tag (member_decode's), or -1. */
-    int (*bucket_suffix_parse)(const layout_ctx *c, unsigned shard, const char *s, size_t len,
-                               uint64_t *tag);
+    /* Optional (bucket keys named by their bounds, layouts 3 and 4): reads back what
+     * follows the hash tag of a bucket or id hash key of (table, shard) (":<lo>-<hi>"),
+     * checked by writing it again. Returns 0 with *tag (member_decode's), or -1. */
+    int (*bucket_suffix_parse)(const layout_ctx *c, unsigned table, unsigned shard,
+                               const char *s, size_t len, uint64_t *tag);
     /* The first tag past the tags of shard `shard` (walk_first_value of it: the first
      * value of the next shard, 0 past the last). */
     uint64_t (*walk_tag_end)(const layout_ctx *c, unsigned shard);

@@ -390,6 +390,16 @@ static void test_layout4(void **state)
     assert_int_equal(rd.hi_len, 8);         /* other tables: inclusive, as layout 3 */
     assert_int_equal(c.ops->member_decode(&c, rd.tag, "\x22\x33\x44\x55\x66\x77\x88\x03" "abc",
                                           11, &p), -1);
+    /* keys read back: only a table-0 bucket's members carry ids */
+    layout_key k0, k3;
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:22}:33-34", 14, &k0), 0);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{3:22}:33-34", 14, &k3), 0);
+    assert_int_equal(c.ops->member_decode(&c, k0.bucket, "\x33\x01\x02\x03\x04\x05\x06\x03" "abc",
+                                          11, &p), 0);
+    assert_true(p == 0x2233010203040506ull);
+    assert_int_equal(c.ops->member_decode(&c, k3.bucket, "\x33\x01\x02\x03\x04\x05\x06\x03" "abc",
+                                          11, &p), -1);
+    assert_int_equal(c.ops->member_decode(&c, k3.bucket, "\x33\x01\x02\x03\x04\x05\x06", 7, &p), 0);
     /* a batch holding a table-0 item builds nothing */
     layout_batch *b = malloc(sizeof *b);
     assert_non_null(b);
