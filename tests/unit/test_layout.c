@@ -75,7 +75,8 @@ static void test_key_errors(void **state)
     assert_int_equal(layout_version_ok(2), 1);
     assert_int_equal(layout_version_ok(0), 0);
     assert_int_equal(layout_version_ok(3), 1);
-    assert_int_equal(layout_version_ok(4), 0);
+    assert_int_equal(layout_version_ok(4), 1);
+    assert_int_equal(layout_version_ok(5), 0);
 }
 
 static void test_key_names_12_20(void **state)
