@@ -317,34 +317,40 @@ static size_t layout3_field_of(const layout_ctx *c, uint64_t p0, char *key, uint
     return layout3_key_of(c, key, LAYOUT_KEY_MAX, 'h', 0, p0);
 }
 
-/* EVAL lock: KEYS id hash, overflow set, locks, counters, table-0 bucket, directory;
- * ARGV field, token, lease, op, member, limit, ttl (the caller adds the ids). */
-static void layout3_lock(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
-                         unsigned long long lease_ms, const char *op, layout_cmd *cmd)
+void layout3_lock_cmd(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
+                      unsigned long long lease_ms, const char *op, int idhash, layout_cmd *cmd)
 {
     const layout3_dir *d = c->dir;
     unsigned xx = layout_shard_of(p0);
+    int nk = 0;
     memset(cmd, 0, sizeof *cmd);
-    layout3_key_of(c, cmd->key[0], sizeof cmd->key[0], 'h', 0, p0);
-    layout_doc_key(cmd->key[1], sizeof cmd->key[1], fp, p0);
-    layout_lock_key(cmd->key[2], sizeof cmd->key[2], xx);
-    layout_count_key(cmd->key[3], sizeof cmd->key[3], xx);
-    layout3_key_of(c, cmd->key[4], sizeof cmd->key[4], 's', 0, p0);
-    layout_tag_key(cmd->key[5], sizeof cmd->key[5], 'r', 0, xx);
+    if (idhash)
+        layout3_key_of(c, cmd->key[nk++], LAYOUT_KEY_MAX, 'h', 0, p0);
+    else
+        layout3_key_of(c, cmd->key[nk++], LAYOUT_KEY_MAX, 's', 0, p0);
+    layout_doc_key(cmd->key[nk++], LAYOUT_KEY_MAX, fp, p0);
+    layout_lock_key(cmd->key[nk++], LAYOUT_KEY_MAX, xx);
+    layout_count_key(cmd->key[nk++], LAYOUT_KEY_MAX, xx);
+    if (idhash)
+        layout3_key_of(c, cmd->key[nk++], LAYOUT_KEY_MAX, 's', 0, p0);
+    layout_tag_key(cmd->key[nk++], LAYOUT_KEY_MAX, 'r', 0, xx);
     snprintf(cmd->lease, sizeof cmd->lease, "%llu", lease_ms);
     snprintf(cmd->num[0], sizeof cmd->num[0], "%u", c->split_limit);
     snprintf(cmd->num[1], sizeof cmd->num[1], "%u", c->tombstone_s);
     layout_lock_field(cmd->field, fp);
     const char *ev, *script;
     layout3_script(c, d->lock_lua, d->lock_sha, &ev, &script);
-    const char *argv[] = {ev, script, "6", cmd->key[0], cmd->key[1], cmd->key[2],
-                          cmd->key[3], cmd->key[4], cmd->key[5], cmd->field, token,
-                          cmd->lease, op};
     int k = 0;
-    for (; k < (int)(sizeof argv / sizeof argv[0]); k++) {
-        cmd->argv[k] = argv[k];
-        cmd->argvlen[k] = strlen(argv[k]);
-    }
+    cmd->argv[k++] = ev;
+    cmd->argv[k++] = script;
+    cmd->argv[k++] = idhash ? "6" : "5";
+    for (int i = 0; i < nk; i++)
+        cmd->argv[k++] = cmd->key[i];
+    const char *tail[] = {cmd->field, token, cmd->lease, op};
+    for (size_t i = 0; i < sizeof tail / sizeof tail[0]; i++)
+        cmd->argv[k++] = tail[i];
+    for (int i = 0; i < k; i++)
+        cmd->argvlen[i] = strlen(cmd->argv[i]);
     cmd->argv[k] = (const char *)cmd->member;
     cmd->argvlen[k++] = layout3_member(cmd->member, p0);
     cmd->argv[k] = cmd->num[0];
@@ -352,6 +358,14 @@ static void layout3_lock(const layout_ctx *c, uint64_t fp, uint64_t p0, const ch
     cmd->argv[k] = cmd->num[1];
     cmd->argvlen[k++] = strlen(cmd->num[1]);
     cmd->argc = k;
+}
+
+/* EVAL lock: KEYS id hash, overflow set, locks, counters, table-0 bucket, directory;
+ * ARGV field, token, lease, op, member, limit, ttl (the caller adds the ids). */
+static void layout3_lock(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
+                         unsigned long long lease_ms, const char *op, layout_cmd *cmd)
+{
+    layout3_lock_cmd(c, fp, p0, token, lease_ms, op, 1, cmd);
 }
 
 /* ---- Table entries and reads ---- */

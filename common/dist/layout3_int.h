@@ -32,6 +32,11 @@ int layout3_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const 
                      uint64_t sent_ms);
 int layout3_dir_reply(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
 void layout3_dir_stats(const layout_ctx *c, layout_dir_stats *out);
+/* The lock script call of fp (p0 = perm_0(fp)) up to its ids: KEYS [id hash (idhash:
+ * layout 3) or table-0 bucket (layout 4)], overflow set, locks, counters [, table-0
+ * bucket (layout 3)], directory; ARGV field, token, lease, op, member, limit, ttl. */
+void layout3_lock_cmd(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
+                      unsigned long long lease_ms, const char *op, int idhash, layout_cmd *cmd);
 /* EVALSHA and the script's name (by_sha), or EVAL and its text. */
 void layout3_script(const layout_ctx *c, const char *text, const char *sha, const char **cmd,
                     const char **arg);

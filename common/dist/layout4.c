@@ -174,34 +174,7 @@ static void layout4_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const 
 static void layout4_lock(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
                          unsigned long long lease_ms, const char *op, layout_cmd *cmd)
 {
-    const layout3_dir *d = c->dir;
-    unsigned xx = layout_shard_of(p0);
-    memset(cmd, 0, sizeof *cmd);
-    layout3_key_of(c, cmd->key[0], sizeof cmd->key[0], 's', 0, p0);
-    layout_doc_key(cmd->key[1], sizeof cmd->key[1], fp, p0);
-    layout_lock_key(cmd->key[2], sizeof cmd->key[2], xx);
-    layout_count_key(cmd->key[3], sizeof cmd->key[3], xx);
-    layout_tag_key(cmd->key[4], sizeof cmd->key[4], 'r', 0, xx);
-    snprintf(cmd->lease, sizeof cmd->lease, "%llu", lease_ms);
-    snprintf(cmd->num[0], sizeof cmd->num[0], "%u", c->split_limit);
-    snprintf(cmd->num[1], sizeof cmd->num[1], "%u", c->tombstone_s);
-    layout_lock_field(cmd->field, fp);
-    const char *ev, *script;
-    layout3_script(c, d->lock_lua, d->lock_sha, &ev, &script);
-    const char *argv[] = {ev, script, "5", cmd->key[0], cmd->key[1], cmd->key[2],
-                          cmd->key[3], cmd->key[4], cmd->field, token, cmd->lease, op};
-    int k = 0;
-    for (; k < (int)(sizeof argv / sizeof argv[0]); k++) {
-        cmd->argv[k] = argv[k];
-        cmd->argvlen[k] = strlen(argv[k]);
-    }
-    cmd->argv[k] = (const char *)cmd->member;
-    cmd->argvlen[k++] = layout3_member(cmd->member, p0);
-    cmd->argv[k] = cmd->num[0];
-    cmd->argvlen[k++] = strlen(cmd->num[0]);
-    cmd->argv[k] = cmd->num[1];
-    cmd->argvlen[k++] = strlen(cmd->num[1]);
-    cmd->argc = k;
+    layout3_lock_cmd(c, fp, p0, token, lease_ms, op, 0, cmd);
 }
 
 /* ---- Table entries and reads: layout 3's, table 0's read to the successor ---- */
