@@ -16,14 +16,15 @@
  *               first split; a shard reaching the split limit of a node with listpack
  *               limits of LAYOUT_SPLIT_LIMIT_MAX or more is refused), and
  *               raw-ingest writes plain ZADDs to those buckets, without the scripts
- *   grow3       layout 3: the corpus of fingerprints [0, offset+count) as the system's
- *               splits would leave it, written whole straight to Redis: each table's
- *               members are added in corpus order to a simulation that splits a bucket
- *               reaching --split-limit (default 256: the deployment's SHARD.INFO
+ *   grow3       layouts 3 and 4: the corpus of fingerprints [0, offset+count) as the
+ *               system's splits would leave it, written whole straight to Redis: each
+ *               table's members are added in corpus order to a simulation that splits a
+ *               bucket reaching --split-limit (default 256: the deployment's SHARD.INFO
  *               split_limit) at the split script's point, then every live bucket is one
  *               ZADD (members in descending order: each insert then stops at the
  *               listpack's head), table 0's id hashes one HSET each (one 30-byte id
- *               per fingerprint, dl_doc), the directories of shards that split, the
+ *               per fingerprint, dl_doc; layout 4: the id packed into the table-0
+ *               member instead), the directories of shards that split, the
  *               counters c:{0:xx}, and for each bucket that was live after fingerprint
  *               --offset and split since, tombstones under its old names (expiring
  *               after the layout's tombstone lifetime), as the split script leaves

@@ -1,10 +1,13 @@
 /* grow3.c: bench-dist_load's grow3 mode (bench/dist_load.c's comment at its top): a
- * layout-3 corpus of fingerprints [0, offset + count) written whole, as the system's
- * splits would leave it. Each table's members go in corpus order through a simulation
- * of its shards' buckets that splits one reaching --split-limit where the split script
- * would (bdir_split_point); then every live bucket is one ZADD, table 0's id hashes one
- * HSET each, the directories, the counters, and the tombstones of the buckets live at
- * --offset that split since. */
+ * corpus of layout 3 or 4 (--layout) of fingerprints [0, offset + count) written whole,
+ * as the system's splits would leave it. Each table's members go in corpus order
+ * through a simulation of its shards' buckets that splits one reaching --split-limit
+ * where the split script would (bdir_split_point); then every live bucket is one ZADD,
+ * table 0's id hashes one HSET each (layout 3; layout 4 packs a fingerprint's id into
+ * its table-0 member, the layout's own put_id), the directories, the counters, and the
+ * tombstones of the buckets live at --offset that split since. A table-0 member's bytes
+ * after its first 7 do not move it: layout 4 routes, orders and splits on those 7, so
+ * one simulation serves both layouts. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,6 +151,23 @@ static size_t g3_key(char *buf, char kind, unsigned t, unsigned xx, bdir_bound l
 
 enum { G3_GROUP = LAYOUT_SPLIT_LIMIT_MAX };
 
+/* Layout 4's table-0 member of fingerprint number i (its member as a bound m, in shard
+ * xx) with its one id doc, into out[LAYOUT_PUT_ID_SCRATCH(32)], built by the layout's
+ * put_id (ZADD key 0 member); returns its length. Refuses a member that would not fit
+ * inline (a 30-byte id always does). */
+static size_t g3_member_with_id(uint8_t *out, bdir_bound m, unsigned xx, uint32_t i,
+                                const char *doc, size_t dlen)
+{
+    uint64_t p0 = bdir_member_value(m, xx), fp = dl_fp(i);
+    if (perm_apply(&ps.tables[0], fp) != p0)
+        die("grow3", "a table-0 member is not its fingerprint's");
+    layout_cmd pc;
+    lay.ops->put_id(&lay, fp, p0, doc, dlen, out, &pc);
+    if (pc.argc != 4 || pc.argvlen[3] <= 7 || (const uint8_t *)pc.argv[3] != out)
+        die("grow3", "layout 4: the id does not fit in the table-0 member");
+    return pc.argvlen[3];
+}
+
 /* Appends one command; at most 512 replies stay outstanding. */
 static void g3_send(redisContext *c, int argc, const char **argv, const size_t *lens,
                     uint64_t *pending, uint64_t *sent, dl_stats *st)
@@ -165,8 +185,11 @@ static uint64_t g3_write(redisContext *c, const g3_state *g, unsigned t, dl_stat
 {
     static const char *argv[2 + 2 * G3_GROUP];
     static size_t lens[2 + 2 * G3_GROUP];
-    static uint8_t mem[G3_GROUP][BDIR_BOUND_MAX];
+    static uint8_t mem[G3_GROUP][LAYOUT_PUT_ID_SCRATCH(32)];
     static uint8_t ids[G3_GROUP][48];
+    /* layout 4: a table-0 member carries its ids, and there is no id hash */
+    int inline_ids = t == 0 && lay.ops->entry_from == 1;
+    int hashes = t == 0 && !inline_ids;
     char key[LAYOUT_KEY_MAX], num[2][24];
     uint64_t pending = 0, sent = 0;
     for (unsigned xx = 0; xx < 256; xx++) {
@@ -178,7 +201,7 @@ static uint64_t g3_write(redisContext *c, const g3_state *g, unsigned t, dl_stat
             if (b->n == 0)
                 continue;
             bdir_bound hi = k + 1 < s->n ? s->b[k + 1].lo : BDIR_NONE;
-            for (int h = 0; h < (t == 0 ? 2 : 1); h++) {
+            for (int h = 0; h <= hashes; h++) {
                 argv[0] = h ? "HSET" : "ZADD";
                 lens[0] = 4;
                 argv[1] = key;
@@ -187,9 +210,11 @@ static uint64_t g3_write(redisContext *c, const g3_state *g, unsigned t, dl_stat
                 /* descending: ZADD's insert then stops at the list's head each time */
                 for (uint32_t j = b->n; j-- > 0;) {
                     size_t ml = bdir_bound_bytes(b->m[j], mem[j]);
+                    char doc[32];
+                    int dlen = h || inline_ids ? dl_doc(doc, b->ix[j]) : 0;
+                    if (inline_ids)
+                        ml = g3_member_with_id(mem[j], b->m[j], xx, b->ix[j], doc, (size_t)dlen);
                     if (h) {
-                        char doc[32];
-                        int dlen = dl_doc(doc, b->ix[j]);
                         argv[argc] = (const char *)mem[j];
                         lens[argc++] = ml;
                         argv[argc] = (const char *)ids[j];
@@ -233,7 +258,7 @@ static uint64_t g3_write(redisContext *c, const g3_state *g, unsigned t, dl_stat
         const g3_dead *d = &g->dead[k];
         uint8_t pt[BDIR_BOUND_MAX];
         size_t pl = bdir_bound_bytes(d->point, pt);
-        for (int h = 0; h < (t == 0 ? 2 : 1); h++) {
+        for (int h = 0; h <= hashes; h++) {
             size_t kl = g3_key(key, h ? 'h' : 's', t, d->shard, d->lo, d->hi);
             const char *targv[5] = {"SET", key, (const char *)pt, "EX", num[1]};
             size_t tlens[5] = {3, kl, pl, 2, strlen(num[1])};
@@ -257,12 +282,12 @@ static void g3_free(g3_state *g)
     memset(g, 0, sizeof *g);
 }
 
-/* grow3: fingerprints [0, offset + count) as a layout-3 corpus whose buckets split as
- * the system's would, written whole (see the top of the file). */
+/* grow3: fingerprints [0, offset + count) as a corpus of layout 3 or 4 whose buckets
+ * split as the system's would, written whole (see the top of the file). */
 int dl_grow3(void)
 {
-    if (opt.layout != 3)
-        die("grow3", "needs --layout 3");
+    if (opt.layout != 3 && opt.layout != 4)
+        die("grow3", "needs --layout 3 or 4");
     if (opt.offset + opt.count > UINT32_MAX)
         die("grow3", "--offset + --count must stay below 2^32");
     redisContext *c = dl_connect();
@@ -272,7 +297,7 @@ int dl_grow3(void)
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s distance %u", LAYOUT_META_KEY, opt.distance);
     freeReplyObject(r);
-    r = redisCommand(c, "HSETNX %s layout 3", LAYOUT_META_KEY);
+    r = redisCommand(c, "HSETNX %s layout %u", LAYOUT_META_KEY, opt.layout);
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s tombstone_seconds %u", LAYOUT_META_KEY, lay.tombstone_s);
     freeReplyObject(r);
@@ -283,7 +308,7 @@ int dl_grow3(void)
     freeReplyObject(r);
     r = redisCommand(c, "HMGET %s layout blocks distance", LAYOUT_META_KEY);
     char want[64];
-    snprintf(want, sizeof want, "3 %u %u", opt.blocks, opt.distance);
+    snprintf(want, sizeof want, "%u %u %u", opt.layout, opt.blocks, opt.distance);
     char have[64] = "";
     for (size_t k = 0; r && r->type == REDIS_REPLY_ARRAY && k < r->elements; k++)
         if (r->element[k]->type == REDIS_REPLY_STRING)
@@ -291,7 +316,7 @@ int dl_grow3(void)
                      (int)r->element[k]->len, r->element[k]->str);
     freeReplyObject(r);
     if (strcmp(have, want) != 0)
-        die("grow3", "the corpus's meta (layout blocks distance) is not 3 and --blocks, --distance");
+        die("grow3", "the corpus's meta (layout blocks distance) is not --layout, --blocks, --distance");
     double t0 = bench_now(), sim = 0;
     for (unsigned t = 0; t < ps.ntables; t++) {
         g3_state *g = calloc(1, sizeof *g);
