@@ -49,7 +49,7 @@
 typedef struct fk_counts {
     unsigned long long fps, docs, fps_missing, entries_missing, orphan_entries, orphan_fps,
         foreign, stale_locks, live_locks, counter_bad, repaired, repair_busy, repair_errors,
-        counters_fixed, keys;
+        counters_fixed, keys, ids_lost;
 } fk_counts;
 
 typedef struct fk {
@@ -64,6 +64,8 @@ typedef struct fk {
     size_t nhave, caphave;
     uint64_t *bad;              /* fingerprints to reconcile */
     size_t nbad, capbad;
+    uint64_t *lost;             /* ids said to be in an overflow set found empty */
+    size_t nlost, caplost;
     long long cnt_fps[256], cnt_docs[256];
     fk_counts n;
     cli_progress prog_bar;
@@ -108,10 +110,27 @@ static int fk_cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* Sorts v[0..*n) and drops repeats. */
+static void fk_sort_unique(uint64_t *v, size_t *n)
+{
+    if (*n > 1)
+        qsort(v, *n, sizeof(*v), fk_cmp_u64);
+    size_t m = 0;
+    for (size_t i = 0; i < *n; i++)
+        if (m == 0 || v[i] != v[m - 1])
+            v[m++] = v[i];
+    *n = m;
+}
+
+/* Whether the sorted v[0..n) holds x. */
+static int fk_in(const uint64_t *v, size_t n, uint64_t x)
+{
+    return n > 0 && bsearch(&x, v, n, sizeof(*v), fk_cmp_u64) != NULL;
+}
+
 static int fk_have(const fk *f, uint64_t fp)
 {
-    return f->nhave > 0 &&
-           bsearch(&fp, f->have, f->nhave, sizeof(*f->have), fk_cmp_u64) != NULL;
+    return fk_in(f->have, f->nhave, fp);
 }
 
 /* ---- Phases ---- */
@@ -266,8 +285,9 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
                 return -1;
             missing += (unsigned)miss;
         }
-        if (c <= 0) {
-            f->n.foreign += cnt[i] < 0;     /* a "" field without its overflow set */
+        if (c <= 0) {       /* ids in an overflow set that is empty: read again later */
+            if (cnt[i] < 0 && fk_push(&f->lost, &f->nlost, &f->caplost, fps[i]) != 0)
+                return -1;
             continue;
         }
         if (fk_tally_one(f, fps[i], c, missing) != 0)
@@ -277,7 +297,69 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
     return 0;
 }
 
-/* Documents kept in bucket hashes (layout 2): every field of every bucket hash
+/* The fingerprints whose ids were said to be in their overflow set (a "" hash field,
+ * a bare table-0 member) while the set was empty: both reads of their ids again
+ * (ids_read, pipelined); those still so have lost their ids (the set was deleted by
+ * hand, or a bug) and go to the reconciliation, which removes them (the lock script
+ * drops a value whose set is empty, then every entry goes). Anything else met then
+ * (ids back, none at all, a bucket split meanwhile) is a writer's doing and not
+ * counted. Returns 0, or -1. */
+static int fk_lost_confirm(fk *f)
+{
+    fk_batch *bp = &f->b;
+    size_t nbad = f->nbad;      /* f->bad[0..nbad) is sorted, without repeats */
+    fk_sort_unique(f->lost, &f->nlost);     /* a SCAN may hand a key over twice */
+    for (size_t k = 0; k < f->nlost && f->lay.ops->ids_reads == 2; k += FK_BATCH) {
+        size_t m = f->nlost - k < FK_BATCH ? f->nlost - k : FK_BATCH;
+        layout_ids_kind kind[2] = {0, 0};
+        for (size_t i = 0; i < m; i++) {
+            uint64_t fp = f->lost[k + i], p0 = perm_apply(&f->ps.tables[0], fp);
+            for (unsigned r = 0; r < 2; r++) {
+                layout_cmd rc;
+                f->lay.ops->ids_read(&f->lay, r, fp, p0, &rc, &kind[r]);
+                int ki = layout_cmd_key_index(&rc);
+                if (fk_add(&f->net, bp, rc.argv[ki], rc.argvlen[ki], rc.argc, rc.argv,
+                           rc.argvlen) != 0)
+                    return -1;
+            }
+        }
+        if (fk_run(&f->net, bp) != 0)
+            return -1;
+        for (size_t i = 0; i < m; i++) {
+            const redisReply *v = bp->reply[2 * i], *set = bp->reply[2 * i + 1];
+            const char *ids;
+            size_t len;
+            if (layout_ids_reply(kind[0], v, &ids, &len) == 1 && len == 0 &&
+                set->type == REDIS_REPLY_ARRAY && set->elements == 0) {
+                f->n.ids_lost++;
+                if (!fk_in(f->bad, nbad, f->lost[k + i]) &&
+                    fk_push(&f->bad, &f->nbad, &f->capbad, f->lost[k + i]) != 0)
+                    return -1;
+            }
+        }
+        fk_batch_clear(bp);
+    }
+    return 0;
+}
+
+/* The ids packed in v[0..len) (a bucket hash's field, layout 2 or 3; what follows the
+ * 7 bytes of a table-0 member, layout 4): their count, -1 when there are none (the ids
+ * are in the fingerprint's overflow set), FK_IDS_MALFORMED when v is not a packing. */
+#define FK_IDS_MALFORMED (-2)
+static long long fk_ids_count(const char *v, size_t len)
+{
+    size_t off = 0, idlen;
+    const uint8_t *id;
+    long long ids = 0;
+    int more;
+    if (len == 0)
+        return -1;
+    while ((more = layout_ids_next(v, len, &off, &id, &idlen)) == 1)
+        ids++;
+    return more < 0 ? FK_IDS_MALFORMED : ids;
+}
+
+/* Documents kept in bucket hashes (layouts 2, 3): every field of every bucket hash
  * (HGETALL), its ids counted, tallied FK_BATCH fingerprints at a time. */
 static int fk_hashes(fk *f, redisReply **keys, size_t n)
 {
@@ -314,13 +396,8 @@ static int fk_hashes(fk *f, redisReply **keys, size_t n)
                 f->n.foreign++;
                 continue;
             }
-            long long ids = v->len == 0 ? -1 : 0;
-            size_t off = 0, idlen;
-            const uint8_t *id;
-            int rc;
-            while (v->len && (rc = layout_ids_next(v->str, v->len, &off, &id, &idlen)) == 1)
-                ids++;
-            if (v->len && rc < 0) {
+            long long ids = fk_ids_count(v->str, v->len);
+            if (ids == FK_IDS_MALFORMED) {
                 f->n.foreign++;
                 continue;
             }
@@ -341,7 +418,6 @@ static int fk_hashes(fk *f, redisReply **keys, size_t n)
     return 0;
 }
 
-/* The walk of the documents phase for each kind of key a layout keeps ids in. */
 /* Documents kept in table 0's members (layout 4): every table-0 bucket read whole, the
  * ids of each member counted from its packing (SCARD of the overflow set when it has
  * none inline), tallied FK_BATCH fingerprints at a time. */
@@ -389,14 +465,8 @@ static int fk_members(fk *f, redisReply **keys, size_t n)
                 f->n.foreign++;
                 continue;
             }
-            const char *v = mr->str + 7;
-            size_t vlen = mr->len - 7, off = 0, idlen;
-            const uint8_t *id;
-            long long ids = vlen == 0 ? -1 : 0;
-            int more = 0;
-            while (vlen && (more = layout_ids_next(v, vlen, &off, &id, &idlen)) == 1)
-                ids++;
-            if (vlen && more < 0) {
+            long long ids = fk_ids_count(mr->str + 7, mr->len - 7);
+            if (ids == FK_IDS_MALFORMED) {
                 f->n.foreign++;
                 continue;
             }
@@ -418,6 +488,7 @@ static int fk_members(fk *f, redisReply **keys, size_t n)
     return rc;
 }
 
+/* The walk of the documents phase for each kind of key a layout keeps ids in. */
 static fk_keys_fn fk_docs_walker(layout_key_kind kind)
 {
     static const struct {
@@ -734,6 +805,7 @@ static void fk_free(fk *f)
     layout_ctx_free(&f->lay);
     free(f->have);
     free(f->bad);
+    free(f->lost);
     if (f->ps.tables)
         perm_set_free(&f->ps);
 }
@@ -852,17 +924,13 @@ int cmd_fsck(int argc, char **argv)
     if (fk_scan(f, ps, fk_tables) != 0 || fk_scan(f, pw, fk_locks) != 0)
         goto out;
     cli_progress_end(&f->prog_bar);
-    if (f->nbad > 1)
-        qsort(f->bad, f->nbad, sizeof(*f->bad), fk_cmp_u64);
-    size_t nb = 0;
+    fk_sort_unique(f->bad, &f->nbad);
     for (size_t i = 0; i < f->nbad; i++)
-        if (nb == 0 || f->bad[i] != f->bad[nb - 1])
-            f->bad[nb++] = f->bad[i];
-    f->nbad = nb;
-    for (size_t i = 0; i < nb; i++)
         f->n.orphan_fps += !fk_have(f, f->bad[i]);
+    if (fk_lost_confirm(f) != 0)    /* after the orphans: these have no documents either */
+        goto out;
     if (f->repair) {
-        for (size_t i = 0; i < nb; i++) {
+        for (size_t i = 0; i < f->nbad; i++) {
             int r = fk_fix(f, f->bad[i], (unsigned)i);
             if (r > 0)
                 f->n.repaired++;
@@ -878,15 +946,16 @@ int cmd_fsck(int argc, char **argv)
     int split_bad = f->split && fsck_split_report(f->split, stdout) > 0;
     int split_left = f->split && fsck_split_left(f->split, f->repair) > 0;
     int problems = n->fps_missing || n->orphan_entries || n->stale_locks || n->counter_bad ||
-                   n->foreign || split_bad;
+                   n->foreign || n->ids_lost || split_bad;
     int left = n->repair_busy || n->repair_errors || n->foreign || split_left ||
                (n->counter_bad > n->counters_fixed) || (!f->repair && problems);
     printf("keys_scanned:%llu\nfingerprints:%llu\ndocuments:%llu\n"
            "fingerprints_missing_entries:%llu\nmissing_entries:%llu\norphan_entries:%llu\n"
            "orphan_fingerprints:%llu\nforeign_keys_or_members:%llu\nstale_locks:%llu\n"
-           "live_locks:%llu\ncounter_mismatches:%llu\n",
+           "live_locks:%llu\ncounter_mismatches:%llu\nfingerprints_ids_lost:%llu\n",
            n->keys, n->fps, n->docs, n->fps_missing, n->entries_missing, n->orphan_entries,
-           n->orphan_fps, n->foreign, n->stale_locks, n->live_locks, n->counter_bad);
+           n->orphan_fps, n->foreign, n->stale_locks, n->live_locks, n->counter_bad,
+           n->ids_lost);
     if (f->repair)
         printf("repaired_fingerprints:%llu\nrepair_busy:%llu\nrepair_errors:%llu\n"
                "counters_rewritten:%llu\n", n->repaired, n->repair_busy, n->repair_errors,

@@ -4,10 +4,12 @@
 # simhash-coordinator): clean after a load; then each kind of damage planted through
 # the worker's own commands: table entries removed from a fingerprint with documents,
 # table entries without documents (orphans), a stale write lock over a half-done
-# write, a wrong counter; fsck reports each with exact counts and exits 1; --repair
-# fixes them; a second fsck is clean; queries through the coordinator find the
-# repaired fingerprints from 0..k bits away and not the orphan. Then the same on a
-# 3-master Redis Cluster (--cluster).
+# write, a wrong counter, and (layouts 2-4) a fingerprint whose overflow set of ids
+# was deleted by hand (its hash field or table-0 member still says the ids are
+# there); fsck reports each with exact counts and exits 1; --repair fixes them (the
+# fingerprint without ids removed); a second fsck is clean; queries through the
+# coordinator find the repaired fingerprints from 0..k bits away and not the orphan
+# or the one whose ids were lost. Then the same on a 3-master Redis Cluster (--cluster).
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
@@ -49,7 +51,8 @@ expect_field clean "$out" status clean
 th_log "clean corpus: exit 0, 300 fingerprints"
 
 # layout 4 keeps a fingerprint's table-0 entry in its ids: SHARD.ADD / DEL leave it
-T0=0; [ "$(timeout 5 redis-cli -p "$rport" hget simhash:meta layout)" = 4 ] && T0=1
+LAYOUT=$(timeout 5 redis-cli -p "$rport" hget simhash:meta layout)
+T0=0; [ "$LAYOUT" = 4 ] && T0=1
 NT=$((20 - T0))         # the entries SHARD.ADD of all 20 tables writes
 A=$(sed -n 1p "$TH_DIR/load.txt" | cut -d' ' -f1)
 Bfp=$(flip "$A" 30 1)        # new fingerprints, far from every stored one
@@ -61,8 +64,23 @@ C=$(flip "$A" 31 2)
 # (c) a writer that took C's lock, stored its document and died: a stale lock
 [ "$(w SHARD.LOCK "$C" dead 1 A doc-c | head -1)" = 1 ] || th_fail "SHARD.LOCK of C"
 sleep 0.05
-# (d) a counter off by 5
-ckey=$(timeout 5 redis-cli -p "$rport" --scan --pattern 'c:*' | head -1)
+# (e) layouts 2-4: D's three ids (93 bytes packed: too many to keep inline) are in its
+# overflow set, the only d: key; the set deleted by hand leaves D's entries and a
+# hash field or table-0 member saying the ids are in that set: the ids are lost
+Dfp=$(flip "$A" 32 3)
+LOST=0 dxx=none
+if [ "$LAYOUT" != 1 ]; then
+    LOST=1
+    [ "$(timeout 10 redis-cli -p "$cport" SIMHASH.ADD "$Dfp" "$(printf 'doc-d-%024d' 1)" \
+        "$Dfp" "$(printf 'doc-d-%024d' 2)" "$Dfp" "$(printf 'doc-d-%024d' 3)")" = 3 ] ||
+        th_fail "SIMHASH.ADD of D's three ids"
+    dkeys=$(timeout 5 redis-cli -p "$rport" --scan --pattern 'd:*')
+    [ "$(echo "$dkeys" | wc -w)" = 1 ] || th_fail "want D's overflow set alone, found: $dkeys"
+    dxx=${dkeys:5:2}        # d:{0:xx}:<fingerprint>: D's counters are c:{0:xx}
+    [ "$(timeout 5 redis-cli -p "$rport" DEL "$dkeys")" = 1 ] || th_fail "DEL $dkeys"
+fi
+# (d) a counter off by 5 (not D's, whose counters the lost ids make wrong too)
+ckey=$(timeout 5 redis-cli -p "$rport" --scan --pattern 'c:*' | grep -vF "c:{0:$dxx}" | head -1)
 timeout 5 redis-cli -p "$rport" HINCRBY "$ckey" fingerprints 5 >/dev/null
 
 out=$(timeout 120 "$SH" fsck -q --redis "127.0.0.1:$rport"); rc=$?
@@ -73,14 +91,15 @@ expect_field damaged "$out" missing_entries $((3 + NT))
 expect_field damaged "$out" orphan_entries $NT
 expect_field damaged "$out" orphan_fingerprints 1
 expect_field damaged "$out" stale_locks 1
-expect_field damaged "$out" counter_mismatches 1
+expect_field damaged "$out" counter_mismatches $((1 + LOST))
+expect_field damaged "$out" fingerprints_ids_lost $LOST
 expect_field damaged "$out" status inconsistent
 th_log "damage found: $(echo "$out" | tr '\n' ' ')"
 
 out=$(timeout 120 "$SH" fsck -q --repair --redis "127.0.0.1:$rport"); rc=$?
 [ $rc = 0 ] || th_fail "fsck --repair: exit $rc: $out"
-expect_field repair "$out" repaired_fingerprints 3
-expect_field repair "$out" counters_rewritten 1
+expect_field repair "$out" repaired_fingerprints $((3 + LOST))
+expect_field repair "$out" counters_rewritten $((1 + LOST))
 expect_field repair "$out" status repaired
 out=$(timeout 120 "$SH" fsck -q --redis "127.0.0.1:$rport"); rc=$?
 [ $rc = 0 ] || th_fail "fsck after --repair: exit $rc: $out"
@@ -98,6 +117,8 @@ for fp in "$A" "$C"; do
 done
 timeout 10 redis-cli -p "$cport" SIMHASH.QUERY "$Bfp" DISTANCE 0 | grep -qx "$Bfp" &&
     th_fail "the orphan $Bfp is still found"
+timeout 10 redis-cli -p "$cport" SIMHASH.QUERY "$Dfp" DISTANCE 0 | grep -qx "$Dfp" &&
+    th_fail "$Dfp, whose ids were lost, is still found"
 info=$(timeout 10 redis-cli -p "$cport" SIMHASH.INFO | tr -d '\r')
 for _ in $(seq 1 50); do
     [ "$(field fingerprints "$info")" = 301 ] && break
@@ -105,7 +126,7 @@ for _ in $(seq 1 50); do
     info=$(timeout 10 redis-cli -p "$cport" SIMHASH.INFO | tr -d '\r')
 done
 [ "$(field fingerprints "$info")" = 301 ] || th_fail "SIMHASH.INFO fingerprints $(field fingerprints "$info"), want 301"
-th_log "repaired: a second fsck is clean; A and C found from 0..3 bits, B gone; SIMHASH.INFO 301"
+th_log "repaired: a second fsck is clean; A and C found from 0..3 bits, B and D gone; SIMHASH.INFO 301"
 
 # usage errors
 timeout 10 "$SH" fsck --redis nowhere >/dev/null 2>&1; [ $? = 2 ] || th_fail "bad --redis: want exit 2"
