@@ -12,7 +12,9 @@
  *              bucket hash, ids counted from the packing (SCARD of the overflow set
  *              when the field is ""); layout 4: SCAN s:{0:*, ZRANGE each table-0
  *              bucket, ids counted from the packing after each member's 7 bytes; ZSCORE
- *              of the entry in every table (layout 4: from table 1, table 0's is the ids)
+ *              of the entry in every table (layout 4: from table 1, table 0's is the ids);
+ *              an overflow set found empty is read again after the tables phase
+ *              (fk_lost_confirm): ids lost
  *   tables     SCAN s:*, every member reverted to its fingerprint; one without
  *              documents (EXISTS of the set, HEXISTS of the hash field in layout 2,
  *              checked once per fingerprint) is an orphan
@@ -780,8 +782,9 @@ static void fk_usage(FILE *out)
     fprintf(out,
             "usage: simhash fsck [--repair] [--redis HOST:PORT] [--cluster] [options]\n"
             "Check a deployment's Redis data: every fingerprint with documents has its entry\n"
-            "in every table, no table entry lacks documents, no write lock is stale, and the\n"
-            "counters are exact. Prints name:value lines; exit 0 clean (or all repaired),\n"
+            "in every table, no table entry lacks documents, no fingerprint's ids are lost\n"
+            "(an overflow set gone), no write lock is stale, and the counters are exact.\n"
+            "Prints name:value lines; exit 0 clean (or all repaired),\n"
             "1 inconsistencies left, 2 usage or connection errors.\n"
             "  --redis HOST:PORT     the Redis node (a seed node with --cluster; default 127.0.0.1:6379)\n"
             "  --cluster             a Redis Cluster: scan every master\n"
