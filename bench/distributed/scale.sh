@@ -39,6 +39,8 @@
 #               no one loads (then raw-remove takes them out again, before fsck checks
 #               the corpus); query_vs_raw and ingest_vs_raw are the system's rates over
 #               these (the targets: at least 0.9), each with Redis's CPU per operation;
+#               BENCH_ROUNDS=R then adds R rounds of both query runs, alternating
+#               (rounds_*: each round's rates and ratio, and their medians);
 #               *_vs_raw_redis_cpu_bound is raw's Redis CPU per operation over the
 #               system's: the ratio the system can reach where one Redis core bounds
 #               both (the system's own processes then cost nothing). Not in a
@@ -68,7 +70,7 @@
 # BENCH_CLUSTER (masters of a Redis Cluster; empty: one Redis), BENCH_LAYOUT (3 or 4; 3),
 # BENCH_SEED (20),
 # BENCH_QUERIES (100000), BENCH_RATE (1000), BENCH_PACED_SECONDS (10),
-# BENCH_LOAD_TIMEOUT (seconds per segment, 14400), BENCH_TAIL, BENCH_RAW_N, BENCH_FSCK_MAX,
+# BENCH_LOAD_TIMEOUT (seconds per segment, 14400), BENCH_TAIL, BENCH_RAW_N, BENCH_FSCK_MAX, BENCH_ROUNDS,
 # BENCH_KEEP (a
 # directory: the logs and configs of the deployment are copied there at exit).
 # Everything runs on 127.0.0.1 in a mktemp -d directory; simhash-local stops its
@@ -90,6 +92,7 @@ RAW_N=${BENCH_RAW_N:-50000}
 GROW=${BENCH_GROW:-load}
 LAYOUT=${BENCH_LAYOUT:-3}
 FSCK_MAX=${BENCH_FSCK_MAX:-}
+ROUNDS=${BENCH_ROUNDS:-0}
 RAW_OFFSET=4000000000
 LIFETIME=86400
 for b in simhash simhash-shard simhash-coordinator bench-dist_load; do
@@ -376,6 +379,32 @@ raw_rates() {
     emit query_vs_raw_redis_cpu_bound "$(ratio "$raw_query_cpu" "$query_redis_cpu")"
 }
 
+# query_rounds: BENCH_ROUNDS rounds of sys-query and raw-query of BENCH_QUERIES each,
+# the order swapped every round (system first in odd rounds), so a disturbance of the
+# machine falls on both: every round's rates and their ratio (rounds_*_rK), then the
+# medians of the rates and of the ratios
+query_rounds() {
+    local r sq rq ratios="" sys_all="" raw_all=""
+    for ((r = 1; r <= ROUNDS; r++)); do
+        log "checkpoint $N: query round $r of $ROUNDS"
+        if [ $((r % 2)) = 1 ]; then
+            sq=$(dl sys-query --count "$QUERIES" --seconds 600 --depth 32 | metric queries_per_sec)
+            rq=$(rdl raw-query --count "$QUERIES" --seconds 600 --depth 32 | metric queries_per_sec)
+        else
+            rq=$(rdl raw-query --count "$QUERIES" --seconds 600 --depth 32 | metric queries_per_sec)
+            sq=$(dl sys-query --count "$QUERIES" --seconds 600 --depth 32 | metric queries_per_sec)
+        fi
+        emit "rounds_query_per_s_r$r" "$sq"
+        emit "rounds_raw_query_per_s_r$r" "$rq"
+        emit "rounds_query_vs_raw_r$r" "$(ratio "$sq" "$rq")"
+        sys_all="$sys_all $sq" raw_all="$raw_all $rq" ratios="$ratios $(ratio "$sq" "$rq")"
+    done
+    med() { python3 -c "import statistics, sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))" "$@"; }
+    emit rounds_query_per_s_median "$(med $sys_all)"
+    emit rounds_raw_query_per_s_median "$(med $raw_all)"
+    emit rounds_query_vs_raw_median "$(med $ratios)"
+}
+
 # load_part LO HI: `simhash load` of fingerprints [LO, HI); sets part_secs, part_failed,
 # part_not_new (pairs answered late and sent again: stored, but not new then)
 load_part() {
@@ -564,6 +593,7 @@ for N in $POINTS; do
     emit "paced_${RATE}_errors" "$(echo "$p" | metric errors)"
 
     [ -n "$CLUSTER" ] || raw_rates
+    [ -n "$CLUSTER" ] || [ "$ROUNDS" = 0 ] || query_rounds
 
     log "checkpoint $N: export"
     t0=$(now)
