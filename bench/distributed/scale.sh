@@ -384,20 +384,21 @@ raw_rates() {
 # machine falls on both: every round's rates and their ratio (rounds_*_rK), then the
 # medians of the rates and of the ratios
 query_rounds() {
-    local r sq rq ratios="" sys_all="" raw_all=""
+    local r side sq rq q ratios="" sys_all="" raw_all=""
     for ((r = 1; r <= ROUNDS; r++)); do
         log "checkpoint $N: query round $r of $ROUNDS"
-        if [ $((r % 2)) = 1 ]; then
-            sq=$(dl sys-query --count "$QUERIES" --seconds 600 --depth 32 | metric queries_per_sec)
-            rq=$(rdl raw-query --count "$QUERIES" --seconds 600 --depth 32 | metric queries_per_sec)
-        else
-            rq=$(rdl raw-query --count "$QUERIES" --seconds 600 --depth 32 | metric queries_per_sec)
-            sq=$(dl sys-query --count "$QUERIES" --seconds 600 --depth 32 | metric queries_per_sec)
-        fi
+        for side in $( [ $((r % 2)) = 1 ] && echo "sys raw" || echo "raw sys"); do
+            if [ "$side" = sys ]; then
+                sq=$(dl sys-query --count "$QUERIES" --seconds 600 --depth 32 | metric queries_per_sec)
+            else
+                rq=$(rdl raw-query --count "$QUERIES" --seconds 600 --depth 32 | metric queries_per_sec)
+            fi
+        done
+        q=$(ratio "$sq" "$rq")
         emit "rounds_query_per_s_r$r" "$sq"
         emit "rounds_raw_query_per_s_r$r" "$rq"
-        emit "rounds_query_vs_raw_r$r" "$(ratio "$sq" "$rq")"
-        sys_all="$sys_all $sq" raw_all="$raw_all $rq" ratios="$ratios $(ratio "$sq" "$rq")"
+        emit "rounds_query_vs_raw_r$r" "$q"
+        sys_all="$sys_all $sq" raw_all="$raw_all $rq" ratios="$ratios $q"
     done
     med() { python3 -c "import statistics, sys; print(round(statistics.median(map(float, sys.argv[1:])), 3))" "$@"; }
     emit rounds_query_per_s_median "$(med $sys_all)"
