@@ -12,7 +12,11 @@
  * the runs), the tokenizing and voting an HTML path cannot avoid. The sum of
  * sax_empty and visible_text(_v4) is the floor of the v3 (v4) HTML path
  * (`floor_v3_vs_parser_only_cpu`, `floor_v4_...`: extraction, the block spans and
- * the other tiers cost more on top).
+ * the other tiers cost more on top); and the default's HTML path with no extraction
+ * (`html_all_text`, FP_HTML_ALL_TEXT: the parser, html.c and the default's text path
+ * interleaved as in a real run, which the floor's separate passes are not), so that
+ * `html_all_text_vs_parser_only_cpu` against `html_vs_parser_only_cpu` is what the
+ * extraction and its tiers cost.
  *
  * usage: bench-html [--runs R] LIST
  * LIST names one HTML file per line ("-": stdin). The pages are loaded into memory
@@ -168,6 +172,7 @@ enum bh_path {
     BH_SAX_EMPTY,       /* the parser with html.c's callbacks, counting only */
     BH_VISIBLE_V3,      /* v3's text path on the page's visible text */
     BH_VISIBLE_V4,      /* v4's */
+    BH_HTML_ALL,        /* the default's HTML path without extraction (FP_HTML_ALL_TEXT) */
     BH_NPATH
 };
 
@@ -185,9 +190,10 @@ static uint64_t bh_pass(enum bh_path path, const bh_page *pages, size_t n, size_
         case BH_HTML:
         case BH_HTML_V2:
         case BH_HTML_V3:
+        case BH_HTML_ALL:
             if (fp_html_text(pages[i].data, pages[i].len,
-                             path == BH_HTML ? NULL : path == BH_HTML_V2 ? &v2 : &v3, 0, &fp,
-                             err, sizeof err))
+                             path == BH_HTML_V2 ? &v2 : path == BH_HTML_V3 ? &v3 : NULL,
+                             path == BH_HTML_ALL ? FP_HTML_ALL_TEXT : 0, &fp, err, sizeof err))
                 ++*failed;
             break;
         case BH_TEXT:
@@ -282,7 +288,8 @@ int main(int argc, char **argv)
     static const char *const names[BH_NPATH] = {
         [BH_HTML] = "html", [BH_TEXT] = "text", [BH_PARSER] = "parser_only",
         [BH_HTML_V2] = "html_v2", [BH_HTML_V3] = "html_v3", [BH_SAX_EMPTY] = "sax_empty",
-        [BH_VISIBLE_V3] = "visible_text", [BH_VISIBLE_V4] = "visible_text_v4" };
+        [BH_VISIBLE_V3] = "visible_text", [BH_VISIBLE_V4] = "visible_text_v4",
+        [BH_HTML_ALL] = "html_all_text" };
     /* Every run times each path in turn, so a busy moment of the machine falls on all
      * the paths alike; a ratio is the median of the runs' own ratios. Before its timed
      * pass a path runs untimed over the first MiB of pages, so that no path is timed
@@ -327,6 +334,7 @@ int main(int argc, char **argv)
         { "sax_empty_vs_parser_only_cpu", BH_SAX_EMPTY, BH_PARSER, 0 },
         { "floor_v3_vs_parser_only_cpu", BH_VISIBLE_V3, BH_PARSER, 1 },
         { "floor_v4_vs_parser_only_cpu", BH_VISIBLE_V4, BH_PARSER, 1 },
+        { "html_all_text_vs_parser_only_cpu", BH_HTML_ALL, BH_PARSER, 0 },
         { "html_vs_html_v2_cpu", BH_HTML, BH_HTML_V2, 0 },
         { "html_v3_vs_html_cpu", BH_HTML_V3, BH_HTML, 0 },
     };
