@@ -308,10 +308,12 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
  * counted. Returns 0, or -1. */
 static int fk_lost_confirm(fk *f)
 {
+    if (f->lay.ops->ids_reads != 2)
+        return 0;               /* layout 1: a set per fingerprint, no overflow set */
     fk_batch *bp = &f->b;
     size_t nbad = f->nbad;      /* f->bad[0..nbad) is sorted, without repeats */
     fk_sort_unique(f->lost, &f->nlost);     /* a SCAN may hand a key over twice */
-    for (size_t k = 0; k < f->nlost && f->lay.ops->ids_reads == 2; k += FK_BATCH) {
+    for (size_t k = 0; k < f->nlost; k += FK_BATCH) {
         size_t m = f->nlost - k < FK_BATCH ? f->nlost - k : FK_BATCH;
         layout_ids_kind kind[2] = {0, 0};
         for (size_t i = 0; i < m; i++) {
