@@ -231,8 +231,8 @@ static inline uint64_t fp_le64(uint64_t x)
 static void fp_state_init(fp_state *s, const fp_params *p)
 {
     s->spilled = 0;
-    s->version = p->version;
-    if (p->version == FP_V4) {
+    s->version = p->version == FP_V5 ? FP_V4 : p->version;   /* v5: v4's text path */
+    if (s->version == FP_V4) {
         s->orders = FP_V2_ORDERS;
         s->window = FP_V4_WINDOW;
     } else if (p->version != FP_V1) {
@@ -647,7 +647,7 @@ static int fp_params_norm(const fp_params *p, fp_params *out)
             d.window = FP_WINDOW_DEFAULT;
         if (d.window > FP_WINDOW_MAX)
             return -1;
-    } else if (d.version == FP_V2 || d.version == FP_V3 || d.version == FP_V4) {
+    } else if (d.version >= FP_V2 && d.version <= FP_V5) {
         if (d.window != 0)
             return -1;
     } else {
@@ -662,9 +662,8 @@ int fp_params_check(const fp_params *p, char *err, size_t errlen)
     fp_params d;
     if (fp_params_norm(p, &d) == 0)
         return 0;
-    if (p->version != 0 && p->version != FP_V1 && p->version != FP_V2 && p->version != FP_V3 &&
-        p->version != FP_V4)
-        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v2, v3, v4)",
+    if (p->version > FP_V5)
+        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v2, v3, v4, v5)",
                  p->version);
     else if (p->version == FP_V1 || (p->version == 0 && FP_VERSION_DEFAULT == FP_V1))
         snprintf(err, errlen, "window %u out of range 1..%d", p->window, FP_WINDOW_MAX);
@@ -696,8 +695,8 @@ int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
                 goto bad;
             p.window = (unsigned)v;
         }
-    } else if (q[0] >= '2' && q[0] <= '4' && q[1] == '\0') {
-        p.version = (unsigned)(q[0] - '0');     /* FP_V2, FP_V3, FP_V4 */
+    } else if (q[0] >= '2' && q[0] <= '5' && q[1] == '\0') {
+        p.version = (unsigned)(q[0] - '0');     /* FP_V2 .. FP_V5 */
     } else {
         goto bad;
     }
@@ -705,7 +704,7 @@ int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
         goto bad;
     return 0;
 bad:
-    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v4, v3, v2, v1 or v1:W with "
+    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v5, v4, v3, v2, v1 or v1:W with "
              "W 1..%d)", spec, FP_WINDOW_MAX);
     return -1;
 }

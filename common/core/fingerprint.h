@@ -19,17 +19,19 @@
  * visible text (html.h, section "Main content (v3)"). v4 (the default): v3's HTML main
  * content, and v2's features with those of known boilerplate (runs of words of a table
  * of license text shipped with the algorithm) weighing half (section "Algorithm v4").
+ * v5: v4's text fingerprint (the same values for text), and HTML pages by their article,
+ * found on a tree of the page (html_article.h, section "Algorithm v5").
  * A fingerprint is only comparable with fingerprints of the same algorithm and
  * settings; deployments record them in simhash:meta. */
-enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_V4 = 4, FP_VERSION_DEFAULT = FP_V4 };
+enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_V4 = 4, FP_V5 = 5, FP_VERSION_DEFAULT = FP_V4 };
 
 typedef struct fp_params {
-    unsigned version;         /* FP_V1 .. FP_V4; 0 means FP_VERSION_DEFAULT */
+    unsigned version;         /* FP_V1 .. FP_V5; 0 means FP_VERSION_DEFAULT */
     unsigned window;          /* v1: tokens per shingle, 1..FP_WINDOW_MAX, 0 means
-                                 FP_WINDOW_DEFAULT. v2..v4: must be 0 (fixed features) */
+                                 FP_WINDOW_DEFAULT. v2..v5: must be 0 (fixed features) */
 } fp_params;
 
-/* Settings as text, the form the programs take and store: "v4", "v3", "v2", "v1" (window 3)
+/* Settings as text, the form the programs take and store: "v5", "v4", "v3", "v2", "v1" (window 3)
  * or "v1:W". fp_params_parse returns 0, or -1 with a message in err. */
 int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen);
 /* The option fingerprint-algorithm of a program: spec NULL or "" (unset) leaves

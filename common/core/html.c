@@ -24,7 +24,9 @@
 
 #include "fp_span.h"
 #include "html.h"
+#include "html_article.h"
 #include "html_main.h"
+#include "html_tree.h"
 
 _Static_assert((int)HMAIN_ALL == (int)FP_HTML_TIER_ALL &&
                    (int)HMAIN_CONTENT == (int)FP_HTML_TIER_CONTENT &&
@@ -43,6 +45,8 @@ struct fp_html {
     int main_same;            /* every kept piece so far was in both tiers: fs_main is
                                  not fed, it would equal fs_content */
     hmain *hm;                /* main-content extraction, or NULL (all visible text) */
+    htree *tree;              /* algorithm v5: the page's tree, or NULL */
+    hart_result art;          /* v5: the article the last fp_html_final fingerprinted */
     /* with extraction and fingerprint states: the features of recent blocks as fs saw
      * them (slot seq % HTML_SPANS, recorded for the blocks extraction may keep; span_tag
      * seq + 1 once the block ended with whole tokens, else 0), so a kept block is voted
@@ -222,7 +226,9 @@ static void html_emit_tiers(void *arg, unsigned tiers, uint64_t seq, const char 
  * fs's vote, and their slot keeps the span of block seq - HTML_SPANS. */
 static void html_boundary(fp_html *h)
 {
-    if (h->spans) {
+    if (h->tree) {
+        return;                 /* the tree knows its blocks */
+    } else if (h->spans) {
         size_t n;
         const char *b = hmain_block_nl(h->hm, &n);
         uint64_t seq = hmain_seq(h->hm);
@@ -259,6 +265,12 @@ static void html_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
     if (!h->body && strcmp((const char *)name, "body") == 0)
         h->body = 1;            /* libxml2 reports an implied <body> too */
     int cls = html_class_cached(h, name);
+    if (h->tree) {
+        int how = cls == HTML_SKIP || cls == HTML_TITLE_EL ? HTREE_SKIP
+                  : cls == HTML_INLINE || cls == HTML_LINK ? HTREE_INLINE : HTREE_BLOCK;
+        htree_start(h->tree, (const char *)name, how, (const char *const *)atts);
+        return;
+    }
     int block = cls == HTML_BLOCK || cls == HTML_TITLE_EL;   /* skipped ones split no words */
     if (block)
         html_boundary(h);
@@ -273,6 +285,10 @@ static void html_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
 static void html_on_end(void *ctx, const xmlChar *name)
 {
     fp_html *h = ctx;
+    if (h->tree) {
+        htree_end(h->tree, (const char *)name);
+        return;
+    }
     int cls = html_class_cached(h, name);
     int block = cls == HTML_BLOCK || cls == HTML_TITLE_EL;
     if (block)
@@ -290,6 +306,10 @@ static void html_on_text(void *ctx, const xmlChar *s, int len)
     fp_html *h = ctx;
     if (len <= 0)
         return;
+    if (h->tree) {
+        htree_text(h->tree, (const char *)s, (size_t)len);
+        return;
+    }
     if (h->title ? !(h->flags & FP_HTML_TITLE) : h->skip > 0)
         return;
     html_emit(h, (const char *)s, (size_t)len);
@@ -298,8 +318,11 @@ static void html_on_text(void *ctx, const xmlChar *s, int len)
 static void html_on_blank(void *ctx, const xmlChar *s, int len)
 {
     (void)s;
-    if (len > 0)
-        html_emit(ctx, " ", 1);
+    fp_html *h = ctx;
+    if (len > 0 && h->tree)
+        htree_text(h->tree, " ", 1);
+    else if (len > 0)
+        html_emit(h, " ", 1);
 }
 
 static htmlSAXHandler html_sax = {
@@ -545,6 +568,8 @@ static int html_restart_after_end(fp_html *h, int terminate)
         html_boundary(h);
         if (h->hm)
             hmain_restart(h->hm);   /* before the names it holds are freed */
+        if (h->tree)
+            htree_restart(h->tree);
         htmlFreeParserCtxt(c);
         if (html_new_ctxt(h, XML_CHAR_ENCODING_UTF8) != 0) {
             free(rest);
@@ -639,6 +664,15 @@ fp_html *fp_html_new(const fp_params *p, unsigned flags)
     if (h == NULL)
         return NULL;
     h->fs = fp_state_new_p(p);
+    if (v == FP_V5 && !(flags & FP_HTML_ALL_TEXT)) {
+        h->tree = malloc(sizeof *h->tree);
+        if (h->tree == NULL || h->fs == NULL) {
+            fp_html_free(h);
+            return NULL;
+        }
+        htree_init(h->tree);
+        return h;
+    }
     if (h->fs && h->hm) {
         h->fs_content = fp_state_new_p(p);
         h->fs_main = fp_state_new_p(p);
@@ -680,6 +714,8 @@ static void html_reset(fp_html *h)
     h->utf16 = 0;
     h->body = 0;
     memset(h->cname, 0, sizeof h->cname);
+    if (h->tree)
+        htree_reset(h->tree);
     if (h->hm) {
         hmain_init(h->hm, html_emit_tiers, h);
         h->hm->gather = h->spans != NULL;
@@ -695,6 +731,10 @@ void fp_html_free(fp_html *h)
     fp_state_free(h->fs);
     fp_state_free(h->fs_content);
     fp_state_free(h->fs_main);
+    if (h->tree)
+        htree_free(h->tree);
+    free(h->tree);
+    free(h->art.text);
     free(h->hm);
     free(h->spans);
     free(h);
@@ -720,6 +760,31 @@ int fp_html_update(fp_html *h, const void *data, size_t len)
     return len ? html_push(h, p, len, 0) : 0;
 }
 
+/* fp_html_final of algorithm v5: the article of the tree, fingerprinted. */
+static int html_final_tree(fp_html *h, int rc, uint64_t *fp)
+{
+    htree_finish(h->tree);
+    free(h->art.text);
+    if (hart_extract(h->tree, &h->art) != 0) {
+        h->art = (hart_result){ 0 };
+        html_fail(h, "out of memory extracting the article");
+        rc = -1;
+    }
+    if (h->art.text)
+        fp_state_update(h->fs, h->art.text, h->art.len);
+    uint64_t v = fp_state_final(h->fs);
+    h->tier = h->art.rule == NULL || strcmp(h->art.rule, HART_RULE_EMPTY) == 0 ? FP_HTML_TIER_ALL
+              : strcmp(h->art.rule, HART_RULE_PAGE) == 0 ? FP_HTML_TIER_CONTENT
+                                                          : FP_HTML_TIER_MAIN;
+    if (fp)
+        *fp = v;
+    html_reset(h);
+    if (rc == 0)
+        h->err[0] = '\0';
+    h->failed = 0;
+    return rc;
+}
+
 int fp_html_final(fp_html *h, uint64_t *fp)
 {
     int rc = 0;
@@ -731,6 +796,8 @@ int fp_html_final(fp_html *h, uint64_t *fp)
     }
     if (h->failed)
         rc = -1;
+    if (h->tree)
+        return html_final_tree(h, rc, fp);
     if (h->spans && rc == 0) {
         html_boundary(h);           /* the last block's span ends ("\n" changes no
                                        fingerprint at the end of a text) */
@@ -762,6 +829,16 @@ int fp_html_final(fp_html *h, uint64_t *fp)
 unsigned fp_html_tier(const fp_html *h)
 {
     return h->tier;
+}
+
+const char *fp_html_article(const fp_html *h, size_t *len, const char **rule)
+{
+    if (h->tree == NULL || h->art.text == NULL)
+        return NULL;
+    *len = h->art.len;
+    if (rule)
+        *rule = h->art.rule;
+    return h->art.text;
 }
 
 const char *fp_html_error(const fp_html *h)

@@ -53,6 +53,13 @@ const char *fp_html_error(const fp_html *h);
  * nothing was extracted). */
 unsigned fp_html_tier(const fp_html *h);
 
+/* Algorithm v5: the article text the last fp_html_final fingerprinted (*len bytes,
+ * NUL-terminated; blocks separated by "\n") and the rule that chose it (*rule, when
+ * rule is not NULL: "article", "article-relaxed", "page" or "empty"; docs/fingerprint.md
+ * "Algorithm v5"). NULL for a parser that extracts no article (v1..v4, all text). Valid
+ * until the next call on h. */
+const char *fp_html_article(const fp_html *h, size_t *len, const char **rule);
+
 /* One document in one call: 0 and *fp, or -1 with a message in err. */
 int fp_html_text(const char *html, size_t len, const fp_params *p, unsigned flags,
                  uint64_t *fp, char *err, size_t errlen);

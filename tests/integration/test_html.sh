@@ -71,7 +71,7 @@ expect "any name with --html" "$(cp "$p" "$D/page.txt"; fp --html "$D/page.txt")
 expect "--window 3 = --algorithm v1:3" "$(fp --window 3 "$D/page.txt")" "$(fp --algorithm v1:3 "$D/page.txt")"
 expect "v1 = v1:3" "$(fp --algorithm v1 "$D/page.txt")" "$(fp --algorithm v1:3 "$D/page.txt")"
 [ "$(fp --algorithm v1 "$D/page.txt")" != "$(fp "$D/page.txt")" ] || th_fail "v1 and v2 agree on a page"
-for bad in "--algorithm v5" "--algorithm v2 --window 3" "--html --text" "--lines --html" "--window 0"; do
+for bad in "--algorithm v6" "--algorithm v2 --window 3" "--html --text" "--lines --html" "--window 0"; do
     # shellcheck disable=SC2086
     timeout 10 "$S" fingerprint $bad "$p" >/dev/null 2>"$TH_DIR/err"
     expect "fingerprint $bad: exit 2" "$?" 2

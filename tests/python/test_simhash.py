@@ -304,7 +304,7 @@ class Functions(unittest.TestCase):
         self.assertNotEqual(simhash.fingerprint("БЫСТРАЯ ЛИСА", algorithm="v1"),
                             simhash.fingerprint("быстрая лиса", algorithm="v1"))
         self.assertEqual(simhash.fingerprint(b"abc", algorithm="v1:3"), simhash.fingerprint(b"abc", window=3))
-        for bad in [dict(algorithm="v5"), dict(algorithm="v2", window=3), dict(html=True, lines=True),
+        for bad in [dict(algorithm="v6"), dict(algorithm="v2", window=3), dict(html=True, lines=True),
                     dict(algorithm=""), dict(algorithm="v1:5", window=3)]:
             with self.assertRaises(ValueError, msg=str(bad)):
                 simhash.fingerprint(b"x", **bad)

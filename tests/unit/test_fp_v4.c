@@ -325,10 +325,10 @@ static void test_params(void **state)
     fp_params bad = {FP_V4, 3};
     assert_int_equal(fp_params_check(&bad, err, sizeof err), -1);
     assert_int_not_equal(fp_params_parse("v4:3", &p, err, sizeof err), 0);
-    assert_int_not_equal(fp_params_parse("v5", &p, err, sizeof err), 0);
-    fp_params v5 = {5, 0};
-    assert_int_equal(fp_params_check(&v5, err, sizeof err), -1);
-    assert_non_null(strstr(err, "v4"));
+    assert_int_not_equal(fp_params_parse("v6", &p, err, sizeof err), 0);
+    fp_params v6 = {6, 0};
+    assert_int_equal(fp_params_check(&v6, err, sizeof err), -1);
+    assert_non_null(strstr(err, "v5"));
 }
 
 int main(void)

@@ -422,8 +422,8 @@ static void test_params(void **state)
     fp_params bad = {FP_V3, 2};
     assert_int_not_equal(fp_params_check(&bad, err, sizeof err), 0);
     assert_null(fp_html_new(&bad, 0));
-    fp_params v5 = {5, 0};
-    assert_int_not_equal(fp_params_check(&v5, err, sizeof err), 0);
+    fp_params v6 = {6, 0};
+    assert_int_not_equal(fp_params_check(&v6, err, sizeof err), 0);
 }
 
 int main(void)
