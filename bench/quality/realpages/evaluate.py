@@ -8,6 +8,8 @@ pages separately:
   F1           token precision / recall / F1 of the extracted text against the ground
                truth (bag of lower-cased words); ours through `simhash extract` when the
                binary has it, else n/a
+  snippets     pages with known passages instead of a known text (data/trafilatura):
+               precision / recall / F1 of passages that must / must not be extracted
   fidelity     share of pages whose page fingerprint is within 3 bits of the
                fingerprint of the ground-truth text (same algorithm, text path)
   syndication  article A placed in page B's template (B's article node's content
@@ -15,7 +17,7 @@ pages separately:
                within 3 bits of fp(new page); false = share with fp(B's page) within
                3 bits of fp(new page)
   speed        MiB/s of `simhash fingerprint --html` over all pages (one process,
-               median of 3 runs) and of readability-lxml (CPU time, in process)
+               median of 5 runs) and of readability-lxml (CPU time, in process)
 
 Runs with Debian's /usr/bin/python3, python3-lxml and python3-readability."""
 import argparse
@@ -54,7 +56,7 @@ def die(msg, code=2):
 def load_pages(data_root, tmp):
     """The kept pages of every source under data_root (a dir per source with
     index.tsv and pages.tar.xz), unpacked under tmp: a list of dicts, sorted by
-    (source, name)."""
+    source, then in the order of its index.tsv."""
     pages = []
     for src in sorted(os.listdir(data_root)):
         d = os.path.join(data_root, src)
@@ -73,13 +75,17 @@ def load_pages(data_root, tmp):
                 if row["status"] != "kept":
                     continue
                 pd = os.path.join(out, row["name"])
-                pages.append({
-                    "id": f"{src}:{row['name']}", "source": src, "name": row["name"],
-                    "site": f"{src}:{row['site']}", "lang": row["lang"],
-                    "split": row["split"],
-                    "html": os.path.join(pd, "source.html"),
-                    "expected": os.path.join(pd, "expected.html"),
-                })
+                p = {"id": f"{src}:{row['name']}", "source": src, "name": row["name"],
+                     "site": f"{src}:{row['site']}", "lang": row["lang"],
+                     "split": row["split"], "html": os.path.join(pd, "source.html"),
+                     "expected": os.path.join(pd, "expected.html"),
+                     "snippets": os.path.join(pd, "snippets.json")}
+                # full: the article's text is known; snippets: text that must / must
+                # not be extracted
+                p["kind"] = "full" if os.path.isfile(p["expected"]) else "snippets"
+                if p["kind"] == "snippets" and not os.path.isfile(p["snippets"]):
+                    die(f"{p['id']}: neither expected.html nor snippets.json", 1)
+                pages.append(p)
     return pages
 
 
@@ -136,28 +142,36 @@ class Simhash:
         for i in range(0, len(paths), 500):
             r = subprocess.run([self.path, "extract", "--format", "json", "--algorithm",
                                 alg, *opts, *paths[i:i + 500]], capture_output=True)
-            if r.returncode != 0:
+            err = r.stderr.decode("utf-8", "replace").strip()
+            if r.returncode not in (0, 1):
                 print(f"evaluate.py: simhash extract --algorithm {alg} {' '.join(opts)}: "
-                      f"exit {r.returncode}: {r.stderr.decode(errors='replace').strip()}"
-                      " (F1 n/a)", file=sys.stderr)
+                      f"exit {r.returncode}: {err} (F1 n/a)", file=sys.stderr)
                 return None
+            if err:
+                self.errors.setdefault(f"extract {alg} {' '.join(opts)}", []).extend(
+                    err.splitlines())
             for line in r.stdout.decode("utf-8", "replace").splitlines():
                 if line.strip():
                     o = json.loads(line)
                     out[o["file"]] = o.get("text") or ""
+        for p in paths:
+            out.setdefault(p, "")       # refused by simhash: nothing extracted
         return out
 
-    def time_html(self, alg, opts, paths, runs=3):
-        """Wall times (s) of `fingerprint --html` over all paths in one process."""
-        times = []
+    def time_html(self, rows, paths, runs=5):
+        """{row: [wall seconds]} of `fingerprint --html` over all paths in one process
+        per run; the rows take turns in each of the runs (so a slower moment of a
+        shared machine does not fall on one row only)."""
+        times = {r["row"]: [] for r in rows}
         for _ in range(runs):
-            t0 = time.perf_counter()
-            r = subprocess.run([self.path, "fingerprint", "--algorithm", alg, *opts,
-                                "--html", *paths], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE)
-            times.append(time.perf_counter() - t0)
-            if r.returncode not in (0, 1):
-                die(f"simhash fingerprint (timing): exit {r.returncode}", 1)
+            for r in rows:
+                t0 = time.perf_counter()
+                p = subprocess.run([self.path, "fingerprint", "--algorithm", r["alg"],
+                                    *r["opts"], "--html", *paths],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                times[r["row"]].append(time.perf_counter() - t0)
+                if p.returncode not in (0, 1):
+                    die(f"simhash fingerprint (timing): exit {p.returncode}", 1)
         return times
 
 
@@ -231,6 +245,33 @@ def summary_dist(ds):
             "median": statistics.median(ok) if ok else None}
 
 
+def snippet_counts(pages, texts):
+    """Snippet measure of extracted texts (one per page of pages): with = snippets
+    that must be in the text, found (tp) or not (fn); without = snippets that must not
+    be, found (fp) or not (tn); whitespace-normalized substring matching, counts
+    pooled over pages; precision tp/(tp+fp), recall tp/(tp+fn), F1. None without
+    pages."""
+    if not pages:
+        return None
+    tp = fp = fn = tn = 0
+    for p, text in zip(pages, texts):
+        t = " ".join(text.split())
+        for w in p["snip"]["with"]:
+            if " ".join(w.split()) in t:
+                tp += 1
+            else:
+                fn += 1
+        for w in p["snip"]["without"]:
+            if " ".join(w.split()) in t:
+                fp += 1
+            else:
+                tn += 1
+    prec = tp / (tp + fp) if tp + fp else 0.0
+    rec = tp / (tp + fn) if tp + fn else 0.0
+    return {"n": len(pages), "tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": prec,
+            "recall": rec, "f1": 2 * prec * rec / (prec + rec) if prec + rec else 0.0}
+
+
 def make_pairs(pages, can_host):
     """(guest, host) pairs: each page with the next page of the list (cyclic) from
     another site for which can_host(page) holds; pages without one are left out."""
@@ -297,10 +338,16 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
     if not pages:
         die(f"no pages under {a.data}", 1)
     sets = SETS if a.set == "all" else (a.set,)
-    by_set = {s: [p for p in pages if p["split"] == s] for s in sets}
-    if a.pages:
-        by_set = {s: v[:a.pages] for s, v in by_set.items()}
+    by_set = {}
+    for s in sets:
+        by_set[s] = []
+        for src in sorted({p["source"] for p in pages}):
+            v = [p for p in pages if p["split"] == s and p["source"] == src]
+            by_set[s] += v[:a.pages] if a.pages else v
     sel = [p for s in sets for p in by_set[s]]
+    full = {s: [p for p in by_set[s] if p["kind"] == "full"] for s in sets}
+    snip = {s: [p for p in by_set[s] if p["kind"] == "snippets"] for s in sets}
+    sel_full = [p for s in sets for p in full[s]]
     for d in ("gt", "rd", "syn", "rdsyn"):
         os.makedirs(os.path.join(tmp, d))
     dump = a.dump
@@ -311,14 +358,20 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
     # ground truth and readability-lxml on every page
     rd_cpu, rd_bytes, rd_errors = 0.0, 0, {}
     for p in sel:
-        with open(p["expected"], "rb") as f:
-            p["exp_bytes"] = f.read()
         with open(p["html"], "rb") as f:
             p["src_bytes"] = f.read()
-        p["gt_text"] = pt.html_text(p["exp_bytes"])
-        p["gt_tok"] = Counter(pt.tokens(p["gt_text"]))
-        p["gt_path"] = os.path.join(tmp, "gt", fname(p["id"]) + ".txt")
-        write(p["gt_path"], p["gt_text"])
+        if p["kind"] == "full":
+            with open(p["expected"], "rb") as f:
+                p["exp_bytes"] = f.read()
+            p["gt_text"] = pt.html_text(p["exp_bytes"])
+            p["gt_tok"] = Counter(pt.tokens(p["gt_text"]))
+            p["gt_path"] = os.path.join(tmp, "gt", fname(p["id"]) + ".txt")
+            write(p["gt_path"], p["gt_text"])
+        else:
+            with open(p["snippets"], encoding="utf-8") as f:
+                p["snip"] = json.load(f)
+            p["gt_text"] = "\n".join(["# with:"] + p["snip"]["with"] +
+                                      ["# without:"] + p["snip"]["without"])
         if use_rd:
             txt, cpu, err = readability_text(p["src_bytes"])
             rd_cpu += cpu
@@ -336,7 +389,7 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
 
     # syndication pages: guest's article in the host's template
     node_of = {}                       # page id -> (xpath, tag, f1) or None
-    for p in sel:
+    for p in sel_full:
         doc = pt.parse_html(p["src_bytes"])
         el, f1 = pt.best_element(doc, p["gt_tok"]) if doc is not None else (None, 0)
         node_of[p["id"]] = (el.getroottree().getpath(el), el.tag, f1) if el is not None \
@@ -346,7 +399,7 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
         """A page can host when one element holds its article (token F1 >= HOST_F1)."""
         return node_of[p["id"]] is not None and node_of[p["id"]][2] >= HOST_F1
 
-    pairs = {s: make_pairs(by_set[s], can_host) for s in sets}
+    pairs = {s: make_pairs(full[s], can_host) for s in sets}
     syn = []                           # dicts: set, guest, host, path
     for s in sets:
         for g, h in pairs[s]:
@@ -366,18 +419,26 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
             if dump:
                 shutil.copy(path, os.path.join(dump, "syn", os.path.basename(path)))
 
+    # control: each host re-serialized the same way, its content unchanged
+    hosts = sorted({i["host"]["id"]: i["host"] for i in syn}.values(), key=lambda p: p["id"])
+    for h in hosts:
+        h["reser_path"] = os.path.join(tmp, "syn", f"{fname(h['id'])}--reserialized.html")
+        with open(h["reser_path"], "wb") as f:
+            f.write(pt.serialize(pt.parse_html(h["src_bytes"])))
+
     # our fingerprints and extraction
     src_paths = [p["html"] for p in sel]
-    syn_paths = [i["path"] for i in syn]
-    gt_paths = [p["gt_path"] for p in sel]
+    full_paths = [p["html"] for p in sel_full]
+    syn_paths = [i["path"] for i in syn] + [h["reser_path"] for h in hosts]
+    gt_paths = [p["gt_path"] for p in sel_full]
     fp = {}
     ext = {}
     for r in rows:
-        fp[r["row"]] = sh.fingerprints(r["alg"], r["opts"] + ["--html"], src_paths + syn_paths)
+        fp[r["row"]] = sh.fingerprints(r["alg"], r["opts"] + ["--html"], full_paths + syn_paths)
         ext[r["row"]] = sh.extract(r["alg"], r["opts"], src_paths)
     fp_text = {}
     for t in text_algs:
-        paths = gt_paths + ([p["rd_path"] for p in sel] + [i["rd_path"] for i in syn]
+        paths = gt_paths + ([p["rd_path"] for p in sel_full] + [i["rd_path"] for i in syn]
                             if use_rd else [])
         fp_text[t] = sh.fingerprints(t, ["--text"], paths)
 
@@ -385,7 +446,8 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "simhash": os.path.abspath(a.simhash), "extract": sh.has_extract,
         "k": K, "rows": [r["row"] for r in rows], "set": a.set,
-        "pages": {s: len(by_set[s]) for s in sets},
+        "pages": {s: len(full[s]) for s in sets},
+        "snippet_pages": {s: len(snip[s]) for s in sets},
         "pairs": {s: sum(i["set"] == s for i in syn) for s in sets},
         "readability_errors": rd_errors, "simhash_errors": sh.errors,
         "data_sha256": {},
@@ -398,9 +460,10 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
 
     per_page = []                       # dump lines
     per_pair = []
+    per_host = []                       # (host, row, distance re-serialized - original)
     for s in sets:
         res = {}
-        sp = by_set[s]
+        sp = full[s]
         ss = [i for i in syn if i["set"] == s]
         for r in rows:
             name = r["row"]
@@ -408,18 +471,28 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
             ft = fp_text[r["text_alg"]]
             fid = [dist(f[p["html"]], ft[p["gt_path"]]) for p in sp]
             scores = None
+            snips = None
             if ext[name] is not None:
                 scores = []
                 for p in sp:
                     txt = ext[name].get(p["html"], "")
                     scores.append(pt.prf(Counter(pt.tokens(txt)), p["gt_tok"]))
-                    if dump:
-                        write(os.path.join(dump, name, fname(p["id"]) + ".txt"), txt)
+                snips = snippet_counts(snip[s], [ext[name].get(p["html"], "")
+                                                 for p in snip[s]])
+                if dump:
+                    for p in sp + snip[s]:
+                        write(os.path.join(dump, name, fname(p["id"]) + ".txt"),
+                              ext[name].get(p["html"], ""))
             rec = [dist(f[i["guest"]["html"]], f[i["path"]]) for i in ss]
             fal = [dist(f[i["host"]["html"]], f[i["path"]]) for i in ss]
+            sh_ = {i["host"]["id"]: i["host"] for i in ss}.values()
+            ctl = [dist(f[h["html"]], f[h["reser_path"]]) for h in sh_]
+            for h, d in zip(sh_, ctl):
+                per_host.append((h["id"], name, d))
             res[name] = {"f1": summary_f1(scores), "fidelity": summary_dist(fid),
                          "syndication_recall": summary_dist(rec),
-                         "syndication_false": summary_dist(fal)}
+                         "syndication_false": summary_dist(fal),
+                         "hosts_reserialized": summary_dist(ctl), "snippets": snips}
             for j, p in enumerate(sp):
                 per_page.append((s, p["id"], name, fid[j],
                                  "%.4f" % scores[j][2] if scores else "n/a"))
@@ -427,6 +500,7 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
                 per_pair.append((s, i["guest"]["id"], i["host"]["id"], name, rec[j], fal[j]))
         if use_rd:
             scores = [pt.prf(Counter(pt.tokens(p["rd_text"])), p["gt_tok"]) for p in sp]
+            snips = snippet_counts(snip[s], [p["rd_text"] for p in snip[s]])
             for t in text_algs:
                 ft = fp_text[t]
                 name = f"readability-lxml/{t}"
@@ -435,21 +509,23 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
                 fal = [dist(ft[i["host"]["rd_path"]], ft[i["rd_path"]]) for i in ss]
                 res[name] = {"f1": summary_f1(scores), "fidelity": summary_dist(fid),
                              "syndication_recall": summary_dist(rec),
-                             "syndication_false": summary_dist(fal)}
+                             "syndication_false": summary_dist(fal), "snippets": snips}
                 for j, p in enumerate(sp):
                     per_page.append((s, p["id"], name, fid[j], "%.4f" % scores[j][2]))
                 for j, i in enumerate(ss):
                     per_pair.append((s, i["guest"]["id"], i["host"]["id"], name,
                                      rec[j], fal[j]))
         result["sets"][s] = {"pages": [p["id"] for p in sp],
+                             "snippet_pages": [p["id"] for p in snip[s]],
                              "pairs": [[i["guest"]["id"], i["host"]["id"]] for i in ss],
                              "rows": res}
 
     # speed over every selected page
     total = sum(len(p["src_bytes"]) for p in sel)
     mib = total / 2**20
+    all_times = sh.time_html(rows, src_paths)
     for r in rows:
-        times = sh.time_html(r["alg"], r["opts"], src_paths)
+        times = all_times[r["row"]]
         med = statistics.median(times)
         result["speed"][r["row"]] = {"bytes": total, "seconds": times,
                                      "mib_s_median": mib / med, "mib_s_best": mib / min(times)}
@@ -466,13 +542,17 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
             for t in per_pair:
                 f.write("\t".join(map(str, t)) + "\n")
         with open(os.path.join(dump, "hosts.tsv"), "w", encoding="utf-8") as f:
-            f.write("host\tarticle_node\ttag\tnode_f1\n")
+            f.write("page\tarticle_node\ttag\tnode_f1\n")
             for h, v in sorted(node_of.items()):
                 if v:
                     f.write(f"{h}\t{v[0]}\t{v[1]}\t{v[2]:.4f}\n")
+        with open(os.path.join(dump, "reserialized.tsv"), "w", encoding="utf-8") as f:
+            f.write("host\trow\tdistance_reserialized_to_original\n")
+            for t in per_host:
+                f.write("\t".join(map(str, t)) + "\n")
     result["meta"]["article_nodes"] = {h: {"xpath": v[0], "f1": round(v[2], 4)}
                                        for h, v in node_of.items() if v}
-    result["meta"]["not_hosts"] = sorted(p["id"] for p in sel if not can_host(p))
+    result["meta"]["not_hosts"] = sorted(p["id"] for p in sel_full if not can_host(p))
     report(result, sets)
     return result
 
@@ -494,7 +574,7 @@ def report(res, sets):
     for pid, e in m["readability_errors"].items():
         print(f"readability-lxml failed on {pid}: {e[:120]}")
     for s in sets:
-        print(f"\n== {s}: {m['pages'][s]} pages, {m['pairs'][s]} syndication pairs "
+        print(f"\n== {s}: {m['pages'][s]} pages with article text, {m['pairs'][s]} syndication pairs "
               f"(match: within {K} bits)")
         print(f"{'row':22s} {'P':>6s} {'R':>6s} {'F1':>6s} {'F1med':>6s}  "
               f"{'fid<=3':>14s} {'med':>5s}  {'syn recall':>14s} {'syn false':>14s}")
@@ -508,6 +588,22 @@ def report(res, sets):
                   f"{fmt(f1.get('f1')):>6s} {fmt(f1.get('f1_median')):>6s}  "
                   f"{share(fd):>14s} {fmt(fd['median'], 1):>5s}  "
                   f"{share(rc):>14s} {share(fa):>14s}")
+        if m["snippet_pages"][s]:
+            print(f"snippets: {m['snippet_pages'][s]} pages (text that must / must not "
+                  "be extracted, counts over all snippets)")
+            for name, r in res["sets"][s]["rows"].items():
+                x = r["snippets"]
+                if x is None:
+                    print(f"  {name:22s} n/a")
+                else:
+                    print(f"  {name:22s} P {x['precision']:.3f} R {x['recall']:.3f} "
+                          f"F1 {x['f1']:.3f}  (with found {x['tp']}/{x['tp'] + x['fn']}, "
+                          f"without found {x['fp']}/{x['fp'] + x['tn']})")
+        ctl = [f"{name} {r['hosts_reserialized']['within']}/{r['hosts_reserialized']['n']}"
+               for name, r in res["sets"][s]["rows"].items() if "hosts_reserialized" in r]
+        if ctl:
+            print(f"control: host pages re-serialized by lxml, content unchanged, within "
+                  f"{K} bits of the original: {', '.join(ctl)}")
     print("\n== speed (all selected pages)")
     rd = res["speed"].get("readability-lxml")
     for name, v in res["speed"].items():
@@ -515,7 +611,7 @@ def report(res, sets):
             continue
         ratio = f", {v['mib_s_median'] / rd['mib_s']:.1f}x readability-lxml" \
             if rd and rd["mib_s"] else ""
-        print(f"{name:22s} {v['mib_s_median']:8.1f} MiB/s (median of 3 wall times, "
+        print(f"{name:22s} {v['mib_s_median']:8.1f} MiB/s (median of 5 wall times, "
               f"best {v['mib_s_best']:.1f}; {v['bytes'] / 2**20:.1f} MiB){ratio}")
     if rd:
         print(f"{'readability-lxml':22s} {fmt(rd['mib_s'], 1):>8s} MiB/s (CPU time in "

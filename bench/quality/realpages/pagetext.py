@@ -153,6 +153,12 @@ def syndicate(host_doc, host_node, guest_expected):
     host_node.text = text
     for k in kids:
         host_node.append(k)
+    return serialize(host_doc)
+
+
+def serialize(host_doc):
+    """Page bytes (UTF-8) of an lxml document (changed in place): its charset
+    declarations replaced by <meta charset="utf-8">, serialized by lxml as HTML."""
     for m in host_doc.xpath("//meta[@charset] | //meta[@http-equiv]"):
         if m.get("charset") is not None or \
                 (m.get("http-equiv") or "").lower() == "content-type":
