@@ -105,6 +105,7 @@ class Simhash:
         r = subprocess.run([path, "extract", "--help"], capture_output=True)
         self.has_extract = r.returncode == 0
         self.errors = {}                # "alg opts" -> ["file: message"]
+        self.rules = {}                 # (alg, opts) -> {path: rule of extract}
 
     def knows(self, alg, opts):
         """Whether `fingerprint --algorithm alg opts` is accepted by the binary."""
@@ -134,14 +135,17 @@ class Simhash:
         return out
 
     def extract(self, alg, opts, paths):
-        """{path: text} of `simhash extract --format json --algorithm alg opts paths`,
-        or None when the binary has no extract command or refuses the options."""
+        """{path: text} of `simhash extract --format json --algorithm alg opts paths`
+        (and self.rules[(alg, opts)] = {path: rule}), or None when the binary has no
+        extract command or refuses the options."""
         if not self.has_extract:
             return None
         out = {}
+        rules = self.rules.setdefault((alg, tuple(opts)), {})
         for i in range(0, len(paths), 500):
+            chunk = paths[i:i + 500]
             r = subprocess.run([self.path, "extract", "--format", "json", "--algorithm",
-                                alg, *opts, *paths[i:i + 500]], capture_output=True)
+                                alg, *opts, *chunk], capture_output=True)
             err = r.stderr.decode("utf-8", "replace").strip()
             if r.returncode not in (0, 1):
                 print(f"evaluate.py: simhash extract --algorithm {alg} {' '.join(opts)}: "
@@ -150,10 +154,20 @@ class Simhash:
             if err:
                 self.errors.setdefault(f"extract {alg} {' '.join(opts)}", []).extend(
                     err.splitlines())
-            for line in r.stdout.decode("utf-8", "replace").splitlines():
-                if line.strip():
-                    o = json.loads(line)
-                    out[o["file"]] = o.get("text") or ""
+            objs = [json.loads(line) for line in
+                    r.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
+            known = set(chunk)
+            if objs and not any(o.get("file") in known for o in objs):
+                if len(objs) != len(chunk):
+                    die(f"simhash extract: {len(objs)} objects for {len(chunk)} files, "
+                        "none naming a file as given", 1)
+                print("evaluate.py: simhash extract names no file as given: taking the "
+                      "objects in file order", file=sys.stderr)
+                for o, p in zip(objs, chunk):
+                    o["file"] = p
+            for o in objs:
+                out[o["file"]] = o.get("text") or ""
+                rules[o["file"]] = o.get("rule") or "-"
         for p in paths:
             out.setdefault(p, "")       # refused by simhash: nothing extracted
         return out
@@ -309,6 +323,8 @@ def main():
     sh = Simhash(a.simhash)
     rows = parse_rows(a.algorithms, sh)
     use_rd = not a.no_readability
+    if not rows and not use_rd:
+        die("nothing to measure: no algorithm of --algorithms is known to the binary")
     if use_rd:
         try:
             import readability  # noqa: F401
@@ -493,9 +509,16 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
                          "syndication_recall": summary_dist(rec),
                          "syndication_false": summary_dist(fal),
                          "hosts_reserialized": summary_dist(ctl), "snippets": snips}
+            rules = sh.rules.get((r["alg"], tuple(r["opts"])), {})
+            if rules:
+                res[name]["rules"] = dict(Counter(rules.get(p["html"], "-")
+                                                  for p in sp + snip[s]))
             for j, p in enumerate(sp):
                 per_page.append((s, p["id"], name, fid[j],
-                                 "%.4f" % scores[j][2] if scores else "n/a"))
+                                 "%.4f" % scores[j][2] if scores else "n/a",
+                                 rules.get(p["html"], "-")))
+            for p in snip[s]:
+                per_page.append((s, p["id"], name, "-", "-", rules.get(p["html"], "-")))
             for j, i in enumerate(ss):
                 per_pair.append((s, i["guest"]["id"], i["host"]["id"], name, rec[j], fal[j]))
         if use_rd:
@@ -511,7 +534,7 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
                              "syndication_recall": summary_dist(rec),
                              "syndication_false": summary_dist(fal), "snippets": snips}
                 for j, p in enumerate(sp):
-                    per_page.append((s, p["id"], name, fid[j], "%.4f" % scores[j][2]))
+                    per_page.append((s, p["id"], name, fid[j], "%.4f" % scores[j][2], "-"))
                 for j, i in enumerate(ss):
                     per_pair.append((s, i["guest"]["id"], i["host"]["id"], name,
                                      rec[j], fal[j]))
@@ -534,7 +557,7 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
                                                "mib_s": rd_bytes / 2**20 / rd_cpu if rd_cpu else None}
     if dump:
         with open(os.path.join(dump, "pages.tsv"), "w", encoding="utf-8") as f:
-            f.write("set\tpage\trow\tfidelity_distance\tf1\n")
+            f.write("set\tpage\trow\tfidelity_distance\tf1\textract_rule\n")
             for t in per_page:
                 f.write("\t".join(map(str, t)) + "\n")
         with open(os.path.join(dump, "syndication.tsv"), "w", encoding="utf-8") as f:
