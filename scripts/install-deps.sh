@@ -8,7 +8,7 @@ PKGS=(build-essential cmake pkg-config libhiredis-dev libevent-dev libxxhash-dev
       python3 python3-redis procps iproute2 nftables netcat-openbsd bsdutils
       python3-dev python3-setuptools python3-wheel python3-pip python3-venv python3-numpy
       prometheus libsystemd-dev help2man groff-base systemd dpkg-dev
-      python3-scrapy lintian man-db file)
+      python3-scrapy lintian man-db file python3-lxml python3-readability)
 # python3-*: the Python package (client/python; pip install --no-build-isolation) and its
 # tests (tests/integration/test_python.sh; numpy for the buffer-protocol cases)
 # libsystemd-dev: sd_notify (Type=notify units); help2man: the man pages; groff-base,
@@ -17,6 +17,8 @@ PKGS=(build-essential cmake pkg-config libhiredis-dev libevent-dev libxxhash-dev
 # prometheus: its promtool checks the /metrics text (tests/integration/test_metrics.sh)
 # and the rules of deploy/prometheus (tests/integration/test_prometheus_rules.sh)
 # python3-scrapy: the crawl through simhash.scrapy (tests/integration/test_scrapy.sh)
+# python3-lxml, python3-readability: bench/quality/realpages (readability-lxml as the
+# reference extractor, lxml for the ground truth)
 # lintian, file (cpack's and the test's ELF checks): the .debs checked and installed
 # into a scratch root (tests/integration/test_deb.sh); man-db: lexgrog reads the man
 # pages' names (test_install.sh)
