@@ -226,7 +226,7 @@ static void test_params(void **state)
     assert_string_equal(buf, "v1:3");
     assert_int_equal(fp_params_parse("v1:64", &p, err, sizeof err), 0);
     assert_int_equal(p.window, 64);
-    static const char *bad[] = { "", "v", "v5", "v4:1", "v3:1", "v1:", "v1:0", "v1:65", "v1:x",
+    static const char *bad[] = { "", "v", "v6", "v5:1", "v4:1", "v3:1", "v1:", "v1:0", "v1:65", "v1:x",
                                  "v2:3", "v1:3x",
                                  "v11", "v1:99999999999999999999" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
