@@ -8,6 +8,9 @@
  * trafilatura's known containers and pruned blocks). */
 #include <stdlib.h>
 #include <string.h>
+#ifdef HART_DEBUG
+#include <stdio.h>
+#endif
 
 #include "html_article.h"
 
@@ -76,11 +79,17 @@ static float ha_link_density(const ha_node *s)
 
 /* ---- One pass ---- */
 
-/* Whether node i is out of the search in this pass (its parent's verdict aside). */
+/* Whether node i is out of the search in this pass (its parent's verdict aside):
+ * readers' comments and ARIA furniture roles in every pass, the rest of what names
+ * or tags say only in the strict pass. */
 static int ha_out_self(const ha *a, uint32_t i)
 {
     const htree_node *x = &a->t->node[i];
-    if (!(a->pass & HA_STRIP) || x->kind == HT_TEXT)
+    if (x->kind == HT_TEXT || (x->flags & HTF_ARTICLE))
+        return 0;
+    if ((x->flags & HTF_NEVER) && x->kind != HT_BODY)
+        return 1;
+    if (!(a->pass & HA_STRIP))
         return 0;
     switch (x->kind) {
     case HT_NAV: case HT_ASIDE: case HT_FOOTER: case HT_HEADER: case HT_MENU:
@@ -103,6 +112,10 @@ static void ha_measure(ha *a)
         uint32_t p = x->parent;
         int root = p == i;
         s[i].out = (uint8_t)((!root && s[p].out) || ha_out_self(a, i));
+#ifdef HART_DEBUG
+        if (!(!root && s[p].out) && s[i].out && x->end - i > 200)
+            fprintf(stderr, "out %u kind %d size %u flags %d\n", i, x->kind, x->end - i, x->flags);
+#endif
         s[i].inlink = (uint8_t)((!root && s[p].inlink) || x->kind == HT_A);
     }
     for (uint32_t i = t->n; i-- > 0;) {
@@ -341,7 +354,9 @@ static void ha_siblings(ha *a, uint32_t best)
         float bonus = ha_same_names(x, &t->node[best]) ? s[best].score * 0.2f : 0;
         if (s[c].scored && s[c].score + bonus >= threshold) {
             s[c].keep = 1;
-        } else if (x->kind == HT_P) {
+        } else if (x->kind == HT_P || (ha_paragraph(x) && s[c].own == s[c].letters)) {
+            /* a paragraph, or an element with text and no blocks in it (readability
+               turns such a div into a paragraph) */
             float ld = ha_link_density(&s[c]);
             uint32_t len = s[c].letters;
             if ((len > 80 && ld < 0.25f) || (len > 0 && len <= 80 && ld == 0 && ha_has_sentence(a, c)))
@@ -532,7 +547,6 @@ static void ha_write(const ha *a, ha_out *o, int all)
 /* ---- The passes ---- */
 
 #ifdef HART_DEBUG
-#include <stdio.h>
 static void ha_debug(const ha *a, uint32_t best)
 {
     const htree *t = a->t;

@@ -72,6 +72,10 @@ static const char *const ht_furniture[] = {
     "dateline", "timestamp", "meta", "nav", "navigation", "menu", "sidebar", "footer",
     "modal", "popup", "paywall", "rating", "pagination", NULL,
 };
+/* Whole words of class and id values naming readers' comments: never the article. */
+static const char *const ht_comments[] = {
+    "comment", "comments", "commentlist", "disqus", "replies", "respond", NULL,
+};
 /* Class words naming the article's body itself (trafilatura's known containers). */
 static const char *const ht_bodynames[] = {
     "articlebody", "article-body", "article_body", "articlecontent", "article-content",
@@ -163,6 +167,8 @@ static void ht_name_value(const char *v, uint8_t *flags, int *weight, int is_cla
         *weight += 25;
     if (ht_has_word(s, ht_furniture))
         *flags |= HTF_FURNITURE;
+    if (ht_has_word(s, ht_comments))
+        *flags |= HTF_NEVER;
     if (is_class ? ht_has_token(s, ht_bodynames) : ht_has_word(s, ht_bodynames))
         *flags |= HTF_BODYHINT;
 }
@@ -191,7 +197,7 @@ static int ht_attributes(const char *const *atts, htree_node *x, uint8_t *flags,
             ht_lower(s, sizeof s, v);
             for (size_t j = 0; ht_drop_roles[j]; j++)
                 if (strcmp(s, ht_drop_roles[j]) == 0)
-                    *flags |= HTF_UNLIKELY | HTF_FURNITURE;
+                    *flags |= HTF_UNLIKELY | HTF_FURNITURE | HTF_NEVER;
             if (strcmp(s, "main") == 0 || strcmp(s, "article") == 0)
                 *flags |= HTF_ARTICLE;
         } else if (strcmp(k, "itemprop") == 0) {

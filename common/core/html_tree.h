@@ -35,6 +35,8 @@ enum {
     HTF_ARTICLE = 8,          /* says it is the article: itemprop=articleBody, role=main,
                                  <article>, <main> */
     HTF_BODYHINT = 16,        /* itemprop=articleBody or a class naming the article body */
+    HTF_NEVER = 32,           /* never the article: readers' comments (a class or id
+                                 word), an ARIA role of furniture */
 };
 
 typedef struct htree_node {
