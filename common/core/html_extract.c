@@ -6,10 +6,12 @@
  * hands over each piece of text with the tiers it belongs to; the pieces are gathered
  * per tier, and the tier fp_html_tier names after the page is the text. Its fingerprint
  * is that text's fingerprint (fp_text_p): the sink receives the same bytes, block
- * boundaries included, as the fingerprint states of fp_html_new (the kept blocks reach
- * those as recorded features, fp_span.h, whose replays equal the text's features), so
- * it equals fp_html_text's; tests/unit/test_html_extract.c and fuzz/fuzz_html.c check
- * it. docs/fingerprint.md "What was fingerprinted" describes it. */
+ * boundaries included, as the fingerprint states of fp_html_new, but for two things
+ * that change no fingerprint (the kept blocks reach the content and main states as
+ * recorded features, fp_span.h, whose replays equal their text's; with extraction the
+ * all-text state reads one more "\n" at the page's end, a separator that adds no
+ * token), so it equals fp_html_text's; tests/unit/test_html_extract.c and
+ * fuzz/fuzz_html.c check it. docs/fingerprint.md "What was fingerprinted". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

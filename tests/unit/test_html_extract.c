@@ -212,7 +212,7 @@ static void puts_(page *p, const char *s)
 
 static const char *const words[] = {
     "budget", "council", "library", "weekend", "the", "of", "and", "a", "meeting",
-    "caf\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac", "Stra\xc3\x9f" "e", "2026", "x",
+    "caf\xc3\xa9", "\xe6\x97\xa5\xe6\x9c\xac", "Stra\303\237e", "2026", "x",
     "free", "software", "License", "GNU", "General", "Public", "version",
 };
 
