@@ -62,6 +62,9 @@ const rs_command coord_commands[] = {
     { "SIMHASH.FINGERPRINT", -2, RS_CMD_READONLY, coord_cmd_fingerprint,
       "The 64-bit simhash of a text or HTML page, as a decimal string.",
       coord_args_fingerprint },
+    { "SIMHASH.EXTRACT", -2, RS_CMD_READONLY, coord_cmd_extract,
+      "The text a text or HTML page's fingerprint is taken from: [fingerprint, fp, algorithm, "
+      "a, rule, r, text, t] (a map in RESP3).", coord_args_fingerprint },
     { "SIMHASH.SCAN", -2, RS_CMD_READONLY, coord_cmd_scan,
       "A walk over the corpus: [next cursor, [[fingerprint, [docid ...]] ...]]; cursor 0 "
       "starts it, a next cursor of 0 ends it.", coord_args_scan },

@@ -2,7 +2,7 @@
  * argument checks, the options of QUERY / CHECK / CHECKTEXT, and the starts of QUERY /
  * ADD / DEL / CHECK / CHECKTEXT. The command table is cmdtable.c; the query state
  * machine (fan-out, merge, answer) query.c; the write rounds, and CHECK's hand-over
- * from its query to its add, write.c; FINGERPRINT and INFO info.c; SCAN scan.c. */
+ * from its query to its add, write.c; FINGERPRINT, EXTRACT and INFO info.c; SCAN scan.c. */
 #include "coord.h"
 
 #include <stdio.h>

@@ -11,6 +11,7 @@
 
 #include "config.h"
 #include "fingerprint.h"
+#include "html.h"
 #include "layout.h"
 #include "matches.h"
 #include "perm.h"
@@ -349,6 +350,9 @@ coord_status coord_docs_copy(const redisReply *e, char **docs, size_t *docslen);
 
 /* SIMHASH.FINGERPRINT text: answers the text's fingerprint. */
 void coord_cmd_fingerprint(rs_req *r);
+/* SIMHASH.EXTRACT text: answers the text the fingerprint is taken from, its rule and
+ * fingerprint. */
+void coord_cmd_extract(rs_req *r);
 /* Takes the counts and state of a SHARD.INFO reply of w (the health check's, or
  * SIMHASH.INFO's fresh one). */
 void coord_worker_take_info(coord_worker *w, const redisReply *r);
@@ -368,6 +372,11 @@ typedef void (*coord_textfp_fn)(rs_req *r, uint64_t fp, unsigned arg);
  * r and then is not called. */
 void coord_textfp(coord *co, rs_req *r, size_t text_arg, int html, coord_textfp_fn then,
                   unsigned arg);
+/* Then: x is the extraction of argument text_arg of r (valid during the call only). */
+typedef void (*coord_textx_fn)(rs_req *r, const fp_extraction *x);
+/* As coord_textfp, with the text the fingerprint is taken from (fp_html_extract; a
+ * text's own text, rule "text"): the same threads, queue and answers to failures. */
+void coord_textx(coord *co, rs_req *r, size_t text_arg, int html, coord_textx_fn then);
 /* Start / stop the pool (fingerprint-threads). coord_textfp_start returns 0, or -1 with
  * err. Jobs waiting at the stop answer -BUSY. */
 int coord_textfp_start(coord *co, char *err, size_t errlen);

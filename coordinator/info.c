@@ -1,8 +1,9 @@
-/* info.c: SIMHASH.FINGERPRINT and SIMHASH.INFO of simhash-coordinator (see
- * docs/protocol.md): the fingerprint of a text computed locally, and the INFO text
- * that sums up the coordinator, its limits, its counters, the corpus counts known
- * from the workers, the Redis nodes' memory and each worker's state. Neither sends
- * a request to the workers; the command table is cmdtable.c. */
+/* info.c: SIMHASH.FINGERPRINT, SIMHASH.EXTRACT and SIMHASH.INFO of simhash-coordinator
+ * (see docs/protocol.md): the fingerprint of a text computed locally, the text it is
+ * taken from, and the INFO text that sums up the coordinator, its limits, its
+ * counters, the corpus counts known from the workers, the Redis nodes' memory and each
+ * worker's state. None of them sends a request to the workers; the command table is
+ * cmdtable.c. */
 #include "coord.h"
 
 #include <stdio.h>
@@ -28,6 +29,35 @@ void coord_cmd_fingerprint(rs_req *r)
     if (coord_query_options(co, r, 2, COORD_OPT_FORMAT, &qo) != 0)
         return;
     coord_textfp(co, r, 1, qo.html, coord_fingerprint_then, 0);
+}
+
+/* SIMHASH.EXTRACT once the text is extracted (textfp.c): a map (RESP3; a flat array
+ * of field, value pairs in RESP2, as Redis's own HELLO and COMMAND DOCS) of the
+ * fingerprint, the algorithm, the rule and the text. */
+static void coord_extract_then(rs_req *r, const fp_extraction *x)
+{
+    coord *co = rs_req_ctx(r);
+    resp_buf *b = rs_req_out(r);
+    resp_add_map(b, 4);
+    resp_add_bulk_str(b, "fingerprint");
+    resp_add_bulk_u64(b, x->fp);
+    resp_add_bulk_str(b, "algorithm");
+    resp_add_bulk_str(b, co->cfg.fp_spec);
+    resp_add_bulk_str(b, "rule");
+    resp_add_bulk_str(b, x->rule);
+    resp_add_bulk_str(b, "text");
+    resp_add_bulk(b, x->text, x->len);
+    rs_req_finish(r);
+}
+
+/* SIMHASH.EXTRACT text [FORMAT text|html|html-all]: FINGERPRINT's arguments. */
+void coord_cmd_extract(rs_req *r)
+{
+    coord *co = rs_req_ctx(r);
+    coord_qopts qo;
+    if (coord_query_options(co, r, 2, COORD_OPT_FORMAT, &qo) != 0)
+        return;
+    coord_textx(co, r, 1, qo.html, coord_extract_then);
 }
 
 /* A layout whose buckets split (layout 3): the workers' split counts and cached

@@ -11,7 +11,11 @@
  * valid UTF-8 when the page declares no charset (html.c then turns invalid bytes into
  * U+FFFD; with a declaration libxml2 reads the first 1024 bytes itself and may pass
  * invalid bytes on, which the tokenizer takes as they are); a failed document
- * leaves a message and the parser usable. */
+ * leaves a message and the parser usable. fp_html_extract with every algorithm (v1
+ * with the first byte's window bits, v2, v3, v4) and the flags, and with
+ * FP_HTML_ALL_TEXT: it fails exactly when fp_html_text does, else its fingerprint is
+ * fp_html_text's and its text's (fp_text_p), the text NUL-terminated and its rule one
+ * of html.c's tiers (all-text whenever nothing is extracted). */
 #include <strings.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -78,6 +82,33 @@ static void fz_on_text(void *arg, unsigned tiers, const char *t, size_t n)
         t += m;
         n -= m;
     }
+}
+
+/* fp_html_extract of doc with p and flags against fp_html_text: aborts on a mismatch. */
+static void fz_extract(const char *doc, size_t len, const fp_params *p, unsigned flags)
+{
+    char err[200], err2[200];
+    uint64_t want = 0;
+    int rc_text = fp_html_text(doc, len, p, flags, &want, err, sizeof err);
+    fp_extraction x;
+    int rc = fp_html_extract(doc, len, p, flags, &x, err2, sizeof err2);
+    if ((rc == 0) != (rc_text == 0))
+        abort();
+    if (rc != 0) {
+        if (x.text != NULL || strcmp(err, err2) != 0)
+            abort();
+        return;
+    }
+    int extracts = (p->version == FP_V3 || p->version == FP_V4) && !(flags & FP_HTML_ALL_TEXT);
+    if (x.text == NULL || x.text[x.len] != '\0' || x.rule == NULL || x.fp != want ||
+        fp_text_p(x.text, x.len, p) != want)
+        abort();
+    if (strcmp(x.rule, "all-text") != 0 &&
+        (!extracts || (strcmp(x.rule, "content") != 0 && strcmp(x.rule, "main") != 0)))
+        abort();
+    fp_extraction_free(&x);
+    if (x.text != NULL)
+        abort();
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -151,5 +182,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                              ((uint8_t)doc[0] == 0xFE && (uint8_t)doc[1] == 0xFF));
     if (!declared && !utf16 && (s.bad || !fz_valid_utf8(s.carry, s.ncarry)))
         abort();
+
+    const fp_params all[] = {{FP_V1, 1u + ((data[0] >> 3) & 7)}, {FP_V2, 0}, {FP_V3, 0},
+                             {FP_V4, 0}};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        fz_extract(doc, len, &all[i], flags);
+    fz_extract(doc, len, &alg, flags | FP_HTML_ALL_TEXT);
     return 0;
 }

@@ -255,6 +255,7 @@ int cmd_find_all(int argc, char **argv);
 int cmd_find_clusters(int argc, char **argv);
 int cmd_fingerprint(int argc, char **argv);
 int cmd_compute(int argc, char **argv);
+int cmd_extract(int argc, char **argv);
 int cmd_dedup(int argc, char **argv);
 
 #endif

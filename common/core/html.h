@@ -64,4 +64,34 @@ const char *fp_html_article(const fp_html *h, size_t *len, const char **rule);
 int fp_html_text(const char *html, size_t len, const fp_params *p, unsigned flags,
                  uint64_t *fp, char *err, size_t errlen);
 
+/* ---- What was fingerprinted (html_extract.c) ---- */
+
+/* Pages fp_html_extract reads: it holds the page and its text in memory (a larger page
+ * is refused; fp_html_new streams any size). */
+#define FP_HTML_EXTRACT_MAX ((size_t)64 << 20)
+/* Bytes of extracted text (a tier) it may gather: entities, U+FFFD for invalid bytes,
+ * legacy charsets and block boundaries make the text at most about 3 times the page. */
+#define FP_HTML_EXTRACT_TEXT_MAX (4 * FP_HTML_EXTRACT_MAX)
+
+typedef struct fp_extraction {
+    char *text;        /* the text that was fingerprinted, UTF-8, NUL-terminated, blocks
+                          separated by "\n"; malloc'd */
+    size_t len;
+    const char *rule;  /* static string: which tier/rule chose the text ("all-text",
+                          "content", "main": docs/fingerprint.md) */
+    uint64_t fp;       /* its fingerprint: always equal to what fp_html_text gives for the
+                          same html, params and flags, and to fp_text_p(text, len, p) */
+} fp_extraction;
+
+/* The text of the page html[0..len) that its fingerprint with parameters p (NULL: the
+ * default algorithm) and flags (FP_HTML_TITLE, FP_HTML_ALL_TEXT; FP_HTML_MAIN is
+ * decided by the algorithm, as in fp_html_new) is taken from. Returns 0 with *out
+ * filled (free it with fp_extraction_free), or -1 with a message in err (bad
+ * parameters or flags, a page over FP_HTML_EXTRACT_MAX, a page fp_html_text cannot
+ * read, out of memory); *out then holds nothing to free. */
+int fp_html_extract(const char *html, size_t len, const fp_params *p, unsigned flags,
+                    fp_extraction *out, char *err, size_t errlen);
+/* Frees x's text and clears it (NULL or a cleared x: nothing to do). */
+void fp_extraction_free(fp_extraction *x);
+
 #endif

@@ -132,7 +132,7 @@ def fail(m):
 fp = 0x0F0F0F0F12345678
 refused = [("SIMHASH.ADD", fp, "doc1"), ("SIMHASH.DEL", fp), ("SIMHASH.QUERY", fp),
            ("SIMHASH.CHECK", fp, "doc2"), ("SIMHASH.CHECKTEXT", "doc3", "some text"),
-           ("SIMHASH.FINGERPRINT", "text"), ("SIMHASH.INFO",), ("COMMAND",),
+           ("SIMHASH.FINGERPRINT", "text"), ("SIMHASH.EXTRACT", "text"), ("SIMHASH.INFO",), ("COMMAND",),
            ("COMMAND", "COUNT"), ("simhash.add", fp, "doc4")]
 c = C(port)
 for cmd in refused:

@@ -48,7 +48,7 @@ expect "PING without AUTH (allowed, like AUTH and QUIT)" "$(cli PING)" PONG
 case "$(cli AUTH wrong)" in WRONGPASS*) ;; *) th_fail "AUTH wrong";; esac
 expect "AUTH + PING" "$(acli PING)" PONG
 expect "COMMAND COUNT = COMMAND LIST" "$(acli COMMAND COUNT)" "$(acli COMMAND LIST | wc -l)"
-expect "COMMAND LIST: the 8 SIMHASH.* commands" "$(acli COMMAND LIST | grep -c '^simhash\.')" 8
+expect "COMMAND LIST: the 9 SIMHASH.* commands" "$(acli COMMAND LIST | grep -c '^simhash\.')" 9
 case "$(acli NOSUCH a b)" in "ERR unknown command 'NOSUCH'"*) ;; *) th_fail "unknown: '$(acli NOSUCH a b)'";; esac
 case "$(acli SIMHASH.QUERY 12x)" in *"invalid fingerprint '12x' (argument 1)"*) ;; *) th_fail "bad fp: '$(acli SIMHASH.QUERY 12x)'";; esac
 case "$(acli SIMHASH.QUERY 1 DISTANCE 9)" in *DISTANCE*) ;; *) th_fail "bad distance";; esac

@@ -15,6 +15,7 @@ import array
 import gc
 import hashlib
 import itertools
+import json
 import os
 import random
 import signal
@@ -153,6 +154,17 @@ def cli_fingerprint(data, window=None, lines=False, algorithm=None, html=False):
     out = subprocess.run(args, input=data, stdout=subprocess.PIPE, check=True, timeout=60)
     vals = [int(line.split(b"\t")[0]) for line in out.stdout.splitlines()]
     return vals if lines else vals[0]
+
+
+def cli_extract(data, algorithm=None, all_text=False):
+    """`simhash extract --html --format json` of data: the decoded JSON object."""
+    args = [os.path.join(BIN, "simhash"), "extract", "--html", "--format", "json"]
+    if algorithm is not None:
+        args += ["--algorithm", algorithm]
+    if all_text:
+        args.append("--all-text")
+    out = subprocess.run(args, input=data, stdout=subprocess.PIPE, check=True, timeout=60)
+    return json.loads(out.stdout)
 
 
 SETTINGS = [(2, 1), (4, 1), (4, 3), (5, 3), (6, 3), (7, 2), (10, 3), (8, 4)]
@@ -310,6 +322,62 @@ class Functions(unittest.TestCase):
                 simhash.fingerprint(b"x", **bad)
         with self.assertRaises(ValueError):
             simhash.fingerprint(b"<a href='" + b"x" * (70 << 20) + b"'>t</a>", html=True)
+
+    def test_extract(self):
+        art = ("The committee met on Tuesday to discuss the budget for the coming year in "
+               "detail. Several members argued that the library should open longer hours.")
+        site = ("<html><body><nav><a href='/'>Home</a> <a href='/b'>Blog</a></nav><article><h1>"
+                "Budget</h1><p>%s</p></article><footer>Copyright 2024 Example Times, all rights "
+                "reserved</footer></body></html>" % art)
+        e = simhash.extract(site)
+        self.assertIsInstance(e, simhash.Extraction)
+        self.assertIsInstance(e, tuple)
+        self.assertEqual(e.rule, "main")
+        self.assertEqual(e.algorithm, "v4")
+        self.assertIn(art, e.text)
+        self.assertNotIn("Home", e.text)
+        self.assertNotIn("Copyright", e.text)
+        self.assertEqual(e.fingerprint, simhash.fingerprint(site, html=True))
+        self.assertEqual(e.fingerprint, simhash.fingerprint(e.text))
+        text, rule, fp, algo = e
+        self.assertEqual((text, rule, fp, algo), (e.text, e.rule, e.fingerprint, e.algorithm))
+        a = simhash.extract(site, all_text=True)
+        self.assertEqual(a.rule, "all-text")
+        self.assertIn("Home", a.text)
+        self.assertIn("Copyright", a.text)
+        links = "<ul><li><a href='/1'>One</a></li><li><a href='/2'>Two</a></li></ul>"
+        self.assertEqual(simhash.extract(links).rule, "all-text")
+        plain = "<div><div class='menu'><p>Menu</p></div><p>%s</p></div>" % art
+        self.assertEqual(simhash.extract(plain).rule, "content")
+        lic = ("<p>%s</p><p>On Debian systems, the complete text of the GNU General Public "
+               "License version 2 can be found in /usr/share/common-licenses/GPL-2.</p>" % art)
+        legacy = b'<meta charset="windows-1252"><p>\x93Quoted\x94 caf\xe9 ' + art.encode() + b"</p>"
+        for page in (site, site.encode(), plain, links, lic, legacy, "", b"\xff\xfe\xc3 x",
+                     "<p>caf\u00e9 \u65e5\u672c</p>" * 50):
+            for algo in (None, "v4", "v3", "v2", "v1", "v1:5"):
+                for all_text in (False, True):
+                    e = simhash.extract(page, algorithm=algo, all_text=all_text)
+                    want = simhash.fingerprint(page, html=True, algorithm=algo, all_text=all_text)
+                    self.assertEqual(e.fingerprint, want, (page[:40], algo, all_text))
+                    self.assertEqual(simhash.fingerprint(e.text, algorithm=algo), want)
+                    self.assertEqual(e.algorithm, {"v1": "v1:3", None: "v4"}.get(algo, algo))
+                    data = page.encode() if isinstance(page, str) else page
+                    c = cli_extract(data, algo, all_text)
+                    self.assertEqual((c["text"], c["rule"], int(c["fingerprint"]), c["algorithm"]),
+                                     tuple(e), (page[:40], algo, all_text))
+        self.assertEqual(simhash.extract(bytearray(site.encode())), simhash.extract(site))
+        self.assertEqual(simhash.extract(memoryview(site.encode())), simhash.extract(site))
+        e = simhash.extract(b"")
+        self.assertEqual((e.text, e.rule, e.fingerprint), ("", "all-text", 0))
+        for bad in [dict(algorithm="v9"), dict(algorithm=""), dict(algorithm="v2:3")]:
+            with self.assertRaises(ValueError, msg=str(bad)):
+                simhash.extract(site, **bad)
+        with self.assertRaises(TypeError):
+            simhash.extract(5)
+        with self.assertRaises(TypeError):
+            simhash.extract(site, window=3)
+        with self.assertRaisesRegex(ValueError, "64 MiB"):
+            simhash.extract(b"<p>" + b"x" * (64 << 20))
 
     def test_buffers(self):
         hs = [self.rng.getrandbits(64) for _ in range(100)]
@@ -564,6 +632,34 @@ class Threads(unittest.TestCase):
             t.join()
         self.assertGreater(len(ticks), 0)
 
+    def test_extract_gil_released(self):
+        """Another thread runs while extract() reads a page of several MiB."""
+        page = ("<html><body><nav>menu</nav><article>"
+                + "<p>a paragraph of the long article, with enough words in it to be kept "
+                  "as a block of its own</p>" * 80000
+                + "</article></body></html>").encode()
+        ticks = []
+        stop = threading.Event()
+
+        def ticker():
+            while not stop.is_set():
+                ticks.append(time.monotonic())
+                stop.wait(0.001)
+        t = threading.Thread(target=ticker)
+        t.start()
+        try:
+            time.sleep(0.05)
+            t0 = time.monotonic()
+            e = simhash.extract(page)
+            t1 = time.monotonic()
+        finally:
+            stop.set()
+            t.join()
+        self.assertEqual(e.rule, "main")
+        inside = [x for x in ticks if t0 + 0.002 < x < t1 - 0.002]
+        # ticks while the call ran: the GIL was released (a held GIL allows none)
+        self.assertGreater(len(inside), 0, "no tick in the %.3f s of the call" % (t1 - t0))
+
 
 def rss_kb():
     with open("/proc/self/statm") as f:
@@ -585,6 +681,7 @@ class Leaks(unittest.TestCase):
             simhash.compute(buf)
             simhash.fingerprint(text)
             simhash.fingerprint(text.encode(), 4, lines=True)
+            simhash.extract("<nav>n</nav><article><p>%s</p></article>" % text)
             simhash.find_all(hs + hs[:5], 6, 3)
             simhash.find_clusters(hs + hs[:5], 6, 3)
             list(simhash.shingle(hs[:20], 4))
@@ -601,6 +698,7 @@ class Leaks(unittest.TestCase):
             len(c)
             for bad in ((simhash.compute, [1, -1]), (simhash.find_all, hs, 3, 3),
                         (c.insert, "x"), (simhash.fingerprint, b"", 99),
+                        (simhash.extract, b"", "v9"),
                         (simhash.Corpus, 2, 2), (c.find_all_bulk, [1], 7)):
                 try:
                     bad[0](*bad[1:])

@@ -15,7 +15,8 @@ The API of simhash-py / simhash-pybind on the C core of the simhash project:
     [1]
 
 Beyond the seeds: fingerprint(text) (the project's tokenizer and hash, identical to
-`simhash fingerprint` and to the server), buffer input (array('Q'), numpy uint64,
+`simhash fingerprint` and to the server), extract(html) (the text a page's fingerprint
+is taken from, as `simhash extract`), buffer input (array('Q'), numpy uint64,
 bytes of little-endian words) for every sequence of fingerprints, and Client, a
 connection to the distributed corpus (simhash-coordinator). See docs/python.md.
 
@@ -31,10 +32,12 @@ from ._simhash import (
     ClientError,
     ClientTimeoutError,
     Corpus,
+    Extraction,
     ProtocolError,
     ServerError,
     __version__,
     compute,
+    extract,
     find_all,
     find_clusters,
     fingerprint,
@@ -48,12 +51,14 @@ __all__ = [
     "ClientError",
     "ClientTimeoutError",
     "Corpus",
+    "Extraction",
     "ProtocolError",
     "ServerError",
     "WINDOW_DEFAULT",
     "WINDOW_MAX",
     "__version__",
     "compute",
+    "extract",
     "find_all",
     "find_clusters",
     "fingerprint",

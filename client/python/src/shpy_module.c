@@ -1,7 +1,7 @@
 /* shpy_module.c: the module simhash._simhash: argument conversion shared by the
  * extension (ints, iterables and buffers to uint64_t), the module functions
- * (unsigned_hash, num_differing_bits, compute, fingerprint, find_all, find_clusters)
- * and module initialisation. The algorithms are the project's own common/core code;
+ * (unsigned_hash, num_differing_bits, compute, fingerprint, extract: the Extraction
+ * named tuple, find_all, find_clusters) and module initialisation. The algorithms are the project's own common/core code;
  * this file only converts arguments and results and releases the GIL around long work. */
 #include "shpy.h"
 
@@ -621,6 +621,91 @@ static PyObject *shpy_find_clusters(PyObject *self, PyObject *const *args,
     return list;
 }
 
+/* ---- extract ---- */
+
+static PyTypeObject shpy_extraction_type;
+
+static PyStructSequence_Field shpy_extraction_fields[] = {
+    {"text", "the text the fingerprint is taken from (blocks separated by '\\n')"},
+    {"rule", "what chose it: 'main', 'content' or 'all-text'"},
+    {"fingerprint", "its fingerprint: simhash.fingerprint(html, html=True, ...)"},
+    {"algorithm", "the fingerprint algorithm, e.g. 'v4'"},
+    {NULL, NULL},
+};
+
+static PyStructSequence_Desc shpy_extraction_desc = {
+    "simhash.Extraction",
+    "What an HTML page's fingerprint is taken from (extract()): a named tuple of text,\n"
+    "rule, fingerprint, algorithm.",
+    shpy_extraction_fields, 4,
+};
+
+PyDoc_STRVAR(shpy_extract_doc,
+"extract(html, algorithm=None, all_text=False) -> Extraction\n\n"
+"The text an HTML page's fingerprint is taken from, as `simhash extract --format\n"
+"json` gives it: an Extraction, a named tuple of text (str: with 'v3' or 'v4' the\n"
+"page's main content, with 'v1', 'v2' or all_text=True all its visible text; blocks\n"
+"separated by '\\n'), rule ('main', 'content' or 'all-text'), fingerprint (int: the\n"
+"same as fingerprint(html, html=True, algorithm=..., all_text=...)) and algorithm\n"
+"(str, e.g. 'v4'). html is str (encoded as UTF-8) or a bytes-like object of at most\n"
+"64 MiB; algorithm as for fingerprint() (default 'v4'). ValueError when the page\n"
+"cannot be read or is larger. The GIL is released while a large page is read.");
+
+static PyObject *shpy_extract(PyObject *self, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = { "html", "algorithm", "all_text", NULL };
+    PyObject *html;
+    const char *algo = NULL;
+    int all_text = 0, has_view = 0;
+    fp_params fpp = {FP_VERSION_DEFAULT, 0};
+    char err[200], canon[32];
+    const char *data;
+    Py_ssize_t len;
+    Py_buffer view;
+    fp_extraction x;
+
+    (void)self;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|zp:extract", kwlist, &html, &algo, &all_text))
+        return NULL;
+    if (algo && fp_params_parse(algo, &fpp, err, sizeof err) != 0) {
+        PyErr_SetString(PyExc_ValueError, err);
+        return NULL;
+    }
+    if (shpy_text(html, "html", &data, &len, &view, &has_view) < 0)
+        return NULL;
+    PyThreadState *ts = len > SHPY_NOGIL_BYTES ? PyEval_SaveThread() : NULL;
+    int rc = fp_html_extract(data, (size_t)len, &fpp, all_text ? FP_HTML_ALL_TEXT : 0, &x, err,
+                             sizeof err);
+    if (ts)
+        PyEval_RestoreThread(ts);
+    if (has_view)
+        PyBuffer_Release(&view);
+    if (rc != 0) {
+        PyErr_Format(PyExc_ValueError, "cannot read the HTML: %s", err);
+        return NULL;
+    }
+    fp_params_format(&fpp, canon, sizeof canon);
+    PyObject *r = PyStructSequence_New(&shpy_extraction_type);
+    /* the parser writes UTF-8; "replace" only guards the decoding */
+    PyObject *t = r ? PyUnicode_DecodeUTF8(x.text, (Py_ssize_t)x.len, "replace") : NULL;
+    PyObject *rule = t ? PyUnicode_FromString(x.rule) : NULL;
+    PyObject *fp = rule ? shpy_from_u64(x.fp) : NULL;
+    PyObject *alg = fp ? PyUnicode_FromString(canon) : NULL;
+    fp_extraction_free(&x);
+    if (alg == NULL) {
+        Py_XDECREF(r);
+        Py_XDECREF(t);
+        Py_XDECREF(rule);
+        Py_XDECREF(fp);
+        return NULL;
+    }
+    PyStructSequence_SET_ITEM(r, 0, t);
+    PyStructSequence_SET_ITEM(r, 1, rule);
+    PyStructSequence_SET_ITEM(r, 2, fp);
+    PyStructSequence_SET_ITEM(r, 3, alg);
+    return r;
+}
+
 /* ---- Module ---- */
 
 static PyMethodDef shpy_methods[] = {
@@ -630,6 +715,8 @@ static PyMethodDef shpy_methods[] = {
     {"compute", (PyCFunction)shpy_compute, METH_O, shpy_compute_doc},
     {"fingerprint", (PyCFunction)(void (*)(void))shpy_fingerprint,
      METH_VARARGS | METH_KEYWORDS, shpy_fingerprint_doc},
+    {"extract", (PyCFunction)(void (*)(void))shpy_extract, METH_VARARGS | METH_KEYWORDS,
+     shpy_extract_doc},
     {"find_all", (PyCFunction)(void (*)(void))shpy_find_all, METH_FASTCALL | METH_KEYWORDS,
      shpy_find_all_doc},
     {"find_clusters", (PyCFunction)(void (*)(void))shpy_find_clusters,
@@ -656,6 +743,8 @@ PyMODINIT_FUNC PyInit__simhash(void)
     if (PyModule_AddIntConstant(m, "WINDOW_DEFAULT", FP_WINDOW_DEFAULT) < 0 ||
         PyModule_AddIntConstant(m, "WINDOW_MAX", FP_WINDOW_MAX) < 0 ||
         PyModule_AddStringConstant(m, "__version__", SIMHASH_VERSION) < 0 ||
+        PyStructSequence_InitType2(&shpy_extraction_type, &shpy_extraction_desc) < 0 ||
+        PyModule_AddObjectRef(m, "Extraction", (PyObject *)&shpy_extraction_type) < 0 ||
         shpy_corpus_register(m) < 0 || shpy_client_register(m, &shpy_the_state) < 0) {
         Py_DECREF(m);
         return NULL;
