@@ -50,10 +50,10 @@ for p in simhash-find-all simhash-find-clusters simhash; do
     if grep -qE '^simhash [0-9]+\.[0-9]+\.[0-9]+$' "$T/out"; then ok; else fail "$p --version: $(cat "$T/out")"; fi
 done
 expect_rc 0 "simhash --help" $TO "$BIN/simhash" --help
-for c in fingerprint compute find-all find-clusters dedup add query check del load; do
+for c in fingerprint extract compute find-all find-clusters dedup add query check del load; do
     has "  $c " "$T/out" "simhash --help lists $c"
 done
-for c in fingerprint compute find-all find-clusters dedup; do
+for c in fingerprint extract compute find-all find-clusters dedup; do
     expect_rc 0 "simhash $c --help" $TO "$BIN/simhash" "$c" --help
     has "Usage: simhash" "$T/out" "simhash $c --help"
 done
