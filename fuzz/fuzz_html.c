@@ -1,5 +1,6 @@
 /* fuzz_html.c: libFuzzer target for the HTML text of fingerprints (common/core/html.c
- * on libxml2), main-content extraction (common/core/html_main.c, algorithm v3) and
+ * on libxml2), main-content extraction (common/core/html_main.c, algorithm v3), the
+ * article extraction of algorithm v5 (html_tree.c, html_article.c) and
  * the v2 tokenizer behind them.
  *
  * The first byte chooses the piece size (1..256), the flags and the algorithm (v2, v3
@@ -15,7 +16,9 @@
  * with the first byte's window bits, v2, v3, v4) and the flags, and with
  * FP_HTML_ALL_TEXT: it fails exactly when fp_html_text does, else its fingerprint is
  * fp_html_text's and its text's (fp_text_p), the text NUL-terminated and its rule one
- * of html.c's tiers (all-text whenever nothing is extracted). */
+ * of html.c's tiers (all-text whenever nothing is extracted); with v5 one of the
+ * article rules ("empty" exactly when the text is). v5's article (html_tree.c,
+ * html_article.c): the same fingerprint fed whole or in pieces. */
 #include <strings.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -100,12 +103,20 @@ static void fz_extract(const char *doc, size_t len, const fp_params *p, unsigned
         return;
     }
     int extracts = (p->version == FP_V3 || p->version == FP_V4) && !(flags & FP_HTML_ALL_TEXT);
+    int article = p->version == FP_V5 && !(flags & FP_HTML_ALL_TEXT);
     if (x.text == NULL || x.text[x.len] != '\0' || x.rule == NULL || x.fp != want ||
-        fp_text_p(x.text, x.len, p) != want)
+        fp_text_p(x.text, x.len, p) != want || strlen(x.text) != x.len)
         abort();
-    if (strcmp(x.rule, "all-text") != 0 &&
-        (!extracts || (strcmp(x.rule, "content") != 0 && strcmp(x.rule, "main") != 0)))
+    if (article) {
+        if (strcmp(x.rule, "article") != 0 && strcmp(x.rule, "article-relaxed") != 0 &&
+            strcmp(x.rule, "page") != 0 && strcmp(x.rule, "empty") != 0)
+            abort();
+        if ((x.len == 0) != (strcmp(x.rule, "empty") == 0))
+            abort();
+    } else if (strcmp(x.rule, "all-text") != 0 &&
+               (!extracts || (strcmp(x.rule, "content") != 0 && strcmp(x.rule, "main") != 0))) {
         abort();
+    }
     fp_extraction_free(&x);
     if (x.text != NULL)
         abort();
@@ -183,8 +194,23 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (!declared && !utf16 && (s.bad || !fz_valid_utf8(s.carry, s.ncarry)))
         abort();
 
+    /* v5: the article found on the page's tree, the same fed whole or in pieces */
+    const fp_params v5 = {FP_V5, 0};
+    uint64_t w5 = 0, p5 = 0;
+    int r5 = fp_html_text(doc, len, &v5, flags, &w5, err, sizeof err);
+    fp_html *h5 = fp_html_new(&v5, flags);
+    if (h5 == NULL)
+        abort();
+    rc = 0;
+    for (size_t o = 0; o < len && rc == 0; o += piece)
+        rc = fp_html_update(h5, doc + o, len - o < piece ? len - o : piece);
+    int rp5 = fp_html_final(h5, &p5) != 0 || rc != 0;
+    if ((r5 == 0) != !rp5 || (r5 == 0 && w5 != p5))
+        abort();
+    fp_html_free(h5);
+
     const fp_params all[] = {{FP_V1, 1u + ((data[0] >> 3) & 7)}, {FP_V2, 0}, {FP_V3, 0},
-                             {FP_V4, 0}};
+                             {FP_V4, 0}, {FP_V5, 0}};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         fz_extract(doc, len, &all[i], flags);
     fz_extract(doc, len, &alg, flags | FP_HTML_ALL_TEXT);

@@ -588,8 +588,13 @@ int hart_extract(const htree *t, hart_result *out)
     memset(out, 0, sizeof *out);
     ha a = { .t = t };
     ha_out o = { 0 };
-    a.s = t->n ? malloc(t->n * sizeof *a.s) : NULL;
-    if (t->n && a.s == NULL)
+    if (t->n == 0) {
+        out->text = calloc(1, 1);
+        out->rule = HART_RULE_EMPTY;
+        return out->text ? 0 : -1;
+    }
+    a.s = malloc(t->n * sizeof *a.s);
+    if (a.s == NULL)
         return -1;
     uint64_t best = 0;
     unsigned best_pass = 0;
@@ -609,7 +614,7 @@ int hart_extract(const htree *t, hart_result *out)
             ha_pass(&a, best_pass);
         ha_write(&a, &o, 0);
         out->rule = best_pass == passes[0] ? HART_RULE_ARTICLE : HART_RULE_RELAXED;
-    } else if (t->n) {
+    } else {
         a.pass = HA_STRIP;      /* no paragraph: the page less its furniture */
         ha_measure(&a);
         ha_write(&a, &o, 1);

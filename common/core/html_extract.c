@@ -1,7 +1,9 @@
 /* html_extract.c: the text an HTML page's fingerprint is taken from (fp_html_extract),
  * so that a user who sees two pages match, or not, can read what was compared.
  *
- * Algorithms v1 to v4 take it from html.c's own machinery: a sink parser
+ * Algorithm v5 reads it from the parser (fp_html_article: the article html_article.c
+ * found, which is what the parser fingerprinted). Algorithms v1 to v4 take it from
+ * html.c's own machinery: a sink parser
  * (fp_html_new_sink, with FP_HTML_MAIN when the algorithm extracts the main content)
  * hands over each piece of text with the tiers it belongs to; the pieces are gathered
  * per tier, and the tier fp_html_tier names after the page is the text. Its fingerprint
@@ -125,6 +127,41 @@ static int hx_tiers(const char *html, size_t len, const fp_params *p, unsigned f
     return 0;
 }
 
+/* Algorithm v5 (without FP_HTML_ALL_TEXT): the article html.c found on the page's
+ * tree and fingerprinted (fp_html_article). Returns 0 with out filled, or -1 with err. */
+static int hx_article(const char *html, size_t len, const fp_params *p, unsigned flags,
+                      fp_extraction *out, char *err, size_t errlen)
+{
+    fp_html *h = fp_html_new(p, flags);
+    if (h == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    uint64_t fp = 0;
+    int rc = fp_html_update(h, html, len);
+    int rc2 = fp_html_final(h, &fp);
+    size_t n = 0;
+    const char *rule = NULL;
+    const char *text = fp_html_article(h, &n, &rule);
+    if (rc != 0 || rc2 != 0 || text == NULL) {
+        snprintf(err, errlen, "%s", fp_html_error(h));
+        fp_html_free(h);
+        return -1;
+    }
+    out->text = malloc(n + 1);
+    if (out->text == NULL) {
+        snprintf(err, errlen, "out of memory");
+        fp_html_free(h);
+        return -1;
+    }
+    memcpy(out->text, text, n + 1);
+    out->len = n;
+    out->rule = rule;
+    out->fp = fp;
+    fp_html_free(h);
+    return 0;
+}
+
 int fp_html_extract(const char *html, size_t len, const fp_params *p, unsigned flags,
                     fp_extraction *out, char *err, size_t errlen)
 {
@@ -148,6 +185,8 @@ int fp_html_extract(const char *html, size_t len, const fp_params *p, unsigned f
         return -1;
     }
     /* one branch per extraction design, chosen by q.version */
+    if (q.version == FP_V5 && !(flags & FP_HTML_ALL_TEXT))
+        return hx_article(html ? html : "", len, &q, flags, out, err, errlen);
     return hx_tiers(html ? html : "", len, &q, flags, out, err, errlen);
 }
 
