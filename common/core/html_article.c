@@ -33,6 +33,8 @@ typedef struct ha_node {
 typedef struct ha {
     const htree *t;
     ha_node *s;
+    uint32_t *raw;            /* letters of each subtree, nothing left out */
+    uint64_t page;            /* letters of the page */
     unsigned pass;
 } ha;
 
@@ -85,19 +87,39 @@ static float ha_link_density(const ha_node *s)
 static int ha_out_self(const ha *a, uint32_t i)
 {
     const htree_node *x = &a->t->node[i];
-    if (x->kind == HT_TEXT || (x->flags & HTF_ARTICLE))
+    if (x->kind == HT_TEXT || x->kind == HT_BODY || (x->flags & HTF_ARTICLE))
         return 0;
-    if ((x->flags & HTF_NEVER) && x->kind != HT_BODY)
+    /* a furniture element or role holding three quarters of the page's text: markup
+       gone wrong (a header never closed), not furniture */
+    int most = 4 * (uint64_t)a->raw[i] > 3 * a->page;
+    if ((x->flags & HTF_NEVER) && !((x->flags & HTF_ROLE) && most))
         return 1;
     if (!(a->pass & HA_STRIP))
         return 0;
     switch (x->kind) {
     case HT_NAV: case HT_ASIDE: case HT_FOOTER: case HT_HEADER: case HT_MENU:
-        return 1;
-    case HT_BODY: case HT_A:
+        return !most;
+    case HT_A:
         return 0;
     default:
         return (x->flags & HTF_UNLIKELY) && !(x->flags & HTF_ARTICLE);
+    }
+}
+
+/* Letters of every subtree and of the page, nothing left out (a->raw, a->page). */
+static void ha_raw(ha *a)
+{
+    const htree *t = a->t;
+    for (uint32_t i = t->n; i-- > 0;) {
+        const htree_node *x = &t->node[i];
+        if (x->kind == HT_TEXT) {
+            uint32_t commas;
+            ha_count(t->text + x->off, x->len, &a->raw[i], &commas);
+        }
+        if (x->parent != i)
+            a->raw[x->parent] += a->raw[i];
+        else
+            a->page += a->raw[i];
     }
 }
 
@@ -594,8 +616,13 @@ int hart_extract(const htree *t, hart_result *out)
         return out->text ? 0 : -1;
     }
     a.s = malloc(t->n * sizeof *a.s);
-    if (a.s == NULL)
+    a.raw = calloc(t->n, sizeof *a.raw);
+    if (a.s == NULL || a.raw == NULL) {
+        free(a.s);
+        free(a.raw);
         return -1;
+    }
+    ha_raw(&a);
     uint64_t best = 0;
     unsigned best_pass = 0;
     int found = 0;
@@ -621,6 +648,7 @@ int hart_extract(const htree *t, hart_result *out)
         out->rule = HART_RULE_PAGE;
     }
     free(a.s);
+    free(a.raw);
     ha_put(&o, "", 0);
     if (o.fail) {
         free(o.buf);

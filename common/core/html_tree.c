@@ -197,7 +197,7 @@ static int ht_attributes(const char *const *atts, htree_node *x, uint8_t *flags,
             ht_lower(s, sizeof s, v);
             for (size_t j = 0; ht_drop_roles[j]; j++)
                 if (strcmp(s, ht_drop_roles[j]) == 0)
-                    *flags |= HTF_UNLIKELY | HTF_FURNITURE | HTF_NEVER;
+                    *flags |= HTF_UNLIKELY | HTF_FURNITURE | HTF_NEVER | HTF_ROLE;
             if (strcmp(s, "main") == 0 || strcmp(s, "article") == 0)
                 *flags |= HTF_ARTICLE;
         } else if (strcmp(k, "itemprop") == 0) {

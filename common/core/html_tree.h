@@ -37,6 +37,7 @@ enum {
     HTF_BODYHINT = 16,        /* itemprop=articleBody or a class naming the article body */
     HTF_NEVER = 32,           /* never the article: readers' comments (a class or id
                                  word), an ARIA role of furniture */
+    HTF_ROLE = 64,            /* an ARIA role of furniture (navigation, banner...) */
 };
 
 typedef struct htree_node {

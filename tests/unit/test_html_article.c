@@ -132,6 +132,9 @@ static void test_names_and_roles(void **state)
     expect_article("<body><div role='complementary'><p>" P4 "</p><p>" P4 "</p><p>" P4 "</p>"
                    "<p>" P4 "</p></div><div><p>" P1 "</p><p>" P2 "</p><p>" P3 "</p></div></body>",
                    ARTICLE, P1 " " P2 " " P3);
+    /* a banner never closed holds the whole page: markup gone wrong, not furniture */
+    expect_article("<body><header role='banner'><nav><a href='/'>Home</a></nav><div><p>" P1
+                   "</p><p>" P2 "</p><p>" P3 "</p></div></body>", ARTICLE, P1 " " P2 " " P3);
     /* itemprop=articleBody names the article's body */
     expect_article("<body><div><p>" P4 "</p></div><div itemprop='articleBody'><p>" P1 "</p><p>"
                    P2 "</p></div></body>", ARTICLE, P1 " " P2);

@@ -155,7 +155,7 @@ class Simhash:
                 self.errors.setdefault(f"extract {alg} {' '.join(opts)}", []).extend(
                     err.splitlines())
             objs = [json.loads(line) for line in
-                    r.stdout.decode("utf-8", "replace").splitlines() if line.strip()]
+                    r.stdout.decode("utf-8", "replace").split("\n") if line.strip()]
             known = set(chunk)
             if objs and not any(o.get("file") in known for o in objs):
                 if len(objs) != len(chunk):
