@@ -34,6 +34,10 @@ typedef struct ha {
     const htree *t;
     ha_node *s;
     uint32_t *raw;            /* letters of each subtree, nothing left out */
+    uint8_t *body;            /* the subtree holds an element naming the article's body
+                                 (itemprop=articleBody, its class names, <main>) */
+    uint32_t core;            /* the best-scored container, before moving up: what the
+                                 cuts never touch */
     uint64_t page;            /* letters of the page */
     unsigned pass;
 } ha;
@@ -101,12 +105,14 @@ static int ha_out_self(const ha *a, uint32_t i)
         return !most;
     case HT_A:
         return 0;
-    default:
-        return (x->flags & HTF_UNLIKELY) && !(x->flags & HTF_ARTICLE);
+    default:            /* a wrapper named for its layout ("with-sidebar") holding the
+                           article's body is not furniture */
+        return (x->flags & HTF_UNLIKELY) && !(x->flags & HTF_ARTICLE) && !a->body[i];
     }
 }
 
-/* Letters of every subtree and of the page, nothing left out (a->raw, a->page). */
+/* Letters of every subtree and of the page, nothing left out (a->raw, a->page), and
+ * which subtrees hold the article's body by name (a->body). */
 static void ha_raw(ha *a)
 {
     const htree *t = a->t;
@@ -116,10 +122,14 @@ static void ha_raw(ha *a)
             uint32_t commas;
             ha_count(t->text + x->off, x->len, &a->raw[i], &commas);
         }
-        if (x->parent != i)
+        if ((x->flags & HTF_BODYHINT) || x->kind == HT_MAIN)
+            a->body[i] = 1;
+        if (x->parent != i) {
             a->raw[x->parent] += a->raw[i];
-        else
+            a->body[x->parent] |= a->body[i];
+        } else {
             a->page += a->raw[i];
+        }
     }
 }
 
@@ -135,7 +145,7 @@ static void ha_measure(ha *a)
         int root = p == i;
         s[i].out = (uint8_t)((!root && s[p].out) || ha_out_self(a, i));
 #ifdef HART_DEBUG
-        if (!(!root && s[p].out) && s[i].out && x->end - i > 200)
+        if (!(!root && s[p].out) && s[i].out && (x->end - i > 200 || (i > 690 && i < 720)))
             fprintf(stderr, "out %u kind %d size %u flags %d\n", i, x->kind, x->end - i, x->flags);
 #endif
         s[i].inlink = (uint8_t)((!root && s[p].inlink) || x->kind == HT_A);
@@ -289,9 +299,15 @@ static uint32_t ha_top(ha *a)
         if (k < HA_TOP)
             top[k] = i;
     }
+#ifdef HART_DEBUG
+    for (unsigned k = 0; k < ntop; k++)
+        fprintf(stderr, "pass %u top %u: %u kind %d score %.1f letters %u\n", a->pass, k,
+                top[k], t->node[top[k]].kind, s[top[k]].score, s[top[k]].letters);
+#endif
     if (ntop == 0 || s[top[0]].score <= 0)
         return UINT32_MAX;
     uint32_t best = top[0];
+    a->core = best;
     /* an ancestor that three of the near-best candidates share */
     unsigned nalt = 0;
     for (unsigned k = 1; k < ntop; k++)
@@ -437,6 +453,8 @@ static void ha_cut(ha *a)
                 s[j].cut = s[y->parent].cut;
                 continue;
             }
+            if (j <= a->core && a->core < y->end)
+                continue;       /* the best container and what holds it stay */
             int cut = 0;
             switch (y->kind) {
             case HT_NAV: case HT_ASIDE: case HT_FOOTER: case HT_MENU: case HT_H1:
@@ -617,9 +635,11 @@ int hart_extract(const htree *t, hart_result *out)
     }
     a.s = malloc(t->n * sizeof *a.s);
     a.raw = calloc(t->n, sizeof *a.raw);
-    if (a.s == NULL || a.raw == NULL) {
+    a.body = calloc(t->n, 1);
+    if (a.s == NULL || a.raw == NULL || a.body == NULL) {
         free(a.s);
         free(a.raw);
+        free(a.body);
         return -1;
     }
     ha_raw(&a);
@@ -649,6 +669,7 @@ int hart_extract(const htree *t, hart_result *out)
     }
     free(a.s);
     free(a.raw);
+    free(a.body);
     ha_put(&o, "", 0);
     if (o.fail) {
         free(o.buf);
