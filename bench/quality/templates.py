@@ -32,7 +32,7 @@ import site_templates as st  # noqa: E402
 
 K = 3          # the distance of a match
 # what diff, site and sphinx print: the articles as plain text (v2, v4), the pages
-SERIES = ("text", "v2", "v3", "text4", "v4")
+SERIES = ("text", "v2", "v3", "text4", "v4", "v5")
 J_FALSE = 0.3  # articles below this word 3-shingle Jaccard share almost nothing
 
 
@@ -74,6 +74,7 @@ class Pages:
         self.v2 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v2")
         self.v3 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v3")
         self.v4 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v4")
+        self.v5 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v5")
         self.text = fingerprints(self.simhash, self.txt, "--text", "--algorithm", "v2")
         self.text4 = fingerprints(self.simhash, self.txt, "--text", "--algorithm", "v4")
 
@@ -108,8 +109,8 @@ def set_same(simhash, docs, n, tmp):
         items.append((p.add_text(title, w), [p.add_page(t, title, w) for t in st.TEMPLATES]))
     p.run()
     res = {}
-    for alg in ("v2", "v3", "v4"):
-        fps, text = getattr(p, alg), p.text4 if alg == "v4" else p.text
+    for alg in ("v2", "v3", "v4", "v5"):
+        fps, text = getattr(p, alg), p.text4 if alg in ("v4", "v5") else p.text
         ok, worst = 0, []
         for t, pages in items:
             group = [text[t]] + [fps[x] for x in pages]
@@ -188,7 +189,8 @@ def set_sphinx(simhash):
          "v2": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v2"), sh),
          "v3": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v3"), sh),
          "text4": false_pairs(fingerprints(simhash, srcs, "--text", "--algorithm", "v4"), sh),
-         "v4": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v4"), sh)}
+         "v4": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v4"), sh),
+         "v5": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v5"), sh)}
     print("sphinx %d Python documentation pages, %d pairs: J<%.1f (of the sources) within %d bits: "
           "%s; median distance %s"
           % (len(pages), len(pages) * (len(pages) - 1) // 2, J_FALSE, K,

@@ -193,9 +193,10 @@ enum { CLI_OPT_ALGO = 0x100, CLI_OPT_HTML, CLI_OPT_TEXT, CLI_OPT_TITLE, CLI_OPT_
     {"all-text", no_argument, NULL, CLI_OPT_ALL_TEXT}
 /* Help lines of those options. */
 #define CLI_FP_HELP                                                                   \
-    "      --algorithm A fingerprint algorithm: v4 (default: HTML by its main\n"    \
-    "                   content, known license boilerplate weighing half), v3\n"   \
-    "                   (v4 without the boilerplate weights), v2, v1 or v1:W\n"   \
+    "      --algorithm A fingerprint algorithm: v5 (default: HTML by its article,\n" \
+    "                   known license boilerplate weighing half), v4 (HTML by a\n"  \
+    "                   streaming main-content filter), v3 (v4 without the\n"       \
+    "                   boilerplate weights), v2, v1 or v1:W\n"                    \
     "                   (docs/fingerprint.md); fingerprints of different\n"           \
     "                   algorithms are not comparable\n"                              \
     "  -w, --window W   algorithm v1 with W tokens per shingle, 1..64 (the same as\n" \
@@ -205,7 +206,7 @@ enum { CLI_OPT_ALGO = 0x100, CLI_OPT_HTML, CLI_OPT_TEXT, CLI_OPT_TITLE, CLI_OPT_
     "                   (by default files named *.html or *.htm are HTML, the\n"      \
     "                   rest and standard input text)\n"                              \
     "      --title      HTML: the <title> counts as text\n"                          \
-    "      --all-text   HTML with v3, v4: all visible text, not only the main content\n"
+    "      --all-text   HTML with v3, v4, v5: all visible text, not only the article\n"
 
 void cli_fp_opts_init(cli_fp_opts *o);
 /* Handles getopt's option c (value arg) when it is one of CLI_FP_LONGOPTS: 1 when it

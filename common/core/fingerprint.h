@@ -16,14 +16,14 @@
  * `window` tokens. v2: Unicode case folding and compatibility decomposition, its own
  * token classes and features (section "Algorithm v2"). v3: v2's text fingerprint (the
  * same values for text), and HTML pages by their main content instead of all their
- * visible text (html.h, section "Main content (v3)"). v4 (the default): v3's HTML main
+ * visible text (html.h, section "Main content (v3)"). v4: v3's HTML main
  * content, and v2's features with those of known boilerplate (runs of words of a table
  * of license text shipped with the algorithm) weighing half (section "Algorithm v4").
- * v5: v4's text fingerprint (the same values for text), and HTML pages by their article,
+ * v5 (the default): v4's text fingerprint (the same values for text), and HTML pages by their article,
  * found on a tree of the page (html_article.h, section "Algorithm v5").
  * A fingerprint is only comparable with fingerprints of the same algorithm and
  * settings; deployments record them in simhash:meta. */
-enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_V4 = 4, FP_V5 = 5, FP_VERSION_DEFAULT = FP_V4 };
+enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_V4 = 4, FP_V5 = 5, FP_VERSION_DEFAULT = FP_V5 };
 
 typedef struct fp_params {
     unsigned version;         /* FP_V1 .. FP_V5; 0 means FP_VERSION_DEFAULT */
@@ -44,7 +44,7 @@ void fp_params_format(const fp_params *p, char *buf, size_t n);
 /* 0 when p is valid, else -1 with a message in err. */
 int fp_params_check(const fp_params *p, char *err, size_t errlen);
 
-/* Fingerprint of a text with the given algorithm (NULL: the default, v4). */
+/* Fingerprint of a text with the given algorithm (NULL: the default, v5). */
 uint64_t fp_text_p(const char *text, size_t len, const fp_params *p);
 
 /* Called once per token (the token classes of algorithm v1); tok points into the (unmodified) input, len bytes,

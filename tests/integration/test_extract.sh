@@ -81,29 +81,44 @@ for x, (fp, name) in zip(xs, fps):
     assert set(x) == {"file", "algorithm", "rule", "fingerprint", "text"}, x.keys()
     assert x["file"] == name, (x["file"], name)
     assert isinstance(x["fingerprint"], str) and x["fingerprint"] == fp, (name, x["fingerprint"], fp)
-    assert x["rule"] in ("main", "content", "all-text", "text"), x["rule"]
+    assert x["rule"] in ("main", "content", "all-text", "text", "article", "article-relaxed",
+                         "page", "empty"), x["rule"]
     assert (x["rule"] == "text") == name.endswith(".txt"), (name, x["rule"])
     assert x["text"].strip() or fp == "0", name
 EOF
 }
 for opts in "--algorithm v1" "--algorithm v1:5" "--algorithm v2" "--algorithm v3" \
-            "--algorithm v4" "" "--all-text" "--algorithm v3 --all-text" "--title"; do
+            "--algorithm v4" "--algorithm v5" "" "--all-text" "--algorithm v3 --all-text" \
+            "--title"; do
     # shellcheck disable=SC2086
     check_fps $opts
 done
-th_log "json fingerprints equal simhash fingerprint's for 9 option sets"
+th_log "json fingerprints equal simhash fingerprint's for 10 option sets"
 
 # ---- the text is the main content ----
 jget() { $PY -c 'import json, sys; x = json.loads(sys.stdin.readline()); print(x[sys.argv[1]])' "$1"; }
+# the default, v5: the article, without the template or the headline
 x=$(timeout 60 "$S" extract --format json "$D/article.html") || th_fail "extract article"
-expect "article rule" "$(jget rule <<<"$x")" main
-expect "article algorithm" "$(jget algorithm <<<"$x")" v4
+expect "article rule" "$(jget rule <<<"$x")" article
+expect "article algorithm" "$(jget algorithm <<<"$x")" v5
 txt=$(jget text <<<"$x")
-for w in "Council approves the budget" "$A1" "$A2"; do
+for w in "$A1" "$A2"; do
     [[ $txt == *"$w"* ]] || th_fail "article text lacks '$w': $txt"
 done
-for w in Navhome Navnews Sidebarword Footerword "Budget day"; do
+for w in Navhome Navnews Sidebarword Footerword "Budget day" "Council approves the budget"; do
     [[ $txt != *"$w"* ]] || th_fail "article text has the template's '$w': $txt"
+done
+expect "links page rule (v5)" "$(timeout 60 "$S" extract --format json "$D/links.html" | jget rule)" page
+# v4: the main content, headline included
+x=$(timeout 60 "$S" extract --format json --algorithm v4 "$D/article.html") || th_fail "extract article v4"
+expect "article rule (v4)" "$(jget rule <<<"$x")" main
+expect "article algorithm (v4)" "$(jget algorithm <<<"$x")" v4
+txt=$(jget text <<<"$x")
+for w in "Council approves the budget" "$A1" "$A2"; do
+    [[ $txt == *"$w"* ]] || th_fail "v4 article text lacks '$w': $txt"
+done
+for w in Navhome Navnews Sidebarword Footerword "Budget day"; do
+    [[ $txt != *"$w"* ]] || th_fail "v4 article text has the template's '$w': $txt"
 done
 x=$(timeout 60 "$S" extract --format json --all-text "$D/article.html")
 expect "--all-text rule" "$(jget rule <<<"$x")" all-text
@@ -114,10 +129,10 @@ x=$(timeout 60 "$S" extract --format json --algorithm v2 "$D/article.html")
 expect "v2 rule" "$(jget rule <<<"$x")" all-text
 expect "v2 algorithm" "$(jget algorithm <<<"$x")" v2
 [[ $(jget text <<<"$x") == *Navhome* ]] || th_fail "v2 reads all visible text"
-x=$(timeout 60 "$S" extract --format json "$D/content.html")
+x=$(timeout 60 "$S" extract --format json --algorithm v4 "$D/content.html")
 expect "content rule" "$(jget rule <<<"$x")" content
 [[ $(jget text <<<"$x") != *Menuword* ]] || th_fail "content page kept its menu"
-expect "links rule" "$(timeout 60 "$S" extract --format json "$D/links.html" | jget rule)" all-text
+expect "links rule" "$(timeout 60 "$S" extract --format json --algorithm v4 "$D/links.html" | jget rule)" all-text
 [[ $(timeout 60 "$S" extract --format json "$D/legacy.html" | jget text) == *"“Quoted” café"* ]] ||
     th_fail "Windows-1252 page not converted"
 th_log "the text is the article, not the template"
@@ -143,10 +158,10 @@ two words"
 
 # ---- text format ----
 out=$(timeout 60 "$S" extract "$D/article.html") || th_fail "text format"
-expect "text format" "$out" "Council approves the budget
-$A1
+expect "text format" "$out" "$A1
 $A2"
-out=$(timeout 60 "$S" extract "$D/article.html" "$D/content.html") || th_fail "text format, 2 files"
+out=$(timeout 60 "$S" extract --algorithm v4 "$D/article.html" "$D/content.html") ||
+    th_fail "text format, 2 files"
 expect "text format, 2 files" "$out" "==> $D/article.html <==
 Council approves the budget
 $A1
@@ -183,8 +198,8 @@ th_log "text format, stdin, errors"
 
 # ---- SIMHASH.EXTRACT through a deployment ----
 th_start_redis redis
-th_start_shard w "$TH_REDIS_PORT" 0-255 6 3 "" --fingerprint-algorithm v4
-th_start_coord c 6 3 2000 "127.0.0.1:$TH_SHARD_PORT" "" --fingerprint-algorithm v4
+th_start_shard w "$TH_REDIS_PORT" 0-255 6 3
+th_start_coord c 6 3 2000 "127.0.0.1:$TH_SHARD_PORT"
 cli() { timeout 20 redis-cli -h 127.0.0.1 -p "$TH_COORD_PORT" "$@"; }
 # same_as_cli FILE CLI_OPTS REDIS_CLI_OPTS [FORMAT f]: SIMHASH.EXTRACT's reply equals extract --format json
 same_as_cli() {

@@ -105,7 +105,7 @@ sp=$TH_SHARD_PORT
 th_start_coord c 6 3 2000 "127.0.0.1:$sp"
 cp=$TH_COORD_PORT
 cli() { timeout 10 redis-cli -h 127.0.0.1 -p "$cp" "$@"; }
-expect "meta records v4" "$(timeout 5 redis-cli -p "$rp" HGET simhash:meta fingerprint)" v4
+expect "meta records v5" "$(timeout 5 redis-cli -p "$rp" HGET simhash:meta fingerprint)" v5
 page=$(cat "$D/pages/3.b.html")
 expect "FINGERPRINT FORMAT html = CLI" "$(cli SIMHASH.FINGERPRINT "$page" FORMAT html)" "$(fp "$D/pages/3.b.html")"
 expect "FINGERPRINT (text) = CLI --text" "$(cli SIMHASH.FINGERPRINT "$page")" "$(fp --text "$D/pages/3.b.html")"
@@ -125,12 +125,12 @@ th_log "server: FORMAT html through redis-cli and simhash check equals the CLI"
 # a worker with another algorithm refuses this corpus; so does a coordinator
 timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$rp" \
     --fingerprint-algorithm v1 >/dev/null 2>"$TH_DIR/err"
-expect "v1 worker on a v4 corpus: exit 1" "$?" 1
-grep -q "fingerprint algorithm v4.*configured with v1:3" "$TH_DIR/err" ||
+expect "v1 worker on a v5 corpus: exit 1" "$?" 1
+grep -q "fingerprint algorithm v5.*configured with v1:3" "$TH_DIR/err" ||
     th_fail "v1 worker message: '$(cat "$TH_DIR/err")'"
 timeout 20 "$TH_BIN/simhash-coordinator" --port "$(th_free_port)" --worker "127.0.0.1:$sp" \
     --fingerprint-algorithm v1:2 >/dev/null 2>"$TH_DIR/err"
-expect "v1:2 coordinator with a v4 worker: exit 2" "$?" 2
+expect "v1:2 coordinator with a v5 worker: exit 2" "$?" 2
 grep -q "fingerprint algorithms differ" "$TH_DIR/err" "$TH_DIR"/*.log 2>/dev/null ||
     th_fail "coordinator message: '$(cat "$TH_DIR/err")'"
 # a corpus made before the field existed is v1:3
@@ -172,6 +172,6 @@ grep -q "fingerprint algorithm 'v9', which this worker does not know" "$TH_DIR/e
 th_start_redis redis-new
 th_start_shard w-new "$TH_REDIS_PORT" 0-255 6 3
 expect "new corpus: default algorithm" \
-    "$(timeout 5 redis-cli -p "$TH_REDIS_PORT" HGET simhash:meta fingerprint)" v4
+    "$(timeout 5 redis-cli -p "$TH_REDIS_PORT" HGET simhash:meta fingerprint)" v5
 th_log "simhash:meta: other algorithms refused (worker and coordinator), old corpora are v1:3, unset follows the corpus"
 th_log "all checks passed"

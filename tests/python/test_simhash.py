@@ -332,9 +332,10 @@ class Functions(unittest.TestCase):
         e = simhash.extract(site)
         self.assertIsInstance(e, simhash.Extraction)
         self.assertIsInstance(e, tuple)
-        self.assertEqual(e.rule, "main")
-        self.assertEqual(e.algorithm, "v4")
+        self.assertEqual(e.rule, "article")       # v5, the default: the article
+        self.assertEqual(e.algorithm, "v5")
         self.assertIn(art, e.text)
+        self.assertNotIn("Budget", e.text)         # the headline is the page's
         self.assertNotIn("Home", e.text)
         self.assertNotIn("Copyright", e.text)
         self.assertEqual(e.fingerprint, simhash.fingerprint(site, html=True))
@@ -346,21 +347,23 @@ class Functions(unittest.TestCase):
         self.assertIn("Home", a.text)
         self.assertIn("Copyright", a.text)
         links = "<ul><li><a href='/1'>One</a></li><li><a href='/2'>Two</a></li></ul>"
-        self.assertEqual(simhash.extract(links).rule, "all-text")
+        self.assertEqual(simhash.extract(links).rule, "page")
+        self.assertEqual(simhash.extract(links, algorithm="v4").rule, "all-text")
         plain = "<div><div class='menu'><p>Menu</p></div><p>%s</p></div>" % art
-        self.assertEqual(simhash.extract(plain).rule, "content")
+        self.assertEqual(simhash.extract(plain, algorithm="v4").rule, "content")
+        self.assertNotIn("Menu", simhash.extract(plain).text)
         lic = ("<p>%s</p><p>On Debian systems, the complete text of the GNU General Public "
                "License version 2 can be found in /usr/share/common-licenses/GPL-2.</p>" % art)
         legacy = b'<meta charset="windows-1252"><p>\x93Quoted\x94 caf\xe9 ' + art.encode() + b"</p>"
         for page in (site, site.encode(), plain, links, lic, legacy, "", b"\xff\xfe\xc3 x",
                      "<p>caf\u00e9 \u65e5\u672c</p>" * 50):
-            for algo in (None, "v4", "v3", "v2", "v1", "v1:5"):
+            for algo in (None, "v5", "v4", "v3", "v2", "v1", "v1:5"):
                 for all_text in (False, True):
                     e = simhash.extract(page, algorithm=algo, all_text=all_text)
                     want = simhash.fingerprint(page, html=True, algorithm=algo, all_text=all_text)
                     self.assertEqual(e.fingerprint, want, (page[:40], algo, all_text))
                     self.assertEqual(simhash.fingerprint(e.text, algorithm=algo), want)
-                    self.assertEqual(e.algorithm, {"v1": "v1:3", None: "v4"}.get(algo, algo))
+                    self.assertEqual(e.algorithm, {"v1": "v1:3", None: "v5"}.get(algo, algo))
                     data = page.encode() if isinstance(page, str) else page
                     c = cli_extract(data, algo, all_text)
                     self.assertEqual((c["text"], c["rule"], int(c["fingerprint"]), c["algorithm"]),
@@ -368,6 +371,8 @@ class Functions(unittest.TestCase):
         self.assertEqual(simhash.extract(bytearray(site.encode())), simhash.extract(site))
         self.assertEqual(simhash.extract(memoryview(site.encode())), simhash.extract(site))
         e = simhash.extract(b"")
+        self.assertEqual((e.text, e.rule, e.fingerprint), ("", "empty", 0))
+        e = simhash.extract(b"", algorithm="v4")
         self.assertEqual((e.text, e.rule, e.fingerprint), ("", "all-text", 0))
         for bad in [dict(algorithm="v9"), dict(algorithm=""), dict(algorithm="v2:3")]:
             with self.assertRaises(ValueError, msg=str(bad)):
@@ -655,7 +660,7 @@ class Threads(unittest.TestCase):
         finally:
             stop.set()
             t.join()
-        self.assertEqual(e.rule, "main")
+        self.assertEqual(e.rule, "article")
         inside = [x for x in ticks if t0 + 0.002 < x < t1 - 0.002]
         # ticks while the call ran: the GIL was released (a held GIL allows none)
         self.assertGreater(len(inside), 0, "no tick in the %.3f s of the call" % (t1 - t0))

@@ -27,7 +27,8 @@
 
 /* Every algorithm, v1 with several windows. */
 static const fp_params algos[] = {
-    {FP_V1, 0}, {FP_V1, 1}, {FP_V1, 7}, {FP_V2, 0}, {FP_V3, 0}, {FP_V4, 0}, {0, 0},
+    {FP_V1, 0}, {FP_V1, 1}, {FP_V1, 7}, {FP_V2, 0}, {FP_V3, 0}, {FP_V4, 0}, {FP_V5, 0},
+    {0, 0},
 };
 #define NALGOS (sizeof algos / sizeof algos[0])
 static const unsigned flag_sets[] = {0, FP_HTML_ALL_TEXT, FP_HTML_TITLE,
@@ -64,9 +65,13 @@ static const char *check_page(const char *html, size_t len, const fp_params *p, 
                  (unsigned long long)x.fp, (unsigned long long)want,
                  (unsigned long long)of_text, x.rule, x.len, html);
     const char *rule = x.rule;
-    int extracts = (p->version == 0 || p->version >= FP_V3) && !(flags & FP_HTML_ALL_TEXT);
+    unsigned v = p->version ? p->version : FP_VERSION_DEFAULT;
+    int extracts = v >= FP_V3 && !(flags & FP_HTML_ALL_TEXT);
     if (!extracts)
         assert_string_equal(rule, "all-text");
+    else if (v == FP_V5)        /* the article rules (html_article.h) */
+        assert_true(strcmp(rule, "article") == 0 || strcmp(rule, "article-relaxed") == 0 ||
+                    strcmp(rule, "page") == 0 || strcmp(rule, "empty") == 0);
     else
         assert_true(strcmp(rule, "all-text") == 0 || strcmp(rule, "content") == 0 ||
                     strcmp(rule, "main") == 0);
@@ -329,7 +334,7 @@ static void test_bad_params(void **state)
     assert_int_equal(fp_html_text(ARTICLE_PAGE, strlen(ARTICLE_PAGE), &def, 0, &want, err,
                                   sizeof err), 0);
     assert_true(x.fp == want);
-    assert_string_equal(x.rule, "main");
+    assert_string_equal(x.rule, "article");
     fp_extraction_free(&x);
 }
 
@@ -343,7 +348,8 @@ static void test_empty(void **state)
         assert_non_null(x.text);
         assert_int_equal(x.len, 0);
         assert_string_equal(x.text, "");
-        assert_string_equal(x.rule, "all-text");
+        unsigned v = algos[a].version ? algos[a].version : FP_VERSION_DEFAULT;
+        assert_string_equal(x.rule, v == FP_V5 ? "empty" : "all-text");
         assert_true(x.fp == 0);
         fp_extraction_free(&x);
         assert_int_equal(fp_html_extract(NULL, 0, &algos[a], 0, &x, err, sizeof err), 0);

@@ -391,10 +391,10 @@ PyDoc_STRVAR(shpy_fingerprint_doc,
 "The 64-bit simhash fingerprint of a text, exactly what `simhash fingerprint`\n"
 "prints for the same bytes (and what a server with the same fingerprint-algorithm\n"
 "returns for SIMHASH.FINGERPRINT). text is str (encoded as UTF-8) or a bytes-like\n"
-"object. algorithm is 'v4' (the default), 'v3', 'v2', 'v1' or 'v1:W'; window=W is\n"
-"algorithm v1 with W tokens per shingle, 1..64. html=True reads text as an HTML\n"
-"page (its visible text; with 'v3' or 'v4' its main content, unless all_text=True;\n"
-"ValueError when it cannot be read). With lines=True, every line is\n"
+"object. algorithm is 'v5' (the default), 'v4', 'v3', 'v2', 'v1' or 'v1:W'; window=W\n"
+"is algorithm v1 with W tokens per shingle, 1..64. html=True reads text as an HTML\n"
+"page (its visible text; with 'v5' its article, with 'v3' or 'v4' its main content,\n"
+"unless all_text=True; ValueError when it cannot be read). With lines=True, every line is\n"
 "a document, as `simhash fingerprint --lines`: a list with one fingerprint per line\n"
 "(LF ends a line, a CR before it is dropped, a last line without LF counts).");
 
