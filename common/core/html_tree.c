@@ -2,6 +2,7 @@
  * reads what an element's name and attributes say about it (class and id words,
  * ARIA roles, itemprop, hidden elements). The word lists are what readability-style
  * extractors look for; docs/fingerprint.md "Algorithm v5" lists them. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -90,13 +91,49 @@ static const char *const ht_drop_roles[] = {
     "alertdialog", "alert", "menu", "menubar", NULL,
 };
 
-/* Whether s (lower case) contains one of list's strings. */
-static int ht_has(const char *s, const char *const *list)
+/* The four substring lists above as one index: for each byte, the (list, string)
+ * pairs starting with it, so a value is scanned once for all of them. */
+enum { HT_L_UNLIKELY = 1, HT_L_MAYBE = 2, HT_L_POSITIVE = 4, HT_L_NEGATIVE = 8 };
+#define HT_SUB_MAX 32             /* strings of all lists starting with one byte */
+static struct {
+    uint8_t n[256];
+    struct { const char *s; uint8_t len, list; } e[256][HT_SUB_MAX];
+} ht_sub;
+static pthread_once_t ht_sub_once = PTHREAD_ONCE_INIT;
+
+static void ht_sub_add(const char *const *list, uint8_t bit)
 {
-    for (size_t i = 0; list[i]; i++)
-        if (strstr(s, list[i]))
-            return 1;
-    return 0;
+    for (size_t i = 0; list[i]; i++) {
+        uint8_t c = (uint8_t)list[i][0];
+        if (ht_sub.n[c] == HT_SUB_MAX)
+            abort();            /* the tables above outgrew the index: raise HT_SUB_MAX */
+        ht_sub.e[c][ht_sub.n[c]].s = list[i];
+        ht_sub.e[c][ht_sub.n[c]].len = (uint8_t)strlen(list[i]);
+        ht_sub.e[c][ht_sub.n[c]++].list = bit;
+    }
+}
+
+static void ht_sub_init(void)
+{
+    ht_sub_add(ht_unlikely, HT_L_UNLIKELY);
+    ht_sub_add(ht_maybe, HT_L_MAYBE);
+    ht_sub_add(ht_positive, HT_L_POSITIVE);
+    ht_sub_add(ht_negative, HT_L_NEGATIVE);
+}
+
+/* The lists (HT_L_*) one of whose strings s (lower case, n bytes) contains. */
+static unsigned ht_lists(const char *s, size_t n)
+{
+    pthread_once(&ht_sub_once, ht_sub_init);
+    unsigned lists = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t c = (uint8_t)s[i];
+        for (unsigned k = 0; k < ht_sub.n[c]; k++)
+            if (!(lists & ht_sub.e[c][k].list) && ht_sub.e[c][k].len <= n - i &&
+                memcmp(s + i, ht_sub.e[c][k].s, ht_sub.e[c][k].len) == 0)
+                lists |= ht_sub.e[c][k].list;
+    }
+    return lists;
 }
 
 /* Whether s (lower case) has a whole word (letters and digits) of list. */
@@ -159,11 +196,12 @@ static void ht_name_value(const char *v, uint8_t *flags, int *weight, int is_cla
 {
     char s[512];
     ht_lower(s, sizeof s, v);
-    if (ht_has(s, ht_unlikely) && !ht_has(s, ht_maybe))
+    unsigned lists = ht_lists(s, strlen(s));
+    if ((lists & HT_L_UNLIKELY) && !(lists & HT_L_MAYBE))
         *flags |= HTF_UNLIKELY;
-    if (ht_has(s, ht_negative))
+    if (lists & HT_L_NEGATIVE)
         *weight -= 25;
-    if (ht_has(s, ht_positive))
+    if (lists & HT_L_POSITIVE)
         *weight += 25;
     if (ht_has_word(s, ht_furniture))
         *flags |= HTF_FURNITURE;
