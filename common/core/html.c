@@ -63,6 +63,8 @@ struct fp_html {
     uint8_t head[1024];       /* the first bytes: BOM and charset declaration checks */
     size_t nhead;
     int declared;             /* the first 1024 bytes mention "charset" */
+    int ignore_enc;           /* v5: the page declares a charset but its first bytes are
+                                 UTF-8: read as UTF-8 (html_head_utf8) */
     int utf16;                /* a UTF-16 BOM: bytes pass unchanged (NULs included) */
     int body;                 /* the <body> has started: the charset can no longer change */
     uint8_t pend[4];          /* an incomplete UTF-8 sequence held for the next bytes */
@@ -410,8 +412,30 @@ static int html_new_ctxt(fp_html *h, xmlCharEncoding enc)
         return -1;
     }
     htmlCtxtUseOptions(h->ctxt, HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | HTML_PARSE_NONET |
-                                HTML_PARSE_NODEFDTD);
+                                HTML_PARSE_NODEFDTD | (h->ignore_enc ? HTML_PARSE_IGNORE_ENC : 0));
     return 0;
+}
+
+/* Whether the first bytes of a page, p[0..n), are UTF-8 beyond doubt: no byte sequence
+ * invalid in UTF-8 (an incomplete one at the end aside) and at least 4 multi-byte
+ * sequences. Text in a legacy charset almost never is (a Latin-1 accent is one byte
+ * among ASCII ones; GB2312, Shift_JIS, EUC-KR and Big5 pairs are not lead and
+ * continuation bytes), so a page like that declaring another charset was stored as
+ * UTF-8 with its old declaration (algorithm v5 reads it so; the other algorithms keep
+ * following the declaration, as their fingerprints always did). */
+static int html_head_utf8(const uint8_t *p, size_t n)
+{
+    unsigned multi = 0;
+    for (size_t i = 0; i < n;) {
+        int l = html_utf8_len(p + i, n - i);
+        if (l < 0)
+            break;              /* cut at the end of the head */
+        if (l == 0)
+            return 0;
+        multi += l > 1;
+        i += (size_t)l;
+    }
+    return multi >= 4;
 }
 
 /* Makes the parser for the document whose first bytes are h->head. */
@@ -420,6 +444,10 @@ static int html_create(fp_html *h, int terminate)
     xmlCharEncoding enc;
     size_t bom = html_bom(h->head, h->nhead, &enc);
     h->declared = html_mentions_charset(h->head, h->nhead);
+    if (h->tree && h->declared && bom == 0 && html_head_utf8(h->head, h->nhead)) {
+        h->ignore_enc = 1;
+        h->declared = 0;        /* UTF-8 from the first byte: html_clean checks it all */
+    }
     h->utf16 = enc == XML_CHAR_ENCODING_UTF16LE || enc == XML_CHAR_ENCODING_UTF16BE;
     if (html_new_ctxt(h, enc) != 0)
         return -1;
@@ -713,6 +741,7 @@ static void html_reset(fp_html *h)
     h->ntext = 0;
     h->utf16 = 0;
     h->body = 0;
+    h->ignore_enc = 0;
     memset(h->cname, 0, sizeof h->cname);
     if (h->tree)
         htree_reset(h->tree);

@@ -262,6 +262,32 @@ static void test_caps(void **state)
     free(html);
 }
 
+/* A page declaring a legacy charset but stored as UTF-8 is read as UTF-8 (its first
+ * bytes say so); a page in the charset it declares is read in it. */
+static void test_charset(void **state)
+{
+    (void)state;
+    const char *cn = "<html><head><meta http-equiv='Content-Type' content='text/html; "
+                     "charset=gb2312'><title>\xe8\xb0\xb7\xe6\xad\x8c\xe6\x94\xb6"
+                     "\xe8\xb4\xad</title></head><body><div><p>" P1 "</p><p>\xe8\xb0\xb7"
+                     "\xe6\xad\x8c\xe5\x9c\xa8\xe5\xb9\xb4\xe6\x94\xb6\xe8\xb4\xad"
+                     "\xe4\xba\x86\xe4\xba\xba\xe5\xb7\xa5\xe6\x99\xba\xe8\x83\xbd"
+                     "\xe5\x85\xac\xe5\x8f\xb8\xef\xbc\x8c" P2 "</p><p>" P3 "</p></div>"
+                     "</body></html>";
+    const char *rule;
+    uint64_t fp;
+    char *got = article(cn, 0, &rule, &fp);
+    assert_string_equal(rule, ARTICLE);
+    assert_non_null(strstr(got, "\xe4\xba\xba\xe5\xb7\xa5\xe6\x99\xba\xe8\x83\xbd"));
+    free(got);
+    /* windows-1252 as declared: its bytes are no UTF-8 */
+    const char *w = "<html><head><meta charset='windows-1252'></head><body><div><p>" P1
+                    " \x93Quoted\x94 caf\xe9.</p><p>" P2 "</p><p>" P3 "</p></div></body></html>";
+    got = article(w, 0, &rule, &fp);
+    assert_non_null(strstr(got, "\xe2\x80\x9cQuoted\xe2\x80\x9d caf\xc3\xa9."));
+    free(got);
+}
+
 static void test_all_text_and_golden(void **state)
 {
     (void)state;
@@ -310,6 +336,7 @@ int main(void)
         cmocka_unit_test(test_not_articles),
         cmocka_unit_test(test_malformed_and_deep),
         cmocka_unit_test(test_caps),
+        cmocka_unit_test(test_charset),
         cmocka_unit_test(test_all_text_and_golden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
