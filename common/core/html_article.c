@@ -1,11 +1,12 @@
 /* html_article.c: the article of a page, from the tree of html_tree.c (algorithm v5).
- * Three passes, from strict to lenient, each: mark what is out of the search (site
+ * Four passes, from strict to lenient, each: mark what is out of the search (site
  * furniture by tag, class, id or role), sum letters, link letters and commas over
  * subtrees, score the containers of paragraphs, pick the best container and the
  * siblings that belong with it, cut furniture out of it; the first pass whose article
  * has HART_MIN_LETTERS letters wins, else the longest. docs/fingerprint.md
  * "Algorithm v5" has the rules and where they come from (readability's scoring,
- * trafilatura's known containers and pruned blocks). */
+ * trafilatura's known containers and pruned blocks). Built with -DHART_DEBUG, each
+ * pass prints its candidates, its article's roots and its cuts on stderr. */
 #include <stdlib.h>
 #include <string.h>
 #ifdef HART_DEBUG
@@ -25,7 +26,7 @@ enum {
 typedef struct ha_node {
     uint32_t letters, links, commas;  /* over the subtree (what is not out) */
     uint32_t own, owncommas;          /* text whose nearest block element this is */
-    uint32_t np, nimg, nli, ninput, nembed, nhead;   /* elements of a kind in the subtree */
+    uint32_t np, nimg, nli, ninput, nembed;   /* elements of a kind in the subtree */
     float score;
     uint8_t out, cut, inlink, scored, keep;
 } ha_node;
@@ -144,10 +145,6 @@ static void ha_measure(ha *a)
         uint32_t p = x->parent;
         int root = p == i;
         s[i].out = (uint8_t)((!root && s[p].out) || ha_out_self(a, i));
-#ifdef HART_DEBUG
-        if (!(!root && s[p].out) && s[i].out && (x->end - i > 200 || (i > 690 && i < 720)))
-            fprintf(stderr, "out %u kind %d size %u flags %d\n", i, x->kind, x->end - i, x->flags);
-#endif
         s[i].inlink = (uint8_t)((!root && s[p].inlink) || x->kind == HT_A);
     }
     for (uint32_t i = t->n; i-- > 0;) {
@@ -164,7 +161,6 @@ static void ha_measure(ha *a)
             s[i].nli += x->kind == HT_LI;
             s[i].ninput += x->kind == HT_INPUT;
             s[i].nembed += x->kind == HT_EMBED;
-            s[i].nhead += x->kind == HT_H || x->kind == HT_H1;
         }
         uint32_t p = x->parent;
         if (p == i)
@@ -177,7 +173,6 @@ static void ha_measure(ha *a)
         s[p].nli += s[i].nli;
         s[p].ninput += s[i].ninput;
         s[p].nembed += s[i].nembed;
-        s[p].nhead += s[i].nhead;
         /* text and inline elements count for the nearest block element */
         if (x->flags & HTF_INLINE) {
             if (x->kind == HT_TEXT) {
