@@ -398,6 +398,95 @@ static void ha_siblings(ha *a, uint32_t best)
     }
 }
 
+/* ---- The lead ---- */
+
+#define HA_DESC_WORDS 128         /* words of the page's description compared */
+#define HA_LEAD_WORDS 512         /* words of a candidate lead compared */
+
+/* Hashes of the words of s[0..n) (runs of ASCII letters and digits and of bytes over
+ * 0x7F, ASCII lower-cased) into out, at most max; returns how many. */
+static unsigned ha_words(const char *s, size_t n, uint32_t *out, unsigned max)
+{
+    unsigned k = 0;
+    size_t i = 0;
+    while (i < n && k < max) {
+        uint32_t h = 2166136261u;
+        size_t j = i;
+        for (; j < n; j++) {
+            unsigned char c = (unsigned char)s[j];
+            if (c >= 'A' && c <= 'Z')
+                c |= 0x20;
+            else if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c >= 0x80))
+                break;
+            h = (h ^ c) * 16777619u;
+        }
+        if (j > i)
+            out[k++] = h;
+        i = j + 1;
+    }
+    return k;
+}
+
+/* Words of element e's own text (its text and inline elements' text), at most max. */
+static unsigned ha_own_words(const ha *a, uint32_t e, uint32_t *out, unsigned max)
+{
+    const htree *t = a->t;
+    unsigned k = 0;
+    for (uint32_t j = e + 1; j < t->node[e].end && k < max; j++) {
+        const htree_node *y = &t->node[j];
+        if (y->kind == HT_TEXT)
+            k += ha_words(t->text + y->off, y->len, out + k, max - k);
+        else if (!(y->flags & HTF_INLINE))
+            j = y->end - 1;     /* a block of its own */
+    }
+    return k;
+}
+
+/* The page's lead, when the article's container leaves it out: the paragraph before
+ * the article, near it (under its parent, grandparent or great-grandparent), whose
+ * own text has four fifths of the words of the page's description (Open Graph's, else
+ * the description <meta>; 8 words or more), and no more than four times its letters
+ * (a lead, not a container). It joins the article's roots. */
+static void ha_lead(ha *a)
+{
+    const htree *t = a->t;
+    ha_node *s = a->s;
+    uint32_t dw[HA_DESC_WORDS], ew[HA_LEAD_WORDS];
+    unsigned nd = ha_words(t->desc, strlen(t->desc), dw, HA_DESC_WORDS);
+    if (nd < 8)
+        return;
+    uint32_t first = 0, dletters, dcommas;
+    while (first < t->n && !s[first].keep)
+        first++;
+    if (first == t->n)
+        return;
+    ha_count(t->desc, strlen(t->desc), &dletters, &dcommas);
+    uint32_t near = first;
+    for (int up = 0; up < 3 && t->node[near].parent != near; up++)
+        near = t->node[near].parent;
+    for (uint32_t i = near + 1; i < first; i++) {
+        const htree_node *x = &t->node[i];
+        if (s[i].out) {
+            i = x->end - 1;
+            continue;
+        }
+        if (x->end > first || !ha_paragraph(x) || s[i].own < 25 ||
+            s[i].own > 4 * (uint64_t)dletters)
+            continue;
+        unsigned ne = ha_own_words(a, i, ew, HA_LEAD_WORDS), hit = 0;
+        for (unsigned d = 0; d < nd; d++)
+            for (unsigned k = 0; k < ne; k++)
+                if (ew[k] == dw[d]) {
+                    hit++;
+                    break;
+                }
+        if (5 * hit >= 4 * nd) {
+            s[i].keep = 1;
+            return;
+        }
+    }
+}
+
 /* Whether a container inside the article looks like furniture (readability's
  * conditional cleaning): few commas and many links, images, list items or inputs
  * for its paragraphs. */
@@ -609,6 +698,7 @@ static uint64_t ha_pass(ha *a, unsigned pass)
     if (best == UINT32_MAX)
         return 0;
     ha_siblings(a, best);
+    ha_lead(a);
     ha_cut(a);
 #ifdef HART_DEBUG
     ha_debug(a, best);

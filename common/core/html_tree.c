@@ -3,6 +3,7 @@
  * ARIA roles, itemprop, hidden elements). The word lists are what readability-style
  * extractors look for; docs/fingerprint.md "Algorithm v5" lists them. */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -267,6 +268,8 @@ void htree_reset(htree *t)
     t->ntext = 0;
     t->depth = t->over = t->skip = 0;
     t->full = 0;
+    t->desc[0] = '\0';
+    t->desc_og = 0;
 }
 
 void htree_free(htree *t)
@@ -301,8 +304,31 @@ static htree_node *ht_push(htree *t)
     return x;
 }
 
+/* A <meta> naming the page's description: kept in t->desc (Open Graph's first). */
+static void ht_meta(htree *t, const char *const *atts)
+{
+    const char *key = NULL, *content = NULL;
+    for (size_t i = 0; atts && atts[i]; i += 2) {
+        if (strcmp(atts[i], "property") == 0 || strcmp(atts[i], "name") == 0)
+            key = atts[i + 1];
+        else if (strcmp(atts[i], "content") == 0)
+            content = atts[i + 1];
+    }
+    if (key == NULL || content == NULL)
+        return;
+    int og = strcasecmp(key, "og:description") == 0;
+    if (!og && (strcasecmp(key, "description") != 0 || t->desc_og || t->desc[0]))
+        return;
+    if (og && t->desc_og)
+        return;
+    snprintf(t->desc, sizeof t->desc, "%s", content);
+    t->desc_og = og;
+}
+
 void htree_start(htree *t, const char *name, int how, const char *const *atts)
 {
+    if (name[0] == 'm' && strcmp(name, "meta") == 0)
+        ht_meta(t, atts);
     if (t->skip) {
         t->skip++;
         return;

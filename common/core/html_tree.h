@@ -16,6 +16,7 @@
 #define HTREE_DEPTH 512                   /* open elements recorded; deeper ones are not */
 #define HTREE_MAX_NODES (1u << 20)        /* elements and text runs of one page */
 #define HTREE_MAX_TEXT ((size_t)64 << 20) /* bytes of visible text of one page */
+#define HTREE_DESC 1024                   /* bytes of the page's description kept */
 
 /* Element kinds the extraction tells apart (HT_TEXT: a run of text, no element). */
 enum {
@@ -60,6 +61,10 @@ typedef struct htree {
     unsigned over;            /* open elements not recorded (too deep, or a cap reached) */
     unsigned skip;            /* open elements whose content is not visible (hidden, forms' widgets) */
     int full;                 /* a cap was reached: nothing more is recorded */
+    char desc[HTREE_DESC];    /* the page's description (<meta property="og:description">,
+                                 else name="description"), NUL-terminated, cut at
+                                 HTREE_DESC - 1 bytes */
+    int desc_og;              /* desc is og:description */
 } htree;
 
 /* How html.c classes an element (htree_start). */

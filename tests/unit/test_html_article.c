@@ -188,6 +188,15 @@ static void test_siblings(void **state)
                    "<div class='advert'><a href='/ad'>Buy now, limited offer</a></div>"
                    "<div class='txt'><p>" P3 "</p><p>" P4 "</p></div>" LINKS "</div></body>",
                    ARTICLE, P1 " " P2 " " P3 " " P4);
+    /* a lead the page's description names joins the article, not an unnamed one */
+#define LEAD "Town council splits over the library budget and weekend hours"
+    expect_article("<html><head><meta property='og:description' content='" LEAD "'>"
+                   "</head><body><div class='top'><p class='lead'>" LEAD "</p></div>"
+                   "<div class='body'><p>" P1 "</p><p>" P2 "</p><p>" P3 "</p></div></body>"
+                   "</html>", ARTICLE, LEAD " " P1 " " P2 " " P3);
+    expect_article("<html><head></head><body><div class='top'><p class='lead'>" LEAD
+                   "</p></div><div class='body'><p>" P1 "</p><p>" P2 "</p><p>" P3 "</p></div>"
+                   "</body></html>", ARTICLE, P1 " " P2 " " P3);
     /* a lead paragraph right before the article's body, in a div of its own */
     expect_article("<body><div><div class='lead'>" P4 "</div><div class='body'><p>" P1
                    "</p><p>" P2 "</p><p>" P3 "</p></div></div></body>",
