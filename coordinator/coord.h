@@ -50,7 +50,7 @@ typedef struct coord_config {
     char *fingerprint_algorithm;    /* as given */
     fp_params fp;                   /* parsed from it by the validation */
     char fp_spec[16];               /* canonical text, compared with the workers' */
-    unsigned layout;                /* 1 or 2: the workers' must be it; 0: any, one for all */
+    unsigned layout;                /* 0 or LAYOUT_VERSION (checked at start) */
     char *corpus;                   /* corpus name the workers must serve; NULL: unnamed */
     unsigned fp_threads;            /* fingerprint-threads: pool for large texts (0: none) */
     unsigned fp_queue, fp_queue_client; /* jobs waiting in all / per client */

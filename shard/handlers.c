@@ -193,7 +193,7 @@ static void shard_cmd_hello(rs_req *req)
     resp_add_int(out, sc->cfg.blocks);
     resp_add_int(out, sc->cfg.distance);
     resp_add_int(out, sc->cfg.layout);
-    resp_add_int(out, sc->cfg.bucket_bits);
+    resp_add_int(out, LAYOUT_SHARD_BITS);
     resp_add_int(out, sc->cfg.lo);
     resp_add_int(out, sc->cfg.hi);
     resp_add_int(out, cl);

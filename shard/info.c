@@ -22,7 +22,7 @@ static void shard_info_text(shard_ctx *sc, resp_buf *b, int have_counts, long lo
     resp_buf_printf(b, "# Shard\r\nshards:%u-%u\r\nblocks:%u\r\ndistance:%u\r\n"
                     "bucket_bits:%u\r\nlayout:%u\r\ncorpus:%s\r\ntables:%u\r\nversion:%s\r\n",
                     sc->cfg.lo, sc->cfg.hi, sc->cfg.blocks, sc->cfg.distance,
-                    sc->cfg.bucket_bits, sc->cfg.layout, layout_corpus(), sc->ps.ntables,
+                    LAYOUT_SHARD_BITS, sc->cfg.layout, layout_corpus(), sc->ps.ntables,
                     SIMHASH_VERSION);
     shard_registry_info(sc, b);
     if (have_counts > 0)

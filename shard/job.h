@@ -88,12 +88,25 @@ void shard_job_answer(shard_job *j);
  * next job; j ends. Only before j answered (from done() or a rerun). */
 rs_req *shard_job_handoff(shard_job *j);
 
-/* ---- dirs.c: directories of a layout whose buckets split (layout_ops.h) ---- */
+/* ---- dirs.c: the directories of the split buckets (layout_ops.h) ---- */
 
-/* The id of the directory of (table, shard) in a slot's dir: never 0. */
+/* The id of the directory of (table, shard) in a slot's dir: never 0. The only
+ * encoder of an id; shard_dir_table and shard_dir_shard the only decoders. */
 static inline uint32_t shard_dir_id(unsigned table, unsigned shard)
 {
     return ((uint32_t)table << 8 | (shard & 0xffu)) + 1u;
+}
+
+/* The table of directory id (not 0). */
+static inline unsigned shard_dir_table(uint32_t id)
+{
+    return (unsigned)((id - 1u) >> 8);
+}
+
+/* The shard (first byte) of directory id (not 0). */
+static inline unsigned shard_dir_shard(uint32_t id)
+{
+    return (unsigned)((id - 1u) & 0xffu);
 }
 
 /* Before a request routes reads through the directories ids[0..n): 1 when all are

@@ -152,7 +152,7 @@ static void shard_fix_on_entry(void *priv, redisReply *reply, const char *err)
     struct shard_repair *rp = f->rp;
     rp->outstanding--;
     /* a bucket that split: the cache learns it, the write failed (retried) */
-    layout_dir_reply(&rp->sc->lay, (w->dir - 1) >> 8, (w->dir - 1) & 0xffu, reply);
+    layout_dir_reply(&rp->sc->lay, shard_dir_table(w->dir), shard_dir_shard(w->dir), reply);
     if (!layout_fix_entry_ok(reply)) {
         shard_repair_reply_ok(reply, REDIS_REPLY_INTEGER, err, "table write");   /* logs */
         f->failed = 1;

@@ -507,6 +507,31 @@ static int layout4_member_decode(const layout_ctx *c, uint64_t tag, const void *
     return 0;
 }
 
+/* The packed ids after the 7 bytes of a table-0 member (len 0: in the overflow set);
+ * -1 for a member of another table or of no place. */
+static int layout4_member_ids(const layout_ctx *c, uint64_t tag, const void *member,
+                              size_t len, const char **v, size_t *vlen)
+{
+    (void)c;
+    if (!(tag & LAYOUT4_T0) || len < 7 || len > LAYOUT4_MEMBER_MAX)
+        return -1;
+    *v = (const char *)member + 7;
+    *vlen = len - 7;
+    return 1;
+}
+
+int layout_ids_reply(layout_ids_kind kind, const redisReply *r, const char **v, size_t *len)
+{
+    if (kind != LAYOUT_IDS_MEMBER || r->type != REDIS_REPLY_ARRAY || r->elements > 1)
+        return -1;
+    if (r->elements == 0)
+        return 0;
+    r = r->element[0];
+    if (r->type != REDIS_REPLY_STRING)
+        return -1;
+    return layout4_member_ids(NULL, LAYOUT4_T0, r->str, r->len, v, len);
+}
+
 /* Table 0: ZLEXCOUNT of fp's members whatever cmd is (the lock script writes them).
  * Tables 1..: `cmd key member` (ZSCORE), or for ZADD / ZREM the zset script adding or
  * removing the entry: KEYS bucket, directory; ARGV op, limit, ttl, member. */
@@ -697,7 +722,6 @@ static void layout4_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, 
 const layout_ops layout4_ops = {
     .version = 4,
     .name = "layout 4",
-    .bucket_bits_default = 8,
     .docs_kind = LAYOUT_KEY_BUCKET,
     .ids_reads = 2,
     .entry_from = 1,
@@ -705,11 +729,11 @@ const layout_ops layout4_ops = {
     .ids_read = layout4_ids_read,
     .has_ids = layout4_has_ids,
     .put_id = layout4_put_id,
-    .field_of = NULL,
     .lock = layout4_lock,
     .plan = layout4_plan,
     .plan_read = layout4_plan_read,
     .member_decode = layout4_member_decode,
+    .member_ids = layout4_member_ids,
     .entry = layout4_entry,
     .entries = layout4_entries,
     .entries_reply = layout4_entries_reply,
