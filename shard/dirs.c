@@ -26,8 +26,6 @@ static int shard_dir_id_cmp(const void *a, const void *b)
 /* Keeps in ids[0..n) those that need reading, each once; returns how many. */
 static unsigned shard_dirs_needed(const shard_ctx *sc, uint32_t *ids, unsigned n)
 {
-    if (!layout_splits(&sc->lay))
-        return 0;
     unsigned k = 0;
     for (unsigned i = 0; i < n; i++)
         if (ids[i] != 0 && layout_dir_need(&sc->lay, shard_dir_table(ids[i]), shard_dir_shard(ids[i])))

@@ -29,7 +29,7 @@ static void shard_info_text(shard_ctx *sc, resp_buf *b, int have_counts, long lo
         resp_buf_printf(b, "fingerprints:%lld\r\ndocuments:%lld\r\n", fps, docs);
     else if (have_counts == 0)
         resp_buf_printf(b, "fingerprints:unknown\r\ndocuments:unknown\r\n");
-    if (layout_splits(&sc->lay)) {
+    {
         layout_dir_stats ds;
         layout_dir_stats_get(&sc->lay, &ds);
         resp_buf_printf(b, "split_limit:%u\r\ntombstone_seconds:%u\r\nbucket_splits:%llu\r\n"

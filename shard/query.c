@@ -297,15 +297,13 @@ static unsigned shard_query_own(shard_ctx *sc, shard_query *qs)
     return n;
 }
 
-/* The ids of the matches are read through the directories of their table-0 shards
- * (layout 3): when one of them needs reading, the query runs again after it is read,
- * and 1 is returned (j ended). 0: go on. */
+/* The ids of the matches are read through the directories of their table-0 shards:
+ * when one of them needs reading, the query runs again after it is read, and 1 is
+ * returned (j ended). 0: go on. */
 static int shard_query_dirs_stale(shard_job *j)
 {
     shard_ctx *sc = j->sc;
     shard_query *qs = j->state;
-    if (!layout_splits(&sc->lay))
-        return 0;
     int need = 0;
     for (size_t i = 0; i < qs->nm && !need; i++) {
         unsigned sh = layout_shard_of(perm_apply(&sc->ps.tables[0], qs->m[i].fp));

@@ -206,7 +206,7 @@ static void shard_fix_start(struct shard_repair *rp, uint64_t fp)
     shard_ctx *sc = rp->sc;
     if (rp->active >= SHARD_REPAIR_MAX_ACTIVE || !shard_redis_room(sc->redis, sc->ps.ntables + 2))
         return;                 /* the next pass */
-    if (layout_splits(&sc->lay)) {  /* the directories its writes route through, first */
+    {                               /* the directories its writes route through, first */
         uint32_t dirs[PERM_MAX_TABLES];
         for (unsigned t = 0; t < sc->ps.ntables; t++)
             dirs[t] = shard_dir_id(t, layout_shard_of(perm_apply(&sc->ps.tables[t], fp)));

@@ -253,7 +253,7 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
         for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++, j++) {
             const redisReply *e = bp->reply[j];
             int miss = e->type == REDIS_REPLY_NIL;
-            if (layout_splits(&f->lay) && e->type != REDIS_REPLY_STRING && c > 0 &&
+            if (e->type != REDIS_REPLY_STRING && c > 0 &&
                 (miss = fk_split_confirm(f, fps[i], t, 0)) < 0)
                 return -1;
             missing += (unsigned)miss;
@@ -798,13 +798,13 @@ int cmd_fsck(int argc, char **argv)
     if (f->quiet)
         f->prog_bar.enabled = 0;
     char pd[LAYOUT_KEY_MAX], ps[LAYOUT_KEY_MAX], pw[LAYOUT_KEY_MAX];
-    layout_scan_pattern(pd, sizeof(pd), f->lay.ops->docs_kind);
+    layout_scan_pattern(pd, sizeof(pd), LAYOUT_KEY_BUCKET);
     layout_scan_pattern(ps, sizeof(ps), LAYOUT_KEY_BUCKET);
     size_t pl = strlen(pd);
     if (pl >= 1 && pl + 2 < sizeof(pd))        /* the documents: table 0's buckets */
         memcpy(pd + pl - 1, "0:*", 4);
     layout_scan_pattern(pw, sizeof(pw), LAYOUT_KEY_LOCKS);
-    if (layout_splits(&f->lay)) {   /* its directories first: the phases route by them */
+    {                               /* the directories first: the phases route by them */
         char pr[LAYOUT_KEY_MAX];
         layout_scan_pattern(pr, sizeof(pr), (layout_key_kind)'r');
         if ((f->split = fsck_split_new()) == NULL || fk_scan(f, pr, fk_dirs) != 0 ||

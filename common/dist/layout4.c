@@ -69,6 +69,8 @@ static char *layout4_concat(const char *lib, const char *script)
     return s;
 }
 
+extern const layout_ops layout4_ops;
+
 /* Sets up ctx->dir with the scripts' texts and names. Returns 0, or -1 out of memory. */
 static int layout4_dir_init(layout_ctx *c)
 {
@@ -92,6 +94,16 @@ static int layout4_dir_init(layout_ctx *c)
     return 0;
 }
 
+int layout_ctx_init(layout_ctx *c)
+{
+    memset(c, 0, sizeof *c);
+    c->ops = &layout4_ops;
+    c->version = LAYOUT_VERSION;
+    c->split_limit = LAYOUT_SPLIT_LIMIT_DEFAULT;
+    c->tombstone_s = LAYOUT_TOMBSTONE_S_DEFAULT;
+    return layout4_dir_init(c);
+}
+
 static void layout4_dir_free(layout_ctx *c)
 {
     layout4_dir *d = c->dir;
@@ -107,6 +119,11 @@ static void layout4_dir_free(layout_ctx *c)
     free(d->lock_lua);
     free(d);
     c->dir = NULL;
+}
+
+void layout_ctx_free(layout_ctx *c)
+{
+    layout4_dir_free(c);
 }
 
 /* The directory of (table, shard), allocated (one bucket, never loaded) on first use;
@@ -143,7 +160,7 @@ static const bdir_shard *layout4_route(const layout_ctx *c, unsigned table, unsi
     return s ? s : &one;
 }
 
-static int layout4_dir_need(const layout_ctx *c, unsigned table, unsigned shard)
+int layout_dir_need(const layout_ctx *c, unsigned table, unsigned shard)
 {
     const bdir_shard *s = layout4_shard(c, table, shard);
     if (s == NULL || s->loaded_ms == 0)
@@ -151,10 +168,10 @@ static int layout4_dir_need(const layout_ctx *c, unsigned table, unsigned shard)
     return layout_dir_clock() - s->loaded_ms > (uint64_t)c->tombstone_s * 1000u / 3u;
 }
 
-static void layout4_dir_read(const layout_ctx *c, unsigned table, unsigned shard,
-                             layout_cmd *cmd)
+void layout_dir_read(const layout_ctx *c, unsigned table, unsigned shard, layout_cmd *cmd)
 {
     (void)c;
+    memset(cmd, 0, sizeof *cmd);
     size_t kl = layout_tag_key(cmd->key[0], sizeof cmd->key[0], 'r', table, shard);
     const char *argv[4] = {"ZRANGE", cmd->key[0], "0", "-1"};
     size_t lens[4] = {6, kl, 1, 2};
@@ -165,8 +182,8 @@ static void layout4_dir_read(const layout_ctx *c, unsigned table, unsigned shard
     cmd->argc = 4;
 }
 
-static int layout4_dir_load(const layout_ctx *c, unsigned table, unsigned shard,
-                            const redisReply *r, uint64_t sent_ms)
+int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r,
+                    uint64_t sent_ms)
 {
     layout4_dir *d = c->dir;
     bdir_shard *s = layout4_shard(c, table, shard);
@@ -201,12 +218,11 @@ static void layout4_learn(bdir_shard *s, const redisReply *e)
         s->loaded_ms = 0;
 }
 
-static int layout4_dir_reply(const layout_ctx *c, unsigned table, unsigned shard,
-                             const redisReply *r)
+int layout_dir_reply(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r)
 {
     layout4_dir *d = c->dir;
     bdir_shard *s = layout4_shard(c, table, shard);
-    if (s == NULL)
+    if (s == NULL || r == NULL)
         return 0;
     if (r->type == REDIS_REPLY_ERROR) {
         if (r->len < 9 || memcmp(r->str, "WRONGTYPE", 9) != 0)
@@ -248,7 +264,7 @@ static int layout4_dir_reply(const layout_ctx *c, unsigned table, unsigned shard
     return 0;
 }
 
-static void layout4_dir_stats(const layout_ctx *c, layout_dir_stats *out)
+void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out)
 {
     const layout4_dir *d = c->dir;
     *out = d->st;
@@ -269,9 +285,11 @@ static void layout4_script(const layout_ctx *c, const char *text, const char *sh
     *arg = c->by_sha ? sha : text;
 }
 
-static const char *layout4_script_text(const layout_ctx *c, const char *sha, size_t len)
+const char *layout_script_text(const layout_ctx *c, const char *sha, size_t len)
 {
     const layout4_dir *d = c->dir;
+    if (d == NULL)
+        return NULL;
     const char *names[] = { d->zset_sha, d->zsets_sha, d->lock_sha };
     const char *texts[] = { d->zset_lua, d->zsets_lua, d->lock_lua };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -636,7 +654,7 @@ static int layout4_entries_reply(const layout_ctx *c, unsigned n, const unsigned
     if (v == -3) {
         unsigned i = r->elements == 3 ? layout4_item_of(r->element[1], n) : 0;
         if (i == 0 || r->element[2]->type != REDIS_REPLY_ARRAY ||
-            layout4_dir_reply(c, tables[i - 1], layout_shard_of(ps[i - 1]), r->element[2]) != 1)
+            layout_dir_reply(c, tables[i - 1], layout_shard_of(ps[i - 1]), r->element[2]) != 1)
             return -1;
         return 1;
     }
@@ -648,7 +666,7 @@ static int layout4_entries_reply(const layout_ctx *c, unsigned n, const unsigned
                          ? layout4_item_of(part->element[0], n) : 0;
         if (i == 0)
             return -1;
-        layout4_dir_reply(c, tables[i - 1], layout_shard_of(ps[i - 1]), part);
+        layout_dir_reply(c, tables[i - 1], layout_shard_of(ps[i - 1]), part);
     }
     *count = v;
     return 0;
@@ -722,7 +740,6 @@ static void layout4_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, 
 const layout_ops layout4_ops = {
     .version = 4,
     .name = "layout 4",
-    .docs_kind = LAYOUT_KEY_BUCKET,
     .ids_reads = 2,
     .entry_from = 1,
     .needs = layout4_needs,
@@ -743,12 +760,4 @@ const layout_ops layout4_ops = {
     .walk_read = layout4_walk_read,
     .walk_tag_end = layout4_walk_tag_end,
     .bucket_suffix_parse = layout4_bucket_suffix_parse,
-    .dir_init = layout4_dir_init,
-    .dir_free = layout4_dir_free,
-    .dir_need = layout4_dir_need,
-    .dir_read = layout4_dir_read,
-    .dir_load = layout4_dir_load,
-    .dir_reply = layout4_dir_reply,
-    .dir_stats = layout4_dir_stats,
-    .script_text = layout4_script_text,
 };

@@ -1,49 +1,12 @@
-/* layout_ops.c: the context of a corpus, the calls into its layout (layout4.c), key
- * parsing and the steps of reconciling a fingerprint (see layout_ops.h). */
+/* layout_ops.c: what programs call beside the layout's table (layout_ops.h) that holds
+ * no layout decision: the directories' clock, the key index of a command, write
+ * counts, key parsing and the steps of reconciling a fingerprint. */
 #include "layout_ops.h"
 #include "resp.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
-
-extern const layout_ops layout4_ops;
-
-int layout_ctx_init(layout_ctx *c)
-{
-    memset(c, 0, sizeof *c);
-    c->ops = &layout4_ops;
-    c->version = LAYOUT_VERSION;
-    c->split_limit = LAYOUT_SPLIT_LIMIT_DEFAULT;
-    c->tombstone_s = LAYOUT_TOMBSTONE_S_DEFAULT;
-    return c->ops->dir_init(c);
-}
-
-void layout_ctx_free(layout_ctx *c)
-{
-    if (c->ops && c->ops->dir_free)
-        c->ops->dir_free(c);
-    c->dir = NULL;
-}
-
-/* ---- Split buckets ---- */
-
-int layout_splits(const layout_ctx *c)
-{
-    return c->ops->dir_need != NULL;
-}
-
-int layout_dir_need(const layout_ctx *c, unsigned table, unsigned shard)
-{
-    return c->ops->dir_need ? c->ops->dir_need(c, table, shard) : 0;
-}
-
-void layout_dir_read(const layout_ctx *c, unsigned table, unsigned shard, layout_cmd *cmd)
-{
-    memset(cmd, 0, sizeof *cmd);
-    if (c->ops->dir_read)
-        c->ops->dir_read(c, table, shard, cmd);
-}
 
 uint64_t layout_dir_clock(void)
 {
@@ -52,29 +15,6 @@ uint64_t layout_dir_clock(void)
                              * worker's time here */
     clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u + 1;
-}
-
-int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r,
-                    uint64_t sent_ms)
-{
-    return c->ops->dir_load ? c->ops->dir_load(c, table, shard, r, sent_ms) : 0;
-}
-
-int layout_dir_reply(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r)
-{
-    return c->ops->dir_reply && r ? c->ops->dir_reply(c, table, shard, r) : 0;
-}
-
-void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out)
-{
-    memset(out, 0, sizeof *out);
-    if (c->ops->dir_stats)
-        c->ops->dir_stats(c, out);
-}
-
-const char *layout_script_text(const layout_ctx *c, const char *sha, size_t len)
-{
-    return c->ops->script_text && c->dir ? c->ops->script_text(c, sha, len) : NULL;
 }
 
 int layout_cmd_key_index(const layout_cmd *c)

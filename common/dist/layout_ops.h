@@ -139,7 +139,6 @@ typedef struct layout_needs {
 struct layout_ops {
     unsigned version;
     const char *name;                   /* "layout 4", for messages */
-    layout_key_kind docs_kind;          /* the keys fsck walks for document ids */
     unsigned ids_reads;                 /* reads ids_read makes per fingerprint */
     /* The first table whose entries programs write (entry, entries, the repair): 1,
      * table 0's entry of a fingerprint being its ids, written by the lock script alone;
@@ -218,35 +217,19 @@ struct layout_ops {
      * value of the next shard, 0 past the last). */
     uint64_t (*walk_tag_end)(const layout_ctx *c, unsigned shard);
 
-    /* ---- The directories of split buckets ---- */
-    /* Sets up / frees ctx->dir (layout_ctx_init, layout_ctx_free). init returns 0 or
-     * -1 (out of memory). */
-    int (*dir_init)(layout_ctx *c);
-    void (*dir_free)(layout_ctx *c);
-    /* See layout_dir_need, layout_dir_read, layout_dir_load, layout_dir_reply. */
-    int (*dir_need)(const layout_ctx *c, unsigned table, unsigned shard);
-    void (*dir_read)(const layout_ctx *c, unsigned table, unsigned shard, layout_cmd *cmd);
-    int (*dir_load)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r,
-                    uint64_t sent_ms);
-    int (*dir_reply)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
-    void (*dir_stats)(const layout_ctx *c, layout_dir_stats *out);
-
-    /* Scripts sent by name: see layout_script_text. */
-    const char *(*script_text)(const layout_ctx *c, const char *sha, size_t len);
 };
 
 /* Fills c for a corpus (split limit and tombstone lifetime at their defaults: the
  * caller sets the corpus's). Returns 0, or -1 out of memory. Free with
- * layout_ctx_free. */
+ * layout_ctx_free. The calls below that take a layout_ctx but are no member of its
+ * table are the layout's too (layout4.c): programs call them the same way. */
 int layout_ctx_init(layout_ctx *c);
 void layout_ctx_free(layout_ctx *c);
 
-/* ---- Split buckets ----
+/* ---- The directories of the split buckets ----
  * A (table, shard) pair names one directory (shard = first byte of the permuted
  * value). */
 
-/* 1 when the layout's buckets split (it has directories), else 0. */
-int layout_splits(const layout_ctx *c);
 /* 1 when the directory of (table, shard) must be read (layout_dir_read, then
  * layout_dir_load) before a read is routed through it: never read, marked stale by
  * layout_dir_reply, or older than a third of the tombstone lifetime. 0 otherwise. */

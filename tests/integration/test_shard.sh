@@ -136,10 +136,15 @@ flip() {
     printf '%u' "$v"
 }
 
+# each base written as the coordinator writes it, its id under its lock (table 0's
+# entry): a fingerprint 3 bits away shares one table only, which may be table 0
 for i in $(seq 1 12); do
     base=$(rand64)
+    expect_eq "lock $i" "$(sc SHARD.LOCK "$base" tb 5000 A "doc-$i" | head -1)" "1"
     expect_eq "add $i" "$(sc SHARD.ADD "$base" $ALL)" "19"
     expect_eq "re-add $i" "$(sc SHARD.ADD "$base" $ALL)" "0"
+    expect_eq "unlock $i" "$(sc SHARD.UNLOCK "$base" tb)" "1"
+    BASES="${BASES:-} $base"
     for d in 0 1 2 3; do
         q=$(flip "$base" "$d")
         expect_eq "query d=$d #$i" "$(sc SHARD.QUERY "$q" 3 $ALL | tr '\n' ' ')" "$base $d "
@@ -149,6 +154,12 @@ for i in $(seq 1 12); do
     q=$(flip "$base" 3)
     expect_eq "query d=3 with limit 2 #$i" "$(sc SHARD.QUERY "$q" 2 $ALL)" ""
     LAST_BASE=$base
+done
+# their ids removed again (their table entries stay): the counters below count only
+# the fingerprints written after this
+for base in $BASES; do
+    expect_eq "lock X $base" "$(sc SHARD.LOCK "$base" tx 5000 X | head -1)" "1"
+    expect_eq "unlock X $base" "$(sc SHARD.UNLOCK "$base" tx)" "1"
 done
 
 # two stored fingerprints near one query: both, nearest first

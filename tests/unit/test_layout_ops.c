@@ -43,7 +43,6 @@ static void test_ops_table(void **state)
     assert_int_equal(c.tombstone_s, LAYOUT_TOMBSTONE_S_DEFAULT);
     assert_int_equal(c.ops->ids_reads, 2);
     assert_int_equal(c.ops->entry_from, 1);
-    assert_int_equal(c.ops->docs_kind, LAYOUT_KEY_BUCKET);
     layout_needs nd;
     c.split_limit = 100;
     c.ops->needs(&c, &nd);
@@ -96,7 +95,6 @@ static void test_routing(void **state)
     layout_dir_stats st;
     assert_int_equal(layout_corpus_set(NULL), 0);
     assert_int_equal(layout_ctx_init(&c), 0);
-    assert_int_equal(layout_splits(&c), 1);
     assert_int_equal(layout_dir_need(&c, 1, 0x11), 1);
     uint64_t p = 0x11c0000000000001ull;
     c.ops->entry(&c, 1, p, "ZADD", &ec);
