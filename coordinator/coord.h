@@ -102,7 +102,7 @@ typedef struct coord_worker {
     unsigned long long moved, ask, reattaches;
     long long raw_fingerprints, raw_documents;
     long long repairs;              /* from SHARD.INFO: stale locks it repaired; -1 */
-    /* from SHARD.INFO of a layout whose buckets split (layout 3); -1 otherwise */
+    /* from SHARD.INFO (the split buckets); -1 until a worker said */
     long long bucket_splits, buckets_cached, largest_bucket;
     /* membership (workers.c): configured (a seed: never dropped), in the last
      * registry read, left the registry (draining: routed to only when no other

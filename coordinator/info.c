@@ -30,7 +30,7 @@ void coord_cmd_fingerprint(rs_req *r)
     coord_textfp(co, r, 1, qo.html, coord_fingerprint_then, 0);
 }
 
-/* A layout whose buckets split (layout 3): the workers' split counts and cached
+/* The split buckets: the workers' split counts and cached
  * buckets summed, the largest bucket any of them read; nothing when none reports them. */
 static void coord_info_buckets(const coord *co, resp_buf *b)
 {

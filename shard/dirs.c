@@ -1,5 +1,4 @@
-/* dirs.c: the worker's side of a layout whose buckets split (layout 3,
- * docs/elastic-buckets.md). The layout routes keys through directories it caches
+/* dirs.c: the worker's side of the split buckets (docs/elastic-buckets.md). The layout routes keys through directories it caches
  * (layout_ops.h, layout_dir_*); the worker
  *   - reads the directories a request routes through before it builds the request's
  *     commands, when they were never read or are older than a third of the tombstone

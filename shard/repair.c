@@ -45,7 +45,7 @@ struct shard_repair {
 
 typedef struct shard_fix shard_fix;
 
-/* One table write of a fix: the directory it was routed through (layout 3). */
+/* One table write of a fix: the directory it was routed through. */
 typedef struct shard_fix_write {
     shard_fix *f;
     uint32_t dir;

@@ -1,5 +1,5 @@
 /* cmd_fsck_split.c: what `simhash fsck` checks in a layout whose buckets split
- * (cmd_fsck_split.h): the invariants tests/tools/layout3_check.py's verify() checks,
+ * (cmd_fsck_split.h): the invariants tests/tools/bucket_check.py's verify() checks,
  * judged from replies cmd_fsck.c reads. */
 #include "cmd_fsck_split.h"
 

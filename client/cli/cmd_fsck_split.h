@@ -1,5 +1,5 @@
 /* cmd_fsck_split.h: the part of `simhash fsck` for a layout whose buckets split
- * (layout 3, docs/elastic-buckets.md): the directories read into the layout's cache
+ * (docs/elastic-buckets.md): the directories read into the layout's cache
  * (so the other phases route each entry to its live bucket), and the layout's own
  * invariants checked key by key: every live bucket and id hash is a run of its
  * directory (its bounds two consecutive lower bounds of it, the last unbounded),
