@@ -695,7 +695,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
-            "         [--distance K] [--layout L] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
+            "         [--distance K] [--layout 4] [--seed S] [--count N] [--offset O]\n"
             "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE] [--dirs]\n"
             "         [--split-limit L]\n"
             "MODE: preload predocs grow3 raw-query raw-ingest raw-remove raw-locked sys-query sys-ingest sys-check\n"
