@@ -1,13 +1,13 @@
 /* repair.c: the worker's repair pass over stale write locks (docs/protocol.md,
  * "Consistency").
  *
- * Every write of a fingerprint holds its lock in w:{0:xx} (common/dist/layout.h). A
+ * Every write of a fingerprint holds its lock in w:{0:xx} (common/store/layout.h). A
  * writer that dies (worker, coordinator, connection) leaves its lock behind, and
  * with it a write that may be half applied: a document set whose table entries are
  * partly written, or entries still there for an emptied set. Every
  * repair-interval-ms (default 1000) the worker reads the lock hashes of the table-0 shards it serves (HGETALL w:{0:xx});
  * for every lock whose expiry has passed it reconciles the fingerprint with the
- * layout_fix_* steps of common/dist/layout_ops.h, the ones `simhash fsck --repair`
+ * layout_fix_* steps of common/store/layout_ops.h, the ones `simhash fsck --repair`
  * takes too: the layout's lock script with op S (only a stale lock is taken, by
  * Redis's clock), every table's entry made to match the document ids (ZADD when it
  * has ids, ZREM when none), and the lock released.

@@ -15,7 +15,7 @@ client's speed does not count):
   zcard_us           ZCARD (what telling a full key costs)
   addcheck_us        EVALSHA of a script doing ZADD + ZCARD + compare (a write that
                      notices when its key is full), on keys below the threshold
-  l3write_us         EVALSHA of the layout's write script (common/dist/lua/layout4_zset.lua:
+  l3write_us         EVALSHA of the layout's write script (common/store/lua/layout4_zset.lua:
                      bucket check, ZADD, size check) adding one member below its limit
   l3zsets_item_us    EVALSHA of the layout's batched write script (layout4_zsets.lua, what a
                      worker on one Redis sends for SHARD.MADD) with 256 items a call,
@@ -171,7 +171,7 @@ def one_run(r, size, entries, rng):
     pipe.execute()
     out["addcheck_us"] = usec(r, "evalsha")
 
-    lua = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "dist", "lua")
+    lua = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "store", "lua")
     with open(os.path.join(lua, "layout4_lib.lua"), "rb") as f:
         body = f.read()
     with open(os.path.join(lua, "layout4_zset.lua"), "rb") as f:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # test_bucket_scripts.sh: the Redis side of elastic buckets (the zset script of
-# common/dist/lua/layout4_*.lua, docs/elastic-buckets.md) against a real redis-server,
+# common/store/lua/layout4_*.lua, docs/elastic-buckets.md) against a real redis-server,
 # checked by brute force (tests/tools/bucket_check.py):
 #   1. 4 writers and 2 readers, each with its own directory cache, a split limit of 6:
 #      thousands of splits while every query answer is checked (nothing acknowledged

@@ -1,4 +1,4 @@
-"""tests/tools/bucket_check.py: the elastic-bucket scripts (common/dist/lua/,
+"""tests/tools/bucket_check.py: the elastic-bucket scripts (common/store/lua/,
 docs/elastic-buckets.md) against a real redis-server, with brute
 force: writers and readers that each keep their own (stale) directory cache, a split
 limit so small that hundreds of buckets split while they run, and every answer checked.
@@ -28,7 +28,7 @@ import time
 from resp_client import C
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LUA = os.path.join(HERE, "..", "..", "common", "dist", "lua")
+LUA = os.path.join(HERE, "..", "..", "common", "store", "lua")
 SHARDS = [(0, 0x11), (0, 0x9a), (1, 0x11), (1, 0x9a)]
 
 

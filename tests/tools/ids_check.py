@@ -17,7 +17,7 @@ from resp_client import C
 
 
 # The packed ids of a fingerprint live after the 7 bytes of its table-0 member
-# (common/dist/layout4.c) until they outgrow LAYOUT4_INLINE_MAX bytes, then in an
+# (common/store/layout4.c) until they outgrow LAYOUT4_INLINE_MAX bytes, then in an
 # overflow set d:{0:xx}:<fp>.
 INLINE_MAX = 57
 

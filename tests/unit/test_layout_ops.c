@@ -1,5 +1,5 @@
 /* test_layout_ops.c: unit tests of the storage format's interface
- * (common/dist/layout_ops.h, layout4.c): the context of a corpus, the directories'
+ * (common/store/layout_ops.h, layout4.c): the context of a corpus, the directories'
  * age and routing, the batched table writes, keys written and read back by
  * layout_key_parse (every kind, with and without a corpus name, foreign keys refused),
  * the reads of a fingerprint's ids, the orphan check, the query plan, and the

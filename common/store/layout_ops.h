@@ -1,5 +1,5 @@
 /* layout_ops.h: the storage format of distributed mode behind one interface. The
- * format (layout4.c, its Lua in common/dist/lua/, docs/protocol.md and
+ * format (layout4.c, its Lua in common/store/lua/, docs/protocol.md and
  * docs/elastic-buckets.md) is one const table of operations; the worker, the
  * coordinator, `simhash fsck`, export/migrate and the bench reach a corpus's keys
  * only through a layout_ctx and its table.

@@ -3,7 +3,7 @@
  * ids in its members. Every (table, first byte) shard is cut into buckets that split
  * in two when they reach the split limit, so each key stays a small listpack at any
  * corpus size; keys are routed through a cached directory per shard (bucketdir.h) in
- * ctx->dir, writes go through the scripts of common/dist/lua/layout4_*.lua (embedded at
+ * ctx->dir, writes go through the scripts of common/store/lua/layout4_*.lua (embedded at
  * build time), and a reply tells a program when a bucket split under it
  * (layout_dir_reply).
  *

@@ -5,7 +5,7 @@
 set(SIMHASH_LUA_DIR ${CMAKE_CURRENT_LIST_DIR})
 function(simhash_embed_lua var)
   file(GLOB lua CONFIGURE_DEPENDS ${SIMHASH_LUA_DIR}/*.lua)
-  set(out ${CMAKE_CURRENT_BINARY_DIR}/layout3_lua.c)
+  set(out ${CMAKE_CURRENT_BINARY_DIR}/layout_lua.c)
   string(REPLACE ";" "|" arg "${lua}")
   add_custom_command(OUTPUT ${out}
     COMMAND ${CMAKE_COMMAND} -DOUT=${out} -DLUA_FILES=${arg} -P ${SIMHASH_LUA_DIR}/embed.cmake

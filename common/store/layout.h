@@ -114,7 +114,7 @@ int layout_lock_field_parse(const char *s, size_t n, uint64_t *fp);
  * the table entries match the document set. */
 #define LAYOUT_LOCK_LEASE_MS 5000
 
-/* Operations of the lock script (its ARGV[4]; common/dist/lua/layout4_lock.lua). */
+/* Operations of the lock script (its ARGV[4]; common/store/lua/layout4_lock.lua). */
 #define LAYOUT_LOCK_OP_ADD "A"      /* SADD the ids */
 #define LAYOUT_LOCK_OP_REM "R"      /* SREM the ids */
 #define LAYOUT_LOCK_OP_DELALL "X"   /* DEL the document set */
