@@ -86,7 +86,7 @@
 
 dl_opts opt = {
     .host = "127.0.0.1", .name = "dist", .port = 6379, .blocks = 6, .distance = 3,
-    .bucket_bits = 0, .layout = LAYOUT_VERSION_FIXED,
+    .layout = LAYOUT_VERSION,
     .split_limit = LAYOUT_SPLIT_LIMIT_MAX, .seed = 1, .count = 100000, .offset = 0, .corpus = 0, .depth = 64,
     .seconds = 10.0, .rate = 1000.0,
 };
@@ -192,18 +192,14 @@ static unsigned dl_append_raw_query(redisContext *c, uint64_t fp)
     return n + 1;
 }
 
-/* `ZADD key 0 member` of p's entry in table t as a plain command: the layout's entry(),
- * but in layout 3 (whose ZADD is its bucket script) built from its ZSCORE's key and
- * member, the bucket of a corpus before its first split. */
+/* `ZADD key 0 member` of p's entry in table t as a plain command (the layout's ZADD is
+ * its bucket script), built from its ZSCORE's key and member: the bucket of a corpus
+ * before its first split. */
 static void dl_entry_zadd(unsigned t, uint64_t p, layout_cmd *ec)
 {
-    if (!layout_splits(&lay)) {
-        lay.ops->entry(&lay, t, p, "ZADD", ec);
-        return;
-    }
     lay.ops->entry(&lay, t, p, "ZSCORE", ec);
     if (ec->argc != 3)
-        die("layouts 3 and 4", "unexpected entry command");
+        die("layout", "unexpected entry command");
     ec->argv[3] = ec->argv[2];
     ec->argvlen[3] = ec->argvlen[2];
     ec->argv[2] = "0";
@@ -413,7 +409,7 @@ static int dl_preload(void)
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s layout %u", LAYOUT_META_KEY, opt.layout);
     freeReplyObject(r);
-    r = redisCommand(c, "HSETNX %s bucket_bits %u", LAYOUT_META_KEY, opt.bucket_bits);
+    r = redisCommand(c, "HSETNX %s bucket_bits %u", LAYOUT_META_KEY, LAYOUT_SHARD_BITS);
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s tombstone_seconds %u", LAYOUT_META_KEY, lay.tombstone_s);
     freeReplyObject(r);
@@ -423,11 +419,10 @@ static int dl_preload(void)
     size_t lens[2 + 2 * GROUP];
     uint8_t mem[GROUP][LAYOUT_MEMBER_MAX];
     char key[LAYOUT_KEY_MAX];
-    unsigned kbits = layout_splits(&lay) ? 8 : opt.bucket_bits; /* layouts 3, 4: a key a shard */
-    for (unsigned t = lay.ops->entry_from; t < ps.ntables; t++) {   /* 4: 0 is predocs' */
+    for (unsigned t = lay.ops->entry_from; t < ps.ntables; t++) {   /* 0 is predocs' */
         for (uint64_t i = 0; i < n; i++) {
             e[i].p = perm_apply(&ps.tables[t], dl_fp(opt.offset + i));
-            e[i].bucket = layout_bucket_of(e[i].p, kbits);
+            e[i].bucket = layout_shard_of(e[i].p);      /* unsplit: a key a shard */
         }
         qsort(e, n, sizeof *e, dl_entry_cmp);
         for (uint64_t i = 0, run = 0; i < n;) {
@@ -435,23 +430,17 @@ static int dl_preload(void)
             int argc = 2;
             layout_cmd ec;
             run = i > 0 && e[i - 1].bucket == e[i].bucket ? run : 0;
-            dl_entry_zadd(t, e[i].p, &ec);      /* layout 3: its key */
-            size_t klen = layout_splits(&lay) ? (memcpy(key, ec.argv[1], ec.argvlen[1]), ec.argvlen[1])
-                                          : layout_bucket_key(key, sizeof key, t, e[i].bucket,
-                                                              opt.bucket_bits);
+            dl_entry_zadd(t, e[i].p, &ec);      /* its key */
+            size_t klen = ec.argvlen[1];
+            memcpy(key, ec.argv[1], klen);
             argv[0] = "ZADD";
             lens[0] = RESP_LITLEN("ZADD");
             argv[1] = key;
             lens[1] = klen;
             while (j < n && e[j].bucket == e[i].bucket && j - i < GROUP) {
-                size_t ml;
-                if (layout_splits(&lay)) {
-                    dl_entry_zadd(t, e[j].p, &ec);
-                    ml = ec.argvlen[3];
-                    memcpy(mem[j - i], ec.argv[3], ml);
-                } else {
-                    ml = layout_member(mem[j - i], e[j].p, opt.bucket_bits);
-                }
+                dl_entry_zadd(t, e[j].p, &ec);
+                size_t ml = ec.argvlen[3];
+                memcpy(mem[j - i], ec.argv[3], ml);
                 argv[argc] = "0";
                 lens[argc++] = 1;
                 argv[argc] = (const char *)mem[j - i];
@@ -459,8 +448,8 @@ static int dl_preload(void)
                 j++;
             }
             run += j - i;
-            if (layout_splits(&lay) && run >= LAYOUT_SPLIT_LIMIT_MAX)
-                die("preload", "layout 3: a shard would hold the split limit of entries; "
+            if (run >= LAYOUT_SPLIT_LIMIT_MAX)
+                die("preload", "a shard would hold the split limit of entries; "
                     "use a smaller --count (a raw corpus here has no splits)");
             redisAppendCommandArgv(c, argc, argv, lens);
             pending++;
@@ -706,7 +695,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
-            "         [--distance K] [--layout L] [--bucket-bits B] [--seed S] [--count N] [--offset O]\n"
+            "         [--distance K] [--layout 4] [--seed S] [--count N] [--offset O]\n"
             "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE] [--dirs]\n"
             "         [--split-limit L]\n"
             "MODE: preload predocs grow3 raw-query raw-ingest raw-remove raw-locked sys-query sys-ingest sys-check\n"
@@ -745,8 +734,7 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--port")) opt.port = (int)dl_num("port", v, 1, 65535);
         else if (!strcmp(a, "--blocks")) opt.blocks = (unsigned)dl_num("blocks", v, 1, 64);
         else if (!strcmp(a, "--distance")) opt.distance = (unsigned)dl_num("distance", v, 0, 63);
-        else if (!strcmp(a, "--bucket-bits")) opt.bucket_bits = (unsigned)dl_num("bucket-bits", v, 8, 24);
-        else if (!strcmp(a, "--layout")) opt.layout = (unsigned)dl_num("layout", v, 1, LAYOUT_VERSION_MAX);
+        else if (!strcmp(a, "--layout")) opt.layout = (unsigned)dl_num("layout", v, LAYOUT_VERSION, LAYOUT_VERSION);
         else if (!strcmp(a, "--split-limit"))
             opt.split_limit = (unsigned)dl_num("split-limit", v, 4, LAYOUT_SPLIT_LIMIT_MAX);
         else if (!strcmp(a, "--seed")) opt.seed = dl_num("seed", v, 0, UINT32_MAX);
@@ -758,17 +746,13 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--rate")) opt.rate = (double)dl_num("rate", v, 1, 10000000);
         else usage();
     }
-    /* bucket bits 0: the workers' default for a new corpus */
-    if (layout_ctx_init(&lay, opt.layout, opt.bucket_bits) != 0)
-        die("--bucket-bits", "must be 8, 12, 16, 20 or 24");
-    opt.bucket_bits = lay.bucket_bits;
+    if (layout_ctx_init(&lay) != 0)
+        die("layout", "out of memory");
     char err[256];
     if (perm_set_init(&ps, opt.blocks, opt.distance, err, sizeof err) != 0)
         die("tables", err);
     if (opt.corpus == 0)
         opt.corpus = opt.count;
-    if (opt.dirs && lay.ops->dir_init == NULL)
-        die("--dirs", "only layout 3 has directories");
     if (opt.dirs)
         dl_load_dirs();
     int rc = 2;    /* usage() exits */

@@ -51,7 +51,7 @@ typedef struct coord_config {
     char *fingerprint_algorithm;    /* as given */
     fp_params fp;                   /* parsed from it by the validation */
     char fp_spec[16];               /* canonical text, compared with the workers' */
-    unsigned layout;                /* 1 or 2: the workers' must be it; 0: any, one for all */
+    unsigned layout;                /* 0 or LAYOUT_VERSION (checked at start) */
     char *corpus;                   /* corpus name the workers must serve; NULL: unnamed */
     unsigned fp_threads;            /* fingerprint-threads: pool for large texts (0: none) */
     unsigned fp_queue, fp_queue_client; /* jobs waiting in all / per client */
@@ -103,7 +103,7 @@ typedef struct coord_worker {
     unsigned long long moved, ask, reattaches;
     long long raw_fingerprints, raw_documents;
     long long repairs;              /* from SHARD.INFO: stale locks it repaired; -1 */
-    /* from SHARD.INFO of a layout whose buckets split (layout 3); -1 otherwise */
+    /* from SHARD.INFO (the split buckets); -1 until a worker said */
     long long bucket_splits, buckets_cached, largest_bucket;
     /* membership (workers.c): configured (a seed: never dropped), in the last
      * registry read, left the registry (draining: routed to only when no other

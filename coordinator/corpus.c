@@ -43,19 +43,11 @@ int coord_corpus_check(coord *co, const redisReply *r, char *why, size_t whylen)
 {
     const redisReply *le = r->elements > 2 ? r->element[2] : NULL;
     long long layout = le && le->type == REDIS_REPLY_INTEGER ? le->integer : -1;
-    unsigned want = co->cfg.layout ? co->cfg.layout : co->layout;
-    if (layout < LAYOUT_VERSION_MIN || layout > LAYOUT_VERSION_MAX) {
+    if (layout != LAYOUT_VERSION) {
         snprintf(why, whylen, "shard worker reports data layout %lld; this coordinator "
-                 "understands layouts %d to %d", layout, LAYOUT_VERSION_MIN,
-                 LAYOUT_VERSION_MAX);
-        return -1;
-    }
-    if (want && (unsigned)layout != want) {
-        snprintf(why, whylen, "layouts differ: shard worker serves a layout-%lld corpus, "
-                 "this coordinator a layout-%u one (%s); a coordinator never mixes "
-                 "layouts: give each corpus its own coordinator, or copy one corpus into "
-                 "the other's layout with simhash migrate", layout, want,
-                 co->cfg.layout ? "its option layout" : "its other workers");
+                 "reads and writes data layout %d only (a corpus of another is copied "
+                 "across with simhash export of the build that wrote it and simhash load)",
+                 layout, LAYOUT_VERSION);
         return -1;
     }
     /* element 9: the corpus name; workers from before names report none (unnamed) */

@@ -60,7 +60,7 @@ void coord_cmd_extract(rs_req *r)
     coord_textx(co, r, 1, qo.html, coord_extract_then);
 }
 
-/* A layout whose buckets split (layout 3): the workers' split counts and cached
+/* The split buckets: the workers' split counts and cached
  * buckets summed, the largest bucket any of them read; nothing when none reports them. */
 static void coord_info_buckets(const coord *co, resp_buf *b)
 {

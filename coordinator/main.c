@@ -62,8 +62,9 @@ static const cfg_option coord_options[] = {
     OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, NULL, 0,
         "algorithm of SIMHASH.FINGERPRINT and CHECKTEXT (v5, v4, v3, v2, v1 or v1:W; docs/fingerprint.md); "
         "every worker must report the same; unset: the first worker's (its corpus's)"),
-    OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION_MAX, "0", 0,
-        "data layout the workers' corpus must have (1 to 4); 0: any, the same for all"),
+    OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION, "0", 0,
+        "data layout the workers' corpus must have: 4, the only one this build reads "
+        "and writes; 0: the same"),
     OPT("corpus", CFG_STR, corpus, 0, 0, NULL, 0,
         "corpus name the workers must serve (their option corpus); unset: the unnamed one"),
     OPT("fingerprint-threads", CFG_UINT, fp_threads, 0, 64, "2", 0,
@@ -89,6 +90,11 @@ static int coord_validate(void *obj, char *err, size_t errlen)
 {
     coord_config *c = obj;
     perm_set ps;
+    if (c->layout != LAYOUT_VERSION_UNSET && c->layout != LAYOUT_VERSION) {
+        snprintf(err, errlen, "layout %u: this build reads and writes data layout %d only",
+                 c->layout, LAYOUT_VERSION);
+        return -1;
+    }
     /* unset: fp_spec stays "" until a worker reports its corpus's (corpus.c) */
     if (fp_params_option(c->fingerprint_algorithm, &c->fp, c->fp_spec, sizeof c->fp_spec, err,
                          errlen) != 0)

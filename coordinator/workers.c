@@ -135,12 +135,18 @@ static void coord_worker_on_hello(redisAsyncContext *ac, void *reply, void *priv
         coord_worker_mismatch(w);
         return;
     }
-    long long proto = r->elements >= 11 ? coord_hello_int(r, 10) : 1;
-    if (proto < LAYOUT_WORKER_PROTOCOL) {
-        snprintf(w->problem, sizeof(w->problem),
-                 "shard worker speaks worker protocol %lld, this coordinator needs %d "
-                 "(batched writes): upgrade the workers before the coordinators",
-                 proto, LAYOUT_WORKER_PROTOCOL);
+    long long proto = r->elements >= 11 ? coord_hello_int(r, 10) : -1;
+    if (proto != LAYOUT_WORKER_PROTOCOL) {
+        if (proto < 0)
+            snprintf(w->problem, sizeof(w->problem),
+                     "shard worker names no worker protocol in SHARD.HELLO (an older "
+                     "release's), this coordinator speaks %d: run workers and coordinators "
+                     "of one release", LAYOUT_WORKER_PROTOCOL);
+        else
+            snprintf(w->problem, sizeof(w->problem),
+                     "shard worker speaks worker protocol %lld, this coordinator %d: run "
+                     "workers and coordinators of one release",
+                     proto, LAYOUT_WORKER_PROTOCOL);
         coord_worker_mismatch(w);
         return;
     }

@@ -8,7 +8,7 @@
  *                and only it is sent again by the coordinator.
  *   MUNLOCK      one script call releasing every lock (one Redis); in a Redis Cluster
  *                one call per fingerprint (lock hashes of shards lie in other slots).
- *   MADD / MDEL  the table writes of every fingerprint: in layout 3 on one Redis one
+ *   MADD / MDEL  the table writes of every fingerprint: on one Redis one
  *                zsets script call per LAYOUT_BATCH_MAX entries (it follows a split
  *                itself), else one plain command per entry. They are idempotent: a
  *                batch that met an expired tombstone runs again whole (as SHARD.ADD

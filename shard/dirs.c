@@ -1,5 +1,4 @@
-/* dirs.c: the worker's side of a layout whose buckets split (layout 3,
- * docs/elastic-buckets.md). The layout routes keys through directories it caches
+/* dirs.c: the worker's side of the split buckets (docs/elastic-buckets.md). The layout routes keys through directories it caches
  * (layout_ops.h, layout_dir_*); the worker
  *   - reads the directories a request routes through before it builds the request's
  *     commands, when they were never read or are older than a third of the tombstone
@@ -26,11 +25,9 @@ static int shard_dir_id_cmp(const void *a, const void *b)
 /* Keeps in ids[0..n) those that need reading, each once; returns how many. */
 static unsigned shard_dirs_needed(const shard_ctx *sc, uint32_t *ids, unsigned n)
 {
-    if (!layout_splits(&sc->lay))
-        return 0;
     unsigned k = 0;
     for (unsigned i = 0; i < n; i++)
-        if (ids[i] != 0 && layout_dir_need(&sc->lay, (ids[i] - 1) >> 8, (ids[i] - 1) & 0xffu))
+        if (ids[i] != 0 && layout_dir_need(&sc->lay, shard_dir_table(ids[i]), shard_dir_shard(ids[i])))
             ids[k++] = ids[i];
     if (k > 1)
         qsort(ids, k, sizeof *ids, shard_dir_id_cmp);
@@ -51,7 +48,7 @@ static int shard_dirload_absorb(shard_job *j, const shard_slot *s, redisReply *r
                                 const char **why)
 {
     const shard_dirload *d = j->state;
-    if (layout_dir_load(&j->sc->lay, (s->idx - 1) >> 8, (s->idx - 1) & 0xffu, rep,
+    if (layout_dir_load(&j->sc->lay, shard_dir_table(s->idx), shard_dir_shard(s->idx), rep,
                         d->sent_ms) != 0) {
         *why = "unexpected reply to a read of a bucket directory";
         return -1;
@@ -89,7 +86,7 @@ static int shard_dirs_load(rs_req *req, rs_cmd_fn rerun, const uint32_t *ids, un
     d->sent_ms = layout_dir_clock();
     for (unsigned i = 0; i < n && j->req; i++) {
         layout_cmd c;
-        layout_dir_read(&sc->lay, (ids[i] - 1) >> 8, (ids[i] - 1) & 0xffu, &c);
+        layout_dir_read(&sc->lay, shard_dir_table(ids[i]), shard_dir_shard(ids[i]), &c);
         j->slots[i].idx = ids[i];
         shard_job_send(j, i, c.argc, c.argv, c.argvlen);
     }
@@ -134,7 +131,7 @@ typedef struct shard_dirbg {
 static void shard_dirbg_on_reply(void *priv, redisReply *reply, const char *err)
 {
     shard_dirbg *b = priv;
-    if (reply == NULL || layout_dir_load(&b->sc->lay, (b->id - 1) >> 8, (b->id - 1) & 0xffu,
+    if (reply == NULL || layout_dir_load(&b->sc->lay, shard_dir_table(b->id), shard_dir_shard(b->id),
                                          reply, b->sent_ms) != 0)
         log_warn_rl("repair: reading a bucket directory failed: %s",
                     reply == NULL ? (err ? err : "no reply")
@@ -153,7 +150,7 @@ unsigned shard_dirs_refresh(shard_ctx *sc, uint32_t *ids, unsigned n)
         b->sc = sc;
         b->id = ids[i];
         b->sent_ms = layout_dir_clock();
-        layout_dir_read(&sc->lay, (ids[i] - 1) >> 8, (ids[i] - 1) & 0xffu, &c);
+        layout_dir_read(&sc->lay, shard_dir_table(ids[i]), shard_dir_shard(ids[i]), &c);
         if (shard_redis_command_background(sc->redis, shard_dirbg_on_reply, b, c.argc, c.argv,
                                            c.argvlen) != 0) {
             free(b);

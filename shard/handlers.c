@@ -193,7 +193,7 @@ static void shard_cmd_hello(rs_req *req)
     resp_add_int(out, sc->cfg.blocks);
     resp_add_int(out, sc->cfg.distance);
     resp_add_int(out, sc->cfg.layout);
-    resp_add_int(out, sc->cfg.bucket_bits);
+    resp_add_int(out, LAYOUT_SHARD_BITS);
     resp_add_int(out, sc->cfg.lo);
     resp_add_int(out, sc->cfg.hi);
     resp_add_int(out, cl);
@@ -231,7 +231,7 @@ static void shard_add_del_batched(rs_req *req, int add, unsigned ntab, const uns
 }
 
 /* SHARD.ADD fp t [t ...] / SHARD.DEL fp t [t ...]: ZADD key 0 member / ZREM key
- * member per table (layout 3 on one Redis: one script call for all of them); the reply
+ * member per table (on one Redis: one script call for all of them); the reply
  * is the number of entries added / removed. The caller holds fp's write lock
  * (SHARD.LOCK), so entries and document set change together. */
 static void shard_cmd_add_del(rs_req *req, int add)
@@ -554,7 +554,7 @@ static const rs_arg shard_args_docs[] = {
 
 const rs_command shard_commands[] = {
     {"SHARD.HELLO", 1, RS_CMD_READONLY, shard_cmd_hello,
-     "The worker's settings: blocks, distance, layout, bucket bits, shard range, cluster, node, fingerprint algorithm.", NULL},
+     "The worker's settings: blocks, distance, layout, shard bits, shard range, cluster, node, fingerprint algorithm.", NULL},
     {"SHARD.QUERY", -4, RS_CMD_READONLY, shard_cmd_query,
      "Matches of a fingerprint in the listed tables (DOCS: with their document ids).",
      shard_args_query},

@@ -22,14 +22,14 @@ static void shard_info_text(shard_ctx *sc, resp_buf *b, int have_counts, long lo
     resp_buf_printf(b, "# Shard\r\nshards:%u-%u\r\nblocks:%u\r\ndistance:%u\r\n"
                     "bucket_bits:%u\r\nlayout:%u\r\ncorpus:%s\r\ntables:%u\r\nversion:%s\r\n",
                     sc->cfg.lo, sc->cfg.hi, sc->cfg.blocks, sc->cfg.distance,
-                    sc->cfg.bucket_bits, sc->cfg.layout, layout_corpus(), sc->ps.ntables,
+                    LAYOUT_SHARD_BITS, sc->cfg.layout, layout_corpus(), sc->ps.ntables,
                     SIMHASH_VERSION);
     shard_registry_info(sc, b);
     if (have_counts > 0)
         resp_buf_printf(b, "fingerprints:%lld\r\ndocuments:%lld\r\n", fps, docs);
     else if (have_counts == 0)
         resp_buf_printf(b, "fingerprints:unknown\r\ndocuments:unknown\r\n");
-    if (layout_splits(&sc->lay)) {
+    {
         layout_dir_stats ds;
         layout_dir_stats_get(&sc->lay, &ds);
         resp_buf_printf(b, "split_limit:%u\r\ntombstone_seconds:%u\r\nbucket_splits:%llu\r\n"

@@ -120,7 +120,7 @@ static void shard_job_on_reply(void *priv, redisReply *reply, const char *err)
     j->pending--;
     if (j->req != NULL) {
         const char *why = NULL;
-        if (s->dir != 0 && layout_dir_reply(&sc->lay, (s->dir - 1) >> 8, (s->dir - 1) & 0xffu,
+        if (s->dir != 0 && layout_dir_reply(&sc->lay, shard_dir_table(s->dir), shard_dir_shard(s->dir),
                                             reply)) {
             if (j->ops->stale)
                 j->ops->stale(j, s);    /* that part alone is tried again */

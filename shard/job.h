@@ -9,7 +9,7 @@
  * command is outstanding, so a late reply never touches freed memory. What each kind
  * does with replies is its shard_job_ops: one table per kind, no switch.
  *
- * A layout whose buckets split (layout 3) routes commands through cached directories:
+ * The layout's buckets split: it routes commands through cached directories:
  * a slot names the directory its command went through (dir), its reply goes to
  * layout_dir_reply first, and a job whose reply met a bucket that split ends, after
  * its last reply, by running its request again (rerun, shard_job_rerun in dirs.c). */
@@ -88,16 +88,29 @@ void shard_job_answer(shard_job *j);
  * next job; j ends. Only before j answered (from done() or a rerun). */
 rs_req *shard_job_handoff(shard_job *j);
 
-/* ---- dirs.c: directories of a layout whose buckets split (layout_ops.h) ---- */
+/* ---- dirs.c: the directories of the split buckets (layout_ops.h) ---- */
 
-/* The id of the directory of (table, shard) in a slot's dir: never 0. */
+/* The id of the directory of (table, shard) in a slot's dir: never 0. The only
+ * encoder of an id; shard_dir_table and shard_dir_shard the only decoders. */
 static inline uint32_t shard_dir_id(unsigned table, unsigned shard)
 {
     return ((uint32_t)table << 8 | (shard & 0xffu)) + 1u;
 }
 
+/* The table of directory id (not 0). */
+static inline unsigned shard_dir_table(uint32_t id)
+{
+    return (unsigned)((id - 1u) >> 8);
+}
+
+/* The shard (first byte) of directory id (not 0). */
+static inline unsigned shard_dir_shard(uint32_t id)
+{
+    return (unsigned)((id - 1u) & 0xffu);
+}
+
 /* Before a request routes reads through the directories ids[0..n): 1 when all are
- * fresh (layout_dir_need; always in layouts 1 and 2); else 0 after starting their
+ * fresh (layout_dir_need); else 0 after starting their
  * loading, after which rerun(req) runs the request again (or req is answered with
  * the error); -1 when req was answered with an error. */
 int shard_dirs_ready(rs_req *req, rs_cmd_fn rerun, uint32_t *ids, unsigned n);
@@ -111,24 +124,24 @@ void shard_job_rerun(shard_job *j, uint32_t *ids, unsigned n);
  * Returns how many were asked for. */
 unsigned shard_dirs_refresh(shard_ctx *sc, uint32_t *ids, unsigned n);
 
-/* Writes the reply of a read of document ids (layout_ops ids_read: an SMEMBERS array,
- * layout 2's packed string or nil) to b as an array of ids sorted bytewise.
+/* Writes the reply of a read of document ids (an SMEMBERS array, or the packed ids of
+ * a table-0 member as shard_ids_as_packed gives them, or nil) to b as an array of ids sorted bytewise.
  * Returns 0, or -1 with why set. */
 int shard_reply_docs(resp_buf *b, const redisReply *rep, const char **why);
 
 /* 1 when such a reply holds no id. */
 int shard_reply_docs_empty(const redisReply *rep);
 /* A reply to a read of ids of kind `kind` as the reply to HGET it stands for: rep
- * itself, or for LAYOUT_IDS_MEMBER (layout 4's ZRANGEBYLEX of the table-0 member) nil
+ * itself, or for LAYOUT_IDS_MEMBER (the ZRANGEBYLEX of the table-0 member) nil
  * or the packed ids it carries, built in *tmp (pointing into rep). NULL when rep is
  * not such a reply. */
 const redisReply *shard_ids_as_packed(unsigned kind, const redisReply *rep, redisReply *tmp);
 
 /* The ids of one fingerprint, read with the layout's reads (layout_ops ids_read),
- * pipelined: layout 1 SMEMBERS of its set; layout 2 HGET of its bucket hash field and
- * SMEMBERS of its overflow set, which counts when the field is "". Ids only move from
- * the field to the set while the fingerprint has any (docs/protocol.md), so the two
- * reads never miss ids that were there throughout. */
+ * pipelined: the ZRANGEBYLEX of its table-0 member and SMEMBERS of its overflow set,
+ * which counts when the member carries no ids. Ids only move from the member to the
+ * set while the fingerprint has any (docs/protocol.md), so the two reads never miss
+ * ids that were there throughout. */
 typedef struct shard_ids {
     resp_buf field, set;   /* the ids each reply gave, as a RESP array */
     uint8_t packed;        /* a packed read answered: its ids count, unless ... */

@@ -49,23 +49,18 @@ static const cfg_option shard_options[] = {
               "first-byte range LO-HI of permuted fingerprints this worker serves"),
     SHARD_OPT("blocks", CFG_UINT, blocks, 1, 64, "6", "blocks of the permutation tables"),
     SHARD_OPT("distance", CFG_UINT, distance, 0, 63, "3", "largest Hamming distance searched"),
-    SHARD_OPT("bucket-bits", CFG_UINT, bucket_bits, 0, 24, "0",
-              "bits of a permuted fingerprint in its key: 8, 12, 16, 20 or 24; 0: the "
-              "corpus's, and for a new corpus 16 in layout 1, 12 in layout 2; given with "
-              "layout unset, a new corpus gets layout 2"),
-    SHARD_OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION_MAX, "0",
-              "data layout of a new corpus: 1 or 2 (docs/protocol.md), 3, elastic buckets, or "
-              "4, elastic buckets with table 0's ids in its members (docs/elastic-buckets.md); "
-              "0: the corpus's, and for a new corpus 4 (2 when bucket-bits is given)"),
+    SHARD_OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION, "0",
+              "storage format: 4, the only one this build reads and writes (docs/protocol.md); "
+              "0: the same. A Redis holding a corpus of another is refused at start"),
     SHARD_OPT("split-limit", CFG_UINT, split_limit, 0, LAYOUT_SPLIT_LIMIT_MAX, "0",
-              "layouts 3 and 4: a bucket splits when it holds this many entries, at most the "
+              "a bucket splits when it holds this many entries, at most the "
               "limit read from the Redis node (min(256, zset-/hash-max-listpack-entries)); "
               "it can only lower it (tests: a few entries force many splits); 0: the node's"),
     SHARD_OPT("tombstone-seconds", CFG_UINT, tombstone_s, 0, LAYOUT_TOMBSTONE_S_MAX, "0",
-              "layouts 3 and 4: seconds a split bucket's old name stays a tombstone, for a new "
+              "seconds a split bucket's old name stays a tombstone, for a new "
               "corpus (recorded in simhash:meta; readers re-read a directory older than a "
               "third of it, and timeout-ms must be at most that third); 0: the corpus's, "
-              "and for a new corpus 120 (3600 for a corpus made before the setting)"),
+              "and for a new corpus 120"),
     SHARD_OPT("corpus", CFG_STR, corpus, 0, 0, NULL,
               "corpus name: every Redis key starts with NAME: so several corpora share "
               "Redis nodes (letters, digits, _ . -; at most 32); unset: the keys of a "
@@ -142,9 +137,7 @@ static int shard_parse_range(const char *s, unsigned *lo, unsigned *hi)
  * assumption"): timeout-ms at most that third. Returns 0, or -1 with err set. */
 static int shard_timeout_check(const shard_config *c, char *err, size_t errlen)
 {
-    const layout_ops *ops = layout_ops_of(c->layout);
-    if (c->tombstone_s == 0 || ops == NULL || ops->dir_init == NULL ||
-        (uint64_t)c->timeout_ms * 3u <= (uint64_t)c->tombstone_s * 1000u)
+    if (c->tombstone_s == 0 || (uint64_t)c->timeout_ms * 3u <= (uint64_t)c->tombstone_s * 1000u)
         return 0;
     snprintf(err, errlen, "timeout-ms %u is above a third of the corpus's tombstone lifetime "
              "(%u s): a read could name a bucket whose tombstone expired; lower timeout-ms "
@@ -219,20 +212,11 @@ static int shard_validate(void *obj, char *err, size_t errlen)
     if (fp_params_option(c->fingerprint_algorithm, &fpp, c->fp_spec, sizeof c->fp_spec, err,
                          errlen) != 0)
         return -1;
-    if (c->bucket_bits != 0 && !layout_bucket_bits_ok(c->bucket_bits)) {
-        snprintf(err, errlen, "bucket-bits %u: must be 8, 12, 16, 20 or 24", c->bucket_bits);
+    if (c->layout != LAYOUT_VERSION_UNSET && c->layout != LAYOUT_VERSION) {
+        snprintf(err, errlen, "layout %u: this build reads and writes data layout %d only "
+                 "(a corpus of another is copied across with simhash export of the build "
+                 "that wrote it and simhash load)", c->layout, LAYOUT_VERSION);
         return -1;
-    }
-    layout_ctx probe;           /* refused here, before they reach a new corpus's meta */
-    if (c->layout != LAYOUT_VERSION_UNSET) {
-        if (layout_ctx_init(&probe, c->layout, c->bucket_bits) != 0) {
-            const layout_ops *ops = layout_ops_of(c->layout);
-            snprintf(err, errlen, "layout %u with bucket-bits %u is not supported%s", c->layout,
-                     c->bucket_bits,
-                     ops && ops->dir_init ? " (its buckets split: leave bucket-bits unset)" : "");
-            return -1;
-        }
-        layout_ctx_free(&probe);
     }
     if (layout_corpus_set(c->corpus) != 0) {
         snprintf(err, errlen, "corpus '%s': at most %d letters, digits, '_', '.' or '-'",
@@ -252,13 +236,6 @@ static int shard_validate(void *obj, char *err, size_t errlen)
             snprintf(err, errlen, "blocks %u distance %u: table %u has a %u-bit prefix; "
                      "distributed mode needs at least %d (use more blocks or a smaller "
                      "distance)", c->blocks, c->distance, t, pb, LAYOUT_MIN_PREFIX_BITS);
-            rc = -1;
-        } else if (c->bucket_bits && pb < c->bucket_bits &&
-                   ((uint64_t)1 << (c->bucket_bits - pb)) > c->max_inflight_redis) {
-            snprintf(err, errlen, "blocks %u distance %u with bucket-bits %u: a query "
-                     "reads %llu buckets of table %u, more than max-inflight-redis %u; "
-                     "lower bucket-bits", c->blocks, c->distance, c->bucket_bits,
-                     1ull << (c->bucket_bits - pb), t, c->max_inflight_redis);
             rc = -1;
         }
     }
@@ -343,7 +320,7 @@ static void shard_on_fatal(void *arg, const char *msg)
     event_base_loopexit(sc->base, NULL);
 }
 
-/* The split limit of a layout whose buckets split: the one the node's listpack
+/* The split limit of the buckets: the one the node's listpack
  * settings allow, or the option split-limit when lower. */
 static void shard_set_split_limit(shard_ctx *sc, unsigned node_limit)
 {
@@ -361,8 +338,7 @@ static void shard_set_split_limit(shard_ctx *sc, unsigned node_limit)
 static void shard_on_split_limit(void *arg, unsigned node_limit)
 {
     shard_ctx *sc = arg;
-    if (layout_splits(&sc->lay))
-        shard_set_split_limit(sc, node_limit);
+    shard_set_split_limit(sc, node_limit);
 }
 
 /* Logs err and repeats it on stderr (the operator starting the worker by hand sees it
@@ -375,32 +351,28 @@ static void shard_main_fail(const char *err)
 
 /* Reads the corpus settings stored in Redis (simhash:meta) into ro and the layout of
  * sc, then validates the options again with them. A worker that follows its corpus's
- * layout and bucket bits (options unset) cannot know them before Redis answers: it
- * waits for Redis before it listens (SIGTERM still ends it), rather than guess a new
- * corpus's settings and be refused later. With both given it starts at once and
- * answers -REDIS unavailable meanwhile. Returns 0, or -1 with the message printed. */
+ * fingerprint algorithm or tombstone lifetime (options unset) cannot know them before
+ * Redis answers: it waits for Redis before it listens (SIGTERM still ends it), rather
+ * than guess a new corpus's settings and be refused later. With both given it starts
+ * at once and answers -REDIS unavailable meanwhile. Returns 0, or -1 with the message
+ * printed. */
 static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redis_opts *ro)
 {
     shard_config *c = &sc->cfg;
     char err[512];
-    const unsigned want_layout = c->layout, want_bb = c->bucket_bits, want_ts = c->tombstone_s;
+    const unsigned want_ts = c->tombstone_s;
     int mrc;
     for (unsigned tries = 0;; tries++) {
-        ro->layout = want_layout;
-        ro->bucket_bits = want_bb;
+        ro->layout = LAYOUT_VERSION;
         ro->tombstone_s = want_ts;
         snprintf(ro->fingerprint, sizeof ro->fingerprint, "%s", c->fp_spec);
         mrc = shard_redis_check_meta_sync(ro, err, sizeof err);
-        if (mrc != SHARD_META_UNREACHABLE ||
-            (want_layout != LAYOUT_VERSION_UNSET && want_bb != 0 && c->fp_spec[0] &&
-             (want_ts != 0 || !layout_ops_of(want_layout) ||
-              !layout_ops_of(want_layout)->dir_init)))
+        if (mrc != SHARD_META_UNREACHABLE || (c->fp_spec[0] && want_ts != 0))
             break;
         if (tries % 10 == 0)
-            log_warn("%s; waiting for it: this worker follows its corpus's layout, "
-                     "bucket bits, fingerprint algorithm or tombstone lifetime (options "
-                     "layout, bucket-bits, fingerprint-algorithm, tombstone-seconds unset), "
-                     "which only its Redis knows", err);
+            log_warn("%s; waiting for it: this worker follows its corpus's fingerprint "
+                     "algorithm or tombstone lifetime (options fingerprint-algorithm, "
+                     "tombstone-seconds unset), which only its Redis knows", err);
         sleep(1);
     }
     if (mrc == SHARD_META_REFUSED) {
@@ -410,23 +382,18 @@ static int shard_resolve_corpus(shard_ctx *sc, shard_main_config *mc, shard_redi
     if (mrc == SHARD_META_UNREACHABLE)  /* serve -REDIS unavailable, keep trying */
         log_warn("%s; answering -REDIS unavailable until it answers", err);
     c->layout = ro->layout;             /* resolved: the corpus's, or a new one's */
-    c->bucket_bits = ro->bucket_bits;
     c->tombstone_s = ro->tombstone_s;
     snprintf(c->fp_spec, sizeof c->fp_spec, "%s", ro->fingerprint);
-    if (layout_ctx_init(&sc->lay, c->layout, c->bucket_bits) != 0) {
-        snprintf(err, sizeof err, "layout %u with bucket bits %u is not supported", c->layout,
-                 c->bucket_bits);
-        shard_main_fail(err);
+    if (layout_ctx_init(&sc->lay) != 0) {
+        shard_main_fail("out of memory");
         return -1;
     }
     sc->lay.tombstone_s = c->tombstone_s;
-    sc->lay.by_sha = 1;     /* the worker sends layout 3's scripts by name, */
+    sc->lay.by_sha = 1;     /* the worker sends the layout's scripts by name, */
     ro->scripts = &sc->lay; /* and again whole after a NOSCRIPT (shard/redis.c) */
-    if (layout_splits(&sc->lay)) {
-        unsigned node_limit = ro->split_limit ? ro->split_limit : sc->lay.split_limit;
-        sc->lay.split_limit = 0;            /* at start: nothing to report a change from */
-        shard_set_split_limit(sc, node_limit);
-    }
+    unsigned node_limit = ro->split_limit ? ro->split_limit : sc->lay.split_limit;
+    sc->lay.split_limit = 0;                /* at start: nothing to report a change from */
+    shard_set_split_limit(sc, node_limit);
     if (shard_validate(mc, err, sizeof err) != 0 || shard_timeout_check(c, err, sizeof err) != 0) {
         shard_main_fail(err);
         return -1;
@@ -461,11 +428,11 @@ static int shard_start(shard_ctx *sc, const shard_main_config *mc, const shard_r
         return -1;
     }
     log_info("simhash-shard %s listening on %s:%u, shards %s, redis %s%s:%u db %u, "
-             "blocks %u distance %u bucket-bits %u (%u tables), layout %u, corpus %s",
+             "blocks %u distance %u (%u tables), layout %u, corpus %s",
              SIMHASH_VERSION, c->bind,
              rs_port(sc->srv), mc->cluster ? "as the cluster's slots" : c->shards,
              mc->cluster ? "cluster node " : "", c->redis_host, c->redis_port, c->redis_db,
-             c->blocks, c->distance, c->bucket_bits, sc->ps.ntables, c->layout,
+             c->blocks, c->distance, sc->ps.ntables, c->layout,
              layout_corpus()[0] ? layout_corpus() : "(unnamed)");
     if (shard_repair_start(sc) != 0 || shard_registry_start(sc) != 0) {
         shard_main_fail("out of memory");
@@ -522,7 +489,7 @@ int main(int argc, char **argv)
         .host = c->redis_host, .port = (int)c->redis_port, .password = c->redis_password,
         .user = c->redis_user,
         .db = c->redis_db, .blocks = c->blocks, .distance = c->distance,
-        .bucket_bits = c->bucket_bits, .layout = c->layout,
+        .layout = c->layout,
         .max_inflight = c->max_inflight_redis,
         .timeout_ms = c->timeout_ms, .on_fatal = shard_on_fatal,
         .on_split_limit = shard_on_split_limit, .cb_arg = &sc,

@@ -1,7 +1,7 @@
 /* meta.c: the corpus's settings in simhash:meta (docs/protocol.md) as a shard worker
  * reads, checks and creates them: the comparison with the worker's configuration, the
  * settings an unset option takes from the corpus, the commands that create a new meta
- * hash, the listpack limits of the node (the split limit of layout 3), and the check
+ * hash, the listpack limits of the node (the split limit), and the check
  * at start over a connection of its own (simhash-shard --check-config, and before the
  * event loop). The async connection (redis.c) sends the same commands. */
 #include "redis_int.h"
@@ -32,36 +32,20 @@ void shard_redis_resolve(shard_redis_opts *o)
         fp_params d = {FP_VERSION_DEFAULT, 0};
         fp_params_format(&d, o->fingerprint, sizeof o->fingerprint);
     }
-    if (o->layout == LAYOUT_VERSION_UNSET)  /* bucket bits asked for: fixed buckets */
-        o->layout = o->bucket_bits ? LAYOUT_VERSION_FIXED : LAYOUT_VERSION_DEFAULT;
-    const layout_ops *ops = layout_ops_of(o->layout);
-    if (o->bucket_bits == 0 && ops)
-        o->bucket_bits = ops->bucket_bits_default;
+    o->layout = LAYOUT_VERSION;
     if (o->tombstone_s == 0)
         o->tombstone_s = LAYOUT_TOMBSTONE_S_DEFAULT;
 }
 
-/* 1 when layout v splits its buckets (has tombstones), else 0. */
-static int shard_meta_splits(unsigned long v)
-{
-    const layout_ops *ops = v <= LAYOUT_VERSION_MAX ? layout_ops_of((unsigned)v) : NULL;
-    return ops && ops->dir_init != NULL;
-}
-
-/* The algorithm of a corpus whose meta has no fingerprint field: corpora made before
- * the field existed were made with v1, window 3. */
-#define SHARD_META_FP_OLD "v1:3"
-
-/* Takes the layout, bucket_bits, tombstone lifetime and fingerprint algorithm of an
- * HGETALL meta reply into o where o has none (SHARD_META_FP_OLD and
- * LAYOUT_TOMBSTONE_S_OLD when the field is absent); a value this worker cannot read is
- * left for the comparison to refuse. */
+/* Takes the tombstone lifetime and fingerprint algorithm of an HGETALL meta reply
+ * into o where o has none; a value this worker cannot read (or none) is left for the
+ * comparison to refuse. */
 static void shard_meta_adopt(const redisReply *r, shard_redis_opts *o)
 {
     if (r == NULL || r->type != REDIS_REPLY_ARRAY || r->elements == 0)
         return;
-    const char *fp = SHARD_META_FP_OLD;
-    unsigned tomb = LAYOUT_TOMBSTONE_S_OLD;
+    const char *fp = "";
+    unsigned tomb = 0;
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *k = r->element[i], *v = r->element[i + 1];
         if (k->type != REDIS_REPLY_STRING)
@@ -73,20 +57,14 @@ static void shard_meta_adopt(const redisReply *r, shard_redis_opts *o)
         if (v->type != REDIS_REPLY_STRING || v->len > 9)
             continue;
         unsigned n = (unsigned)strtoul(v->str, NULL, 10);
-        if (strcmp(k->str, "layout") == 0 && o->layout == LAYOUT_VERSION_UNSET &&
-            layout_version_ok(n))
-            o->layout = n;
-        else if (strcmp(k->str, "bucket_bits") == 0 && o->bucket_bits == 0 &&
-                 layout_bucket_bits_ok(n))
-            o->bucket_bits = n;
-        else if (strcmp(k->str, "tombstone_seconds") == 0)
+        if (strcmp(k->str, "tombstone_seconds") == 0)
             tomb = n;
     }
     if (o->tombstone_s == 0 && tomb >= LAYOUT_TOMBSTONE_S_MIN && tomb <= LAYOUT_TOMBSTONE_S_MAX)
         o->tombstone_s = tomb;
     fp_params p;
     char perr[160];
-    if (o->fingerprint[0] == '\0' && fp_params_parse(fp, &p, perr, sizeof perr) == 0)
+    if (o->fingerprint[0] == '\0' && fp[0] && fp_params_parse(fp, &p, perr, sizeof perr) == 0)
         fp_params_format(&p, o->fingerprint, sizeof o->fingerprint);
 }
 
@@ -114,9 +92,8 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
     }
     if (r->elements == 0)
         return 1;
-    long blocks = -1, distance = -1, layout = -1, bucket_bits = -1;
-    long tomb = LAYOUT_TOMBSTONE_S_OLD;
-    char fp[24] = SHARD_META_FP_OLD;
+    long blocks = -1, distance = -1, layout = -1, bucket_bits = LAYOUT_SHARD_BITS, tomb = -1;
+    char fp[24] = "";
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *k = r->element[i], *v = r->element[i + 1];
         if (k->type != REDIS_REPLY_STRING)
@@ -138,33 +115,27 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
         else if (strcmp(k->str, "tombstone_seconds") == 0)
             tomb = n;
     }
-    if (blocks < 0 || distance < 0 || layout < 0 || bucket_bits < 0) {
+    if (layout >= 0 && (layout != LAYOUT_VERSION || bucket_bits != LAYOUT_SHARD_BITS)) {
+        snprintf(err, errlen, "redis %s:%d holds a corpus of data layout %ld (%s: layout "
+                 "%ld, bucket_bits %ld); this build reads and writes data layout %d only. "
+                 "Copy the corpus across: simhash export with the build that wrote it, "
+                 "then simhash load into a new corpus", o->host, o->port, layout,
+                 shard_redis_meta_key(), layout, bucket_bits, LAYOUT_VERSION);
+        return -1;
+    }
+    if (blocks < 0 || distance < 0 || layout < 0 || tomb < 0 || fp[0] == '\0') {
         snprintf(err, errlen, "redis %s:%d: %s lacks a field or holds a non-number "
-                 "(blocks, distance, layout, bucket_bits); repair or delete it",
-                 o->host, o->port, shard_redis_meta_key());
+                 "(blocks, distance, layout, tombstone_seconds, fingerprint); repair or "
+                 "delete it", o->host, o->port, shard_redis_meta_key());
         return -1;
     }
-    if (!layout_version_ok((unsigned)layout)) {
-        snprintf(err, errlen, "corpus in redis %s:%d uses data layout %ld; this worker "
-                 "understands layouts %d to %d", o->host, o->port, layout,
-                 LAYOUT_VERSION_MIN, LAYOUT_VERSION_MAX);
+    if ((unsigned long)blocks != o->blocks || (unsigned long)distance != o->distance) {
+        snprintf(err, errlen, "corpus in redis %s:%d was built with blocks %ld distance %ld; "
+                 "this worker is configured with blocks %u distance %u", o->host, o->port,
+                 blocks, distance, o->blocks, o->distance);
         return -1;
     }
-    if ((unsigned long)layout != o->layout) {
-        snprintf(err, errlen, "corpus in redis %s:%d uses data layout %ld; this worker is "
-                 "configured with layout %u (leave layout unset to follow the corpus, or "
-                 "copy the corpus with simhash migrate)", o->host, o->port, layout, o->layout);
-        return -1;
-    }
-    if ((unsigned long)blocks != o->blocks || (unsigned long)distance != o->distance ||
-        (unsigned long)bucket_bits != o->bucket_bits) {
-        snprintf(err, errlen, "corpus in redis %s:%d was built with blocks %ld distance %ld "
-                 "bucket-bits %ld; this worker is configured with blocks %u distance %u "
-                 "bucket-bits %u", o->host, o->port, blocks, distance, bucket_bits,
-                 o->blocks, o->distance, o->bucket_bits);
-        return -1;
-    }
-    if (shard_meta_splits((unsigned long)layout) && (unsigned long)tomb != o->tombstone_s) {
+    if ((unsigned long)tomb != o->tombstone_s) {
         if (tomb < LAYOUT_TOMBSTONE_S_MIN || tomb > LAYOUT_TOMBSTONE_S_MAX)
             snprintf(err, errlen, "redis %s:%d: %s holds tombstone_seconds outside %d..%d; "
                      "repair or delete it", o->host, o->port, shard_redis_meta_key(),
@@ -192,9 +163,8 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
     return 0;
 }
 
-/* The fingerprint and tombstone_seconds fields are written only into a new meta hash:
- * a corpus made before they existed has none and stays SHARD_META_FP_OLD and
- * LAYOUT_TOMBSTONE_S_OLD. */
+/* The fingerprint and tombstone_seconds fields are written first, and only into a new
+ * meta hash. */
 #define SHARD_META_FP_LUA \
     "if redis.call('EXISTS', KEYS[1]) == 0 then return redis.call('HSET', KEYS[1], " \
     "'fingerprint', ARGV[1], 'tombstone_seconds', ARGV[2]) end return 0"
@@ -207,8 +177,8 @@ int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[SHARD_ME
 {
     static const char *names[SHARD_META_FIELDS] = {"fingerprint", "blocks", "distance",
                                                    "layout", "bucket_bits"};
-    unsigned vals[SHARD_META_FIELDS] = {0, o->blocks, o->distance, o->layout,
-                                        o->bucket_bits};
+    unsigned vals[SHARD_META_FIELDS] = {0, o->blocks, o->distance, LAYOUT_VERSION,
+                                        LAYOUT_SHARD_BITS};
     if (i == 0) {
         argv[0] = "EVAL";
         argv[1] = SHARD_META_FP_LUA;
@@ -349,10 +319,10 @@ static unsigned shard_split_limit(const shard_redis_opts *o, const unsigned long
     return shard_split_limit_of(have[0], have[2]);
 }
 
-/* The Redis settings the layout relies on (docs/protocol.md): bucket keys must stay
- * listpacks, or they cost several times the memory. Logs a warning per setting below
- * what the layout needs; a node that refuses CONFIG is not checked. A layout whose
- * buckets split takes its split limit from the entry settings instead (o->split_limit). */
+/* The Redis settings the format relies on (docs/protocol.md): bucket keys must stay
+ * listpacks, or they cost several times the memory. Logs a warning per value setting
+ * below what the format needs; a node that refuses CONFIG is not checked. The split
+ * limit comes from the entry settings (o->split_limit). */
 static void shard_listpack_check(redisContext **cp, shard_redis_opts *o)
 {
     static const char *names[4] = {"zset-max-listpack-entries", "zset-max-listpack-value",
@@ -360,15 +330,14 @@ static void shard_listpack_check(redisContext **cp, shard_redis_opts *o)
     layout_ctx lc;
     layout_needs nd;
     unsigned long have_all[4] = {0, 0, 0, 0};
-    if (layout_ctx_init(&lc, o->layout, o->bucket_bits) != 0)
+    if (layout_ctx_init(&lc) != 0)
         return;
     lc.ops->needs(&lc, &nd);
-    int splits = layout_splits(&lc);
     layout_ctx_free(&lc);
     unsigned long need[4] = {nd.zset_entries, nd.zset_value, nd.hash_entries, nd.hash_value};
     for (int i = 0; i < 4; i++) {
-        if (need[i] == 0)
-            continue;
+        if (need[i] == 0 && i != 0 && i != 2)
+            continue;           /* the entry settings give the split limit */
         const char *argv[3] = {"CONFIG", "GET", names[i]};
         char err[160];
         int transient = 0;
@@ -383,18 +352,17 @@ static void shard_listpack_check(redisContext **cp, shard_redis_opts *o)
             rep->element[1]->type == REDIS_REPLY_STRING) {
             unsigned long have = strtoul(rep->element[1]->str, NULL, 10);
             have_all[i] = have;
-            if (have < need[i] && !(splits && (i == 0 || i == 2)))
-                log_warn("redis %s:%d: %s is %lu; layout %u needs at least %lu, or bucket "
-                         "keys past %lu entries turn into %s (several times the memory per "
-                         "fingerprint; a bucket holds about fingerprints / 2^%u entries). "
-                         "Set it in redis.conf (deploy/redis-cluster-node.conf has the "
-                         "values)", o->host, o->port, names[i], have, o->layout, need[i],
-                         have, i < 2 ? "skiplists" : "hash tables", o->bucket_bits);
+            if (have < need[i] && i != 0 && i != 2)
+                log_warn("redis %s:%d: %s is %lu; layout %d needs at least %lu, or bucket "
+                         "keys with members past %lu bytes turn into %s (several times the "
+                         "memory per fingerprint). Set it in redis.conf "
+                         "(deploy/redis-cluster-node.conf has the values)", o->host, o->port,
+                         names[i], have, LAYOUT_VERSION, need[i], have,
+                         i < 2 ? "skiplists" : "hash tables");
         }
         freeReplyObject(rep);
     }
-    if (splits)
-        o->split_limit = shard_split_limit(o, have_all);
+    o->split_limit = shard_split_limit(o, have_all);
 }
 
 int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen)

@@ -3,7 +3,7 @@
  *
  *   shard_cmd_query        checks the arguments, sends one ZRANGEBYLEX per bucket of
  *                          every table asked for (and, with DOCS, the read of q's own
- *                          ids behind them: SMEMBERS, layout 2 HGET): the scan job
+ *                          ids behind them: its table-0 member): the scan job
  *   shard_query_absorb     keeps every member within distance d (reverted to its
  *                          fingerprint)
  *   shard_query_scanned    the scan is done: matches sorted and unique; with DOCS,
@@ -173,8 +173,8 @@ void shard_cmd_query(rs_req *req)
         }
     }
     if (qdocs && j->req) {      /* after the scans, as the separate read would be */
-        layout_cmd dc;     /* the layout's first read of ids (layout 2: HGET; ids in an
-                            * overflow set go to the docs job) */
+        layout_cmd dc;     /* the layout's first read of ids (the table-0 member; ids in
+                            * an overflow set go to the docs job) */
         layout_ids_kind kind;
         sc->lay.ops->ids_read(&sc->lay, 0, q, p0, &dc, &kind);
         j->slots[slot].qdocs = 1;
@@ -206,7 +206,7 @@ static int shard_query_absorb(shard_job *j, const shard_slot *s, redisReply *rep
             return -1;
         }
         if (r->type == REDIS_REPLY_STRING && r->len == 0)
-            return 0;   /* layout 2: q's ids are in its overflow set; read like a match's */
+            return 0;   /* q's ids are in its overflow set; read like a match's */
         qs->qdocs_read = 1;
         qs->qdocs_empty = shard_reply_docs_empty(r);
         return shard_reply_docs(&qs->qdocs, r, why);
@@ -297,15 +297,13 @@ static unsigned shard_query_own(shard_ctx *sc, shard_query *qs)
     return n;
 }
 
-/* The ids of the matches are read through the directories of their table-0 shards
- * (layout 3): when one of them needs reading, the query runs again after it is read,
- * and 1 is returned (j ended). 0: go on. */
+/* The ids of the matches are read through the directories of their table-0 shards:
+ * when one of them needs reading, the query runs again after it is read, and 1 is
+ * returned (j ended). 0: go on. */
 static int shard_query_dirs_stale(shard_job *j)
 {
     shard_ctx *sc = j->sc;
     shard_query *qs = j->state;
-    if (!layout_splits(&sc->lay))
-        return 0;
     int need = 0;
     for (size_t i = 0; i < qs->nm && !need; i++) {
         unsigned sh = layout_shard_of(perm_apply(&sc->ps.tables[0], qs->m[i].fp));

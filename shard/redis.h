@@ -21,18 +21,16 @@ typedef struct shard_redis_opts {
     const char *password;     /* NULL or "" for none */
     const char *user;         /* ACL user sent with AUTH; NULL or "" for the default */
     unsigned db;
-    unsigned blocks, distance, bucket_bits;
-    unsigned layout;          /* 1 to 4; 0 (and bucket_bits 0): the corpus's, resolved
-                                 by shard_redis_check_meta_sync */
+    unsigned blocks, distance;
+    unsigned layout;          /* LAYOUT_VERSION, or 0 before shard_redis_resolve */
     char fingerprint[16];     /* fingerprint algorithm, canonical ("v2", "v1:3"); "": the
                                  corpus's, resolved by shard_redis_check_meta_sync (a new
                                  corpus gets FP_VERSION_DEFAULT) */
-    unsigned tombstone_s;     /* layout 3: lifetime of a split bucket's tombstone; 0: the
-                                 corpus's, resolved by shard_redis_check_meta_sync (a new
-                                 corpus gets LAYOUT_TOMBSTONE_S_DEFAULT, one whose meta
-                                 has no such field is LAYOUT_TOMBSTONE_S_OLD) */
+    unsigned tombstone_s;     /* lifetime of a split bucket's tombstone; 0: the corpus's,
+                                 resolved by shard_redis_check_meta_sync (a new corpus
+                                 gets LAYOUT_TOMBSTONE_S_DEFAULT) */
     unsigned max_inflight;    /* Redis commands outstanding at once */
-    unsigned split_limit;     /* out: layout 3's split limit from the node's listpack
+    unsigned split_limit;     /* out: the split limit from the node's listpack
                                  settings (shard_redis_check_meta_sync; 0: not read) */
     unsigned timeout_ms;      /* connect + meta check deadline, stall detection */
     int cluster;              /* the node is a Redis Cluster node: follow -MOVED/-ASK,
@@ -53,7 +51,7 @@ typedef struct shard_redis_opts {
     void *cb_arg;             /* the argument of on_fatal and on_split_limit */
 } shard_redis_opts;
 
-/* The split limit of a layout whose buckets split (docs/elastic-buckets.md), from a
+/* The split limit of the buckets (docs/elastic-buckets.md), from a
  * node's zset- and hash-max-listpack-entries: min(the two, 256), at least
  * LAYOUT_SPLIT_LIMIT_MIN, so its buckets stay listpacks. */
 unsigned shard_split_limit_of(unsigned long zset_entries, unsigned long hash_entries);
@@ -72,10 +70,11 @@ typedef struct shard_redis shard_redis;
 typedef void (*shard_redis_cb)(void *priv, redisReply *reply, const char *err);
 
 /* Startup check, blocking: connect, AUTH, SELECT, create simhash:meta if absent,
- * compare it with o. A layout or bucket_bits of 0 in o is replaced by the corpus's
- * (or, for a new corpus, by the defaults of shard_redis_resolve). Returns
- * SHARD_META_OK; SHARD_META_REFUSED with a message for the operator in err when the
- * settings disagree or Redis refuses us (AUTH, SELECT); SHARD_META_UNREACHABLE with
+ * compare it with o. A fingerprint algorithm or tombstone lifetime unset in o is
+ * replaced by the corpus's (or, for a new corpus, by the defaults of
+ * shard_redis_resolve). Returns SHARD_META_OK; SHARD_META_REFUSED with a message for
+ * the operator in err when the settings disagree, the Redis holds a corpus of another
+ * storage format, or Redis refuses us (AUTH, SELECT); SHARD_META_UNREACHABLE with
  * err set when Redis is unreachable or still loading (worth retrying; o is then
  * resolved with the defaults of a new corpus). */
 enum shard_meta_status {
@@ -85,9 +84,8 @@ enum shard_meta_status {
 };
 int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen);
 
-/* Replaces a layout or bucket_bits of 0 in o by the defaults of a new corpus:
- * LAYOUT_VERSION_DEFAULT (4), or LAYOUT_VERSION_FIXED (2) when o has bucket bits
- * (a fixed-bucket layout was asked for); bucket bits 16 in layout 1, 12 in layout 2. */
+/* Sets o's layout (LAYOUT_VERSION) and replaces an unset fingerprint algorithm or
+ * tombstone lifetime by the defaults of a new corpus. */
 void shard_redis_resolve(shard_redis_opts *o);
 
 /* Writes the corpus's meta hash key (layout_meta_key) into a static buffer and

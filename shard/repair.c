@@ -1,13 +1,13 @@
 /* repair.c: the worker's repair pass over stale write locks (docs/protocol.md,
  * "Consistency").
  *
- * Every write of a fingerprint holds its lock in w:{0:xx} (common/dist/layout.h). A
+ * Every write of a fingerprint holds its lock in w:{0:xx} (common/store/layout.h). A
  * writer that dies (worker, coordinator, connection) leaves its lock behind, and
  * with it a write that may be half applied: a document set whose table entries are
  * partly written, or entries still there for an emptied set. Every
  * repair-interval-ms (default 1000) the worker reads the lock hashes of the table-0 shards it serves (HGETALL w:{0:xx});
  * for every lock whose expiry has passed it reconciles the fingerprint with the
- * layout_fix_* steps of common/dist/layout_ops.h, the ones `simhash fsck --repair`
+ * layout_fix_* steps of common/store/layout_ops.h, the ones `simhash fsck --repair`
  * takes too: the layout's lock script with op S (only a stale lock is taken, by
  * Redis's clock), every table's entry made to match the document ids (ZADD when it
  * has ids, ZREM when none), and the lock released.
@@ -45,7 +45,7 @@ struct shard_repair {
 
 typedef struct shard_fix shard_fix;
 
-/* One table write of a fix: the directory it was routed through (layout 3). */
+/* One table write of a fix: the directory it was routed through. */
 typedef struct shard_fix_write {
     shard_fix *f;
     uint32_t dir;
@@ -152,7 +152,7 @@ static void shard_fix_on_entry(void *priv, redisReply *reply, const char *err)
     struct shard_repair *rp = f->rp;
     rp->outstanding--;
     /* a bucket that split: the cache learns it, the write failed (retried) */
-    layout_dir_reply(&rp->sc->lay, (w->dir - 1) >> 8, (w->dir - 1) & 0xffu, reply);
+    layout_dir_reply(&rp->sc->lay, shard_dir_table(w->dir), shard_dir_shard(w->dir), reply);
     if (!layout_fix_entry_ok(reply)) {
         shard_repair_reply_ok(reply, REDIS_REPLY_INTEGER, err, "table write");   /* logs */
         f->failed = 1;
@@ -206,7 +206,7 @@ static void shard_fix_start(struct shard_repair *rp, uint64_t fp)
     shard_ctx *sc = rp->sc;
     if (rp->active >= SHARD_REPAIR_MAX_ACTIVE || !shard_redis_room(sc->redis, sc->ps.ntables + 2))
         return;                 /* the next pass */
-    if (layout_splits(&sc->lay)) {  /* the directories its writes route through, first */
+    {                               /* the directories its writes route through, first */
         uint32_t dirs[PERM_MAX_TABLES];
         for (unsigned t = 0; t < sc->ps.ntables; t++)
             dirs[t] = shard_dir_id(t, layout_shard_of(perm_apply(&sc->ps.tables[t], fp)));

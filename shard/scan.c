@@ -471,9 +471,8 @@ void shard_cmd_scan(rs_req *req)
     uint64_t first = sc->lay.ops->walk_tag_of(&sc->lay, from);
     uint64_t shard_end = sc->lay.ops->walk_tag_end(&sc->lay, layout_shard_of(from));
     unsigned n = (unsigned)(count < shard_end - first ? count : shard_end - first);
-    /* the listing (a sparse corpus) only in layouts of fixed buckets: a directory
-     * holds only the buckets that exist */
-    int with_size = !layout_splits(&sc->lay) && first + n < shard_end;
+    /* no listing of keys: a directory holds only the buckets that exist */
+    int with_size = 0;
     if (shard_check_redis(req, n + (unsigned)with_size) != 0)
         return;
     shard_scan *s = calloc(1, sizeof *s);

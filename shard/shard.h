@@ -21,10 +21,10 @@ typedef struct shard_config {
     char *redis_user;           /* redis-user: ACL user for AUTH (NULL: default user) */
     unsigned redis_db;
     char *shards;               /* "LO-HI" */
-    unsigned blocks, distance, bucket_bits; /* bucket_bits 0: the corpus's (resolved at start) */
-    unsigned layout;            /* 1 to 4; 0: the corpus's, LAYOUT_VERSION_DEFAULT when new */
-    unsigned split_limit;       /* layout 3: at most this split limit (0: the node's) */
-    unsigned tombstone_s;       /* layout 3: tombstone lifetime; 0: the corpus's (resolved) */
+    unsigned blocks, distance;
+    unsigned layout;            /* LAYOUT_VERSION once resolved at start (0: unset) */
+    unsigned split_limit;       /* at most this split limit (0: the node's) */
+    unsigned tombstone_s;       /* tombstone lifetime; 0: the corpus's (resolved) */
     char *corpus;               /* corpus name (key prefix); NULL: none */
     char *pidfile, *logfile;
     int loglevel;
@@ -64,7 +64,7 @@ typedef struct shard_config {
     X(repairs,    "repairs")           /* stale write locks taken over and repaired */ \
     X(repair_errors, "repair_errors")  /* repair attempts that failed (retried) */ \
     X(scan_listings, "scan_listings")  /* SHARD.SCAN calls that listed the buckets that exist */ \
-    X(reruns,     "requests_rerun")    /* run again: a bucket split under them (layout 3) */ \
+    X(reruns,     "requests_rerun")    /* run again: a bucket split under them */ \
     X(resent,     "entries_resent")    /* one table write sent again alone after a split */ \
     X(waits,      "waits")             /* SHARD.WAIT requests */ \
     X(wait_cmds,  "wait_commands")     /* Redis WAIT commands sent (group commits) */ \

@@ -14,8 +14,8 @@
 typedef struct dl_opts {
     const char *mode, *host, *name, *trace;
     int port;
-    unsigned blocks, distance, bucket_bits, layout, split_limit;
-    int dirs;                 /* --dirs: read layout 3's directories first */
+    unsigned blocks, distance, layout, split_limit;
+    int dirs;                 /* --dirs: read the directories first */
     uint64_t seed, count, offset, corpus, depth;
     double seconds, rate;
 } dl_opts;

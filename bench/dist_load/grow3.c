@@ -286,8 +286,6 @@ static void g3_free(g3_state *g)
  * split as the system's would, written whole (see the top of the file). */
 int dl_grow3(void)
 {
-    if (opt.layout != 3 && opt.layout != 4)
-        die("grow3", "needs --layout 3 or 4");
     if (opt.offset + opt.count > UINT32_MAX)
         die("grow3", "--offset + --count must stay below 2^32");
     redisContext *c = dl_connect();

@@ -15,9 +15,9 @@ client's speed does not count):
   zcard_us           ZCARD (what telling a full key costs)
   addcheck_us        EVALSHA of a script doing ZADD + ZCARD + compare (a write that
                      notices when its key is full), on keys below the threshold
-  l3write_us         EVALSHA of layout 3's write script (common/dist/lua/layout3_zset.lua:
+  l3write_us         EVALSHA of the layout's write script (common/store/lua/layout4_zset.lua:
                      bucket check, ZADD, size check) adding one member below its limit
-  l3zsets_item_us    EVALSHA of layout 3's batched write script (layout3_zsets.lua, what a
+  l3zsets_item_us    EVALSHA of the layout's batched write script (layout4_zsets.lua, what a
                      worker on one Redis sends for SHARD.MADD) with 256 items a call,
                      each a new member of a random key below its limit: per item
   l3zsets_lua_item_us  of that, what is not the ZCARD and ZADD it calls per item: Lua
@@ -171,10 +171,10 @@ def one_run(r, size, entries, rng):
     pipe.execute()
     out["addcheck_us"] = usec(r, "evalsha")
 
-    lua = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "dist", "lua")
-    with open(os.path.join(lua, "layout3_lib.lua"), "rb") as f:
+    lua = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "store", "lua")
+    with open(os.path.join(lua, "layout4_lib.lua"), "rb") as f:
         body = f.read()
-    with open(os.path.join(lua, "layout3_zset.lua"), "rb") as f:
+    with open(os.path.join(lua, "layout4_zset.lua"), "rb") as f:
         body += b"\n" + f.read()
     sha = r.script_load(body)
     r.config_resetstat()
@@ -185,9 +185,9 @@ def one_run(r, size, entries, rng):
     pipe.execute()
     out["l3write_us"] = usec(r, "evalsha")
 
-    with open(os.path.join(lua, "layout3_lib.lua"), "rb") as f:
+    with open(os.path.join(lua, "layout4_lib.lua"), "rb") as f:
         body = f.read()
-    with open(os.path.join(lua, "layout3_zsets.lua"), "rb") as f:
+    with open(os.path.join(lua, "layout4_zsets.lua"), "rb") as f:
         body += b"\n" + f.read()
     sha = r.script_load(body)
     per, ncalls = 256, max(1, calls // 256)
@@ -197,7 +197,7 @@ def one_run(r, size, entries, rng):
         keys, args = [], ["A", size * 4, 3600]
         for _ in range(per):
             keys += [f"s:{{0:00}}:{rng.randrange(nkeys)}", "r:{0:00}"]
-            args += [member(rng), "0"]
+            args += [member(rng)]
         pipe.evalsha(sha, len(keys), *keys, *args)
     pipe.execute()
     st = r.info("commandstats")

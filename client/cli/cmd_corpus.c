@@ -1,7 +1,7 @@
 /* cmd_corpus.c: `simhash export` and `simhash migrate`, which walk a running
  * deployment's whole corpus with SIMHASH.SCAN (shc_scan). export prints 'fingerprint
  * docid' lines, the input of `simhash load`; migrate copies the corpus into another
- * deployment (other layout, blocks, distance, bucket bits or name: its own settings),
+ * deployment (other blocks, distance, split limit or name: its own settings),
  * online, resumable from a state file, ending with a count of both sides. Exit status
  * 0 ok, 1 runtime or server error (or a copy whose counts differ), 2 usage. Its
  * statics start with xfer_ (a corpus transferred), apart from core's corpus_. */
@@ -413,7 +413,7 @@ int cmd_migrate(int argc, char **argv)
         "Usage: simhash migrate --to HOST[,HOST..] [OPTIONS]\n"
         "Copy every (fingerprint, document id) pair of a running deployment (the\n"
         "source: the connection options) into another one (the target, --to), which\n"
-        "may have another layout, blocks, distance, bucket bits or corpus name: its\n"
+        "may have other blocks, distance, split limit or corpus name: its\n"
         "own settings. Both keep serving. Adds are set inserts, so a copy interrupted\n"
         "at any point is resumed with the same --state FILE (or simply run again).\n"
         "The fingerprint algorithm cannot change (the texts are not stored): source\n"

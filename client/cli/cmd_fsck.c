@@ -5,24 +5,24 @@
  *
  * It talks to Redis directly (hiredis, blocking, pipelined in batches routed by key:
  * cmd_fsck_nodes.c), in phases:
- *   split      layouts 3 and 4 (cmd_fsck_split.c): SCAN r:*, each directory read into the
- *              layout's cache; SCAN s:* and h:*, the layout's own invariants per key
- *              (with --repair, members of stray buckets moved into their live ones)
- *   documents  layout 1: SCAN d:*, SCARD each set; layout 2: SCAN h:*, HGETALL each
- *              bucket hash, ids counted from the packing (SCARD of the overflow set
- *              when the field is ""); layout 4: SCAN s:{0:*, ZRANGE each table-0
- *              bucket, ids counted from the packing after each member's 7 bytes; ZSCORE
- *              of the entry in every table (layout 4: from table 1, table 0's is the ids);
- *              an overflow set found empty is read again after the tables phase
- *              (fk_lost_confirm): ids lost
+ *   split      (cmd_fsck_split.c): SCAN r:*, each directory read into the layout's
+ *              cache; SCAN s:*, the invariants of the split buckets per key (with
+ *              --repair, members of stray buckets moved into their live ones)
+ *   documents  SCAN s:{0:*, ZRANGE each table-0 bucket, ids counted from the packing
+ *              after each member's 7 bytes (SCARD of the overflow set when there are
+ *              none inline); ZSCORE of the entry in every table from table 1 (table 0's
+ *              is the ids); an overflow set found empty is read again after the tables
+ *              phase (fk_lost_confirm): ids lost
  *   tables     SCAN s:*, every member reverted to its fingerprint; one without
- *              documents (EXISTS of the set, HEXISTS of the hash field in layout 2,
- *              checked once per fingerprint) is an orphan
- * With --corpus NAME every key pattern carries the corpus's prefix.
+ *              documents (ZLEXCOUNT of its table-0 member, checked once per
+ *              fingerprint) is an orphan
  *   locks      SCAN w:*, locks whose expiry passed (Redis TIME) are stale
- *   counters   c:{0:xx} against the recount of the documents phase
- * In layout 3 an entry or id found missing (or a tombstone met) is asked again through
- * the directory read then (fsck_split_confirm): the walk routes by the directories read
+ *   counters   c:{0:xx} against the recount of the documents phase; a shard that differs
+ *              is counted again alone between two reads of its counters
+ *              (cmd_fsck_count.c): writes in flight are told from wrong counters
+ * With --corpus NAME every key pattern carries the corpus's prefix.
+ * An entry or id found missing (or a tombstone met) is asked again through the
+ * directory read then (fsck_split_confirm): the walk routes by the directories read
  * when it began, and a bucket may split, and its tombstone expire, while it runs.
  * With --repair every inconsistent fingerprint is reconciled under its write lock
  * (the lock script with op F, then ZADD or ZREM in every table, then unlock; a lock
@@ -41,6 +41,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "cmd_fsck_count.h"
+#include "cmd_fsck_live.h"
 #include "cmd_fsck_nodes.h"
 #include "cmd_fsck_split.h"
 #include "layout_ops.h"
@@ -51,7 +53,7 @@
 typedef struct fk_counts {
     unsigned long long fps, docs, fps_missing, entries_missing, orphan_entries, orphan_fps,
         foreign, stale_locks, live_locks, counter_bad, repaired, repair_busy, repair_errors,
-        counters_fixed, keys, ids_lost;
+        counters_fixed, keys, ids_lost, rechecked, in_flight;
 } fk_counts;
 
 typedef struct fk {
@@ -197,6 +199,19 @@ static int fk_tally_one(fk *f, uint64_t fp, long long cnt, unsigned missing)
     return 0;
 }
 
+/* fsck_live_confirm of a finding about fp, counted: 1 it stands, 0 a write in flight,
+ * -1 (printed). */
+static int fk_live_confirm(fk *f, uint64_t fp)
+{
+    int rc = fsck_live_confirm(&f->lay, &f->ps, &f->net, fp);
+    f->n.rechecked++;
+    if (rc == 0)
+        f->n.in_flight++;
+    if (rc < 0)
+        fprintf(stderr, "%s: cannot read fingerprint %016" PRIx64 " again\n", f->prog, fp);
+    return rc;
+}
+
 /* fsck_split_confirm of fp in table t (ids: its ids, t = 0); prints a failure. */
 static int fk_split_confirm(fk *f, uint64_t fp, unsigned t, int ids)
 {
@@ -207,51 +222,7 @@ static int fk_split_confirm(fk *f, uint64_t fp, unsigned t, int ids)
     return rc;
 }
 
-/* Documents kept one set per fingerprint (layout 1): SCARD, and ZSCORE of the entry
- * in every table. */
-static int fk_docs(fk *f, redisReply **keys, size_t n)
-{
-    fk_batch *bp = &f->b;
-    uint64_t fps[FK_BATCH];
-    int ok[FK_BATCH];
-    for (size_t i = 0; i < n; i++) {
-        const redisReply *k = keys[i];
-        layout_key lk;
-        ok[i] = layout_key_parse(&f->lay, &f->ps, k->str, k->len, &lk) == 0 &&
-                lk.kind == LAYOUT_KEY_IDSET;
-        if (!ok[i]) {
-            f->n.foreign++;
-            continue;
-        }
-        fps[i] = lk.fp;
-        const char *argv[2] = {"SCARD", k->str};
-        size_t lens[2] = {5, k->len};
-        if (fk_add(&f->net, bp, k->str, k->len, 2, argv, lens) != 0)
-            return -1;
-        if (fk_add_entries(f, bp, lk.fp, "ZSCORE") != 0)
-            return -1;
-    }
-    if (fk_run(&f->net, bp) != 0)
-        return -1;
-    size_t j = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (!ok[i])
-            continue;
-        long long cnt = bp->reply[j]->type == REDIS_REPLY_INTEGER ? bp->reply[j]->integer : 0;
-        j++;
-        unsigned missing = 0;
-        for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++, j++)
-            missing += bp->reply[j]->type == REDIS_REPLY_NIL;
-        if (cnt <= 0)
-            continue;       /* emptied meanwhile */
-        if (fk_tally_one(f, fps[i], cnt, missing) != 0)
-            return -1;
-    }
-    fk_batch_clear(bp);
-    return 0;
-}
-
-/* Ids in bucket hashes: tallies the fingerprints fps[0..n) whose ids were counted (cnt[i]; -1:
+/* Tallies the fingerprints fps[0..n) whose ids were counted (cnt[i]; -1:
  * in the overflow set, SCARD here) and checks their entry in every table. */
 static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
 {
@@ -282,11 +253,16 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
         for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++, j++) {
             const redisReply *e = bp->reply[j];
             int miss = e->type == REDIS_REPLY_NIL;
-            if (layout_splits(&f->lay) && e->type != REDIS_REPLY_STRING && c > 0 &&
+            if (e->type != REDIS_REPLY_STRING && c > 0 &&
                 (miss = fk_split_confirm(f, fps[i], t, 0)) < 0)
                 return -1;
             missing += (unsigned)miss;
         }
+        int stands = missing ? fk_live_confirm(f, fps[i]) : 1;
+        if (stands < 0)
+            return -1;
+        if (stands == 0)
+            missing = 0;
         if (c <= 0) {       /* ids in an overflow set that is empty: read again later */
             if (cnt[i] < 0 && fk_push(&f->lost, &f->nlost, &f->caplost, fps[i]) != 0)
                 return -1;
@@ -308,8 +284,6 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
  * counted. Returns 0, or -1. */
 static int fk_lost_confirm(fk *f)
 {
-    if (f->lay.ops->ids_reads != 2)
-        return 0;               /* layout 1: a set per fingerprint, no overflow set */
     fk_batch *bp = &f->b;
     size_t nbad = f->nbad;      /* f->bad[0..nbad) is sorted, without repeats */
     fk_sort_unique(f->lost, &f->nlost);     /* a SCAN may hand a key over twice */
@@ -346,8 +320,8 @@ static int fk_lost_confirm(fk *f)
     return 0;
 }
 
-/* The ids packed in v[0..len) (a bucket hash's field, layout 2 or 3; what follows the
- * 7 bytes of a table-0 member, layout 4): their count, -1 when there are none (the ids
+/* The ids packed in v[0..len) (what follows the 7 bytes of a table-0 member): their
+ * count, -1 when there are none (the ids
  * are in the fingerprint's overflow set), FK_IDS_MALFORMED when v is not a packing. */
 #define FK_IDS_MALFORMED (-2)
 static long long fk_ids_count(const char *v, size_t len)
@@ -363,66 +337,7 @@ static long long fk_ids_count(const char *v, size_t len)
     return more < 0 ? FK_IDS_MALFORMED : ids;
 }
 
-/* Documents kept in bucket hashes (layouts 2, 3): every field of every bucket hash
- * (HGETALL), its ids counted, tallied FK_BATCH fingerprints at a time. */
-static int fk_hashes(fk *f, redisReply **keys, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        layout_key lk;
-        if (layout_key_parse(&f->lay, &f->ps, keys[i]->str, keys[i]->len, &lk) != 0 ||
-            lk.kind != LAYOUT_KEY_IDHASH) {
-            f->n.foreign++;
-            continue;
-        }
-        redisContext *c = fk_node_conn(&f->net, fk_node_of(&f->net, keys[i]->str, keys[i]->len));
-        if (c == NULL)
-            return -1;
-        redisReply *r = redisCommand(c, "HGETALL %b", keys[i]->str, keys[i]->len);
-        if (r && r->type == REDIS_REPLY_ERROR && layout_splits(&f->lay) &&
-            strncmp(r->str, "WRONGTYPE", 9) == 0) {
-            freeReplyObject(r);         /* a split id hash's tombstone */
-            continue;
-        }
-        if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-            fprintf(stderr, "%s: HGETALL %.*s: %s\n", f->prog, (int)keys[i]->len, keys[i]->str,
-                    r && r->type == REDIS_REPLY_ERROR ? r->str : c->errstr);
-            if (r)
-                freeReplyObject(r);
-            return -1;
-        }
-        uint64_t fps[FK_BATCH];
-        long long cnt[FK_BATCH];
-        size_t m = 0;
-        for (size_t e = 0; e + 1 < r->elements; e += 2) {
-            const redisReply *k = r->element[e], *v = r->element[e + 1];
-            uint64_t p0;
-            if (f->lay.ops->member_decode(&f->lay, lk.bucket, k->str, k->len, &p0) != 0) {
-                f->n.foreign++;
-                continue;
-            }
-            long long ids = fk_ids_count(v->str, v->len);
-            if (ids == FK_IDS_MALFORMED) {
-                f->n.foreign++;
-                continue;
-            }
-            fps[m] = perm_revert(&f->ps.tables[0], p0);
-            cnt[m++] = ids;
-            if (m == FK_BATCH) {
-                if (fk_tally(f, fps, cnt, m) != 0) {
-                    freeReplyObject(r);
-                    return -1;
-                }
-                m = 0;
-            }
-        }
-        freeReplyObject(r);
-        if (m && fk_tally(f, fps, cnt, m) != 0)
-            return -1;
-    }
-    return 0;
-}
-
-/* Documents kept in table 0's members (layout 4): every table-0 bucket read whole, the
+/* Documents, kept in table 0's members: every table-0 bucket read whole, the
  * ids of each member counted from its packing (SCARD of the overflow set when it has
  * none inline), tallied FK_BATCH fingerprints at a time. */
 static int fk_members(fk *f, redisReply **keys, size_t n)
@@ -464,12 +379,16 @@ static int fk_members(fk *f, redisReply **keys, size_t n)
         for (size_t e = 0; e < r->elements && rc == 0; e++) {
             const redisReply *mr = r->element[e];
             uint64_t p0;
+            const char *packed;
+            size_t plen;
             if (mr->type != REDIS_REPLY_STRING ||
-                f->lay.ops->member_decode(&f->lay, lk[i].bucket, mr->str, mr->len, &p0) != 0) {
+                f->lay.ops->member_decode(&f->lay, lk[i].bucket, mr->str, mr->len, &p0) != 0 ||
+                f->lay.ops->member_ids(&f->lay, lk[i].bucket, mr->str, mr->len, &packed,
+                                       &plen) != 1) {
                 f->n.foreign++;
                 continue;
             }
-            long long ids = fk_ids_count(mr->str + 7, mr->len - 7);
+            long long ids = fk_ids_count(packed, plen);
             if (ids == FK_IDS_MALFORMED) {
                 f->n.foreign++;
                 continue;
@@ -492,25 +411,47 @@ static int fk_members(fk *f, redisReply **keys, size_t n)
     return rc;
 }
 
-/* The walk of the documents phase for each kind of key a layout keeps ids in. */
-static fk_keys_fn fk_docs_walker(layout_key_kind kind)
+/* The candidates cand[0..ncand) of the tables phase (entries of fingerprints that had
+ * no ids in the documents phase): each asked whether it has ids now (has_ids), one
+ * that has none confirmed through a fresh directory and against writes in flight
+ * before it counts as an orphan. Returns 0, or -1. */
+static int fk_orphans(fk *f, const uint64_t *cand, size_t ncand)
 {
-    static const struct {
-        layout_key_kind kind;
-        fk_keys_fn fn;
-    } walkers[] = {{LAYOUT_KEY_IDSET, fk_docs}, {LAYOUT_KEY_IDHASH, fk_hashes},
-                   {LAYOUT_KEY_BUCKET, fk_members}};
-    for (size_t i = 0; i < sizeof(walkers) / sizeof(walkers[0]); i++)
-        if (walkers[i].kind == kind)
-            return walkers[i].fn;
-    return NULL;
+    fk_batch *ep = &f->e;
+    for (size_t i = 0; i < ncand; i++) {
+        layout_cmd hc;
+        f->lay.ops->has_ids(&f->lay, cand[i], perm_apply(&f->ps.tables[0], cand[i]), &hc);
+        if (fk_add(&f->net, ep, hc.argv[1], hc.argvlen[1], hc.argc, hc.argv, hc.argvlen) != 0)
+            return -1;
+        if (ep->n == FK_BATCH || i + 1 == ncand) {
+            if (fk_run(&f->net, ep) != 0)
+                return -1;
+            for (size_t k = 0; k < ep->n; k++) {
+                const redisReply *e = ep->reply[k];
+                uint64_t fp = cand[i + 1 - ep->n + k];
+                int orphan = e->type == REDIS_REPLY_INTEGER && e->integer == 0;
+                if ((orphan || e->type == REDIS_REPLY_ERROR) &&
+                    (orphan = fk_split_confirm(f, fp, 0, 1)) < 0)
+                    return -1;
+                if (orphan && (orphan = fk_live_confirm(f, fp)) < 0)
+                    return -1;
+                if (orphan) {
+                    f->n.orphan_entries++;
+                    if (fk_push(&f->bad, &f->nbad, &f->capbad, fp) != 0)
+                        return -1;
+                }
+            }
+            fk_batch_clear(ep);
+        }
+    }
+    return 0;
 }
 
 /* Tables: every member of every bucket; fingerprints without documents are orphans
- * (confirmed with EXISTS, in case one was added meanwhile). */
+ * (confirmed by fk_orphans, in case one was added meanwhile). */
 static int fk_tables(fk *f, redisReply **keys, size_t n)
 {
-    fk_batch *bp = &f->b, *ep = &f->e;
+    fk_batch *bp = &f->b;
     unsigned tab[FK_BATCH];
     uint64_t bucket[FK_BATCH];
     int ok[FK_BATCH];
@@ -531,11 +472,12 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
         return -1;
     uint64_t cand[FK_BATCH * 64];
     size_t ncand = 0, j = 0;
-    for (size_t i = 0; i < n; i++) {
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
         if (!ok[i])
             continue;
         redisReply *r = bp->reply[j++];
-        for (size_t m = 0; r->type == REDIS_REPLY_ARRAY && m < r->elements; m++) {
+        for (size_t m = 0; r->type == REDIS_REPLY_ARRAY && m < r->elements && rc == 0; m++) {
             uint64_t p;
             if (f->lay.ops->member_decode(&f->lay, bucket[i], r->element[m]->str,
                                           r->element[m]->len, &p) != 0) {
@@ -545,43 +487,18 @@ static int fk_tables(fk *f, redisReply **keys, size_t n)
             uint64_t fp = perm_revert(&f->ps.tables[tab[i]], p);
             if (fk_have(f, fp))
                 continue;
-            if (ncand < sizeof(cand) / sizeof(cand[0])) {
-                cand[ncand++] = fp;
-            } else {
-                f->n.orphan_entries++;      /* too many at once to confirm: count it */
-                if (fk_push(&f->bad, &f->nbad, &f->capbad, fp) != 0)
-                    return -1;
+            cand[ncand++] = fp;
+            if (ncand == sizeof(cand) / sizeof(cand[0])) {
+                rc = fk_orphans(f, cand, ncand);
+                ncand = 0;
             }
         }
     }
     fk_batch_clear(bp);
-    for (size_t i = 0; i < ncand; i++) {
-        layout_cmd hc;
-        f->lay.ops->has_ids(&f->lay, cand[i], perm_apply(&f->ps.tables[0], cand[i]), &hc);
-        if (fk_add(&f->net, ep, hc.argv[1], hc.argvlen[1], hc.argc, hc.argv, hc.argvlen) != 0)
-            return -1;
-        if (ep->n == FK_BATCH || i + 1 == ncand) {
-            if (fk_run(&f->net, ep) != 0)
-                return -1;
-            for (size_t k = 0; k < ep->n; k++) {
-                const redisReply *e = ep->reply[k];
-                int orphan = e->type == REDIS_REPLY_INTEGER && e->integer == 0;
-                if (layout_splits(&f->lay) && (orphan || e->type == REDIS_REPLY_ERROR) &&
-                    (orphan = fk_split_confirm(f, cand[i + 1 - ep->n + k], 0, 1)) < 0)
-                    return -1;
-                if (orphan) {
-                    f->n.orphan_entries++;
-                    if (fk_push(&f->bad, &f->nbad, &f->capbad, cand[i + 1 - ep->n + k]) != 0)
-                        return -1;
-                }
-            }
-            fk_batch_clear(ep);
-        }
-    }
-    return 0;
+    return rc == 0 ? fk_orphans(f, cand, ncand) : -1;
 }
 
-/* ---- Split buckets (layout 3, cmd_fsck_split.c) ---- */
+/* ---- Split buckets (cmd_fsck_split.c) ---- */
 
 /* The directories: each read into the layout's cache, before the other phases. */
 static int fk_dirs(fk *f, redisReply **keys, size_t n)
@@ -626,7 +543,8 @@ static int fk_split_keys(fk *f, redisReply **keys, size_t n)
     if (fk_run(&f->net, bp) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
-        fsck_split_key(f->split, &f->lay, keys[i]->str, keys[i]->len, type[i], bp->reply[i]);
+        fsck_split_key(f->split, &f->lay, keys[i]->str, keys[i]->len, type[i], bp->reply[i],
+                       fk_send, &f->net);
     fk_batch_clear(bp);
     return 0;
 }
@@ -663,37 +581,6 @@ static int fk_locks(fk *f, redisReply **keys, size_t n)
     return 0;
 }
 
-/* Counters: every c:{0:xx} against the recount; with --repair rewritten. */
-static int fk_counters(fk *f)
-{
-    for (unsigned xx = 0; xx < 256; xx++) {
-        char key[LAYOUT_KEY_MAX];
-        size_t kl = layout_count_key(key, sizeof(key), xx);
-        size_t ni = fk_node_of(&f->net, key, kl);
-        redisContext *c = fk_node_conn(&f->net, ni);
-        if (c == NULL)
-            return -1;
-        redisReply *r = redisCommand(c, "HMGET %s fingerprints documents", key);
-        long long have[2] = {0, 0};
-        for (int i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 2 && (size_t)i < r->elements; i++)
-            if (r->element[i]->type == REDIS_REPLY_STRING)
-                have[i] = strtoll(r->element[i]->str, NULL, 10);
-        if (r)
-            freeReplyObject(r);
-        if (have[0] == f->cnt_fps[xx] && have[1] == f->cnt_docs[xx])
-            continue;
-        f->n.counter_bad++;
-        if (f->repair) {
-            r = redisCommand(c, "HSET %s fingerprints %lld documents %lld", key, f->cnt_fps[xx],
-                             f->cnt_docs[xx]);
-            if (r && r->type != REDIS_REPLY_ERROR)
-                f->n.counters_fixed++;
-            if (r)
-                freeReplyObject(r);
-        }
-    }
-    return 0;
-}
 
 /* Reconciles fp under its write lock with the worker's steps (layout_fix_*): 1
  * repaired, 0 busy (a live writer has it), -1 failed. */
@@ -719,7 +606,7 @@ static int fk_fix(fk *f, uint64_t fp, unsigned seq)
     for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++) {
         layout_cmd ec;
         layout_fix_entry(&f->lay, &f->ps, &fx, t, &ec);
-        int k = layout_cmd_key_index(&ec);      /* layout 3 writes through a script */
+        int k = layout_cmd_key_index(&ec);      /* writes go through a script */
         if (fk_add(&f->net, bp, ec.argv[k], ec.argvlen[k], ec.argc, ec.argv, ec.argvlen) != 0)
             return -1;
     }
@@ -751,7 +638,7 @@ static int fk_meta(fk *f)
         return -1;
     redisReply *r = redisCommand(c, "HMGET %s blocks distance layout bucket_bits "
                                  "tombstone_seconds", mkey);
-    long v[5] = {-1, -1, -1, -1, LAYOUT_TOMBSTONE_S_OLD};
+    long v[5] = {-1, -1, -1, LAYOUT_SHARD_BITS, -1};
     for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 5 && i < r->elements; i++)
         if (r->element[i]->type == REDIS_REPLY_STRING)
             v[i] = strtol(r->element[i]->str, NULL, 10);
@@ -762,9 +649,16 @@ static int fk_meta(fk *f)
                 mkey, f->net.node[ni].host, f->net.node[ni].port);
         return -1;
     }
-    if (v[2] < 0 || v[3] <= 0 || layout_ctx_init(&f->lay, (unsigned)v[2], (unsigned)v[3]) != 0) {
-        fprintf(stderr, "%s: %s says layout %ld, bucket_bits %ld; this fsck reads layouts "
-                "%d to %d\n", f->prog, mkey, v[2], v[3], LAYOUT_VERSION_MIN, LAYOUT_VERSION_MAX);
+    if (v[2] != LAYOUT_VERSION || v[3] != LAYOUT_SHARD_BITS) {
+        fprintf(stderr, "%s: redis %s:%d holds a corpus of data layout %ld (%s: layout %ld, "
+                "bucket_bits %ld); this build reads and writes data layout %d only. Copy the "
+                "corpus across: simhash export with the build that wrote it, then simhash "
+                "load into a new corpus\n", f->prog, f->net.node[ni].host,
+                f->net.node[ni].port, v[2], mkey, v[2], v[3], LAYOUT_VERSION);
+        return -1;
+    }
+    if (layout_ctx_init(&f->lay) != 0) {
+        fprintf(stderr, "%s: out of memory\n", f->prog);
         return -1;
     }
     if (v[4] >= LAYOUT_TOMBSTONE_S_MIN && v[4] <= LAYOUT_TOMBSTONE_S_MAX)
@@ -792,7 +686,7 @@ static void fk_usage(FILE *out)
             "  --cluster             a Redis Cluster: scan every master\n"
             "  --corpus NAME         the corpus of that name (its workers' option corpus)\n"
             "  --repair              reconcile every inconsistent fingerprint under its write\n"
-            "                        lock and rewrite wrong counters (layouts 3, 4: first move the\n"
+            "                        lock and rewrite wrong counters (first move the\n"
             "                        members of buckets outside their directory or bounds)\n"
             "  --password-file FILE  AUTH with the password in FILE\n"
             "  --user USER           AUTH as this ACL user\n"
@@ -904,25 +798,22 @@ int cmd_fsck(int argc, char **argv)
     if (f->quiet)
         f->prog_bar.enabled = 0;
     char pd[LAYOUT_KEY_MAX], ps[LAYOUT_KEY_MAX], pw[LAYOUT_KEY_MAX];
-    layout_scan_pattern(pd, sizeof(pd), f->lay.ops->docs_kind);
+    layout_scan_pattern(pd, sizeof(pd), LAYOUT_KEY_BUCKET);
     layout_scan_pattern(ps, sizeof(ps), LAYOUT_KEY_BUCKET);
     size_t pl = strlen(pd);
-    int docs_in_buckets = strcmp(pd, ps) == 0;      /* layout 4: table 0's only */
-    if (docs_in_buckets && pl >= 1 && pl + 2 < sizeof(pd))
+    if (pl >= 1 && pl + 2 < sizeof(pd))        /* the documents: table 0's buckets */
         memcpy(pd + pl - 1, "0:*", 4);
     layout_scan_pattern(pw, sizeof(pw), LAYOUT_KEY_LOCKS);
-    fk_keys_fn docs_fn = fk_docs_walker(f->lay.ops->docs_kind);
-    if (layout_splits(&f->lay)) {   /* its directories first: the phases route by them */
+    {                               /* the directories first: the phases route by them */
         char pr[LAYOUT_KEY_MAX];
         layout_scan_pattern(pr, sizeof(pr), (layout_key_kind)'r');
         if ((f->split = fsck_split_new()) == NULL || fk_scan(f, pr, fk_dirs) != 0 ||
-            fk_scan(f, ps, fk_split_keys) != 0 ||
-            (!docs_in_buckets && fk_scan(f, pd, fk_split_keys) != 0))
+            fk_scan(f, ps, fk_split_keys) != 0)
             goto out;
         if (f->repair)      /* before the other phases, which then see the entries moved */
             fsck_split_repair(f->split, &f->lay, fk_send, &f->net);
     }
-    if (docs_fn == NULL || fk_scan(f, pd, docs_fn) != 0)
+    if (fk_scan(f, pd, fk_members) != 0)
         goto out;
     if (f->nhave > 1)
         qsort(f->have, f->nhave, sizeof(*f->have), fk_cmp_u64);
@@ -945,8 +836,11 @@ int cmd_fsck(int argc, char **argv)
                 f->n.repair_errors++;
         }
     }
-    if (fk_counters(f) != 0)
+    fsck_count_stats cs;
+    if (fsck_counters(&f->lay, &f->ps, &f->net, f->cnt_fps, f->cnt_docs, f->repair, &cs) != 0)
         goto out;
+    f->n.counter_bad = cs.mismatches;
+    f->n.counters_fixed = cs.fixed;
     const fk_counts *n = &f->n;
     int split_bad = f->split && fsck_split_report(f->split, stdout) > 0;
     int split_left = f->split && fsck_split_left(f->split, f->repair) > 0;
@@ -957,10 +851,12 @@ int cmd_fsck(int argc, char **argv)
     printf("keys_scanned:%llu\nfingerprints:%llu\ndocuments:%llu\n"
            "fingerprints_missing_entries:%llu\nmissing_entries:%llu\norphan_entries:%llu\n"
            "orphan_fingerprints:%llu\nforeign_keys_or_members:%llu\nstale_locks:%llu\n"
-           "live_locks:%llu\ncounter_mismatches:%llu\nfingerprints_ids_lost:%llu\n",
+           "live_locks:%llu\ncounter_mismatches:%llu\nfingerprints_ids_lost:%llu\n"
+           "counters_rechecked:%llu\ncounters_writes_in_flight:%llu\n"
+           "findings_rechecked:%llu\nfindings_writes_in_flight:%llu\n",
            n->keys, n->fps, n->docs, n->fps_missing, n->entries_missing, n->orphan_entries,
            n->orphan_fps, n->foreign, n->stale_locks, n->live_locks, n->counter_bad,
-           n->ids_lost);
+           n->ids_lost, cs.rechecked, cs.in_flight, n->rechecked, n->in_flight);
     if (f->repair)
         printf("repaired_fingerprints:%llu\nrepair_busy:%llu\nrepair_errors:%llu\n"
                "counters_rewritten:%llu\n", n->repaired, n->repair_busy, n->repair_errors,

@@ -1,5 +1,5 @@
 /* cmd_fsck_split.c: what `simhash fsck` checks in a layout whose buckets split
- * (cmd_fsck_split.h): the invariants tests/tools/layout3_check.py's verify() checks,
+ * (cmd_fsck_split.h): the invariants tests/tools/bucket_check.py's verify() checks,
  * judged from replies cmd_fsck.c reads. */
 #include "cmd_fsck_split.h"
 
@@ -20,8 +20,8 @@ typedef struct fs_stray {
 
 struct fsck_split {
     bdir_shard *dir[PERM_MAX_TABLES];   /* per table: FS_SHARDS directories, or NULL */
-    unsigned long long directories, buckets, idhashes, tombstones, largest;
-    unsigned long long not_in_directory, out_of_bounds, bad_keys, idhash_bad;
+    unsigned long long directories, buckets, tombstones, largest;
+    unsigned long long not_in_directory, out_of_bounds, bad_keys, rechecked, in_flight;
     unsigned long long moved, repair_failed;
     fs_stray *stray;
     size_t nstray, capstray;
@@ -87,6 +87,29 @@ static size_t fs_tag(const char *key, size_t len, char kind, unsigned *t, unsign
     return m == n && memcmp(again, buf, (size_t)n) == 0 ? plen + (size_t)n : 0;
 }
 
+/* Loads directory s from a ZRANGE reply of its lower bounds. Returns 0, or -1 (not
+ * a directory's reply, or out of memory). */
+static int fs_load(bdir_shard *s, const redisReply *members)
+{
+    if (members->type != REDIS_REPLY_ARRAY)
+        return -1;
+    bdir_bound *los = malloc((members->elements + 1) * sizeof(*los));
+    if (los == NULL)
+        return -1;
+    int rc = 0;
+    for (size_t i = 0; i < members->elements && rc == 0; i++) {
+        const redisReply *e = members->element[i];
+        if (e->type != REDIS_REPLY_STRING || e->len > BDIR_BOUND_MAX)
+            rc = -1;
+        else
+            los[i] = bdir_bound_make(e->str, e->len);
+    }
+    if (rc == 0)
+        rc = bdir_shard_load(s, los, members->elements);
+    free(los);
+    return rc;
+}
+
 int fsck_split_dir(fsck_split *fs, layout_ctx *lay, const char *key, size_t len,
                    const redisReply *members)
 {
@@ -94,21 +117,12 @@ int fsck_split_dir(fsck_split *fs, layout_ctx *lay, const char *key, size_t len,
     size_t n = fs_tag(key, len, 'r', &t, &xx);
     bdir_shard *s = n == len ? fs_shard(fs, t, xx) : NULL;
     if (s == NULL || members == NULL || members->type != REDIS_REPLY_ARRAY ||
-        layout_dir_load(lay, t, xx, members, layout_dir_clock()) != 0) {
+        layout_dir_load(lay, t, xx, members, layout_dir_clock()) != 0 || fs_load(s, members) != 0) {
         fs->bad_keys++;
         return -1;
     }
-    bdir_bound *los = malloc((members->elements + 1) * sizeof(*los));
-    if (los == NULL) {
-        fs->bad_keys++;
-        return -1;
-    }
-    for (size_t i = 0; i < members->elements; i++)
-        los[i] = bdir_bound_make(members->element[i]->str, members->element[i]->len);
-    int rc = bdir_shard_load(s, los, members->elements);
-    free(los);
     fs->directories++;
-    return rc;
+    return 0;
 }
 
 /* 1 when a member of table t carries ids after its 7 bytes (layout 4's table 0). */
@@ -153,20 +167,59 @@ static void fs_stray_add(fsck_split *fs, const char *key, size_t len, unsigned t
     x->shard = xx;
 }
 
-void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size_t len,
-                    const char *type, const redisReply *members)
+/* The members of bucket key [lo, hi) of (t, xx) against directory s: *outside when
+ * the bucket is no run of it, *stray when a member lies outside the bounds. */
+static void fs_judge(const layout_ctx *lay, const bdir_shard *s, unsigned t, bdir_bound lo,
+                     bdir_bound hi, const redisReply *members, int *outside, int *stray)
 {
-    int bucket = 1;
+    size_t i = bdir_shard_find(s, lo);
+    *outside = s->lo[i] != lo || bdir_shard_hi(s, i) != hi;
+    *stray = !fs_within(members, lo, hi, fs_long(lay, t));
+}
+
+/* A bucket found outside its directory or bounds, read again with its directory:
+ * the directory read fresh (into s and lay's cache), then the key's TYPE and members.
+ * Returns 1 when it still is, 0 when it was a write in flight (a split since the
+ * directory was read: now a run of it, or a tombstone, or gone), -1 failed. */
+static int fs_recheck(fsck_split *fs, const layout_ctx *lay, bdir_shard *s, unsigned t,
+                      unsigned xx, const char *key, size_t len, bdir_bound lo, bdir_bound hi,
+                      fsck_split_send_fn send, void *arg)
+{
+    layout_cmd dc;
+    layout_dir_read(lay, t, xx, &dc);
+    uint64_t sent = layout_dir_clock();
+    redisReply *d = send(arg, dc.argv[1], dc.argvlen[1], dc.argc, dc.argv, dc.argvlen);
+    int rc = d && fs_load(s, d) == 0 && layout_dir_load(lay, t, xx, d, sent) == 0 ? 0 : -1;
+    if (d)
+        freeReplyObject(d);
+    const char *argv[4] = {"ZRANGE", key, "0", "-1"};
+    size_t lens[4] = {6, len, 1, 2};
+    redisReply *m = rc == 0 ? send(arg, key, len, 4, argv, lens) : NULL;
+    if (m == NULL)
+        return -1;
+    int outside = 0, stray = 0;
+    if (m->type == REDIS_REPLY_ARRAY && m->elements > 0)
+        fs_judge(lay, s, t, lo, hi, m, &outside, &stray);
+    else if (m->type != REDIS_REPLY_ARRAY &&
+             !(m->type == REDIS_REPLY_ERROR && strncmp(m->str, "WRONGTYPE", 9) == 0))
+        rc = -1;                        /* not a tombstone's WRONGTYPE, not empty (gone) */
+    freeReplyObject(m);
+    fs->rechecked++;
+    if (rc == 0 && !outside && !stray)
+        fs->in_flight++;
+    return rc < 0 ? -1 : outside || stray;
+}
+
+void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size_t len,
+                    const char *type, const redisReply *members, fsck_split_send_fn send,
+                    void *arg)
+{
     unsigned t, xx;
     size_t n = fs_tag(key, len, 's', &t, &xx);
-    if (n == 0) {
-        n = fs_tag(key, len, 'h', &t, &xx);
-        bucket = 0;
-    }
     bdir_bound lo, hi;
     bdir_shard *s = n ? fs_shard(fs, t, xx) : NULL;
     if (s == NULL || len < n + 2 || key[n] != ':' ||
-        bdir_suffix_parse(key + n + 1, len - n - 1, &lo, &hi) != 0 || (!bucket && t != 0)) {
+        bdir_suffix_parse(key + n + 1, len - n - 1, &lo, &hi) != 0) {
         fs->bad_keys++;
         return;
     }
@@ -176,27 +229,33 @@ void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size
     }
     if (strcmp(type, "none") == 0)             /* gone since the SCAN */
         return;
-    if (strcmp(type, bucket ? "zset" : "hash") != 0 || members == NULL ||
-        members->type != REDIS_REPLY_ARRAY) {
+    if (members && members->type == REDIS_REPLY_ERROR &&
+        strncmp(members->str, "WRONGTYPE", 9) == 0) {
+        fs->tombstones++;                       /* split between its TYPE and ZRANGE */
+        fs->rechecked++;
+        fs->in_flight++;
+        return;
+    }
+    if (strcmp(type, "zset") != 0 || members == NULL || members->type != REDIS_REPLY_ARRAY) {
         fs->bad_keys++;
         return;
     }
-    size_t i = bdir_shard_find(s, lo);
-    int outside = s->lo[i] != lo || bdir_shard_hi(s, i) != hi;
-    int stray = !fs_within(members, lo, hi, bucket && fs_long(lay, t));
+    int outside, stray;
+    fs_judge(lay, s, t, lo, hi, members, &outside, &stray);
+    if (outside || stray) {
+        int again = fs_recheck(fs, lay, s, t, xx, key, len, lo, hi, send, arg);
+        if (again == 0)
+            outside = stray = 0;
+        else if (again < 0)
+            fs->bad_keys++;             /* could not be read again: left as found */
+    }
     fs->not_in_directory += (unsigned long long)outside;
     fs->out_of_bounds += (unsigned long long)stray;
-    if ((outside || stray) && !bucket)
-        fs->idhash_bad++;
-    if ((outside || stray) && bucket)
+    if (outside || stray)
         fs_stray_add(fs, key, len, t, xx);
-    if (bucket) {
-        fs->buckets++;
-        if (members->elements > fs->largest)
-            fs->largest = members->elements;
-    } else {
-        fs->idhashes++;
-    }
+    fs->buckets++;
+    if (members->elements > fs->largest)
+        fs->largest = members->elements;
 }
 
 /* Reads the directory of (t, xx) again through send and loads it into lay's cache,
@@ -327,17 +386,18 @@ unsigned long long fsck_split_left(const fsck_split *fs, int repaired)
 {
     if (!repaired)
         return fs->not_in_directory + fs->out_of_bounds + fs->bad_keys;
-    return fs->bad_keys + fs->idhash_bad + fs->repair_failed;
+    return fs->bad_keys + fs->repair_failed;
 }
 
 unsigned long long fsck_split_report(const fsck_split *fs, FILE *out)
 {
-    fprintf(out, "split_directories:%llu\nsplit_buckets:%llu\nsplit_id_hashes:%llu\n"
+    fprintf(out, "split_directories:%llu\nsplit_buckets:%llu\n"
             "split_tombstones:%llu\nsplit_largest_bucket:%llu\n"
             "split_buckets_not_in_directory:%llu\nsplit_members_out_of_bounds:%llu\n"
-            "split_bad_keys:%llu\nsplit_members_moved:%llu\nsplit_repair_failures:%llu\n",
-            fs->directories, fs->buckets, fs->idhashes, fs->tombstones, fs->largest,
+            "split_bad_keys:%llu\nsplit_members_moved:%llu\nsplit_repair_failures:%llu\n"
+            "split_rechecked:%llu\nsplit_writes_in_flight:%llu\n",
+            fs->directories, fs->buckets, fs->tombstones, fs->largest,
             fs->not_in_directory, fs->out_of_bounds, fs->bad_keys, fs->moved,
-            fs->repair_failed);
+            fs->repair_failed, fs->rechecked, fs->in_flight);
     return fs->not_in_directory + fs->out_of_bounds + fs->bad_keys;
 }

@@ -1,5 +1,5 @@
 /* cmd_fsck_split.h: the part of `simhash fsck` for a layout whose buckets split
- * (layout 3, docs/elastic-buckets.md): the directories read into the layout's cache
+ * (docs/elastic-buckets.md): the directories read into the layout's cache
  * (so the other phases route each entry to its live bucket), and the layout's own
  * invariants checked key by key: every live bucket and id hash is a run of its
  * directory (its bounds two consecutive lower bounds of it, the last unbounded),
@@ -27,14 +27,17 @@ void fsck_split_free(fsck_split *fs);
 int fsck_split_dir(fsck_split *fs, layout_ctx *lay, const char *key, size_t len,
                    const redisReply *members);
 
-/* A key of kind `kind` (LAYOUT_KEY_BUCKET or LAYOUT_KEY_IDHASH) of the corpus, its
- * TYPE and, for a zset / hash, its members (ZRANGE 0 -1 / HKEYS). Counts it. */
-void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size_t len,
-                    const char *type, const redisReply *members);
-
 /* A blocking command, routed by key (its Redis Cluster node). */
 typedef redisReply *(*fsck_split_send_fn)(void *arg, const char *key, size_t klen, int argc,
                                           const char **argv, const size_t *lens);
+
+/* A bucket key of the corpus, its TYPE and, for a zset, its members (ZRANGE 0 -1).
+ * Counts it. One found outside its directory or bounds is read again with its
+ * directory (through send) before it counts: a bucket that split since the directory
+ * was read is a write in flight (split_rechecked, split_writes_in_flight). */
+void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size_t len,
+                    const char *type, const redisReply *members, fsck_split_send_fn send,
+                    void *arg);
 
 /* --repair: every member of a bucket found outside its directory or bounds is written
  * into its live bucket (the layout's table write, following splits), then removed

@@ -150,14 +150,10 @@ th_stop() {
     th_reap "$pid"
 }
 
-# 0 (true) when the workers' corpora have elastic buckets: TH_LAYOUT unset (the
-# default), 3 or 4.
-th_layout_splits() { case ${TH_LAYOUT:-3} in 3|4) return 0 ;; *) return 1 ;; esac; }
-
-# The keys of a layout-3 corpus on the Redis at 127.0.0.1:PORT, those matching PATTERN
-# (default its buckets and tombstones): tests/tools/layout3_keys.py's name=value lines.
-th_l3_keys() {
-    PYTHONPATH="$TH_SRC/tests/tools" timeout 120 python3 "$TH_SRC/tests/tools/layout3_keys.py" "$@"
+# The keys of the corpus on the Redis at 127.0.0.1:PORT, those matching PATTERN
+# (default its buckets and tombstones): tests/tools/bucket_keys.py's name=value lines.
+th_bucket_keys() {
+    PYTHONPATH="$TH_SRC/tests/tools" timeout 120 python3 "$TH_SRC/tests/tools/bucket_keys.py" "$@"
 }
 
 # The value of NAME in the name=value lines TEXT.
@@ -204,10 +200,10 @@ th_start_redis_on() {
 
 #   th_start_shard NAME REDIS_PORT LO-HI BLOCKS DISTANCE [PORT] [extra args..]
 #       start simhash-shard for first-byte shards LO-HI; waits for its port; sets
-#       TH_SHARD_PORT and TH_SHARD_PID (PORT default: a free one). With TH_LAYOUT
-#       set (1 to 4) the worker gets --layout TH_LAYOUT, with TH_SPLIT_LIMIT
-#       --split-limit, with TH_TOMBSTONE_S --tombstone-seconds: tests registered once
-#       per layout (tests/CMakeLists.txt) run the same checks on each
+#       TH_SHARD_PORT and TH_SHARD_PID (PORT default: a free one). With TH_SPLIT_LIMIT
+#       set the worker gets --split-limit, with TH_TOMBSTONE_S --tombstone-seconds:
+#       tests registered again with them (tests/CMakeLists.txt) run the same checks
+#       while buckets split
 th_start_shard() {
     local name=$1 rport=$2 range=$3 blocks=$4 dist=$5 port=${6:-}
     shift 5
@@ -215,7 +211,7 @@ th_start_shard() {
     [ -n "$port" ] || port=$(th_free_port)
     th_start "$name" "${TH_DAEMON_SECS:-600}" "$TH_BIN/simhash-shard" --bind 127.0.0.1 --port "$port" \
         --redis-host 127.0.0.1 --redis-port "$rport" --shards "$range" \
-        --blocks "$blocks" --distance "$dist" ${TH_LAYOUT:+--layout "$TH_LAYOUT"} \
+        --blocks "$blocks" --distance "$dist" \
         ${TH_SPLIT_LIMIT:+--split-limit "$TH_SPLIT_LIMIT"} \
         ${TH_TOMBSTONE_S:+--tombstone-seconds "$TH_TOMBSTONE_S"} "$@"
     TH_SHARD_PID=$TH_PID
@@ -241,7 +237,7 @@ th_start_coord() {
 #   th_deploy NAME NWORKERS BLOCKS DISTANCE TIMEOUT_MS [worker args..]
 #       a deployment: one Redis (r-NAME), NWORKERS workers (1: w-NAME serving shards
 #       0-255; 2: wa-NAME 0-127 and wb-NAME 128-255) started with the worker args
-#       (--layout L, --bucket-bits B, ...; no --layout: TH_LAYOUT's or the default) and
+#       (--split-limit N, ...) and
 #       a coordinator over them (c-NAME, timeout TIMEOUT_MS). Sets TH_DEPLOY_PORT (the
 #       coordinator's port), TH_DEPLOY_WPORTS (the workers'), TH_DEPLOY_RPORT (Redis's)
 #       and TH_DEPLOY_PIDS (coordinator, workers, Redis: the order to stop them in); when

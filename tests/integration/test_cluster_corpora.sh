@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # test_cluster_corpora.sh: two corpora in one Redis Cluster. A 3-master cluster (no
-# replicas); corpus "a" (layout 2) and corpus "b" (layout 1), each with a shard worker
+# replicas); corpora "a" and "b" (b with a split limit of 8), each with a shard worker
 # (cluster yes) beside every master and its own coordinator. Both load a planted
 # corpus (other seeds) and are verified against brute force: nothing missed, nothing
 # extra, so neither sees the other's fingerprints; then the same fingerprints with
-# other ids in each (tests/tools/layout2_ids.py isolate). Every key carries its
+# other ids in each (tests/tools/ids_check.py isolate). Every key carries its
 # corpus's prefix and the hash tags are intact: a key's slot is that of its {t:xx}.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -13,7 +13,7 @@ th_init cluster-corpora
 th_need_bins simhash-shard simhash-coordinator
 command -v redis-cli >/dev/null || th_fail "redis-cli not found"
 DRIVER="$TH_SRC/tests/tools/simhash_e2e.py"
-IDS="$TH_SRC/tests/tools/layout2_ids.py"
+IDS="$TH_SRC/tests/tools/ids_check.py"
 export PYTHONPATH="$TH_SRC/tests/tools"
 BASES=${E2E_BASES:-150}
 
@@ -36,19 +36,19 @@ wait_routing() {
 }
 
 declare -A CPORT
-for spec in "a 2" "b 1"; do
+for spec in "a 128" "b 8"; do
     set -- $spec
-    name=$1 layout=$2 workers=""
+    name=$1 limit=$2 workers=""
     for i in 0 1 2; do
         th_start_shard "shard-$name-$i" "${CL_PORTS[$i]}" 0-255 6 3 "" --cluster yes \
-            --corpus "$name" --layout "$layout"
+            --corpus "$name" --split-limit "$limit"
         workers="$workers 127.0.0.1:$TH_SHARD_PORT"
     done
     th_start_coord "coord-$name" 6 3 3000 "$workers" "" --cluster-node "127.0.0.1:${CL_PORTS[0]}" \
         --health-interval-ms 200 --corpus "$name"
     CPORT[$name]=$TH_COORD_PORT
     wait_routing "$TH_COORD_PORT"
-    [ "$(info_field "$TH_COORD_PORT" layout)" = "$layout" ] || th_fail "corpus $name: layout is not $layout"
+    [ "$(info_field "$TH_COORD_PORT" layout)" = 4 ] || th_fail "corpus $name: layout is not 4"
 done
 
 for name in a b; do
@@ -78,6 +78,6 @@ for p in "${CL_PORTS[@]}"; do
 done
 [ "$n" -gt 30 ] || th_fail "only $n keys looked at"
 [ -n "$(timeout 10 redis-cli -c -p "${CL_PORTS[0]}" hget a:simhash:meta layout)" ] || th_fail "no a:simhash:meta"
-# the nodes have the limits layout 2 needs: no worker warned
+# the nodes have the limits the layout needs: no worker warned
 grep -l "listpack" "$TH_DIR"/shard-*.log && th_fail "a worker warned about listpack limits that were set"
 th_log "PASS"

@@ -11,10 +11,9 @@
 # migrated by hand in two halves: reads in between get -ASK, followed with ASKING.
 # `simhash export` (the SIMHASH.SCAN walk) prints exactly the planted pairs after the
 # load, after the reshard and with the slot half migrated, and `simhash fsck --cluster`
-# finds the data clean; the (8,2) run keeps its corpus at bucket-bits 24, so its walk
-# meets mostly empty buckets. Registered a second time in data layout 3 with a split
-# limit of 4 (tests/CMakeLists.txt; no bucket bits there): buckets split while the
-# corpus loads, then move with their slots.
+# finds the data clean. Registered a second time with a split limit of 4
+# (tests/CMakeLists.txt): buckets split while the corpus loads, then move with their
+# slots.
 set -u
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/cluster_lib.sh"
@@ -73,9 +72,6 @@ worker_sum() {
     echo "$n"
 }
 
-# listings SHARD_PORTS...: the SHARD.SCAN calls of those workers that listed buckets
-listings() { worker_sum scan_listings "$@"; }
-
 # Wait until the coordinator on port $1 reports routing ok (all routes up).
 wait_routing() {
     local i=0
@@ -107,11 +103,9 @@ for setting in "6 3" "8 2"; do
     blocks=$1 dist=$2
     th_log "blocks $blocks distance $dist"
     wpids=() workers="" wports=()
-    # 0: the layout's default (layout 3 has no bucket bits)
-    bb=$([ "$blocks" = 8 ] && ! th_layout_splits && echo 24 || echo 0)
     for i in 0 1 2; do
         th_start_shard "shard-$blocks-$dist-$i" "${CL_PORTS[$i]}" 0-255 "$blocks" "$dist" "" \
-            --cluster yes --bucket-bits "$bb"
+            --cluster yes
         wpids+=("$TH_SHARD_PID")
         wports+=("$TH_SHARD_PORT")
         workers="$workers 127.0.0.1:$TH_SHARD_PORT"
@@ -132,17 +126,14 @@ for setting in "6 3" "8 2"; do
         || th_fail "load (blocks $blocks distance $dist)"
     timeout 240 python3 "$DRIVER" verify --port "$cport" --state "$state" --seed 7 \
         || th_fail "verify (blocks $blocks distance $dist)"
-    if [ -n "${TH_SPLIT_LIMIT:-}" ]; then   # layout 3 with a tiny split limit
+    if [ -n "${TH_SPLIT_LIMIT:-}" ]; then   # a tiny split limit
         splits=$(info_field "$cport" bucket_splits)
-        th_log "layout ${TH_LAYOUT:-3}: ${splits:-0} buckets split while the corpus loaded; table writes" \
+        th_log "${splits:-0} buckets split while the corpus loaded; table writes" \
             "sent again alone $(worker_sum entries_resent "${wports[@]}"), requests run" \
             "again $(worker_sum requests_rerun "${wports[@]}")"
         [ "${splits:-0}" -ge 100 ] || th_fail "only ${splits:-0} buckets split"
     fi
     export_check "$cport" "$state" "after the load (blocks $blocks distance $dist)"
-    if [ "$bb" = 24 ]; then     # sparse: the walk listed the buckets of the slots
-        [ "$(listings "${wports[@]}")" -gt 0 ] || th_fail "no SHARD.SCAN listed buckets at bucket-bits 24"
-    fi
 
     # keys on every master, no data request redirected while the map was right
     for p in "${CL_PORTS[@]}"; do
@@ -205,13 +196,8 @@ for setting in "6 3" "8 2"; do
         [ "${ask1:-0}" -gt "${ask0:-0}" ] || th_fail "no ASK followed during the migration ($ask0 -> $ask1)"
         timeout 300 "$TH_BIN/simhash" export --port "$cport" 2>/dev/null | sort |
             cmp -s - "$TH_DIR/want.txt" || th_fail "export during a slot migration differs"
-        # small steps: empty windows, so listings, one of them in the migrating slot,
-        # which the worker must not trust (its keys are on two nodes)
-        l0=$(listings "${wports[@]}")
+        # small steps, one of them in the migrating slot, whose keys are on two nodes
         walk_small "$cport" || th_fail "SIMHASH.SCAN in small steps during a slot migration"
-        # (layouts 3 and 4 walk their directories: they never list)
-        th_layout_splits || [ "$(listings "${wports[@]}")" -gt "$l0" ] ||
-            th_fail "no listing in the small-step walk"
         timeout 20 redis-cli -p "$src" migrate 127.0.0.1 "$dst" "" 0 5000 keys "${keys[@]:$half}" \
             >/dev/null || th_fail "migrate the rest"
         for p in $(cl_master_ports); do

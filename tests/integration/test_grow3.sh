@@ -2,7 +2,7 @@
 # test_grow3.sh: the corpus `bench-dist_load grow3` writes straight to Redis (the one
 # docs/capacity.md measures at 10M and 30M: buckets split by a simulation of the split
 # script, every key written whole) is a corpus the system reads, checks and writes as
-# its own, in layouts 3 and 4. For each: a deployment (redis-server, 2 workers with a
+# its own, in layout 4: a deployment (redis-server, 2 workers with a
 # split limit of 4 so that grow3 splits thousands of buckets, coordinator); grow3 of
 # fingerprints [0, 1500), then [1500, 3000) on top (the bench's checkpoints, with
 # tombstones of the buckets that split in between); `simhash fsck` clean with exact
@@ -30,7 +30,7 @@ fsck_clean() { # fsck_clean LABEL REDIS_PORT FINGERPRINTS
         th_fail "$1: fsck exit $rc, want clean with $3 fingerprints: $(echo "$out" | tr '\n' ' ')"
 }
 
-for L in 3 4; do
+for L in 4; do
     th_log "layout $L: grow3 of [0, $N1) and [$N1, $N), split limit $LIMIT"
     th_deploy "l$L" 2 6 3 5000 --layout "$L" --split-limit "$LIMIT"
     rport=$TH_DEPLOY_RPORT cport=$TH_DEPLOY_PORT

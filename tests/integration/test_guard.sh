@@ -2,24 +2,24 @@
 # test_guard.sh: a peer at a shard worker's address that sends a reply nobody asked
 # for must not bring the coordinator down (hiredis 0.14 would abort on it): the
 # coordinator drops that connection, keeps serving, and reconnects. Then a worker of an
-# older worker protocol (a SHARD.HELLO of 10 elements, no batched writes): the
-# coordinator refuses it with exit 2 and names the upgrade order.
+# older release (a SHARD.HELLO of 10 elements, no worker protocol): the coordinator
+# refuses it with exit 2 and says to run workers and coordinators of one release.
 set -u
 source "$(dirname "$0")/lib.sh"
 th_init guard
 th_need_bins simhash-coordinator
 
 FAKE_PORT=$(th_free_port)
-# A fake worker: answers SHARD.HELLO like a real one (blocks 6, distance 3, layout 1,
-# bucket bits 16, shards 0-255, not a cluster, fingerprint algorithm v3, no corpus name,
+# A fake worker: answers SHARD.HELLO like a real one (blocks 6, distance 3, layout 4,
+# shard bits 8, shards 0-255, not a cluster, fingerprint algorithm v3, no corpus name,
 # worker protocol 2), then sends an unsolicited status reply. It serves every reconnect
 # the same way and counts connections in $TH_DIR/fake.count. With a third argument
-# "old" it answers as a worker of protocol 1 (10 elements) and sends nothing more.
+# "old" it answers as a worker of an older release (10 elements) and sends nothing more.
 cat > "$TH_DIR/fake.py" <<'PY'
 import os, socket, sys, threading, time
 port, countfile = int(sys.argv[1]), sys.argv[2]
 old = len(sys.argv) > 3 and sys.argv[3] == "old"
-hello = b"*%d\r\n:6\r\n:3\r\n:1\r\n:16\r\n:0\r\n:255\r\n:0\r\n$0\r\n\r\n$2\r\nv3\r\n$0\r\n\r\n" % (10 if old else 11)
+hello = b"*%d\r\n:6\r\n:3\r\n:4\r\n:8\r\n:0\r\n:255\r\n:0\r\n$0\r\n\r\n$2\r\nv3\r\n$0\r\n\r\n" % (10 if old else 11)
 if not old:
     hello += b":2\r\n"
 n = 0
@@ -102,7 +102,8 @@ timeout 60 "$TH_BIN/simhash-coordinator" --bind 127.0.0.1 --port "$(th_free_port
     --distance 3 --timeout-ms 5000 --worker "127.0.0.1:$OLD_PORT" \
     --discover-interval-ms 0 >"$TH_DIR/coordold.log" 2>&1
 rc=$?
-[ "$rc" = 2 ] || th_fail "coordinator over a protocol-1 worker exited $rc, not 2"
-grep -q "upgrade the workers before the coordinators" "$TH_DIR/coordold.log" ||
-    th_fail "coordinator log does not name the upgrade order: $(tail -n 3 "$TH_DIR/coordold.log")"
-echo "test_guard: a protocol-1 worker refused (exit 2, upgrade order named)"
+[ "$rc" = 2 ] || th_fail "coordinator over an older release's worker exited $rc, not 2"
+grep -q "names no worker protocol in SHARD.HELLO (an older release's).*run workers and coordinators of one release" \
+    "$TH_DIR/coordold.log" ||
+    th_fail "coordinator log does not say why: $(tail -n 3 "$TH_DIR/coordold.log")"
+echo "test_guard: an older release's worker refused (exit 2, reason named)"

@@ -6,7 +6,7 @@
 # `simhash fingerprint` and `simhash dedup` on *.html, --html, --text, standard input,
 # --algorithm, --window; bad HTML input; the server's FORMAT html (redis-cli) equal to
 # the CLI; and simhash:meta keeping one fingerprint algorithm per corpus (a worker or
-# coordinator with another refuses to start, a corpus from before the field is v1).
+# coordinator with another refuses to start).
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init html
@@ -133,17 +133,18 @@ timeout 20 "$TH_BIN/simhash-coordinator" --port "$(th_free_port)" --worker "127.
 expect "v1:2 coordinator with a v5 worker: exit 2" "$?" 2
 grep -q "fingerprint algorithms differ" "$TH_DIR/err" "$TH_DIR"/*.log 2>/dev/null ||
     th_fail "coordinator message: '$(cat "$TH_DIR/err")'"
-# a corpus made before the field existed is v1:3
+# a corpus made with v1:3
 th_start_redis redis-old
 op=$TH_REDIS_PORT
-timeout 5 redis-cli -p "$op" HSET simhash:meta blocks 6 distance 3 layout 1 bucket_bits 16 >/dev/null
+timeout 5 redis-cli -p "$op" HSET simhash:meta blocks 6 distance 3 layout 4 bucket_bits 8 \
+    fingerprint v1:3 tombstone_seconds 120 >/dev/null
 timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$op" \
     --fingerprint-algorithm v3 >/dev/null 2>"$TH_DIR/err"
-expect "v3 worker on an old corpus: exit 1" "$?" 1
-grep -q "built with fingerprint algorithm v1:3" "$TH_DIR/err" || th_fail "old corpus message: '$(cat "$TH_DIR/err")'"
+expect "v3 worker on a v1:3 corpus: exit 1" "$?" 1
+grep -q "built with fingerprint algorithm v1:3" "$TH_DIR/err" || th_fail "v1:3 corpus message: '$(cat "$TH_DIR/err")'"
 th_start_shard w-old "$op" 0-255 6 3 "" --fingerprint-algorithm v1
-expect "old corpus keeps no field" "$(timeout 5 redis-cli -p "$op" HEXISTS simhash:meta fingerprint)" 0
-# a worker and a coordinator with no algorithm configured follow the corpus: the old
+expect "the corpus keeps its field" "$(timeout 5 redis-cli -p "$op" HGET simhash:meta fingerprint)" v1:3
+# a worker and a coordinator with no algorithm configured follow the corpus: the
 # corpus's v1:3 (the worker), the workers' (the coordinator)
 th_start_shard w-follow "$op" 0-255 6 3
 expect "worker follows the corpus" \
@@ -161,8 +162,8 @@ expect "its SIMHASH.FINGERPRINT is v1:3's" \
     "$(fp --text --algorithm v1:3 "$D/pages/3.b.html")"
 # an algorithm this build does not know: a worker with none configured refuses it
 th_start_redis redis-v9
-timeout 5 redis-cli -p "$TH_REDIS_PORT" HSET simhash:meta blocks 6 distance 3 layout 3 \
-    bucket_bits 8 fingerprint v9 >/dev/null
+timeout 5 redis-cli -p "$TH_REDIS_PORT" HSET simhash:meta blocks 6 distance 3 layout 4 \
+    bucket_bits 8 fingerprint v9 tombstone_seconds 120 >/dev/null
 timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$TH_REDIS_PORT" \
     >/dev/null 2>"$TH_DIR/err"
 expect "unknown algorithm: exit 1" "$?" 1
@@ -173,5 +174,5 @@ th_start_redis redis-new
 th_start_shard w-new "$TH_REDIS_PORT" 0-255 6 3
 expect "new corpus: default algorithm" \
     "$(timeout 5 redis-cli -p "$TH_REDIS_PORT" HGET simhash:meta fingerprint)" v5
-th_log "simhash:meta: other algorithms refused (worker and coordinator), old corpora are v1:3, unset follows the corpus"
+th_log "simhash:meta: other algorithms refused (worker and coordinator), unset follows the corpus"
 th_log "all checks passed"

@@ -10,7 +10,7 @@
 # the same DIR) keeps every piece protected. The password has a space, quotes and a
 # backslash (Redis's config files must quote it). The cluster's workers get the
 # coordinator's request deadline (timeout-ms 2000, as deploy/shard-cluster.conf). Both
-# deployments are made with --layout 3 (elastic buckets); the cluster's add-node, repair
+# deployments are made with --layout 4; the cluster's add-node, repair
 # and restart read that layout back from its cluster.env.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -114,11 +114,11 @@ base=$(dl_free_base 1 2)
 S="$TH_DIR/single"
 mkdir -p "$S"
 DL_DIR=$S dl_sl up --port $((base + 200)) --redis-port "$base" --shard-port $((base + 100)) \
-    --no-aof --fresh --lifetime 600 --password-file "$TH_DIR/pw" --layout 3 >"$TH_DIR/up.out" 2>&1 ||
-    th_fail "up --password-file --layout 3: $(cat "$TH_DIR/up.out")"
+    --no-aof --fresh --lifetime 600 --password-file "$TH_DIR/pw" --layout 4 >"$TH_DIR/up.out" 2>&1 ||
+    th_fail "up --password-file --layout 4: $(cat "$TH_DIR/up.out")"
 check_deployment "$S" $((base + 200)) $((base + 100)) $((base + 101)) -- "$base"
-auth $((base + 200)) SIMHASH.INFO | tr -d '\r' | grep -qx 'layout:3' ||
-    th_fail "up --layout 3 made a corpus of another layout: $(auth $((base + 200)) SIMHASH.INFO | grep layout)"
+auth $((base + 200)) SIMHASH.INFO | tr -d '\r' | grep -qx 'layout:4' ||
+    th_fail "up --layout 4 made a corpus of another layout: $(auth $((base + 200)) SIMHASH.INFO | grep layout)"
 DL_DIR=$S dl_sl up --port $((base + 200)) --redis-port "$base" --shard-port $((base + 100)) \
     --no-aof --lifetime 600 >"$TH_DIR/up2.out" 2>&1 && th_fail "a second up while running succeeded"
 timeout 60 bash "$DL_LOCAL" status --dir "$S" >"$TH_DIR/status.out" 2>&1 ||
@@ -134,8 +134,8 @@ th_log "single Redis: up again without --password-file keeps the password"
 # ---- Redis Cluster, and a node added ----
 C="$TH_DIR/cluster"
 mkdir -p "$C"
-DL_DIR=$C dl_up_cluster "up --cluster --password-file --layout 3" --masters 3 --no-aof --fresh \
-    --lifetime 600 --password-file "$TH_DIR/pw" --layout 3
+DL_DIR=$C dl_up_cluster "up --cluster --password-file --layout 4" --masters 3 --no-aof --fresh \
+    --lifetime 600 --password-file "$TH_DIR/pw" --layout 4
 check_deployment "$C" "$cport" "$sport" $((sport + 1)) $((sport + 2)) -- \
     "$rport" $((rport + 1)) $((rport + 2))
 # the cluster workers' request deadline is the coordinator's default, 2000 ms
@@ -162,8 +162,8 @@ DL_DIR=$C dl_sl up --cluster --no-aof --lifetime 600 >"$TH_DIR/up.out" 2>&1 ||
     th_fail "up --cluster again: $(tail -5 "$TH_DIR/up.out")"
 check_deployment "$C" "$cport" "$sport" $((sport + 1)) $((sport + 2)) $((sport + 3)) -- \
     "$rport" $((rport + 1)) $((rport + 2)) $((rport + 3))
-auth "$cport" SIMHASH.INFO | tr -d '\r' | grep -qx 'layout:3' ||
-    th_fail "the restarted cluster is not of layout 3: $(auth "$cport" SIMHASH.INFO | grep layout)"
+auth "$cport" SIMHASH.INFO | tr -d '\r' | grep -qx 'layout:4' ||
+    th_fail "the restarted cluster is not of layout 4: $(auth "$cport" SIMHASH.INFO | grep layout)"
 down_and_check "$C"
 th_log "cluster: up again without --password-file keeps the password"
 th_log PASS

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_merge_adds.sh: one-pair SIMHASH.ADDs of many clients written together (the
-# coordinator's merge-adds, on by default; tests/tools/merge_check.py). Two workers of
-# layout 3 with a small split limit (buckets split under the merged writes) behind a
+# coordinator's merge-adds, on by default; tests/tools/merge_check.py). Two workers with
+# a small split limit (buckets split under the merged writes) behind a
 # coordinator:
 #   counts  8 clients pipeline 400 one-pair ADDs each over shared fingerprints (pairs
 #           sent twice, several ids a fingerprint): each distinct pair counts 1 in exactly
@@ -27,9 +27,9 @@ export PYTHONPATH="$TH_SRC/tests/tools"
 CHECK="$TH_SRC/tests/tools/merge_check.py"
 th_start_redis r
 rport=$TH_REDIS_PORT
-TH_LAYOUT=3 TH_SPLIT_LIMIT=16 th_start_shard a "$rport" 0-127 6 3
+TH_SPLIT_LIMIT=16 th_start_shard a "$rport" 0-127 6 3
 a=$TH_SHARD_PORT apid=$TH_PID
-TH_LAYOUT=3 TH_SPLIT_LIMIT=16 th_start_shard b "$rport" 128-255 6 3
+TH_SPLIT_LIMIT=16 th_start_shard b "$rport" 128-255 6 3
 b=$TH_SHARD_PORT
 # deadlines: 10 s where every reply must be exact (a busy machine must not turn them
 # into -TIMEOUT); 1 s for the stall, whose requests must fail while a worker stops

@@ -6,16 +6,15 @@
 # cannot carry; SIMHASH.SCAN rejects bad arguments, and its walk gives the same set
 # with one fingerprint per step (continuing inside buckets) as with the defaults.
 # `simhash migrate` copies the corpus into deployments with other settings
-# (bucket-bits 24; blocks 8 distance 2 bucket-bits 8; the other data layout with
-# bucket-bits 12), verified by a digest of every
+# (a split limit of 4, so the copy splits hundreds of buckets; blocks 8 distance 2),
+# verified by a digest of every
 # pair on both sides, by export -> migrate -> export giving the same set, and by the
 # planted corpus answering exactly against brute force in the copy; a migrate killed
 # with SIGKILL resumes from its --state file (which refuses another source/target);
 # a migrate while a client keeps writing to the source reports the difference, and a
 # second run closes it; a pair deleted from the source makes the check fail. The
-# sparse bucket-bits 24 copy is walked (SIMHASH.SCAN) in small steps through the
-# worker's listing of the buckets that exist; an empty and a one-fingerprint corpus at
-# bucket-bits 24 export exactly, well inside a 60 s hang bound.
+# split copy is walked (SIMHASH.SCAN) in small steps through its many buckets; an
+# empty and a one-fingerprint corpus export exactly, well inside a 60 s hang bound.
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init migrate
@@ -25,17 +24,13 @@ E2E="$TH_SRC/tests/tools/simhash_e2e.py"
 LIVE="$TH_SRC/tests/tools/simhash_live.py"
 SH="$TH_BIN/simhash"
 
-# deployments NAME: one worker each, blocks distance bucket-bits (the worker's layout:
-# TH_LAYOUT's, or the one a new corpus gets when bucket bits are given, 2)
-th_deploy src 1 6 3 3000 --bucket-bits 16
-th_deploy t24 1 6 3 3000 --bucket-bits 24
-th_deploy t8 1 8 2 3000 --bucket-bits 8
-th_deploy tres 1 6 3 3000 --bucket-bits 16
-th_deploy tlive 1 6 3 3000 --bucket-bits 16
-th_deploy tone 1 6 3 3000 --bucket-bits 24
-# a copy into the other data layout (layout 2 -> 1 here, 1 -> 2 in the run with TH_LAYOUT=1)
-OTHER=$([ "${TH_LAYOUT:-2}" = 1 ] && echo 2 || echo 1)
-TH_LAYOUT=$OTHER th_deploy tlay 1 6 3 3000 --bucket-bits 12
+# deployments NAME: one worker each, blocks distance [split limit]
+th_deploy src 1 6 3 3000
+th_deploy tsplit 1 6 3 3000 --split-limit 4
+th_deploy t8 1 8 2 3000
+th_deploy tres 1 6 3 3000
+th_deploy tlive 1 6 3 3000
+th_deploy tone 1 6 3 3000
 
 # export_sorted PORT FILE: the corpus at PORT exported, sorted, into FILE; fails (with the
 # export's messages) when the export did not finish, so a cut export is never compared
@@ -98,7 +93,7 @@ out=$(timeout 60 "$SH" export --port "$port_src" 2>&1 >/dev/null); rc=$?
     th_fail "export of an id with a space: exit $rc, $out"
 
 # ---- migrate into other settings ----
-for t in t24 t8 tlay; do
+for t in tsplit t8; do
     tp=port_$t
     timeout 300 "$SH" migrate --port "$port_src" --to "127.0.0.1:${!tp}" >"$TH_DIR/mig-$t.out" 2>&1 ||
         { cat "$TH_DIR/mig-$t.out" >&2; th_fail "migrate to $t"; }
@@ -109,36 +104,31 @@ for t in t24 t8 tlay; do
     timeout 5 redis-cli -p "${!tp}" simhash.del 77 >/dev/null
 done
 timeout 5 redis-cli -p "$port_src" simhash.del 77 >/dev/null
-[ "$(timeout 5 redis-cli -p "$redis_tlay" hget simhash:meta layout)" = "$OTHER" ] ||
-    th_fail "the copy into layout $OTHER has layout $(timeout 5 redis-cli -p "$redis_tlay" hget simhash:meta layout)"
-for t in t24 t8 tlay; do
+for t in tsplit t8; do
     tp=port_$t
     export_sorted "${!tp}" "$TH_DIR/export-$t.sorted" || th_fail "simhash export of $t"
     cmp -s "$TH_DIR/export-$t.sorted" "$TH_DIR/want.txt" ||
         th_fail "export of $t differs from the source's: $(diff "$TH_DIR/export-$t.sorted" "$TH_DIR/want.txt" | head -5)"
 done
-# exactness against brute force in the copy with bucket-bits 24 (same distance)
-timeout 120 python3 "$E2E" verify --port "$port_t24" --state "$st" --seed 93 >"$TH_DIR/verify.out" 2>&1 ||
-    { cat "$TH_DIR/verify.out" >&2; th_fail "planted corpus in the bucket-bits 24 copy"; }
-th_log "copies: export -> migrate -> export the same set in t24 and t8; t24 $(tail -n 1 "$TH_DIR/verify.out")"
-# t24 is sparse (a few thousand fingerprints in 2^24 buckets): its worker's walk
-# lists the buckets that exist (SHARD.SCAN, docs/protocol.md); the same pairs in
-# steps that continue inside buckets and across listed ones
+# exactness against brute force in the split copy (same distance)
+timeout 120 python3 "$E2E" verify --port "$port_tsplit" --state "$st" --seed 93 >"$TH_DIR/verify.out" 2>&1 ||
+    { cat "$TH_DIR/verify.out" >&2; th_fail "planted corpus in the split copy"; }
+th_log "copies: export -> migrate -> export the same set in tsplit and t8; tsplit $(tail -n 1 "$TH_DIR/verify.out")"
+splits=$(timeout 5 redis-cli -p "$wport_tsplit" shard.info | tr -d '\r' | sed -n 's/^bucket_splits://p')
+[ "${splits:-0}" -ge 100 ] || th_fail "the copy at split limit 4 split only ${splits:-0} buckets"
+# the same pairs in steps that continue inside buckets and across them
 for args in "COUNT 1 LIMIT 1" "COUNT 3 LIMIT 2" "COUNT 64 LIMIT 4096"; do
-    walk "$port_t24" $args || th_fail "SIMHASH.SCAN walk of t24 with $args"
+    walk "$port_tsplit" $args || th_fail "SIMHASH.SCAN walk of tsplit with $args"
 done
-nl=$(timeout 5 redis-cli -p "$wport_t24" shard.info | tr -d '\r' | sed -n 's/^scan_listings://p')
-[ "${nl:-0}" -gt 0 ] || th_fail "the walks of the sparse t24 listed no buckets (scan_listings '$nl')"
-# an empty and a one-fingerprint corpus at bucket-bits 24: the walk follows the data,
-# not the 2^24 possible buckets (the bound is only against a hang: timings are in
-# bench/distributed/walk.sh)
+# an empty and a one-fingerprint corpus: the walk follows the data (the bound is only
+# against a hang: timings are in bench/distributed/walk.sh)
 out=$(timeout 60 "$SH" export --port "$port_tone" 2>/dev/null); rc=$?
-[ $rc -eq 0 ] && [ -z "$out" ] || th_fail "export of the empty bucket-bits 24 corpus: exit $rc, '$out'"
+[ $rc -eq 0 ] && [ -z "$out" ] || th_fail "export of the empty corpus: exit $rc, '$out'"
 timeout 5 redis-cli -p "$port_tone" simhash.add 12345678901234567 only-one >/dev/null
 out=$(timeout 60 "$SH" export --port "$port_tone" 2>/dev/null); rc=$?
 [ $rc -eq 0 ] && [ "$out" = "12345678901234567 only-one" ] ||
-    th_fail "export of the one-fingerprint bucket-bits 24 corpus: exit $rc, '$out'"
-th_log "walks of t24 ($nl listings), of an empty and a one-fingerprint corpus at bucket-bits 24"
+    th_fail "export of the one-fingerprint corpus: exit $rc, '$out'"
+th_log "walks of tsplit ($splits splits), of an empty and a one-fingerprint corpus"
 
 # ---- interrupted and resumed ----
 "$SH" migrate --port "$port_src" --to "127.0.0.1:$port_tres" --state "$TH_DIR/state" --count 1 \

@@ -3,7 +3,7 @@
 # Redis has lost the scripts it sends by name (SCRIPT FLUSH, as after a restart): the
 # worker's Redis connection sends a call answered NOSCRIPT again at once with the
 # script's text (shard/redis.c), the repair's lock takeover and table writes as any
-# other. Data layout 3 sends scripts by name. The lock script is cached again by an
+# other. The worker sends scripts by name. The lock script is cached again by an
 # ordinary write first, so only the table-write script the repair uses is missing
 # when the stale lock is found; without the re-send the lock would stay for good.
 set -u
@@ -15,7 +15,7 @@ B=6 K=3
 
 th_start_redis redis
 rport=$TH_REDIS_PORT
-TH_LAYOUT=3 th_start_shard shard "$rport" 0-255 $B $K
+th_start_shard shard "$rport" 0-255 $B $K
 wport=$TH_SHARD_PORT
 th_start_coord coord $B $K 5000 "127.0.0.1:$wport"
 cport=$TH_COORD_PORT

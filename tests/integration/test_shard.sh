@@ -102,18 +102,18 @@ for _ in 1 2 3; do start_redis && break; RPORT=$(free_port); done
 # no repair pass here (the lock checks below take stale locks over themselves); the
 # second worker below runs one. No registry entry either: its renewal (one Redis
 # command a second) would land now and then inside the command counts checked below.
-# Layout 3: its SHARD.ADD of every table writes 20 entries (in layout 4, the default,
-# table 0's entry is a fingerprint's ids, which only the lock writes)
-timeout 300 "$SHARD" --port "$SPORT" --redis-port "$RPORT" --timeout-ms 3000 --layout 3 \
+# SHARD.ADD of every table writes 19 entries: table 0's entry is a fingerprint's ids,
+# which only the lock writes
+timeout 300 "$SHARD" --port "$SPORT" --redis-port "$RPORT" --timeout-ms 3000 \
     --repair-interval-ms 0 --announce-interval-ms 0 --pidfile "$DIR/shard.pid" >"$DIR/shard.log" 2>&1 &
 WORKER_WRAP=$!
 PIDS+=($!)
 wait_pong "$SPORT"
 
 # ---- HELLO, meta ----
-# a new corpus of layout 3 (whose bucket bits are 8: one key a shard until it splits);
-# no corpus name (the last, empty element)
-L=3
+# a new corpus (layout 4, one key a shard until it splits); no corpus name (the last,
+# empty element)
+L=4
 BB=8
 expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v4  2 "
 expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 $L"
@@ -136,10 +136,15 @@ flip() {
     printf '%u' "$v"
 }
 
+# each base written as the coordinator writes it, its id under its lock (table 0's
+# entry): a fingerprint 3 bits away shares one table only, which may be table 0
 for i in $(seq 1 12); do
     base=$(rand64)
-    expect_eq "add $i" "$(sc SHARD.ADD "$base" $ALL)" "20"
+    expect_eq "lock $i" "$(sc SHARD.LOCK "$base" tb 5000 A "doc-$i" | head -1)" "1"
+    expect_eq "add $i" "$(sc SHARD.ADD "$base" $ALL)" "19"
     expect_eq "re-add $i" "$(sc SHARD.ADD "$base" $ALL)" "0"
+    expect_eq "unlock $i" "$(sc SHARD.UNLOCK "$base" tb)" "1"
+    BASES="${BASES:-} $base"
     for d in 0 1 2 3; do
         q=$(flip "$base" "$d")
         expect_eq "query d=$d #$i" "$(sc SHARD.QUERY "$q" 3 $ALL | tr '\n' ' ')" "$base $d "
@@ -150,17 +155,23 @@ for i in $(seq 1 12); do
     expect_eq "query d=3 with limit 2 #$i" "$(sc SHARD.QUERY "$q" 2 $ALL)" ""
     LAST_BASE=$base
 done
+# their ids removed again (their table entries stay): the counters below count only
+# the fingerprints written after this
+for base in $BASES; do
+    expect_eq "lock X $base" "$(sc SHARD.LOCK "$base" tx 5000 X | head -1)" "1"
+    expect_eq "unlock X $base" "$(sc SHARD.UNLOCK "$base" tx)" "1"
+done
 
 # two stored fingerprints near one query: both, nearest first
 a=$(rand64); b=$(flip "$a" 1); c=$(flip "$b" 2)
 sc SHARD.ADD "$a" $ALL >/dev/null; sc SHARD.ADD "$c" $ALL >/dev/null
 expect_eq "two matches" "$(sc SHARD.QUERY "$b" 3 $ALL | tr '\n' ' ')" "$a 1 $c 2 "
-expect_eq "del" "$(sc SHARD.DEL "$a" $ALL)" "20"
+expect_eq "del" "$(sc SHARD.DEL "$a" $ALL)" "19"
 expect_eq "del again" "$(sc SHARD.DEL "$a" $ALL)" "0"
 expect_eq "after del" "$(sc SHARD.QUERY "$b" 3 $ALL | tr '\n' ' ')" "$c 2 "
 # edge values
-expect_eq "add 0" "$(sc SHARD.ADD 0 $ALL)" "20"
-expect_eq "add max" "$(sc SHARD.ADD 18446744073709551615 $ALL)" "20"
+expect_eq "add 0" "$(sc SHARD.ADD 0 $ALL)" "19"
+expect_eq "add max" "$(sc SHARD.ADD 18446744073709551615 $ALL)" "19"
 expect_eq "query near 0" "$(sc SHARD.QUERY 7 3 $ALL | tr '\n' ' ')" "0 3 "
 expect_eq "query near max" "$(sc SHARD.QUERY 18446744073709551614 3 $ALL | tr '\n' ' ')" "18446744073709551615 1 "
 
@@ -180,16 +191,16 @@ expect_eq "docs two" "$(sc SHARD.DOCS "$a" "$c" | tr '\n' ' ')" " doc-a doc-b do
 # no document, so it is dropped ($a was deleted; the plain form still lists e)
 e=$a
 while [ "$e" = "$a" ]; do e=$(flip "$b" 1); done
-expect_eq "add e" "$(sc SHARD.ADD "$e" $ALL)" "20"
+expect_eq "add e" "$(sc SHARD.ADD "$e" $ALL)" "19"
 expect_eq "query without docs" "$(sc SHARD.QUERY "$b" 3 $ALL | tr '\n' ' ')" "$e 1 $c 2 "
 expect_eq "query docs" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" "$c 2 doc-a doc-b doc-c "
 expect_eq "query docs lower case" "$(sc SHARD.QUERY "$b" 3 $ALL docs | tr '\n' ' ')" "$c 2 doc-a doc-b doc-c "
 expect_eq "query docs none near" "$(sc SHARD.QUERY "$b" 0 $ALL DOCS)" ""
 expect_match "query docs no table" "$(sc SHARD.QUERY "$b" 3 DOCS)" "^ERR"
-# q itself stored: its ids are read in the scan pipeline (20 ZRANGEBYLEX + 1 SMEMBERS or,
-# in layout 2, HGET: one round); every other match costs one more round of reads (c,
-# and e, whose set is empty): in layout 2 two commands each, HGET of its hash field
-# and SMEMBERS of its overflow set
+# q itself stored: its ids are read in the scan pipeline (20 ZRANGEBYLEX + 1 of its
+# table-0 member: one round); every other match costs one more round of reads (c, and
+# e, which has no ids): two commands each, the ZRANGEBYLEX of its table-0 member and
+# SMEMBERS of its overflow set
 # "commands reconnects" of the worker's Redis connection, from one SHARD.INFO
 cmds() { sc SHARD.INFO | tr -d '\r' |
     awk -F: '/^redis_commands:/ {c = $2} /^redis_reconnects:/ {r = $2} END {print c, r}'; }
@@ -203,7 +214,7 @@ expect_cmds() {
     else expect_eq "$1 (at least: Redis reconnected)" "$((got >= $4 ? $4 : got))" "$4"; fi
 }
 expect_eq "lock b" "$(lk "$b" t4 5000 A doc-q)" "1 0 1 0 1 "
-expect_eq "add b" "$(sc SHARD.ADD "$b" $ALL)" "20"
+expect_eq "add b" "$(sc SHARD.ADD "$b" $ALL)" "19"
 expect_eq "unlock b" "$(sc SHARD.UNLOCK "$b" t4)" "1"
 n=$(cmds)
 n0=$(cmds)
@@ -220,9 +231,9 @@ expect_eq "query docs of c only" "$(sc SHARD.QUERY "$c" 0 $ALL DOCS | tr '\n' ' 
 expect_eq "lock b: delete all" "$(lk "$b" t5 5000 X)" "1 1 0 0 1 "
 expect_eq "query docs of q without docs" "$(sc SHARD.QUERY "$b" 3 $ALL DOCS | tr '\n' ' ')" \
     "$c 2 doc-a doc-b doc-c "
-expect_eq "del b" "$(sc SHARD.DEL "$b" $ALL)" "20"
+expect_eq "del b" "$(sc SHARD.DEL "$b" $ALL)" "19"
 expect_eq "unlock b again" "$(sc SHARD.UNLOCK "$b" t5)" "1"
-expect_eq "del e" "$(sc SHARD.DEL "$e" $ALL)" "20"
+expect_eq "del e" "$(sc SHARD.DEL "$e" $ALL)" "19"
 expect_eq "lock c: count" "$(lk "$c" t6 5000 F)" "1 3 3 0 0 "
 expect_eq "unlock c" "$(sc SHARD.UNLOCK "$c" t6)" "1"
 # the counters count non-empty document sets (c) and document ids, kept by the script
@@ -287,9 +298,12 @@ for _ in $(seq 1 64); do
     break
 done
 expect_eq "dead writer's lock" "$out" "1 0 1 0 1 "
-expect_eq "half-applied: not found" "$(sc SHARD.QUERY "$f" 0 $ALL)" ""
+# (its table-0 entry is its ids, written with the lock: found there alone)
+REST=$(seq -s ' ' 1 19)
+expect_eq "half-applied: not found in tables 1.." "$(sc SHARD.QUERY "$f" 0 $REST)" ""
+expect_eq "half-applied: found in table 0" "$(sc SHARD.QUERY "$f" 0 0 | tr '\n' ' ')" "$f 0 "
 for _ in $(seq 1 100); do
-    [ "$(sc SHARD.QUERY "$f" 0 $ALL | tr '\n' ' ')" = "$f 0 " ] && break
+    [ "$(sc SHARD.QUERY "$f" 0 $REST | tr '\n' ' ')" = "$f 0 " ] && break
     sleep 0.1
 done
 expect_eq "repaired: every table" "$(sc SHARD.QUERY "$(flip "$f" 3)" 3 $ALL DOCS | tr '\n' ' ')" \
@@ -303,11 +317,12 @@ set +e
 out=$(timeout 20 "$SHARD" --port "$(free_port)" --redis-port "$RPORT" --blocks 5 2>&1); rc=$?
 set -e
 expect_eq "mismatch exit" "$rc" "1"
-expect_match "mismatch message" "$out" "corpus in redis 127.0.0.1:$RPORT was built with blocks 6 distance 3 bucket-bits $BB; this worker is configured with blocks 5 distance 3 bucket-bits $BB"
+expect_match "mismatch message" "$out" "corpus in redis 127.0.0.1:$RPORT was built with blocks 6 distance 3; this worker is configured with blocks 5 distance 3"
 set +e
-out=$(timeout 20 "$SHARD" --redis-port "$RPORT" --bucket-bits 24 --port "$(free_port)" 2>&1); rc=$?
+out=$(timeout 20 "$SHARD" --redis-port "$RPORT" --layout 3 --port "$(free_port)" 2>&1); rc=$?
 set -e
-expect_eq "bucket-bits mismatch exit" "$rc" "1"
+expect_eq "layout 3 exit" "$rc" "2"
+expect_match "layout 3 message" "$out" "layout 3: this build reads and writes data layout 4 only"
 set +e
 out=$(timeout 20 "$SHARD" --blocks 16 --distance 15 --check-config 2>&1); rc=$?
 set -e
@@ -355,9 +370,9 @@ expect_match "worker within max-args" "$(timeout 10 redis-cli -p "$SPORT6" SHARD
 # ---- started before its Redis: serves -REDIS unavailable, connects when it appears ----
 RPORT2=$(free_port)
 SPORT3=$(free_port)
-# layout, bucket bits and fingerprint algorithm given: it starts at once (a worker
+# fingerprint algorithm and tombstone lifetime given: it starts at once (a worker
 # that follows its corpus waits for Redis before it listens)
-timeout 300 "$SHARD" --port "$SPORT3" --redis-port "$RPORT2" --layout 2 --bucket-bits 12 \
+timeout 300 "$SHARD" --port "$SPORT3" --redis-port "$RPORT2" --tombstone-seconds 120 \
     --fingerprint-algorithm v3 >"$DIR/shard3.log" 2>&1 &
 PIDS+=($!)
 wait_pong "$SPORT3"
@@ -368,7 +383,7 @@ PIDS+=($!)
 wait_redis_up "$SPORT3" || fail "worker did not connect to a late Redis"
 REDIS2_PID=$(redis-cli -p "$RPORT2" INFO server | tr -d '\r' | sed -n 's/^process_id://p')
 PIDS+=("$REDIS2_PID")
-expect_eq "late redis add" "$(timeout 10 redis-cli -p "$SPORT3" SHARD.ADD 5 0 1)" "2"
+expect_eq "late redis add" "$(timeout 10 redis-cli -p "$SPORT3" SHARD.ADD 5 0 1)" "1"
 expect_eq "late redis meta" "$(redis-cli -p "$RPORT2" HGET simhash:meta blocks)" "6"
 # another corpus appears while a new worker waits for Redis: it exits 1
 redis-cli -p "$RPORT2" HSET simhash:meta blocks 5 >/dev/null
@@ -382,12 +397,13 @@ set +e
 wait "$W4"; rc=$?
 set -e
 expect_eq "late mismatch exit" "$rc" "1"
-expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits 12; this worker is configured with blocks 6"
-# a worker that follows its corpus (no layout, no bucket-bits, no algorithm) started
-# while Redis does not answer: it waits, then takes the corpus's layout 1, bucket bits
-# 16 and algorithm v3 (never a new corpus's defaults, which its Redis would refuse)
+expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3; this worker is configured with blocks 6"
+# a worker that follows its corpus (no algorithm, no tombstone lifetime) started
+# while Redis does not answer: it waits, then takes the corpus's algorithm v3 and
+# tombstone lifetime 60 (never a new corpus's defaults, which its Redis would refuse)
 redis-cli -p "$RPORT2" FLUSHALL >/dev/null
-redis-cli -p "$RPORT2" HSET simhash:meta blocks 6 distance 3 layout 1 bucket_bits 16 fingerprint v3 >/dev/null
+redis-cli -p "$RPORT2" HSET simhash:meta blocks 6 distance 3 layout 4 bucket_bits 8 fingerprint v3 \
+    tombstone_seconds 60 >/dev/null
 kill -STOP "$REDIS2_PID"
 SPORT5=$(free_port)
 timeout 120 "$SHARD" --port "$SPORT5" --redis-port "$RPORT2" --timeout-ms 300 >"$DIR/shard5.log" 2>&1 &
@@ -395,8 +411,11 @@ PIDS+=($!)
 sleep 1.5
 kill -CONT "$REDIS2_PID"
 wait_pong "$SPORT5"
-expect_eq "waited for its corpus: layout, bucket bits, algorithm" \
-    "$(timeout 10 redis-cli -p "$SPORT5" SHARD.HELLO | sed -n '3p;4p;9p' | tr '\n' ' ')" "1 16 v3 "
+expect_eq "waited for its corpus: algorithm" \
+    "$(timeout 10 redis-cli -p "$SPORT5" SHARD.HELLO | sed -n '3p;4p;9p' | tr '\n' ' ')" "4 8 v3 "
+expect_match "waited for its corpus: tombstone lifetime" \
+    "$(timeout 10 redis-cli -p "$SPORT5" SHARD.INFO | tr -d '\r')" $'\ntombstone_seconds:60\n'
+
 expect_match "waited for its corpus: said so" "$(cat "$DIR/shard5.log")" "waiting for it: this worker follows its corpus"
 
 # ---- Redis stalls: -REDIS timeout, the worker drops the connection and recovers ----
@@ -427,7 +446,7 @@ kill -9 "$REDIS_PID"
 wait "$QPID" || true
 expect_match "in flight" "$(cat "$DIR/inflight.out")" "^REDIS connection lost"
 expect_match "while down" "$(sc SHARD.QUERY 1 3 0)" "^REDIS unavailable"
-expect_match "while down add" "$(sc SHARD.ADD 1 0)" "^REDIS unavailable"
+expect_match "while down add" "$(sc SHARD.ADD 1 1)" "^REDIS unavailable"
 expect_eq "hello while down" "$(sc SHARD.HELLO | head -1)" "6"
 info=$(sc SHARD.INFO | tr -d '\r')
 expect_match "info down" "$info" "redis:(down|connecting)"
@@ -438,7 +457,7 @@ start_redis || { fail "redis-server did not restart on port $RPORT"; cat "$DIR/r
 wait_redis_up "$SPORT" || fail "worker did not reconnect"
 expect_eq "meta recreated" "$(redis-cli -p "$RPORT" HGET simhash:meta distance)" "3"
 expect_eq "empty after restart" "$(sc SHARD.QUERY "$LAST_BASE" 3 $ALL)" ""
-expect_eq "add after restart" "$(sc SHARD.ADD "$LAST_BASE" $ALL)" "20"
+expect_eq "add after restart" "$(sc SHARD.ADD "$LAST_BASE" $ALL)" "19"
 q=$(flip "$LAST_BASE" 2)
 expect_eq "query after restart" "$(sc SHARD.QUERY "$q" 3 $ALL | tr '\n' ' ')" "$LAST_BASE 2 "
 info=$(sc SHARD.INFO | tr -d '\r')

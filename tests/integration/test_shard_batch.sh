@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_shard_batch.sh: the batched write commands of simhash-shard (SHARD.MLOCK,
-# MUNLOCK, MADD, MDEL; docs/protocol.md, "Batched writes") against two real workers of
-# layout 3 on one redis-server with a split limit of 4 (tests/tools/shard_batch_check.py):
+# MUNLOCK, MADD, MDEL; docs/protocol.md, "Batched writes") against two real workers
+# on one redis-server with a split limit of 4 (tests/tools/shard_batch_check.py):
 # malformed and oversized batches answered with errors and nothing written; a lock held
 # by another writer in the middle of a batch; buckets split in the middle of batches;
 # one zsets call whose entries share a bucket it splits; one whose keys are those of
@@ -13,9 +13,9 @@ export PYTHONPATH="$TH_SRC/tests/tools"
 CHECK="$TH_SRC/tests/tools/shard_batch_check.py"
 th_start_redis r
 rport=$TH_REDIS_PORT
-TH_LAYOUT=3 TH_SPLIT_LIMIT=4 th_start_shard a "$rport" 0-255 6 3
+TH_SPLIT_LIMIT=4 th_start_shard a "$rport" 0-255 6 3
 a=$TH_SHARD_PORT
-TH_LAYOUT=3 TH_SPLIT_LIMIT=4 th_start_shard b "$rport" 0-255 6 3
+TH_SPLIT_LIMIT=4 th_start_shard b "$rport" 0-255 6 3
 b=$TH_SHARD_PORT
 th_start_coord c 6 3 10000 "127.0.0.1:$a"
 c=$TH_COORD_PORT

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test_split_limit.sh: a layout-3 worker's split limit follows the listpack settings of
+# test_split_limit.sh: a worker's split limit follows the listpack settings of
 # the Redis node it is connected to, read again at every connection (a failover to a
 # node with another redis.conf, a restart): a node at 256 entries gives 256; the same
 # node set to 128 and the worker's connections dropped (CLIENT KILL) gives 128, said
@@ -11,9 +11,9 @@ th_init split_limit
 th_need_bins simhash-shard simhash-coordinator
 th_start_redis_on r "$(th_free_port)" --zset-max-listpack-entries 256 --hash-max-listpack-entries 256
 rport=$TH_REDIS_PORT
-TH_LAYOUT=3 th_start_shard a "$rport" 0-255 6 3
+th_start_shard a "$rport" 0-255 6 3
 a=$TH_SHARD_PORT
-TH_LAYOUT=3 TH_SPLIT_LIMIT=100 th_start_shard b "$rport" 0-255 6 3
+TH_SPLIT_LIMIT=100 th_start_shard b "$rport" 0-255 6 3
 b=$TH_SHARD_PORT
 th_start_coord c 6 3 5000 "127.0.0.1:$a"
 c=$TH_COORD_PORT

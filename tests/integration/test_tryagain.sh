@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # test_tryagain.sh: a write while its slot is migrating. In a Redis Cluster (3 masters,
-# a layout-2 worker beside each), a fingerprint is stored; its table-0 slot is then
-# marked MIGRATING / IMPORTING. The lock script's keys are now split between "here"
-# and "absent" (layout 2's overflow set does not exist), so Redis answers -TRYAGAIN;
+# a worker beside each), a fingerprint is stored; its table-0 slot is then marked
+# MIGRATING / IMPORTING. The lock script's keys are now split between "here" and
+# "absent" (its overflow set and directory do not exist), so Redis answers -TRYAGAIN;
 # the worker sends the command again (10 ms doubling) instead of failing the write.
 # While an ADD of that fingerprint waits, the slot's keys are moved and the slot given
 # to the other node: the ADD is acknowledged, the worker counted its retries, and the
@@ -17,7 +17,7 @@ rcli() { timeout 10 redis-cli -p "$@"; }
 cl_start_cluster tc 3 0
 workers=()
 for i in 0 1 2; do
-    th_start_shard "w$i" "${CL_PORTS[$i]}" 0-255 6 3 "" --cluster yes --layout 2
+    th_start_shard "w$i" "${CL_PORTS[$i]}" 0-255 6 3 "" --cluster yes
     workers+=("127.0.0.1:$TH_SHARD_PORT")
     wport[$i]=$TH_SHARD_PORT
 done
@@ -31,13 +31,14 @@ for _ in $(seq 1 100); do
 done
 [ "$r" = 1 ] || th_fail "first add: $r"
 
-# the slot of F's table-0 keys (its bucket hash is the only h: key), its owner, another master
+# the slot of F's table-0 keys (its table-0 bucket is the only s:{0: key), its owner,
+# another master
 hkey=
 for p in "${CL_PORTS[@]}"; do
-    k=$(rcli "$p" --scan --pattern 'h:*' | head -n 1)
+    k=$(rcli "$p" --scan --pattern 's:{0:*' | head -n 1)
     [ -n "$k" ] && { hkey=$k; break; }
 done
-[ -n "$hkey" ] || th_fail "no bucket hash found"
+[ -n "$hkey" ] || th_fail "no table-0 bucket found"
 slot=$(rcli "${CL_PORTS[0]}" cluster keyslot "$hkey")
 src=$(cl_slot_owner "$slot")
 dst=

@@ -1,5 +1,5 @@
 """tests/tools/layout4_stray.py: damage for `simhash fsck` in a layout-4 corpus (stdlib
-only), for test_layout3_migrate.sh: one table-0 member carrying its ids (longer than
+only), for test_migrate_split.sh: one table-0 member carrying its ids (longer than
 its 7 bytes) is moved out of its live bucket into the next live bucket of its shard,
 where it lies outside the bounds (fsck --repair must move it back whole).
 

@@ -1,6 +1,6 @@
 """tests/tools/scan_walk.py: one whole SIMHASH.SCAN walk of a deployment checked against
 the pairs it must give (stdlib only), for test_migrate.sh, test_cluster_exact.sh and
-test_layout3_migrate.sh.
+test_migrate_split.sh.
 
   scan_walk.py PORT WANT_FILE [COUNT n] [LIMIT m]
       walks from cursor 0 to the end with those options; exit 0 when the pairs

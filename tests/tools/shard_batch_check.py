@@ -1,6 +1,6 @@
 """tests/tools/shard_batch_check.py: the batched write commands of simhash-shard
 (SHARD.MLOCK, SHARD.MUNLOCK, SHARD.MADD, SHARD.MDEL; docs/protocol.md, "Batched
-writes") against two real workers of layout 3 on one redis-server (tiny split limit).
+writes") against two real workers on one redis-server (tiny split limit).
   bad     malformed and oversized batches: each answered with an error, nothing written
   busy    a lock held by another writer in the middle of a batch: only that fingerprint
           answers busy; the others are locked, written and released
@@ -8,10 +8,10 @@ writes") against two real workers of layout 3 on one redis-server (tiny split li
           still knows whole; batches sharing buckets): every fingerprint is locked
           (those answered busy go round again alone), written and released, and the
           coordinator in front of A finds each at distance 0
-  follow  layout3_zsets.lua itself: one call whose entries share a bucket that its
+  follow  layout4_zsets.lua itself: one call whose entries share a bucket that its
           first entries split (limit 2): every later entry lands in the half holding
           it, the call succeeds at once and counts every member
-  stale   layout3_zsets.lua called with bucket keys of a directory older than splits
+  stale   layout4_zsets.lua called with bucket keys of a directory older than splits
           (after follow): each entry follows the tombstones to the live half holding
           it, the call writes at once and reports the split points it followed; a
           key whose tombstone expired (absent, not live) answers {-3, i, {-2}} and
@@ -22,9 +22,10 @@ import random
 import sys
 
 from resp_client import C
-from layout3_check import dkey, script, zkey
+from bucket_check import dkey, script, zkey
 
 TABLES = 20
+WRITTEN = TABLES - 1    # entries a MADD writes: table 0's entry is the ids, the lock's
 
 
 def fail(msg):
@@ -107,7 +108,7 @@ def busy(a):
         fail("fingerprints beside a busy one not locked: %r" % got)
     if got[1][0] != 0 or len(got[1]) != 2 or got[1][1] <= 0:
         fail("the busy fingerprint: want [0, ms left], got %r" % got[1])
-    if madd(a, [fa, fc]) != 2 * TABLES:
+    if madd(a, [fa, fc]) != 2 * WRITTEN:
         fail("entries of the two locked fingerprints not all added")
     rel = a.call("SHARD.MUNLOCK", str(fa), "t1", str(fb), "t2", str(fc), "t3")
     if rel != [1, 0, 1]:
@@ -117,7 +118,7 @@ def busy(a):
         fail("document sets after the batch: %r" % docs)
     if a.call("SHARD.MUNLOCK", str(fb), "other") != [1]:
         fail("the other writer lost its lock")
-    if madd(a, [fa], "SHARD.MDEL") != TABLES:
+    if madd(a, [fa], "SHARD.MDEL") != WRITTEN:
         fail("SHARD.MDEL did not remove the entries of one fingerprint")
     madd(a, [fa])
     print("busy: one fingerprint busy in a batch of 3; the other two written and released")
@@ -171,12 +172,12 @@ def split(a, b, coord):
 def follow(r):
     """Six members of one bucket of table 1 in one zsets call (limit 2): the first
     two fill and split it, and each later one must follow the split points."""
-    text = script("layout3_zsets.lua")
+    text = script("layout4_zsets.lua")
     ms = [bytes([i * 40]) + bytes(6) for i in range(6)]      # members: 7 bytes
     keys, argv = [], ["A", 2, 60]
     for m in ms:
         keys += [zkey(1, 0x42, b"", None), dkey(1, 0x42)]
-        argv += [m, "0"]
+        argv += [m]
     got = r.call("EVAL", text, len(keys), *keys, *argv)
     if not isinstance(got, list) or got[0] != len(ms):
         fail("zsets call of %d members sharing a bucket: %r" % (len(ms), got))
@@ -205,7 +206,7 @@ def stale(r):
     shard's first key (whole, a tombstone now) for new members must follow the split
     points, write every member into the live bucket holding it and report the points
     followed as a part {i, {points...}}."""
-    text = script("layout3_zsets.lua")
+    text = script("layout4_zsets.lua")
     bounds = sorted(set(r.call("ZRANGE", dkey(1, 0x42), 0, -1)) | {b""})
     if len(bounds) < 3:
         fail("stale: bucket 1:42 has only %d buckets after follow" % len(bounds))
@@ -213,7 +214,7 @@ def stale(r):
     keys, argv = [], ["A", 1000, 60]
     for m in ms:
         keys += [zkey(1, 0x42, b"", None), dkey(1, 0x42)]
-        argv += [m, "0"]
+        argv += [m]
     got = r.call("EVAL", text, len(keys), *keys, *argv)
     if not isinstance(got, list) or got[0] != len(ms):
         fail("stale: zsets call on a split bucket's old key: %r" % (got,))
@@ -235,7 +236,7 @@ def stale(r):
     if r.call("TYPE", stone) != "string":
         fail("stale: %s is not a tombstone: %r" % (stone, r.call("TYPE", stone)))
     r.call("DEL", stone)
-    got = r.call("EVAL", text, 2, stone, dkey(1, 0x42), "A", 1000, 60, bytes(7), "0")
+    got = r.call("EVAL", text, 2, stone, dkey(1, 0x42), "A", 1000, 60, bytes(7))
     if got != [-3, 1, [-2]]:
         fail("stale: zsets call on an absent key that is no live bucket: %r" % (got,))
     if r.call("EXISTS", stone) != 0:

@@ -1,12 +1,14 @@
-/* test_layout_ops.c: unit tests of the layout interface (common/dist/layout_ops.h):
- * the table of each layout, keys written and read back by layout_key_parse (every
- * kind, with and without a corpus name, foreign keys refused), the reads of a
- * fingerprint's ids, the orphan check, the query plan against the prefix range, and
- * the reconcile steps (lock reply read, table entries, unlock). */
+/* test_layout_ops.c: unit tests of the storage format's interface
+ * (common/store/layout_ops.h, layout4.c): the context of a corpus, the directories'
+ * age and routing, the batched table writes, keys written and read back by
+ * layout_key_parse (every kind, with and without a corpus name, foreign keys refused),
+ * the reads of a fingerprint's ids, the orphan check, the query plan, and the
+ * reconcile steps (lock reply read, table entries, unlock). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <cmocka.h>
@@ -34,37 +36,33 @@ static void test_ops_table(void **state)
 {
     (void)state;
     layout_ctx c;
-    assert_null(layout_ops_of(0));
-    assert_null(layout_ops_of(5));
-    assert_int_equal(layout_ctx_init(&c, 3, 12), -1);   /* layout 3 has no bucket bits */
-    assert_int_equal(layout_ctx_init(&c, 1, 10), -1);
-    assert_int_equal(layout_ctx_init(&c, 1, 0), 0);
-    assert_int_equal(c.bucket_bits, LAYOUT_BUCKET_BITS_DEFAULT);
-    assert_int_equal(c.ops->ids_reads, 1);
-    assert_int_equal(c.ops->docs_kind, LAYOUT_KEY_IDSET);
-    assert_int_equal(layout_ctx_init(&c, 2, 0), 0);
-    assert_int_equal(c.bucket_bits, LAYOUT2_BUCKET_BITS_DEFAULT);
+    assert_int_equal(layout_ctx_init(&c), 0);
+    assert_int_equal(c.version, LAYOUT_VERSION);
+    assert_int_equal(c.ops->version, LAYOUT_VERSION);
+    assert_int_equal(c.split_limit, LAYOUT_SPLIT_LIMIT_DEFAULT);
+    assert_int_equal(c.tombstone_s, LAYOUT_TOMBSTONE_S_DEFAULT);
     assert_int_equal(c.ops->ids_reads, 2);
-    assert_int_equal(c.ops->docs_kind, LAYOUT_KEY_IDHASH);
+    assert_int_equal(c.ops->entry_from, 1);
     layout_needs nd;
+    c.split_limit = 100;
     c.ops->needs(&c, &nd);
-    assert_int_equal(nd.hash_value, LAYOUT2_INLINE_MAX);
-    assert_true(nd.hash_entries >= 1024);
-    layout_ctx_init(&c, 1, 16);
-    c.ops->needs(&c, &nd);
+    assert_int_equal(nd.zset_entries, 100);
+    assert_int_equal(nd.zset_value, 64);
     assert_int_equal(nd.hash_entries, 0);
-    assert_int_equal(nd.zset_value, layout_member_len(16));
-    for (unsigned v = LAYOUT_VERSION_MIN; v <= LAYOUT_VERSION_MAX; v++)
-        assert_int_equal(layout_version_ok(v), 1);
+    assert_int_equal(nd.hash_value, 0);
+    assert_int_equal(layout_version_ok(LAYOUT_VERSION), 1);
+    assert_int_equal(layout_version_ok(3), 0);
+    layout_ctx_free(&c);
+    assert_null(c.dir);
 }
 
-/* Layout 3: a directory's age counts from when its read was sent, and it must be read
- * again once older than a third of the tombstone lifetime. */
-static void test_layout3_dir_age(void **state)
+/* A directory's age counts from when its read was sent, and it must be read again
+ * once older than a third of the tombstone lifetime. */
+static void test_dir_age(void **state)
 {
     (void)state;
     layout_ctx c;
-    assert_int_equal(layout_ctx_init(&c, 3, 0), 0);
+    assert_int_equal(layout_ctx_init(&c), 0);
     assert_int_equal(c.tombstone_s, LAYOUT_TOMBSTONE_S_DEFAULT);
     c.tombstone_s = 30;                     /* a third: 10 s */
     redisReply b0 = {.type = REDIS_REPLY_STRING, .str = "", .len = 0};
@@ -82,75 +80,70 @@ static void test_layout3_dir_age(void **state)
     assert_int_equal(layout_dir_load(&c, 2, 0x40, &dir, now - 11000), 0);
     assert_int_equal(layout_dir_need(&c, 2, 0x40), 1);
     /* the lifetime decides: an hour's third is 20 minutes */
-    c.tombstone_s = LAYOUT_TOMBSTONE_S_OLD;
+    c.tombstone_s = 3600;
     assert_int_equal(layout_dir_need(&c, 2, 0x40), 0);
     layout_ctx_free(&c);
 }
 
-/* Layout 3: keys routed through the cached directory, which learns split points from
- * the replies of writes and of the write scripts' "bucket split" answers. */
-static void test_layout3_routing(void **state)
+/* Keys routed through the cached directory, which learns split points from the
+ * replies of writes and of the write scripts' "bucket split" answers. */
+static void test_routing(void **state)
 {
     (void)state;
     layout_ctx c;
     layout_cmd ec;
     layout_dir_stats st;
     assert_int_equal(layout_corpus_set(NULL), 0);
-    assert_int_equal(layout_ctx_init(&c, 3, 0), 0);
-    assert_int_equal(c.bucket_bits, 8);
-    assert_int_equal(layout_splits(&c), 1);
-    assert_int_equal(layout_dir_need(&c, 0, 0x11), 1);
+    assert_int_equal(layout_ctx_init(&c), 0);
+    assert_int_equal(layout_dir_need(&c, 1, 0x11), 1);
     uint64_t p = 0x11c0000000000001ull;
-    c.ops->entry(&c, 0, p, "ZADD", &ec);
+    c.ops->entry(&c, 1, p, "ZADD", &ec);
     assert_string_equal(ec.argv[0], "EVAL");
-    assert_string_equal(ec.argv[2], "3");                /* bucket, directory, id hash */
-    assert_string_equal(ec.argv[3], "s:{0:11}:-");
-    assert_string_equal(ec.argv[4], "r:{0:11}");
-    assert_string_equal(ec.argv[5], "h:{0:11}:-");
+    assert_string_equal(ec.argv[2], "2");                /* bucket, directory */
+    assert_string_equal(ec.argv[3], "s:{1:11}:-");
+    assert_string_equal(ec.argv[4], "r:{1:11}");
     /* {-1, "\x80"}: the bucket split at 80; the write goes to the upper half */
     redisReply e0 = {.type = REDIS_REPLY_INTEGER, .integer = -1};
     redisReply e1 = {.type = REDIS_REPLY_STRING, .str = "\x80", .len = 1};
     redisReply *els[2] = {&e0, &e1};
     redisReply moved = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = els};
-    assert_int_equal(layout_dir_reply(&c, 0, 0x11, &moved), 1);
-    c.ops->entry(&c, 0, p, "ZADD", &ec);
-    assert_string_equal(ec.argv[3], "s:{0:11}:80-");
-    c.ops->entry(&c, 0, 0x1100000000000001ull, "ZREM", &ec);
-    assert_string_equal(ec.argv[3], "s:{0:11}:-80");
+    assert_int_equal(layout_dir_reply(&c, 1, 0x11, &moved), 1);
+    c.ops->entry(&c, 1, p, "ZADD", &ec);
+    assert_string_equal(ec.argv[3], "s:{1:11}:80-");
+    c.ops->entry(&c, 1, 0x1100000000000001ull, "ZREM", &ec);
+    assert_string_equal(ec.argv[3], "s:{1:11}:-80");
     /* {1, "\xc0\x01"}: written, and the upper half split again */
     redisReply w0 = {.type = REDIS_REPLY_INTEGER, .integer = 1};
     redisReply w1 = {.type = REDIS_REPLY_STRING, .str = "\xc0\x01", .len = 2};
     redisReply *wel[2] = {&w0, &w1};
     redisReply wrote = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = wel};
     long long n;
-    assert_int_equal(layout_dir_reply(&c, 0, 0x11, &wrote), 0);
+    assert_int_equal(layout_dir_reply(&c, 1, 0x11, &wrote), 0);
     assert_int_equal(layout_write_count(&wrote, &n), 0);
     assert_int_equal(n, 1);
-    c.ops->entry(&c, 0, p, "ZADD", &ec);
-    assert_string_equal(ec.argv[3], "s:{0:11}:80-c001");
+    c.ops->entry(&c, 1, p, "ZADD", &ec);
+    assert_string_equal(ec.argv[3], "s:{1:11}:80-c001");
     /* the query plan of a 9-bit prefix covers the buckets it overlaps */
     layout_plan pl;
     layout_read rd;
-    assert_int_equal(c.ops->plan(&c, 0, 0x1180000000000000ull, 9, &pl), 0);
+    assert_int_equal(c.ops->plan(&c, 1, 0x1180000000000000ull, 9, &pl), 0);
     assert_int_equal(pl.nreads, 2);
     c.ops->plan_read(&c, &pl, 1, &rd);
-    assert_string_equal(rd.key, "s:{0:11}:c001-");
+    assert_string_equal(rd.key, "s:{1:11}:c001-");
     uint64_t v;
     assert_int_equal(c.ops->member_decode(&c, rd.tag, "\xc0\x01\x00\x00\x00\x00\x07", 7, &v), 0);
     assert_true(v == 0x11c0010000000007ull);
     /* a read of a tombstone: the directory must be read again */
     redisReply wt = {.type = REDIS_REPLY_ERROR, .str = "WRONGTYPE Operation", .len = 19};
-    assert_int_equal(layout_dir_reply(&c, 0, 0x11, &wt), 1);
-    assert_int_equal(layout_dir_need(&c, 0, 0x11), 1);
+    assert_int_equal(layout_dir_reply(&c, 1, 0x11, &wt), 1);
+    assert_int_equal(layout_dir_need(&c, 1, 0x11), 1);
     /* bucket keys read back with their bounds; malformed bounds refused */
     layout_key k;
     assert_int_equal(layout_key_parse(&c, &test_ps, "s:{3:11}:80-c001", 16, &k), 0);
     assert_int_equal(k.kind, LAYOUT_KEY_BUCKET);
     assert_int_equal(k.table, 3);
     assert_int_equal(k.shard, 0x11);
-    assert_int_equal(layout_key_parse(&c, &test_ps, "h:{0:11}:-80", 12, &k), 0);
-    assert_int_equal(k.kind, LAYOUT_KEY_IDHASH);
-    assert_int_equal(layout_key_parse(&c, &test_ps, "h:{1:11}:-80", 12, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "h:{0:11}:-80", 12, &k), -1);
     assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}:8-c0", 13, &k), -1);
     assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}:c0-80", 14, &k), -1);
     assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:11}:C0-", 12, &k), -1);
@@ -163,39 +156,37 @@ static void test_layout3_routing(void **state)
     c.ops->entry(&c, 12, 0x0a00000000000001ull, "ZADD", &ec);
     assert_string_equal(ec.argv[3], "news.b-2:s:{12:0a}:-");
     assert_string_equal(ec.argv[4], "news.b-2:r:{12:0a}");
-    c.ops->entry(&c, 0, p, "ZSCORE", &ec);
-    assert_string_equal(ec.argv[1], "news.b-2:s:{0:11}:80-c001");
+    c.ops->entry(&c, 1, p, "ZSCORE", &ec);
+    assert_string_equal(ec.argv[1], "news.b-2:s:{1:11}:80-c001");
     assert_int_equal(layout_corpus_set(NULL), 0);
     layout_ctx_free(&c);
 }
 
-/* Layout 3's batched table writes: one script call for the entries of one fingerprint
- * in several tables, its reply's parts going to each table's directory, and replies of
+/* The batched table writes: one script call for the entries of one fingerprint in
+ * several tables, its reply's parts going to each table's directory, and replies of
  * the wrong shape refused. */
-static void test_layout3_entries(void **state)
+static void test_entries(void **state)
 {
     (void)state;
     layout_ctx c;
     layout_batch b;
     layout_dir_stats st;
     long long n = -1;
-    assert_int_equal(layout_ctx_init(&c, 3, 0), 0);
-    assert_non_null(c.ops->entries);
-    unsigned tabs[2] = {0, 5};
+    assert_int_equal(layout_ctx_init(&c), 0);
+    unsigned tabs[2] = {1, 5};
     uint64_t ps[2] = {0x11c0000000000001ull, 0x22c0000000000002ull};
     c.ops->entries(&c, 2, tabs, ps, 1, &b);
-    assert_int_equal(b.argc, 3 + 5 + 3 + 4);
+    assert_int_equal(b.argc, 3 + 4 + 3 + 2);
     assert_string_equal(b.argv[0], "EVAL");
-    assert_string_equal(b.argv[2], "5");                 /* 3 keys + 2 keys */
-    assert_string_equal(b.argv[3], "s:{0:11}:-");
-    assert_string_equal(b.argv[4], "r:{0:11}");
-    assert_string_equal(b.argv[5], "h:{0:11}:-");
-    assert_string_equal(b.argv[6], "s:{5:22}:-");
-    assert_string_equal(b.argv[7], "r:{5:22}");
-    assert_string_equal(b.argv[8], "A");
-    assert_int_equal(b.argvlen[11], 7);                  /* item 1's member, flag '1' */
-    assert_string_equal(b.argv[12], "1");
-    assert_string_equal(b.argv[14], "0");
+    assert_string_equal(b.argv[2], "4");                 /* 2 keys an item */
+    assert_string_equal(b.argv[3], "s:{1:11}:-");
+    assert_string_equal(b.argv[4], "r:{1:11}");
+    assert_string_equal(b.argv[5], "s:{5:22}:-");
+    assert_string_equal(b.argv[6], "r:{5:22}");
+    assert_string_equal(b.argv[7], "A");
+    assert_int_equal(b.argvlen[10], 7);                  /* the members */
+    assert_memory_equal(b.argv[10], "\xc0\x00\x00\x00\x00\x00\x01", 7);
+    assert_int_equal(b.argvlen[11], 7);
     c.ops->entries(&c, 0, tabs, ps, 1, &b);
     assert_int_equal(b.argc, 0);
     /* {-3, 2, {-1, "\x80"}}: item 2's bucket split at 80, nothing written */
@@ -209,8 +200,8 @@ static void test_layout3_entries(void **state)
     redisReply failed = {.type = REDIS_REPLY_ARRAY, .elements = 3, .element = fel};
     assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &failed, &n), 1);
     c.ops->entries(&c, 2, tabs, ps, 1, &b);
-    assert_string_equal(b.argv[3], "s:{0:11}:-");        /* table 0 untouched */
-    assert_string_equal(b.argv[6], "s:{5:22}:80-");
+    assert_string_equal(b.argv[3], "s:{1:11}:-");        /* table 1 untouched */
+    assert_string_equal(b.argv[5], "s:{5:22}:80-");
     /* {2, {1, "\xc0\x01"}}: written, item 1's bucket split */
     redisReply p0 = {.type = REDIS_REPLY_INTEGER, .integer = 1};
     redisReply p1 = {.type = REDIS_REPLY_STRING, .str = "\xc0\x01", .len = 2};
@@ -222,8 +213,8 @@ static void test_layout3_entries(void **state)
     assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &wrote, &n), 0);
     assert_int_equal(n, 2);
     c.ops->entries(&c, 2, tabs, ps, 0, &b);
-    assert_string_equal(b.argv[3], "s:{0:11}:-c001");
-    assert_string_equal(b.argv[8], "R");
+    assert_string_equal(b.argv[3], "s:{1:11}:-c001");
+    assert_string_equal(b.argv[7], "R");
     /* {1, {2, {"\x90"}}}: written, item 2 followed a split at 90 made since its
      * directory was read: that directory learns it (and only that one) */
     redisReply q1 = {.type = REDIS_REPLY_STRING, .str = "\x90", .len = 1};
@@ -237,8 +228,8 @@ static void test_layout3_entries(void **state)
     assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &followed, &n), 0);
     assert_int_equal(n, 1);
     c.ops->entries(&c, 2, tabs, ps, 1, &b);
-    assert_string_equal(b.argv[3], "s:{0:11}:-c001");
-    assert_string_equal(b.argv[6], "s:{5:22}:90-");
+    assert_string_equal(b.argv[3], "s:{1:11}:-c001");
+    assert_string_equal(b.argv[5], "s:{5:22}:90-");
     /* wrong shapes: an item out of range, a bare integer, a part without its item */
     f1.integer = 3;
     assert_int_equal(c.ops->entries_reply(&c, 2, tabs, ps, &failed, &n), -1);
@@ -255,36 +246,35 @@ static void test_layout3_entries(void **state)
     assert_int_equal(st.splits, 1);
     assert_int_equal(st.stale, 2);              /* the split at 80 met, 90 followed */
     layout_ctx_free(&c);
-    /* layouts whose table writes are plain commands have none */
-    assert_int_equal(layout_ctx_init(&c, 2, 12), 0);
-    assert_null(c.ops->entries);
-    layout_ctx_free(&c);
 }
 
-/* Every kind of key written by layout.h comes back with what was written. */
-static void check_parse(unsigned version, unsigned bb, const char *corpus)
+/* Every kind of key written by layout.h and the layout comes back with what was
+ * written. */
+static void check_parse(const char *corpus)
 {
     layout_ctx c;
     layout_key k;
+    layout_cmd ec;
     char key[LAYOUT_KEY_MAX];
     assert_int_equal(layout_corpus_set(corpus), 0);
-    assert_int_equal(layout_ctx_init(&c, version, bb), 0);
+    assert_int_equal(layout_ctx_init(&c), 0);
     uint64_t fp = 0x0123456789abcdefull;
     uint64_t p0 = perm_apply(&test_ps.tables[0], fp);
     for (unsigned t = 0; t < test_ps.ntables; t++) {
-        uint64_t p = perm_apply(&test_ps.tables[t], fp);
-        size_t n = layout_key_of(key, sizeof key, t, p, bb);
-        assert_int_equal(layout_key_parse(&c, &test_ps, key, n, &k), 0);
+        uint64_t p = perm_apply(&test_ps.tables[t], fp), back;
+        c.ops->entry(&c, t, p, "ZSCORE", &ec);
+        assert_int_equal(layout_key_parse(&c, &test_ps, ec.argv[1], ec.argvlen[1], &k), 0);
         assert_int_equal(k.kind, LAYOUT_KEY_BUCKET);
         assert_int_equal(k.table, t);
-        assert_true(k.bucket == layout_bucket_of(p, bb));
         assert_int_equal(k.shard, layout_shard_of(p));
+        /* the tag decodes the bucket's members */
+        uint8_t m[7];
+        for (int i = 0; i < 7; i++)
+            m[i] = (uint8_t)(p >> (48 - 8 * i));
+        assert_int_equal(c.ops->member_decode(&c, k.bucket, m, 7, &back), 0);
+        assert_true(back == p);
     }
-    size_t n = layout_hash_key(key, sizeof key, p0, bb);
-    assert_int_equal(layout_key_parse(&c, &test_ps, key, n, &k), 0);
-    assert_int_equal(k.kind, LAYOUT_KEY_IDHASH);
-    assert_true(k.bucket == layout_bucket_of(p0, bb));
-    n = layout_doc_key(key, sizeof key, fp, p0);
+    size_t n = layout_doc_key(key, sizeof key, fp, p0);
     assert_int_equal(layout_key_parse(&c, &test_ps, key, n, &k), 0);
     assert_int_equal(k.kind, LAYOUT_KEY_IDSET);
     assert_true(k.fp == fp);
@@ -298,9 +288,10 @@ static void check_parse(unsigned version, unsigned bb, const char *corpus)
     n = layout_count_key(key, sizeof key, 0x05);
     assert_int_equal(layout_key_parse(&c, &test_ps, key, n, &k), 0);
     assert_int_equal(k.kind, LAYOUT_KEY_COUNTS);
+    layout_ctx_free(&c);
 }
 
-/* Layout 4: table 0's entry is the member holding the ids. Its reads of ids, the
+/* Table 0's entry is the member holding the ids. Its reads of ids, the
  * orphan check and entry() of table 0 are range reads of the member's 7 bytes up to
  * their successor (all-0xff bytes: to the end), its lock call names the table-0
  * bucket and no id hash, a query of table 0 reads to the successor of the range's
@@ -313,12 +304,7 @@ static void test_layout4(void **state)
     layout_cmd cmd;
     layout_ids_kind kind;
     assert_int_equal(layout_corpus_set(NULL), 0);
-    assert_int_equal(layout_ctx_init(&c, 4, 12), -1);
-    assert_int_equal(layout_ctx_init(&c, 4, 0), 0);
-    assert_int_equal(layout_splits(&c), 1);
-    assert_int_equal(c.ops->entry_from, 1);
-    assert_int_equal(c.ops->docs_kind, LAYOUT_KEY_BUCKET);
-    assert_null(c.ops->field_of);
+    assert_int_equal(layout_ctx_init(&c), 0);
     layout_needs nd;
     c.ops->needs(&c, &nd);
     assert_int_equal(nd.zset_value, 64);
@@ -387,7 +373,7 @@ static void test_layout4(void **state)
     assert_true(p == 0x1122334455667788ull);
     assert_int_equal(c.ops->plan(&c, 3, 0x1122334455667788ull, 32, &pl), 0);
     c.ops->plan_read(&c, &pl, 0, &rd);
-    assert_int_equal(rd.hi_len, 8);         /* other tables: inclusive, as layout 3 */
+    assert_int_equal(rd.hi_len, 8);         /* other tables: inclusive */
     assert_int_equal(c.ops->member_decode(&c, rd.tag, "\x22\x33\x44\x55\x66\x77\x88\x03" "abc",
                                           11, &p), -1);
     /* keys read back: only a table-0 bucket's members carry ids */
@@ -416,12 +402,8 @@ static void test_layout4(void **state)
 static void test_key_parse(void **state)
 {
     (void)state;
-    static const unsigned bbs[] = {8, 12, 16, 20, 24};
-    for (unsigned v = 1; v <= 2; v++)
-        for (size_t i = 0; i < sizeof bbs / sizeof bbs[0]; i++) {
-            check_parse(v, bbs[i], NULL);
-            check_parse(v, bbs[i], "news");
-        }
+    check_parse(NULL);
+    check_parse("news");
     layout_corpus_set(NULL);
 }
 
@@ -431,107 +413,101 @@ static void test_key_parse_foreign(void **state)
     layout_ctx c;
     layout_key k;
     layout_corpus_set(NULL);
-    layout_ctx_init(&c, 2, 12);
+    layout_ctx_init(&c);
     static const char *bad[] = {
-        "s:{0:a7}:b3",        /* 16-bit bucket at 12 bits */
-        "s:{0:A7}:b",         /* upper-case hex */
-        "s:{00:a7}:b",        /* table with a leading zero */
-        "s:{20:a7}:b",        /* table past the 20 of (6,3) */
-        "s:{0:a7:b",          /* no closing brace */
-        "h:{1:a7}:b",         /* an ids hash of table 1 */
-        "x:{0:a7}:b",         /* unknown kind */
+        "s:{0:a7}:b3",        /* not bounds */
+        "s:{0:a7}:b-",        /* a bound of an odd number of digits */
+        "s:{0:a7}:b3-b3",     /* an empty bucket */
+        "s:{0:A7}:-",         /* upper-case hex */
+        "s:{00:a7}:-",        /* table with a leading zero */
+        "s:{20:a7}:-",        /* table past the 20 of (6,3) */
+        "s:{0:a7:-",          /* no closing brace */
+        "h:{0:a7}:-",         /* an id hash (no kind of this format) */
+        "x:{0:a7}:-",         /* unknown kind */
         "d:{0:a7}:0123",      /* short fingerprint */
         "w:{0:a7}:",          /* trailing bytes */
-        "news:s:{0:a7}:b",    /* another corpus's key */
+        "news:s:{0:a7}:-",    /* another corpus's key */
         "",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(layout_key_parse(&c, &test_ps, bad[i], strlen(bad[i]), &k), -1);
-    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{19:a7}:b", 11, &k), 0);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{19:a7}:b3-", 13, &k), 0);
     char pat[LAYOUT_KEY_MAX];
-    assert_int_equal(layout_scan_pattern(pat, sizeof pat, LAYOUT_KEY_IDHASH), 4);
-    assert_string_equal(pat, "h:{*");
+    assert_int_equal(layout_scan_pattern(pat, sizeof pat, LAYOUT_KEY_IDSET), 4);
+    assert_string_equal(pat, "d:{*");
     layout_corpus_set("news");
     layout_scan_pattern(pat, sizeof pat, LAYOUT_KEY_BUCKET);
     assert_string_equal(pat, "news:s:{*");
-    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:a7}:b", 10, &k), -1);
-    assert_int_equal(layout_key_parse(&c, &test_ps, "news:s:{0:a7}:b", 15, &k), 0);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "s:{0:a7}:-", 10, &k), -1);
+    assert_int_equal(layout_key_parse(&c, &test_ps, "news:s:{0:a7}:-", 15, &k), 0);
     layout_corpus_set(NULL);
+    layout_ctx_free(&c);
 }
 
-/* The reads of ids: layout 1 one SMEMBERS, layout 2 HGET of the field then SMEMBERS
- * of the overflow set; the orphan check and the bench's write match them. */
+/* The reads of ids: the table-0 member, then the overflow set; the orphan check, the
+ * bench's write and the lock call match them. */
 static void test_ids_reads(void **state)
 {
     (void)state;
-    layout_ctx c1, c2;
+    layout_ctx c;
     layout_cmd cmd;
     layout_ids_kind kind;
     uint64_t fp = 0xfeedull, p0 = 0xa7b3c4d5e6f70812ull;
-    layout_ctx_init(&c1, 1, 16);
-    layout_ctx_init(&c2, 2, 12);
-    c1.ops->ids_read(&c1, 0, fp, p0, &cmd, &kind);
+    layout_ctx_init(&c);
+    c.ops->ids_read(&c, 0, fp, p0, &cmd, &kind);
+    assert_int_equal(kind, LAYOUT_IDS_MEMBER);
+    assert_string_equal(cmd.argv[0], "ZRANGEBYLEX");
+    assert_string_equal(cmd.argv[1], "s:{0:a7}:-");
+    c.ops->ids_read(&c, 1, fp, p0, &cmd, &kind);
     assert_int_equal(kind, LAYOUT_IDS_SET);
     assert_string_equal(cmd.argv[0], "SMEMBERS");
     assert_string_equal(cmd.argv[1], "d:{0:a7}:000000000000feed");
-    c2.ops->ids_read(&c2, 0, fp, p0, &cmd, &kind);
-    assert_int_equal(kind, LAYOUT_IDS_PACKED);
-    assert_string_equal(cmd.argv[0], "HGET");
-    assert_string_equal(cmd.argv[1], "h:{0:a7}:b");
-    assert_int_equal(cmd.argvlen[2], 7);
-    c2.ops->ids_read(&c2, 1, fp, p0, &cmd, &kind);
-    assert_int_equal(kind, LAYOUT_IDS_SET);
-    assert_string_equal(cmd.argv[1], "d:{0:a7}:000000000000feed");
-    c1.ops->has_ids(&c1, fp, p0, &cmd);
-    assert_int_equal(cmd.argc, 2);
-    assert_string_equal(cmd.argv[0], "EXISTS");
-    c2.ops->has_ids(&c2, fp, p0, &cmd);
-    assert_int_equal(cmd.argc, 3);
-    assert_string_equal(cmd.argv[0], "HEXISTS");
-    uint8_t scratch[32];
-    c2.ops->put_id(&c2, fp, p0, "doc", 3, scratch, &cmd);
+    c.ops->has_ids(&c, fp, p0, &cmd);
     assert_int_equal(cmd.argc, 4);
-    assert_string_equal(cmd.argv[0], "HSET");
-    assert_int_equal(cmd.argvlen[3], 4);
-    assert_memory_equal(cmd.argv[3], "\x03" "doc", 4);
-    c1.ops->put_id(&c1, fp, p0, "doc", 3, scratch, &cmd);
-    assert_int_equal(cmd.argc, 3);
-    assert_string_equal(cmd.argv[0], "SADD");
-    /* the lock call: layout 1 three keys, layout 2 four and the field last */
-    c1.ops->lock(&c1, fp, p0, "tok", 5000, LAYOUT_LOCK_OP_ADD, &cmd);
-    assert_int_equal(cmd.argc, 10);
-    assert_string_equal(cmd.argv[2], "3");
-    c2.ops->lock(&c2, fp, p0, "tok", 5000, LAYOUT_LOCK_OP_ADD, &cmd);
-    assert_int_equal(cmd.argc, 12);
-    assert_string_equal(cmd.argv[2], "4");
-    assert_string_equal(cmd.argv[3], "h:{0:a7}:b");
+    assert_string_equal(cmd.argv[0], "ZLEXCOUNT");
+    assert_string_equal(cmd.argv[1], "s:{0:a7}:-");
+    uint8_t scratch[32];
+    c.ops->put_id(&c, fp, p0, "doc", 3, scratch, &cmd);
+    assert_int_equal(cmd.argc, 4);
+    assert_string_equal(cmd.argv[0], "ZADD");
+    assert_int_equal(cmd.argvlen[3], 7 + 4);
+    assert_memory_equal(cmd.argv[3], "\xb3\xc4\xd5\xe6\xf7\x08\x12\x03" "doc", 11);
+    c.ops->lock(&c, fp, p0, "tok", 5000, LAYOUT_LOCK_OP_ADD, &cmd);
+    assert_int_equal(cmd.argc, 15);
+    assert_string_equal(cmd.argv[2], "5");
+    assert_string_equal(cmd.argv[3], "s:{0:a7}:-");
+    assert_string_equal(cmd.argv[4], "d:{0:a7}:000000000000feed");
+    assert_string_equal(cmd.argv[5], "w:{0:a7}");
+    assert_string_equal(cmd.argv[6], "c:{0:a7}");
+    assert_string_equal(cmd.argv[8], "000000000000feed");
+    assert_string_equal(cmd.argv[11], "A");
+    layout_ctx_free(&c);
 }
 
-/* The plan reads exactly the buckets of the prefix range, each decoding what it holds. */
+/* The plan reads the buckets of the prefix range, each decoding what it holds. */
 static void test_plan(void **state)
 {
     (void)state;
     layout_ctx c;
     layout_plan pl;
     layout_read rd;
-    layout_ctx_init(&c, 2, 16);
+    layout_ctx_init(&c);
     uint64_t p = 0xa7b3c4d5e6f70812ull;
     assert_int_equal(c.ops->plan(&c, 3, p, 4, &pl), -1);
+    assert_int_equal(c.ops->plan(&c, 3, p, 65, &pl), -1);
     assert_int_equal(c.ops->plan(&c, 3, p, 12, &pl), 0);
-    assert_int_equal(pl.nreads, 16);
-    c.ops->plan_read(&c, &pl, 5, &rd);
-    assert_string_equal(rd.key, "s:{3:a7}:b5");
-    assert_int_equal(rd.lo_len, 1);
-    assert_int_equal(c.ops->plan(&c, 3, p, 20, &pl), 0);
-    assert_int_equal(pl.nreads, 1);
+    assert_int_equal(pl.nreads, 1);             /* one bucket: the shard never split */
     c.ops->plan_read(&c, &pl, 0, &rd);
-    assert_string_equal(rd.key, "s:{3:a7}:b3");
-    uint8_t m[LAYOUT_MEMBER_MAX];
-    size_t ml = layout_member(m, p, 16);
+    assert_string_equal(rd.key, "s:{3:a7}:-");
+    assert_int_equal(rd.lo_len, 8);
+    assert_memory_equal(rd.lo, "[\xb0\x00\x00\x00\x00\x00\x00", 8);
+    assert_memory_equal(rd.hi, "[\xbf\xff\xff\xff\xff\xff\xff", 8);
+    uint8_t m[7] = {0xb3, 0xc4, 0xd5, 0xe6, 0xf7, 0x08, 0x12};
     uint64_t back;
-    assert_int_equal(c.ops->member_decode(&c, rd.tag, m, ml, &back), 0);
+    assert_int_equal(c.ops->member_decode(&c, rd.tag, m, 7, &back), 0);
     assert_true(back == p);
-    assert_int_equal(c.ops->member_decode(&c, rd.tag, m, ml - 1, &back), -1);
+    assert_int_equal(c.ops->member_decode(&c, rd.tag, m, 6, &back), -1);
+    layout_ctx_free(&c);
 }
 
 static redisReply *fake_int(long long v)
@@ -569,34 +545,33 @@ static void test_fix_steps(void **state)
     layout_ctx c;
     layout_fix f;
     layout_cmd cmd;
-    layout_ctx_init(&c, 2, 12);
+    layout_ctx_init(&c);
     uint64_t fp = 0x0123456789abcdefull;
     layout_fix_init(&f, &test_ps, fp, "fsck-1-2");
     layout_fix_lock(&c, &f, 5000, LAYOUT_LOCK_OP_FIX, &cmd);
-    assert_string_equal(cmd.argv[10], "F");
-    assert_string_equal(cmd.argv[8], "fsck-1-2");
+    assert_string_equal(cmd.argv[11], "F");
+    assert_string_equal(cmd.argv[9], "fsck-1-2");
     static const long long taken_ids[] = {1, 2, 3, 1, 1}, taken_none[] = {1, 1, 0, 0, 1},
                            held[] = {0, 1200};
     redisReply *r = fake_array(5, taken_ids);
     assert_int_equal(layout_fix_locked(&f, r), 1);
     assert_int_equal(f.add, 1);
     fake_free(r);
-    for (unsigned t = 0; t < test_ps.ntables; t++) {
+    for (unsigned t = c.ops->entry_from; t < test_ps.ntables; t++) {
         layout_fix_entry(&c, &test_ps, &f, t, &cmd);
         uint64_t p = perm_apply(&test_ps.tables[t], fp);
         char key[LAYOUT_KEY_MAX];
-        layout_key_of(key, sizeof key, t, p, 12);
-        assert_int_equal(cmd.argc, 4);
-        assert_string_equal(cmd.argv[0], "ZADD");
-        assert_string_equal(cmd.argv[1], key);
+        snprintf(key, sizeof key, "s:{%u:%02x}:-", t, layout_shard_of(p));
+        assert_string_equal(cmd.argv[0], "EVAL");   /* the zset script */
+        assert_string_equal(cmd.argv[3], key);
+        assert_string_equal(cmd.argv[5], "A");
     }
     r = fake_array(5, taken_none);
     assert_int_equal(layout_fix_locked(&f, r), 1);
     assert_int_equal(f.add, 0);
     fake_free(r);
-    layout_fix_entry(&c, &test_ps, &f, 0, &cmd);
-    assert_int_equal(cmd.argc, 3);
-    assert_string_equal(cmd.argv[0], "ZREM");
+    layout_fix_entry(&c, &test_ps, &f, 1, &cmd);
+    assert_string_equal(cmd.argv[5], "R");
     r = fake_array(2, held);
     assert_int_equal(layout_fix_locked(&f, r), 0);
     fake_free(r);
@@ -619,15 +594,16 @@ static void test_fix_steps(void **state)
     assert_true(back == fp);
     assert_int_equal(layout_lock_field_parse("0123456789ABCDEF", 16, &back), -1);
     assert_int_equal(layout_lock_field_parse(field, 15, &back), -1);
+    layout_ctx_free(&c);
 }
 
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_ops_table),
-        cmocka_unit_test(test_layout3_dir_age),
-        cmocka_unit_test(test_layout3_routing),
-        cmocka_unit_test(test_layout3_entries),
+        cmocka_unit_test(test_dir_age),
+        cmocka_unit_test(test_routing),
+        cmocka_unit_test(test_entries),
         cmocka_unit_test(test_layout4),
         cmocka_unit_test(test_key_parse),
         cmocka_unit_test(test_key_parse_foreign),

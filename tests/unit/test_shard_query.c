@@ -2,9 +2,10 @@
  * absorb of every ZRANGEBYLEX reply, the sorted unique matches) and its job completion
  * (shard/job.c: the answer only after the last reply) on the worker's own objects
  * (simhash_shard_lib), against a real redis-server the test starts on a free loopback
- * port: fingerprints written with SHARD.ADD, planted near-duplicates of each query at
- * every distance up to d + 1, and every answer compared with brute force, in each
- * data layout; a Redis error reply to one of the scans answered once. */
+ * port: fingerprints written with SHARD.LOCK, SHARD.ADD and SHARD.UNLOCK, planted near-duplicates of each query at
+ * every distance up to d + 1, and every answer compared with brute force, with the
+ * default split limit and with one so small that buckets split under the writes; a
+ * Redis error reply to one of the reads answered once. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -118,7 +119,7 @@ typedef struct tq_fix {
 
 /* Starts the worker on database db of the test's Redis with a new corpus of the
  * given layout. */
-static void tq_start(tq_fix *f, unsigned layout, unsigned db)
+static void tq_start(tq_fix *f, unsigned split_limit, unsigned db)
 {
     char err[512];
     shard_ctx *sc = &f->sc;
@@ -139,18 +140,21 @@ static void tq_start(tq_fix *f, unsigned layout, unsigned db)
         fail_msg("perm_set_init: %s", err);
     shard_redis_opts ro = {
         .host = "127.0.0.1", .port = (int)tq_redis_port, .db = db, .blocks = c->blocks,
-        .distance = c->distance, .layout = layout, .max_inflight = c->max_inflight_redis,
+        .distance = c->distance, .max_inflight = c->max_inflight_redis,
         .fingerprint = "v3", .timeout_ms = c->timeout_ms,
     };
     if (shard_redis_check_meta_sync(&ro, err, sizeof err) != SHARD_META_OK)
         fail_msg("meta: %s", err);
     c->layout = ro.layout;
-    c->bucket_bits = ro.bucket_bits;
-    assert_int_equal(layout_ctx_init(&sc->lay, c->layout, c->bucket_bits), 0);
+    c->tombstone_s = ro.tombstone_s;
+    assert_int_equal(layout_ctx_init(&sc->lay), 0);
+    sc->lay.tombstone_s = c->tombstone_s;
     sc->lay.by_sha = 1;
     ro.scripts = &sc->lay;
     if (ro.split_limit)
         sc->lay.split_limit = ro.split_limit;
+    if (split_limit)
+        sc->lay.split_limit = split_limit;
     sc->base = event_base_new();
     assert_non_null(sc->base);
     sc->redis = shard_redis_new(sc->base, &ro);
@@ -201,6 +205,41 @@ static redisReply *tq_cmd(tq_fix *f, const char *name, uint64_t fp, const char *
     assert_true(n < sizeof buf);
     rl_send_bytes(&f->c, buf, n);
     return rl_reply(&f->c);
+}
+
+/* Sends `argv[0..argc)` to the worker and returns its reply. */
+static redisReply *tq_plain(tq_fix *f, int argc, const char **argv)
+{
+    char buf[1024];
+    size_t n = (size_t)snprintf(buf, sizeof buf, "*%d\r\n", argc);
+    for (int i = 0; i < argc; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "$%zu\r\n%s\r\n", strlen(argv[i]),
+                              argv[i]);
+    assert_true(n < sizeof buf);
+    rl_send_bytes(&f->c, buf, n);
+    return rl_reply(&f->c);
+}
+
+/* Writes fp with one document as the coordinator does: its ids under its lock (table
+ * 0's entry is the member holding them), then its entry in every table, then unlock. */
+static void tq_add(tq_fix *f, uint64_t fp)
+{
+    char fs[24];
+    snprintf(fs, sizeof fs, "%llu", (unsigned long long)fp);
+    const char *lock[] = {"SHARD.LOCK", fs, "tq", "5000", "A", "doc"};
+    redisReply *r = tq_plain(f, 6, lock);
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 1 || r->element[0]->integer != 1)
+        fail_msg("SHARD.LOCK: reply type %d %s", r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
+    freeReplyObject(r);
+    r = tq_cmd(f, "SHARD.ADD", fp, NULL, NULL);
+    if (r->type != REDIS_REPLY_INTEGER)
+        fail_msg("SHARD.ADD: reply type %d %s", r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
+    freeReplyObject(r);
+    const char *unlock[] = {"SHARD.UNLOCK", fs, "tq"};
+    r = tq_plain(f, 3, unlock);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
 }
 
 /* ---- The corpus and brute force ---- */
@@ -255,20 +294,16 @@ static size_t tq_brute(uint64_t q, unsigned d, tq_match *out)
     return n;
 }
 
-/* SHARD.ADD of the corpus (fps 0..5 twice: a second ADD adds nothing), then every
+/* The corpus written (fps 0..5 twice: a second write adds nothing), then every
  * query at every distance compared with brute force. */
-static void tq_run(unsigned layout, unsigned db)
+static void tq_run(unsigned split_limit, unsigned db)
 {
     tq_fix f;
     uint64_t q[TQ_QUERIES];
-    tq_start(&f, layout, db);
+    tq_start(&f, split_limit, db);
     tq_corpus(q);
-    for (size_t i = 0; i < tq_nfp + 6; i++) {
-        redisReply *r = tq_cmd(&f, "SHARD.ADD", tq_fps[i % tq_nfp], NULL, NULL);
-        if (r->type != REDIS_REPLY_INTEGER)
-            fail_msg("SHARD.ADD: reply type %d %s", r->type, r->type == REDIS_REPLY_ERROR ? r->str : "");
-        freeReplyObject(r);
-    }
+    for (size_t i = 0; i < tq_nfp + 6; i++)
+        tq_add(&f, tq_fps[i % tq_nfp]);
     static tq_match want[TQ_MAXFP];
     for (unsigned i = 0; i < TQ_QUERIES; i++)
         for (unsigned d = 0; d <= TQ_DISTANCE; d++) {
@@ -292,42 +327,36 @@ static void tq_run(unsigned layout, unsigned db)
     tq_stop(&f);
 }
 
-static void test_query_layout1(void **state)
+static void test_query(void **state)
 {
     (void)state;
-    tq_run(1, 1);
+    tq_run(0, 1);
 }
 
-static void test_query_layout2(void **state)
+static void test_query_splits(void **state)
 {
     (void)state;
-    tq_run(2, 2);
+    tq_run(4, 2);
 }
 
-static void test_query_layout3(void **state)
-{
-    (void)state;
-    tq_run(3, 3);
-}
-
-/* A Redis error reply to one ZRANGEBYLEX (a bucket key holding a string): the query
- * is answered -REDIS once, counted once, and the worker goes on answering exactly. */
+/* A Redis error reply to one read (the directory of one table's shard holding a
+ * string): the query is answered -REDIS once, counted once, and the worker goes on
+ * answering exactly. */
 static void test_query_redis_error(void **state)
 {
     (void)state;
     tq_fix f;
     uint64_t q[TQ_QUERIES];
-    tq_start(&f, 1, 0);
+    tq_start(&f, 0, 0);
     tq_corpus(q);
     for (size_t i = 0; i < tq_nfp; i++)
-        freeReplyObject(tq_cmd(&f, "SHARD.ADD", tq_fps[i], NULL, NULL));
+        tq_add(&f, tq_fps[i]);
     const shard_ctx *sc = &f.sc;
     uint64_t bad = rnd();
-    unsigned t = sc->ps.ntables / 2, bb = sc->cfg.bucket_bits;
+    unsigned t = sc->ps.ntables / 2;
     char key[LAYOUT_KEY_MAX];
-    assert_true(layout_bucket_key(key, sizeof key, t,
-                                  layout_bucket_of(perm_apply(&sc->ps.tables[t], bad), bb),
-                                  bb) > 0);
+    assert_true(layout_tag_key(key, sizeof key, 'r', t,
+                               layout_shard_of(perm_apply(&sc->ps.tables[t], bad))) > 0);
     redisContext *rc = redisConnect("127.0.0.1", (int)tq_redis_port);
     assert_true(rc != NULL && rc->err == 0);
     redisReply *r = redisCommand(rc, "SET %s x", key);
@@ -352,9 +381,8 @@ static void test_query_redis_error(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_query_layout1),
-        cmocka_unit_test(test_query_layout2),
-        cmocka_unit_test(test_query_layout3),
+        cmocka_unit_test(test_query),
+        cmocka_unit_test(test_query_splits),
         cmocka_unit_test(test_query_redis_error),
     };
     return cmocka_run_group_tests(tests, tq_redis_start, tq_redis_stop);

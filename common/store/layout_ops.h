@@ -1,27 +1,24 @@
-/* layout_ops.h: the data layouts of distributed mode behind one interface. Each layout
- * (layout1.c, layout2.c) is one const table of operations; the worker, the
+/* layout_ops.h: the storage format of distributed mode behind one interface. The
+ * format (layout4.c, its Lua in common/store/lua/, docs/protocol.md and
+ * docs/elastic-buckets.md) is one const table of operations; the worker, the
  * coordinator, `simhash fsck`, export/migrate and the bench reach a corpus's keys
- * only through a layout_ctx and its table, never by testing a layout number. A new
- * layout is one new file with its table, listed in layout_ops.c's layout_all[].
+ * only through a layout_ctx and its table.
  *
- * What a table answers (docs/protocol.md has the keys of layouts 1 and 2):
+ * What the table answers:
  *   - the table entries: the read plan of a query's prefix (plan, plan_read), the
- *     member decoding of what those reads return, the ZADD/ZREM/ZSCORE of one entry;
+ *     member decoding of what those reads return, the writes of one entry or many;
  *   - the document ids of one fingerprint: the reads that find them (ids_read, in
  *     the order a worker pipelines them), the command that tells whether a
  *     fingerprint has any (fsck's orphan check), a write without lock (bench);
  *   - the lock script call of one fingerprint (every write holds its lock);
- *   - the Redis settings the layout needs, its default bucket bits, and the kind of
- *     key fsck walks for documents.
- * Every operation takes the layout_ctx, the bucket/lookup context of one corpus: its
- * bucket bits (layouts 1 and 2); a layout whose buckets split (layout 3, layout3.c,
- * docs/elastic-buckets.md) keeps its cached per-shard directories there (ctx->dir),
- * so the same calls route a key through it. Such a layout answers the layout_dir_*
- * calls below: a program loads a (table, shard) directory before it routes a read
- * through it, and hands every reply of a command the layout built to
- * layout_dir_reply, which says when the command met a bucket that split meanwhile
- * (the program refreshes what layout_dir_need then asks for and runs it again: reads
- * and writes are idempotent). For layouts 1 and 2 these calls do nothing.
+ *   - the Redis settings the format needs, and the walk of table 0.
+ * Every operation takes the layout_ctx, the lookup context of one corpus: its buckets
+ * split (docs/elastic-buckets.md), so it keeps its cached per-shard directories there
+ * (ctx->dir), and the same calls route a key through them. A program loads a (table,
+ * shard) directory before it routes a read through it (the layout_dir_* calls below),
+ * and hands every reply of a command the layout built to layout_dir_reply, which says
+ * when the command met a bucket that split meanwhile (the program refreshes what
+ * layout_dir_need then asks for and runs it again: reads and writes are idempotent).
  *
  * How a fingerprint is reconciled (the repair pass of the worker and `simhash fsck
  * --repair`) is the layout_fix_* steps below: the same commands in both, only the
@@ -39,32 +36,30 @@
 
 typedef struct layout_ops layout_ops;
 
-/* The bucket/lookup context of one corpus. */
+/* The lookup context of one corpus. */
 typedef struct layout_ctx {
     const layout_ops *ops;
     unsigned version;           /* ops->version, for messages and SHARD.HELLO */
-    unsigned bucket_bits;       /* of the fixed-bucket layouts (1 and 2); 8 in layout 3 */
-    void *dir;                  /* a layout's own lookup state; NULL in 1 and 2 */
-    unsigned split_limit;       /* layout 3: a bucket splits at this many entries */
-    unsigned tombstone_s;       /* layout 3: lifetime of a split bucket's tombstone */
-    int by_sha;                 /* layout 3: scripts sent by name (EVALSHA; whoever sends
+    void *dir;                  /* the layout's own lookup state: the directories */
+    unsigned split_limit;       /* a bucket splits at this many entries */
+    unsigned tombstone_s;       /* lifetime of a split bucket's tombstone */
+    int by_sha;                 /* scripts sent by name (EVALSHA; whoever sends
                                  * them sends one answered NOSCRIPT again whole with
                                  * EVAL, which caches it: layout_script_text) */
 } layout_ctx;
 
-/* Layout 3's defaults: Redis's own zset-/hash-max-listpack-entries, the largest limit
+/* The split limit's defaults: Redis's own zset-max-listpack-entries, the largest limit
  * (docs/elastic-buckets.md). The tombstone lifetime is the corpus's (simhash:meta
- * field tombstone_seconds): two minutes for a new one, an hour for one made before the
- * field existed; readers re-read a directory older than a third of it. */
+ * field tombstone_seconds, two minutes for a new one); readers re-read a directory
+ * older than a third of it. */
 #define LAYOUT_SPLIT_LIMIT_DEFAULT 128
 #define LAYOUT_SPLIT_LIMIT_MAX 256
 #define LAYOUT_SPLIT_LIMIT_MIN 2
 #define LAYOUT_TOMBSTONE_S_DEFAULT 120
-#define LAYOUT_TOMBSTONE_S_OLD 3600
 #define LAYOUT_TOMBSTONE_S_MIN 3
 #define LAYOUT_TOMBSTONE_S_MAX 86400
 
-/* What a layout with split buckets counts (layout_dir_stats). */
+/* What the directories count (layout_dir_stats). */
 typedef struct layout_dir_stats {
     unsigned long long splits;  /* buckets split by this process's writes */
     unsigned long long loads;   /* directories read whole */
@@ -89,27 +84,23 @@ typedef struct layout_batch {
 /* What one read of a fingerprint's ids answers (ids_read). */
 typedef enum layout_ids_kind {
     LAYOUT_IDS_SET = 1,         /* SMEMBERS: an array of ids */
-    LAYOUT_IDS_PACKED = 2,      /* HGET: nil (none), the packed ids (layout_ids_next), or
-                                 * "" when they live in the set the next read returns */
-    LAYOUT_IDS_MEMBER = 3,      /* ZRANGEBYLEX (layout 4): no member (none), or the
-                                 * fingerprint's table-0 member, whose bytes after the
-                                 * first 7 are as LAYOUT_IDS_PACKED's string
-                                 * (layout_ids_reply) */
+    LAYOUT_IDS_MEMBER = 3,      /* ZRANGEBYLEX: no member (none), or the fingerprint's
+                                 * table-0 member, carrying the packed ids
+                                 * (layout_ids_next), or none when they live in the set
+                                 * the next read returns (layout_ids_reply) */
 } layout_ids_kind;
 
 #define LAYOUT_IDS_READS_MAX 2
 #define LAYOUT_PUT_ID_SCRATCH(idlen) (17 + (idlen))
 
-/* The packed ids a reply of read kind `kind` (LAYOUT_IDS_PACKED or LAYOUT_IDS_MEMBER)
- * carries: 1 with *v, *len set (len 0: they live in the overflow set the next read
+/* The packed ids a reply of read kind `kind` (LAYOUT_IDS_MEMBER) carries: 1 with *v, *len set (len 0: they live in the overflow set the next read
  * returns), 0 when the fingerprint has none, -1 for an unexpected reply. */
 int layout_ids_reply(layout_ids_kind kind, const redisReply *r, const char **v, size_t *len);
 
 /* The kinds of key a corpus has (first letter of the key, after the corpus prefix). */
 typedef enum layout_key_kind {
     LAYOUT_KEY_BUCKET = 's',    /* a table bucket: sorted set of members */
-    LAYOUT_KEY_IDHASH = 'h',    /* the ids of a table-0 bucket's fingerprints (layout 2) */
-    LAYOUT_KEY_IDSET = 'd',     /* the ids of one fingerprint (layout 1; layout 2 overflow) */
+    LAYOUT_KEY_IDSET = 'd',     /* the overflow set of one fingerprint's ids */
     LAYOUT_KEY_LOCKS = 'w',     /* the write locks of a table-0 shard */
     LAYOUT_KEY_COUNTS = 'c',    /* the counters of a table-0 shard */
 } layout_key_kind;
@@ -117,8 +108,8 @@ typedef enum layout_key_kind {
 /* A key read back (layout_key_parse). */
 typedef struct layout_key {
     layout_key_kind kind;
-    unsigned table;             /* BUCKET, IDHASH (0) */
-    uint64_t bucket;            /* BUCKET, IDHASH: the tag member_decode needs */
+    unsigned table;             /* BUCKET */
+    uint64_t bucket;            /* BUCKET: the tag member_decode needs */
     uint64_t fp;                /* IDSET */
     unsigned shard;             /* every kind: the first byte of the hash tag */
 } layout_key;
@@ -126,7 +117,7 @@ typedef struct layout_key {
 /* The reads of one table for a query (plan) and one of them (plan_read). */
 typedef struct layout_plan {
     unsigned table;
-    unsigned shard;             /* first byte of p (layout 3 routes through its directory) */
+    unsigned shard;             /* first byte of p (routes through its directory) */
     uint64_t nreads;
     layout_range r;
 } layout_plan;
@@ -147,35 +138,27 @@ typedef struct layout_needs {
 
 struct layout_ops {
     unsigned version;
-    const char *name;                   /* "layout 1", for messages */
-    unsigned bucket_bits_default;       /* of a new corpus */
-    layout_key_kind docs_kind;          /* the keys fsck walks for document ids */
+    const char *name;                   /* "layout 4", for messages */
     unsigned ids_reads;                 /* reads ids_read makes per fingerprint */
-    /* The first table whose entries programs write (entry, entries, the repair): 0, or
-     * 1 where table 0's entry of a fingerprint is its ids, written by the lock script
-     * alone (layout 4); entry() of such a table is a check answering an integer. */
+    /* The first table whose entries programs write (entry, entries, the repair): 1,
+     * table 0's entry of a fingerprint being its ids, written by the lock script alone;
+     * entry() of table 0 is a check answering an integer. */
     unsigned entry_from;
 
-    /* Settings of a Redis node the layout needs at these bucket bits. */
+    /* Settings of a Redis node the layout needs. */
     void (*needs)(const layout_ctx *c, layout_needs *out);
     /* Read i (0..ids_reads-1) of fp's ids (p0 = perm_0(fp)); *kind says what it
      * answers. Single-key commands only (a multi-key one gets -TRYAGAIN while its slot
      * migrates). */
     void (*ids_read)(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
                      layout_cmd *cmd, layout_ids_kind *kind);
-    /* A command answering integer 1 when fp has ids, 0 when not (EXISTS, HEXISTS). */
+    /* A command answering integer 1 when fp has ids, 0 when not (ZLEXCOUNT). */
     void (*has_ids)(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd);
     /* The write of one id of fp straight to Redis, without lock or counters (the
      * bench's preload of a corpus); scratch has room for LAYOUT_PUT_ID_SCRATCH(idlen)
      * bytes and outlives cmd's use. */
     void (*put_id)(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
                    size_t idlen, uint8_t *scratch, layout_cmd *cmd);
-    /* Layouts keeping ids in bucket hash fields (2, 3; NULL in 1): the hash key of fp's
-     * field into key[LAYOUT_KEY_MAX] (returns its length) and the field into
-     * member[LAYOUT_MEMBER_MAX] (*mlen). Their ids_read, has_ids and put_id are the
-     * layout_field_* below. */
-    size_t (*field_of)(const layout_ctx *c, uint64_t p0, char *key, uint8_t *member,
-                       size_t *mlen);
     /* The lock script call of fp up to its document ids (the caller adds them for ops
      * A and R); token and op are NUL-terminated and outlive cmd's use. */
     void (*lock)(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
@@ -192,10 +175,15 @@ struct layout_ops {
      * Returns 0, or -1 for a member that does not belong there (foreign data). */
     int (*member_decode)(const layout_ctx *c, uint64_t tag, const void *member, size_t len,
                          uint64_t *p);
-    /* `cmd key [0] member` of p's entry in table t: ZSCORE, ZREM or ZADD (score 0). */
+    /* The packed ids (layout_ids_next) a table-0 member read under tag carries: 1 with
+     * *v, *vlen set (vlen 0: they live in the fingerprint's overflow set), -1 when the
+     * member is none of table 0's. */
+    int (*member_ids)(const layout_ctx *c, uint64_t tag, const void *member, size_t len,
+                      const char **v, size_t *vlen);
+    /* p's entry in table t: ZSCORE, or the write script's ZADD / ZREM (tables 1..). */
     void (*entry)(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
                   layout_cmd *out);
-    /* Optional (layout 3; NULL where a table write is one plain command): the n table
+    /* The n table
      * writes (tables[i], ps[i]) of one or many fingerprints (two may share a bucket),
      * added (add) or removed, as one command, 1 <= n <= LAYOUT_BATCH_MAX. One Redis only: the keys of different
      * tables lie in different Redis Cluster slots. Its reply goes to entries_reply
@@ -220,7 +208,7 @@ struct layout_ops {
     uint64_t (*walk_tag_of)(const layout_ctx *c, uint64_t p);
     uint64_t (*walk_first_value)(const layout_ctx *c, uint64_t tag);
     void (*walk_read)(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r);
-    /* Optional (bucket keys named by their bounds, layouts 3 and 4): reads back what
+    /* Bucket keys are named by their bounds: reads back what
      * follows the hash tag of a bucket or id hash key of (table, shard) (":<lo>-<hi>"),
      * checked by writing it again. Returns 0 with *tag (member_decode's), or -1. */
     int (*bucket_suffix_parse)(const layout_ctx *c, unsigned table, unsigned shard,
@@ -229,42 +217,22 @@ struct layout_ops {
      * value of the next shard, 0 past the last). */
     uint64_t (*walk_tag_end)(const layout_ctx *c, unsigned shard);
 
-    /* ---- Split buckets (NULL in a layout whose buckets are fixed) ---- */
-    /* Sets up / frees ctx->dir (layout_ctx_init, layout_ctx_free). init returns 0 or
-     * -1 (out of memory). */
-    int (*dir_init)(layout_ctx *c);
-    void (*dir_free)(layout_ctx *c);
-    /* See layout_dir_need, layout_dir_read, layout_dir_load, layout_dir_reply. */
-    int (*dir_need)(const layout_ctx *c, unsigned table, unsigned shard);
-    void (*dir_read)(const layout_ctx *c, unsigned table, unsigned shard, layout_cmd *cmd);
-    int (*dir_load)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r,
-                    uint64_t sent_ms);
-    int (*dir_reply)(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
-    void (*dir_stats)(const layout_ctx *c, layout_dir_stats *out);
-
-    /* Optional (scripts sent by name, layout 3): see layout_script_text. */
-    const char *(*script_text)(const layout_ctx *c, const char *sha, size_t len);
 };
 
-/* The table of layout version v, or NULL when this code does not know it. */
-const layout_ops *layout_ops_of(unsigned version);
-
-/* Fills c for a corpus of layout `version` at bucket_bits (0: the layout's default;
- * layout 3 has no other). Returns 0, or -1 when either is unsupported or out of
- * memory. Free with layout_ctx_free. */
-int layout_ctx_init(layout_ctx *c, unsigned version, unsigned bucket_bits);
+/* Fills c for a corpus (split limit and tombstone lifetime at their defaults: the
+ * caller sets the corpus's). Returns 0, or -1 out of memory. Free with
+ * layout_ctx_free. The calls below that take a layout_ctx but are no member of its
+ * table are the layout's too (layout4.c): programs call them the same way. */
+int layout_ctx_init(layout_ctx *c);
 void layout_ctx_free(layout_ctx *c);
 
-/* ---- Split buckets (layout 3; nothing to do in layouts 1 and 2) ----
+/* ---- The directories of the split buckets ----
  * A (table, shard) pair names one directory (shard = first byte of the permuted
  * value). */
 
-/* 1 when the layout's buckets split (it has directories), else 0. */
-int layout_splits(const layout_ctx *c);
 /* 1 when the directory of (table, shard) must be read (layout_dir_read, then
  * layout_dir_load) before a read is routed through it: never read, marked stale by
- * layout_dir_reply, or older than a third of the tombstone lifetime. 0 otherwise and
- * in layouts 1 and 2. */
+ * layout_dir_reply, or older than a third of the tombstone lifetime. 0 otherwise. */
 int layout_dir_need(const layout_ctx *c, unsigned table, unsigned shard);
 /* The read of the whole directory (ZRANGE r:{t:xx} 0 -1). */
 void layout_dir_read(const layout_ctx *c, unsigned table, unsigned shard, layout_cmd *cmd);
@@ -281,9 +249,9 @@ int layout_dir_load(const layout_ctx *c, unsigned table, unsigned shard, const r
  * returns 1 when the command met a bucket that had split (a WRONGTYPE on a tombstone,
  * or a write script's {-1, point} / {-2}): nothing was read or written, the cache is
  * updated or marked for reading, and the command must be built and sent again. 0
- * otherwise (and always in layouts 1 and 2). */
+ * otherwise. */
 int layout_dir_reply(const layout_ctx *c, unsigned table, unsigned shard, const redisReply *r);
-/* The counters of the cache (all 0 in layouts 1 and 2). */
+/* The counters of the cache. */
 void layout_dir_stats_get(const layout_ctx *c, layout_dir_stats *out);
 /* The text of the layout's script named sha (len hex digits, as EVALSHA carries it),
  * for sending again with EVAL a command Redis answered NOSCRIPT; NULL when the
@@ -333,47 +301,5 @@ void layout_fix_entry(const layout_ctx *c, const perm_set *ps, const layout_fix 
                       unsigned table, layout_cmd *cmd);
 int layout_fix_entry_ok(const redisReply *reply);
 void layout_fix_unlock(const layout_fix *f, layout_cmd *cmd);
-
-/* ---- Ids in bucket hash fields (layouts 2 and 3 share these; ops->field_of) ---- */
-void layout_field_ids_read(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
-                           layout_cmd *cmd, layout_ids_kind *kind);
-void layout_field_has_ids(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd);
-void layout_field_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
-                         size_t idlen, uint8_t *scratch, layout_cmd *cmd);
-
-/* ---- The fixed-bucket family (layouts 1 and 2 share these) ---- */
-
-/* The table entries and the walk of a layout whose buckets are the top bucket_bits
- * bits of a permuted value: the initializers of those fields in its table. */
-#define LAYOUT_FIXED_BUCKET_OPS                                                         \
-    .plan = layout_fixed_plan, .plan_read = layout_fixed_plan_read,                     \
-    .member_decode = layout_fixed_member_decode, .entry = layout_fixed_entry,           \
-    .walk_pattern = layout_fixed_walk_pattern, .walk_tag_of = layout_fixed_walk_tag_of, \
-    .walk_first_value = layout_fixed_walk_first_value, .walk_read = layout_fixed_walk_read, \
-    .walk_tag_end = layout_fixed_walk_tag_end
-void layout_fixed_needs(const layout_ctx *c, layout_needs *out);
-int layout_fixed_plan(const layout_ctx *c, unsigned table, uint64_t p, unsigned prefix_bits,
-                      layout_plan *pl);
-void layout_fixed_plan_read(const layout_ctx *c, const layout_plan *pl, uint64_t i,
-                            layout_read *r);
-int layout_fixed_member_decode(const layout_ctx *c, uint64_t tag, const void *member,
-                               size_t len, uint64_t *p);
-void layout_fixed_entry(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
-                        layout_cmd *out);
-size_t layout_fixed_walk_pattern(const layout_ctx *c, unsigned shard, char *buf, size_t cap);
-uint64_t layout_fixed_walk_tag_end(const layout_ctx *c, unsigned shard);
-uint64_t layout_fixed_walk_tag_of(const layout_ctx *c, uint64_t p);
-uint64_t layout_fixed_walk_first_value(const layout_ctx *c, uint64_t tag);
-void layout_fixed_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r);
-/* The lock script call: EVAL script, [lead_key,] document set, lock hash, counter
- * hash, lock field, token, lease, op [, tail]. */
-void layout_fixed_lock(layout_cmd *c, const char *script, const char *lead_key,
-                       uint64_t fp, uint64_t p0, const char *token,
-                       unsigned long long lease_ms, const char *op, const uint8_t *tail,
-                       size_t tail_len);
-/* The ZRANGEBYLEX bounds of a walk read (walk_read) in r: from the member of `from`
- * on when it lies in the bucket read (inside: the layout wrote that member, mlen
- * bytes, at r->lo_buf + 1), else from the bucket's start; to the bucket's end. */
-void layout_walk_bounds(layout_read *r, int inside, size_t mlen);
 
 #endif

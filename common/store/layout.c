@@ -1,6 +1,7 @@
-/* layout.c: key names, member encoding, prefix-range bounds, packed ids and the
- * unlock script of the Redis layouts (versions 1 and 2, docs/protocol.md); the lock
- * scripts are in layout1.c and layout2.c. */
+/* layout.c: the parts of the storage format with no layout decision in them: the
+ * corpus name and its key prefix, the keys of a table-0 shard (locks, counters,
+ * overflow sets, hash tags), the packing of document ids and the unlock scripts
+ * (docs/protocol.md). The keys and members of the tables are layout4.c's. */
 #include "layout.h"
 #include "layout_ops.h"
 #include "resp.h"
@@ -15,14 +16,9 @@ static char layout_name[LAYOUT_CORPUS_MAX + 1];
 static char layout_pre[LAYOUT_CORPUS_MAX + 2];
 static size_t layout_pre_len;
 
-int layout_bucket_bits_ok(unsigned b)
-{
-    return b == 8 || b == 12 || b == 16 || b == 20 || b == 24;
-}
-
 int layout_version_ok(unsigned v)
 {
-    return layout_ops_of(v) != NULL;
+    return v == LAYOUT_VERSION;
 }
 
 int layout_corpus_set(const char *name)
@@ -78,72 +74,6 @@ static char *layout_put_hex(char *out, uint64_t v, unsigned n)
     for (unsigned i = 0; i < n; i++)
         out[i] = layout_hex[(v >> (4u * (n - 1 - i))) & 0xf];
     return out + n;
-}
-
-size_t layout_bucket_key(char *buf, size_t cap, unsigned table, uint64_t bucket,
-                         unsigned bucket_bits)
-{
-    if (!layout_bucket_bits_ok(bucket_bits) || cap == 0)
-        return 0;
-    char tmp[LAYOUT_KEY_MAX + 32];
-    char *q = tmp;
-    memcpy(q, "s:{", 3);
-    q += 3;
-    q += resp_u64_dec(q, table);
-    *q++ = ':';
-    q = layout_put_hex(q, bucket >> (bucket_bits - 8u), 2);
-    *q++ = '}';
-    *q++ = ':';
-    q = layout_put_hex(q, bucket, (bucket_bits - 8u) / 4u);
-    return layout_with_prefix(buf, cap, tmp, (size_t)(q - tmp));
-}
-
-size_t layout_hash_key(char *buf, size_t cap, uint64_t p0, unsigned bucket_bits)
-{
-    size_t n = layout_key_of(buf, cap, 0, p0, bucket_bits);
-    if (n)
-        buf[layout_pre_len] = 'h';
-    return n;
-}
-
-size_t layout_key_of(char *buf, size_t cap, unsigned table, uint64_t p, unsigned bucket_bits)
-{
-    if (!layout_bucket_bits_ok(bucket_bits))
-        return 0;
-    return layout_bucket_key(buf, cap, table, layout_bucket_of(p, bucket_bits), bucket_bits);
-}
-
-/* Writes the low 8*len bits of v big-endian into out. */
-static void layout_put_be(uint8_t *out, uint64_t v, size_t len)
-{
-    for (size_t i = 0; i < len; i++)
-        out[i] = (uint8_t)(v >> (8u * (len - 1 - i)));
-}
-
-size_t layout_member(uint8_t *out, uint64_t p, unsigned bucket_bits)
-{
-    size_t len = layout_member_len(bucket_bits);
-    layout_put_be(out, p, len);
-    return len;
-}
-
-int layout_member_decode(const void *member, size_t len, uint64_t bucket,
-                         unsigned bucket_bits, uint64_t *p)
-{
-    if (!layout_bucket_bits_ok(bucket_bits) || len != layout_member_len(bucket_bits))
-        return -1;
-    const uint8_t *m = member;
-    uint64_t low = 0;
-    for (size_t i = 0; i < len; i++)
-        low = (low << 8) | m[i];
-    /* at 12 and 20 bits the member's top 4 bits repeat the bucket's low 4: a member
-     * whose do not was not written for this bucket (foreign or corrupt data) */
-    unsigned extra = (unsigned)(len * 8u) - (64u - bucket_bits);
-    if (extra > 0 && (low >> (64u - bucket_bits)) != (bucket & ((1u << extra) - 1u)))
-        return -1;
-    low &= ~(uint64_t)0 >> bucket_bits;
-    *p = (bucket << (64u - bucket_bits)) | low;
-    return 0;
 }
 
 size_t layout_doc_key(char *buf, size_t cap, uint64_t fp, uint64_t p0)
@@ -234,34 +164,6 @@ const char LAYOUT_UNLOCKS_LUA[] =
     "  end\n"
     "end\n"
     "return out\n";
-
-int layout_range_init(layout_range *r, uint64_t p, unsigned prefix_bits, unsigned bucket_bits)
-{
-    if (!layout_bucket_bits_ok(bucket_bits) || prefix_bits < LAYOUT_MIN_PREFIX_BITS ||
-        prefix_bits > 64)
-        return -1;
-    memset(r, 0, sizeof *r);
-    if (prefix_bits <= bucket_bits) {
-        /* the free bits of the bucket number are its low bucket_bits - prefix_bits */
-        unsigned free_bits = bucket_bits - prefix_bits;
-        r->nbuckets = (uint64_t)1 << free_bits;
-        r->first_bucket = (layout_bucket_of(p, bucket_bits) >> free_bits) << free_bits;
-        r->lo[0] = '-';
-        r->hi[0] = '+';
-        r->lo_len = r->hi_len = 1;
-        return 0;
-    }
-    uint64_t mask = prefix_bits == 64 ? ~(uint64_t)0 : ~(~(uint64_t)0 >> prefix_bits);
-    size_t mlen = layout_member_len(bucket_bits);
-    r->first_bucket = layout_bucket_of(p, bucket_bits);
-    r->nbuckets = 1;
-    r->lo[0] = '[';
-    r->hi[0] = '[';
-    layout_put_be(r->lo + 1, p & mask, mlen);
-    layout_put_be(r->hi + 1, p | ~mask, mlen);
-    r->lo_len = r->hi_len = mlen + 1;
-    return 0;
-}
 
 int layout_ids_next(const void *v, size_t len, size_t *off, const uint8_t **id,
                     size_t *idlen)

@@ -1,11 +1,11 @@
-"""tests/tools/layout2_ids.py: document ids through a deployment and straight from its
-Redis, for tests/integration/test_layout2.sh (stdlib only).
+"""tests/tools/ids_check.py: document ids through a deployment and straight from its
+Redis, for tests/integration/test_ids.sh (stdlib only).
 
-  ids COORD_PORT REDIS_PORT [--corpus NAME] [--layout N]
+  ids COORD_PORT REDIS_PORT [--corpus NAME]
       many ids per fingerprint (600 on one, added in batches, some removed), long ids
       (65..4096 bytes), ids with newline, CR and 0xff bytes (NUL bytes and longer ids
       refused), the move of a
-      fingerprint's ids from the bucket hash to its overflow set and back to nothing,
+      fingerprint's ids from its table-0 member to its overflow set and back to nothing,
       and the counters of SIMHASH.INFO; every query answer compared with a model.
   isolate PORT_A PORT_B
       two coordinators of two corpora on shared Redis nodes: the same fingerprints
@@ -16,14 +16,10 @@ import sys
 from resp_client import C
 
 
-# What each data layout does with the ids of one fingerprint that the checks below
-# look at straight in Redis (common/dist/layout1.c, layout2.c, layout3.c, layout4.c):
-# whether ids are packed (in the bucket hash; in layout 4 after the 7 bytes of the
-# table-0 member) and move to an overflow set d:{0:xx}:<fp> only when they outgrow
-# the bytes kept inline (LAYOUT2_INLINE_MAX 64, LAYOUT4_INLINE_MAX 57), or always live
-# in that set.
-LAYOUT_OVERFLOW_SETS = {1: False, 2: True, 3: True, 4: True}
-LAYOUT_INLINE = {2: 64, 3: 64, 4: 57}
+# The packed ids of a fingerprint live after the 7 bytes of its table-0 member
+# (common/store/layout4.c) until they outgrow LAYOUT4_INLINE_MAX bytes, then in an
+# overflow set d:{0:xx}:<fp>.
+INLINE_MAX = 57
 
 
 def fail(msg):
@@ -71,8 +67,6 @@ def add(c, fp, ids):
 def cmd_ids(a):
     cport, rport = int(a[0]), int(a[1])
     corpus = a[a.index("--corpus") + 1] if "--corpus" in a else ""
-    layout = int(a[a.index("--layout") + 1]) if "--layout" in a else 2
-    overflow_sets = LAYOUT_OVERFLOW_SETS[layout]
     pre = (corpus + ":").encode() if corpus else b""
     c, r = C(cport), C(rport)
     rng = random.Random(13)
@@ -114,18 +108,17 @@ def cmd_ids(a):
     add(c, mixed, odd)
     model[mixed] = set(odd)
     check(c, model, "long and binary ids")
-    # a fingerprint growing past the bucket hash's 64 bytes and shrinking to nothing
+    # a fingerprint growing past the member's 57 bytes of ids and shrinking to nothing
     grow = rng.getrandbits(64)
     model[grow] = set()
     for i in range(12):
-        d = b"https://example.org/%02d" % i   # 22 bytes: past 64 at the third
+        d = b"https://example.org/%02d" % i   # 23 packed: past 57 at the third
         add(c, grow, [d])
         model[grow].add(d)
         check(c, {grow: model[grow]}, "growing, %d ids" % (i + 1))
-    if overflow_sets:
-        p0key = [k for k in r.call("KEYS", pre + b"d:{0:*") if k.endswith(b"%016x" % grow)]
-        if len(p0key) != 1:
-            fail("no overflow set for a fingerprint with 12 ids of 22 bytes: %r" % p0key)
+    p0key = [k for k in r.call("KEYS", pre + b"d:{0:*") if k.endswith(b"%016x" % grow)]
+    if len(p0key) != 1:
+        fail("no overflow set for a fingerprint with 12 ids of 22 bytes: %r" % p0key)
     for d in sorted(model[grow]):
         if c.call("SIMHASH.DEL", grow, d) != 1:
             fail("DEL of an id of the overflow set did not answer 1")
@@ -143,12 +136,11 @@ def cmd_ids(a):
     left = [k for k in r.call("KEYS", pre + b"d:*") if k[-16:] in gone]
     if left:
         fail("document sets left behind by deleted fingerprints: %r" % left[:3])
-    if overflow_sets:
-        # the overflow sets left are those of the ids too long for the hash
-        want = sum(1 for v in model.values() if v and sum(len(d) + (1 if len(d) < 128 else 2 if len(d) < 16384 else 3) for d in v) > LAYOUT_INLINE[layout])
-        have = len(r.call("KEYS", pre + b"d:*"))
-        if have != want:
-            fail("%d overflow sets, want %d" % (have, want))
+    # the overflow sets left are those of the ids too long for the member
+    want = sum(1 for v in model.values() if v and sum(len(d) + (1 if len(d) < 128 else 2 if len(d) < 16384 else 3) for d in v) > INLINE_MAX)
+    have = len(r.call("KEYS", pre + b"d:*"))
+    if have != want:
+        fail("%d overflow sets, want %d" % (have, want))
     inf = info(c)
     fps = sum(1 for v in model.values() if v)
     docs = sum(len(v) for v in model.values())
@@ -160,10 +152,10 @@ def cmd_ids(a):
     if fps == 0 or abs(float(bpf) - used / fps) > 1:
         fail("SIMHASH.INFO bytes_per_fingerprint %r, redis_used_memory %d, %d fingerprints" % (
             bpf, used, fps))
-    if inf.get("layout") != str(layout):
-        fail("SIMHASH.INFO layout %r, want %d" % (inf.get("layout"), layout))
-    print("ids: %d fingerprints, %d ids checked, layout %d%s" % (
-        len(model), docs, layout, ", corpus " + corpus if corpus else ""))
+    if inf.get("layout") != "4":
+        fail("SIMHASH.INFO layout %r, want 4" % (inf.get("layout"),))
+    print("ids: %d fingerprints, %d ids checked%s" % (
+        len(model), docs, ", corpus " + corpus if corpus else ""))
 
 
 def cmd_isolate(a):

@@ -1,7 +1,7 @@
-"""tests/tools/layout3_keys.py: what a layout-3 corpus's keys on one Redis are (stdlib
-only), for test_tombstones.sh and test_layout3_exact.sh.
+"""tests/tools/bucket_keys.py: what a corpus's keys on one Redis are (stdlib
+only), for test_tombstones.sh and test_split_exact.sh.
 
-  layout3_keys.py PORT [PATTERN]
+  bucket_keys.py PORT [PATTERN]
       SCANs the keys matching PATTERN (default b"s:{*", the buckets and their
       tombstones of the unnamed corpus; "*" for every key) and prints name=value
       lines: buckets (sorted sets), largest (most members of one), tombstones (string

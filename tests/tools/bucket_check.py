@@ -1,12 +1,11 @@
-"""tests/tools/layout3_check.py: the elastic-bucket scripts of data layout 3
-(common/dist/lua/, docs/elastic-buckets.md) against a real redis-server, with brute
+"""tests/tools/bucket_check.py: the elastic-bucket scripts (common/store/lua/,
+docs/elastic-buckets.md) against a real redis-server, with brute
 force: writers and readers that each keep their own (stale) directory cache, a split
 limit so small that hundreds of buckets split while they run, and every answer checked.
 
   run PORT [--seconds S] [--limit N] [--ttl S] [--writers W] [--readers R] [--log FILE]
-      writers add fresh members to 4 shards (2 tables x 2 first bytes; table 0 with its
-      id hash, each field written after its member as the lock script will) and remove
-      some; readers query random ranges (0-2 byte prefixes: one bucket or many) and
+      writers add fresh members to 4 shards (2 tables x 2 first bytes) through the
+      zset script and remove some; readers query random ranges (0-2 byte prefixes: one bucket or many) and
       check each answer: every member acknowledged before the query began and not
       being removed is there, no removed member, nothing outside the range, no repeat.
       Readers reload a directory older than a third of the tombstone lifetime (--ttl);
@@ -15,8 +14,7 @@ limit so small that hundreds of buckets split while they run, and every answer c
   verify PORT [--log FILE] [--limit N] [--inflight K]
       the layout of the 4 shards: every live bucket (a sorted set named by its bounds)
       is a run of the directory, holds only members within its bounds and fewer than
-      the limit; every other key of a shard is a tombstone string; table 0's id
-      hashes pair with its buckets; with --log, the members in Redis are exactly those
+      the limit; every other key of a shard is a tombstone string; with --log, the members in Redis are exactly those
       added and not removed (up to K members may differ: writes in flight when a
       run was cut short, each writer has one at most).
 Exit status 0 when every check passed; 1 with a message naming the first failure."""
@@ -30,29 +28,18 @@ import time
 from resp_client import C
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LUA = os.path.join(HERE, "..", "..", "common", "dist", "lua")
+LUA = os.path.join(HERE, "..", "..", "common", "store", "lua")
 SHARDS = [(0, 0x11), (0, 0x9a), (1, 0x11), (1, 0x9a)]
-# test only: what the lock script does to a fingerprint's field (check, write, split)
-HSET_LUA = """
-local moved = l3_check(KEYS[1], KEYS[3], 'hash')
-if moved then return moved end
-local n
-if ARGV[3] == 'A' then n = redis.call('HSET', KEYS[1], ARGV[4], ARGV[5])
-else n = redis.call('HDEL', KEYS[1], ARGV[4]) end
-local out = {n}
-if ARGV[3] == 'A' then l3_split_full(KEYS[2], KEYS[1], KEYS[3], tonumber(ARGV[1]), tonumber(ARGV[2]), out) end
-return out
-"""
 
 
 def fail(msg):
-    print("layout3_check: FAIL: " + msg, file=sys.stderr)
+    print("bucket_check: FAIL: " + msg, file=sys.stderr)
     sys.stdout.flush()
     os._exit(1)
 
 
 def script(name):
-    with open(os.path.join(LUA, "layout3_lib.lua"), "rb") as f:
+    with open(os.path.join(LUA, "layout4_lib.lua"), "rb") as f:
         lib = f.read()
     if name.endswith(".lua"):
         with open(os.path.join(LUA, name), "rb") as f:
@@ -62,10 +49,6 @@ def script(name):
 
 def zkey(t, x, lo, hi):
     return b"s:{%d:%02x}:%s-%s" % (t, x, lo.hex().encode(), (hi or b"").hex().encode())
-
-
-def hkey(x, lo, hi):
-    return b"h:{0:%02x}:%s-%s" % (x, lo.hex().encode(), (hi or b"").hex().encode())
 
 
 def dkey(t, x):
@@ -129,39 +112,26 @@ class State:
             self.log.flush()
 
 
-def write(st, c, d, sh, op, m, limit, ttl, sha_z, sha_h, value=b"id"):
-    """One member through the zset script (table 0: then its id field), following
-    splits; returns the split points made."""
+def write(st, c, d, sh, op, m, limit, ttl, sha_z):
+    """One member through the zset script, following splits; returns the split points
+    made."""
     t, x = sh
-    made = []
-    steps = [("z", sha_z)] + ([("h", sha_h)] if t == 0 else [])
-    if op == "R":
-        steps.reverse()                  # the lock script removes the ids first
-    for kind, sha in steps:
-        for _ in range(200):
-            lo, hi = d.bucket(sh, m)
-            if kind == "z":
-                keys = [zkey(t, x, lo, hi), dkey(t, x)] + ([hkey(x, lo, hi)] if t == 0 else [])
-                r = c.call("EVALSHA", sha, len(keys), *keys, op, limit, ttl, m)
-            else:
-                r = c.call("EVALSHA", sha, 3, hkey(x, lo, hi), zkey(t, x, lo, hi), dkey(t, x),
-                           limit, ttl, op, m, value)
-            if isinstance(r, tuple):
-                fail("%s script: %r" % (kind, r))
-            if r[0] == -1:
-                d.add(sh, r[1])
-            elif r[0] == -2:
-                with st.lock:
-                    st.gone += 1
-                d.load(sh)
-            else:
-                for s in r[1:]:
-                    d.add(sh, s)
-                made += r[1:]
-                break
+    for _ in range(200):
+        lo, hi = d.bucket(sh, m)
+        r = c.call("EVALSHA", sha_z, 2, zkey(t, x, lo, hi), dkey(t, x), op, limit, ttl, m)
+        if isinstance(r, tuple):
+            fail("zset script: %r" % (r,))
+        if r[0] == -1:
+            d.add(sh, r[1])
+        elif r[0] == -2:
+            with st.lock:
+                st.gone += 1
+            d.load(sh)
         else:
-            fail("a write kept meeting splits")
-    return made
+            for s in r[1:]:
+                d.add(sh, s)
+            return r[1:]
+    fail("a write kept meeting splits")
 
 
 def guarded(fn):
@@ -178,15 +148,14 @@ def guarded(fn):
 def writer(port, st, stop, args, seed):
     c, rng = C(port), random.Random(seed)
     d = Dir(c)
-    sha_z = c.call("SCRIPT", "LOAD", script("layout3_zset.lua"))
-    sha_h = c.call("SCRIPT", "LOAD", script(HSET_LUA))
+    sha_z = c.call("SCRIPT", "LOAD", script("layout4_zset.lua"))
     mine = []
     while not stop.is_set():
         if mine and rng.random() < 0.15:
             m = mine.pop(rng.randrange(len(mine)))
             with st.lock:
                 st.m[m][2] = time.monotonic()
-            write(st, c, d, st.m[m][0], "R", m, args.limit, args.ttl, sha_z, sha_h)
+            write(st, c, d, st.m[m][0], "R", m, args.limit, args.ttl, sha_z)
             with st.lock:
                 st.m[m][3] = True
             st.note("-" + m.hex())
@@ -197,7 +166,7 @@ def writer(port, st, stop, args, seed):
                 if m in st.m:
                     continue
                 st.m[m] = [sh, None, None, False]
-            made = write(st, c, d, sh, "A", m, args.limit, args.ttl, sha_z, sha_h)
+            made = write(st, c, d, sh, "A", m, args.limit, args.ttl, sha_z)
             with st.lock:
                 st.m[m][1] = time.monotonic()
                 st.splits += len(made)
@@ -282,7 +251,6 @@ def verify(port, limit, log, inflight=0):
         dl = c.call("ZRANGE", dkey(t, x), 0, -1)
         lo = sorted(set(dl) | {b""})
         live = {zkey(t, x, lo[i], lo[i + 1] if i + 1 < len(lo) else None): i for i in range(len(lo))}
-        hlive = {hkey(x, lo[i], lo[i + 1] if i + 1 < len(lo) else None) for i in range(len(lo))}
         for k in scan(c, b"s:{%d:%02x}:*" % (t, x)):
             typ = c.call("TYPE", k)
             if k in live:
@@ -301,21 +269,6 @@ def verify(port, limit, log, inflight=0):
                     fail("bucket %s is not a listpack" % k)
             elif typ not in ("string", "none"):
                 fail("key %s (%s) is neither a live bucket nor a tombstone" % (k, typ))
-        if t == 0:
-            zs = {}
-            for k in live:
-                for m in c.call("ZRANGE", k, 0, -1):
-                    zs[m] = k
-            for k in scan(c, b"h:{0:%02x}:*" % x):
-                typ = c.call("TYPE", k)
-                if k in hlive:
-                    if typ != "hash":
-                        fail("live id hash %s is a %s" % (k, typ))
-                    for f in c.call("HKEYS", k):
-                        if f not in zs or zs[f].replace(b"s:", b"h:", 1) != k:
-                            fail("id field %s in %s has no member in the same bucket" % (f.hex(), k))
-                elif typ not in ("string", "none"):
-                    fail("key %s (%s) is neither a live id hash nor a tombstone" % (k, typ))
     if log:
         want = set()
         with open(log) as f:
@@ -327,7 +280,7 @@ def verify(port, limit, log, inflight=0):
             fail("members in Redis differ from the log: %d missing, %d extra"
                  % (len(want - set(present)), len(set(present) - want)))
     nb = sum(c.call("ZCARD", dkey(*sh)) or 1 for sh in SHARDS)
-    print("layout3_check: verify ok: %d members in %d buckets%s"
+    print("bucket_check: verify ok: %d members in %d buckets%s"
           % (len(present), nb, " (%d in flight)" % diff if log and inflight else ""))
 
 
@@ -359,7 +312,7 @@ def main():
         x.join(60)
         if x.is_alive():
             fail("a client did not stop within 60 s")
-    print("layout3_check: run ok: %d members written, %d splits, %d queries checked, "
+    print("bucket_check: run ok: %d members written, %d splits, %d queries checked, "
           "%d writes met an expired tombstone" % (len(st.m), st.splits, counts[0], st.gone))
     verify(args.port, args.limit, None)
 

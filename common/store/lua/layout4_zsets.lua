@@ -1,12 +1,12 @@
--- layout3_zsets.lua (after layout3_lib.lua): the table writes of one or many
--- fingerprints in many tables in one call (layout3_zset.lua does one bucket a call).
+-- layout4_zsets.lua (after layout4_lib.lua): the table writes (tables 1..) of one or
+-- many fingerprints in one call (layout4_zset.lua does one bucket a call).
 -- One Redis only: the buckets of different tables lie in different Redis Cluster
 -- slots. Every bucket is checked before anything is written, so a call that meets a
 -- split made before it writes nothing; a bucket split by an earlier item of the same
 -- call (two items may share a bucket) is followed to the half now holding the member.
--- KEYS: per item: bucket, directory (same slot) [, table 0's id hash of the same bounds]
--- ARGV: op ('A' add, 'R' remove), limit (>= 2), tombstone seconds, then per item:
---       member, '1' when the item has an id hash key else '0'
+-- KEYS: per item: bucket, directory (same slot)
+-- ARGV: op ('A' add, 'R' remove), limit (>= 2), tombstone seconds, then per item its
+--       member
 -- A bucket that split before the call (the caller's directory is older than the split)
 -- is followed through its tombstones to the half holding the member, and the split
 -- points followed are reported, so the caller learns them without writing again.
@@ -16,37 +16,27 @@
 -- key is absent and not a live bucket (a tombstone that expired: nothing written, the
 -- caller reads the directory and redoes the call).
 local op, limit, ttl = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-if not limit or limit < 2 or not ttl or ttl < 1 or (op ~= 'A' and op ~= 'R') or
-   #ARGV < 5 or #ARGV % 2 == 0 then
-  return redis.error_reply('ERR layout 3 zsets script: bad arguments')
+if not limit or limit < 2 or not ttl or ttl < 1 or (op ~= 'A' and op ~= 'R') or #ARGV < 4 then
+  return redis.error_reply('ERR layout zsets script: bad arguments')
 end
-local items, k = {}, 1
-for a = 4, #ARGV, 2 do
-  local it = {key = KEYS[k], dir = KEYS[k + 1], member = ARGV[a]}
-  k = k + 2
-  if ARGV[a + 1] == '1' then
-    it.hkey = KEYS[k]
-    k = k + 1
-  end
-  if not it.key or not it.dir then
-    return redis.error_reply('ERR layout 3 zsets script: too few keys')
-  end
-  items[#items + 1] = it
+if #KEYS ~= 2 * (#ARGV - 3) then
+  return redis.error_reply('ERR layout zsets script: ' .. #KEYS .. ' keys for ' ..
+                           (#ARGV - 3) .. ' items')
 end
-if k - 1 ~= #KEYS then
-  return redis.error_reply('ERR layout 3 zsets script: too many keys')
+local items = {}
+for a = 4, #ARGV do
+  local k = 2 * (a - 4) + 1
+  items[#items + 1] = {key = KEYS[k], dir = KEYS[k + 1], member = ARGV[a]}
 end
--- moves item it to the half of its bucket holding its member, after the bucket split at s (its id
--- hash, of the same bounds, follows); a split point outside the bucket is an error
+-- moves item it to the half of its bucket holding its member, after the bucket split
+-- at s; a split point outside the bucket is an error
 local function step(it, s)
-  local pre, lo, hi = l3_parse(it.key)
-  if not (l3_below(lo, s) and (hi == nil or l3_below(s, hi))) then
+  local pre, lo, hi = bk_parse(it.key)
+  if not (bk_below(lo, s) and (hi == nil or bk_below(s, hi))) then
     return redis.error_reply('ERR ' .. it.key .. ': split point outside the bucket')
   end
-  local lx, sx, hx = l3_hex(lo), l3_hex(s), hi and l3_hex(hi) or ''
-  local bounds = l3_below(it.member, s) and (lx .. '-' .. sx) or (sx .. '-' .. hx)
-  it.key = pre .. bounds
-  if it.hkey then it.hkey = l3_parse(it.hkey) .. bounds end
+  local lx, sx, hx = bk_hex(lo), bk_hex(s), hi and bk_hex(hi) or ''
+  it.key = pre .. (bk_below(it.member, s) and (lx .. '-' .. sx) or (sx .. '-' .. hx))
 end
 -- ZCARD tells the three cases apart in one call: WRONGTYPE (a tombstone: followed), 0
 -- (absent: an empty live bucket or an expired tombstone, the directory says which),
@@ -55,7 +45,7 @@ local out, followed = {0}, {}
 for i, it in ipairs(items) do
   local size = redis.pcall('ZCARD', it.key)
   while type(size) ~= 'number' or size == 0 do
-    local moved = l3_check(it.key, it.dir, 'zset')
+    local moved = bk_check(it.key, it.dir)
     if not moved then break end
     if moved.err then return moved end
     if moved[1] ~= -1 then return {-3, i, moved} end
@@ -96,8 +86,8 @@ for i, it in ipairs(items) do
     local n = redis.call('ZADD', it.key, '0', it.member)  -- a string: no number formatting
     out[1] = out[1] + n
     sizes[it.key] = sizes[it.key] + n
-    if sizes[it.key] >= limit or (it.hkey and redis.call('HLEN', it.hkey) >= limit) then
-      out[#out + 1] = l3_split_full(it.key, it.hkey, it.dir, limit, ttl, {i}, dead)
+    if sizes[it.key] >= limit then
+      out[#out + 1] = bk_split_full(it.key, it.dir, limit, ttl, {i}, dead)
       split = true
     end
   else

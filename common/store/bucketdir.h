@@ -1,9 +1,9 @@
-/* bucketdir.h: elastic buckets, the part with no Redis calls (data layout 3,
- * docs/elastic-buckets.md): bounds of buckets as ordered values, the split point of a
+/* bucketdir.h: elastic buckets, the part with no Redis calls (docs/elastic-buckets.md,
+ * layout4.c): bounds of buckets as ordered values, the split point of a
  * full bucket, bucket key names, and a worker's cached directory of one (table,
  * first byte) shard.
  *
- * In layout 3 the members of table t's shard xx (the 7 bytes of perm_t(fp) after its
+ * The members of table t's shard xx (the 7 bytes of perm_t(fp) after its
  * first byte) are cut into buckets by lower bounds: byte strings of 0 to 7 bytes, in
  * Redis's ZRANGEBYLEX order (memcmp, a prefix before its extensions). Bucket i holds
  * the members m with lo_i <= m < lo_{i+1} (the last one has no upper bound), and is the

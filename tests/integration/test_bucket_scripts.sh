@@ -1,13 +1,12 @@
 #!/usr/bin/env bash
-# test_layout3_scripts.sh: the Redis side of elastic buckets (data layout 3,
-# common/dist/lua/layout3_*.lua, docs/elastic-buckets.md) against a real redis-server,
-# checked by brute force (tests/tools/layout3_check.py):
+# test_bucket_scripts.sh: the Redis side of elastic buckets (the zset script of
+# common/store/lua/layout4_*.lua, docs/elastic-buckets.md) against a real redis-server,
+# checked by brute force (tests/tools/bucket_check.py):
 #   1. 4 writers and 2 readers, each with its own directory cache, a split limit of 6:
 #      thousands of splits while every query answer is checked (nothing acknowledged
 #      missing, nothing removed or outside the range answered, no repeat); then the
 #      layout (live buckets = runs of the directory, members within bounds, below the
-#      limit, listpacks; id hashes paired with table 0's buckets; every other key a
-#      tombstone) and the members, exactly those acknowledged
+#      limit, listpacks; every other key a tombstone) and the members, exactly those acknowledged
 #   2. tombstones living 1 s: writers whose caches name expired buckets are told to
 #      read the directory again (nothing written into a dead bucket)
 #   3. redis-server SIGKILLed mid-run with appendfsync always, restarted from its AOF:
@@ -15,8 +14,8 @@
 #      (the writes in flight at the kill, one per writer at most, may go either way)
 set -u
 . "$(dirname "$0")/lib.sh"
-th_init layout3_scripts
-CHECK="$TH_SRC/tests/tools/layout3_check.py"
+th_init bucket_scripts
+CHECK="$TH_SRC/tests/tools/bucket_check.py"
 export PYTHONPATH="$TH_SRC/tests/tools"
 
 # ---- 1. splits under concurrent writers and readers
