@@ -24,7 +24,7 @@ typedef struct shard_redis_opts {
     unsigned blocks, distance, bucket_bits;
     unsigned layout;          /* 1 to 4; 0 (and bucket_bits 0): the corpus's, resolved
                                  by shard_redis_check_meta_sync */
-    char fingerprint[16];     /* fingerprint algorithm, canonical ("v2", "v1:3"); "": the
+    char fingerprint[16];     /* fingerprint algorithm, canonical ("v5", "v1:3"); "": the
                                  corpus's, resolved by shard_redis_check_meta_sync (a new
                                  corpus gets FP_VERSION_DEFAULT) */
     unsigned tombstone_s;     /* layout 3: lifetime of a split bucket's tombstone; 0: the

@@ -115,7 +115,7 @@ wait_pong "$SPORT"
 # no corpus name (the last, empty element)
 L=3
 BB=8
-expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v4  2 "
+expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v5  2 "
 expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 $L"
 SHARD_PID=$(cat "$DIR/shard.pid")
 expect_eq "pidfile" "$(ps -o comm= -p "$SHARD_PID")" "simhash-shard"
@@ -358,7 +358,7 @@ SPORT3=$(free_port)
 # layout, bucket bits and fingerprint algorithm given: it starts at once (a worker
 # that follows its corpus waits for Redis before it listens)
 timeout 300 "$SHARD" --port "$SPORT3" --redis-port "$RPORT2" --layout 2 --bucket-bits 12 \
-    --fingerprint-algorithm v3 >"$DIR/shard3.log" 2>&1 &
+    --fingerprint-algorithm v1:2 >"$DIR/shard3.log" 2>&1 &
 PIDS+=($!)
 wait_pong "$SPORT3"
 expect_match "no redis yet" "$(timeout 10 redis-cli -p "$SPORT3" SHARD.QUERY 1 3 0)" "^REDIS unavailable"
@@ -385,9 +385,9 @@ expect_eq "late mismatch exit" "$rc" "1"
 expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3 bucket-bits 12; this worker is configured with blocks 6"
 # a worker that follows its corpus (no layout, no bucket-bits, no algorithm) started
 # while Redis does not answer: it waits, then takes the corpus's layout 1, bucket bits
-# 16 and algorithm v3 (never a new corpus's defaults, which its Redis would refuse)
+# 16 and algorithm v1:2 (never a new corpus's defaults, which its Redis would refuse)
 redis-cli -p "$RPORT2" FLUSHALL >/dev/null
-redis-cli -p "$RPORT2" HSET simhash:meta blocks 6 distance 3 layout 1 bucket_bits 16 fingerprint v3 >/dev/null
+redis-cli -p "$RPORT2" HSET simhash:meta blocks 6 distance 3 layout 1 bucket_bits 16 fingerprint v1:2 >/dev/null
 kill -STOP "$REDIS2_PID"
 SPORT5=$(free_port)
 timeout 120 "$SHARD" --port "$SPORT5" --redis-port "$RPORT2" --timeout-ms 300 >"$DIR/shard5.log" 2>&1 &
@@ -396,7 +396,7 @@ sleep 1.5
 kill -CONT "$REDIS2_PID"
 wait_pong "$SPORT5"
 expect_eq "waited for its corpus: layout, bucket bits, algorithm" \
-    "$(timeout 10 redis-cli -p "$SPORT5" SHARD.HELLO | sed -n '3p;4p;9p' | tr '\n' ' ')" "1 16 v3 "
+    "$(timeout 10 redis-cli -p "$SPORT5" SHARD.HELLO | sed -n '3p;4p;9p' | tr '\n' ' ')" "1 16 v1:2 "
 expect_match "waited for its corpus: said so" "$(cat "$DIR/shard5.log")" "waiting for it: this worker follows its corpus"
 
 # ---- Redis stalls: -REDIS timeout, the worker drops the connection and recovers ----

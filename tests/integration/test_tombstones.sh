@@ -46,7 +46,7 @@ th_stop "$TH_SHARD_PID"
 th_start_redis r2
 r2=$TH_REDIS_PORT
 timeout 10 redis-cli -p "$r2" hset simhash:meta blocks 6 distance 3 layout 3 bucket_bits 8 \
-    fingerprint v4 >/dev/null || th_fail "HSET meta"
+    fingerprint v5 >/dev/null || th_fail "HSET meta"
 th_start_shard w2 "$r2" 0-255 6 3
 [ "$(info "$TH_SHARD_PORT" tombstone_seconds)" = 3600 ] ||
     th_fail "old corpus: worker reports $(info "$TH_SHARD_PORT" tombstone_seconds)"
