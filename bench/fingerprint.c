@@ -1,5 +1,5 @@
-/* bench/fingerprint.c: throughput of fp_text (algorithm v1 with --window, v2 (v3's
- * text path is v2's) and v4) on generated English-like or CJK text,
+/* bench/fingerprint.c: throughput of fp_text (algorithm v1 with --window, and v5's
+ * text path) on generated English-like or CJK text,
  * side by side with two baselines measured in the same process: a plain
  * isalnum tokenizer + FNV-1a + per-bit vote (no shingles), and a seomoz-like
  * recipe (runs of ASCII letters, Jenkins-style 64-bit hash, rolling window of 3).
@@ -261,9 +261,9 @@ static double bench_cpu_now(void)
     return bench_clock(CLOCK_THREAD_CPUTIME_ID);
 }
 
-enum { IMPL_SIMHASH, IMPL_STREAM, IMPL_V2, IMPL_V4, IMPL_FNV, IMPL_SEOMOZ, IMPL_COUNT };
-static const char *const impl_names[IMPL_COUNT] = { "simhash", "simhash-stream", "simhash-v2",
-                                                    "simhash-v4", "fnv", "seomoz" };
+enum { IMPL_SIMHASH, IMPL_STREAM, IMPL_V5, IMPL_FNV, IMPL_SEOMOZ, IMPL_COUNT };
+static const char *const impl_names[IMPL_COUNT] = { "simhash", "simhash-stream", "simhash-v5",
+                                                    "fnv", "seomoz" };
 
 /* Runs one implementation once over the text; returns the fingerprint. */
 static uint64_t bench_run(int impl, const char *text, size_t len, unsigned window)
@@ -283,13 +283,9 @@ static uint64_t bench_run(int impl, const char *text, size_t len, unsigned windo
         fp_state_free(s);
         return r;
     }
-    case IMPL_V2: {
-        fp_params v2 = {FP_V2, 0};
-        return fp_text_p(text, len, &v2);
-    }
-    case IMPL_V4: {
-        fp_params v4 = {FP_V4, 0};
-        return fp_text_p(text, len, &v4);
+    case IMPL_V5: {
+        fp_params v5 = {FP_V5, 0};
+        return fp_text_p(text, len, &v5);
     }
     case IMPL_FNV:
         return bench_fnv(text, len);
@@ -380,13 +376,12 @@ int main(int argc, char **argv)
                mb / cmed[impl], cmed[impl], (unsigned long long)fp);
     }
     printf("bench=fingerprint text=%s ratio_vs_fnv=%.2f ratio_vs_seomoz=%.2f stream_vs_text=%.2f "
-           "cpu_ratio_vs_fnv=%.2f cpu_ratio_vs_seomoz=%.2f cpu_ratio_v2_vs_v1=%.2f "
-           "cpu_ratio_v4_vs_v2=%.2f cpu_ratio_v2_vs_fnv=%.2f cpu_ratio_v4_vs_fnv=%.2f\n",
+           "cpu_ratio_vs_fnv=%.2f cpu_ratio_vs_seomoz=%.2f cpu_ratio_v5_vs_v1=%.2f "
+           "cpu_ratio_v5_vs_fnv=%.2f\n",
            kind, med[IMPL_FNV] / med[IMPL_SIMHASH], med[IMPL_SEOMOZ] / med[IMPL_SIMHASH],
            med[IMPL_SIMHASH] / med[IMPL_STREAM], cmed[IMPL_FNV] / cmed[IMPL_SIMHASH],
-           cmed[IMPL_SEOMOZ] / cmed[IMPL_SIMHASH], cmed[IMPL_SIMHASH] / cmed[IMPL_V2],
-           cmed[IMPL_V2] / cmed[IMPL_V4], cmed[IMPL_FNV] / cmed[IMPL_V2],
-           cmed[IMPL_FNV] / cmed[IMPL_V4]);
+           cmed[IMPL_SEOMOZ] / cmed[IMPL_SIMHASH], cmed[IMPL_SIMHASH] / cmed[IMPL_V5],
+           cmed[IMPL_FNV] / cmed[IMPL_V5]);
     free(text);
     return 0;
 }

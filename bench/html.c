@@ -1,22 +1,19 @@
 /* bench/html.c: throughput of HTML fingerprints (common/core/html.c: libxml2's HTML
- * parser, then the default algorithm, v4 (`html`: main-content extraction, v4's
- * text weights); v2 (all visible text); v3 (the same extraction, v2's features)) on
- * real pages, side by side with the default's text path on the same bytes
- * (fp_text_p, the pages read as text) in the same process, and libxml2's HTML push
- * parser alone (the same options and 64 KiB blocks, a SAX handler with no
+ * parser, then the default algorithm, v5 (`html`: the page's tree and its article,
+ * v5's text path)) on real pages, side by side with the default's text path on the
+ * same bytes (fp_text_p, the pages read as text) in the same process, and libxml2's
+ * HTML push parser alone (the same options and 64 KiB blocks, a SAX handler with no
  * callbacks): the ceiling any HTML path built on that parser can reach; and the
  * parser with the callbacks html.c registers doing nothing but count bytes
  * (`sax_empty`): what libxml2's callback machinery itself costs on the pages, the
- * floor under any fingerprint made from SAX events; and the text path (v3, v4) on
- * each page's visible text alone (`visible_text`, `visible_text_v4`: gathered before
- * the runs), the tokenizing and voting an HTML path cannot avoid. The sum of
- * sax_empty and visible_text(_v4) is the floor of the v3 (v4) HTML path
- * (`floor_v3_vs_parser_only_cpu`, `floor_v4_...`: extraction, the block spans and
- * the other tiers cost more on top); and the default's HTML path with no extraction
- * (`html_all_text`, FP_HTML_ALL_TEXT: the parser, html.c and the default's text path
- * interleaved as in a real run, which the floor's separate passes are not), so that
- * `html_all_text_vs_parser_only_cpu` against `html_vs_parser_only_cpu` is what the
- * extraction and its tiers cost.
+ * floor under any fingerprint made from SAX events; and v5's text path on each page's
+ * visible text alone (`visible_text`: gathered before the runs), the tokenizing and
+ * voting an HTML path cannot avoid. The sum of sax_empty and visible_text is the floor
+ * of an all-visible-text HTML path (`floor_vs_parser_only_cpu`); and the default's
+ * HTML path with no article (`html_all_text`, FP_HTML_ALL_TEXT: the parser, html.c and
+ * the default's text path interleaved as in a real run, which the floor's separate
+ * passes are not), so that `html_vs_html_all_text_cpu` is what the tree and the
+ * article cost.
  *
  * usage: bench-html [--runs R] LIST
  * LIST names one HTML file per line ("-": stdin). The pages are loaded into memory
@@ -47,10 +44,9 @@ typedef struct bh_page {
 
 /* fp_html_sink: appends to the page's visible text (dropped when out of memory:
  * the page's text is then shorter, the same in every run). */
-static void bh_gather(void *arg, unsigned tiers, const char *text, size_t len)
+static void bh_gather(void *arg, const char *text, size_t len)
 {
     bh_page *pg = arg;
-    (void)tiers;
     if (pg->tlen + len > pg->tcap) {
         size_t cap = pg->tcap ? 2 * pg->tcap : 4096;
         while (cap < pg->tlen + len)
@@ -167,11 +163,8 @@ enum bh_path {
     BH_HTML,            /* the HTML path of the default algorithm */
     BH_TEXT,            /* the default's text path on the same bytes */
     BH_PARSER,          /* libxml2's push parser, no callbacks */
-    BH_HTML_V2,
-    BH_HTML_V3,
     BH_SAX_EMPTY,       /* the parser with html.c's callbacks, counting only */
-    BH_VISIBLE_V3,      /* v3's text path on the page's visible text */
-    BH_VISIBLE_V4,      /* v4's */
+    BH_VISIBLE,         /* the default's text path on the page's visible text */
     BH_HTML_ALL,        /* the default's HTML path without extraction (FP_HTML_ALL_TEXT) */
     BH_NPATH
 };
@@ -181,28 +174,22 @@ enum bh_path {
  * *failed. */
 static uint64_t bh_pass(enum bh_path path, const bh_page *pages, size_t n, size_t *failed)
 {
-    static const fp_params v2 = { FP_V2, 0 }, v3 = { FP_V3, 0 }, v4 = { FP_V4, 0 };
     uint64_t sum = 0;
     for (size_t i = 0; i < n; i++) {
         uint64_t fp = 0;
         char err[200];
         switch (path) {
         case BH_HTML:
-        case BH_HTML_V2:
-        case BH_HTML_V3:
         case BH_HTML_ALL:
-            if (fp_html_text(pages[i].data, pages[i].len,
-                             path == BH_HTML_V2 ? &v2 : path == BH_HTML_V3 ? &v3 : NULL,
+            if (fp_html_text(pages[i].data, pages[i].len, NULL,
                              path == BH_HTML_ALL ? FP_HTML_ALL_TEXT : 0, &fp, err, sizeof err))
                 ++*failed;
             break;
         case BH_TEXT:
             fp = fp_text_p(pages[i].data, pages[i].len, NULL);
             break;
-        case BH_VISIBLE_V3:
-        case BH_VISIBLE_V4:
-            fp = fp_text_p(pages[i].text ? pages[i].text : "", pages[i].tlen,
-                           path == BH_VISIBLE_V3 ? &v3 : &v4);
+        case BH_VISIBLE:
+            fp = fp_text_p(pages[i].text ? pages[i].text : "", pages[i].tlen, NULL);
             break;
         default:
             fp = (uint64_t)bh_parse_only(pages[i].data, pages[i].len,
@@ -287,8 +274,7 @@ int main(int argc, char **argv)
     printf("# pages=%zu bytes=%zu runs=%u\n", np, total, runs);
     static const char *const names[BH_NPATH] = {
         [BH_HTML] = "html", [BH_TEXT] = "text", [BH_PARSER] = "parser_only",
-        [BH_HTML_V2] = "html_v2", [BH_HTML_V3] = "html_v3", [BH_SAX_EMPTY] = "sax_empty",
-        [BH_VISIBLE_V3] = "visible_text", [BH_VISIBLE_V4] = "visible_text_v4",
+        [BH_SAX_EMPTY] = "sax_empty", [BH_VISIBLE] = "visible_text",
         [BH_HTML_ALL] = "html_all_text" };
     /* Every run times each path in turn, so a busy moment of the machine falls on all
      * the paths alike; a ratio is the median of the runs' own ratios. Before its timed
@@ -329,14 +315,10 @@ int main(int argc, char **argv)
     static const struct { const char *name; enum bh_path a, b; int floor; } ratio[] = {
         { "html_vs_text_cpu", BH_HTML, BH_TEXT, 0 },
         { "html_vs_parser_only_cpu", BH_HTML, BH_PARSER, 0 },
-        { "html_v2_vs_parser_only_cpu", BH_HTML_V2, BH_PARSER, 0 },
-        { "html_v3_vs_parser_only_cpu", BH_HTML_V3, BH_PARSER, 0 },
         { "sax_empty_vs_parser_only_cpu", BH_SAX_EMPTY, BH_PARSER, 0 },
-        { "floor_v3_vs_parser_only_cpu", BH_VISIBLE_V3, BH_PARSER, 1 },
-        { "floor_v4_vs_parser_only_cpu", BH_VISIBLE_V4, BH_PARSER, 1 },
+        { "floor_vs_parser_only_cpu", BH_VISIBLE, BH_PARSER, 1 },
         { "html_all_text_vs_parser_only_cpu", BH_HTML_ALL, BH_PARSER, 0 },
-        { "html_vs_html_v2_cpu", BH_HTML, BH_HTML_V2, 0 },
-        { "html_v3_vs_html_cpu", BH_HTML_V3, BH_HTML, 0 },
+        { "html_vs_html_all_text_cpu", BH_HTML, BH_HTML_ALL, 0 },
     };
     printf("bench=html");
     for (size_t k = 0; k < sizeof ratio / sizeof ratio[0]; k++) {

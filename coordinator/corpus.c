@@ -26,6 +26,17 @@ static int coord_fp_check(coord *co, const redisReply *r, char *why, size_t whyl
                      co->cfg.fp_spec);
         }
     }
+    char spec[8] = "";
+    if (str && fpa->len < sizeof spec)
+        memcpy(spec, fpa->str, fpa->len);
+    unsigned removed = fp_params_removed(spec);
+    if (removed) {
+        snprintf(why, whylen, "shard worker reports a corpus of fingerprint algorithm v%u, "
+                 "which was removed (v5 is its successor); the corpus must be rebuilt "
+                 "(simhash export with an older build, fingerprint the documents again, "
+                 "simhash load)", removed);
+        return -1;
+    }
     if (!str || fpa->len != strlen(co->cfg.fp_spec) ||
         memcmp(fpa->str, co->cfg.fp_spec, fpa->len) != 0) {
         snprintf(why, whylen,

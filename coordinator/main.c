@@ -60,7 +60,7 @@ static const cfg_option coord_options[] = {
         "workers that join are connected, workers that left are dropped (0: only the "
         "worker lines)"),
     OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, NULL, 0,
-        "algorithm of SIMHASH.FINGERPRINT and CHECKTEXT (v5, v4, v3, v2, v1 or v1:W; docs/fingerprint.md); "
+        "algorithm of SIMHASH.FINGERPRINT and CHECKTEXT (v5, v1 or v1:W; docs/fingerprint.md); "
         "every worker must report the same; unset: the first worker's (its corpus's)"),
     OPT("layout", CFG_UINT, layout, 0, LAYOUT_VERSION, "0", 0,
         "data layout the workers' corpus must have: 4, the only one this build reads "

@@ -1,24 +1,21 @@
 /* fuzz_html.c: libFuzzer target for the HTML text of fingerprints (common/core/html.c
- * on libxml2), main-content extraction (common/core/html_main.c, algorithm v3), the
- * article extraction of algorithm v5 (html_tree.c, html_article.c) and
- * the v2 tokenizer behind them.
+ * on libxml2), the article extraction of algorithm v5 (html_tree.c, html_article.c)
+ * and the tokenizers behind them (v1's and v5's).
  *
- * The first byte chooses the piece size (1..256), the flags and the algorithm (v2, v3
- * or v4); the rest is the document. Checks: no crash, leak, overrun or hang under the
- * sanitizers; the fingerprint is the same fed whole or in pieces; with v3 it is the
- * v2 fingerprint of the text of the tier the parser chose (collected from a sink
- * parser; with v4 the v4 fingerprint of it), and with FP_HTML_ALL_TEXT v2's page
- * fingerprint; the text handed to the sink is
- * valid UTF-8 when the page declares no charset (html.c then turns invalid bytes into
- * U+FFFD; with a declaration libxml2 reads the first 1024 bytes itself and may pass
- * invalid bytes on, which the tokenizer takes as they are); a failed document
- * leaves a message and the parser usable. fp_html_extract with every algorithm (v1
- * with the first byte's window bits, v2, v3, v4) and the flags, and with
+ * The first byte chooses the piece size (1..256), the flags (FP_HTML_TITLE; bit 2:
+ * FP_HTML_ALL_TEXT) and the algorithm (bit 1: v1 with window 1 + bits 3..5, else v5);
+ * the rest is the document. Checks: no crash, leak, overrun or hang under the
+ * sanitizers; the fingerprint is the same fed whole or in pieces; all visible text,
+ * collected from a sink parser, has the fingerprint fp_html_text gives with v1 and
+ * with v5 and FP_HTML_ALL_TEXT; the text handed to the sink is valid UTF-8 when the
+ * page declares no charset (html.c then turns invalid bytes into U+FFFD; with a
+ * declaration libxml2 reads the first 1024 bytes itself and may pass invalid bytes
+ * on, which the tokenizer takes as they are); a failed document leaves a message and
+ * the parser usable. fp_html_extract with v1 (the first byte's window), v5 and v5 with
  * FP_HTML_ALL_TEXT: it fails exactly when fp_html_text does, else its fingerprint is
- * fp_html_text's and its text's (fp_text_p), the text NUL-terminated and its rule one
- * of html.c's tiers (all-text whenever nothing is extracted); with v5 one of the
- * article rules ("empty" exactly when the text is). v5's article (html_tree.c,
- * html_article.c): the same fingerprint fed whole or in pieces. */
+ * fp_html_text's and its text's (fp_text_p), the text NUL-terminated, its rule
+ * all-text without an article, else one of the article rules ("empty" exactly when
+ * the text is). v5's article: the same fingerprint fed whole or in pieces. */
 #include <strings.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -49,19 +46,16 @@ typedef struct fz_sink {
     int bad;
     uint8_t carry[4];         /* a sequence split between two sink calls */
     size_t ncarry;
-    fp_state *tier[3];        /* v2 fingerprints of each tier's text */
+    fp_state *v1, *v5;        /* v1 and v5 fingerprints of the text */
 } fz_sink;
 
 /* libxml2 hands text in pieces that may split a UTF-8 sequence: check whole
  * sequences, carrying an incomplete tail to the next piece. */
-static void fz_on_text(void *arg, unsigned tiers, const char *t, size_t n)
+static void fz_on_text(void *arg, const char *t, size_t n)
 {
     fz_sink *s = arg;
-    for (int i = 0; i < 3; i++)
-        if (tiers & (1u << i))
-            fp_state_update(s->tier[i], t, n);
-    if (!(tiers & FP_HTML_TIER_ALL))
-        return;
+    fp_state_update(s->v1, t, n);
+    fp_state_update(s->v5, t, n);
     uint8_t buf[512 + 4];
     while (n > 0) {
         size_t m = n < 512 ? n : 512;
@@ -102,7 +96,6 @@ static void fz_extract(const char *doc, size_t len, const fp_params *p, unsigned
             abort();
         return;
     }
-    int extracts = (p->version == FP_V3 || p->version == FP_V4) && !(flags & FP_HTML_ALL_TEXT);
     int article = p->version == FP_V5 && !(flags & FP_HTML_ALL_TEXT);
     if (x.text == NULL || x.text[x.len] != '\0' || x.rule == NULL || x.fp != want ||
         fp_text_p(x.text, x.len, p) != want || strlen(x.text) != x.len)
@@ -113,8 +106,7 @@ static void fz_extract(const char *doc, size_t len, const fp_params *p, unsigned
             abort();
         if ((x.len == 0) != (strcmp(x.rule, "empty") == 0))
             abort();
-    } else if (strcmp(x.rule, "all-text") != 0 &&
-               (!extracts || (strcmp(x.rule, "content") != 0 && strcmp(x.rule, "main") != 0))) {
+    } else if (strcmp(x.rule, "all-text") != 0) {
         abort();
     }
     fp_extraction_free(&x);
@@ -128,18 +120,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     size_t piece = (size_t)(data[0] & 0xFF) + 1;
     unsigned flags = data[0] & 1 ? FP_HTML_TITLE : 0;
-    fp_params alg = {data[0] & 2 ? (data[0] & 4 ? FP_V4 : FP_V3) : FP_V2, 0};
-    const fp_params v2 = {FP_V2, 0};
-    /* the algorithm of a tier's text: v2 (= v3 on text), or v4 */
-    const fp_params talg = {alg.version == FP_V4 ? FP_V4 : FP_V2, 0};
-    int extract = alg.version == FP_V3 || alg.version == FP_V4;
+    unsigned aflags = flags | (data[0] & 4 ? FP_HTML_ALL_TEXT : 0);
+    const fp_params v1 = {FP_V1, 1u + ((data[0] >> 3) & 7)}, v5 = {FP_V5, 0};
+    const fp_params alg = data[0] & 2 ? v1 : v5;
     const char *doc = (const char *)data + 1;
     size_t len = size - 1;
 
     uint64_t whole = 0, parts = 0;
     char err[200];
-    int rc_whole = fp_html_text(doc, len, &alg, flags, &whole, err, sizeof err);
-    fp_html *h = fp_html_new(&alg, flags);
+    int rc_whole = fp_html_text(doc, len, &alg, aflags, &whole, err, sizeof err);
+    fp_html *h = fp_html_new(&alg, aflags);
     if (h == NULL)
         abort();
     int rc = 0;
@@ -151,40 +141,32 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if ((rc_whole == 0) != !rc_parts || (rc_whole == 0 && whole != parts))
         abort();
     /* usable after any document */
-    uint64_t again;
+    uint64_t again, fresh;
     if (fp_html_update(h, "<p>x</p>", 8) != 0 || fp_html_final(h, &again) != 0 ||
-        again != fp_text_p("x", 1, NULL))
+        fp_html_text("<p>x</p>", 8, &alg, aflags, &fresh, err, sizeof err) != 0 ||
+        again != fresh)
         abort();
     fp_html_free(h);
 
-    if (alg.version == FP_V3) {     /* FP_HTML_ALL_TEXT: v2's page fingerprint */
-        uint64_t a3 = 0, a2 = 0;
-        int r3 = fp_html_text(doc, len, &alg, flags | FP_HTML_ALL_TEXT, &a3, err, sizeof err);
-        int r2 = fp_html_text(doc, len, &v2, flags, &a2, err, sizeof err);
-        if (r3 != r2 || a3 != a2)
-            abort();
-    }
-
-    fz_sink s = {0, {0}, 0, {NULL, NULL, NULL}};
-    for (int i = 0; i < 3; i++)
-        if ((s.tier[i] = fp_state_new_p(&talg)) == NULL)
-            abort();
-    fp_html *t = fp_html_new_sink(flags | (extract ? FP_HTML_MAIN : 0), fz_on_text, &s);
+    /* all visible text: v1's page fingerprint, and v5's with FP_HTML_ALL_TEXT */
+    uint64_t a1 = 0, a5 = 0;
+    int r1 = fp_html_text(doc, len, &v1, flags, &a1, err, sizeof err);
+    int ra5 = fp_html_text(doc, len, &v5, flags | FP_HTML_ALL_TEXT, &a5, err, sizeof err);
+    if (r1 != ra5)
+        abort();
+    fz_sink s = {0, {0}, 0, fp_state_new_p(&v1), fp_state_new_p(&v5)};
+    if (s.v1 == NULL || s.v5 == NULL)
+        abort();
+    fp_html *t = fp_html_new_sink(flags, fz_on_text, &s);
     if (t == NULL)
         abort();
     fp_html_update(t, doc, len);
     int rc_sink = fp_html_final(t, NULL);
-    unsigned tier = fp_html_tier(t);
     fp_html_free(t);
-    uint64_t tf[3];
-    for (int i = 0; i < 3; i++) {
-        tf[i] = fp_state_final(s.tier[i]);
-        fp_state_free(s.tier[i]);
-    }
-    if (alg.version == FP_V2 && tier != FP_HTML_TIER_ALL)
-        abort();
-    if (rc_sink == 0 && rc_whole == 0 &&
-        whole != tf[tier == FP_HTML_TIER_MAIN ? 2 : tier == FP_HTML_TIER_CONTENT ? 1 : 0])
+    uint64_t t1 = fp_state_final(s.v1), t5 = fp_state_final(s.v5);
+    fp_state_free(s.v1);
+    fp_state_free(s.v5);
+    if ((rc_sink == 0) != (r1 == 0) || (r1 == 0 && (a1 != t1 || a5 != t5)))
         abort();
     int declared = 0;
     for (size_t i = 0; i + 7 <= len && i < 1024 && !declared; i++)
@@ -195,7 +177,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
 
     /* v5: the article found on the page's tree, the same fed whole or in pieces */
-    const fp_params v5 = {FP_V5, 0};
     uint64_t w5 = 0, p5 = 0;
     int r5 = fp_html_text(doc, len, &v5, flags, &w5, err, sizeof err);
     fp_html *h5 = fp_html_new(&v5, flags);
@@ -209,10 +190,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         abort();
     fp_html_free(h5);
 
-    const fp_params all[] = {{FP_V1, 1u + ((data[0] >> 3) & 7)}, {FP_V2, 0}, {FP_V3, 0},
-                             {FP_V4, 0}, {FP_V5, 0}};
-    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
-        fz_extract(doc, len, &all[i], flags);
-    fz_extract(doc, len, &alg, flags | FP_HTML_ALL_TEXT);
+    fz_extract(doc, len, &v1, flags);
+    fz_extract(doc, len, &v5, flags);
+    fz_extract(doc, len, &v5, flags | FP_HTML_ALL_TEXT);
     return 0;
 }

@@ -66,9 +66,9 @@ static const cfg_option shard_options[] = {
               "Redis nodes (letters, digits, _ . -; at most 32); unset: the keys of a "
               "corpus without a name"),
     SHARD_OPT("fingerprint-algorithm", CFG_STR, fingerprint_algorithm, 0, 0, NULL,
-              "fingerprint algorithm of the corpus (v5, v4, v3, v2, v1 or v1:W; docs/fingerprint.md), "
+              "fingerprint algorithm of the corpus (v5, v1 or v1:W; docs/fingerprint.md), "
               "recorded in simhash:meta: a corpus never mixes two; unset: the corpus's (a "
-              "new corpus gets v4)"),
+              "new corpus gets v5; a corpus of the removed v2, v3, v4 is refused)"),
     SHARD_OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, "write the process id here"),
     SHARD_OPT("logfile", CFG_STR, logfile, 0, 0, NULL, "log here instead of stderr"),
     SHARD_OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info",

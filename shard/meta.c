@@ -147,6 +147,16 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
                      o->host, o->port, tomb, o->tombstone_s);
         return -1;
     }
+    unsigned removed = fp_params_removed(fp);
+    if (removed) {
+        snprintf(err, errlen, "corpus in redis %s:%d was built with fingerprint algorithm "
+                 "v%u, which was removed (v5 is its successor: its text fingerprints equal "
+                 "the former v4's, its HTML ones do not); rebuild the corpus: list its pairs "
+                 "with 'simhash export' of an older build, fingerprint those documents "
+                 "again, and 'simhash load' them into a new corpus", o->host, o->port,
+                 removed);
+        return -1;
+    }
     if (o->fingerprint[0] == '\0') {   /* unset, and the corpus's is none it knows */
         snprintf(err, errlen, "corpus in redis %s:%d was built with fingerprint algorithm "
                  "'%.20s', which this worker does not know (a newer version's?)", o->host,

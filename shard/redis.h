@@ -23,7 +23,7 @@ typedef struct shard_redis_opts {
     unsigned db;
     unsigned blocks, distance;
     unsigned layout;          /* LAYOUT_VERSION, or 0 before shard_redis_resolve */
-    char fingerprint[16];     /* fingerprint algorithm, canonical ("v2", "v1:3"); "": the
+    char fingerprint[16];     /* fingerprint algorithm, canonical ("v5", "v1:3"); "": the
                                  corpus's, resolved by shard_redis_check_meta_sync (a new
                                  corpus gets FP_VERSION_DEFAULT) */
     unsigned tombstone_s;     /* lifetime of a split bucket's tombstone; 0: the corpus's,

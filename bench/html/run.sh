@@ -6,7 +6,7 @@
 #   templates    the licenses of /usr/share/common-licenses written as pages of two
 #                templates (tests/tools/html_templates.py: heads, scripts, styles,
 #                wrappers, inline tags)
-# then bench-fingerprint's text path (v1 and v2) on generated English text. Every
+# then bench-fingerprint's text path (v1 and v5) on generated English text. Every
 # line it prints is machine-readable (key=value); medians of 5 runs.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,7 +1,7 @@
 /* bench/quality/kgrams.c: bench-kgrams FILE...: for each file, one line: its path, a
- * tab, and the distinct hashes of its word K-grams as fingerprint algorithm v4 computes
- * them (fp_bp.h: v2's tokens, K = FPBP_K), in hexadecimal, sorted. What
- * bench/quality/bptable.py builds the v4 boilerplate table from. */
+ * tab, and the distinct hashes of its word K-grams as fingerprint algorithm v5 computes
+ * them (fp_bp.h: v5's tokens, K = FPBP_K), in hexadecimal, sorted. What
+ * bench/quality/bptable.py builds the boilerplate table from. */
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -313,9 +313,7 @@ static uint64_t *fp_orig;     /* [NSET][ndocs] */
 static uint8_t *dist_copy;    /* [NSET][ndocs][NCOPY] */
 static double *jac_copy;      /* [ndocs][NCOPY] */
 static int settings_on[NSET_MAX];
-static size_t lib_mismatch;   /* originals whose wN fingerprint differs from fp_text
-                                 (or w1+w2 from the library's v2, on ASCII text) */
-static size_t lib_v2_checked; /* ASCII originals compared with v2 */
+static size_t lib_mismatch;   /* originals whose wN fingerprint differs from fp_text */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static size_t next_doc;
 
@@ -338,7 +336,7 @@ static void *doc_worker(void *arg)
     size_t ops_cap = 0;
     char *joined = NULL;
     size_t joined_cap = 0;
-    size_t mism = 0, v2_checked = 0;
+    size_t mism = 0;
     for (size_t di; (di = take(&next_doc, ndocs)) < ndocs;) {
         doc *d = &docs[di];
         /* the original as fingerprinted: its tokens joined by single spaces; check
@@ -348,11 +346,8 @@ static void *doc_worker(void *arg)
             jl += d->t[i].len + 1;
         grow((void **)&joined, &joined_cap, jl + 1, 1);
         size_t o = 0;
-        int ascii = 1;
         for (size_t i = 0; i < d->n; i++) {
             memcpy(joined + o, d->t[i].p, d->t[i].len);
-            for (size_t k = 0; k < d->t[i].len; k++)
-                ascii &= (unsigned char)d->t[i].p[k] < 0x80;
             o += d->t[i].len;
             joined[o++] = ' ';
         }
@@ -366,14 +361,6 @@ static void *doc_worker(void *arg)
                 (st->grams & (st->grams - 1)) == 0) {
                 unsigned w = (unsigned)__builtin_ctz(st->grams) + 1;
                 if (fp_text(joined, o, w) != fo)
-                    mism++;
-            }
-            /* w1+w2 is the library's algorithm v2 on ASCII text (v2 folds the rest), and
-             * so v3's (v2 on text): their recall and false matches are this setting's */
-            if (st->weight == WT_NONE && st->tokmode == TK_PLAIN && st->grams == 3 && ascii) {
-                fp_params v2 = {FP_V2, 0}, v3 = {FP_V3, 0};
-                v2_checked++;
-                if (fp_text_p(joined, o, &v2) != fo || fp_text_p(joined, o, &v3) != fo)
                     mism++;
             }
         }
@@ -394,7 +381,6 @@ static void *doc_worker(void *arg)
     }
     pthread_mutex_lock(&mu);
     lib_mismatch += mism;
-    lib_v2_checked += v2_checked;
     pthread_mutex_unlock(&mu);
     free(sc.th);
     free(sc.f);
@@ -784,8 +770,7 @@ int main(int argc, char **argv)
            npairs, mh_cand, ncand, near_hi, near_mid);
     for (int c = 0; c < NCOPY; c++)
         printf(" copies_%s_jac_lt_0.5=%zu", copy_name[c], copies_lowjac[c]);
-    printf(" fp_text_check=%s v2_checked=%zu\n", lib_mismatch ? "MISMATCH" : "ok",
-           lib_v2_checked);
+    printf(" fp_text_check=%s\n", lib_mismatch ? "MISMATCH" : "ok");
     printf("time load_s=%.1f fingerprints_s=%.1f pairs_s=%.1f total_s=%.1f threads=%d\n",
            t_load, t_fp, t_pairs, t_all, nthreads);
     for (size_t s = 0; s < NSET; s++) {

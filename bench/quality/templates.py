@@ -3,8 +3,9 @@
 judged by their own content. Real documents of this machine (tests/tools/site_templates.py:
 licenses, Python documentation sources, README/NEWS/changelogs, manual pages) wrapped in
 site templates of different weight, fingerprinted with `simhash fingerprint` as plain
-text (v2 and v4), as pages with v2 (all visible text), v3 (main content) and v4 (main
-content, known boilerplate weighed half), all in the same run:
+text (v5's text path: `text`), as pages with all visible text (`all-text`: v5
+--all-text) and by their article (v5, the default), all in the same run (the removed
+v2, v3 and v4 and their figures are in git history):
 
   same     the same article (100-2,000 words) in every template: articles whose pages
            and plain text are all within 3 bits of one another (must match)
@@ -16,7 +17,7 @@ content, known boilerplate weighed half), all in the same run:
   sphinx   a real template: the Python documentation pages (python3-doc) against their
            reST sources as plain text, the same counts as diff
   license  /usr/share/doc/*/copyright files (real texts sharing license boilerplate):
-           pairs with J < 0.3 within 3 bits, v1, v2 and v4 (text)
+           pairs with J < 0.3 within 3 bits, v1 and v5 (text)
 
 bench/quality/README.md "Main content" has the definitions and the figures."""
 import argparse
@@ -31,8 +32,8 @@ sys.path.insert(0, os.path.join(HERE, "..", "..", "tests", "tools"))
 import site_templates as st  # noqa: E402
 
 K = 3          # the distance of a match
-# what diff, site and sphinx print: the articles as plain text (v2, v4), the pages
-SERIES = ("text", "v2", "v3", "text4", "v4", "v5")
+# what diff, site and sphinx print: the articles as plain text (v5), the pages
+SERIES = ("text", "all-text", "v5")
 J_FALSE = 0.3  # articles below this word 3-shingle Jaccard share almost nothing
 
 
@@ -71,12 +72,12 @@ class Pages:
         return len(self.txt) - 1
 
     def run(self):
-        self.v2 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v2")
-        self.v3 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v3")
-        self.v4 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v4")
-        self.v5 = fingerprints(self.simhash, self.html, "--html", "--algorithm", "v5")
-        self.text = fingerprints(self.simhash, self.txt, "--text", "--algorithm", "v2")
-        self.text4 = fingerprints(self.simhash, self.txt, "--text", "--algorithm", "v4")
+        self.fp = {
+            "all-text": fingerprints(self.simhash, self.html, "--html", "--algorithm", "v5",
+                                     "--all-text"),
+            "v5": fingerprints(self.simhash, self.html, "--html", "--algorithm", "v5"),
+            "text": fingerprints(self.simhash, self.txt, "--text", "--algorithm", "v5"),
+        }
 
 
 def dist(a, b):
@@ -109,8 +110,8 @@ def set_same(simhash, docs, n, tmp):
         items.append((p.add_text(title, w), [p.add_page(t, title, w) for t in st.TEMPLATES]))
     p.run()
     res = {}
-    for alg in ("v2", "v3", "v4", "v5"):
-        fps, text = getattr(p, alg), p.text4 if alg in ("v4", "v5") else p.text
+    for alg in ("all-text", "v5"):
+        fps, text = p.fp[alg], p.fp["text"]
         ok, worst = 0, []
         for t, pages in items:
             group = [text[t]] + [fps[x] for x in pages]
@@ -137,7 +138,7 @@ def set_diff(simhash, docs, n, tmp, templates, lengths):
                 p.add_page(tmpl, title, words[:L])
                 p.add_text(title, words[:L])
             p.run()
-            r = {a: false_pairs(getattr(p, a), sh) for a in SERIES}
+            r = {a: false_pairs(p.fp[a], sh) for a in SERIES}
             rows.append((tmpl, L, len(pool), r))
             print("diff  %-8s %4d words, %d articles, %d pairs: J<%.1f within %d bits: %s; "
                   "median distance %s"
@@ -159,7 +160,7 @@ def set_site(simhash, docs, n, tmp, templates):
             p.add_page(tmpl, title, words[:150])
             p.add_text(title, words[:150])
         p.run()
-        r = {a: false_pairs(getattr(p, a), sh) for a in SERIES}
+        r = {a: false_pairs(p.fp[a], sh) for a in SERIES}
         print("site  %-8s %d pages of 150 words: pages with a false near-duplicate within %d "
               "bits: %s" % (tmpl, len(pool), K, ", ".join(
                   "%s %.2f%%" % (a, 100.0 * r[a][2] / len(pool)) for a in SERIES)),
@@ -185,11 +186,9 @@ def set_sphinx(simhash):
     if not pages:
         print("sphinx: /usr/share/doc/python3.11/html missing (package python3-doc)")
         return
-    r = {"text": false_pairs(fingerprints(simhash, srcs, "--text", "--algorithm", "v2"), sh),
-         "v2": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v2"), sh),
-         "v3": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v3"), sh),
-         "text4": false_pairs(fingerprints(simhash, srcs, "--text", "--algorithm", "v4"), sh),
-         "v4": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v4"), sh),
+    r = {"text": false_pairs(fingerprints(simhash, srcs, "--text", "--algorithm", "v5"), sh),
+         "all-text": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v5",
+                                              "--all-text"), sh),
          "v5": false_pairs(fingerprints(simhash, pages, "--html", "--algorithm", "v5"), sh)}
     print("sphinx %d Python documentation pages, %d pairs: J<%.1f (of the sources) within %d bits: "
           "%s; median distance %s"
@@ -214,7 +213,7 @@ def set_license(simhash, tmp):
         seen.add(h)
         paths.append(f)
         sh.append(st.shingles(words))
-    for alg in ("v1", "v2", "v4"):
+    for alg in ("v1", "v5"):
         fps = fingerprints(simhash, paths, "--text", "--algorithm", alg)
         c = false_pairs(fps, sh)
         print("license %s: %d copyright files, %d pairs: J<%.1f within %d bits: %d"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/quality/weights.py: feature weights against shared boilerplate, measured.
 
-A simulation of fingerprint algorithm v2's features (lower-cased runs of letters and
+A simulation of unigram + bigram features (lower-cased runs of letters and
 digits, unigrams + bigrams, each hashed with BLAKE2b-64, a weighted per-bit vote),
 with weights from the document frequency of each feature in a background corpus:
 every second document of tests/tools/site_templates.py's real text (1,990 documents).

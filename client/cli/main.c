@@ -15,7 +15,7 @@ typedef struct cli_command {
 /* The one list of subcommands: dispatch and --help both come from it. */
 static const cli_command commands[] = {
     {"fingerprint", cmd_fingerprint, "fingerprint of each file (or each line) of text"},
-    {"extract", cmd_extract, "the text each file's fingerprint is taken from (main content)"},
+    {"extract", cmd_extract, "the text each file's fingerprint is taken from (the article)"},
     {"compute", cmd_compute, "fingerprint of a list of feature hashes"},
     {"find-all", cmd_find_all, "every near-duplicate pair among numbers (as simhash-find-all)"},
     {"find-clusters", cmd_find_clusters, "clusters of near-duplicate numbers (as simhash-find-clusters)"},

@@ -176,7 +176,7 @@ typedef struct cli_fp_opts {
     fp_params params;
     int html;                   /* CLI_HTML_AUTO, CLI_HTML_NEVER, CLI_HTML_ALWAYS */
     int title;                  /* HTML: the <title> is text */
-    int all_text;               /* HTML: all visible text, no main-content extraction */
+    int all_text;               /* HTML: all visible text, no article */
     int algo_given;
     int algo_window;            /* --algorithm named a window (v1:W) */
     unsigned window;            /* --window, 0 when not given */
@@ -194,11 +194,10 @@ enum { CLI_OPT_ALGO = 0x100, CLI_OPT_HTML, CLI_OPT_TEXT, CLI_OPT_TITLE, CLI_OPT_
 /* Help lines of those options. */
 #define CLI_FP_HELP                                                                   \
     "      --algorithm A fingerprint algorithm: v5 (default: HTML by its article,\n" \
-    "                   known license boilerplate weighing half), v4 (HTML by a\n"  \
-    "                   streaming main-content filter), v3 (v4 without the\n"       \
-    "                   boilerplate weights), v2, v1 or v1:W\n"                    \
-    "                   (docs/fingerprint.md); fingerprints of different\n"           \
-    "                   algorithms are not comparable\n"                              \
+    "                   known license boilerplate weighing half), v1 (ASCII words,\n" \
+    "                   shingles of 3) or v1:W (docs/fingerprint.md; v2, v3 and v4\n" \
+    "                   were removed; v5's text fingerprints are v4's);\n"         \
+    "                   fingerprints of different algorithms are not comparable\n"   \
     "  -w, --window W   algorithm v1 with W tokens per shingle, 1..64 (the same as\n" \
     "                   --algorithm v1:W)\n"                                          \
     "      --html       read every input as HTML (the visible text of the page)\n"   \
@@ -206,7 +205,7 @@ enum { CLI_OPT_ALGO = 0x100, CLI_OPT_HTML, CLI_OPT_TEXT, CLI_OPT_TITLE, CLI_OPT_
     "                   (by default files named *.html or *.htm are HTML, the\n"      \
     "                   rest and standard input text)\n"                              \
     "      --title      HTML: the <title> counts as text\n"                          \
-    "      --all-text   HTML with v3, v4, v5: all visible text, not only the article\n"
+    "      --all-text   HTML with v5: all visible text, not only the article\n"
 
 void cli_fp_opts_init(cli_fp_opts *o);
 /* Handles getopt's option c (value arg) when it is one of CLI_FP_LONGOPTS: 1 when it

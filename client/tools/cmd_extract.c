@@ -1,5 +1,5 @@
 /* cmd_extract.c: `simhash extract`: the text each file's fingerprint is taken from
- * (fp_html_extract: an HTML page's main content, or all its visible text, by the
+ * (fp_html_extract: an HTML page's article (v5), or all its visible text, by the
  * algorithm's rule; a text file's own text), as text or JSON Lines with the rule and
  * the fingerprint, so a user can see why two pages match or not. A file is read whole
  * (at most FP_HTML_EXTRACT_MAX bytes): the text's rule is known at the page's end. */
@@ -18,8 +18,8 @@ static void xcmd_usage(FILE *f)
             "Usage: simhash extract [--algorithm A] [--html|--text] [--all-text]\n"
             "                       [--format text|json] [FILE|-]...\n"
             "\n"
-            "Print the text each file's fingerprint is taken from: of an HTML page its main\n"
-            "content (algorithms v3, v4) or all its visible text (v1, v2, --all-text), of\n"
+            "Print the text each file's fingerprint is taken from: of an HTML page its\n"
+            "article (algorithm v5) or all its visible text (v1, --all-text), of\n"
             "a text file the text itself. No FILE or '-' reads stdin, named '-'. A file\n"
             "may have at most 64 MiB (it is read whole; simhash fingerprint streams).\n"
             "\n"
@@ -28,12 +28,12 @@ static void xcmd_usage(FILE *f)
             "                   white space left out; with several files each is preceded\n"
             "                   by a line '==> NAME <==' and followed by a blank line.\n"
             "                   json: one JSON object per line and file, with all the text:\n"
-            "                   {\"file\": NAME, \"algorithm\": \"v4\", \"rule\": R,\n"
+            "                   {\"file\": NAME, \"algorithm\": \"v5\", \"rule\": R,\n"
             "                   \"fingerprint\": \"<decimal>\", \"text\": T}; the fingerprint\n"
             "                   is a string (64-bit values exceed JSON numbers' exact\n"
-            "                   range), the rule one of main, content (the page's main\n"
-            "                   content, inside <main>/<article> or not), all-text, text\n"
-            "                   (a text input); in strings, '\"', '\\' and every control\n"
+            "                   range), the rule one of article, article-relaxed, page,\n"
+            "                   empty (v5's, docs/fingerprint.md \"Algorithm v5\"),\n"
+            "                   all-text, text (a text input); in strings, '\"', '\\' and every control\n"
             "                   character are escaped and each byte of invalid UTF-8 is\n"
             "                   replaced by \\ufffd\n"
             "  -h, --help       show this help\n"

@@ -1,6 +1,6 @@
-/* fingerprint.c: text fingerprints: the tokenizer (ASCII, UTF-8, CJK; algorithm v2
- * folds Unicode with utf8proc), token and shingle hashing with XXH3, v4's boilerplate
- * weights, and spans (fp_span.h); the simhash vote is fp_vote.c. The format is a stored data
+/* fingerprint.c: text fingerprints: the tokenizer (ASCII, UTF-8, CJK; algorithm v5
+ * folds Unicode with utf8proc), token, shingle (v1) and n-gram (v5) hashing with XXH3,
+ * v5's boilerplate weights; the simhash vote is fp_vote.c. The format is a stored data
  * format, pinned by golden vectors (tests/unit/test_fingerprint.c) and described in
  * docs/fingerprint.md. fp_text streams: memory use does not grow with the text. */
 #include <stdio.h>
@@ -17,7 +17,6 @@
 
 #include "fingerprint.h"
 #include "fp_bp.h"
-#include "fp_span.h"
 #include "fp_vote.h"
 
 /* ---- Byte and code point classes ---- */
@@ -27,10 +26,10 @@ enum { FP_SEP = 0, FP_WORD = 1, FP_SOLO = 2, FP_IGN = 3 };
 #define FP_NOT_CP 0x110000u   /* fp_unit's code point for an invalid byte */
 #define FP_FOLD_CPS 32        /* code points of one folded code point, at most */
 #define FP_FOLD_MAX (4 * FP_FOLD_CPS)
-/* v2 features: unigrams and bigrams of tokens (bit o-1 = o-grams); see
- * docs/fingerprint.md "Algorithm v2" and bench/quality for why */
-#define FP_V2_ORDERS 0x3u
-_Static_assert(FP_V2_ORDERS == 0x3u, "fpspan_replay votes one bigram back: v2's orders");
+/* v5: the token hashes a state keeps: the token about to vote needs the K-grams
+ * ending at it and at the K - 1 tokens after it (2 * K - 1 tokens), and the token
+ * before it for its bigram (K + 1) */
+#define FP_V5_WINDOW (2 * FPBP_K - 1)
 
 /* ASCII letters and digits map to their lower-case form; every other byte to 0
  * (ASCII separators, and bytes >= 0x80, which take the UTF-8 path). */
@@ -111,14 +110,14 @@ static size_t fp_unit(const uint8_t *p, size_t avail, int final, int *cls, uint3
     return need;
 }
 
-/* ---- Algorithm v2: Unicode classes and folding ---- */
+/* ---- Algorithm v5: Unicode classes and folding ---- */
 
-/* Class of a valid non-ASCII code point in v2: solo for the same CJK ranges as v1;
+/* Class of a valid non-ASCII code point in v5: solo for the same CJK ranges as v1;
  * letters, marks, numbers, private use and unassigned code points are word units;
  * format characters (soft hyphen, zero-width joiners, ...) are ignored (FP_IGN: they
  * neither join nor end a token); everything else (punctuation, symbols, spaces,
  * controls) separates. */
-static int fp_v2_class(uint32_t cp)
+static int fp_v5_class(uint32_t cp)
 {
     if ((cp >= 0x3040 && cp <= 0x30FF) || (cp >= 0x3400 && cp <= 0x4DBF) ||
         (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0xAC00 && cp <= 0xD7AF) ||
@@ -137,7 +136,7 @@ static int fp_v2_class(uint32_t cp)
  * NFKD with case folding, without reordering marks across code points), keeping only ASCII
  * letters and digits and non-ASCII code points of the word categories (Cn, L*, M*,
  * N*, Co). Returns the byte count (at most FP_FOLD_MAX). */
-static size_t fp_v2_fold(uint32_t cp, uint8_t *out)
+static size_t fp_v5_fold(uint32_t cp, uint8_t *out)
 {
     utf8proc_int32_t d[FP_FOLD_CPS];
     int bound = 0;
@@ -195,9 +194,8 @@ uint64_t fp_token_hash(const char *tok, size_t len)
 struct fp_state {
     XXH3_state_t xs;          /* hash of the current token once it outgrows tok[] */
     int spilled;              /* current token's first bytes are already in xs */
-    unsigned window;          /* tokens in the ring: v1 the shingle, v2 the largest n-gram */
-    unsigned version;         /* FP_V1, FP_V2, FP_V3 (v2's features), FP_V4 */
-    unsigned orders;          /* v2: bit o-1 set = an o-gram feature per token (0: v1) */
+    unsigned window;          /* tokens in the ring: v1 the shingle, v5 FP_V5_WINDOW */
+    unsigned version;         /* FP_V1 or FP_V5 */
     size_t tlen;              /* bytes in tok[] */
     uint64_t ntok;            /* tokens so far */
     unsigned ring_pos;        /* slot the next token hash goes to (0..window-1) */
@@ -205,14 +203,13 @@ struct fp_state {
      * and s + window, so that they are always in order at ring[ring_pos..+window) */
     uint64_t ring[2 * FP_WINDOW_MAX];
     fp_vote vote;
-    fp_vote bvote;            /* v4: the features of known boilerplate (fp_bp.h) */
-    uint64_t bp_end;          /* v4: tokens up to the end of the last table K-gram */
-    uint64_t kg_seen;         /* v4: the K-grams ending within the first kg_seen tokens
-                               * need no lookup (fp_v4_bp) */
-    int bp_prev;              /* v4: the last token voted was boilerplate */
+    fp_vote bvote;            /* v5: the features of known boilerplate (fp_bp.h) */
+    uint64_t bp_end;          /* v5: tokens up to the end of the last table K-gram */
+    uint64_t kg_seen;         /* v5: the K-grams ending within the first kg_seen tokens
+                               * need no lookup (fp_v5_bp) */
+    int bp_prev;              /* v5: the last token voted was boilerplate */
     fpbp_kgram_cb kg_cb;      /* fpbp_kgrams: gets each K-gram hash, or NULL */
     void *kg_arg;
-    fp_span *span;            /* fpspan_begin: the span that records the features, or NULL */
     unsigned npend;           /* bytes of an incomplete UTF-8 sequence from the last update */
     uint8_t pend[4];
     uint8_t tok[FP_TOKBUF];   /* current token, ASCII lower-cased */
@@ -231,22 +228,12 @@ static inline uint64_t fp_le64(uint64_t x)
 static void fp_state_init(fp_state *s, const fp_params *p)
 {
     s->spilled = 0;
-    s->version = p->version == FP_V5 ? FP_V4 : p->version;   /* v5: v4's text path */
-    if (s->version == FP_V4) {
-        s->orders = FP_V2_ORDERS;
-        s->window = FP_V4_WINDOW;
-    } else if (p->version != FP_V1) {
-        s->orders = FP_V2_ORDERS;
-        s->window = 32 - (unsigned)__builtin_clz(FP_V2_ORDERS);
-    } else {
-        s->orders = 0;
-        s->window = p->window;
-    }
+    s->version = p->version;
+    s->window = p->version == FP_V5 ? FP_V5_WINDOW : p->window;
     s->tlen = 0;
     s->ntok = 0;
     s->ring_pos = 0;
     s->npend = 0;
-    s->span = NULL;
     s->bp_end = 0;
     s->kg_seen = 0;
     s->bp_prev = 0;
@@ -254,33 +241,6 @@ static void fp_state_init(fp_state *s, const fp_params *p)
     s->kg_arg = NULL;
     fpvote_init(&s->vote);
     fpvote_init(&s->bvote);
-}
-
-/* v2: the features a token completes, one per n-gram order in s->orders; the ring's
- * last o hashes are at ring[pos + w - o .. pos + w). With a span recording, the
- * features go to the span, except the n-grams of its first token (they reach back
- * before the span). */
-static inline void fp_push_orders(fp_state *s, uint64_t th, unsigned pos)
-{
-    unsigned w = s->window;
-    fp_vote *uni = &s->vote, *multi = &s->vote;
-    if (s->span) {
-        fp_span *sp = s->span;
-        uni = &sp->vote;
-        if (sp->ntok++ == 0)
-            sp->first = th;
-        else
-            multi = &sp->vote;
-        sp->last = th;
-    }
-    for (unsigned o = 1; o <= w; o++) {
-        if (!(s->orders & (1u << (o - 1))) || s->ntok < o)
-            continue;
-        if (o == 1)
-            fpvote_add(uni, th);
-        else
-            fpvote_add(multi, XXH3_64bits(&s->ring[pos + w - o], 8 * (size_t)o));
-    }
 }
 
 /* A token hash enters the ring (w > 1); returns the slot the next one goes to. */
@@ -296,20 +256,20 @@ static inline unsigned fp_ring_push(fp_state *s, uint64_t th)
     return pos;
 }
 
-/* v4's bigram and K-gram hashes, XXH3-64 of 2 and K little-endian token hashes, each
+/* v5's bigram and K-gram hashes, XXH3-64 of 2 and K little-endian token hashes, each
  * compiled for its one length: inlined into the tokenizer, which has grown too large
  * for gcc to inline them itself, the calls went to XXH3's generic entry. */
-__attribute__((flatten)) static uint64_t fp_v4_bigram_hash(const uint64_t *ring)
+__attribute__((flatten)) static uint64_t fp_v5_bigram_hash(const uint64_t *ring)
 {
     return XXH3_64bits(ring, 16);
 }
 
-__attribute__((flatten)) static uint64_t fp_v4_kgram_hash(const uint64_t *ring)
+__attribute__((flatten)) static uint64_t fp_v5_kgram_hash(const uint64_t *ring)
 {
     return XXH3_64bits(ring, 8 * FPBP_K);
 }
 
-/* v4: whether token j (the first not yet voted) is boilerplate: covered by a table
+/* v5: whether token j (the first not yet voted) is boilerplate: covered by a table
  * K-gram, one of those ending at tokens j .. j + K - 1 (of those read). Lookups are
  * made only when needed, newest first: inside boilerplate the newest K-gram is in the
  * table and covers the next K - 1 tokens too, so a run of boilerplate costs one
@@ -320,19 +280,19 @@ __attribute__((flatten)) static uint64_t fp_v4_kgram_hash(const uint64_t *ring)
  * bp_end is the end of the last table K-gram found (a token < bp_end is covered).
  * Invariant: the K-grams ending (as token counts) in (max(bp_end, j), kg_seen] are
  * not in the table; those ending at counts <= j cannot cover j or any later token. */
-static inline int fp_v4_bp(fp_state *s, uint64_t j)
+static inline int fp_v5_bp(fp_state *s, uint64_t j)
 {
     if (s->bp_end > j)
         return 1;
     uint64_t n = s->ntok, lo = s->kg_seen > j ? s->kg_seen : j;
     if (lo < FPBP_K - 1)
         lo = FPBP_K - 1;                /* no K-gram ends within fewer tokens */
-    /* the ring holds the last FP_V4_WINDOW >= 2K - 1 tokens: the K-gram ending at
+    /* the ring holds the last FP_V5_WINDOW >= 2K - 1 tokens: the K-gram ending at
      * count c (tokens c - K .. c - 1) starts at ring[pos + w - K - (n - c)], and
      * n - c < K since c > j >= n - K */
     const uint64_t *newest = &s->ring[s->ring_pos + s->window - FPBP_K];
     for (uint64_t c = n; c > lo; c--) {
-        if (fpbp_has(fp_v4_kgram_hash(newest - (n - c)))) {
+        if (fpbp_has(fp_v5_kgram_hash(newest - (n - c)))) {
             s->bp_end = c;
             break;
         }
@@ -341,55 +301,48 @@ static inline int fp_v4_bp(fp_state *s, uint64_t j)
     return s->bp_end > j;
 }
 
-/* v4: token j, in ring slot `slot` (the token before it in slot - 1), votes its
- * unigram, and its bigram when j > 0, into bvote when boilerplate (fp_v4_bp) else
+/* v5: token j, in ring slot `slot` (the token before it in slot - 1), votes its
+ * unigram, and its bigram when j > 0, into bvote when boilerplate (fp_v5_bp) else
  * into vote. A bigram is boilerplate when both its tokens are. Called once per token,
  * in order, when its K-grams have all been read (K - 1 tokens later) or at the end. */
-static inline void fp_v4_settle(fp_state *s, uint64_t j, unsigned slot)
+static inline void fp_v5_settle(fp_state *s, uint64_t j, unsigned slot)
 {
     fp_vote *text = &s->vote, *bpv = &s->bvote;
-    if (s->span && j >= s->span->base + FPSPAN_HEAD - FPBP_K + 1) {
-        text = &s->span->vote;      /* its K-grams and bigram lie inside the span */
-        bpv = &s->span->bvote;
-    }
-    int bp = fp_v4_bp(s, j);
+    int bp = fp_v5_bp(s, j);
     fpvote_add(bp ? bpv : text, fp_le64(s->ring[slot]));
     if (j > 0)
-        fpvote_add(bp && s->bp_prev ? bpv : text, fp_v4_bigram_hash(&s->ring[slot - 1]));
+        fpvote_add(bp && s->bp_prev ? bpv : text, fp_v5_bigram_hash(&s->ring[slot - 1]));
     s->bp_prev = bp;
 }
 
-/* v4: a token arrives; the token K - 1 back, whose K-grams have now all been read,
- * votes (the vote trails the text by K - 1 tokens; fp_v4_finish votes the rest). */
-static inline void fp_push_v4(fp_state *s, uint64_t th)
+/* v5: a token arrives; the token K - 1 back, whose K-grams have now all been read,
+ * votes (the vote trails the text by K - 1 tokens; fp_v5_finish votes the rest). */
+static inline void fp_push_v5(fp_state *s, uint64_t th)
 {
     unsigned pos = fp_ring_push(s, th);
-    fp_span *sp = s->span;
-    if (sp && s->ntok - 1 - sp->base < FPSPAN_HEAD)
-        sp->head[s->ntok - 1 - sp->base] = th;
     if (s->ntok < FPBP_K)
         return;
     unsigned slot = pos + s->window - FPBP_K;   /* token ntok - K, the K-gram's first */
     if (s->kg_cb)
-        s->kg_cb(fp_v4_kgram_hash(&s->ring[slot]), s->kg_arg);
-    fp_v4_settle(s, s->ntok - FPBP_K, slot);
+        s->kg_cb(fp_v5_kgram_hash(&s->ring[slot]), s->kg_arg);
+    fp_v5_settle(s, s->ntok - FPBP_K, slot);
 }
 
-/* v4 at the end of the text: the last K - 1 tokens (or fewer) vote. */
-static void fp_v4_finish(fp_state *s)
+/* v5 at the end of the text: the last K - 1 tokens (or fewer) vote. */
+static void fp_v5_finish(fp_state *s)
 {
     unsigned w = s->window;
     uint64_t first = s->ntok >= FPBP_K ? s->ntok - FPBP_K + 1 : 0;
     for (uint64_t j = first; j < s->ntok; j++)
-        fp_v4_settle(s, j, s->ring_pos + w - (unsigned)(s->ntok - j));
+        fp_v5_settle(s, j, s->ring_pos + w - (unsigned)(s->ntok - j));
 }
 
-/* A token hash arrives: vote for the shingle (v1) or n-grams (v2) it completes. */
+/* A token hash arrives: vote for the shingle (v1) or n-grams (v5) it completes. */
 static inline void fp_push_hash(fp_state *s, uint64_t th)
 {
     unsigned w = s->window;
-    if (s->version == FP_V4) {
-        fp_push_v4(s, th);
+    if (s->version == FP_V5) {
+        fp_push_v5(s, th);
         return;
     }
     if (w == 1) {
@@ -398,9 +351,7 @@ static inline void fp_push_hash(fp_state *s, uint64_t th)
         return;
     }
     unsigned pos = fp_ring_push(s, th);
-    if (s->orders)
-        fp_push_orders(s, th, pos);
-    else if (s->ntok >= w)
+    if (s->ntok >= w)
         fpvote_add(&s->vote, XXH3_64bits(&s->ring[pos], 8 * (size_t)w));
 }
 
@@ -496,11 +447,11 @@ static inline int fp_block_ascii(fp_state *s, const uint8_t *p, size_t *tlp)
 }
 #endif
 
-/* v2: the valid non-ASCII code point cp; tl bytes of the current token are in
+/* v5: the valid non-ASCII code point cp; tl bytes of the current token are in
  * tok[]. Returns the new tl. */
-static size_t fp_v2_unit(fp_state *s, uint32_t cp, size_t tl)
+static size_t fp_v5_unit(fp_state *s, uint32_t cp, size_t tl)
 {
-    int cls = fp_v2_class(cp);
+    int cls = fp_v5_class(cp);
     if (cls == FP_IGN)
         return tl;
     if (cls == FP_SEP || cls == FP_SOLO) {
@@ -510,14 +461,14 @@ static size_t fp_v2_unit(fp_state *s, uint32_t cp, size_t tl)
         }
         if (cls == FP_SOLO) {
             uint8_t f[FP_FOLD_MAX];
-            size_t n = fp_v2_fold(cp, f);
+            size_t n = fp_v5_fold(cp, f);
             if (n > 0)              /* kana punctuation (U+30A0, U+30FB) folds to nothing */
                 fp_push_hash(s, XXH3_64bits(f, n));
         }
         return tl;
     }
     uint8_t f[FP_FOLD_MAX];
-    size_t n = fp_v2_fold(cp, f);
+    size_t n = fp_v5_fold(cp, f);
     if (tl + n > FP_TOKBUF) {
         fp_spill(s, tl);
         tl = 0;
@@ -580,7 +531,7 @@ static size_t fp_scan(fp_state *s, const uint8_t *p, size_t len, int final)
                 return (size_t)(p - start);
             }
             if (s->version != FP_V1 && cp != FP_NOT_CP) {
-                tl = fp_v2_unit(s, cp, tl);
+                tl = fp_v5_unit(s, cp, tl);
                 p += u;
                 continue;
             }
@@ -619,19 +570,24 @@ static uint64_t fp_finish(fp_state *s)
         fp_end_token(s, s->tlen);
         s->tlen = 0;
     }
-    fpspan_end(s);
-    if (s->version == FP_V4) {
-        fp_v4_finish(s);
-        return fpvote_result_v4(&s->vote, &s->bvote);
+    if (s->version == FP_V5) {
+        fp_v5_finish(s);
+        return fpvote_result_v5(&s->vote, &s->bvote);
     }
-    /* fewer tokens than the smallest feature needs: one feature of all of them */
-    unsigned least = s->orders ? (unsigned)__builtin_ctz(s->orders) + 1 : s->window;
-    if (s->ntok > 0 && s->ntok < least)
+    /* fewer tokens than a shingle: one shingle of all of them */
+    if (s->ntok > 0 && s->ntok < s->window)
         fpvote_add(&s->vote, XXH3_64bits(s->ring, 8 * (size_t)s->ntok));
     return fpvote_result(&s->vote);
 }
 
 /* ---- Settings ---- */
+
+/* Algorithms v2..v4 existed before the first release and were removed: a user or a
+ * corpus naming one gets this message (v5's text fingerprints are the former v4's). */
+#define FP_REMOVED_MIN 2
+#define FP_REMOVED_MAX 4
+#define FP_REMOVED_FMT "fingerprint algorithm v%u was removed; v5 is its successor (v5's " \
+                       "text fingerprints equal the former v4's)"
 
 /* p with defaults filled in (version 0 -> default, v1 window 0 -> 3), or -1 when
  * invalid. */
@@ -647,7 +603,7 @@ static int fp_params_norm(const fp_params *p, fp_params *out)
             d.window = FP_WINDOW_DEFAULT;
         if (d.window > FP_WINDOW_MAX)
             return -1;
-    } else if (d.version >= FP_V2 && d.version <= FP_V5) {
+    } else if (d.version == FP_V5) {
         if (d.window != 0)
             return -1;
     } else {
@@ -662,9 +618,10 @@ int fp_params_check(const fp_params *p, char *err, size_t errlen)
     fp_params d;
     if (fp_params_norm(p, &d) == 0)
         return 0;
-    if (p->version > FP_V5)
-        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v2, v3, v4, v5)",
-                 p->version);
+    if (p->version >= FP_REMOVED_MIN && p->version <= FP_REMOVED_MAX)
+        snprintf(err, errlen, FP_REMOVED_FMT, p->version);
+    else if (p->version != 0 && p->version != FP_V1 && p->version != FP_V5)
+        snprintf(err, errlen, "unknown fingerprint algorithm v%u (known: v1, v5)", p->version);
     else if (p->version == FP_V1 || (p->version == 0 && FP_VERSION_DEFAULT == FP_V1))
         snprintf(err, errlen, "window %u out of range 1..%d", p->window, FP_WINDOW_MAX);
     else
@@ -695,8 +652,11 @@ int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
                 goto bad;
             p.window = (unsigned)v;
         }
-    } else if (q[0] >= '2' && q[0] <= '5' && q[1] == '\0') {
-        p.version = (unsigned)(q[0] - '0');     /* FP_V2 .. FP_V5 */
+    } else if (q[0] == '5' && q[1] == '\0') {
+        p.version = FP_V5;
+    } else if (q[0] >= '0' + FP_REMOVED_MIN && q[0] <= '0' + FP_REMOVED_MAX && q[1] == '\0') {
+        snprintf(err, errlen, FP_REMOVED_FMT, (unsigned)(q[0] - '0'));
+        return -1;
     } else {
         goto bad;
     }
@@ -704,9 +664,18 @@ int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen)
         goto bad;
     return 0;
 bad:
-    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v5, v4, v3, v2, v1 or v1:W with "
+    snprintf(err, errlen, "bad fingerprint algorithm '%.40s' (want v5, v1 or v1:W with "
              "W 1..%d)", spec, FP_WINDOW_MAX);
     return -1;
+}
+
+unsigned fp_params_removed(const char *spec)
+{
+    if (spec == NULL || (spec[0] != 'v' && spec[0] != 'V'))
+        return 0;
+    unsigned v = (unsigned)(spec[1] - '0');
+    return spec[1] != '\0' && spec[2] == '\0' && v >= FP_REMOVED_MIN && v <= FP_REMOVED_MAX
+               ? v : 0;
 }
 
 int fp_params_option(const char *spec, fp_params *out, char *canon, size_t canon_len,
@@ -825,108 +794,6 @@ uint64_t fp_state_final(fp_state *s)
     return r;
 }
 
-/* ---- Spans: features recorded once, voted into other states (fp_span.h) ---- */
-
-/* Whether s is between tokens: no token bytes or UTF-8 sequence held. */
-static int fp_between_tokens(const fp_state *s)
-{
-    return s->tlen == 0 && !s->spilled && s->npend == 0;
-}
-
-int fpspan_begin(fp_state *s, fp_span *sp)
-{
-    fpspan_end(s);
-    if (s->orders != FP_V2_ORDERS || !fp_between_tokens(s))
-        return -1;
-    fpvote_begin(&sp->vote);
-    sp->first = sp->last = 0;
-    sp->ntok = 0;
-    sp->v4 = s->version == FP_V4;
-    if (sp->v4) {
-        fpvote_begin(&sp->bvote);
-        sp->base = s->ntok;
-    }
-    s->span = sp;
-    return 0;
-}
-
-/* v4: the rest of what a span keeps, once its tokens are read. */
-static void fpspan_end_v4(fp_state *s, fp_span *sp)
-{
-    fpvote_merge(&s->bvote, &sp->bvote);
-    sp->ntok = s->ntok - sp->base;
-    memcpy(sp->tail, &s->ring[s->ring_pos], s->window * sizeof sp->tail[0]);
-    sp->tail_bp = s->bp_prev;
-    /* the K-grams inside the span start at its token 0: they end at count base + K on */
-    sp->hit_end = s->bp_end >= sp->base + FPBP_K ? s->bp_end - sp->base : 0;
-    sp->kg_seen = s->kg_seen > sp->base ? s->kg_seen - sp->base : 0;
-}
-
-int fpspan_end(fp_state *s)
-{
-    fp_span *sp = s->span;
-    if (sp == NULL)
-        return -1;
-    fpvote_merge(&s->vote, &sp->vote);
-    if (sp->v4)
-        fpspan_end_v4(s, sp);
-    s->span = NULL;
-    return fp_between_tokens(s) ? 0 : -1;
-}
-
-/* v4: the span's tokens into t. The first FPSPAN_HEAD are pushed (the K-grams
- * across the span's start are t's; they vote its first K tokens). The recorded vote
- * has the tokens after those up to ntok - K; the last FP_V4_WINDOW hashes become t's
- * ring, and the last K - 1 tokens vote later, as after reading the text. What the
- * recording state knew of the span's own K-grams carries over: the end of the last
- * table K-gram in it, and that those ending from its token ntok - K on up to kg_seen
- * are not in the table (fp_v4_bp's invariant; the recording state had voted its tokens
- * up to ntok - K too, so the same range held there). */
-static void fpspan_replay_v4(fp_state *t, const fp_span *sp)
-{
-    uint64_t base = t->ntok;
-    if (sp->ntok <= FPSPAN_HEAD) {      /* short: every token pushed */
-        for (uint64_t l = 0; l < sp->ntok; l++)
-            fp_push_v4(t, sp->head[l]);
-        return;
-    }
-    for (unsigned l = 0; l < FPSPAN_HEAD; l++)
-        fp_push_v4(t, sp->head[l]);
-    fpvote_merge(&t->vote, &sp->vote);
-    fpvote_merge(&t->bvote, &sp->bvote);
-    if (sp->hit_end && base + sp->hit_end > t->bp_end)
-        t->bp_end = base + sp->hit_end;
-    uint64_t voted = sp->ntok - FPBP_K + 1;     /* tokens of the span voted */
-    t->kg_seen = base + (sp->kg_seen > voted ? sp->kg_seen : voted);
-    t->bp_prev = sp->tail_bp;
-    t->ntok = base + sp->ntok;
-    t->ring_pos = 0;
-    for (unsigned i = 0; i < t->window; i++)
-        t->ring[i] = t->ring[i + t->window] = sp->tail[i];
-}
-
-int fpspan_replay(fp_state *t, const fp_span *sp)
-{
-    if (t->orders != FP_V2_ORDERS || (t->version == FP_V4) != sp->v4 || t->span ||
-        !fp_between_tokens(t))
-        return -1;
-    if (sp->v4) {
-        fpspan_replay_v4(t, sp);
-        return 0;
-    }
-    if (sp->ntok == 0)
-        return 0;
-    unsigned pos = fp_ring_push(t, sp->first);
-    if (t->ntok >= 2)       /* the bigram from t's last token to the span's first */
-        fpvote_add(&t->vote, XXH3_64bits(&t->ring[pos + t->window - 2], 16));
-    if (sp->ntok >= 2) {
-        fp_ring_push(t, sp->last);
-        t->ntok += sp->ntok - 2;
-    }
-    fpvote_merge(&t->vote, &sp->vote);
-    return 0;
-}
-
 /* ---- Tokens for callers ---- */
 
 size_t fp_tokenize(const char *text, size_t len, fp_token_cb cb, void *arg)
@@ -972,7 +839,7 @@ size_t fp_tokenize(const char *text, size_t len, fp_token_cb cb, void *arg)
 
 void fpbp_kgrams(const char *text, size_t len, fpbp_kgram_cb cb, void *arg)
 {
-    fp_params p = {FP_V4, 0};
+    fp_params p = {FP_V5, 0};
     fp_state s;
     fp_state_init(&s, &p);
     s.kg_cb = cb;

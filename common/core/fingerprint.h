@@ -13,33 +13,36 @@
 #define FP_WINDOW_MAX 64
 
 /* Fingerprint algorithms (docs/fingerprint.md). v1: ASCII case folding, shingles of
- * `window` tokens. v2: Unicode case folding and compatibility decomposition, its own
- * token classes and features (section "Algorithm v2"). v3: v2's text fingerprint (the
- * same values for text), and HTML pages by their main content instead of all their
- * visible text (html.h, section "Main content (v3)"). v4: v3's HTML main
- * content, and v2's features with those of known boilerplate (runs of words of a table
- * of license text shipped with the algorithm) weighing half (section "Algorithm v4").
- * v5 (the default): v4's text fingerprint (the same values for text), and HTML pages by their article,
+ * `window` tokens (the plain-text baseline). v5 (the default): Unicode case folding and
+ * compatibility decomposition, its own token classes, unigram and bigram features, those
+ * of known boilerplate (runs of words of a table of license text shipped with the
+ * algorithm) weighing half (section "Algorithm v5: text"); HTML pages by their article,
  * found on a tree of the page (html_article.h, section "Algorithm v5").
+ * Versions 2 to 4 existed before the first release and were removed (v5's text
+ * fingerprints are the former v4's); fp_params_parse names v5 as their successor.
  * A fingerprint is only comparable with fingerprints of the same algorithm and
  * settings; deployments record them in simhash:meta. */
-enum { FP_V1 = 1, FP_V2 = 2, FP_V3 = 3, FP_V4 = 4, FP_V5 = 5, FP_VERSION_DEFAULT = FP_V5 };
+enum { FP_V1 = 1, FP_V5 = 5, FP_VERSION_DEFAULT = FP_V5 };
 
 typedef struct fp_params {
-    unsigned version;         /* FP_V1 .. FP_V5; 0 means FP_VERSION_DEFAULT */
+    unsigned version;         /* FP_V1 or FP_V5; 0 means FP_VERSION_DEFAULT */
     unsigned window;          /* v1: tokens per shingle, 1..FP_WINDOW_MAX, 0 means
-                                 FP_WINDOW_DEFAULT. v2..v5: must be 0 (fixed features) */
+                                 FP_WINDOW_DEFAULT. v5: must be 0 (fixed features) */
 } fp_params;
 
-/* Settings as text, the form the programs take and store: "v5", "v4", "v3", "v2", "v1" (window 3)
- * or "v1:W". fp_params_parse returns 0, or -1 with a message in err. */
+/* Settings as text, the form the programs take and store: "v5", "v1" (window 3) or
+ * "v1:W". fp_params_parse returns 0, or -1 with a message in err ("v2", "v3" and "v4":
+ * removed, v5 named as their successor). */
 int fp_params_parse(const char *spec, fp_params *out, char *err, size_t errlen);
+/* The version of the removed algorithm spec names ("v2", "v3", "v4", upper case V
+ * too), else 0: a corpus recording one must be rebuilt (fp_params_parse refuses it). */
+unsigned fp_params_removed(const char *spec);
 /* The option fingerprint-algorithm of a program: spec NULL or "" (unset) leaves
  * *out and canon as they are and returns 0; otherwise parses it into *out and writes its canonical text
  * into canon. Returns 0, or -1 with "fingerprint-algorithm: ..." in err. */
 int fp_params_option(const char *spec, fp_params *out, char *canon, size_t canon_len,
                      char *err, size_t errlen);
-/* The canonical text of p ("v4", "v3", "v2", "v1:3"); p must be valid (fp_params_check). */
+/* The canonical text of p ("v5", "v1:3"); p must be valid (fp_params_check). */
 void fp_params_format(const fp_params *p, char *buf, size_t n);
 /* 0 when p is valid, else -1 with a message in err. */
 int fp_params_check(const fp_params *p, char *err, size_t errlen);

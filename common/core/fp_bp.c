@@ -1,4 +1,4 @@
-/* fp_bp.c: lookups in the known-boilerplate table of algorithm v4 (fp_bp.h). The
+/* fp_bp.c: lookups in the known-boilerplate table of algorithm v5 (fp_bp.h). The
  * table itself is generated data, fp_bp_table.inc (bench/quality/bptable.py). */
 #include <pthread.h>
 

@@ -1,12 +1,12 @@
-/* fp_bp.h: the known-boilerplate table of fingerprint algorithm v4 (internal, not
+/* fp_bp.h: the known-boilerplate table of fingerprint algorithm v5 (internal, not
  * installed; the fpbp_ prefix keeps it out of libsimhash's exports).
  *
- * v4 votes the features of a token inside a run of FPBP_K tokens found in this table
- * with weight FP_V4_W_BP, the others with FP_V4_W_TEXT (docs/fingerprint.md
- * "Algorithm v4"; bench/quality/boilerplate.py measured 1/4, 1/2 and 2/3). The
+ * v5 (text) votes the features of a token inside a run of FPBP_K tokens found in this table
+ * with weight FP_V5_W_BP, the others with FP_V5_W_TEXT (docs/fingerprint.md
+ * "Algorithm v5: text"; bench/quality/boilerplate.py measured 1/4, 1/2 and 2/3). The
  * table is part of the algorithm: generated once by bench/quality/bptable.py from
  * Debian-packaged license text, checked in (fp_bp_table.inc) and never rebuilt on a
- * user's machine, so v4 fingerprints are the same everywhere. A new table is a new
+ * user's machine, so v5 fingerprints are the same everywhere. A new table is a new
  * algorithm version. */
 #ifndef SIMHASH_FP_BP_H
 #define SIMHASH_FP_BP_H
@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #define FPBP_K 6              /* tokens per boilerplate K-gram */
-#define FP_V4_W_TEXT 2        /* weight of a feature of other text */
-#define FP_V4_W_BP 1          /* weight of a feature of boilerplate */
+#define FP_V5_W_TEXT 2        /* weight of a feature of other text */
+#define FP_V5_W_BP 1          /* weight of a feature of boilerplate */
 
 /* The lookup structures: a filter of 64-bit words beside the table (bptable.py writes
  * it with the same constants) in which every entry sets FPBP_FILTER_K bits, all in the
@@ -50,7 +50,7 @@ unsigned fpbp_table_version(void);
 /* Entry i of the sorted table (i < fpbp_table_size(); 0 past its end): for tests. */
 uint64_t fpbp_table_at(size_t i);
 
-/* cb gets the hash of every K-gram of text as v4 computes it (v2's tokens; the
+/* cb gets the hash of every K-gram of text as v5 computes it (v5's tokens; the
  * XXH3-64 of K little-endian token hashes), in order, repeats included: what the
  * table generator collects. */
 typedef void (*fpbp_kgram_cb)(uint64_t h, void *arg);

@@ -139,14 +139,14 @@ uint64_t fpvote_result(fp_vote *v)
 
 /* Bit i is set when the weighted sum of the hashes with it set exceeds that of the
  * hashes with it unset. */
-uint64_t fpvote_result_v4(fp_vote *v, fp_vote *bp)
+uint64_t fpvote_result_v5(fp_vote *v, fp_vote *bp)
 {
     fpvote_settle(v);
     fpvote_settle(bp);
     uint64_t r = 0;
     for (unsigned i = 0; i < 64; i++) {
-        int64_t sum = FP_V4_W_TEXT * (2 * (int64_t)v->cnt[i] - (int64_t)v->n) +
-                      FP_V4_W_BP * (2 * (int64_t)bp->cnt[i] - (int64_t)bp->n);
+        int64_t sum = FP_V5_W_TEXT * (2 * (int64_t)v->cnt[i] - (int64_t)v->n) +
+                      FP_V5_W_BP * (2 * (int64_t)bp->cnt[i] - (int64_t)bp->n);
         if (sum > 0)
             r |= (uint64_t)1 << i;
     }

@@ -3,7 +3,7 @@
  * feature hashes with the bit set; the fingerprint sets the bits more than half of
  * them have (docs/fingerprint.md "Vote"). The counts are exact, so the order of the
  * hashes and the way they are grouped never change a fingerprint: votes can be
- * recorded apart and merged (fp_span.h). */
+ * recorded apart and merged. */
 #ifndef SIMHASH_FP_VOTE_H
 #define SIMHASH_FP_VOTE_H
 
@@ -21,8 +21,8 @@ typedef struct fp_vote {
 } fp_vote;
 
 void fpvote_init(fp_vote *v);
-/* fpvote_init, but cnt[] is zeroed only if ever used (spans of a few tokens never
- * flush). */
+/* fpvote_init, but cnt[] is zeroed only if ever used (a vote of a few hashes never
+ * flushes). */
 void fpvote_begin(fp_vote *v);
 /* Adds the 8 hashes of v->grp (fpvote_add calls it). */
 void fpvote_group(fp_vote *v);
@@ -30,8 +30,8 @@ void fpvote_group(fp_vote *v);
 void fpvote_merge(fp_vote *dst, const fp_vote *src);
 /* The voted fingerprint: bit i set when more than half of the hashes had it set. */
 uint64_t fpvote_result(fp_vote *v);
-/* v4's weighted vote: v's hashes weigh FP_V4_W_TEXT, bp's FP_V4_W_BP (fp_bp.h). */
-uint64_t fpvote_result_v4(fp_vote *v, fp_vote *bp);
+/* v5's weighted vote: v's hashes weigh FP_V5_W_TEXT, bp's FP_V5_W_BP (fp_bp.h). */
+uint64_t fpvote_result_v5(fp_vote *v, fp_vote *bp);
 
 static inline void fpvote_add(fp_vote *v, uint64_t h)
 {

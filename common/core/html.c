@@ -3,12 +3,9 @@
  * from a BOM or <meta>, converted with iconv) delivers elements and text; this file
  * decides what is text: no script, style, noscript, template, svg, head (the title
  * optionally), comments or attributes; block elements separate words, inline ones
- * do not. With algorithms v3 and v4 the same text also goes through main-content
- * extraction (html_main.c) into two more fingerprint states, and the page's
- * fingerprint is the tier hmain_finish names; a kept block reaches them as the
- * features the all-text state recorded for it (fp_span.h), not as text tokenized
- * again. docs/fingerprint.md
- * "HTML" has the rules and why libxml2. */
+ * do not. With algorithm v5 (unless FP_HTML_ALL_TEXT) the elements and text build a
+ * tree of the page instead (html_tree.c) and the fingerprint is its article's
+ * (html_article.c). docs/fingerprint.md "HTML" has the rules and why libxml2. */
 #include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -22,38 +19,20 @@
 #include <libxml/HTMLparser.h>
 #include <libxml/parserInternals.h>
 
-#include "fp_span.h"
 #include "html.h"
 #include "html_article.h"
-#include "html_main.h"
 #include "html_tree.h"
 
-_Static_assert((int)HMAIN_ALL == (int)FP_HTML_TIER_ALL &&
-                   (int)HMAIN_CONTENT == (int)FP_HTML_TIER_CONTENT &&
-                   (int)HMAIN_MAIN == (int)FP_HTML_TIER_MAIN, "html_main.h tiers are html.h's");
-
-#define HTML_CACHE HMAIN_CACHE   /* element classes remembered (hmain_name_slot) */
+#define HTML_CACHE 64         /* element classes remembered (html_name_slot) */
 #define HTML_CHUNK 65536      /* bytes per htmlParseChunk call */
 #define HTML_MAX_RESTARTS 64  /* documents after </html> read in one call */
-#define HTML_SPANS 64         /* blocks whose features are remembered (a power of 2) */
 #define HTML_TEXTBUF 4096     /* text gathered for fs before it is tokenized */
 
 struct fp_html {
     htmlParserCtxtPtr ctxt;   /* NULL until the first bytes (or after an error) */
     fp_state *fs;             /* fingerprint state of all visible text, or NULL with a sink */
-    fp_state *fs_content, *fs_main;   /* with extraction: the two other tiers */
-    int main_same;            /* every kept piece so far was in both tiers: fs_main is
-                                 not fed, it would equal fs_content */
-    hmain *hm;                /* main-content extraction, or NULL (all visible text) */
     htree *tree;              /* algorithm v5: the page's tree, or NULL */
     hart_result art;          /* v5: the article the last fp_html_final fingerprinted */
-    /* with extraction and fingerprint states: the features of recent blocks as fs saw
-     * them (slot seq % HTML_SPANS, recorded for the blocks extraction may keep; span_tag
-     * seq + 1 once the block ended with whole tokens, else 0), so a kept block is voted
-     * into the other tiers without tokenizing its text again */
-    fp_span *spans;
-    uint64_t span_tag[HTML_SPANS];
-    unsigned tier;            /* the tier the last fp_html_final used */
     fp_html_sink sink;
     void *arg;
     unsigned flags;
@@ -79,10 +58,9 @@ struct fp_html {
     /* the buffers last: html_alloc zeroes what comes before them only (their bytes are
      * written before they are read) */
     uint8_t acc[HTML_CHUNK];  /* the page's next block, gathered from the caller's pieces */
-    /* text for fs without extraction, gathered from the SAX pieces (often a few bytes
-     * each) and tokenized in one call when full or at the end: the tokenizer sees the
-     * same bytes in fewer, longer pieces (its 32-byte path works on them). With
-     * extraction, fs reads each block from extraction's buffer (hmain.gather). */
+    /* text for fs, gathered from the SAX pieces (often a few bytes each) and tokenized
+     * in one call when full or at the end: the tokenizer sees the same bytes in fewer,
+     * longer pieces (its 32-byte path works on them). */
     char text[HTML_TEXTBUF];
     uint8_t in[HTML_CHUNK + 4], out[3 * (HTML_CHUNK + 4)];   /* html_feed_block's buffers */
 };
@@ -96,8 +74,7 @@ static void html_init(void)
 
 /* ---- Element classes ---- */
 
-enum { HTML_BLOCK, HTML_INLINE, HTML_LINK, HTML_SKIP, HTML_TITLE_EL };   /* HTML_LINK: <a>,
-                                       the one inline element extraction follows */
+enum { HTML_BLOCK, HTML_INLINE, HTML_SKIP, HTML_TITLE_EL };
 
 /* Inline (phrasing) elements: their boundaries do not split words. Every element
  * not listed here or in html_skipped separates words, so unknown elements do. */
@@ -126,7 +103,7 @@ static int html_in(const char *const *list, const char *name)
 static int html_class(const char *name)
 {
     if (html_in(html_inline, name))
-        return strcmp(name, "a") == 0 ? HTML_LINK : HTML_INLINE;
+        return HTML_INLINE;
     if (strcmp(name, "title") == 0)
         return HTML_TITLE_EL;
     if (html_in(html_skipped, name))
@@ -161,99 +138,32 @@ static void html_fs_text(fp_html *h, const char *s, size_t n)
 
 static void html_emit(fp_html *h, const char *s, size_t n)
 {
-    if (h->spans) {             /* extraction gathers the block for fs (hmain.gather) */
-        hmain_text(h->hm, s, n);
-        return;
-    }
     if (h->fs)
         html_fs_text(h, s, n);
     else
-        h->sink(h->arg, FP_HTML_TIER_ALL, s, n);
-    if (h->hm)
-        hmain_text(h->hm, s, n);
+        h->sink(h->arg, s, n);
 }
 
-/* The recorded features of block seq, or NULL (not recorded, or overwritten since). */
-static const fp_span *html_span_of(const fp_html *h, uint64_t seq)
-{
-    size_t i = seq % HTML_SPANS;
-    return h->spans && h->span_tag[i] == seq + 1 ? &h->spans[i] : NULL;
-}
-
-/* Kept text into one tier's state: block span's features when it has them, else the
- * text (how: html_main.h). */
-static void html_tier_feed(fp_state *t, const fp_span *sp, const char *s, size_t n,
-                           unsigned how)
-{
-    if (sp && fpspan_replay(t, sp) == 0)
-        return;
-    if (n)
-        fp_state_update(t, s, n);
-    if (how != HMAIN_PIECE)
-        fp_state_update(t, "\n", 1);
-}
-
-/* Text main-content extraction keeps (hmain_emit_fn). */
-static void html_emit_tiers(void *arg, unsigned tiers, uint64_t seq, const char *s, size_t n,
-                            unsigned how)
-{
-    fp_html *h = arg;
-    if (tiers == HMAIN_ALL) {   /* fs's text of a block over HMAIN_BLOCK (hmain.gather) */
-        fp_state_update(h->fs, s, n);
-        return;
-    }
-    if (h->fs == NULL) {
-        if (n)
-            h->sink(h->arg, tiers, s, n);
-        if (how != HMAIN_PIECE)
-            h->sink(h->arg, tiers, "\n", 1);
-        return;
-    }
-    if (h->main_same && !(tiers & FP_HTML_TIER_MAIN)) {
-        fp_state_copy(h->fs_main, h->fs_content);   /* the tiers part: main goes on alone */
-        h->main_same = 0;
-    }
-    const fp_span *sp = how == HMAIN_WHOLE ? html_span_of(h, seq) : NULL;
-    if (tiers & FP_HTML_TIER_CONTENT)
-        html_tier_feed(h->fs_content, sp, s, n, how);
-    if ((tiers & FP_HTML_TIER_MAIN) && !h->main_same)
-        html_tier_feed(h->fs_main, sp, s, n, how);
-}
-
-/* Block boundaries ("\n") go to all visible text; it comes before extraction sees the
- * element, which may hand the block over. With spans, fs gets the block's text and
- * "\n" here, from extraction's buffer (hmain.gather: one copy of each text piece, and
- * one call of the tokenizer per block), recording the block's span when extraction may
- * hand it over whole (hmain_may_keep); the features of other blocks go straight into
- * fs's vote, and their slot keeps the span of block seq - HTML_SPANS. */
+/* Block boundaries: "\n" into all visible text (with a tree: nothing, the tree knows
+ * its blocks). */
 static void html_boundary(fp_html *h)
 {
-    if (h->tree) {
-        return;                 /* the tree knows its blocks */
-    } else if (h->spans) {
-        size_t n;
-        const char *b = hmain_block_nl(h->hm, &n);
-        uint64_t seq = hmain_seq(h->hm);
-        size_t i = seq % HTML_SPANS;
-        if (hmain_may_keep(h->hm)) {
-            h->span_tag[i] = 0;
-            int rec = fpspan_begin(h->fs, &h->spans[i]) == 0;
-            fp_state_update(h->fs, b, n);
-            if (rec && fpspan_end(h->fs) == 0)
-                h->span_tag[i] = seq + 1;
-        } else {
-            fp_state_update(h->fs, b, n);
-        }
-    } else if (h->fs) {
-        html_fs_text(h, "\n", 1);
-    } else {
-        h->sink(h->arg, FP_HTML_TIER_ALL, "\n", 1);
-    }
+    if (h->tree)
+        return;
+    html_emit(h, "\n", 1);
 }
+
+/* The cache slot (0..HTML_CACHE-1) of an element name, by its pointer (libxml2 interns
+ * names per document, a few bytes apart: Fibonacci hashing spreads them). */
+static inline size_t html_name_slot(const void *name)
+{
+    return (size_t)(((uint64_t)(uintptr_t)name * 0x9E3779B97F4A7C15u) >> 58);
+}
+_Static_assert(HTML_CACHE == 64, "html_name_slot gives 6 bits");
 
 static int html_class_cached(fp_html *h, const xmlChar *name)
 {
-    size_t i = hmain_name_slot(name);
+    size_t i = html_name_slot(name);
     if (h->cname[i] != name) {
         h->cclass[i] = (uint8_t)html_class((const char *)name);
         h->cname[i] = name;
@@ -269,15 +179,13 @@ static void html_on_start(void *ctx, const xmlChar *name, const xmlChar **atts)
     int cls = html_class_cached(h, name);
     if (h->tree) {
         int how = cls == HTML_SKIP || cls == HTML_TITLE_EL ? HTREE_SKIP
-                  : cls == HTML_INLINE || cls == HTML_LINK ? HTREE_INLINE : HTREE_BLOCK;
+                  : cls == HTML_INLINE ? HTREE_INLINE : HTREE_BLOCK;
         htree_start(h->tree, (const char *)name, how, (const char *const *)atts);
         return;
     }
     int block = cls == HTML_BLOCK || cls == HTML_TITLE_EL;   /* skipped ones split no words */
     if (block)
         html_boundary(h);
-    if (h->hm && (block || cls == HTML_LINK))
-        hmain_start(h->hm, (const char *)name, !block, (const char *const *)atts);
     if (cls == HTML_SKIP)
         h->skip++;
     else if (cls == HTML_TITLE_EL)
@@ -295,8 +203,6 @@ static void html_on_end(void *ctx, const xmlChar *name)
     int block = cls == HTML_BLOCK || cls == HTML_TITLE_EL;
     if (block)
         html_boundary(h);
-    if (h->hm && (block || cls == HTML_LINK))
-        hmain_end(h->hm, (const char *)name, !block);
     if (cls == HTML_SKIP && h->skip)
         h->skip--;
     else if (cls == HTML_TITLE_EL && h->title)
@@ -594,8 +500,6 @@ static int html_restart_after_end(fp_html *h, int terminate)
         }
         memcpy(rest, c->input->cur, left);
         html_boundary(h);
-        if (h->hm)
-            hmain_restart(h->hm);   /* before the names it holds are freed */
         if (h->tree)
             htree_restart(h->tree);
         htmlFreeParserCtxt(c);
@@ -668,15 +572,6 @@ static fp_html *html_alloc(unsigned flags)
         return NULL;
     memset(h, 0, offsetof(fp_html, acc));
     h->flags = flags;
-    h->tier = FP_HTML_TIER_ALL;
-    if (flags & FP_HTML_MAIN) {
-        h->hm = malloc(sizeof *h->hm);
-        if (h->hm == NULL) {
-            free(h);
-            return NULL;
-        }
-        hmain_init(h->hm, html_emit_tiers, h);
-    }
     return h;
 }
 
@@ -685,42 +580,27 @@ void fp_html_free(fp_html *h);
 fp_html *fp_html_new(const fp_params *p, unsigned flags)
 {
     unsigned v = p && p->version ? p->version : FP_VERSION_DEFAULT;
-    flags &= ~(unsigned)FP_HTML_MAIN;
-    if ((v == FP_V3 || v == FP_V4) && !(flags & FP_HTML_ALL_TEXT))
-        flags |= FP_HTML_MAIN;
     fp_html *h = html_alloc(flags);
     if (h == NULL)
         return NULL;
     h->fs = fp_state_new_p(p);
+    if (h->fs == NULL) {
+        fp_html_free(h);
+        return NULL;
+    }
     if (v == FP_V5 && !(flags & FP_HTML_ALL_TEXT)) {
         h->tree = malloc(sizeof *h->tree);
-        if (h->tree == NULL || h->fs == NULL) {
+        if (h->tree == NULL) {
             fp_html_free(h);
             return NULL;
         }
         htree_init(h->tree);
-        return h;
-    }
-    if (h->fs && h->hm) {
-        h->fs_content = fp_state_new_p(p);
-        h->fs_main = fp_state_new_p(p);
-        h->spans = malloc(HTML_SPANS * sizeof *h->spans);
-        h->main_same = 1;
-        if (h->spans)
-            h->hm->gather = 1;
-    }
-    if (h->fs == NULL ||
-        (h->hm && (h->fs_content == NULL || h->fs_main == NULL || h->spans == NULL))) {
-        fp_html_free(h);
-        return NULL;
     }
     return h;
 }
 
 fp_html *fp_html_new_sink(unsigned flags, fp_html_sink sink, void *arg)
 {
-    if (flags & FP_HTML_ALL_TEXT)
-        flags &= ~(unsigned)FP_HTML_MAIN;
     fp_html *h = html_alloc(flags);
     if (h) {
         h->sink = sink;
@@ -745,11 +625,6 @@ static void html_reset(fp_html *h)
     memset(h->cname, 0, sizeof h->cname);
     if (h->tree)
         htree_reset(h->tree);
-    if (h->hm) {
-        hmain_init(h->hm, html_emit_tiers, h);
-        h->hm->gather = h->spans != NULL;
-    }
-    memset(h->span_tag, 0, sizeof h->span_tag);
 }
 
 void fp_html_free(fp_html *h)
@@ -758,14 +633,10 @@ void fp_html_free(fp_html *h)
         return;
     html_reset(h);
     fp_state_free(h->fs);
-    fp_state_free(h->fs_content);
-    fp_state_free(h->fs_main);
     if (h->tree)
         htree_free(h->tree);
     free(h->tree);
     free(h->art.text);
-    free(h->hm);
-    free(h->spans);
     free(h);
 }
 
@@ -802,9 +673,6 @@ static int html_final_tree(fp_html *h, int rc, uint64_t *fp)
     if (h->art.text)
         fp_state_update(h->fs, h->art.text, h->art.len);
     uint64_t v = fp_state_final(h->fs);
-    h->tier = h->art.rule == NULL || strcmp(h->art.rule, HART_RULE_EMPTY) == 0 ? FP_HTML_TIER_ALL
-              : strcmp(h->art.rule, HART_RULE_PAGE) == 0 ? FP_HTML_TIER_CONTENT
-                                                          : FP_HTML_TIER_MAIN;
     if (fp)
         *fp = v;
     html_reset(h);
@@ -827,25 +695,9 @@ int fp_html_final(fp_html *h, uint64_t *fp)
         rc = -1;
     if (h->tree)
         return html_final_tree(h, rc, fp);
-    if (h->spans && rc == 0) {
-        html_boundary(h);           /* the last block's span ends ("\n" changes no
-                                       fingerprint at the end of a text) */
-    } else if (h->spans) {
-        size_t n;                   /* the last block's text, as it was read */
-        const char *b = hmain_block_nl(h->hm, &n);
-        fp_state_update(h->fs, b, n - 1);
-    } else if (h->fs) {
+    if (h->fs)
         html_fs_flush(h);
-    }
-    h->tier = h->hm && rc == 0 ? hmain_finish(h->hm) : FP_HTML_TIER_ALL;
     uint64_t v = h->fs ? fp_state_final(h->fs) : 0;
-    if (h->fs_content) {
-        uint64_t vc = fp_state_final(h->fs_content), vm = fp_state_final(h->fs_main);
-        if (h->main_same)
-            vm = vc;
-        h->main_same = 1;
-        v = h->tier == FP_HTML_TIER_MAIN ? vm : h->tier == FP_HTML_TIER_CONTENT ? vc : v;
-    }
     if (fp)
         *fp = v;
     html_reset(h);
@@ -853,11 +705,6 @@ int fp_html_final(fp_html *h, uint64_t *fp)
         h->err[0] = '\0';
     h->failed = 0;
     return rc;
-}
-
-unsigned fp_html_tier(const fp_html *h)
-{
-    return h->tier;
 }
 
 const char *fp_html_article(const fp_html *h, size_t *len, const char **rule)

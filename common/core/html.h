@@ -1,6 +1,7 @@
-/* html.h: fingerprints of HTML documents: the visible text of a page (libxml2's HTML
- * parser, streaming, in push mode) fed to a fingerprint state. docs/fingerprint.md
- * "HTML" says what counts as text. */
+/* html.h: fingerprints of HTML documents (libxml2's HTML parser, streaming, in push
+ * mode): algorithm v5 fingerprints a page's article, found on a tree of the page; v1,
+ * and v5 with FP_HTML_ALL_TEXT, all its visible text. docs/fingerprint.md "HTML" says
+ * what counts as text, "Algorithm v5" how the article is found. */
 #ifndef SIMHASH_HTML_H
 #define SIMHASH_HTML_H
 
@@ -12,15 +13,8 @@
 /* Flags. */
 enum {
     FP_HTML_TITLE = 1,        /* the <title> is text too */
-    FP_HTML_ALL_TEXT = 2,     /* all visible text, even with algorithms v3, v4 (no extraction) */
-    FP_HTML_MAIN = 4,         /* fp_html_new_sink: extract the main content (fp_html_new
-                                 extracts when the algorithm is v3 or v4) */
+    FP_HTML_ALL_TEXT = 2,     /* all visible text, even with algorithm v5 (no article) */
 };
-
-/* Tiers of a page's text (a bit mask): all visible text; the blocks main-content
- * extraction keeps; those of them inside <main>/<article>. The fingerprint is the
- * text of one tier (docs/fingerprint.md "Main content (v3)"). */
-enum { FP_HTML_TIER_ALL = 1, FP_HTML_TIER_CONTENT = 2, FP_HTML_TIER_MAIN = 4 };
 
 /* Bytes the parser may hold without reaching a tag boundary (libxml2 buffers text up
  * to the next '<' or '&' and a tag up to its '>'); more is an error, so memory stays
@@ -29,16 +23,16 @@ enum { FP_HTML_TIER_ALL = 1, FP_HTML_TIER_CONTENT = 2, FP_HTML_TIER_MAIN = 4 };
 
 typedef struct fp_html fp_html;
 
-/* Receives the text of a document piece by piece (UTF-8; block boundaries arrive
- * as "\n"), with the tiers it belongs to (FP_HTML_TIER_ALL only, without
- * FP_HTML_MAIN). */
-typedef void (*fp_html_sink)(void *arg, unsigned tiers, const char *text, size_t len);
+/* Receives all visible text of a document piece by piece (UTF-8; block boundaries
+ * arrive as "\n"). */
+typedef void (*fp_html_sink)(void *arg, const char *text, size_t len);
 
 /* A parser whose text goes to a fingerprint state with parameters p (NULL: the
- * default algorithm; v3 and v4 extract the main content unless FP_HTML_ALL_TEXT). NULL when
+ * default algorithm; v5 fingerprints the article unless FP_HTML_ALL_TEXT). NULL when
  * p is invalid or out of memory. */
 fp_html *fp_html_new(const fp_params *p, unsigned flags);
-/* A parser whose text goes to sink (fp_html_final then returns 0 as fingerprint). */
+/* A parser whose text, all visible text, goes to sink (fp_html_final then returns 0
+ * as fingerprint). */
 fp_html *fp_html_new_sink(unsigned flags, fp_html_sink sink, void *arg);
 void fp_html_free(fp_html *h);
 
@@ -49,14 +43,11 @@ int fp_html_update(fp_html *h, const void *data, size_t len);
  * parser is then ready for the next document. */
 int fp_html_final(fp_html *h, uint64_t *fp);
 const char *fp_html_error(const fp_html *h);
-/* The tier whose text the last fp_html_final fingerprinted (FP_HTML_TIER_ALL when
- * nothing was extracted). */
-unsigned fp_html_tier(const fp_html *h);
 
 /* Algorithm v5: the article text the last fp_html_final fingerprinted (*len bytes,
  * NUL-terminated; blocks separated by "\n") and the rule that chose it (*rule, when
  * rule is not NULL: "article", "article-relaxed", "page" or "empty"; docs/fingerprint.md
- * "Algorithm v5"). NULL for a parser that extracts no article (v1..v4, all text). Valid
+ * "Algorithm v5"). NULL for a parser that extracts no article (v1, all text). Valid
  * until the next call on h. */
 const char *fp_html_article(const fp_html *h, size_t *len, const char **rule);
 
@@ -69,7 +60,7 @@ int fp_html_text(const char *html, size_t len, const fp_params *p, unsigned flag
 /* Pages fp_html_extract reads: it holds the page and its text in memory (a larger page
  * is refused; fp_html_new streams any size). */
 #define FP_HTML_EXTRACT_MAX ((size_t)64 << 20)
-/* Bytes of extracted text (a tier) it may gather: entities, U+FFFD for invalid bytes,
+/* Bytes of extracted text it may gather: entities, U+FFFD for invalid bytes,
  * legacy charsets and block boundaries make the text at most about 3 times the page. */
 #define FP_HTML_EXTRACT_TEXT_MAX (4 * FP_HTML_EXTRACT_MAX)
 
@@ -77,15 +68,15 @@ typedef struct fp_extraction {
     char *text;        /* the text that was fingerprinted, UTF-8, NUL-terminated, blocks
                           separated by "\n"; malloc'd */
     size_t len;
-    const char *rule;  /* static string: which tier/rule chose the text ("all-text",
-                          "content", "main": docs/fingerprint.md) */
+    const char *rule;  /* static string: which rule chose the text ("all-text", or v5's
+                          "article", "article-relaxed", "page", "empty":
+                          docs/fingerprint.md) */
     uint64_t fp;       /* its fingerprint: always equal to what fp_html_text gives for the
                           same html, params and flags, and to fp_text_p(text, len, p) */
 } fp_extraction;
 
 /* The text of the page html[0..len) that its fingerprint with parameters p (NULL: the
- * default algorithm) and flags (FP_HTML_TITLE, FP_HTML_ALL_TEXT; FP_HTML_MAIN is
- * decided by the algorithm, as in fp_html_new) is taken from. Returns 0 with *out
+ * default algorithm) and flags (FP_HTML_TITLE, FP_HTML_ALL_TEXT) is taken from. Returns 0 with *out
  * filled (free it with fp_extraction_free), or -1 with a message in err (bad
  * parameters or flags, a page over FP_HTML_EXTRACT_MAX, a page fp_html_text cannot
  * read, out of memory); *out then holds nothing to free. */

@@ -2,37 +2,29 @@
  * so that a user who sees two pages match, or not, can read what was compared.
  *
  * Algorithm v5 reads it from the parser (fp_html_article: the article html_article.c
- * found, which is what the parser fingerprinted). Algorithms v1 to v4 take it from
- * html.c's own machinery: a sink parser
- * (fp_html_new_sink, with FP_HTML_MAIN when the algorithm extracts the main content)
- * hands over each piece of text with the tiers it belongs to; the pieces are gathered
- * per tier, and the tier fp_html_tier names after the page is the text. Its fingerprint
- * is that text's fingerprint (fp_text_p): the sink receives the same bytes, block
- * boundaries included, as the fingerprint states of fp_html_new, but for two things
- * that change no fingerprint (the kept blocks reach the content and main states as
- * recorded features, fp_span.h, whose replays equal their text's; with extraction the
- * all-text state reads one more "\n" at the page's end, a separator that adds no
- * token), so it equals fp_html_text's; tests/unit/test_html_extract.c and
- * fuzz/fuzz_html.c check it. docs/fingerprint.md "What was fingerprinted". */
+ * found, which is what the parser fingerprinted). Algorithm v1, and v5 with
+ * FP_HTML_ALL_TEXT, fingerprint all visible text: a sink parser (fp_html_new_sink)
+ * hands it over piece by piece, the pieces are gathered, and the fingerprint is that
+ * text's (fp_text_p): the sink receives the same bytes, block boundaries included, as
+ * the fingerprint state of fp_html_new, so it equals fp_html_text's;
+ * tests/unit/test_html_extract.c and fuzz/fuzz_html.c check it. docs/fingerprint.md
+ * "What was fingerprinted". */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "html.h"
 
-/* Tiers gathered (index: 0 all visible text, 1 content, 2 main). */
-#define HX_TIERS 3
-
-/* Text of one tier, growing. */
+/* The text gathered, growing. */
 typedef struct hx_buf {
     char *s;
     size_t n, cap;
 } hx_buf;
 
 typedef struct hx_gather {
-    hx_buf t[HX_TIERS];
-    size_t limit;              /* bytes a tier may reach */
-    int failed;                /* out of memory, or a tier past limit */
+    hx_buf t;
+    size_t limit;              /* bytes the text may reach */
+    int failed;                /* out of memory, or the text past limit */
     const char *why;
 } hx_gather;
 
@@ -61,68 +53,46 @@ static int hx_append(hx_buf *b, const char *s, size_t n, size_t limit, const cha
     return 0;
 }
 
-/* fp_html_sink: a piece of text into each tier it belongs to. */
-static void hx_sink(void *arg, unsigned tiers, const char *s, size_t n)
+/* fp_html_sink: a piece of text gathered. */
+static void hx_sink(void *arg, const char *s, size_t n)
 {
     hx_gather *g = arg;
-    if (g->failed)
-        return;
-    for (unsigned i = 0; i < HX_TIERS; i++)
-        if ((tiers & (1u << i)) && hx_append(&g->t[i], s, n, g->limit, &g->why) != 0) {
-            g->failed = 1;
-            return;
-        }
+    if (!g->failed && hx_append(&g->t, s, n, g->limit, &g->why) != 0)
+        g->failed = 1;
 }
 
-static int hx_tier_index(unsigned tier)
-{
-    return tier == FP_HTML_TIER_MAIN ? 2 : tier == FP_HTML_TIER_CONTENT ? 1 : 0;
-}
-
-/* The rule names of html.c's tiers (docs/fingerprint.md "Main content (v3)"). */
-static const char *hx_tier_rule(unsigned tier)
-{
-    return tier == FP_HTML_TIER_MAIN ? "main" : tier == FP_HTML_TIER_CONTENT ? "content"
-                                                                             : "all-text";
-}
-
-/* Algorithms v1-v4: the tier html.c chose, gathered through a sink parser. Returns 0
- * with out filled (out->text owned by the caller), or -1 with err. */
-static int hx_tiers(const char *html, size_t len, const fp_params *p, unsigned flags,
-                    fp_extraction *out, char *err, size_t errlen)
+/* Algorithm v1, and v5 with FP_HTML_ALL_TEXT: all visible text, gathered through a
+ * sink parser. Returns 0 with out filled (out->text owned by the caller), or -1 with
+ * err. */
+static int hx_all_text(const char *html, size_t len, const fp_params *p, unsigned flags,
+                       fp_extraction *out, char *err, size_t errlen)
 {
     hx_gather g;
     memset(&g, 0, sizeof g);
     g.limit = FP_HTML_EXTRACT_TEXT_MAX;
-    unsigned f = flags & ~(unsigned)FP_HTML_MAIN;
-    if ((p->version == FP_V3 || p->version == FP_V4) && !(flags & FP_HTML_ALL_TEXT))
-        f |= FP_HTML_MAIN;              /* as fp_html_new decides */
-    fp_html *h = fp_html_new_sink(f, hx_sink, &g);
+    fp_html *h = fp_html_new_sink(flags, hx_sink, &g);
     if (h == NULL) {
         snprintf(err, errlen, "out of memory");
         return -1;
     }
     int rc = fp_html_update(h, html, len);
     int rc2 = fp_html_final(h, NULL);
-    unsigned tier = fp_html_tier(h);
     if (rc != 0 || rc2 != 0)
         snprintf(err, errlen, "%s", fp_html_error(h));
     else if (g.failed)
         snprintf(err, errlen, "%s", g.why);
     fp_html_free(h);
-    int k = hx_tier_index(tier);
-    for (int i = 0; i < HX_TIERS; i++)
-        if (i != k || rc != 0 || rc2 != 0 || g.failed)
-            free(g.t[i].s);
-    if (rc != 0 || rc2 != 0 || g.failed)
+    if (rc != 0 || rc2 != 0 || g.failed) {
+        free(g.t.s);
         return -1;
-    if (g.t[k].s == NULL && hx_append(&g.t[k], "", 0, g.limit, &g.why) != 0) {
+    }
+    if (g.t.s == NULL && hx_append(&g.t, "", 0, g.limit, &g.why) != 0) {
         snprintf(err, errlen, "%s", g.why);
         return -1;
     }
-    out->text = g.t[k].s;
-    out->len = g.t[k].n;
-    out->rule = hx_tier_rule(tier);
+    out->text = g.t.s;
+    out->len = g.t.n;
+    out->rule = "all-text";
     out->fp = fp_text_p(out->text, out->len, p);
     return 0;
 }
@@ -171,7 +141,7 @@ int fp_html_extract(const char *html, size_t len, const fp_params *p, unsigned f
         return -1;
     if (q.version == 0)
         q.version = FP_VERSION_DEFAULT;
-    if (flags & ~(unsigned)(FP_HTML_TITLE | FP_HTML_ALL_TEXT | FP_HTML_MAIN)) {
+    if (flags & ~(unsigned)(FP_HTML_TITLE | FP_HTML_ALL_TEXT)) {
         snprintf(err, errlen, "unknown HTML flags 0x%x", flags);
         return -1;
     }
@@ -187,7 +157,7 @@ int fp_html_extract(const char *html, size_t len, const fp_params *p, unsigned f
     /* one branch per extraction design, chosen by q.version */
     if (q.version == FP_V5 && !(flags & FP_HTML_ALL_TEXT))
         return hx_article(html ? html : "", len, &q, flags, out, err, errlen);
-    return hx_tiers(html ? html : "", len, &q, flags, out, err, errlen);
+    return hx_all_text(html ? html : "", len, &q, flags, out, err, errlen);
 }
 
 void fp_extraction_free(fp_extraction *x)

@@ -5,14 +5,14 @@
 # template pages of tests/tools/site_templates.py:
 #   - --format json parses (/usr/bin/python3), one object per file in order, and its
 #     fingerprint equals `simhash fingerprint`'s for the same file, algorithm (v1, v1:5,
-#     v2, v3, v4) and --all-text / --title;
-#   - the text is the article (main content), not the navigation, sidebar or footer;
-#     --all-text and v2 have those too; a text file's text is itself (rule text), control
+#     v5) and --all-text / --title; the removed v2, v3, v4 are refused;
+#   - the text is the article, not the navigation, sidebar or footer;
+#     --all-text and v1 have those too; a text file's text is itself (rule text), control
 #     bytes and invalid UTF-8 escaped as the help says;
 #   - --format text: the lines of the text, `==> NAME <==` headers with several files;
 #   - errors: a missing file (exit 1, the others printed), bad options (exit 2), a file
 #     over 64 MiB (exit 1);
-# then SIMHASH.EXTRACT through a deployment started here (redis-server, a v4 worker, a
+# then SIMHASH.EXTRACT through a deployment started here (redis-server, a v5 worker, a
 # coordinator on 127.0.0.1): its fingerprint and text equal `simhash extract --format
 # json`'s, in RESP3 (a map) and RESP2 (a flat array), for a small page, a page large
 # enough for the fingerprint threads, FORMAT html-all and text; bad arguments.
@@ -50,7 +50,7 @@ open(sys.argv[1], "w").write("\n".join(parts))
 EOF
 # a text file with control bytes, quotes, backslashes and invalid UTF-8
 printf 'plain text\x01 with "quotes" and \\ back\tslash\x7f caf\xc3\xa9 bad \xff byte\r\nend' >"$D/ctl.txt"
-# the template pages of test_html_main.sh's sets
+# the template pages of tests/tools/site_templates.py
 $PY - "$TH_SRC/tests/tools" "$D" <<'EOF' || th_fail "site_templates pages"
 import os, sys
 sys.path.insert(0, sys.argv[1])
@@ -81,21 +81,20 @@ for x, (fp, name) in zip(xs, fps):
     assert set(x) == {"file", "algorithm", "rule", "fingerprint", "text"}, x.keys()
     assert x["file"] == name, (x["file"], name)
     assert isinstance(x["fingerprint"], str) and x["fingerprint"] == fp, (name, x["fingerprint"], fp)
-    assert x["rule"] in ("main", "content", "all-text", "text", "article", "article-relaxed",
+    assert x["rule"] in ("all-text", "text", "article", "article-relaxed",
                          "page", "empty"), x["rule"]
     assert (x["rule"] == "text") == name.endswith(".txt"), (name, x["rule"])
     assert x["text"].strip() or fp == "0", name
 EOF
 }
-for opts in "--algorithm v1" "--algorithm v1:5" "--algorithm v2" "--algorithm v3" \
-            "--algorithm v4" "--algorithm v5" "" "--all-text" "--algorithm v3 --all-text" \
-            "--title"; do
+for opts in "--algorithm v1" "--algorithm v1:5" "--algorithm v5" "" "--all-text" \
+            "--algorithm v1 --all-text" "--title" "--all-text --title"; do
     # shellcheck disable=SC2086
     check_fps $opts
 done
-th_log "json fingerprints equal simhash fingerprint's for 10 option sets"
+th_log "json fingerprints equal simhash fingerprint's for 8 option sets"
 
-# ---- the text is the main content ----
+# ---- the text is the article ----
 jget() { $PY -c 'import json, sys; x = json.loads(sys.stdin.readline()); print(x[sys.argv[1]])' "$1"; }
 # the default, v5: the article, without the template or the headline
 x=$(timeout 60 "$S" extract --format json "$D/article.html") || th_fail "extract article"
@@ -109,30 +108,19 @@ for w in Navhome Navnews Sidebarword Footerword "Budget day" "Council approves t
     [[ $txt != *"$w"* ]] || th_fail "article text has the template's '$w': $txt"
 done
 expect "links page rule (v5)" "$(timeout 60 "$S" extract --format json "$D/links.html" | jget rule)" page
-# v4: the main content, headline included
-x=$(timeout 60 "$S" extract --format json --algorithm v4 "$D/article.html") || th_fail "extract article v4"
-expect "article rule (v4)" "$(jget rule <<<"$x")" main
-expect "article algorithm (v4)" "$(jget algorithm <<<"$x")" v4
-txt=$(jget text <<<"$x")
-for w in "Council approves the budget" "$A1" "$A2"; do
-    [[ $txt == *"$w"* ]] || th_fail "v4 article text lacks '$w': $txt"
-done
-for w in Navhome Navnews Sidebarword Footerword "Budget day"; do
-    [[ $txt != *"$w"* ]] || th_fail "v4 article text has the template's '$w': $txt"
-done
 x=$(timeout 60 "$S" extract --format json --all-text "$D/article.html")
 expect "--all-text rule" "$(jget rule <<<"$x")" all-text
 for w in Navhome Sidebarword Footerword "$A1"; do
     [[ $(jget text <<<"$x") == *"$w"* ]] || th_fail "--all-text lacks '$w'"
 done
-x=$(timeout 60 "$S" extract --format json --algorithm v2 "$D/article.html")
-expect "v2 rule" "$(jget rule <<<"$x")" all-text
-expect "v2 algorithm" "$(jget algorithm <<<"$x")" v2
-[[ $(jget text <<<"$x") == *Navhome* ]] || th_fail "v2 reads all visible text"
-x=$(timeout 60 "$S" extract --format json --algorithm v4 "$D/content.html")
-expect "content rule" "$(jget rule <<<"$x")" content
+x=$(timeout 60 "$S" extract --format json --algorithm v1 "$D/article.html")
+expect "v1 rule" "$(jget rule <<<"$x")" all-text
+expect "v1 algorithm" "$(jget algorithm <<<"$x")" v1:3
+[[ $(jget text <<<"$x") == *Navhome* ]] || th_fail "v1 reads all visible text"
+x=$(timeout 60 "$S" extract --format json "$D/content.html")
 [[ $(jget text <<<"$x") != *Menuword* ]] || th_fail "content page kept its menu"
-expect "links rule" "$(timeout 60 "$S" extract --format json --algorithm v4 "$D/links.html" | jget rule)" all-text
+[[ $(jget text <<<"$x") == *"$A1"* ]] || th_fail "content page lost its text"
+expect "links rule (v1)" "$(timeout 60 "$S" extract --format json --algorithm v1 "$D/links.html" | jget rule)" all-text
 [[ $(timeout 60 "$S" extract --format json "$D/legacy.html" | jget text) == *"“Quoted” café"* ]] ||
     th_fail "Windows-1252 page not converted"
 th_log "the text is the article, not the template"
@@ -160,16 +148,14 @@ two words"
 out=$(timeout 60 "$S" extract "$D/article.html") || th_fail "text format"
 expect "text format" "$out" "$A1
 $A2"
-out=$(timeout 60 "$S" extract --algorithm v4 "$D/article.html" "$D/content.html") ||
+out=$(timeout 60 "$S" extract "$D/article.html" "$D/links.html") ||
     th_fail "text format, 2 files"
 expect "text format, 2 files" "$out" "==> $D/article.html <==
-Council approves the budget
 $A1
 $A2
 
-==> $D/content.html <==
-$A1
-$A2"
+==> $D/links.html <==
+$(timeout 60 "$S" extract "$D/links.html")"
 expect "stdin with --html" "$(timeout 60 "$S" extract --html <"$D/article.html")" \
     "$(timeout 60 "$S" extract "$D/article.html")"
 expect "stdin json names it -" "$(timeout 60 "$S" extract --html --format json - <"$D/article.html" | jget file)" -
@@ -180,8 +166,8 @@ timeout 60 "$S" extract --format json "$D/article.html" "$D/nope.html" "$D/links
 expect "missing file: exit" "$?" 1
 grep -q "nope.html" "$TH_DIR/err" || th_fail "missing file not named: $(cat "$TH_DIR/err")"
 expect "missing file: the others printed" "$(wc -l <"$TH_DIR/out")" 2
-for args in "--format xml" "--nope" "--html --text" "--algorithm v9" "--algorithm v2 --window 3" \
-            "--format"; do
+for args in "--format xml" "--nope" "--html --text" "--algorithm v9" "--algorithm v5 --window 3" \
+            "--algorithm v2" "--algorithm v3" "--algorithm v4" "--format"; do
     # shellcheck disable=SC2086
     timeout 10 "$S" extract $args "$D/article.html" >/dev/null 2>"$TH_DIR/err"
     expect "extract $args: exit" "$?" 2

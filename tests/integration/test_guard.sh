@@ -3,7 +3,9 @@
 # for must not bring the coordinator down (hiredis 0.14 would abort on it): the
 # coordinator drops that connection, keeps serving, and reconnects. Then a worker of an
 # older release (a SHARD.HELLO of 10 elements, no worker protocol): the coordinator
-# refuses it with exit 2 and says to run workers and coordinators of one release.
+# refuses it with exit 2 and says to run workers and coordinators of one release. Then
+# a worker that reports a corpus of a removed fingerprint algorithm (v3): refused with
+# exit 2, the algorithm and the way to rebuild named.
 set -u
 source "$(dirname "$0")/lib.sh"
 th_init guard
@@ -11,15 +13,18 @@ th_need_bins simhash-coordinator
 
 FAKE_PORT=$(th_free_port)
 # A fake worker: answers SHARD.HELLO like a real one (blocks 6, distance 3, layout 4,
-# shard bits 8, shards 0-255, not a cluster, fingerprint algorithm v3, no corpus name,
+# shard bits 8, shards 0-255, not a cluster, fingerprint algorithm v5, no corpus name,
 # worker protocol 2), then sends an unsolicited status reply. It serves every reconnect
 # the same way and counts connections in $TH_DIR/fake.count. With a third argument
-# "old" it answers as a worker of an older release (10 elements) and sends nothing more.
+# "old" it answers as a worker of an older release (10 elements) and sends nothing more;
+# with "removed", as a worker whose corpus records algorithm v3, nothing more.
 cat > "$TH_DIR/fake.py" <<'PY'
 import os, socket, sys, threading, time
 port, countfile = int(sys.argv[1]), sys.argv[2]
-old = len(sys.argv) > 3 and sys.argv[3] == "old"
-hello = b"*%d\r\n:6\r\n:3\r\n:4\r\n:8\r\n:0\r\n:255\r\n:0\r\n$0\r\n\r\n$2\r\nv3\r\n$0\r\n\r\n" % (10 if old else 11)
+mode = sys.argv[3] if len(sys.argv) > 3 else ""
+old, quiet = mode == "old", mode in ("old", "removed")
+alg = b"v3" if mode == "removed" else b"v5"
+hello = b"*%d\r\n:6\r\n:3\r\n:4\r\n:8\r\n:0\r\n:255\r\n:0\r\n$0\r\n\r\n$2\r\n%s\r\n$0\r\n\r\n" % (10 if old else 11, alg)
 if not old:
     hello += b":2\r\n"
 n = 0
@@ -35,7 +40,7 @@ def serve(c):
             buf += d
         c.sendall(hello)
         time.sleep(0.3)
-        if not old:
+        if not quiet:
             c.sendall(b"+SURPRISE\r\n")
         while c.recv(4096):
             pass
@@ -107,3 +112,22 @@ grep -q "names no worker protocol in SHARD.HELLO (an older release's).*run worke
     "$TH_DIR/coordold.log" ||
     th_fail "coordinator log does not say why: $(tail -n 3 "$TH_DIR/coordold.log")"
 echo "test_guard: an older release's worker refused (exit 2, reason named)"
+
+# ---- a worker whose corpus records a removed algorithm: refused, with or without an
+# algorithm configured on the coordinator
+RM_PORT=$(th_free_port)
+th_start fakerm 70 python3 "$TH_DIR/fake.py" "$RM_PORT" "$TH_DIR/fakerm.count" removed
+th_wait_port "$RM_PORT" 10 || th_fail "removed-algorithm fake worker did not listen"
+for conf in "" "--fingerprint-algorithm v5"; do
+    # shellcheck disable=SC2086
+    timeout 60 "$TH_BIN/simhash-coordinator" --bind 127.0.0.1 --port "$(th_free_port)" --blocks 6 \
+        --distance 3 --timeout-ms 5000 --worker "127.0.0.1:$RM_PORT" \
+        --discover-interval-ms 0 $conf >"$TH_DIR/coordrm.log" 2>&1
+    rc=$?
+    [ "$rc" = 2 ] || th_fail "coordinator ($conf) over a v3 worker exited $rc, not 2"
+    grep -q "corpus of fingerprint algorithm v3, which was removed (v5 is its successor)" \
+        "$TH_DIR/coordrm.log" || th_fail "coordinator ($conf) log: $(tail -n 3 "$TH_DIR/coordrm.log")"
+    grep -q "simhash export.*simhash load" "$TH_DIR/coordrm.log" ||
+        th_fail "coordinator ($conf) log does not name the rebuild: $(tail -n 3 "$TH_DIR/coordrm.log")"
+done
+echo "test_guard: a worker of a removed algorithm refused (exit 2, rebuild named)"

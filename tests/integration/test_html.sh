@@ -6,7 +6,8 @@
 # `simhash fingerprint` and `simhash dedup` on *.html, --html, --text, standard input,
 # --algorithm, --window; bad HTML input; the server's FORMAT html (redis-cli) equal to
 # the CLI; and simhash:meta keeping one fingerprint algorithm per corpus (a worker or
-# coordinator with another refuses to start).
+# coordinator with another refuses to start, a corpus of a removed algorithm, v2, v3 or
+# v4, is refused with the way to rebuild it).
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init html
@@ -70,13 +71,18 @@ expect "any name with --html" "$(cp "$p" "$D/page.txt"; fp --html "$D/page.txt")
 [ "$(fp --text "$p")" != "$(fp "$p")" ] || th_fail "--text reads the markup too"
 expect "--window 3 = --algorithm v1:3" "$(fp --window 3 "$D/page.txt")" "$(fp --algorithm v1:3 "$D/page.txt")"
 expect "v1 = v1:3" "$(fp --algorithm v1 "$D/page.txt")" "$(fp --algorithm v1:3 "$D/page.txt")"
-[ "$(fp --algorithm v1 "$D/page.txt")" != "$(fp "$D/page.txt")" ] || th_fail "v1 and v2 agree on a page"
-for bad in "--algorithm v6" "--algorithm v2 --window 3" "--html --text" "--lines --html" "--window 0"; do
+[ "$(fp --algorithm v1 "$D/page.txt")" != "$(fp "$D/page.txt")" ] || th_fail "v1 and v5 agree on a page"
+for bad in "--algorithm v6" "--algorithm v5 --window 3" "--html --text" "--lines --html" "--window 0" \
+           "--algorithm v2" "--algorithm v3" "--algorithm v4"; do
     # shellcheck disable=SC2086
     timeout 10 "$S" fingerprint $bad "$p" >/dev/null 2>"$TH_DIR/err"
     expect "fingerprint $bad: exit 2" "$?" 2
     [ -s "$TH_DIR/err" ] || th_fail "fingerprint $bad: no message"
 done
+# the removed algorithms: named, v5 as their successor
+timeout 10 "$S" fingerprint --algorithm v4 "$p" >/dev/null 2>"$TH_DIR/err"
+grep -q "fingerprint algorithm v4 was removed; v5 is its successor" "$TH_DIR/err" ||
+    th_fail "--algorithm v4 message: '$(cat "$TH_DIR/err")'"
 # bad input: a fingerprint or a clear error, never a crash
 head -c 200000 /dev/urandom > "$D/random.html"
 fp "$D/random.html" | grep -qE '^[0-9]+$' || th_fail "random bytes as HTML: no fingerprint"
@@ -110,6 +116,8 @@ page=$(cat "$D/pages/3.b.html")
 expect "FINGERPRINT FORMAT html = CLI" "$(cli SIMHASH.FINGERPRINT "$page" FORMAT html)" "$(fp "$D/pages/3.b.html")"
 expect "FINGERPRINT (text) = CLI --text" "$(cli SIMHASH.FINGERPRINT "$page")" "$(fp --text "$D/pages/3.b.html")"
 expect "FINGERPRINT FORMAT TEXT" "$(cli SIMHASH.FINGERPRINT "$page" FORMAT TEXT)" "$(fp --text "$D/pages/3.b.html")"
+expect "FINGERPRINT FORMAT html-all = CLI --all-text" "$(cli SIMHASH.FINGERPRINT "$page" FORMAT HTML-ALL)" \
+    "$(fp --all-text "$D/pages/3.b.html")"
 out=$(cli SIMHASH.FINGERPRINT x FORMAT pdf 2>&1)
 case "$out" in *ERR*FORMAT*) ;; *) th_fail "FORMAT pdf: '$out'";; esac
 out=$(cli SIMHASH.CHECKTEXT page-b "$page" FORMAT html | head -1)
@@ -139,8 +147,8 @@ op=$TH_REDIS_PORT
 timeout 5 redis-cli -p "$op" HSET simhash:meta blocks 6 distance 3 layout 4 bucket_bits 8 \
     fingerprint v1:3 tombstone_seconds 120 >/dev/null
 timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$op" \
-    --fingerprint-algorithm v3 >/dev/null 2>"$TH_DIR/err"
-expect "v3 worker on a v1:3 corpus: exit 1" "$?" 1
+    --fingerprint-algorithm v5 >/dev/null 2>"$TH_DIR/err"
+expect "v5 worker on a v1:3 corpus: exit 1" "$?" 1
 grep -q "built with fingerprint algorithm v1:3" "$TH_DIR/err" || th_fail "v1:3 corpus message: '$(cat "$TH_DIR/err")'"
 th_start_shard w-old "$op" 0-255 6 3 "" --fingerprint-algorithm v1
 expect "the corpus keeps its field" "$(timeout 5 redis-cli -p "$op" HGET simhash:meta fingerprint)" v1:3
@@ -169,10 +177,29 @@ timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$TH_RE
 expect "unknown algorithm: exit 1" "$?" 1
 grep -q "fingerprint algorithm 'v9', which this worker does not know" "$TH_DIR/err" ||
     th_fail "unknown algorithm message: '$(cat "$TH_DIR/err")'"
+# a corpus of a removed algorithm (v2, v3, v4): refused at start, whether the worker
+# follows its corpus or is configured with v5, with the way to rebuild it
+th_start_redis redis-removed
+for old in v2 v3 v4; do
+    timeout 5 redis-cli -p "$TH_REDIS_PORT" HSET simhash:meta blocks 6 distance 3 layout 4 \
+        bucket_bits 8 fingerprint "$old" tombstone_seconds 120 >/dev/null
+    for conf in "" "--fingerprint-algorithm v5"; do
+        # shellcheck disable=SC2086
+        timeout 20 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port "$TH_REDIS_PORT" \
+            $conf >/dev/null 2>"$TH_DIR/err"
+        expect "$old corpus, worker '$conf': exit 1" "$?" 1
+        grep -q "built with fingerprint algorithm $old, which was removed (v5 is its successor" \
+            "$TH_DIR/err" || th_fail "$old corpus message: '$(cat "$TH_DIR/err")'"
+        grep -q "simhash export.*simhash load" "$TH_DIR/err" ||
+            th_fail "$old corpus: no way to rebuild in '$(cat "$TH_DIR/err")'"
+    done
+    expect "$old corpus left as it was" \
+        "$(timeout 5 redis-cli -p "$TH_REDIS_PORT" HGET simhash:meta fingerprint)" "$old"
+done
 # a new corpus with nothing configured gets the programs' default
 th_start_redis redis-new
 th_start_shard w-new "$TH_REDIS_PORT" 0-255 6 3
 expect "new corpus: default algorithm" \
     "$(timeout 5 redis-cli -p "$TH_REDIS_PORT" HGET simhash:meta fingerprint)" v5
-th_log "simhash:meta: other algorithms refused (worker and coordinator), unset follows the corpus"
+th_log "simhash:meta: other algorithms refused (worker and coordinator), removed ones refused, unset follows the corpus"
 th_log "all checks passed"

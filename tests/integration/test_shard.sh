@@ -115,7 +115,7 @@ wait_pong "$SPORT"
 # empty element)
 L=4
 BB=8
-expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v4  2 "
+expect_eq "hello" "$(sc SHARD.HELLO | tr '\n' ' ')" "6 3 $L $BB 0 255 0  v5  2 "
 expect_eq "meta" "$(redis-cli -p "$RPORT" HGET simhash:meta blocks) $(redis-cli -p "$RPORT" HGET simhash:meta layout)" "6 $L"
 SHARD_PID=$(cat "$DIR/shard.pid")
 expect_eq "pidfile" "$(ps -o comm= -p "$SHARD_PID")" "simhash-shard"
@@ -373,7 +373,7 @@ SPORT3=$(free_port)
 # fingerprint algorithm and tombstone lifetime given: it starts at once (a worker
 # that follows its corpus waits for Redis before it listens)
 timeout 300 "$SHARD" --port "$SPORT3" --redis-port "$RPORT2" --tombstone-seconds 120 \
-    --fingerprint-algorithm v3 >"$DIR/shard3.log" 2>&1 &
+    --fingerprint-algorithm v1:2 >"$DIR/shard3.log" 2>&1 &
 PIDS+=($!)
 wait_pong "$SPORT3"
 expect_match "no redis yet" "$(timeout 10 redis-cli -p "$SPORT3" SHARD.QUERY 1 3 0)" "^REDIS unavailable"
@@ -399,10 +399,10 @@ set -e
 expect_eq "late mismatch exit" "$rc" "1"
 expect_match "late mismatch message" "$(cat "$DIR/shard4.log")" "was built with blocks 5 distance 3; this worker is configured with blocks 6"
 # a worker that follows its corpus (no algorithm, no tombstone lifetime) started
-# while Redis does not answer: it waits, then takes the corpus's algorithm v3 and
+# while Redis does not answer: it waits, then takes the corpus's algorithm v1:2 and
 # tombstone lifetime 60 (never a new corpus's defaults, which its Redis would refuse)
 redis-cli -p "$RPORT2" FLUSHALL >/dev/null
-redis-cli -p "$RPORT2" HSET simhash:meta blocks 6 distance 3 layout 4 bucket_bits 8 fingerprint v3 \
+redis-cli -p "$RPORT2" HSET simhash:meta blocks 6 distance 3 layout 4 bucket_bits 8 fingerprint v1:2 \
     tombstone_seconds 60 >/dev/null
 kill -STOP "$REDIS2_PID"
 SPORT5=$(free_port)
@@ -412,7 +412,7 @@ sleep 1.5
 kill -CONT "$REDIS2_PID"
 wait_pong "$SPORT5"
 expect_eq "waited for its corpus: algorithm" \
-    "$(timeout 10 redis-cli -p "$SPORT5" SHARD.HELLO | sed -n '3p;4p;9p' | tr '\n' ' ')" "4 8 v3 "
+    "$(timeout 10 redis-cli -p "$SPORT5" SHARD.HELLO | sed -n '3p;4p;9p' | tr '\n' ' ')" "4 8 v1:2 "
 expect_match "waited for its corpus: tombstone lifetime" \
     "$(timeout 10 redis-cli -p "$SPORT5" SHARD.INFO | tr -d '\r')" $'\ntombstone_seconds:60\n'
 

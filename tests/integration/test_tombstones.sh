@@ -46,7 +46,7 @@ th_stop "$TH_SHARD_PID"
 th_start_redis r2
 r2=$TH_REDIS_PORT
 timeout 10 redis-cli -p "$r2" hset simhash:meta blocks 6 distance 3 layout 4 bucket_bits 8 \
-    fingerprint v4 >/dev/null || th_fail "HSET meta"
+    fingerprint v5 >/dev/null || th_fail "HSET meta"
 refused "meta without tombstone_seconds" "simhash:meta lacks a field or holds a non-number" \
     --redis-port "$r2"
 [ "$(timeout 10 redis-cli -p "$r2" hexists simhash:meta tombstone_seconds)" = 0 ] ||

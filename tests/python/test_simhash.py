@@ -283,7 +283,7 @@ class Functions(unittest.TestCase):
         page = (b"<html><head><title>T</title><style>p{}</style></head><body><p>The quick "
                 b"<b>brown</b> fox</p><script>x()</script><div>jumps &amp; runs</div></body></html>")
         for data in TEXTS + [page]:
-            for algo in ["v4", "v3", "v2", "v1", "v1:5"]:
+            for algo in ["v5", "v1", "v1:5"]:
                 self.assertEqual(simhash.fingerprint(data, algorithm=algo),
                                  cli_fingerprint(data, algorithm=algo), (data[:40], algo))
             self.assertEqual(simhash.fingerprint(data, html=True), cli_fingerprint(data, html=True))
@@ -291,7 +291,7 @@ class Functions(unittest.TestCase):
                          simhash.fingerprint("The quick brown fox\njumps & runs"))
         self.assertEqual(simhash.fingerprint(page, html=True, algorithm="v1"),
                          simhash.fingerprint("The quick brown fox jumps & runs", window=3))
-        # v4 (the default) reads a page's main content; all_text=True all of it, as v2
+        # v5 (the default) reads a page's article; all_text=True all of it
         art = ("The committee met on Tuesday to discuss the budget for the coming year in "
                "detail. Several members argued that the library should open longer hours.")
         site = ("<html><body><nav><a href='/'>Home</a> <a href='/b'>Blog</a></nav><article><p>%s"
@@ -299,27 +299,32 @@ class Functions(unittest.TestCase):
                 "</body></html>" % art)
         self.assertEqual(simhash.fingerprint(site, html=True), simhash.fingerprint(art))
         self.assertEqual(simhash.fingerprint(site, html=True),
-                         simhash.fingerprint(site, html=True, algorithm="v4"))
+                         simhash.fingerprint(site, html=True, algorithm="v5"))
         self.assertEqual(simhash.fingerprint(site, html=True, all_text=True),
-                         simhash.fingerprint(site, html=True, algorithm="v2"))
-        # v4: known license boilerplate weighs less than in v2, the same in both paths
+                         simhash.fingerprint("Home Blog\n%s\nCopyright 2024 Example Times, all "
+                                             "rights reserved" % art))
+        self.assertNotEqual(simhash.fingerprint(site, html=True, all_text=True),
+                            simhash.fingerprint(art))
+        # v5: known license boilerplate weighs half, the same in both paths
         lic = (art + " On Debian systems, the complete text of the GNU General Public License "
                "version 2 can be found in /usr/share/common-licenses/GPL-2.").encode()
-        self.assertEqual(simhash.fingerprint(lic, algorithm="v4"), cli_fingerprint(lic, algorithm="v4"))
-        self.assertEqual(simhash.fingerprint(lic), simhash.fingerprint(lic, algorithm="v4"))
-        self.assertNotEqual(simhash.fingerprint(lic, algorithm="v4"),
-                            simhash.fingerprint(lic, algorithm="v2"))
-        self.assertNotEqual(simhash.fingerprint(site, html=True, algorithm="v2"),
-                            simhash.fingerprint(art))
-        # v2 folds Unicode case; v1 does not
+        self.assertEqual(simhash.fingerprint(lic, algorithm="v5"), cli_fingerprint(lic, algorithm="v5"))
+        self.assertEqual(simhash.fingerprint(lic), simhash.fingerprint(lic, algorithm="v5"))
+        # v5 folds Unicode case; v1 does not
         self.assertEqual(simhash.fingerprint("БЫСТРАЯ ЛИСА"), simhash.fingerprint("быстрая лиса"))
         self.assertNotEqual(simhash.fingerprint("БЫСТРАЯ ЛИСА", algorithm="v1"),
                             simhash.fingerprint("быстрая лиса", algorithm="v1"))
         self.assertEqual(simhash.fingerprint(b"abc", algorithm="v1:3"), simhash.fingerprint(b"abc", window=3))
-        for bad in [dict(algorithm="v6"), dict(algorithm="v2", window=3), dict(html=True, lines=True),
+        for bad in [dict(algorithm="v6"), dict(algorithm="v5", window=3), dict(html=True, lines=True),
                     dict(algorithm=""), dict(algorithm="v1:5", window=3)]:
             with self.assertRaises(ValueError, msg=str(bad)):
                 simhash.fingerprint(b"x", **bad)
+        # the removed algorithms: named, v5 as their successor
+        for old in ("v2", "v3", "v4"):
+            with self.assertRaisesRegex(ValueError, "%s was removed; v5 is its successor" % old):
+                simhash.fingerprint(b"x", algorithm=old)
+            with self.assertRaisesRegex(ValueError, "was removed"):
+                simhash.extract(b"<p>x</p>", algorithm=old)
         with self.assertRaises(ValueError):
             simhash.fingerprint(b"<a href='" + b"x" * (70 << 20) + b"'>t</a>", html=True)
 
@@ -348,16 +353,16 @@ class Functions(unittest.TestCase):
         self.assertIn("Copyright", a.text)
         links = "<ul><li><a href='/1'>One</a></li><li><a href='/2'>Two</a></li></ul>"
         self.assertEqual(simhash.extract(links).rule, "page")
-        self.assertEqual(simhash.extract(links, algorithm="v4").rule, "all-text")
+        self.assertEqual(simhash.extract(links, algorithm="v1").rule, "all-text")
         plain = "<div><div class='menu'><p>Menu</p></div><p>%s</p></div>" % art
-        self.assertEqual(simhash.extract(plain, algorithm="v4").rule, "content")
         self.assertNotIn("Menu", simhash.extract(plain).text)
+        self.assertIn("Menu", simhash.extract(plain, algorithm="v1").text)
         lic = ("<p>%s</p><p>On Debian systems, the complete text of the GNU General Public "
                "License version 2 can be found in /usr/share/common-licenses/GPL-2.</p>" % art)
         legacy = b'<meta charset="windows-1252"><p>\x93Quoted\x94 caf\xe9 ' + art.encode() + b"</p>"
         for page in (site, site.encode(), plain, links, lic, legacy, "", b"\xff\xfe\xc3 x",
                      "<p>caf\u00e9 \u65e5\u672c</p>" * 50):
-            for algo in (None, "v5", "v4", "v3", "v2", "v1", "v1:5"):
+            for algo in (None, "v5", "v1", "v1:5"):
                 for all_text in (False, True):
                     e = simhash.extract(page, algorithm=algo, all_text=all_text)
                     want = simhash.fingerprint(page, html=True, algorithm=algo, all_text=all_text)
@@ -372,7 +377,7 @@ class Functions(unittest.TestCase):
         self.assertEqual(simhash.extract(memoryview(site.encode())), simhash.extract(site))
         e = simhash.extract(b"")
         self.assertEqual((e.text, e.rule, e.fingerprint), ("", "empty", 0))
-        e = simhash.extract(b"", algorithm="v4")
+        e = simhash.extract(b"", algorithm="v1")
         self.assertEqual((e.text, e.rule, e.fingerprint), ("", "all-text", 0))
         for bad in [dict(algorithm="v9"), dict(algorithm=""), dict(algorithm="v2:3")]:
             with self.assertRaises(ValueError, msg=str(bad)):

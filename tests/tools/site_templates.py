@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """site_templates.py: real text of this Debian machine, and web-site templates to wrap
-it in, for the main-content sets of bench/quality/templates.py and
-tests/integration/test_html_main.sh.
+it in, for the article sets of bench/quality/templates.py and
+tests/integration/test_extract.sh.
 
 Articles are real documents, never generated words: licenses
 (/usr/share/common-licenses), the Python documentation sources (package python3-doc,

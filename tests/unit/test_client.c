@@ -273,32 +273,36 @@ static void test_fingerprint_local(void **state)
     /* different texts give different values (not a constant) */
     assert_true(shc_fingerprint_local(texts[2], strlen(texts[2])) !=
                 shc_fingerprint_local(texts[3], strlen(texts[3])));
-    /* HTML: v4 (the default) reads the main content; SHC_FORMAT_HTML_ALL all of it, with
-     * v3 exactly v2's page */
+    /* HTML: v5 (the default) reads the article; SHC_FORMAT_HTML_ALL all of it, as v5
+     * votes text */
     const char *art = "The committee met on Tuesday to discuss the budget for the coming year "
                       "in detail.";
     const char *page = "<nav><a href=\"/\">Home</a> <a href=\"/b\">Blog</a></nav><p>The "
                        "committee met on Tuesday to discuss the budget for the coming year in "
                        "detail.</p>";
-    uint64_t fm = 0, fa = 0, f2 = 0;
+    const char *all = "Home Blog\nThe committee met on Tuesday to discuss the budget for the "
+                      "coming year in detail.";
+    uint64_t fm = 0, fa = 0, f1 = 0;
     assert_int_equal(shc_fingerprint_local_as(page, strlen(page), NULL, SHC_FORMAT_HTML, &fm), 0);
-    assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v3", SHC_FORMAT_HTML_ALL, &fa),
+    assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v5", SHC_FORMAT_HTML_ALL, &fa),
                      0);
-    assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v2", SHC_FORMAT_HTML, &f2), 0);
+    assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v1:3", SHC_FORMAT_HTML, &f1), 0);
     assert_true(fm == fp_text_p(art, strlen(art), NULL));
-    assert_true(fa == f2 && fa != fm);
+    assert_true(fa == fp_text_p(all, strlen(all), NULL) && fa != fm);
+    assert_true(f1 == fp_text(all, strlen(all), 3));
+    /* the removed algorithms are refused */
+    assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v4", SHC_FORMAT_HTML, &f1), -1);
+    assert_int_equal(shc_fingerprint_local_as(page, strlen(page), "v2", SHC_FORMAT_TEXT, &f1), -1);
     assert_int_equal(shc_fingerprint_local_as(page, strlen(page), NULL, 3, &fm), -1);
-    /* the default is v4: known license text weighs half, so where v4 and v2 differ the
-     * default is v4's */
+    /* the default is v5: known license text weighs half */
     const char *lic = "The committee met on Tuesday to discuss the budget. On Debian systems, "
                       "the complete text of the GNU General Public License version 2 can be "
                       "found in /usr/share/common-licenses/GPL-2.";
-    uint64_t fd = 0, f4 = 0, fv2 = 0;
+    uint64_t fd = 0, f5 = 0;
     assert_int_equal(shc_fingerprint_local_as(lic, strlen(lic), NULL, SHC_FORMAT_TEXT, &fd), 0);
-    assert_int_equal(shc_fingerprint_local_as(lic, strlen(lic), "v4", SHC_FORMAT_TEXT, &f4), 0);
-    assert_int_equal(shc_fingerprint_local_as(lic, strlen(lic), "v2", SHC_FORMAT_TEXT, &fv2), 0);
-    assert_true(f4 != fv2);
-    assert_true(fd == f4 && shc_fingerprint_local(lic, strlen(lic)) == f4);
+    assert_int_equal(shc_fingerprint_local_as(lic, strlen(lic), "v5", SHC_FORMAT_TEXT, &f5), 0);
+    assert_true(fd == f5 && shc_fingerprint_local(lic, strlen(lic)) == f5);
+    assert_true(f5 == fp_text_p(lic, strlen(lic), NULL));
 }
 
 static void test_connect_refused(void **state)

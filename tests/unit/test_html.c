@@ -20,9 +20,8 @@ typedef struct textbuf {
     size_t n, cap;
 } textbuf;
 
-static void sink(void *arg, unsigned tiers, const char *t, size_t n)
+static void sink(void *arg, const char *t, size_t n)
 {
-    assert_int_equal(tiers, FP_HTML_TIER_ALL);
     textbuf *b = arg;
     if (b->n + n + 1 > b->cap) {
         b->cap = (b->n + n + 1) * 2;
@@ -38,7 +37,7 @@ static void sink(void *arg, unsigned tiers, const char *t, size_t n)
 static char *extract(const char *html, size_t len, unsigned flags, int *rc)
 {
     textbuf b = {NULL, 0, 0};
-    sink(&b, FP_HTML_TIER_ALL, "", 0);
+    sink(&b, "", 0);
     fp_html *h = fp_html_new_sink(flags, sink, &b);
     assert_non_null(h);
     int r1 = fp_html_update(h, html, len);
@@ -229,8 +228,10 @@ static void test_fingerprint(void **state)
             fail_msg("pieces of %zu bytes differ", piece);
     }
     fp_html_free(h);
-    fp_params bad = {FP_V2, 5};
+    fp_params bad = {FP_V5, 5};
     assert_null(fp_html_new(&bad, 0));
+    fp_params removed = {4, 0};       /* the former v4: no parser */
+    assert_null(fp_html_new(&removed, 0));
 }
 
 /* U+FFFE and U+FFFF (no XML characters) in a tag name, an attribute, a title and text:
@@ -247,19 +248,22 @@ static void test_noncharacters(void **state)
          "<html><head><title>t\xef\xbf\xbd</title></head><body><d\xef\xbf\xbdiv>x y</div>"
          "<p>three \xef\xbf\xbd four</p><a href=\"u\xef\xbf\xbd\">l</a></body></html>\xef\xbf\xbd"},
     };
-    static const fp_params algos[] = {{FP_V1, 3}, {FP_V2, 0}, {FP_V3, 0}, {FP_V4, 0}};
+    /* v1, v5 (the article), v5 with all visible text */
+    static const fp_params algos[] = {{FP_V1, 3}, {FP_V5, 0}, {FP_V5, 0}};
+    static const unsigned aflags[] = {0, 0, FP_HTML_ALL_TEXT};
     char err[200];
     for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
         for (size_t a = 0; a < sizeof algos / sizeof algos[0]; a++) {
             uint64_t fp, want;
             const char *p = pages[i][0], *q = pages[i][1];
-            assert_int_equal(fp_html_text(q, strlen(q), &algos[a], 0, &want, err, sizeof err), 0);
-            if (fp_html_text(p, strlen(p), &algos[a], 0, &fp, err, sizeof err) != 0)
+            assert_int_equal(fp_html_text(q, strlen(q), &algos[a], aflags[a], &want, err,
+                                          sizeof err), 0);
+            if (fp_html_text(p, strlen(p), &algos[a], aflags[a], &fp, err, sizeof err) != 0)
                 fail_msg("page %zu, algorithm %zu: %s", i, a, err);
             if (fp != want)
                 fail_msg("page %zu, algorithm %zu: %016llx, with U+FFFD %016llx", i, a,
                          (unsigned long long)fp, (unsigned long long)want);
-            fp_html *h = fp_html_new(&algos[a], 0);
+            fp_html *h = fp_html_new(&algos[a], aflags[a]);
             assert_non_null(h);
             size_t len = strlen(p);
             for (size_t piece = 1; piece <= 5; piece++) {

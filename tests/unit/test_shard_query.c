@@ -135,13 +135,13 @@ static void tq_start(tq_fix *f, unsigned split_limit, unsigned db)
     c->timeout_ms = 20000;
     c->max_inflight_redis = 10000;
     rs_limits_default(&c->limits);
-    snprintf(c->fp_spec, sizeof c->fp_spec, "v3");
+    snprintf(c->fp_spec, sizeof c->fp_spec, "v5");
     if (perm_set_init(&sc->ps, c->blocks, c->distance, err, sizeof err) != 0)
         fail_msg("perm_set_init: %s", err);
     shard_redis_opts ro = {
         .host = "127.0.0.1", .port = (int)tq_redis_port, .db = db, .blocks = c->blocks,
         .distance = c->distance, .max_inflight = c->max_inflight_redis,
-        .fingerprint = "v3", .timeout_ms = c->timeout_ms,
+        .fingerprint = "v5", .timeout_ms = c->timeout_ms,
     };
     if (shard_redis_check_meta_sync(&ro, err, sizeof err) != SHARD_META_OK)
         fail_msg("meta: %s", err);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""bench/quality/realpages/evaluate.py: main-content extraction and page fingerprints
+"""bench/quality/realpages/evaluate.py: article extraction and page fingerprints
 on real web pages with ground truth (bench/quality/realpages/README.md). For each
-fingerprint algorithm of --algorithms (vN, or all-text: v4 with --all-text) and for
+fingerprint algorithm of --algorithms (vN, or all-text: v5 with --all-text) and for
 readability-lxml (Debian python3-readability), on the development and the held-out
 pages separately:
 
@@ -206,7 +206,7 @@ def parse_rows(spec, sh):
     rows = []
     for a in [s.strip() for s in spec.split(",") if s.strip()]:
         if a == "all-text":
-            r = {"row": a, "alg": "v4", "opts": ["--all-text"], "text_alg": "v4"}
+            r = {"row": a, "alg": "v5", "opts": ["--all-text"], "text_alg": "v5"}
         else:
             r = {"row": a, "alg": a, "opts": [], "text_alg": a}
         if not sh.knows(r["alg"], r["opts"]):
@@ -303,8 +303,8 @@ def make_pairs(pages, can_host):
 def main():
     ap = argparse.ArgumentParser(
         description="Main-content extraction on real pages with ground truth.")
-    ap.add_argument("--algorithms", default="v5,v4,v3,all-text",
-                    help="rows: vN or all-text (v4 --all-text); default v5,v4,v3,all-text")
+    ap.add_argument("--algorithms", default="v5,v1,all-text",
+                    help="rows: vN or all-text (v5 --all-text); default v5,v1,all-text")
     ap.add_argument("--set", choices=("dev", "heldout", "all"), default="all")
     ap.add_argument("--simhash", default=os.path.join(REPO, "build", "bin", "simhash"))
     ap.add_argument("--pages", type=int, default=0, help="only the first N pages of each set")

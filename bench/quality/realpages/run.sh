@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# bench/quality/realpages/run.sh [evaluate.py options...]: main-content extraction and
+# bench/quality/realpages/run.sh [evaluate.py options...]: article extraction and
 # page fingerprints on real web pages with ground truth (README.md beside this file).
 # Installs Debian's python3-lxml and python3-readability when they are missing (as
 # root; otherwise it says what to install), then runs evaluate.py with Debian's
-# /usr/bin/python3. Options: --algorithms v5,v4,v3,all-text  --set dev|heldout|all
+# /usr/bin/python3. Options: --algorithms v5,v1,all-text  --set dev|heldout|all
 # --simhash PATH (default build/bin/simhash)  --pages N  --dump DIR  --json FILE
 # --no-readability.
 set -euo pipefail

@@ -136,7 +136,7 @@ shc_status shc_check_text(shc_client *c, const char *docid, const char *text, si
                           uint64_t *fp, shc_result **out);
 
 /* What a text argument is: plain text, or an HTML page whose visible text counts
- * (docs/fingerprint.md "HTML"; its main content only with algorithms v3 and v4), or an HTML
+ * (docs/fingerprint.md "HTML"; its article only with algorithm v5), or an HTML
  * page whose visible text all counts, whatever the algorithm (FORMAT html-all). */
 enum { SHC_FORMAT_TEXT = 0, SHC_FORMAT_HTML = 1, SHC_FORMAT_HTML_ALL = 2 };
 
@@ -173,12 +173,13 @@ shc_status shc_scan(shc_client *c, uint64_t cursor, unsigned count, uint64_t *ne
                     shc_result **out);
 
 /* The same fingerprint computed here, with no server, with the default algorithm
- * (v4; for text without known license boilerplate the same values as v2): identical to
+ * (v5): identical to
  * the server's of a corpus made with the default and to every simhash tool's for the
  * same bytes. */
 uint64_t shc_fingerprint_local(const char *text, size_t len);
-/* Computed here with an algorithm ("v4", "v3", "v2", "v1", "v1:W"; NULL: the default) for text or
- * HTML (format SHC_FORMAT_*): 0, or -1 for an unknown algorithm or unreadable HTML. */
+/* Computed here with an algorithm ("v5", "v1", "v1:W"; NULL: the default) for text or
+ * HTML (format SHC_FORMAT_*): 0, or -1 for an unknown or removed algorithm (v2, v3,
+ * v4) or unreadable HTML. */
 int shc_fingerprint_local_as(const char *text, size_t len, const char *algorithm, int format,
                              uint64_t *fp);
 

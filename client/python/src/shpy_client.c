@@ -745,12 +745,12 @@ static PyMethodDef shpy_client_methods[] = {
      "    -> tuple[int, list[tuple[int, int, list[str]]]]\n\n"
      "As check with the fingerprint of text computed by the server\n"
      "(SIMHASH.CHECKTEXT); format='html' reads text as an HTML page ('html-all':\n"
-     "all its visible text even with algorithms v3 and v4). Returns (fingerprint,\n"
+     "all its visible text even with algorithm v5). Returns (fingerprint,\n"
      "matches)."},
     {"fingerprint", SHPY_KW(shpy_client_fingerprint),
      "fingerprint(text, format='text') -> int\n\n"
      "The server's fingerprint of text (str as UTF-8, or bytes; format='html' for an\n"
-     "HTML page, 'html-all' for all its visible text with algorithms v3 and v4);\n"
+     "HTML page, 'html-all' for all its visible text with algorithm v5);\n"
      "with the server's default algorithm, the same value as\n"
      "simhash.fingerprint(text)\n"
      "(html=True, all_text=...)."},

@@ -391,9 +391,9 @@ PyDoc_STRVAR(shpy_fingerprint_doc,
 "The 64-bit simhash fingerprint of a text, exactly what `simhash fingerprint`\n"
 "prints for the same bytes (and what a server with the same fingerprint-algorithm\n"
 "returns for SIMHASH.FINGERPRINT). text is str (encoded as UTF-8) or a bytes-like\n"
-"object. algorithm is 'v5' (the default), 'v4', 'v3', 'v2', 'v1' or 'v1:W'; window=W\n"
-"is algorithm v1 with W tokens per shingle, 1..64. html=True reads text as an HTML\n"
-"page (its visible text; with 'v5' its article, with 'v3' or 'v4' its main content,\n"
+"object. algorithm is 'v5' (the default), 'v1' or 'v1:W' (v2, v3 and v4 were\n"
+"removed: ValueError); window=W is algorithm v1 with W tokens per shingle, 1..64.\n"
+"html=True reads text as an HTML page (its visible text; with 'v5' its article,\n"
 "unless all_text=True; ValueError when it cannot be read). With lines=True, every line is\n"
 "a document, as `simhash fingerprint --lines`: a list with one fingerprint per line\n"
 "(LF ends a line, a CR before it is dropped, a last line without LF counts).");
@@ -627,9 +627,9 @@ static PyTypeObject shpy_extraction_type;
 
 static PyStructSequence_Field shpy_extraction_fields[] = {
     {"text", "the text the fingerprint is taken from (blocks separated by '\\n')"},
-    {"rule", "what chose it: 'main', 'content' or 'all-text'"},
+    {"rule", "what chose it: 'article', 'article-relaxed', 'page', 'empty' or 'all-text'"},
     {"fingerprint", "its fingerprint: simhash.fingerprint(html, html=True, ...)"},
-    {"algorithm", "the fingerprint algorithm, e.g. 'v4'"},
+    {"algorithm", "the fingerprint algorithm, e.g. 'v5'"},
     {NULL, NULL},
 };
 
@@ -643,12 +643,13 @@ static PyStructSequence_Desc shpy_extraction_desc = {
 PyDoc_STRVAR(shpy_extract_doc,
 "extract(html, algorithm=None, all_text=False) -> Extraction\n\n"
 "The text an HTML page's fingerprint is taken from, as `simhash extract --format\n"
-"json` gives it: an Extraction, a named tuple of text (str: with 'v3' or 'v4' the\n"
-"page's main content, with 'v1', 'v2' or all_text=True all its visible text; blocks\n"
-"separated by '\\n'), rule ('main', 'content' or 'all-text'), fingerprint (int: the\n"
-"same as fingerprint(html, html=True, algorithm=..., all_text=...)) and algorithm\n"
-"(str, e.g. 'v4'). html is str (encoded as UTF-8) or a bytes-like object of at most\n"
-"64 MiB; algorithm as for fingerprint() (default 'v4'). ValueError when the page\n"
+"json` gives it: an Extraction, a named tuple of text (str: with 'v5' the page's\n"
+"article, with 'v1' or all_text=True all its visible text; blocks separated by\n"
+"'\\n'), rule ('article', 'article-relaxed', 'page', 'empty' or 'all-text'),\n"
+"fingerprint (int: the same as fingerprint(html, html=True, algorithm=...,\n"
+"all_text=...)) and algorithm\n"
+"(str, e.g. 'v5'). html is str (encoded as UTF-8) or a bytes-like object of at most\n"
+"64 MiB; algorithm as for fingerprint() (default 'v5'). ValueError when the page\n"
 "cannot be read or is larger. The GIL is released while a large page is read.");
 
 static PyObject *shpy_extract(PyObject *self, PyObject *args, PyObject *kw)

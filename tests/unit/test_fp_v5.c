@@ -1,9 +1,10 @@
-/* test_fp_v4.c: fingerprint algorithm v4 (common/core/fingerprint.c, fp_bp.c): golden
- * vectors, the checked-in boilerplate table (what it holds), a slow reference written
- * from the definition in docs/fingerprint.md "Algorithm v4" on random ASCII text with
- * planted table K-grams, streaming in pieces = whole, copies of a state mid-text, a
- * text made only of boilerplate (not 0: v2's fingerprint), text without boilerplate
- * (v2's), HTML (v3's extraction) and the settings text. */
+/* test_fp_v5.c: fingerprint algorithm v5's text path (common/core/fingerprint.c,
+ * fp_bp.c; the same values as the former v4's): golden vectors, the checked-in
+ * boilerplate table (what it holds), a slow reference written from the definition in
+ * docs/fingerprint.md "Algorithm v5: text" on random ASCII text with planted table
+ * K-grams, streaming in pieces = whole, copies of a state mid-text, a text made only of
+ * boilerplate (not 0: the unweighted vote), text without boilerplate (the unweighted
+ * vote), HTML (the article voted as text) and the settings text. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -22,11 +23,11 @@
 #include "html.h"
 #include "testutil.h"
 
-static const fp_params V2 = {FP_V2, 0}, V3 = {FP_V3, 0}, V4 = {FP_V4, 0};
+static const fp_params V5 = {FP_V5, 0};
 
-static uint64_t v4(const char *s, size_t n)
+static uint64_t v5(const char *s, size_t n)
 {
-    return fp_text_p(s, n, &V4);
+    return fp_text_p(s, n, &V5);
 }
 
 /* Sentences of Debian copyright files and licenses: every K-gram of each is in the
@@ -60,14 +61,14 @@ static const struct {
       "Our widget parser reads gears.", 0xc282830289eb20d5ull },
 };
 
-static uint64_t ref_v4(const char *s, size_t n);
+static uint64_t ref_v5(const char *s, size_t n, int weighted);
 
 static void test_golden(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof goldens / sizeof goldens[0]; i++) {
-        uint64_t got = v4(goldens[i].text, strlen(goldens[i].text));
-        assert_true(ref_v4(goldens[i].text, strlen(goldens[i].text)) == goldens[i].fp);
+        uint64_t got = v5(goldens[i].text, strlen(goldens[i].text));
+        assert_true(ref_v5(goldens[i].text, strlen(goldens[i].text), 1) == goldens[i].fp);
         if (got != goldens[i].fp)
             fail_msg("golden %zu: got 0x%016llx, want 0x%016llx", i,
                      (unsigned long long)got, (unsigned long long)goldens[i].fp);
@@ -123,12 +124,13 @@ static void test_table(void **state)
 
 #define REF_MAX 4096
 
-/* v4 of ASCII text: tokens are runs of letters and digits, lower-cased, hashed with
+/* v5 of ASCII text: tokens are runs of letters and digits, lower-cased, hashed with
  * XXH3-64; a K-gram's hash is XXH3-64 of its K token hashes (little-endian); a token
  * is boilerplate when a K-gram covering it is in the table; its unigram, and its
- * bigram with the token before when both are boilerplate, weigh FP_V4_W_BP, every
- * other feature FP_V4_W_TEXT; bit i is set when the weighted sum is > 0. */
-static uint64_t ref_v4(const char *s, size_t n)
+ * bigram with the token before when both are boilerplate, weigh FP_V5_W_BP, every
+ * other feature FP_V5_W_TEXT; bit i is set when the weighted sum is > 0. With weighted
+ * 0, every feature weighs the same (the vote without boilerplate weights). */
+static uint64_t ref_v5(const char *s, size_t n, int weighted)
 {
     static uint64_t th[REF_MAX];
     static unsigned char bp[REF_MAX];
@@ -164,7 +166,7 @@ static uint64_t ref_v4(const char *s, size_t n)
         int64_t w[2];
         size_t nf = 0;
         f[nf] = th[j];
-        w[nf++] = bp[j] ? FP_V4_W_BP : FP_V4_W_TEXT;
+        w[nf++] = bp[j] && weighted ? FP_V5_W_BP : FP_V5_W_TEXT;
         if (j > 0) {
             uint8_t bb[16];
             for (unsigned b = 0; b < 8; b++) {
@@ -172,7 +174,7 @@ static uint64_t ref_v4(const char *s, size_t n)
                 bb[8 + b] = (uint8_t)(th[j] >> (8 * b));
             }
             f[nf] = XXH3_64bits(bb, 16);
-            w[nf++] = bp[j] && bp[j - 1] ? FP_V4_W_BP : FP_V4_W_TEXT;
+            w[nf++] = bp[j] && bp[j - 1] && weighted ? FP_V5_W_BP : FP_V5_W_TEXT;
         }
         for (size_t k = 0; k < nf; k++)
             for (unsigned i = 0; i < 64; i++)
@@ -226,31 +228,31 @@ static void test_reference(void **state)
 {
     (void)state;
     static char buf[8192];
-    size_t rounds = light() ? 200 : 3000, differ_v2 = 0;
+    size_t rounds = light() ? 200 : 3000, differ_flat = 0;
     for (size_t r = 0; r < rounds; r++) {
         size_t n = random_text(buf, sizeof buf);
-        uint64_t want = ref_v4(buf, n), got = v4(buf, n);
+        uint64_t want = ref_v5(buf, n, 1), got = v5(buf, n);
         if (got != want)
-            fail_msg("round %zu: v4 0x%016llx, reference 0x%016llx: '%.*s'", r,
+            fail_msg("round %zu: v5 0x%016llx, reference 0x%016llx: '%.*s'", r,
                      (unsigned long long)got, (unsigned long long)want, (int)n, buf);
-        differ_v2 += got != fp_text_p(buf, n, &V2);
+        differ_flat += got != ref_v5(buf, n, 0);
     }
     /* the planted boilerplate changes the fingerprint of a good share of the texts */
-    assert_true(differ_v2 > rounds / 10);
+    assert_true(differ_flat > rounds / 10);
 }
 
-/* Fed in pieces of every size, or split at every byte, v4 gives the whole's value; a
+/* Fed in pieces of every size, or split at every byte, v5 gives the whole's value; a
  * copy taken mid-text goes on alone. */
 static void test_streaming(void **state)
 {
     (void)state;
     static char buf[8192];
-    fp_state *s = fp_state_new_p(&V4), *c = fp_state_new_p(&V4);
+    fp_state *s = fp_state_new_p(&V5), *c = fp_state_new_p(&V5);
     assert_non_null(s);
     assert_non_null(c);
     for (size_t r = 0; r < (light() ? 10 : 60); r++) {
         size_t n = random_text(buf, sizeof buf);
-        uint64_t whole = v4(buf, n);
+        uint64_t whole = v5(buf, n);
         for (size_t piece = 1; piece <= 17; piece += 4) {
             for (size_t o = 0; o < n; o += piece)
                 fp_state_update(s, buf + o, n - o < piece ? n - o : piece);
@@ -269,33 +271,34 @@ static void test_streaming(void **state)
     fp_state_free(c);
 }
 
-/* Only boilerplate: every feature weighs the same, so v4 is v2 (not 0). Without any
- * table K-gram v4 is v2 as well. */
+/* Only boilerplate: every feature weighs the same, so v5 is the unweighted vote (not
+ * 0). Without any table K-gram v5 is the unweighted vote as well. */
 static void test_all_boilerplate(void **state)
 {
     (void)state;
     for (size_t i = 0; i < NBOILER; i++) {
-        uint64_t f = v4(boiler[i], strlen(boiler[i]));
+        uint64_t f = v5(boiler[i], strlen(boiler[i]));
         assert_true(f != 0);
-        assert_true(f == fp_text_p(boiler[i], strlen(boiler[i]), &V2));
+        assert_true(f == ref_v5(boiler[i], strlen(boiler[i]), 0));
     }
     const char *t = "widget parser maps gears of the river apple tea copyright holder";
-    assert_true(v4(t, strlen(t)) == fp_text_p(t, strlen(t), &V2));
-    /* a boilerplate sentence beside other text weighs less than in v2 */
+    assert_true(v5(t, strlen(t)) == ref_v5(t, strlen(t), 0));
+    /* a boilerplate sentence beside other text weighs less than the other text */
     char mix[1024];
     int n = snprintf(mix, sizeof mix, "%s %s", t, boiler[1]);
-    assert_true(v4(mix, (size_t)n) != fp_text_p(mix, (size_t)n, &V2));
+    assert_true(v5(mix, (size_t)n) != ref_v5(mix, (size_t)n, 0));
 }
 
-static uint64_t html_fp(const char *page, const fp_params *p)
+static uint64_t html_fp(const char *page, const fp_params *p, unsigned flags)
 {
     uint64_t fp = 1;
     char err[128];
-    assert_int_equal(fp_html_text(page, strlen(page), p, 0, &fp, err, sizeof err), 0);
+    assert_int_equal(fp_html_text(page, strlen(page), p, flags, &fp, err, sizeof err), 0);
     return fp;
 }
 
-/* HTML: v4 extracts the main content as v3 does, and votes it as v4 votes text. */
+/* HTML: v5 votes the text it read from the page (its article, or all visible text
+ * with FP_HTML_ALL_TEXT) as it votes text. */
 static void test_html(void **state)
 {
     (void)state;
@@ -307,10 +310,17 @@ static void test_html(void **state)
              "</li><li><a href=/c>About us</a></li></ul></nav><main><h1>Widgets</h1>"
              "<p>%s</p></main><footer>Copyright the site, all rights reserved</footer>"
              "</body></html>", article);
-    char text[2100];
-    snprintf(text, sizeof text, "Widgets\n%s\n", article);
-    assert_true(html_fp(page, &V4) == v4(text, strlen(text)));
-    assert_true(html_fp(page, &V3) == fp_text_p(text, strlen(text), &V3));
+    fp_extraction x;
+    char err[128];
+    assert_int_equal(fp_html_extract(page, strlen(page), &V5, 0, &x, err, sizeof err), 0);
+    assert_non_null(strstr(x.text, article));
+    assert_null(strstr(x.text, "About us"));
+    assert_true(html_fp(page, &V5, 0) == v5(x.text, x.len));
+    fp_extraction_free(&x);
+    const char *all = "Home\nNews\nAbout us\nWidgets\n";
+    char text[2200];
+    snprintf(text, sizeof text, "%s%s\nCopyright the site, all rights reserved", all, article);
+    assert_true(html_fp(page, &V5, FP_HTML_ALL_TEXT) == v5(text, strlen(text)));
 }
 
 static void test_params(void **state)
@@ -318,13 +328,17 @@ static void test_params(void **state)
     (void)state;
     fp_params p;
     char err[160], buf[16];
-    assert_int_equal(fp_params_parse("v4", &p, err, sizeof err), 0);
-    assert_int_equal(p.version, FP_V4);
+    assert_int_equal(fp_params_parse("v5", &p, err, sizeof err), 0);
+    assert_int_equal(p.version, FP_V5);
     fp_params_format(&p, buf, sizeof buf);
-    assert_string_equal(buf, "v4");
-    fp_params bad = {FP_V4, 3};
+    assert_string_equal(buf, "v5");
+    fp_params bad = {FP_V5, 3};
     assert_int_equal(fp_params_check(&bad, err, sizeof err), -1);
-    assert_int_not_equal(fp_params_parse("v4:3", &p, err, sizeof err), 0);
+    assert_int_not_equal(fp_params_parse("v5:3", &p, err, sizeof err), 0);
+    /* the former v4, whose text fingerprints v5's are: refused, v5 named */
+    assert_int_equal(fp_params_parse("v4", &p, err, sizeof err), -1);
+    assert_non_null(strstr(err, "v4 was removed"));
+    assert_non_null(strstr(err, "v5"));
     assert_int_not_equal(fp_params_parse("v6", &p, err, sizeof err), 0);
     fp_params v6 = {6, 0};
     assert_int_equal(fp_params_check(&v6, err, sizeof err), -1);

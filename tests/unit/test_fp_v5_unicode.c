@@ -1,8 +1,10 @@
-/* test_fp_v2.c: fingerprint algorithm v2 (common/core/fingerprint.c): golden vectors,
- * Unicode folding relations, a slow reference on ASCII text (unigrams + bigrams by
- * the definition in docs/fingerprint.md), streaming in pieces of every size, copies of
- * a state taken mid-text (fp_state_copy), and the
- * settings text (fp_params_parse / _format / _check). */
+/* test_fp_v5_unicode.c: the tokens and features of fingerprint algorithm v5 on text
+ * without known boilerplate (common/core/fingerprint.c; where every feature weighs the
+ * same, test_fp_v5.c has the weights): golden vectors of Unicode text, Unicode folding
+ * relations, a slow reference on ASCII text (unigrams + bigrams by the definition in
+ * docs/fingerprint.md "Algorithm v5: text"), streaming in pieces of every size, copies
+ * of a state taken mid-text (fp_state_copy), and the settings text (fp_params_parse /
+ * _format / _check, the removed algorithms v2..v4 included). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,11 +20,11 @@
 #include "fingerprint.h"
 #include "testutil.h"
 
-static const fp_params V2 = {FP_V2, 0};
+static const fp_params V5 = {FP_V5, 0};
 
-static uint64_t v2(const char *s)
+static uint64_t v5(const char *s)
 {
-    return fp_text_p(s, strlen(s), &V2);
+    return fp_text_p(s, strlen(s), &V5);
 }
 
 typedef struct golden2 {
@@ -51,11 +53,11 @@ static void test_golden(void **state)
 {
     (void)state;
     for (size_t i = 0; i < sizeof goldens / sizeof goldens[0]; i++)
-        if (v2(goldens[i].text) != goldens[i].fp)
+        if (v5(goldens[i].text) != goldens[i].fp)
             fail_msg("golden %zu '%s': got 0x%016llx, want 0x%016llx", i, goldens[i].text,
-                     (unsigned long long)v2(goldens[i].text), (unsigned long long)goldens[i].fp);
-    /* the default algorithm, v4, is v2 on text without known boilerplate */
-    assert_true(fp_text_p("hello", 5, NULL) == v2("hello"));
+                     (unsigned long long)v5(goldens[i].text), (unsigned long long)goldens[i].fp);
+    /* the default algorithm is v5 */
+    assert_true(fp_text_p("hello", 5, NULL) == v5("hello"));
     /* v1 is unchanged */
     fp_params v1 = {FP_V1, 3};
     assert_true(fp_text_p("hello", 5, &v1) == 0xb475014e03674818ull);
@@ -63,7 +65,7 @@ static void test_golden(void **state)
 }
 
 /* Texts that differ only in case, composition, compatibility forms or format
- * characters fingerprint alike in v2 (and apart where they should). */
+ * characters fingerprint alike in v5 (and apart where they should). */
 static void test_unicode_relations(void **state)
 {
     (void)state;
@@ -81,7 +83,7 @@ static void test_unicode_relations(void **state)
         { "ジョン・スミス と 田中", "ジョン スミス と 田中" },     /* kana middle dot separates */
     };
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++)
-        if (v2(same[i][0]) != v2(same[i][1]))
+        if (v5(same[i][0]) != v5(same[i][1]))
             fail_msg("pair %zu should fingerprint alike: '%s' / '%s'", i, same[i][0], same[i][1]);
     /* ... and v1 tells most of them apart (ASCII-only folding) */
     assert_true(fp_text(same[0][0], strlen(same[0][0]), 3) !=
@@ -92,7 +94,7 @@ static void test_unicode_relations(void **state)
         { "abc def", "abcdef" },
     };
     for (size_t i = 0; i < sizeof differ / sizeof differ[0]; i++)
-        if (v2(differ[i][0]) == v2(differ[i][1]))
+        if (v5(differ[i][0]) == v5(differ[i][1]))
             fail_msg("pair %zu should differ: '%s' / '%s'", i, differ[i][0], differ[i][1]);
 }
 
@@ -115,7 +117,7 @@ static int ref_tok(const char *tok, size_t len, void *arg)
     return 0;
 }
 
-static uint64_t ref_v2(const char *text, size_t len)
+static uint64_t ref_v5(const char *text, size_t len)
 {
     refctx r = {NULL, 0, 0};
     fp_tokenize(text, len, ref_tok, &r);
@@ -156,9 +158,9 @@ static void test_reference_ascii(void **state)
         size_t len = rnd() % sizeof buf;
         for (size_t i = 0; i < len; i++)
             buf[i] = alpha[rnd() % (sizeof alpha - 1)];
-        uint64_t want = ref_v2(buf, len);
-        if (fp_text_p(buf, len, &V2) != want)
-            fail_msg("round %zu: v2 differs from the reference", r);
+        uint64_t want = ref_v5(buf, len);
+        if (fp_text_p(buf, len, &V5) != want)
+            fail_msg("round %zu: v5 differs from the reference", r);
     }
 }
 
@@ -169,8 +171,8 @@ static void test_streaming(void **state)
     const char *text = "Le café — ＡＢＣ ﬁne Stra\xc3\x9f" "e 我们今天 Быстрая \xff\xe4\xb8 ok "
                        "Ver\xc2\xadsion a b c d e f g h";
     size_t len = strlen(text);
-    uint64_t whole = v2(text);
-    fp_state *s = fp_state_new_p(&V2);
+    uint64_t whole = v5(text);
+    fp_state *s = fp_state_new_p(&V5);
     assert_non_null(s);
     for (size_t piece = 1; piece <= len; piece++) {
         for (size_t o = 0; o < len; o += piece)
@@ -185,7 +187,7 @@ static void test_streaming(void **state)
         memcpy(big + bl, "\xc3\x89", 2);   /* É */
         bl += 2;
     }
-    uint64_t wb = fp_text_p(big, bl, &V2);
+    uint64_t wb = fp_text_p(big, bl, &V5);
     for (size_t piece = 1; piece < 600; piece += 37) {
         for (size_t o = 0; o < bl; o += piece)
             fp_state_update(s, big + o, bl - o < piece ? bl - o : piece);
@@ -193,7 +195,7 @@ static void test_streaming(void **state)
     }
     /* a copy taken at any point (inside a token, a UTF-8 sequence or the long token's
      * spill) goes on as the original would, and the original is untouched */
-    fp_state *c = fp_state_new_p(&V2);
+    fp_state *c = fp_state_new_p(&V5);
     assert_non_null(c);
     for (size_t cut = 0; cut <= len; cut += 3) {
         fp_state_update(s, text, cut);
@@ -217,17 +219,20 @@ static void test_params(void **state)
     (void)state;
     fp_params p;
     char err[160], buf[16];
-    assert_int_equal(fp_params_parse("v2", &p, err, sizeof err), 0);
-    assert_int_equal(p.version, FP_V2);
+    assert_int_equal(fp_params_parse("v5", &p, err, sizeof err), 0);
+    assert_int_equal(p.version, FP_V5);
+    assert_int_equal(p.window, 0);
     fp_params_format(&p, buf, sizeof buf);
-    assert_string_equal(buf, "v2");
+    assert_string_equal(buf, "v5");
+    assert_int_equal(fp_params_parse("V5", &p, err, sizeof err), 0);
+    assert_int_equal(p.version, FP_V5);
     assert_int_equal(fp_params_parse("v1", &p, err, sizeof err), 0);
     fp_params_format(&p, buf, sizeof buf);
     assert_string_equal(buf, "v1:3");
     assert_int_equal(fp_params_parse("v1:64", &p, err, sizeof err), 0);
     assert_int_equal(p.window, 64);
     static const char *bad[] = { "", "v", "v6", "v5:1", "v4:1", "v3:1", "v1:", "v1:0", "v1:65", "v1:x",
-                                 "v2:3", "v1:3x",
+                                 "v2:3", "v1:3x", "v0", "v9",
                                  "v11", "v1:99999999999999999999" };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         err[0] = '\0';
@@ -235,7 +240,24 @@ static void test_params(void **state)
             fail_msg("'%s' accepted", bad[i]);
         assert_non_null(strstr(err, "fingerprint algorithm"));
     }
-    fp_params q = {FP_V2, 3};
+    /* v2..v4 were removed: named, with v5 as their successor */
+    static const char *removed[] = { "v2", "v3", "v4", "V4" };
+    for (size_t i = 0; i < sizeof removed / sizeof removed[0]; i++) {
+        err[0] = '\0';
+        if (fp_params_parse(removed[i], &p, err, sizeof err) == 0)
+            fail_msg("'%s' accepted", removed[i]);
+        assert_non_null(strstr(err, "was removed"));
+        assert_non_null(strstr(err, "v5"));
+        assert_non_null(strstr(err, removed[i] + 1));
+        fp_params old = {(unsigned)(removed[i][1] - '0'), 0};
+        assert_int_equal(fp_params_check(&old, err, sizeof err), -1);
+        assert_non_null(strstr(err, "was removed"));
+        assert_null(fp_state_new_p(&old));
+        char cbuf[64];
+        assert_int_equal(fp_params_option(removed[i], &p, cbuf, sizeof cbuf, err, sizeof err), -1);
+        assert_non_null(strstr(err, "fingerprint-algorithm: fingerprint algorithm v"));
+    }
+    fp_params q = {FP_V5, 3};
     assert_int_equal(fp_params_check(&q, err, sizeof err), -1);
     assert_null(fp_state_new_p(&q));
     fp_params r = {7, 0};
