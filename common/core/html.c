@@ -660,9 +660,11 @@ int fp_html_update(fp_html *h, const void *data, size_t len)
     return len ? html_push(h, p, len, 0) : 0;
 }
 
-/* fp_html_final of algorithm v5: the article of the tree, fingerprinted. */
-static int html_final_tree(fp_html *h, int rc, uint64_t *fp)
+/* Algorithm v5 at the end of a page: the article of the tree (h->art), fingerprinted
+ * into h->fs; -1 out of memory (with h->err), else 0. */
+static int html_article_into_fs(fp_html *h)
 {
+    int rc = 0;
     htree_finish(h->tree);
     free(h->art.text);
     if (hart_extract(h->tree, &h->art) != 0) {
@@ -672,13 +674,6 @@ static int html_final_tree(fp_html *h, int rc, uint64_t *fp)
     }
     if (h->art.text)
         fp_state_update(h->fs, h->art.text, h->art.len);
-    uint64_t v = fp_state_final(h->fs);
-    if (fp)
-        *fp = v;
-    html_reset(h);
-    if (rc == 0)
-        h->err[0] = '\0';
-    h->failed = 0;
     return rc;
 }
 
@@ -693,9 +688,9 @@ int fp_html_final(fp_html *h, uint64_t *fp)
     }
     if (h->failed)
         rc = -1;
-    if (h->tree)
-        return html_final_tree(h, rc, fp);
-    if (h->fs)
+    if (h->tree && html_article_into_fs(h) != 0)
+        rc = -1;
+    else if (!h->tree && h->fs)
         html_fs_flush(h);
     uint64_t v = h->fs ? fp_state_final(h->fs) : 0;
     if (fp)

@@ -137,14 +137,17 @@ static unsigned ht_lists(const char *s, size_t n)
     return lists;
 }
 
-/* Whether s (lower case) has a whole word (letters and digits) of list. */
-static int ht_has_word(const char *s, const char *const *list)
+/* Whether s (lower case) has a part of list's: parts are words (runs of letters and
+ * digits), or with tokens set class tokens (runs of anything but white space). */
+static int ht_has_part(const char *s, const char *const *list, int tokens)
 {
+#define HT_IN_PART(c) (tokens ? (c) && (c) != ' ' && (c) != '\t' && (c) != '\n'     \
+                             : ((c) >= 'a' && (c) <= 'z') || ((c) >= '0' && (c) <= '9'))
     while (*s) {
-        while (*s && !((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9')))
+        while (*s && !HT_IN_PART(*s))
             s++;
         const char *w = s;
-        while ((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9'))
+        while (*s && HT_IN_PART(*s))
             s++;
         size_t n = (size_t)(s - w);
         for (size_t i = 0; n && list[i]; i++)
@@ -152,23 +155,7 @@ static int ht_has_word(const char *s, const char *const *list)
                 return 1;
     }
     return 0;
-}
-
-/* Whether s (lower case) has a class token (split at spaces) of list. */
-static int ht_has_token(const char *s, const char *const *list)
-{
-    while (*s) {
-        while (*s == ' ' || *s == '\t' || *s == '\n')
-            s++;
-        const char *w = s;
-        while (*s && *s != ' ' && *s != '\t' && *s != '\n')
-            s++;
-        size_t n = (size_t)(s - w);
-        for (size_t i = 0; n && list[i]; i++)
-            if (list[i][0] == w[0] && strlen(list[i]) == n && memcmp(list[i], w, n) == 0)
-                return 1;
-    }
-    return 0;
+#undef HT_IN_PART
 }
 
 /* A lower-case copy of v into buf (cut at n - 1 bytes). */
@@ -204,11 +191,11 @@ static void ht_name_value(const char *v, uint8_t *flags, int *weight, int is_cla
         *weight -= 25;
     if (lists & HT_L_POSITIVE)
         *weight += 25;
-    if (ht_has_word(s, ht_furniture))
+    if (ht_has_part(s, ht_furniture, 0))
         *flags |= HTF_FURNITURE;
-    if (ht_has_word(s, ht_comments))
+    if (ht_has_part(s, ht_comments, 0))
         *flags |= HTF_NEVER;
-    if (is_class ? ht_has_token(s, ht_bodynames) : ht_has_word(s, ht_bodynames))
+    if (ht_has_part(s, ht_bodynames, is_class))
         *flags |= HTF_BODYHINT;
 }
 
