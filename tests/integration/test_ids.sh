@@ -76,7 +76,7 @@ echo "$out" | grep -q "corpora differ: shard worker serves corpus 'b'" ||
 # unchanged
 th_start_redis redis-follow
 r1=$TH_REDIS_PORT
-rcli "$r1" HSET a:simhash:meta blocks 5 distance 2 layout 4 bucket_bits 8 fingerprint v4 \
+rcli "$r1" HSET a:simhash:meta blocks 5 distance 2 layout 4 bucket_bits 8 fingerprint v5 \
     tombstone_seconds 120 >/dev/null
 th_start_shard wfollow "$r1" 0-255 5 2 "" --corpus a
 hello=$(rcli "$TH_SHARD_PORT" shard.hello | tr '\n' ' ')
