@@ -32,23 +32,10 @@ void fpvote_init(fp_vote *v)
     memset(v, 0, sizeof *v);
 }
 
-void fpvote_begin(fp_vote *v)
-{
-    memset(v->pl, 0, sizeof v->pl);
-    v->pl_n = 0;
-    v->n = 0;
-    v->ngrp = 0;
-    v->fresh = 1;
-}
-
 /* Moves the bit-sliced counts into cnt[]: each plane through the byte-wide counters
  * (a byte's count stays below 256). */
 static void fpvote_flush(fp_vote *v)
 {
-    if (v->fresh) {           /* cnt was left unset (fpvote_begin) */
-        memset(v->cnt, 0, sizeof v->cnt);
-        v->fresh = 0;
-    }
     uint64_t acc[8] = {0};
     for (unsigned k = 0; k < FPVOTE_PLANES; k++) {
         uint64_t p = v->pl[k];
@@ -151,28 +138,6 @@ uint64_t fpvote_result_v5(fp_vote *v, fp_vote *bp)
             r |= (uint64_t)1 << i;
     }
     return r;
-}
-
-/* Adds the votes of src into dst (the counts add up: the order of votes never
- * matters). */
-void fpvote_merge(fp_vote *dst, const fp_vote *src)
-{
-    for (unsigned i = 0; i < src->ngrp; i++) {
-        dst->grp[dst->ngrp++] = src->grp[i];
-        if (dst->ngrp == 8)
-            fpvote_group(dst);
-    }
-    if (!src->fresh) {        /* src flushed counts into cnt */
-        if (dst->fresh) {
-            memset(dst->cnt, 0, sizeof dst->cnt);
-            dst->fresh = 0;
-        }
-        for (unsigned i = 0; i < 64; i++)
-            dst->cnt[i] += src->cnt[i];
-    }
-    if (src->pl_n)
-        fpvote_planes(dst, src->pl, FPVOTE_PLANES, src->pl_n);
-    dst->n += src->n;
 }
 
 uint64_t fp_compute(const uint64_t *hashes, size_t n)

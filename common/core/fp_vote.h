@@ -2,8 +2,7 @@
  * fpvote_ prefix keeps it out of libsimhash's exports). A vote counts, per bit, the
  * feature hashes with the bit set; the fingerprint sets the bits more than half of
  * them have (docs/fingerprint.md "Vote"). The counts are exact, so the order of the
- * hashes and the way they are grouped never change a fingerprint: votes can be
- * recorded apart and merged. */
+ * hashes and the way they are grouped never change a fingerprint. */
 #ifndef SIMHASH_FP_VOTE_H
 #define SIMHASH_FP_VOTE_H
 
@@ -17,17 +16,11 @@ typedef struct fp_vote {
     uint64_t cnt[64];         /* per bit: hashes with the bit set, flushed part */
     uint64_t grp[8];          /* hashes waiting to be added as one group of 8 */
     unsigned ngrp;
-    int fresh;                /* cnt[] not set yet (all zero once it is) */
 } fp_vote;
 
 void fpvote_init(fp_vote *v);
-/* fpvote_init, but cnt[] is zeroed only if ever used (a vote of a few hashes never
- * flushes). */
-void fpvote_begin(fp_vote *v);
 /* Adds the 8 hashes of v->grp (fpvote_add calls it). */
 void fpvote_group(fp_vote *v);
-/* Adds the votes of src into dst. */
-void fpvote_merge(fp_vote *dst, const fp_vote *src);
 /* The voted fingerprint: bit i set when more than half of the hashes had it set. */
 uint64_t fpvote_result(fp_vote *v);
 /* v5's weighted vote: v's hashes weigh FP_V5_W_TEXT, bp's FP_V5_W_BP (fp_bp.h). */

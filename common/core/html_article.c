@@ -362,6 +362,22 @@ static int ha_same_names(const htree_node *x, const htree_node *y)
     return x->cls && x->cls == y->cls;
 }
 
+/* A sibling's score for joining the article (readability compares only siblings that
+ * scored, i.e. hold paragraphs within five levels): its own score, or the best score
+ * of a container inside it when that is higher, since a paragraph gives its great-
+ * grandparent a sixth of what it gives its parent and a sibling three or four levels
+ * above a section of the article scores a fraction of that section. Only for a
+ * sibling that scored. */
+static float ha_sibling_score(const ha *a, uint32_t c)
+{
+    const ha_node *s = a->s;
+    float best = s[c].score;
+    for (uint32_t j = c + 1; j < a->t->node[c].end; j++)
+        if (s[j].scored && !s[j].out && s[j].score > best)
+            best = s[j].score;
+    return best;
+}
+
 /* Marks the article's roots (keep): the best container and the siblings that belong
  * with it. */
 static void ha_siblings(ha *a, uint32_t best)
@@ -385,7 +401,7 @@ static void ha_siblings(ha *a, uint32_t best)
         if (x->kind == HT_TEXT)
             continue;
         float bonus = ha_same_names(x, &t->node[best]) ? s[best].score * 0.2f : 0;
-        if (s[c].scored && s[c].score + bonus >= threshold) {
+        if (s[c].scored && ha_sibling_score(a, c) + bonus >= threshold) {
             s[c].keep = 1;
         } else if (x->kind == HT_P || (ha_paragraph(x) && s[c].own == s[c].letters)) {
             /* a paragraph, or an element with text and no blocks in it (readability

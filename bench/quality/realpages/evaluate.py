@@ -259,27 +259,31 @@ def summary_dist(ds):
             "median": statistics.median(ok) if ok else None}
 
 
+def snippet_hits(page, text):
+    """Each passage of a snippets page against an extracted text: (kind, passage,
+    found) with kind "with" (must be in the text) or "without" (must not);
+    whitespace-normalized substring matching."""
+    t = " ".join(text.split())
+    return [(kind, w, " ".join(w.split()) in t)
+            for kind in ("with", "without") for w in page["snip"][kind]]
+
+
 def snippet_counts(pages, texts):
     """Snippet measure of extracted texts (one per page of pages): with = snippets
     that must be in the text, found (tp) or not (fn); without = snippets that must not
-    be, found (fp) or not (tn); whitespace-normalized substring matching, counts
-    pooled over pages; precision tp/(tp+fp), recall tp/(tp+fn), F1. None without
-    pages."""
+    be, found (fp) or not (tn); counts pooled over pages; precision tp/(tp+fp),
+    recall tp/(tp+fn), F1. None without pages."""
     if not pages:
         return None
     tp = fp = fn = tn = 0
     for p, text in zip(pages, texts):
-        t = " ".join(text.split())
-        for w in p["snip"]["with"]:
-            if " ".join(w.split()) in t:
-                tp += 1
+        for kind, _, found in snippet_hits(p, text):
+            if kind == "with":
+                tp += found
+                fn += not found
             else:
-                fn += 1
-        for w in p["snip"]["without"]:
-            if " ".join(w.split()) in t:
-                fp += 1
-            else:
-                tn += 1
+                fp += found
+                tn += not found
     prec = tp / (tp + fp) if tp + fp else 0.0
     rec = tp / (tp + fn) if tp + fn else 0.0
     return {"n": len(pages), "tp": tp, "fp": fp, "fn": fn, "tn": tn, "precision": prec,
@@ -475,6 +479,7 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
                 result["meta"]["data_sha256"][src] = hashlib.sha256(f.read()).hexdigest()
 
     per_page = []                       # dump lines
+    per_snip = []
     per_pair = []
     per_host = []                       # (host, row, distance re-serialized - original)
     for s in sets:
@@ -519,6 +524,10 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
                                  rules.get(p["html"], "-")))
             for p in snip[s]:
                 per_page.append((s, p["id"], name, "-", "-", rules.get(p["html"], "-")))
+                if ext[name] is not None:
+                    for kind, w, found in snippet_hits(p, ext[name].get(p["html"], "")):
+                        per_snip.append((s, p["id"], name, kind, int(found),
+                                         " ".join(w.split())))
             for j, i in enumerate(ss):
                 per_pair.append((s, i["guest"]["id"], i["host"]["id"], name, rec[j], fal[j]))
         if use_rd:
@@ -563,6 +572,10 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
         with open(os.path.join(dump, "syndication.tsv"), "w", encoding="utf-8") as f:
             f.write("set\tguest\thost\trow\tdistance_to_guest\tdistance_to_host\n")
             for t in per_pair:
+                f.write("\t".join(map(str, t)) + "\n")
+        with open(os.path.join(dump, "snippets.tsv"), "w", encoding="utf-8") as f:
+            f.write("set\tpage\trow\tkind\tfound\tpassage\n")
+            for t in per_snip:
                 f.write("\t".join(map(str, t)) + "\n")
         with open(os.path.join(dump, "hosts.tsv"), "w", encoding="utf-8") as f:
             f.write("page\tarticle_node\ttag\tnode_f1\n")
