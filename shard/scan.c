@@ -27,12 +27,14 @@ typedef struct shard_scan {
     uint64_t from;              /* the value asked for */
     unsigned count, limit;
     unsigned n;                 /* buckets read */
-    uint64_t *bucket;           /* per bucket read: its number, ascending */
+    uint64_t *first;            /* per bucket read: the first value it can hold */
     unsigned cap;               /* values read per bucket at most */
     uint64_t **ps;              /* per bucket: its permuted values, ascending */
     size_t *nps;
     unsigned char *full;        /* per bucket: its read filled the cap (more may follow) */
-    uint64_t after;             /* the bucket to continue at when none is full */
+    uint64_t after;             /* the value to continue at when none is full: the
+                                 * first of the bucket past the window, or of the next
+                                 * shard (0 past the last) */
 } shard_scan;
 
 static void shard_scan_reads_free(shard_scan *s)
@@ -42,11 +44,11 @@ static void shard_scan_reads_free(shard_scan *s)
     free(s->ps);
     free(s->nps);
     free(s->full);
-    free(s->bucket);
+    free(s->first);
     s->ps = NULL;
     s->nps = NULL;
     s->full = NULL;
-    s->bucket = NULL;
+    s->first = NULL;
     s->n = 0;
 }
 
@@ -63,17 +65,10 @@ static int shard_scan_reads_alloc(shard_scan *s, unsigned n)
     s->ps = calloc(n, sizeof *s->ps);
     s->nps = calloc(n, sizeof *s->nps);
     s->full = calloc(n, 1);
-    s->bucket = calloc(n, sizeof *s->bucket);
+    s->first = calloc(n, sizeof *s->first);
     s->n = n;
     s->cap = (s->limit + n - 1) / n;
-    return s->ps && s->nps && s->full && s->bucket ? 0 : -1;
-}
-
-/* The first value of bucket b, or of the next shard (0 past the last) when b is the
- * shard's end. */
-static uint64_t shard_scan_start(const shard_ctx *sc, uint64_t b)
-{
-    return sc->lay.ops->walk_first_value(&sc->lay, b);
+    return s->ps && s->nps && s->full && s->first ? 0 : -1;
 }
 
 static int shard_scan_absorb(shard_job *j, const shard_slot *sl, redisReply *rep,
@@ -127,11 +122,10 @@ static void shard_scan_answer(shard_job *j)
     if (s->n > 0 && s->full[upto - 1]) {
         /* continue after the last value read of the full bucket */
         size_t k = s->nps[upto - 1];
-        uint64_t last = k ? s->ps[upto - 1][k - 1]
-                          : sc->lay.ops->walk_first_value(&sc->lay, s->bucket[upto - 1]);
+        uint64_t last = k ? s->ps[upto - 1][k - 1] : s->first[upto - 1];
         next = last + 1;    /* 0 after the very last value: the walk is over */
     } else {
-        next = shard_scan_start(sc, s->after);
+        next = s->after;
     }
     resp_add_array(out, 1 + total);
     resp_add_bulk_u64(out, next);
@@ -144,8 +138,8 @@ static void shard_scan_answer(shard_job *j)
 static const shard_job_ops shard_scan_window_ops = {shard_scan_absorb, shard_scan_answer,
                                                     NULL, shard_scan_free, NULL};
 
-/* Sends the reads of s->bucket[0..n) (the first from s->from's value on) on j's
- * slots. */
+/* Sends the reads of the walk's buckets 0..n (the first from s->from's value on) on
+ * j's slots. */
 static void shard_scan_send_reads(shard_job *j)
 {
     shard_scan *s = j->state;
@@ -153,13 +147,15 @@ static void shard_scan_send_reads(shard_job *j)
     char capstr[16];
     snprintf(capstr, sizeof capstr, "%u", s->cap);
     for (unsigned i = 0; i < s->n && j->req; i++) {
-        layout_read rd;
-        sc->lay.ops->walk_read(&sc->lay, s->bucket[i], s->from, &rd);
-        const char *argv[7] = {"ZRANGEBYLEX", rd.key, (const char *)rd.lo, (const char *)rd.hi,
-                               "LIMIT", "0", capstr};
-        size_t lens[7] = {11, rd.klen, rd.lo_len, rd.hi_len, 5, 1, strlen(capstr)};
+        layout_walk w;
+        sc->lay.ops->walk(&sc->lay, s->from, i, &w);
+        const layout_read *rd = &w.read;
+        const char *argv[7] = {"ZRANGEBYLEX", rd->key, (const char *)rd->lo,
+                               (const char *)rd->hi, "LIMIT", "0", capstr};
+        size_t lens[7] = {11, rd->klen, rd->lo_len, rd->hi_len, 5, 1, strlen(capstr)};
+        s->first[i] = w.first;
         j->slots[i].idx = i;
-        j->slots[i].bucket = s->bucket[i];
+        j->slots[i].bucket = rd->tag;
         j->slots[i].dir = shard_dir_id(0, layout_shard_of(s->from));
         shard_job_send(j, i, 7, argv, lens);
     }
@@ -194,9 +190,11 @@ void shard_cmd_scan(rs_req *req)
     uint32_t dir = shard_dir_id(0, layout_shard_of(from));
     if (shard_check_owner(req, 0, from) != 0 || shard_dirs_ready(req, shard_cmd_scan, &dir, 1) != 1)
         return;
-    uint64_t first = sc->lay.ops->walk_tag_of(&sc->lay, from);
-    uint64_t shard_end = sc->lay.ops->walk_tag_end(&sc->lay, layout_shard_of(from));
-    unsigned n = (unsigned)(count < shard_end - first ? count : shard_end - first);
+    layout_walk w;              /* the buckets of from's shard from from's on */
+    unsigned n = 0;
+    while (n < count && sc->lay.ops->walk(&sc->lay, from, n, &w))
+        n++;
+    sc->lay.ops->walk(&sc->lay, from, n, &w);  /* the bucket past the window */
     if (shard_check_redis(req, n) != 0)
         return;
     shard_scan *s = calloc(1, sizeof *s);
@@ -205,7 +203,7 @@ void shard_cmd_scan(rs_req *req)
         s->from = from;
         s->count = (unsigned)count;
         s->limit = (unsigned)limit;
-        s->after = first + n;
+        s->after = w.first;
         if (shard_scan_reads_alloc(s, n) == 0)
             j = shard_job_new(sc, req, &shard_scan_window_ops, s, n);
     }
@@ -215,8 +213,6 @@ void shard_cmd_scan(rs_req *req)
         shard_oom(req);
         return;
     }
-    for (unsigned i = 0; i < n; i++)
-        s->bucket[i] = first + i;
     j->rerun = shard_cmd_scan;
     shard_scan_send_reads(j);
     shard_job_release(j);

@@ -25,9 +25,12 @@
  * writes. A Redis holding another is refused at start (shard/meta.c). */
 #define LAYOUT_VERSION 4
 #define LAYOUT_VERSION_UNSET 0       /* an option left unset */
-/* What simhash:meta's bucket_bits field holds (the bits of the first-byte shard; kept
- * for SHARD.HELLO's element 4 and corpora that have it) */
+/* The bits of the first-byte shard: SHARD.HELLO's element 4, and the only value a
+ * meta hash of this layout written by a former build holds in its field
+ * LAYOUT_META_LEGACY (another value is another layout's data: refused). New meta
+ * hashes lack that field: the format is fixed. */
 #define LAYOUT_SHARD_BITS 8
+#define LAYOUT_META_LEGACY "bucket_bits"
 #define LAYOUT_META_KEY "simhash:meta"  /* without a corpus name; see layout_meta_key */
 /* The worker registry (shard/registry.c): a sorted set, member = a worker's address
  * "host:port", score = the expiry of its entry in Redis's clock (ms). Its key is
