@@ -3,8 +3,8 @@
  * corpus its writers move the counters c:{0:xx} meanwhile, so a shard whose counters
  * differ from that count is not yet a finding. It is counted again now, alone, between
  * two reads of its counters: the directory of its table-0 buckets read fresh, every
- * bucket read whole through the layout's walk (walk_tag_of .. walk_tag_end,
- * walk_read), each member's ids counted from its packing (member_ids) or its overflow
+ * bucket read whole through the layout's walk (walk() from the shard's first value
+ * to its last bucket), each member's ids counted from its packing (member_ids) or its overflow
  * set (SCARD). When the counters moved between the two reads, a writer was at work:
  * left as a write in flight (counting again while writes go on would cost a full read
  * of the shard each time, and prove nothing more). Only a count that differs twice
