@@ -54,6 +54,17 @@ static void test_ops_table(void **state)
     assert_null(c.dir);
 }
 
+/* Loads the directory of (table, shard) with two buckets split at 0x80, its read sent
+ * at `sent`; returns layout_dir_load's answer. */
+static int test_load_two(layout_ctx *c, unsigned table, unsigned shard, uint64_t sent)
+{
+    redisReply b0 = {.type = REDIS_REPLY_STRING, .str = "", .len = 0};
+    redisReply b1 = {.type = REDIS_REPLY_STRING, .str = "\x80", .len = 1};
+    redisReply *bl[2] = {&b0, &b1};
+    redisReply dir = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = bl};
+    return layout_dir_load(c, table, shard, &dir, sent);
+}
+
 /* A directory's age counts from when its read was sent, and it must be read again
  * once older than a third of the tombstone lifetime. */
 static void test_dir_age(void **state)
@@ -63,19 +74,15 @@ static void test_dir_age(void **state)
     assert_int_equal(layout_ctx_init(&c), 0);
     assert_int_equal(c.tombstone_s, LAYOUT_TOMBSTONE_S_DEFAULT);
     c.tombstone_s = 30;                     /* a third: 10 s */
-    redisReply b0 = {.type = REDIS_REPLY_STRING, .str = "", .len = 0};
-    redisReply b1 = {.type = REDIS_REPLY_STRING, .str = "\x80", .len = 1};
-    redisReply *bl[2] = {&b0, &b1};
-    redisReply dir = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = bl};
     uint64_t now = layout_dir_clock();
     assert_true(now > 0);
-    assert_int_equal(layout_dir_load(&c, 2, 0x40, &dir, now), 0);
+    assert_int_equal(test_load_two(&c, 2, 0x40, now), 0);
     assert_int_equal(layout_dir_need(&c, 2, 0x40), 0);
     /* a read sent 9 s ago is still fresh; one sent 11 s ago is not, even though its
      * reply has just been taken in */
-    assert_int_equal(layout_dir_load(&c, 2, 0x40, &dir, now - 9000), 0);
+    assert_int_equal(test_load_two(&c, 2, 0x40, now - 9000), 0);
     assert_int_equal(layout_dir_need(&c, 2, 0x40), 0);
-    assert_int_equal(layout_dir_load(&c, 2, 0x40, &dir, now - 11000), 0);
+    assert_int_equal(test_load_two(&c, 2, 0x40, now - 11000), 0);
     assert_int_equal(layout_dir_need(&c, 2, 0x40), 1);
     /* the lifetime decides: an hour's third is 20 minutes */
     c.tombstone_s = 3600;
@@ -94,11 +101,7 @@ static void test_walk(void **state)
     uint64_t p;
     assert_int_equal(layout_corpus_set(NULL), 0);
     assert_int_equal(layout_ctx_init(&c), 0);
-    redisReply b0 = {.type = REDIS_REPLY_STRING, .str = "", .len = 0};
-    redisReply b1 = {.type = REDIS_REPLY_STRING, .str = "\x80", .len = 1};
-    redisReply *bl[2] = {&b0, &b1};
-    redisReply dir = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = bl};
-    assert_int_equal(layout_dir_load(&c, 0, 0x40, &dir, layout_dir_clock()), 0);
+    assert_int_equal(test_load_two(&c, 0, 0x40, layout_dir_clock()), 0);
     uint64_t from = 0x4012345678abcdefull;
     assert_int_equal(c.ops->walk(&c, from, 0, &w), 1);
     assert_string_equal(w.read.key, "s:{0:40}:-80");
