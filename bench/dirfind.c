@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         qsort(mem, 2 * nb, sizeof *mem, cmp_u64);
         for (size_t i = 1; i < nb; i++)
             if (mem[2 * i - 1] < mem[2 * i] &&
-                bdir_shard_add(&d[s], bdir_split_point(mem[2 * i - 1], mem[2 * i])) != 0)
+                bdir_shard_add(&d[s], mem[2 * i]) != 0)     /* a bound above mem[2i-1] */
                 return 1;
     }
     free(mem);
