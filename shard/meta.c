@@ -116,15 +116,9 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
         else if (strcmp(k->str, "tombstone_seconds") == 0)
             tomb = n;
     }
-    if (layout >= 0 && (layout != LAYOUT_VERSION || legacy_bits != LAYOUT_SHARD_BITS)) {
-        snprintf(err, errlen, "redis %s:%d holds a corpus of data layout %ld (%s: layout "
-                 "%ld, %s %ld); this build reads and writes data layout %d only. "
-                 "Copy the corpus across: simhash export with the build that wrote it, "
-                 "then simhash load into a new corpus", o->host, o->port, layout,
-                 shard_redis_meta_key(), layout, LAYOUT_META_LEGACY, legacy_bits,
-                 LAYOUT_VERSION);
+    if (layout >= 0 && layout_meta_check(layout, legacy_bits, o->host, o->port,
+                                         shard_redis_meta_key(), err, errlen) != 0)
         return -1;
-    }
     if (blocks < 0 || distance < 0 || layout < 0 || tomb < 0 || fp[0] == '\0') {
         snprintf(err, errlen, "redis %s:%d: %s lacks a field or holds a non-number "
                  "(blocks, distance, layout, tombstone_seconds, fingerprint); repair or "

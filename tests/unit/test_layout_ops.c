@@ -48,8 +48,6 @@ static void test_ops_table(void **state)
     assert_int_equal(nd.zset_value, 64);
     assert_int_equal(nd.hash_entries, 0);
     assert_int_equal(nd.hash_value, 0);
-    assert_int_equal(layout_version_ok(LAYOUT_VERSION), 1);
-    assert_int_equal(layout_version_ok(3), 0);
     layout_ctx_free(&c);
     assert_null(c.dir);
 }
