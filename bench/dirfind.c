@@ -1,5 +1,5 @@
-/* bench-dirfind: a worker's bucket lookups in its cached directories (layout 3,
- * bdir_shard_find) against a plain binary search over the same bounds, in the same
+/* bench-dirfind: a worker's bucket lookups in its cached directories
+ * (bdir_shard_find) against a plain binary search over the same bounds, in the same
  * run. A worker of a two-worker deployment caches 128 first-byte shards of 20
  * tables (2,560 directories); a query looks up 20 of them at random, so the lookups
  * read memory no cache holds. --bounds is the buckets a shard has: about N / 256 /
@@ -92,7 +92,7 @@ int main(int argc, char **argv)
         qsort(mem, 2 * nb, sizeof *mem, cmp_u64);
         for (size_t i = 1; i < nb; i++)
             if (mem[2 * i - 1] < mem[2 * i] &&
-                bdir_shard_add(&d[s], bdir_split_point(mem[2 * i - 1], mem[2 * i])) != 0)
+                bdir_shard_add(&d[s], mem[2 * i]) != 0)     /* a bound above mem[2i-1] */
                 return 1;
     }
     free(mem);

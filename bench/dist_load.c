@@ -1,47 +1,30 @@
 /* dist_load.c: load generator for the distributed-mode benchmark (bench/distributed/run.sh).
  *
- * Drives either Redis directly with the commands one operation needs in the data
- * layout of --layout (1 to 4, default 2, with which the raw baselines of
- * docs/benchmarks.md were measured; the "raw" rate: what Redis alone can do) or
- * simhash-coordinator with the client
- * commands (the "system" rate), and prints machine-readable lines
+ * Drives either Redis directly with the commands one operation needs in the storage
+ * format (layout 4, the layout's own commands through layout_ops.h; the "raw" rate:
+ * what Redis alone can do) or simhash-coordinator with the client commands (the
+ * "system" rate), and prints machine-readable lines
  *   bench=<name> metric=<metric> value=<number>
  * Fingerprint i of a corpus is splitmix64(seed * 2^32 + i), so separate runs agree on
- * what was loaded. Every loop is bounded by --count and --seconds.
+ * what was loaded. Every loop is bounded by --count and --seconds. A corpus of any
+ * size as the system would hold it is made with `simhash load` (docs/capacity.md);
+ * the raw modes here write a small one straight to Redis.
  *
  * Modes:
- *   preload     bulk-load fingerprints [offset, offset+count) into the tables, grouped
+ *   preload     bulk-load fingerprints [offset, offset+count) into tables 1.., grouped
  *               by key (one ZADD of many members per bucket key); writes simhash:meta.
- *               Layout 3: every (table, shard) is one bucket (a corpus before its
- *               first split; a shard reaching the split limit of a node with listpack
- *               limits of LAYOUT_SPLIT_LIMIT_MAX or more is refused), and
+ *               Every (table, shard) is one bucket (a corpus before its first split;
+ *               a shard reaching LAYOUT_SPLIT_LIMIT_MAX entries is refused), and
  *               raw-ingest writes plain ZADDs to those buckets, without the scripts
- *   grow3       layouts 3 and 4: the corpus of fingerprints [0, offset+count) as the
- *               system's splits would leave it, written whole straight to Redis: each
- *               table's members are added in corpus order to a simulation that splits a
- *               bucket reaching --split-limit (default 256: the deployment's SHARD.INFO
- *               split_limit) at the split script's point, then every live bucket is one
- *               ZADD (members in descending order: each insert then stops at the
- *               listpack's head), table 0's id hashes one HSET each (one 30-byte id
- *               per fingerprint, dl_doc; layout 4: the id packed into the table-0
- *               member instead), the directories of shards that split, the
- *               counters c:{0:xx}, and for each bucket that was live after fingerprint
- *               --offset and split since, tombstones under its old names (expiring
- *               after the layout's tombstone lifetime), as the split script leaves
- *               them. [0, offset) must have been written by grow3 with the same seed,
- *               tables and limit (the bench's checkpoints); nothing else may write the
- *               corpus meanwhile. The bench's way to a corpus of tens of millions in
- *               minutes (docs/capacity.md)
- *   predocs     one document id (30 bytes, dl_doc) to each of those fingerprints:
- *               SADD to its set (layout 1), HSET of its packed id into its bucket
- *               hash (layout 2)
+ *   predocs     one document id (30 bytes, dl_doc) to each of those fingerprints: its
+ *               table-0 member with the id packed in (layout_put_id)
  *   raw-query   per query: the ZRANGEBYLEX calls of every table and the read of the
- *               query's ids (SMEMBERS; layout 2: HGET of its hash field), pipelined
- *   raw-ingest  per fingerprint: one ZADD per table + the SADD (layout 2: HSET),
+ *               query's ids (its table-0 member), pipelined
+ *   raw-ingest  per fingerprint: one ZADD per table + the table-0 member with its id,
  *               pipelined
- *   raw-remove  undoes raw-ingest of the same fingerprints: ZREM per table + SREM
- *               (layouts 2, 3: HDEL), pipelined (so a raw rate can be measured in a
- *               live corpus and leave it as it was)
+ *   raw-remove  undoes raw-ingest of the same fingerprints: ZREM per table and of the
+ *               table-0 member, pipelined (so a raw rate can be measured in a live
+ *               corpus and leave it as it was)
  *   sys-query   SIMHASH.QUERY fp, pipelined
  *   raw-locked  per fingerprint: the lock script (with the id), one ZADD per table,
  *               the unlock script: what the system sends for an ADD, pipelined
@@ -57,7 +40,7 @@
  *               for it (ZRANGEBYLEX per table + the read of its ids), straight
  *               to Redis: the latency baseline of the same work without our daemons
  *   check       SIMHASH.QUERY of corpus fingerprints must find each at distance 0
- * --dirs (layout 3): before the run, read the directory of every (table, shard) from
+ * --dirs: before the run, read the directory of every (table, shard) from
  * Redis, so the raw modes use the live buckets of a corpus that has split (without it,
  * every shard is one bucket, as preload writes). */
 #include <errno.h>
@@ -87,7 +70,7 @@
 dl_opts opt = {
     .host = "127.0.0.1", .name = "dist", .port = 6379, .blocks = 6, .distance = 3,
     .layout = LAYOUT_VERSION,
-    .split_limit = LAYOUT_SPLIT_LIMIT_MAX, .seed = 1, .count = 100000, .offset = 0, .corpus = 0, .depth = 64,
+    .seed = 1, .count = 100000, .offset = 0, .corpus = 0, .depth = 64,
     .seconds = 10.0, .rate = 1000.0,
 };
 perm_set ps;
@@ -140,22 +123,21 @@ int dl_doc(char *buf, uint64_t id)
 
 /* ---- building commands ---- */
 
-/* The write of fp's one id straight to Redis (the layout's put_id: SADD to its set
- * in layout 1, HSET of the packed id into its bucket hash in layout 2). Returns 1
- * (commands appended). */
+/* The write of fp's one id straight to Redis (layout_put_id: its table-0 member with
+ * the id packed in). Returns 1 (commands appended). */
 static unsigned dl_append_doc(redisContext *c, uint64_t fp, uint64_t id)
 {
     char doc[32];
     uint8_t scratch[LAYOUT_PUT_ID_SCRATCH(32)];
     int dlen = dl_doc(doc, id);
     layout_cmd pc;
-    lay.ops->put_id(&lay, fp, perm_apply(&ps.tables[0], fp), doc, (size_t)dlen, scratch, &pc);
+    layout_put_id(&lay, fp, perm_apply(&ps.tables[0], fp), doc, (size_t)dlen, scratch, &pc);
     redisAppendCommandArgv(c, pc.argc, pc.argv, pc.argvlen);
     return 1;
 }
 
-/* The read of fp's ids a worker needs at least: the layout's first read (SMEMBERS in
- * layout 1, HGET of its bucket hash field in layout 2). */
+/* The read of fp's ids a worker needs at least: the layout's first read (the
+ * table-0 member). */
 static void dl_doc_read(uint64_t fp, layout_cmd *rc)
 {
     layout_ids_kind kind;
@@ -217,7 +199,7 @@ static unsigned dl_append_zadds(redisContext *c, uint64_t fp)
         dl_entry_zadd(t, perm_apply(&ps.tables[t], fp), &ec);
         redisAppendCommandArgv(c, ec.argc, ec.argv, ec.argvlen);
     }
-    return ps.ntables - lay.ops->entry_from;   /* layout 4: table 0's is put_id's */
+    return ps.ntables - lay.ops->entry_from;   /* table 0's is layout_put_id's */
 }
 
 static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
@@ -226,9 +208,8 @@ static unsigned dl_append_raw_ingest(redisContext *c, uint64_t fp, uint64_t id)
     return n + dl_append_doc(c, fp, id);
 }
 
-/* What dl_append_raw_ingest wrote for fp, removed: ZREM per table, then SREM of the id
- * (layouts 2 and 3: HDEL of its hash field; layout 4: ZREM of its table-0 member).
- * Returns the number of commands. */
+/* What dl_append_raw_ingest wrote for fp, removed: ZREM per table, then of its
+ * table-0 member. Returns the number of commands. */
 static unsigned dl_append_raw_remove(redisContext *c, uint64_t fp, uint64_t id)
 {
     for (unsigned t = lay.ops->entry_from; t < ps.ntables; t++) {
@@ -242,14 +223,11 @@ static unsigned dl_append_raw_remove(redisContext *c, uint64_t fp, uint64_t id)
     uint8_t scratch[LAYOUT_PUT_ID_SCRATCH(32)];
     int dlen = dl_doc(doc, id);
     layout_cmd pc;
-    lay.ops->put_id(&lay, fp, perm_apply(&ps.tables[0], fp), doc, (size_t)dlen, scratch, &pc);
-    if (pc.argc != 4 || (strcmp(pc.argv[0], "HSET") != 0 && strcmp(pc.argv[0], "SADD") != 0 &&
-                         strcmp(pc.argv[0], "ZADD") != 0))
+    layout_put_id(&lay, fp, perm_apply(&ps.tables[0], fp), doc, (size_t)dlen, scratch, &pc);
+    if (pc.argc != 4 || strcmp(pc.argv[0], "ZADD") != 0)
         die("raw-remove", "unexpected id write command");
-    int z = pc.argv[0][0] == 'Z';
-    const char *argv[3] = {z ? "ZREM" : pc.argv[0][0] == 'H' ? "HDEL" : "SREM", pc.argv[1],
-                           pc.argv[z ? 3 : 2]};
-    size_t lens[3] = {4, pc.argvlen[1], pc.argvlen[z ? 3 : 2]};
+    const char *argv[3] = {"ZREM", pc.argv[1], pc.argv[3]};
+    size_t lens[3] = {4, pc.argvlen[1], pc.argvlen[3]};
     redisAppendCommandArgv(c, 3, argv, lens);
     return ps.ntables - lay.ops->entry_from + 1;
 }
@@ -408,8 +386,6 @@ static int dl_preload(void)
     r = redisCommand(c, "HSETNX %s distance %u", LAYOUT_META_KEY, opt.distance);
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s layout %u", LAYOUT_META_KEY, opt.layout);
-    freeReplyObject(r);
-    r = redisCommand(c, "HSETNX %s bucket_bits %u", LAYOUT_META_KEY, LAYOUT_SHARD_BITS);
     freeReplyObject(r);
     r = redisCommand(c, "HSETNX %s tombstone_seconds %u", LAYOUT_META_KEY, lay.tombstone_s);
     freeReplyObject(r);
@@ -661,7 +637,7 @@ static int dl_paced_run(int raw, int ingest)
     return pc.received != pc.total || pc.errors != 0;
 }
 
-/* ---- layout 3's directories ---- */
+/* ---- the directories ---- */
 
 /* --dirs: reads the directory of every (table, shard) (one pipelined ZRANGE each) into
  * lay, so the raw modes route through the live buckets; prints how many there are. */
@@ -697,8 +673,7 @@ static void usage(void)
             "usage: bench-dist_load MODE [--host H] [--port P] [--name N] [--blocks M]\n"
             "         [--distance K] [--layout 4] [--seed S] [--count N] [--offset O]\n"
             "         [--corpus N] [--depth D] [--seconds S] [--rate R] [--trace FILE] [--dirs]\n"
-            "         [--split-limit L]\n"
-            "MODE: preload predocs grow3 raw-query raw-ingest raw-remove raw-locked sys-query sys-ingest sys-check\n"
+            "MODE: preload predocs raw-query raw-ingest raw-remove raw-locked sys-query sys-ingest sys-check\n"
             "      paced paced-ingest paced-raw check\n");
     exit(2);
 }
@@ -735,8 +710,6 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--blocks")) opt.blocks = (unsigned)dl_num("blocks", v, 1, 64);
         else if (!strcmp(a, "--distance")) opt.distance = (unsigned)dl_num("distance", v, 0, 63);
         else if (!strcmp(a, "--layout")) opt.layout = (unsigned)dl_num("layout", v, LAYOUT_VERSION, LAYOUT_VERSION);
-        else if (!strcmp(a, "--split-limit"))
-            opt.split_limit = (unsigned)dl_num("split-limit", v, 4, LAYOUT_SPLIT_LIMIT_MAX);
         else if (!strcmp(a, "--seed")) opt.seed = dl_num("seed", v, 0, UINT32_MAX);
         else if (!strcmp(a, "--count")) opt.count = dl_num("count", v, 1, 100000000);
         else if (!strcmp(a, "--offset")) opt.offset = dl_num("offset", v, 0, UINT32_MAX);
@@ -758,7 +731,6 @@ int main(int argc, char **argv)
     int rc = 2;    /* usage() exits */
     if (!strcmp(opt.mode, "preload")) rc = dl_preload();
     else if (!strcmp(opt.mode, "predocs")) rc = dl_predocs();
-    else if (!strcmp(opt.mode, "grow3")) rc = dl_grow3();
     else if (!strcmp(opt.mode, "raw-query")) rc = dl_report((dl_stats[]){dl_run(0)}, "queries");
     else if (!strcmp(opt.mode, "raw-ingest")) rc = dl_report((dl_stats[]){dl_run(1)}, "ingests");
     else if (!strcmp(opt.mode, "sys-query")) rc = dl_report((dl_stats[]){dl_run(2)}, "queries");

@@ -552,7 +552,7 @@ static void shard_cmd_madd_mdel(rs_req *req, int add)
     }
     /* in a Redis Cluster one plain entry a command: a script that followed a split to
      * a key it was not given could write on a node the key has migrated from */
-    a->batched = sc->lay.ops->entries != NULL && !shard_redis_cluster_mode(sc->redis);
+    a->batched = !shard_redis_cluster_mode(sc->redis);
     a->per = a->batched ? LAYOUT_BATCH_MAX : 1;
     size_t ncmd = (a->n + a->per - 1) / a->per;
     if (shard_dirs_ready(req, self, dirs, (unsigned)a->n) != 1 ||

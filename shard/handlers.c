@@ -272,7 +272,7 @@ static void shard_cmd_add_del(rs_req *req, int add)
     rs_cmd_fn self = add ? shard_cmd_add : shard_cmd_del;
     if (shard_dirs_ready(req, self, dirs, ntab) != 1 || shard_check_redis(req, ntab) != 0)
         return;
-    if (sc->lay.ops->entries && ntab >= 1 && ntab <= LAYOUT_BATCH_MAX &&
+    if (ntab >= 1 && ntab <= LAYOUT_BATCH_MAX &&
         !shard_redis_cluster_mode(sc->redis)) {
         shard_add_del_batched(req, add, ntab, tabs, ps);
         return;
@@ -439,7 +439,7 @@ void shard_cmd_docs(rs_req *req)
             goto out;
         dirs[i] = shard_dir_id(0, layout_shard_of(perm_apply(&sc->ps.tables[0], fps[i])));
     }
-    unsigned per = shard_ids_ncmds(sc);
+    unsigned per = LAYOUT_IDS_READS;
     if (shard_dirs_ready(req, shard_cmd_docs, dirs, n) != 1 || shard_check_redis(req, n * per) != 0)
         goto out;
     shard_docs *d = calloc(1, sizeof *d);

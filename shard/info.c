@@ -20,9 +20,9 @@ static void shard_info_text(shard_ctx *sc, resp_buf *b, int have_counts, long lo
     shard_redis_stats rst;
     shard_redis_get_stats(sc->redis, &rst);
     resp_buf_printf(b, "# Shard\r\nshards:%u-%u\r\nblocks:%u\r\ndistance:%u\r\n"
-                    "bucket_bits:%u\r\nlayout:%u\r\ncorpus:%s\r\ntables:%u\r\nversion:%s\r\n",
+                    "layout:%u\r\ncorpus:%s\r\ntables:%u\r\nversion:%s\r\n",
                     sc->cfg.lo, sc->cfg.hi, sc->cfg.blocks, sc->cfg.distance,
-                    LAYOUT_SHARD_BITS, sc->cfg.layout, layout_corpus(), sc->ps.ntables,
+                    sc->cfg.layout, layout_corpus(), sc->ps.ntables,
                     SIMHASH_VERSION);
     shard_registry_info(sc, b);
     if (have_counts > 0)

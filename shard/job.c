@@ -257,16 +257,11 @@ const redisReply *shard_ids_as_packed(unsigned kind, const redisReply *rep, redi
     return tmp;
 }
 
-unsigned shard_ids_ncmds(const shard_ctx *sc)
-{
-    return sc->lay.ops->ids_reads;
-}
-
 void shard_ids_send(shard_job *j, unsigned *slot, uint32_t idx, uint64_t fp)
 {
     shard_ctx *sc = j->sc;
     uint64_t p0 = perm_apply(&sc->ps.tables[0], fp);
-    for (unsigned i = 0; i < sc->lay.ops->ids_reads && j->req; i++) {
+    for (unsigned i = 0; i < LAYOUT_IDS_READS && j->req; i++) {
         layout_cmd c;
         layout_ids_kind kind;
         sc->lay.ops->ids_read(&sc->lay, i, fp, p0, &c, &kind);

@@ -149,9 +149,7 @@ typedef struct shard_ids {
     uint8_t field_empty, set_empty;
 } shard_ids;
 
-/* Commands shard_ids_send sends per fingerprint (1 or 2). */
-unsigned shard_ids_ncmds(const shard_ctx *sc);
-/* Sends the reads of fp's ids on slots *slot.. of j (their idx = idx); advances *slot. */
+/* Sends the LAYOUT_IDS_READS reads of fp's ids on slots *slot.. of j (their idx = idx); advances *slot. */
 void shard_ids_send(shard_job *j, unsigned *slot, uint32_t idx, uint64_t fp);
 void shard_ids_init(shard_ids *x);
 void shard_ids_free(shard_ids *x);

@@ -92,7 +92,8 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
     }
     if (r->elements == 0)
         return 1;
-    long blocks = -1, distance = -1, layout = -1, bucket_bits = LAYOUT_SHARD_BITS, tomb = -1;
+    long blocks = -1, distance = -1, layout = -1, tomb = -1;
+    long legacy_bits = LAYOUT_SHARD_BITS;   /* a field of former builds (LAYOUT_META_LEGACY) */
     char fp[24] = "";
     for (size_t i = 0; i + 1 < r->elements; i += 2) {
         const redisReply *k = r->element[i], *v = r->element[i + 1];
@@ -110,19 +111,14 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
             distance = n;
         else if (strcmp(k->str, "layout") == 0)
             layout = n;
-        else if (strcmp(k->str, "bucket_bits") == 0)
-            bucket_bits = n;
+        else if (strcmp(k->str, LAYOUT_META_LEGACY) == 0)
+            legacy_bits = n;
         else if (strcmp(k->str, "tombstone_seconds") == 0)
             tomb = n;
     }
-    if (layout >= 0 && (layout != LAYOUT_VERSION || bucket_bits != LAYOUT_SHARD_BITS)) {
-        snprintf(err, errlen, "redis %s:%d holds a corpus of data layout %ld (%s: layout "
-                 "%ld, bucket_bits %ld); this build reads and writes data layout %d only. "
-                 "Copy the corpus across: simhash export with the build that wrote it, "
-                 "then simhash load into a new corpus", o->host, o->port, layout,
-                 shard_redis_meta_key(), layout, bucket_bits, LAYOUT_VERSION);
+    if (layout >= 0 && layout_meta_check(layout, legacy_bits, o->host, o->port,
+                                         shard_redis_meta_key(), err, errlen) != 0)
         return -1;
-    }
     if (blocks < 0 || distance < 0 || layout < 0 || tomb < 0 || fp[0] == '\0') {
         snprintf(err, errlen, "redis %s:%d: %s lacks a field or holds a non-number "
                  "(blocks, distance, layout, tombstone_seconds, fingerprint); repair or "
@@ -186,9 +182,8 @@ int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[SHARD_ME
                      char val[16])
 {
     static const char *names[SHARD_META_FIELDS] = {"fingerprint", "blocks", "distance",
-                                                   "layout", "bucket_bits"};
-    unsigned vals[SHARD_META_FIELDS] = {0, o->blocks, o->distance, LAYOUT_VERSION,
-                                        LAYOUT_SHARD_BITS};
+                                                   "layout"};
+    unsigned vals[SHARD_META_FIELDS] = {0, o->blocks, o->distance, LAYOUT_VERSION};
     if (i == 0) {
         argv[0] = "EVAL";
         argv[1] = SHARD_META_FP_LUA;
@@ -342,7 +337,7 @@ static void shard_listpack_check(redisContext **cp, shard_redis_opts *o)
     unsigned long have_all[4] = {0, 0, 0, 0};
     if (layout_ctx_init(&lc) != 0)
         return;
-    lc.ops->needs(&lc, &nd);
+    layout_redis_needs(&lc, &nd);
     layout_ctx_free(&lc);
     unsigned long need[4] = {nd.zset_entries, nd.zset_value, nd.hash_entries, nd.hash_value};
     for (int i = 0; i < 4; i++) {

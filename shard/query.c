@@ -346,7 +346,7 @@ static void shard_query_scanned(shard_job *j)
         shard_query_answer(j);
         return;
     }
-    unsigned per = shard_ids_ncmds(sc);
+    unsigned per = LAYOUT_IDS_READS;
     if (nread > sc->cfg.max_inflight_redis / per || !shard_redis_room(sc->redis, nread * per) ||
         shard_redis_get_state(sc->redis) != SHARD_REDIS_READY) {
         for (size_t i = 0; i < qs->nm; i++)

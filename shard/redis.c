@@ -98,8 +98,8 @@ static void shard_redis_on_setup_reply(redisAsyncContext *ac, void *reply, void 
 }
 
 /* Reply to the CONFIG GET of the listpack entry limits that every connection sends:
- * a layout whose buckets split follows the node it is connected to now (a failover, a
- * restart with another redis.conf). An error (CONFIG renamed away) changes nothing. */
+ * the split limit follows the node it is connected to now (a failover, a restart with
+ * another redis.conf). An error (CONFIG renamed away) changes nothing. */
 static void shard_redis_on_limits(redisAsyncContext *ac, void *reply, void *priv)
 {
     static const char *names[2] = {"zset-max-listpack-entries", "hash-max-listpack-entries"};

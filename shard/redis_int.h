@@ -21,8 +21,8 @@
 #define SHARD_REATTACH_PROBES 16    /* nodes asked for CLUSTER SLOTS after a failure */
 #define SHARD_REATTACH_MS 200       /* deadline of one probe */
 
-#define SHARD_META_FIELDS 5         /* fingerprint (with tombstone_seconds), blocks,
-                                       distance, layout, bucket_bits (LAYOUT_SHARD_BITS) */
+#define SHARD_META_FIELDS 4         /* fingerprint (with tombstone_seconds), blocks,
+                                       distance, layout */
 #define SHARD_META_ARGV 6           /* the most arguments one of their commands has */
 /* meta.c: the command creating field i (0..SHARD_META_FIELDS-1) of a new meta hash,
  * into argv (val holds its number); returns its argument count. */

@@ -63,7 +63,6 @@ typedef struct shard_config {
     X(removed,    "table_entries_removed") \
     X(repairs,    "repairs")           /* stale write locks taken over and repaired */ \
     X(repair_errors, "repair_errors")  /* repair attempts that failed (retried) */ \
-    X(scan_listings, "scan_listings")  /* SHARD.SCAN calls that listed the buckets that exist */ \
     X(reruns,     "requests_rerun")    /* run again: a bucket split under them */ \
     X(resent,     "entries_resent")    /* one table write sent again alone after a split */ \
     X(waits,      "waits")             /* SHARD.WAIT requests */ \

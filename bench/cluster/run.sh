@@ -10,13 +10,14 @@
 # Rates are medians of BENCH_ROUNDS rounds; each is also given as the ratio to M = 1.
 # Then (5), the per-node model used by docs/capacity.md: one plain redis-server with
 # zset-max-listpack-entries BENCH_LP_MAX, bucket keys populated as at web-crawl scale
-# (bucket-bits 8 and 256 x BENCH_PER_KEY fingerprints: BENCH_PER_KEY entries per key,
-# as 8 billion fingerprints give with bucket-bits 24): bytes per entry and the raw
-# Redis query rate (one ZRANGEBYLEX per table, pipelined) on such keys.
+# (256 x BENCH_PER_KEY fingerprints written below the first split: every (table, shard)
+# one bucket of BENCH_PER_KEY entries, below the split limit of 256 as the buckets of
+# a corpus of any size are): bytes per entry and the raw Redis query rate (one
+# ZRANGEBYLEX per table, pipelined) on such keys.
 # Prints `bench=... metric=... value=...` lines on stdout (progress on stderr).
 # Environment: SIMHASH_BIN (default build/bin), BENCH_N (corpus, default 100000),
 # BENCH_SECONDS (per rate, 8), BENCH_ROUNDS (3), BENCH_DEPTH (64), BENCH_MASTERS
-# ("1 2 3"), BENCH_PER_KEY (480), BENCH_LP_MAX (1024), BENCH_NODE_MODEL (1; 0 skips it).
+# ("1 2 3"), BENCH_PER_KEY (180; a shard of the random corpus must stay below 256), BENCH_LP_MAX (1024), BENCH_NODE_MODEL (1; 0 skips it).
 # Everything runs on 127.0.0.1 in a mktemp -d directory and is stopped by PID at exit.
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -33,7 +34,7 @@ SECS=${BENCH_SECONDS:-8}
 ROUNDS=${BENCH_ROUNDS:-3}
 DEPTH=${BENCH_DEPTH:-64}
 MASTERS_LIST=${BENCH_MASTERS:-1 2 3}
-PER_KEY=${BENCH_PER_KEY:-480}
+PER_KEY=${BENCH_PER_KEY:-180}
 LP_MAX=${BENCH_LP_MAX:-1024}
 M_BLOCKS=6 K=3
 export TH_DAEMON_SECS=3600
@@ -117,22 +118,22 @@ done
 # ---- (5) the per-node model: bucket keys as full as at web-crawl scale ----
 if [ "${BENCH_NODE_MODEL:-1}" = 1 ]; then
     NM=$((256 * PER_KEY))
-    th_log "node model: one redis-server, zset-max-listpack-entries $LP_MAX, bucket-bits 8, $NM fingerprints ($PER_KEY per key)"
+    th_log "node model: one redis-server, zset-max-listpack-entries $LP_MAX, $NM fingerprints ($PER_KEY per key)"
     port=$(th_free_port)
     mkdir -p "$TH_DIR/node"
     th_start node 3600 redis-server --bind 127.0.0.1 --port "$port" --dir "$TH_DIR/node" --save '' \
         --appendonly no --zset-max-listpack-entries "$LP_MAX"
     for i in $(seq 1 100); do [ "$(timeout 2 redis-cli -p "$port" ping 2>/dev/null)" = PONG ] && break; sleep 0.1; done
     n0=$(timeout 5 redis-cli -p "$port" info memory | tr -d '\r' | sed -n 's/^used_memory://p')
-    run node-preload preload --port "$port" --bucket-bits 8 --count "$NM" >/dev/null
+    run node-preload preload --port "$port" --count "$NM" >/dev/null
     n1=$(timeout 5 redis-cli -p "$port" info memory | tr -d '\r' | sed -n 's/^used_memory://p')
-    enc=$(timeout 5 redis-cli -p "$port" object encoding "s:{0:00}:" | tr -d '\r')
+    enc=$(timeout 5 redis-cli -p "$port" object encoding "s:{1:00}:-" | tr -d '\r')
     emit node encoding "$enc"
     emit node entries_per_key "$(calc "round($NM / 256)")"
     emit node bytes_per_entry "$(calc "round(($n1 - $n0) / ($NM * $ntables), 2)")"
     nq=()
     for r in $(seq 1 "$ROUNDS"); do
-        run "node-query-$r" raw-query --port "$port" --bucket-bits 8 --corpus "$NM" --count 100000000 \
+        run "node-query-$r" raw-query --port "$port" --corpus "$NM" --count 100000000 \
             --seconds "$SECS" --depth 32 >/dev/null
         nq+=("$(val "$TH_DIR/node-query-$r.out" queries_per_sec)")
     done

@@ -1,5 +1,5 @@
 /* dl.h: what bench-dist_load's modes share (bench/dist_load.c has the program and its
- * modes; grow3.c the grow3 mode): the options, the corpus's fingerprints and document
+ * modes): the options, the corpus's fingerprints and document
  * ids, the connection, pipelined replies and the machine-readable report. */
 #ifndef SIMHASH_BENCH_DL_H
 #define SIMHASH_BENCH_DL_H
@@ -14,7 +14,7 @@
 typedef struct dl_opts {
     const char *mode, *host, *name, *trace;
     int port;
-    unsigned blocks, distance, layout, split_limit;
+    unsigned blocks, distance, layout;
     int dirs;                 /* --dirs: read the directories first */
     uint64_t seed, count, offset, corpus, depth;
     double seconds, rate;
@@ -47,8 +47,5 @@ void dl_drain(redisContext *c, uint64_t *pending, uint64_t keep, dl_stats *st);
 /* Prints the rate "<what>_per_sec" and the counts of st; returns 1 when replies were
  * errors, else 0. */
 int dl_report(const dl_stats *st, const char *what);
-
-/* The grow3 mode (grow3.c). */
-int dl_grow3(void);
 
 #endif

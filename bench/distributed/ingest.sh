@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# bench/distributed/ingest.sh: bulk ingest rate of `simhash load` in each data layout,
-# against the raw Redis rates of the same work, all in one run.
-#   raw_bulk    bench-dist_load preload + predocs of the same N fingerprints (layout 2,
-#               bucket bits 12: one ZADD of many members per key, one HSET per id)
-#               into a fresh redis-server: what Redis alone takes in bulk; when layout
-#               3 is measured, also layout 3's (every shard one bucket, N up to about
-#               50,000: below the first split), lines with layout=3
-#   raw_ingest  bench-dist_load raw-ingest (one ZADD per table + the id's HSET per
-#               fingerprint, pipelined, no lock) for BENCH_SECONDS
+# bench/distributed/ingest.sh: bulk ingest rate of `simhash load` (data layout 4, the
+# one format) against the raw Redis rates of the same work, all in one run.
+#   raw_bulk    bench-dist_load preload + predocs of the same N fingerprints (one ZADD
+#               of many members per key, the table-0 member with its id per
+#               fingerprint) into a fresh redis-server: what Redis alone takes in bulk;
+#               every shard one bucket, so only for N up to 50,000 (below the first
+#               split; above it the raw rates are skipped)
+#   raw_ingest  bench-dist_load raw-ingest (one ZADD per table + the table-0 member
+#               per fingerprint, pipelined, no lock) for BENCH_SECONDS
 #   load        `simhash load` of N pairs (random fingerprints, one 30-byte id each)
 #               into a fresh deployment (one redis-server with the listpack limits of
 #               deploy/simhash-local, one worker, one coordinator) of layout L
@@ -29,7 +29,7 @@
 #               to each other and to the raw ingest rate. BENCH_ONLINE_MODE=sys-check
 #               sends one-pair SIMHASH.CHECKs instead (query, then add: a crawler)
 # Environment: SIMHASH_BIN (default build/bin), BENCH_BASE_BIN (unset), BENCH_N
-# (100000), BENCH_ROUNDS (3), BENCH_LAYOUTS ("2 3"), BENCH_SECONDS (10),
+# (100000), BENCH_ROUNDS (3), BENCH_SECONDS (10),
 # BENCH_BLOCKS/BENCH_DISTANCE (6/3), BENCH_RAW (1; 0 skips the raw rates).
 # Everything runs on 127.0.0.1 in a mktemp -d directory, stopped by PID at exit.
 set -u
@@ -41,6 +41,12 @@ th_need_bins simhash simhash-shard simhash-coordinator bench-dist_load
 N=${BENCH_N:-100000}
 ROUNDS=${BENCH_ROUNDS:-3}
 SECS=${BENCH_SECONDS:-10}
+# the raw corpus is written below its first split: a shard holds under 256 entries
+RAW=${BENCH_RAW:-1}
+if [ "$RAW" = 1 ] && [ "$N" -gt 50000 ]; then
+    echo "bench/distributed/ingest.sh: no raw rates for BENCH_N > 50000 (the raw corpus would need splits)" >&2
+    RAW=0
+fi
 M=${BENCH_BLOCKS:-6}
 K=${BENCH_DISTANCE:-3}
 export TH_DAEMON_SECS=${BENCH_DAEMON_SECS:-7200}
@@ -107,19 +113,10 @@ raw_layout() {
     th_stop "$rpid"
 }
 
-# raw_round R: the raw rates of layout 2 (bucket bits 12: the baseline the targets name)
-# and, when layout 3 is measured, of layout 3 (every shard one bucket: a corpus below
-# its first split, bench-dist_load preload)
+# raw_round R: the raw rates (every shard one bucket: a corpus below its first split,
+# bench-dist_load preload)
 raw_round() {
-    raw_layout 2 "$1"
-    case " ${BENCH_LAYOUTS:-2 3} " in
-    *" 3 "*)
-        if [ "$N" -le 50000 ]; then
-            raw_layout 3 "$1"
-        else    # a raw layout-3 corpus has no splits: a shard holds under 256 entries
-            th_log "no raw layout-3 rates for N > 50000 (the raw corpus would need splits)"
-        fi ;;
-    esac
+    raw_layout 4 "$1"
 }
 
 # online LAYOUT R SHARD_PID: one-pair SIMHASH.ADDs of new fingerprints (bench-dist_load
@@ -216,11 +213,11 @@ print(round((int(f[11]) + int(f[12])) / os.sysconf('SC_CLK_TCK') * 1e6 / ($N - $
 }
 
 for r in $(seq 1 "$ROUNDS"); do
-    if [ "${BENCH_RAW:-1}" = 1 ]; then
+    if [ "$RAW" = 1 ]; then
         th_log "round $r: raw rates"
         raw_round "$r"
     fi
-    for l in ${BENCH_LAYOUTS:-2 3}; do
+    for l in 4; do
         for b in $BUILDS; do
             th_log "round $r: simhash load, build $b, layout $l"
             load_round "$b" "$l" "$r"
@@ -228,29 +225,19 @@ for r in $(seq 1 "$ROUNDS"); do
     done
 done
 
-if [ "${BENCH_RAW:-1}" = 1 ]; then
-    mrb=$(median $(cat "$TH_DIR/raw-bulk-2"))
-    mri=$(median $(cat "$TH_DIR/raw-ingest-2"))
-    emit raw 2 median_raw_bulk_fp_per_s "$mrb"
-    emit raw 2 median_raw_ingest_fp_per_s "$mri"
-    if [ -s "$TH_DIR/raw-bulk-3" ]; then
-        emit raw 3 median_raw_bulk_fp_per_s "$(median $(cat "$TH_DIR/raw-bulk-3"))"
-        emit raw 3 median_raw_ingest_fp_per_s "$(median $(cat "$TH_DIR/raw-ingest-3"))"
-    fi
+if [ "$RAW" = 1 ]; then
+    mrb=$(median $(cat "$TH_DIR/raw-bulk-4"))
+    mri=$(median $(cat "$TH_DIR/raw-ingest-4"))
+    emit raw 4 median_raw_bulk_fp_per_s "$mrb"
+    emit raw 4 median_raw_ingest_fp_per_s "$mri"
 fi
-for l in ${BENCH_LAYOUTS:-2 3}; do
+for l in 4; do
     for b in $BUILDS; do
         m=$(median $(cat "$TH_DIR"/rate-"$b"-l"$l"-*))
         emit "$b" "$l" median_load_fp_per_s "$m"
-        if [ "${BENCH_RAW:-1}" = 1 ]; then
+        if [ "$RAW" = 1 ]; then
             emit "$b" "$l" load_over_raw_bulk "$(ratio "$m" "$mrb")"
             emit "$b" "$l" load_over_raw_ingest "$(ratio "$m" "$mri")"
-            if [ "$l" != 2 ] && [ -s "$TH_DIR/raw-bulk-$l" ]; then   # the layout's own
-                emit "$b" "$l" load_over_raw_bulk_same_layout \
-                    "$(ratio "$m" "$(median $(cat "$TH_DIR/raw-bulk-$l"))")"
-                emit "$b" "$l" load_over_raw_ingest_same_layout \
-                    "$(ratio "$m" "$(median $(cat "$TH_DIR/raw-ingest-$l"))")"
-            fi
         fi
     done
     if [ "$ONLINE_N" -gt 0 ]; then
@@ -258,11 +245,8 @@ for l in ${BENCH_LAYOUTS:-2 3}; do
         emit test "$l" median_online_merge_yes_fp_per_s "$my"
         emit test "$l" median_online_merge_no_fp_per_s "$mn"
         emit test "$l" online_merge_yes_over_no "$(ratio "$my" "$mn")"
-        if [ "${BENCH_RAW:-1}" = 1 ]; then
+        if [ "$RAW" = 1 ]; then
             emit test "$l" online_merge_yes_over_raw_ingest "$(ratio "$my" "$mri")"
-            [ "$l" != 2 ] && [ -s "$TH_DIR/raw-ingest-$l" ] &&
-                emit test "$l" online_merge_yes_over_raw_ingest_same_layout \
-                    "$(ratio "$my" "$(median $(cat "$TH_DIR/raw-ingest-$l"))")"
         fi
     fi
     if [ -n "${BENCH_BASE_BIN:-}" ]; then

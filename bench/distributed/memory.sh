@@ -2,21 +2,20 @@
 # bench/distributed/memory.sh: Redis memory per fingerprint, everything counted, of a
 # default deploy/simhash-local deployment (one Redis with AOF, two workers, blocks 6
 # distance 3) loaded with `simhash load`: BENCH_N random fingerprints (default
-# 1000000) with one 30-byte document id each, once per data layout of BENCH_LAYOUTS
-# (default "2 3"; layout 3 is what a new corpus gets, the others are asked for with
-# simhash-local --layout L), in the same run. Prints, per layout,
+# 1000000) with one 30-byte document id each, in data layout 4 (the one format).
+# Prints
 #   bench=memory layout=L metric=used_memory|bytes_per_fingerprint|load_per_sec value=...
 # bytes_per_fingerprint = Redis used_memory / N (the empty Redis, the counters, the
 # lock hashes, allocator rounding: everything), and SIMHASH.INFO's own figure.
 # BENCH_LISTPACK=E sets the Redis node's zset- and hash-max-listpack-entries to E right
 # after `up` (CONFIG SET) and drops the workers' Redis connections (CLIENT KILL), so
-# that they read the node's limits again (layout 3 splits its buckets below them);
-# then also printed, per layout: the keys per OBJECT ENCODING after the load
+# that they read the node's limits again (buckets split below them); then also
+# printed: the keys per OBJECT ENCODING after the load
 # (metric=keys_<encoding>), where a skiplist or hashtable key costs several times a
 # listpack's memory. Unset: the deployment's limits (2048).
 # BENCH_SETTLE=S: after the load, wait (at most S seconds, polling every 30 s) until
-# the node holds no key with an expiry (in layout 3 the tombstones of split buckets,
-# which expire an hour after their split; nothing else of a corpus expires), then
+# the node holds no key with an expiry (the tombstones of split buckets, which expire
+# after the corpus's tombstone lifetime; nothing else of a corpus expires), then
 # print the memory again (metric=used_memory_settled, bytes_per_fingerprint_settled,
 # settle_seconds, expiring_left): the memory of a corpus that has stopped growing.
 # Everything runs on 127.0.0.1 in a mktemp -d directory; simhash-local stops its
@@ -45,7 +44,7 @@ r = random.Random(42)
 for i in range(int(sys.argv[1])):
     print(r.getrandbits(64), "https://example.org/d/%08d" % i)   # 30-byte ids
 PY
-for L in ${BENCH_LAYOUTS:-2 3}; do
+for L in 4; do
     d="$WORK/l$L"
     DIRS+=("$d")
     port=$(free_port)
@@ -86,7 +85,6 @@ for L in ${BENCH_LAYOUTS:-2 3}; do
     echo "bench=memory layout=$L metric=used_memory value=$used"
     echo "bench=memory layout=$L metric=bytes_per_fingerprint value=$(python3 -c "print(round($used / $N, 1))")"
     echo "bench=memory layout=$L metric=info_bytes_per_fingerprint value=$(echo "$info" | sed -n 's/^bytes_per_fingerprint://p')"
-    echo "bench=memory layout=$L metric=bucket_bits value=$(timeout 10 redis-cli -p "$rport" hget simhash:meta bucket_bits)"
     if [ -n "${BENCH_LISTPACK:-}" ]; then
         timeout 600 redis-cli -p "$rport" --scan | sed 's/^/OBJECT ENCODING /' |
             timeout 600 redis-cli -p "$rport" | sort | uniq -c |

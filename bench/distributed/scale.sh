@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# bench/distributed/scale.sh: one layout-3 (or 4) deployment grown from empty to large corpora,
-# measured at checkpoints. The deployment is deploy/simhash-local's default (one Redis
-# with AOF everysec, two workers, one coordinator, blocks 6 distance 3) with --layout 3
-# (BENCH_LAYOUT=4: --layout 4, table 0's ids in its members);
-# with BENCH_CLUSTER=M it is `simhash-local up --cluster --masters M --layout 3` instead
+# bench/distributed/scale.sh: one deployment grown from empty to large corpora with
+# `simhash load`, measured at checkpoints. The deployment is deploy/simhash-local's
+# default (one Redis with AOF everysec, two workers, one coordinator, blocks 6
+# distance 3; data layout 4, table 0's ids in its members);
+# with BENCH_CLUSTER=M it is `simhash-local up --cluster --masters M` instead
 # (a Redis Cluster of M masters with AOF everysec, no replicas, one worker beside every
 # node, one coordinator). The Redis nodes are a list (one node without BENCH_CLUSTER):
 # what is measured on Redis is summed over them (memory, CPU, calls, keys), and the
@@ -56,18 +56,9 @@
 #               until every node answers PING, in a cluster until every node says
 #               cluster_state:ok, and until a SIMHASH.QUERY through the coordinator finds
 #               fingerprint 0
-# BENCH_GROW=grow3 (one Redis only; layout 3 or 4) writes each segment with `bench-dist_load grow3`
-# instead of `simhash load`: the corpus the system's splits would leave (simulated split
-# by split, every key written whole straight to Redis, tombstones for the buckets split
-# since the previous checkpoint), in minutes where the system takes hours on this
-# machine; only the last checkpoint's last BENCH_TAIL pairs go through `simhash load`
-# (the system's ingest rate at that size; a later grow3 could not continue a corpus the
-# system split). Its load metrics are grow3_* (not the system's); everything measured
-# after the load is measured as in a grown corpus, whose tombstones are the last hour's
-# splits where here only those since the previous checkpoint's state are.
 # Prints `bench=scale n=N metric=M value=V` lines on stdout (progress on stderr); each
 # step is bounded by `timeout`. Environment: SIMHASH_BIN (default build/bin), BENCH_POINTS,
-# BENCH_CLUSTER (masters of a Redis Cluster; empty: one Redis), BENCH_LAYOUT (3 or 4; 3),
+# BENCH_CLUSTER (masters of a Redis Cluster; empty: one Redis),
 # BENCH_SEED (20),
 # BENCH_QUERIES (100000), BENCH_RATE (1000), BENCH_PACED_SECONDS (10),
 # BENCH_LOAD_TIMEOUT (seconds per segment, 14400), BENCH_TAIL, BENCH_RAW_N, BENCH_FSCK_MAX, BENCH_ROUNDS,
@@ -89,8 +80,7 @@ PACED_SECS=${BENCH_PACED_SECONDS:-10}
 LOAD_SECS=${BENCH_LOAD_TIMEOUT:-14400}
 TAIL=${BENCH_TAIL:-50000}
 RAW_N=${BENCH_RAW_N:-50000}
-GROW=${BENCH_GROW:-load}
-LAYOUT=${BENCH_LAYOUT:-3}
+LAYOUT=4
 FSCK_MAX=${BENCH_FSCK_MAX:-}
 ROUNDS=${BENCH_ROUNDS:-0}
 RAW_OFFSET=4000000000
@@ -426,36 +416,6 @@ load_part() {
     part_not_new=$(echo "$out" | sed -n 's/^loaded \([0-9]*\) entries (\([0-9]*\) new).*/\1 - \2/p' | bc)
 }
 
-# grow_part LO HI: bench-dist_load grow3 of fingerprints [LO, HI) on top of [0, LO)
-# (written by the grow3 before); sets part_secs, part_failed and part_not_new as
-# load_part does and emits the simulation's figures
-grow_part() {
-    local out t0 t1 limit
-    limit=$(timeout --foreground 10 redis-cli -p "$(cat "$D/shard-0.port")" shard.info | tr -d '\r' | field split_limit)
-    [ -n "$limit" ] || die "no split_limit in SHARD.INFO"
-    t0=$(now)
-    out=$(timeout --foreground "$LOAD_SECS" "$BIN/bench-dist_load" grow3 --port "${rports[0]}" --layout "$LAYOUT" \
-        --seed "$SEED" --offset "$1" --count $(($2 - $1)) --split-limit "$limit" --name scale) ||
-        die "bench-dist_load grow3 failed"
-    t1=$(now)
-    part_secs=$(secs "$t0" "$t1")
-    part_failed=$(echo "$out" | metric errors)
-    [ "$part_failed" = 0 ] || die "bench-dist_load grow3: $part_failed commands failed"
-    part_not_new=0
-    emit grow3_pairs $(($2 - $1))
-    emit grow3_seconds "$part_secs"
-    emit grow3_fp_per_s "$(div $(($2 - $1)) "$part_secs")"
-    for m in splits buckets tombstones simulation_seconds; do
-        emit "grow3_$m" "$(echo "$out" | metric "grow3_$m")"
-    done
-}
-
-case "$GROW" in
-    load) ;;
-    grow3) [ -z "$CLUSTER" ] || die "BENCH_GROW=grow3 writes one Redis node: not with BENCH_CLUSTER" ;;
-    *) die "BENCH_GROW must be load or grow3, not $GROW" ;;
-esac
-case "$LAYOUT" in 3|4) ;; *) die "BENCH_LAYOUT must be 3 or 4, not $LAYOUT" ;; esac
 log "deployment in $D"
 mode=()
 [ -z "$CLUSTER" ] || mode=(--cluster --masters "$CLUSTER")
@@ -490,8 +450,6 @@ for N in $POINTS; do
     # is the system's ingest rate at about N (compared with the raw rate below)
     tail_n=$TAIL
     [ $((N - prev)) -gt "$tail_n" ] || tail_n=$((N - prev))
-    # grow3: the system loads a tail only at the last checkpoint
-    [ "$GROW" = load ] || [ "$N" = "${POINTS##* }" ] || tail_n=0
     seg=0
     failed=0
     not_new=0
@@ -500,11 +458,6 @@ for N in $POINTS; do
     for part in head tail; do
         if [ $part = head ]; then lo=$prev hi=$((N - tail_n)); else lo=$((N - tail_n)) hi=$N; fi
         [ "$hi" -gt "$lo" ] || continue
-        if [ "$GROW" = grow3 ] && [ $part = head ]; then
-            log "checkpoint $N: bench-dist_load grow3 of [$lo, $hi)"
-            grow_part "$lo" "$hi"
-            continue
-        fi
         log "checkpoint $N: simhash load of [$lo, $hi)"
         c0=$(redis_cpu)
         d0=$(daemons_cpu)
@@ -521,24 +474,22 @@ for N in $POINTS; do
         emit tail_load_fp_per_s "$tail_rate"
         emit tail_redis_cpu_us_per_fp "$tail_redis_cpu"
         emit tail_daemons_cpu_us_per_fp "$tail_daemons_cpu"
-    else            # grow3 before the last checkpoint: no system load at this size
+    else
         tail_rate="" tail_redis_cpu="" tail_daemons_cpu=""
     fi
     emit load_not_new "$not_new"
     emit load_failed "$failed"
     emit loadavg_1m_after_load "$(cut -d' ' -f1 /proc/loadavg)"
-    if [ "$GROW" = load ]; then
-        total_load=$(python3 -c "print(round($total_load + $seg, 2))")
-        emit segment_load_seconds "$seg"
-        emit segment_load_fp_per_s "$(div $((N - prev - failed)) "$seg")"
-        emit cumulative_load_seconds "$total_load"
-        emit cumulative_load_fp_per_s "$(div "$N" "$total_load")"
-        # Redis's own work per fingerprint loaded in this segment: CPU of its main
-        # process (not the AOF rewrite children), table writes and script calls
-        work_metrics "$redis_before" "$(redis_work)" $((N - prev - failed)) >"$WORK/work.out" ||
-            die "cannot compute the Redis work"
-        while read -r k v; do emit "$k" "$v"; done <"$WORK/work.out"
-    fi
+    total_load=$(python3 -c "print(round($total_load + $seg, 2))")
+    emit segment_load_seconds "$seg"
+    emit segment_load_fp_per_s "$(div $((N - prev - failed)) "$seg")"
+    emit cumulative_load_seconds "$total_load"
+    emit cumulative_load_fp_per_s "$(div "$N" "$total_load")"
+    # Redis's own work per fingerprint loaded in this segment: CPU of its main
+    # process (not the AOF rewrite children), table writes and script calls
+    work_metrics "$redis_before" "$(redis_work)" $((N - prev - failed)) >"$WORK/work.out" ||
+        die "cannot compute the Redis work"
+    while read -r k v; do emit "$k" "$v"; done <"$WORK/work.out"
 
     used=$(node_sum memory used_memory)
     t_loaded=$(now)

@@ -3,8 +3,8 @@
  * corpus its writers move the counters c:{0:xx} meanwhile, so a shard whose counters
  * differ from that count is not yet a finding. It is counted again now, alone, between
  * two reads of its counters: the directory of its table-0 buckets read fresh, every
- * bucket read whole through the layout's walk (walk_tag_of .. walk_tag_end,
- * walk_read), each member's ids counted from its packing (member_ids) or its overflow
+ * bucket read whole through the layout's walk (walk() from the shard's first value
+ * to its last bucket), each member's ids counted from its packing (member_ids) or its overflow
  * set (SCARD). When the counters moved between the two reads, a writer was at work:
  * left as a write in flight (counting again while writes go on would cost a full read
  * of the shard each time, and prove nothing more). Only a count that differs twice
@@ -100,14 +100,11 @@ static int fk_count_shard(const layout_ctx *lay, const perm_set *ps, fk_nodes *n
     if (r)
         freeReplyObject(r);
     v[0] = v[1] = 0;
-    uint64_t end = lay->ops->walk_tag_end(lay, xx);
-    for (uint64_t tag = lay->ops->walk_tag_of(lay, (uint64_t)xx << 56); rc == 0 && tag < end;
-         tag++) {
-        layout_read rd;
-        lay->ops->walk_read(lay, tag, 0, &rd);
-        const char *argv[4] = {"ZRANGE", rd.key, "0", "-1"};
-        size_t lens[4] = {6, rd.klen, 1, 2};
-        r = fk_send(net, rd.key, rd.klen, 4, argv, lens);
+    layout_walk w;
+    for (uint64_t b = 0; rc == 0 && lay->ops->walk(lay, (uint64_t)xx << 56, b, &w); b++) {
+        const char *argv[4] = {"ZRANGE", w.read.key, "0", "-1"};
+        size_t lens[4] = {6, w.read.klen, 1, 2};
+        r = fk_send(net, w.read.key, w.read.klen, 4, argv, lens);
         if (r == NULL || (r->type != REDIS_REPLY_ARRAY && r->type != REDIS_REPLY_ERROR)) {
             rc = -1;
         } else if (r->type == REDIS_REPLY_ERROR) {
@@ -115,7 +112,7 @@ static int fk_count_shard(const layout_ctx *lay, const perm_set *ps, fk_nodes *n
         } else {
             for (size_t i = 0; i < r->elements && rc == 0; i++) {
                 long long ids = 0;
-                int m = fk_count_member(lay, ps, net, rd.tag, r->element[i], &ids);
+                int m = fk_count_member(lay, ps, net, w.read.tag, r->element[i], &ids);
                 if (m < 0)
                     rc = -1;
                 else if (m > 0 && ids > 0) {

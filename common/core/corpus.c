@@ -29,7 +29,7 @@ typedef struct corpus_bucket {
 struct corpus {
     perm_set ps;
     size_t size;
-    unsigned bits;            /* bucket bits, the same for every table */
+    unsigned bits;            /* index bits of a table's hash (2^bits slots), the same for every table */
     corpus_bucket **tab;      /* tab[t][bucket] */
     long fail_after;          /* allocations left before failing; < 0 = never fail */
 };

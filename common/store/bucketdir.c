@@ -28,16 +28,6 @@ size_t bdir_bound_bytes(bdir_bound b, uint8_t *out)
     return len;
 }
 
-bdir_bound bdir_split_point(bdir_bound prev, bdir_bound mid)
-{
-    uint64_t x = (prev ^ mid) & ~(uint64_t)0xff;
-    if (x == 0)                      /* not two different members: no shorter point */
-        return mid;
-    size_t keep = (size_t)__builtin_clzll(x) / 8 + 1;   /* bytes up to the first that differs */
-    uint64_t mask = ~(uint64_t)0 << (64 - 8 * keep);
-    return (mid & mask) | keep;
-}
-
 /* ---- Key suffixes ---- */
 
 static const char bdir_hexdig[] = "0123456789abcdef";

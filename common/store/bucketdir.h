@@ -1,7 +1,6 @@
 /* bucketdir.h: elastic buckets, the part with no Redis calls (docs/elastic-buckets.md,
- * layout4.c): bounds of buckets as ordered values, the split point of a
- * full bucket, bucket key names, and a worker's cached directory of one (table,
- * first byte) shard.
+ * layout4.c): bounds of buckets as ordered values, bucket key names, and a worker's
+ * cached directory of one (table, first byte) shard.
  *
  * The members of table t's shard xx (the 7 bytes of perm_t(fp) after its
  * first byte) are cut into buckets by lower bounds: byte strings of 0 to 7 bytes, in
@@ -10,7 +9,9 @@
  * sorted set "s:{t:xx}:<hex lo>-<hex hi>" (hi empty for the last). A shard starts as
  * one bucket with lo = "" ("s:{t:xx}:-"); a bucket that reaches its size limit splits
  * at a point between its two middle members, the shortest byte string that separates
- * them (so bounds stay short and keys short).
+ * them (so bounds stay short and keys short): the write scripts choose it
+ * (`bk_point` in lua/layout4_lib.lua, the one split rule), and the directory learns it
+ * from their replies.
  *
  * A bound is kept as one uint64_t whose order is that byte-string order: the bytes
  * left-aligned in bits 63..8 (zero-padded), the length (0..7) in bits 7..0. A member
@@ -45,11 +46,6 @@ static inline uint64_t bdir_member_value(bdir_bound m, unsigned shard)
 {
     return ((uint64_t)shard << 56) | (m >> 8);
 }
-
-/* The split point of a bucket whose members, in order, have prev just before the
- * middle and mid at it (prev < mid, both members): the shortest prefix of mid that is
- * greater than prev. Members below it stay in the lower half. */
-bdir_bound bdir_split_point(bdir_bound prev, bdir_bound mid);
 
 /* Parses "<hex lo>-<hex hi>" (the part of a bucket key after its last ':'; hex of 0
  * to 7 bytes each, lower-case, hi empty for "no upper bound"). Returns 0 with *lo and

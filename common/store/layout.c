@@ -16,9 +16,17 @@ static char layout_name[LAYOUT_CORPUS_MAX + 1];
 static char layout_pre[LAYOUT_CORPUS_MAX + 2];
 static size_t layout_pre_len;
 
-int layout_version_ok(unsigned v)
+int layout_meta_check(long layout, long legacy_bits, const char *host, int port,
+                      const char *meta_key, char *err, size_t errlen)
 {
-    return v == LAYOUT_VERSION;
+    if (layout == LAYOUT_VERSION && legacy_bits == LAYOUT_SHARD_BITS)
+        return 0;
+    snprintf(err, errlen, "redis %s:%d holds a corpus of data layout %ld (%s: layout %ld, "
+             "%s %ld); this build reads and writes data layout %d only. Copy the corpus "
+             "across: simhash export with the build that wrote it, then simhash load into "
+             "a new corpus", host, port, layout, meta_key, layout, LAYOUT_META_LEGACY,
+             legacy_bits, LAYOUT_VERSION);
+    return -1;
 }
 
 int layout_corpus_set(const char *name)

@@ -25,9 +25,12 @@
  * writes. A Redis holding another is refused at start (shard/meta.c). */
 #define LAYOUT_VERSION 4
 #define LAYOUT_VERSION_UNSET 0       /* an option left unset */
-/* What simhash:meta's bucket_bits field holds (the bits of the first-byte shard; kept
- * for SHARD.HELLO's element 4 and corpora that have it) */
+/* The bits of the first-byte shard: SHARD.HELLO's element 4, and the only value a
+ * meta hash of this layout written by a former build holds in its field
+ * LAYOUT_META_LEGACY (another value is another layout's data: refused). New meta
+ * hashes lack that field: the format is fixed. */
 #define LAYOUT_SHARD_BITS 8
+#define LAYOUT_META_LEGACY "bucket_bits"
 #define LAYOUT_META_KEY "simhash:meta"  /* without a corpus name; see layout_meta_key */
 /* The worker registry (shard/registry.c): a sorted set, member = a worker's address
  * "host:port", score = the expiry of its entry in Redis's clock (ms). Its key is
@@ -45,8 +48,14 @@
 #define LAYOUT_MEMBER_MAX 7          /* bytes of a member of tables 1.. */
 #define LAYOUT_RANGE_ARG_MAX (LAYOUT_MEMBER_MAX + 1) /* '[' + member */
 
-/* 1 when v is the layout version this code reads and writes (LAYOUT_VERSION), else 0. */
-int layout_version_ok(unsigned v);
+/* Whether a meta hash holding `layout` and, in the field LAYOUT_META_LEGACY of former
+ * builds, legacy_bits (LAYOUT_SHARD_BITS when the field is absent) is this build's
+ * format. Returns 0, or -1 with err set to the message saying that the Redis at
+ * host:port (meta key meta_key) holds another layout's corpus and how to copy it
+ * across. The one place that tells the format's data from another's (shard/meta.c at
+ * start, fsck). */
+int layout_meta_check(long layout, long legacy_bits, const char *host, int port,
+                      const char *meta_key, char *err, size_t errlen);
 
 /* Sets the corpus name of this process: every key gets "name:" in front. NULL or
  * "" for none (the keys of corpora made before names existed). Returns 0, or -1

@@ -19,7 +19,7 @@
  *
  * Table 0's entry of a fingerprint is therefore its ids: the lock script writes it
  * (ids added or removed and the member rewritten in one step), nothing else does.
- * Programs write entries from table 1 on (layout_entry_from); entry() of table 0 is a
+ * Programs write entries from table 1 on (the table's entry_from); entry() of table 0 is a
  * ZLEXCOUNT of the fingerprint's members, the check both a ZSCORE and a repair need.
  * The 7 bytes decide a member's bucket and its order, so a table-0 member routes and
  * splits as any other (a split point is a prefix of at most 7 bytes: two members
@@ -98,7 +98,6 @@ int layout_ctx_init(layout_ctx *c)
 {
     memset(c, 0, sizeof *c);
     c->ops = &layout4_ops;
-    c->version = LAYOUT_VERSION;
     c->split_limit = LAYOUT_SPLIT_LIMIT_DEFAULT;
     c->tombstone_s = LAYOUT_TOMBSTONE_S_DEFAULT;
     return layout4_dir_init(c);
@@ -375,7 +374,7 @@ static void layout4_member_cmd(const layout_ctx *c, uint64_t p0, const char *nam
 
 /* ---- Document ids and the lock ---- */
 
-static void layout4_needs(const layout_ctx *c, layout_needs *out)
+void layout_redis_needs(const layout_ctx *c, layout_needs *out)
 {
     memset(out, 0, sizeof *out);
     out->zset_entries = c->split_limit;
@@ -409,8 +408,8 @@ static void layout4_has_ids(const layout_ctx *c, uint64_t fp, uint64_t p0, layou
 }
 
 /* ZADD of the member with the one id packed in (scratch: 17 + idlen bytes). */
-static void layout4_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
-                           size_t idlen, uint8_t *scratch, layout_cmd *cmd)
+void layout_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
+                   size_t idlen, uint8_t *scratch, layout_cmd *cmd)
 {
     (void)fp;
     memset(cmd, 0, sizeof *cmd);
@@ -672,12 +671,10 @@ static int layout4_entries_reply(const layout_ctx *c, unsigned n, const unsigned
     return 0;
 }
 
-/* What follows the hash tag of a bucket key of (table, shard): ":<lo>-<hi>", checked
- * by writing it again; the tag of its shard. */
-static int layout4_bucket_suffix_parse(const layout_ctx *c, unsigned table, unsigned shard,
-                                       const char *s, size_t len, uint64_t *tag)
+/* The tag of a bucket key's shard (its index is not in the key). */
+int layout_bucket_suffix_parse(unsigned table, unsigned shard, const char *s, size_t len,
+                               uint64_t *tag)
 {
-    (void)c;
     bdir_bound lo, hi;
     char again[BDIR_SUFFIX_MAX];
     if (len < 2 || s[0] != ':' || bdir_suffix_parse(s + 1, len - 1, &lo, &hi) != 0 ||
@@ -689,75 +686,44 @@ static int layout4_bucket_suffix_parse(const layout_ctx *c, unsigned table, unsi
 
 /* ---- The walk of table 0 (SHARD.SCAN) ---- */
 
-static size_t layout4_walk_pattern(const layout_ctx *c, unsigned shard, char *buf, size_t cap)
+/* Bucket i from from's on in from's directory: its members from `from` on (the whole
+ * bucket when from lies below it) to its end, and its first value; past the last, the
+ * first value of the next shard. */
+static int layout4_walk(const layout_ctx *c, uint64_t from, uint64_t i, layout_walk *w)
 {
-    (void)c;
-    const char *pre = layout_corpus();
-    int n = snprintf(buf, cap, "%s%ss:{0:%02x}:*", pre, pre[0] ? ":" : "", shard & 0xffu);
-    return n < 0 || (size_t)n >= cap ? 0 : (size_t)n;
-}
-
-static uint64_t layout4_walk_tag_of(const layout_ctx *c, uint64_t p)
-{
-    unsigned xx = layout_shard_of(p);
-    return layout4_tag(0, xx, bdir_shard_find(layout4_route(c, 0, xx), bdir_member(p)));
-}
-
-static uint64_t layout4_walk_tag_end(const layout_ctx *c, unsigned shard)
-{
-    return layout4_tag(0, shard, layout4_route(c, 0, shard)->n);
-}
-
-static uint64_t layout4_walk_first_value(const layout_ctx *c, uint64_t tag)
-{
-    unsigned xx = (unsigned)(tag >> 32) & 0xffu;
-    size_t i = (size_t)(tag & 0xffffffffu);
+    unsigned xx = layout_shard_of(from);
     const bdir_shard *s = layout4_route(c, 0, xx);
-    if (i >= s->n)
-        return ((uint64_t)xx + 1) << 56;        /* 0 past the last shard */
-    return (uint64_t)xx << 56 | s->lo[i] >> 8;
-}
-
-/* The members of the bucket of tag from `from` on (the whole bucket when from lies
- * below it) to its end. */
-static void layout4_walk_read(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r)
-{
-    unsigned xx = (unsigned)(tag >> 32) & 0xffu;
-    size_t i = (size_t)(tag & 0xffffffffu);
-    const bdir_shard *s = layout4_route(c, 0, xx);
-    if (i >= s->n)
-        i = s->n - 1;
-    r->tag = tag | LAYOUT4_T0;
-    r->klen = layout4_bucket_key(r->key, sizeof r->key, 0, xx, s, i);
-    int inside = layout_shard_of(from) == xx && from >= layout4_walk_first_value(c, tag);
+    size_t first = bdir_shard_find(s, bdir_member(from));
+    memset(w, 0, sizeof *w);
+    if (i >= s->n - first) {
+        w->first = ((uint64_t)xx + 1) << 56;        /* 0 past the last shard */
+        return 0;
+    }
+    size_t b = first + (size_t)i;
+    layout_read *r = &w->read;
+    w->first = (uint64_t)xx << 56 | s->lo[b] >> 8;
+    r->tag = layout4_tag(0, xx, b);
+    r->klen = layout4_bucket_key(r->key, sizeof r->key, 0, xx, s, b);
+    int inside = from >= w->first;
     r->lo_buf[0] = inside ? '[' : '-';
     r->lo_len = inside ? 1 + layout4_member(r->lo_buf + 1, from) : 1;
     r->lo = r->lo_buf;
     r->hi = (const uint8_t *)"+";
     r->hi_len = 1;
+    return 1;
 }
 
 const layout_ops layout4_ops = {
-    .version = 4,
-    .name = "layout 4",
-    .ids_reads = 2,
     .entry_from = 1,
-    .needs = layout4_needs,
-    .ids_read = layout4_ids_read,
-    .has_ids = layout4_has_ids,
-    .put_id = layout4_put_id,
-    .lock = layout4_lock,
-    .plan = layout4_plan,
-    .plan_read = layout4_plan_read,
-    .member_decode = layout4_member_decode,
-    .member_ids = layout4_member_ids,
     .entry = layout4_entry,
     .entries = layout4_entries,
     .entries_reply = layout4_entries_reply,
-    .walk_pattern = layout4_walk_pattern,
-    .walk_tag_of = layout4_walk_tag_of,
-    .walk_first_value = layout4_walk_first_value,
-    .walk_read = layout4_walk_read,
-    .walk_tag_end = layout4_walk_tag_end,
-    .bucket_suffix_parse = layout4_bucket_suffix_parse,
+    .lock = layout4_lock,
+    .ids_read = layout4_ids_read,
+    .has_ids = layout4_has_ids,
+    .member_decode = layout4_member_decode,
+    .member_ids = layout4_member_ids,
+    .plan = layout4_plan,
+    .plan_read = layout4_plan_read,
+    .walk = layout4_walk,
 };

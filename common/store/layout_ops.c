@@ -105,7 +105,7 @@ int layout_key_parse(const layout_ctx *c, const perm_set *ps, const char *key, s
         char again[LAYOUT_KEY_MAX];
         size_t n = layout_tag_key(again, sizeof again, 's', k.table, k.shard);
         if (n != (size_t)(rest - key) || memcmp(again, key, n) != 0 ||
-            c->ops->bucket_suffix_parse(c, k.table, k.shard, rest, rlen, &k.bucket) != 0)
+            layout_bucket_suffix_parse(k.table, k.shard, rest, rlen, &k.bucket) != 0)
             return -1;
         *out = k;
         return 0;

@@ -1,28 +1,27 @@
 /* layout_ops.h: the storage format of distributed mode behind one interface. The
  * format (layout4.c, its Lua in common/store/lua/, docs/protocol.md and
- * docs/elastic-buckets.md) is one const table of operations; the worker, the
- * coordinator, `simhash fsck`, export/migrate and the bench reach a corpus's keys
- * only through a layout_ctx and its table.
+ * docs/elastic-buckets.md) is one const table of the operations a format varies: the
+ * command on one table entry, the write and lock scripts, the reads of a fingerprint's
+ * ids, the member decoding, the read plan of a query's prefix and the walk of table 0.
+ * The worker, the coordinator, `simhash fsck`, export/migrate (through SHARD.SCAN) and
+ * the bench reach a corpus's keys only through a layout_ctx: its table's operations,
+ * and the plain functions below (declared here, defined by the format's file too) for
+ * what no format varies: the directories, key parsing, the Redis settings, the
+ * reconciling steps.
  *
- * What the table answers:
- *   - the table entries: the read plan of a query's prefix (plan, plan_read), the
- *     member decoding of what those reads return, the writes of one entry or many;
- *   - the document ids of one fingerprint: the reads that find them (ids_read, in
- *     the order a worker pipelines them), the command that tells whether a
- *     fingerprint has any (fsck's orphan check), a write without lock (bench);
- *   - the lock script call of one fingerprint (every write holds its lock);
- *   - the Redis settings the format needs, and the walk of table 0.
- * Every operation takes the layout_ctx, the lookup context of one corpus: its buckets
- * split (docs/elastic-buckets.md), so it keeps its cached per-shard directories there
- * (ctx->dir), and the same calls route a key through them. A program loads a (table,
- * shard) directory before it routes a read through it (the layout_dir_* calls below),
- * and hands every reply of a command the layout built to layout_dir_reply, which says
- * when the command met a bucket that split meanwhile (the program refreshes what
- * layout_dir_need then asks for and runs it again: reads and writes are idempotent).
+ * Buckets always split (docs/elastic-buckets.md): every operation takes the
+ * layout_ctx, the lookup context of one corpus, which keeps its cached per-shard
+ * directories (ctx->dir), and the same calls route a key through them. A program loads
+ * a (table, shard) directory before it routes a read through it (the layout_dir_*
+ * calls below), and hands every reply of a command the layout built to
+ * layout_dir_reply, which says when the command met a bucket that split meanwhile (the
+ * program refreshes what layout_dir_need then asks for and runs it again: reads and
+ * writes are idempotent).
  *
  * How a fingerprint is reconciled (the repair pass of the worker and `simhash fsck
- * --repair`) is the layout_fix_* steps below: the same commands in both, only the
- * transport differs (async in the worker, blocking in fsck). */
+ * --repair`) is the layout_fix_* steps below, built on the table's lock and entry: the
+ * same commands in both, only the transport differs (async in the worker, blocking in
+ * fsck). */
 #ifndef SIMHASH_LAYOUT_OPS_H
 #define SIMHASH_LAYOUT_OPS_H
 
@@ -39,7 +38,6 @@ typedef struct layout_ops layout_ops;
 /* The lookup context of one corpus. */
 typedef struct layout_ctx {
     const layout_ops *ops;
-    unsigned version;           /* ops->version, for messages and SHARD.HELLO */
     void *dir;                  /* the layout's own lookup state: the directories */
     unsigned split_limit;       /* a bucket splits at this many entries */
     unsigned tombstone_s;       /* lifetime of a split bucket's tombstone */
@@ -90,7 +88,7 @@ typedef enum layout_ids_kind {
                                  * the next read returns (layout_ids_reply) */
 } layout_ids_kind;
 
-#define LAYOUT_IDS_READS_MAX 2
+#define LAYOUT_IDS_READS 2          /* reads ids_read makes per fingerprint */
 #define LAYOUT_PUT_ID_SCRATCH(idlen) (17 + (idlen))
 
 /* The packed ids a reply of read kind `kind` (LAYOUT_IDS_MEMBER) carries: 1 with *v, *len set (len 0: they live in the overflow set the next read
@@ -136,50 +134,21 @@ typedef struct layout_needs {
     unsigned long zset_entries, zset_value, hash_entries, hash_value;
 } layout_needs;
 
+/* One bucket of the walk of table 0 (walk). */
+typedef struct layout_walk {
+    /* its values from the walk's `from` on (the whole bucket when from lies below it),
+     * in value order: ZRANGEBYLEX read.key read.lo read.hi (the caller adds LIMIT 0
+     * cap); read.tag is what member_decode needs */
+    layout_read read;
+    uint64_t first;             /* the first value the bucket can hold */
+} layout_walk;
+
 struct layout_ops {
-    unsigned version;
-    const char *name;                   /* "layout 4", for messages */
-    unsigned ids_reads;                 /* reads ids_read makes per fingerprint */
     /* The first table whose entries programs write (entry, entries, the repair): 1,
      * table 0's entry of a fingerprint being its ids, written by the lock script alone;
      * entry() of table 0 is a check answering an integer. */
     unsigned entry_from;
 
-    /* Settings of a Redis node the layout needs. */
-    void (*needs)(const layout_ctx *c, layout_needs *out);
-    /* Read i (0..ids_reads-1) of fp's ids (p0 = perm_0(fp)); *kind says what it
-     * answers. Single-key commands only (a multi-key one gets -TRYAGAIN while its slot
-     * migrates). */
-    void (*ids_read)(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
-                     layout_cmd *cmd, layout_ids_kind *kind);
-    /* A command answering integer 1 when fp has ids, 0 when not (ZLEXCOUNT). */
-    void (*has_ids)(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd);
-    /* The write of one id of fp straight to Redis, without lock or counters (the
-     * bench's preload of a corpus); scratch has room for LAYOUT_PUT_ID_SCRATCH(idlen)
-     * bytes and outlives cmd's use. */
-    void (*put_id)(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
-                   size_t idlen, uint8_t *scratch, layout_cmd *cmd);
-    /* The lock script call of fp up to its document ids (the caller adds them for ops
-     * A and R); token and op are NUL-terminated and outlive cmd's use. */
-    void (*lock)(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
-                 unsigned long long lease_ms, const char *op, layout_cmd *cmd);
-
-    /* The reads finding every value of table `table` sharing the top prefix_bits
-     * bits of p. Returns 0, or -1 when prefix_bits is out of range. */
-    int (*plan)(const layout_ctx *c, unsigned table, uint64_t p, unsigned prefix_bits,
-                layout_plan *pl);
-    /* Read i (0..pl->nreads-1) of the plan. */
-    void (*plan_read)(const layout_ctx *c, const layout_plan *pl, uint64_t i,
-                      layout_read *r);
-    /* Rebuilds the permuted value of a member read from the key of tag `tag`.
-     * Returns 0, or -1 for a member that does not belong there (foreign data). */
-    int (*member_decode)(const layout_ctx *c, uint64_t tag, const void *member, size_t len,
-                         uint64_t *p);
-    /* The packed ids (layout_ids_next) a table-0 member read under tag carries: 1 with
-     * *v, *vlen set (vlen 0: they live in the fingerprint's overflow set), -1 when the
-     * member is none of table 0's. */
-    int (*member_ids)(const layout_ctx *c, uint64_t tag, const void *member, size_t len,
-                      const char **v, size_t *vlen);
     /* p's entry in table t: ZSCORE, or the write script's ZADD / ZREM (tables 1..). */
     void (*entry)(const layout_ctx *c, unsigned table, uint64_t p, const char *cmd,
                   layout_cmd *out);
@@ -195,36 +164,61 @@ struct layout_ops {
                     const uint64_t *ps, int add, layout_batch *out);
     int (*entries_reply)(const layout_ctx *c, unsigned n, const unsigned *tables,
                          const uint64_t *ps, const redisReply *r, long long *count);
-
-    /* The walk of table 0 (SHARD.SCAN): the SCAN MATCH pattern of the table-0 bucket
-     * keys of shard `shard` (layout_key_parse reads each back: its `bucket` is the
-     * tag of walk_read), so a walk visits the buckets that exist rather than every
-     * possible one. Returns the pattern's length, or 0 when it does not fit. */
-    size_t (*walk_pattern)(const layout_ctx *c, unsigned shard, char *buf, size_t cap);
-    /* The bucket (tag) of table 0 holding the permuted value p (tags ascend with the
-     * values they hold), the first value a tag can hold, and the read of the values of
-     * a tag from `from` on (the whole bucket when from is below it) in value order:
-     * ZRANGEBYLEX key lo hi (the caller adds LIMIT 0 cap). */
-    uint64_t (*walk_tag_of)(const layout_ctx *c, uint64_t p);
-    uint64_t (*walk_first_value)(const layout_ctx *c, uint64_t tag);
-    void (*walk_read)(const layout_ctx *c, uint64_t tag, uint64_t from, layout_read *r);
-    /* Bucket keys are named by their bounds: reads back what
-     * follows the hash tag of a bucket or id hash key of (table, shard) (":<lo>-<hi>"),
-     * checked by writing it again. Returns 0 with *tag (member_decode's), or -1. */
-    int (*bucket_suffix_parse)(const layout_ctx *c, unsigned table, unsigned shard,
-                               const char *s, size_t len, uint64_t *tag);
-    /* The first tag past the tags of shard `shard` (walk_first_value of it: the first
-     * value of the next shard, 0 past the last). */
-    uint64_t (*walk_tag_end)(const layout_ctx *c, unsigned shard);
-
+    /* The lock script call of fp up to its document ids (the caller adds them for ops
+     * A and R); token and op are NUL-terminated and outlive cmd's use. */
+    void (*lock)(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
+                 unsigned long long lease_ms, const char *op, layout_cmd *cmd);
+    /* Read i (0..LAYOUT_IDS_READS-1) of fp's ids (p0 = perm_0(fp)), in the order a
+     * worker pipelines them; *kind says what it answers. Single-key commands only (a
+     * multi-key one gets -TRYAGAIN while its slot migrates). */
+    void (*ids_read)(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
+                     layout_cmd *cmd, layout_ids_kind *kind);
+    /* A command answering integer 1 when fp has ids, 0 when not (fsck's orphan
+     * check): the same command as entry() of table 0. */
+    void (*has_ids)(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd);
+    /* Rebuilds the permuted value of a member read from the key of tag `tag`.
+     * Returns 0, or -1 for a member that does not belong there (foreign data). */
+    int (*member_decode)(const layout_ctx *c, uint64_t tag, const void *member, size_t len,
+                         uint64_t *p);
+    /* The packed ids (layout_ids_next) a table-0 member read under tag carries: 1 with
+     * *v, *vlen set (vlen 0: they live in the fingerprint's overflow set), -1 when the
+     * member is none of table 0's. */
+    int (*member_ids)(const layout_ctx *c, uint64_t tag, const void *member, size_t len,
+                      const char **v, size_t *vlen);
+    /* The reads finding every value of table `table` sharing the top prefix_bits
+     * bits of p. Returns 0, or -1 when prefix_bits is out of range. */
+    int (*plan)(const layout_ctx *c, unsigned table, uint64_t p, unsigned prefix_bits,
+                layout_plan *pl);
+    /* Read i (0..pl->nreads-1) of the plan. */
+    void (*plan_read)(const layout_ctx *c, const layout_plan *pl, uint64_t i,
+                      layout_read *r);
+    /* The walk of table 0 (SHARD.SCAN, fsck's recount): bucket i (from 0) of the
+     * buckets of from's first-byte shard, counted from the one holding from (the
+     * directory's, so a walk visits the buckets that exist). Returns 1 with *w set, or
+     * 0 past the shard's last bucket with only w->first set: the first value of the
+     * next shard (0 past the last). */
+    int (*walk)(const layout_ctx *c, uint64_t from, uint64_t i, layout_walk *w);
 };
 
 /* Fills c for a corpus (split limit and tombstone lifetime at their defaults: the
  * caller sets the corpus's). Returns 0, or -1 out of memory. Free with
- * layout_ctx_free. The calls below that take a layout_ctx but are no member of its
- * table are the layout's too (layout4.c): programs call them the same way. */
+ * layout_ctx_free. */
 int layout_ctx_init(layout_ctx *c);
 void layout_ctx_free(layout_ctx *c);
+
+/* The Redis settings the format needs of a node (shard/meta.c checks them). */
+void layout_redis_needs(const layout_ctx *c, layout_needs *out);
+
+/* The write of one id of fp straight to Redis, without lock or counters (the bench's
+ * preload of a corpus); scratch has room for LAYOUT_PUT_ID_SCRATCH(idlen) bytes and
+ * outlives cmd's use. */
+void layout_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
+                   size_t idlen, uint8_t *scratch, layout_cmd *cmd);
+
+/* Reads back what follows the hash tag of a bucket key of (table, shard) (":<lo>-<hi>"),
+ * checked by writing it again. Returns 0 with *tag (member_decode's), or -1. */
+int layout_bucket_suffix_parse(unsigned table, unsigned shard, const char *s, size_t len,
+                               uint64_t *tag);
 
 /* ---- The directories of the split buckets ----
  * A (table, shard) pair names one directory (shard = first byte of the permuted

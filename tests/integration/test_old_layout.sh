@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_old_layout.sh: a Redis holding a corpus of another storage format (data layouts
-# 1, 2 and 3 of earlier builds; the meta marker and a few keys written by hand with
-# redis-cli) is refused at start, before anything is written: simhash-shard exits 1
+# 1, 2 and 3 of earlier builds, or layout 4's marker with a bucket_bits field other than
+# 8; the meta marker and a few keys written by hand with redis-cli) is refused at start, before anything is written: simhash-shard exits 1
 # and simhash fsck exits 2, each naming the layout found and the way across (simhash
 # export with the build that wrote it, then simhash load); the same for a named corpus.
 # A worker configured with such a layout is refused as a configuration error (exit 2).
@@ -60,6 +60,11 @@ rcli "$r" flushall >/dev/null
 rcli "$r" hset news:simhash:meta blocks 6 distance 3 layout 3 bucket_bits 8 fingerprint v4 \
     tombstone_seconds 120 >/dev/null
 check "corpus news, layout 3" "news:" 3
+# layout 4's marker with a bucket_bits field other than the 8 former builds wrote there
+rcli "$r" flushall >/dev/null
+rcli "$r" hset simhash:meta blocks 6 distance 3 layout 4 bucket_bits 12 fingerprint v5 \
+    tombstone_seconds 120 >/dev/null
+check "layout 4, bucket_bits 12" "" 4
 
 # the option itself
 out=$(timeout 20 "$TH_BIN/simhash-shard" --port 0 --redis-port "$r" --layout 2 2>&1); rc=$?

@@ -119,10 +119,21 @@ static void test_commands(void **state)
     assert_true(back == fp);
     assert_int_equal(layout_lock_field_parse("0123456789ABCDEF", 16, &back), -1);
     assert_int_equal(layout_lock_field_parse(f, 15, &back), -1);
-    assert_int_equal(layout_version_ok(LAYOUT_VERSION), 1);
-    for (unsigned v = 0; v < 8; v++)
+    /* the meta hash of this format: layout 4, with or without the legacy field */
+    char err[400] = "";
+    assert_int_equal(layout_meta_check(LAYOUT_VERSION, LAYOUT_SHARD_BITS, "h", 1, "m", err,
+                                       sizeof err), 0);
+    assert_string_equal(err, "");
+    for (long v = 0; v < 8; v++)
         if (v != LAYOUT_VERSION)
-            assert_int_equal(layout_version_ok(v), 0);
+            assert_int_equal(layout_meta_check(v, LAYOUT_SHARD_BITS, "h", 1, "m", err,
+                                               sizeof err), -1);
+    /* layout 4 with another legacy value is another layout's data too */
+    assert_int_equal(layout_meta_check(LAYOUT_VERSION, 12, "10.0.0.1", 6379, "news:simhash:meta",
+                                       err, sizeof err), -1);
+    assert_non_null(strstr(err, "redis 10.0.0.1:6379 holds a corpus of data layout 4 "
+                                "(news:simhash:meta: layout 4, bucket_bits 12)"));
+    assert_non_null(strstr(err, "simhash export"));
 }
 
 static void test_doc_key(void **state)

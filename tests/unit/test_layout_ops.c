@@ -2,7 +2,8 @@
  * (common/store/layout_ops.h, layout4.c): the context of a corpus, the directories'
  * age and routing, the batched table writes, keys written and read back by
  * layout_key_parse (every kind, with and without a corpus name, foreign keys refused),
- * the reads of a fingerprint's ids, the orphan check, the query plan, and the
+ * the reads of a fingerprint's ids, the orphan check, the query plan, the walk of
+ * table 0, and the
  * reconcile steps (lock reply read, table entries, unlock). */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -37,23 +38,29 @@ static void test_ops_table(void **state)
     (void)state;
     layout_ctx c;
     assert_int_equal(layout_ctx_init(&c), 0);
-    assert_int_equal(c.version, LAYOUT_VERSION);
-    assert_int_equal(c.ops->version, LAYOUT_VERSION);
     assert_int_equal(c.split_limit, LAYOUT_SPLIT_LIMIT_DEFAULT);
     assert_int_equal(c.tombstone_s, LAYOUT_TOMBSTONE_S_DEFAULT);
-    assert_int_equal(c.ops->ids_reads, 2);
     assert_int_equal(c.ops->entry_from, 1);
     layout_needs nd;
     c.split_limit = 100;
-    c.ops->needs(&c, &nd);
+    layout_redis_needs(&c, &nd);
     assert_int_equal(nd.zset_entries, 100);
     assert_int_equal(nd.zset_value, 64);
     assert_int_equal(nd.hash_entries, 0);
     assert_int_equal(nd.hash_value, 0);
-    assert_int_equal(layout_version_ok(LAYOUT_VERSION), 1);
-    assert_int_equal(layout_version_ok(3), 0);
     layout_ctx_free(&c);
     assert_null(c.dir);
+}
+
+/* Loads the directory of (table, shard) with two buckets split at 0x80, its read sent
+ * at `sent`; returns layout_dir_load's answer. */
+static int test_load_two(layout_ctx *c, unsigned table, unsigned shard, uint64_t sent)
+{
+    redisReply b0 = {.type = REDIS_REPLY_STRING, .str = "", .len = 0};
+    redisReply b1 = {.type = REDIS_REPLY_STRING, .str = "\x80", .len = 1};
+    redisReply *bl[2] = {&b0, &b1};
+    redisReply dir = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = bl};
+    return layout_dir_load(c, table, shard, &dir, sent);
 }
 
 /* A directory's age counts from when its read was sent, and it must be read again
@@ -65,23 +72,61 @@ static void test_dir_age(void **state)
     assert_int_equal(layout_ctx_init(&c), 0);
     assert_int_equal(c.tombstone_s, LAYOUT_TOMBSTONE_S_DEFAULT);
     c.tombstone_s = 30;                     /* a third: 10 s */
-    redisReply b0 = {.type = REDIS_REPLY_STRING, .str = "", .len = 0};
-    redisReply b1 = {.type = REDIS_REPLY_STRING, .str = "\x80", .len = 1};
-    redisReply *bl[2] = {&b0, &b1};
-    redisReply dir = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = bl};
     uint64_t now = layout_dir_clock();
     assert_true(now > 0);
-    assert_int_equal(layout_dir_load(&c, 2, 0x40, &dir, now), 0);
+    assert_int_equal(test_load_two(&c, 2, 0x40, now), 0);
     assert_int_equal(layout_dir_need(&c, 2, 0x40), 0);
     /* a read sent 9 s ago is still fresh; one sent 11 s ago is not, even though its
      * reply has just been taken in */
-    assert_int_equal(layout_dir_load(&c, 2, 0x40, &dir, now - 9000), 0);
+    assert_int_equal(test_load_two(&c, 2, 0x40, now - 9000), 0);
     assert_int_equal(layout_dir_need(&c, 2, 0x40), 0);
-    assert_int_equal(layout_dir_load(&c, 2, 0x40, &dir, now - 11000), 0);
+    assert_int_equal(test_load_two(&c, 2, 0x40, now - 11000), 0);
     assert_int_equal(layout_dir_need(&c, 2, 0x40), 1);
     /* the lifetime decides: an hour's third is 20 minutes */
     c.tombstone_s = 3600;
     assert_int_equal(layout_dir_need(&c, 2, 0x40), 0);
+    layout_ctx_free(&c);
+}
+
+/* The walk of table 0 goes through the buckets of a shard's directory from the one
+ * holding `from`: the first read from `from` on, the next ones whole; past the last,
+ * the first value of the next shard (0 past the last shard). */
+static void test_walk(void **state)
+{
+    (void)state;
+    layout_ctx c;
+    layout_walk w;
+    uint64_t p;
+    assert_int_equal(layout_corpus_set(NULL), 0);
+    assert_int_equal(layout_ctx_init(&c), 0);
+    assert_int_equal(test_load_two(&c, 0, 0x40, layout_dir_clock()), 0);
+    uint64_t from = 0x4012345678abcdefull;
+    assert_int_equal(c.ops->walk(&c, from, 0, &w), 1);
+    assert_string_equal(w.read.key, "s:{0:40}:-80");
+    assert_int_equal(w.first, 0x4000000000000000ull);
+    assert_int_equal(w.read.lo_len, 8);
+    assert_memory_equal(w.read.lo, "[\x12\x34\x56\x78\xab\xcd\xef", 8);
+    assert_memory_equal(w.read.hi, "+", 1);
+    /* a member read under the walk's tag carries ids and decodes to its value */
+    assert_int_equal(c.ops->member_decode(&c, w.read.tag, "\x12\x34\x56\x78\xab\xcd\xef\x01" "d",
+                                          9, &p), 0);
+    assert_int_equal(p, from);
+    assert_int_equal(c.ops->walk(&c, from, 1, &w), 1);
+    assert_string_equal(w.read.key, "s:{0:40}:80-");
+    assert_int_equal(w.first, 0x4080000000000000ull);
+    assert_int_equal(w.read.lo_len, 1);
+    assert_memory_equal(w.read.lo, "-", 1);
+    assert_int_equal(c.ops->walk(&c, from, 2, &w), 0);
+    assert_int_equal(w.first, 0x4100000000000000ull);
+    /* from in the upper bucket: it is bucket 0 of the walk */
+    assert_int_equal(c.ops->walk(&c, 0x4090000000000000ull, 0, &w), 1);
+    assert_string_equal(w.read.key, "s:{0:40}:80-");
+    assert_int_equal(c.ops->walk(&c, 0x4090000000000000ull, 1, &w), 0);
+    /* a shard never split is one bucket; past the last shard the walk is over */
+    assert_int_equal(c.ops->walk(&c, 0xff00000000000000ull, 0, &w), 1);
+    assert_string_equal(w.read.key, "s:{0:ff}:-");
+    assert_int_equal(c.ops->walk(&c, 0xff00000000000000ull, 1, &w), 0);
+    assert_int_equal(w.first, 0);
     layout_ctx_free(&c);
 }
 
@@ -306,7 +351,7 @@ static void test_layout4(void **state)
     assert_int_equal(layout_corpus_set(NULL), 0);
     assert_int_equal(layout_ctx_init(&c), 0);
     layout_needs nd;
-    c.ops->needs(&c, &nd);
+    layout_redis_needs(&c, &nd);
     assert_int_equal(nd.zset_value, 64);
     assert_int_equal(nd.hash_entries, 0);
     uint64_t fp = 0x0123456789abcdefull, p0 = 0x11223344556677ffull;
@@ -467,7 +512,7 @@ static void test_ids_reads(void **state)
     assert_string_equal(cmd.argv[0], "ZLEXCOUNT");
     assert_string_equal(cmd.argv[1], "s:{0:a7}:-");
     uint8_t scratch[32];
-    c.ops->put_id(&c, fp, p0, "doc", 3, scratch, &cmd);
+    layout_put_id(&c, fp, p0, "doc", 3, scratch, &cmd);
     assert_int_equal(cmd.argc, 4);
     assert_string_equal(cmd.argv[0], "ZADD");
     assert_int_equal(cmd.argvlen[3], 7 + 4);
@@ -603,6 +648,7 @@ int main(void)
         cmocka_unit_test(test_ops_table),
         cmocka_unit_test(test_dir_age),
         cmocka_unit_test(test_routing),
+        cmocka_unit_test(test_walk),
         cmocka_unit_test(test_entries),
         cmocka_unit_test(test_layout4),
         cmocka_unit_test(test_key_parse),
