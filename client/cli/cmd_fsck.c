@@ -9,26 +9,32 @@
  *              cache; SCAN s:*, the invariants of the split buckets per key (with
  *              --repair, members of stray buckets moved into their live ones)
  *   documents  SCAN s:{0:*, ZRANGE each table-0 bucket, ids counted from the packing
- *              after each member's 7 bytes (SCARD of the overflow set when there are
- *              none inline); ZSCORE of the entry in every table from table 1 (table 0's
- *              is the ids); an overflow set found empty is read again after the tables
- *              phase (fk_lost_confirm): ids lost
+ *              each member carries (the layout's member_ids; SCARD of the overflow set
+ *              when there are none inline); ZSCORE of the entry in every table from
+ *              table 1 (table 0's is the ids); an overflow set found empty is read again
+ *              after the tables phase (fk_lost_confirm): ids lost
  *   tables     SCAN s:*, every member reverted to its fingerprint; one without
- *              documents (ZLEXCOUNT of its table-0 member, checked once per
- *              fingerprint) is an orphan
+ *              documents (ZLEXCOUNT of its table-0 member, asked once per fingerprint:
+ *              the answer is kept) is an orphan
  *   locks      SCAN w:*, locks whose expiry passed (Redis TIME) are stale
  *   counters   c:{0:xx} against the recount of the documents phase; a shard that differs
  *              is counted again alone between two reads of its counters
  *              (cmd_fsck_count.c): writes in flight are told from wrong counters
  * With --corpus NAME every key pattern carries the corpus's prefix.
- * An entry or id found missing (or a tombstone met) is asked again through the
- * directory read then (fsck_split_confirm): the walk routes by the directories read
- * when it began, and a bucket may split, and its tombstone expire, while it runs.
+ * The reads route through the directories in the layout's cache, read again before
+ * a batch where a split was met or they are older than a third of the tombstone
+ * lifetime; a read that meets a tombstone is sent again with the batch's others
+ * through directories read fresh (fsck_reroute, cmd_fsck_live.c): on a corpus being
+ * loaded the buckets split all the time, and one by one these kept a run from
+ * ending. An entry or id still found missing is asked again through the directory
+ * read then (fsck_split_confirm), then against writes in flight (fsck_live_confirm).
+ * The report's rechecked / in_flight lines add up the three kinds of re-check.
  * With --repair every inconsistent fingerprint is reconciled under its write lock
  * (the lock script with op F, then ZADD or ZREM in every table, then unlock; a lock
  * held by a live writer is left to it), and wrong counters are rewritten.
  * Memory: 8 bytes per fingerprint with documents (a sorted array, to tell orphans
- * without a Redis lookup per table entry), plus the inconsistent ones. */
+ * without a Redis lookup per table entry), 32 per fingerprint written after the
+ * documents phase (a hash set), plus the inconsistent ones. */
 #include "cli.h"
 #include "cmd_net.h"
 
@@ -74,9 +80,14 @@ typedef struct fk {
     fk_counts n;
     cli_progress prog_bar;
     unsigned long long total_keys;
-    fk_batch b, e;              /* pipelined batches: the main one, EXISTS confirmations */
+    fk_batch b, e;              /* pipelined batches: the main one, the has_ids checks */
+    fk_batch d;                 /* directory reads and commands sent again (fsck_reroute) */
+    fsck_route *route;          /* per command of a batch: what fsck_reroute builds again */
+    unsigned long long rerouted;    /* commands sent again through a fresh directory */
+    fsck_fpset late;            /* fingerprints found with ids after the documents phase */
     fsck_split *split;          /* a layout whose buckets split: its own checks */
 } fk;
+
 
 /* Queues `cmd key member` for fp's entry in every table with entries of its own
  * (from entry_from on: layout 4's table 0 entry is the member holding the ids, which
@@ -86,10 +97,23 @@ static int fk_add_entries(fk *f, fk_batch *b, uint64_t fp, const char *cmd)
     for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++) {
         layout_cmd ec;
         f->lay.ops->entry(&f->lay, t, perm_apply(&f->ps.tables[t], fp), cmd, &ec);
+        f->route[b->n] = (fsck_route){fp, t, FSCK_ROUTE_ENTRY};
         if (fk_add(&f->net, b, ec.argv[1], ec.argvlen[1], ec.argc, ec.argv, ec.argvlen) != 0)
             return -1;
     }
     return 0;
+}
+
+/* fsck_dirs_fresh on f's corpus. Returns 0, or -1. */
+static int fk_fresh(fk *f)
+{
+    return fsck_dirs_fresh(&f->lay, &f->ps, &f->net, &f->d);
+}
+
+/* fsck_reroute of batch bp, whose commands f->route describes. Returns 0, or -1. */
+static int fk_reroute(fk *f, fk_batch *bp)
+{
+    return fsck_reroute(&f->lay, &f->ps, &f->net, bp, &f->d, f->route, &f->rerouted);
 }
 
 /* ---- Lists of fingerprints ---- */
@@ -227,6 +251,8 @@ static int fk_split_confirm(fk *f, uint64_t fp, unsigned t, int ids)
 static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
 {
     fk_batch *bp = &f->b;
+    if (fk_fresh(f) != 0)
+        return -1;
     for (size_t i = 0; i < n; i++) {
         if (cnt[i] < 0) {
             char key[LAYOUT_KEY_MAX];
@@ -234,13 +260,14 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
                                        perm_apply(&f->ps.tables[0], fps[i]));
             const char *argv[2] = {"SCARD", key};
             size_t lens[2] = {5, kl};
+            f->route[bp->n].kind = FSCK_ROUTE_NONE;
             if (fk_add(&f->net, bp, key, kl, 2, argv, lens) != 0)
                 return -1;
         }
         if (fk_add_entries(f, bp, fps[i], "ZSCORE") != 0)
             return -1;
     }
-    if (fk_run(&f->net, bp) != 0)
+    if (fk_run(&f->net, bp) != 0 || fk_reroute(f, bp) != 0)
         return -1;
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
@@ -320,7 +347,7 @@ static int fk_lost_confirm(fk *f)
     return 0;
 }
 
-/* The ids packed in v[0..len) (what follows the 7 bytes of a table-0 member): their
+/* The ids packed in v[0..len) (what a table-0 member carries, member_ids): their
  * count, -1 when there are none (the ids
  * are in the fingerprint's overflow set), FK_IDS_MALFORMED when v is not a packing. */
 #define FK_IDS_MALFORMED (-2)
@@ -414,35 +441,53 @@ static int fk_members(fk *f, redisReply **keys, size_t n)
 /* The candidates cand[0..ncand) of the tables phase (entries of fingerprints that had
  * no ids in the documents phase): each asked whether it has ids now (has_ids), one
  * that has none confirmed through a fresh directory and against writes in flight
- * before it counts as an orphan. Returns 0, or -1. */
+ * before it counts as an orphan. The answer is kept (f->late): the fingerprints a load
+ * wrote after the documents phase are asked about once, not once per table. Returns
+ * 0, or -1. */
+#define FK_LATE_IDS 1           /* f->late: has ids */
+#define FK_LATE_ORPHAN 2        /* f->late: an orphan, confirmed */
 static int fk_orphans(fk *f, const uint64_t *cand, size_t ncand)
 {
     fk_batch *ep = &f->e;
     for (size_t i = 0; i < ncand; i++) {
-        layout_cmd hc;
-        f->lay.ops->has_ids(&f->lay, cand[i], perm_apply(&f->ps.tables[0], cand[i]), &hc);
-        if (fk_add(&f->net, ep, hc.argv[1], hc.argvlen[1], hc.argc, hc.argv, hc.argvlen) != 0)
-            return -1;
-        if (ep->n == FK_BATCH || i + 1 == ncand) {
-            if (fk_run(&f->net, ep) != 0)
+        unsigned mark = fsck_fpset_get(&f->late, cand[i]);
+        if (mark == FK_LATE_ORPHAN) {
+            f->n.orphan_entries++;      /* another entry of one confirmed already */
+        } else if (mark != FK_LATE_IDS) {
+            layout_cmd hc;
+            if (ep->n == 0 && fk_fresh(f) != 0)
                 return -1;
-            for (size_t k = 0; k < ep->n; k++) {
-                const redisReply *e = ep->reply[k];
-                uint64_t fp = cand[i + 1 - ep->n + k];
-                int orphan = e->type == REDIS_REPLY_INTEGER && e->integer == 0;
-                if ((orphan || e->type == REDIS_REPLY_ERROR) &&
-                    (orphan = fk_split_confirm(f, fp, 0, 1)) < 0)
-                    return -1;
-                if (orphan && (orphan = fk_live_confirm(f, fp)) < 0)
-                    return -1;
-                if (orphan) {
-                    f->n.orphan_entries++;
-                    if (fk_push(&f->bad, &f->nbad, &f->capbad, fp) != 0)
-                        return -1;
-                }
-            }
-            fk_batch_clear(ep);
+            f->lay.ops->has_ids(&f->lay, cand[i], perm_apply(&f->ps.tables[0], cand[i]), &hc);
+            f->route[ep->n] = (fsck_route){cand[i], 0, FSCK_ROUTE_IDS};
+            if (fk_add(&f->net, ep, hc.argv[1], hc.argvlen[1], hc.argc, hc.argv,
+                       hc.argvlen) != 0)
+                return -1;
         }
+        if (ep->n == 0 || (ep->n < FK_BATCH && i + 1 < ncand))
+            continue;
+        if (fk_run(&f->net, ep) != 0 || fk_reroute(f, ep) != 0)
+            return -1;
+        for (size_t k = 0; k < ep->n; k++) {
+            const redisReply *e = ep->reply[k];
+            uint64_t fp = f->route[k].fp;
+            int orphan = e->type == REDIS_REPLY_INTEGER && e->integer == 0;
+            int present = e->type == REDIS_REPLY_INTEGER && e->integer > 0;
+            if ((orphan || e->type == REDIS_REPLY_ERROR) &&
+                (orphan = fk_split_confirm(f, fp, 0, 1)) < 0)
+                return -1;
+            present |= e->type == REDIS_REPLY_ERROR && orphan == 0;
+            if (orphan && (orphan = fk_live_confirm(f, fp)) < 0)
+                return -1;
+            if (orphan) {
+                f->n.orphan_entries++;
+                if (fk_push(&f->bad, &f->nbad, &f->capbad, fp) != 0 ||
+                    fsck_fpset_put(&f->late, fp, FK_LATE_ORPHAN) != 0)
+                    return -1;
+            } else if (present && fsck_fpset_put(&f->late, fp, FK_LATE_IDS) != 0) {
+                return -1;
+            }
+        }
+        fk_batch_clear(ep);
     }
     return 0;
 }
@@ -543,8 +588,8 @@ static int fk_split_keys(fk *f, redisReply **keys, size_t n)
     if (fk_run(&f->net, bp) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
-        fsck_split_key(f->split, &f->lay, keys[i]->str, keys[i]->len, type[i], bp->reply[i],
-                       fk_send, &f->net);
+        fsck_split_key(f->split, &f->lay, &f->ps, keys[i]->str, keys[i]->len, type[i],
+                       bp->reply[i], fk_send, &f->net);
     fk_batch_clear(bp);
     return 0;
 }
@@ -636,10 +681,9 @@ static int fk_meta(fk *f)
     redisContext *c = fk_node_conn(&f->net, ni);
     if (c == NULL)
         return -1;
-    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout bucket_bits "
-                                 "tombstone_seconds", mkey);
-    long v[5] = {-1, -1, -1, LAYOUT_SHARD_BITS, -1};
-    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 5 && i < r->elements; i++)
+    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout tombstone_seconds", mkey);
+    long v[4] = {-1, -1, -1, -1};
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 4 && i < r->elements; i++)
         if (r->element[i]->type == REDIS_REPLY_STRING)
             v[i] = strtol(r->element[i]->str, NULL, 10);
     if (r)
@@ -649,20 +693,20 @@ static int fk_meta(fk *f)
                 mkey, f->net.node[ni].host, f->net.node[ni].port);
         return -1;
     }
-    if (v[2] != LAYOUT_VERSION || v[3] != LAYOUT_SHARD_BITS) {
-        fprintf(stderr, "%s: redis %s:%d holds a corpus of data layout %ld (%s: layout %ld, "
-                "bucket_bits %ld); this build reads and writes data layout %d only. Copy the "
-                "corpus across: simhash export with the build that wrote it, then simhash "
-                "load into a new corpus\n", f->prog, f->net.node[ni].host,
-                f->net.node[ni].port, v[2], mkey, v[2], v[3], LAYOUT_VERSION);
+    if (v[2] != LAYOUT_VERSION) {
+        fprintf(stderr, "%s: redis %s:%d holds a corpus of data layout %ld (%s: layout %ld); "
+                "this build reads and writes data layout %d only. Copy the corpus across: "
+                "simhash export with the build that wrote it, then simhash load into a new "
+                "corpus\n", f->prog, f->net.node[ni].host, f->net.node[ni].port, v[2], mkey,
+                v[2], LAYOUT_VERSION);
         return -1;
     }
     if (layout_ctx_init(&f->lay) != 0) {
         fprintf(stderr, "%s: out of memory\n", f->prog);
         return -1;
     }
-    if (v[4] >= LAYOUT_TOMBSTONE_S_MIN && v[4] <= LAYOUT_TOMBSTONE_S_MAX)
-        f->lay.tombstone_s = (unsigned)v[4];    /* what --repair's splits leave */
+    if (v[3] >= LAYOUT_TOMBSTONE_S_MIN && v[3] <= LAYOUT_TOMBSTONE_S_MAX)
+        f->lay.tombstone_s = (unsigned)v[3];    /* what --repair's splits leave */
     f->blocks = (unsigned)v[0];
     f->distance = (unsigned)v[1];
     char err[256];
@@ -700,6 +744,9 @@ static void fk_free(fk *f)
     fk_nodes_free(&f->net);
     fk_batch_free(&f->b);
     fk_batch_free(&f->e);
+    fk_batch_free(&f->d);
+    free(f->route);
+    fsck_fpset_free(&f->late);
     fsck_split_free(f->split);
     layout_ctx_free(&f->lay);
     free(f->have);
@@ -779,7 +826,9 @@ int cmd_fsck(int argc, char **argv)
     }
     if (fk_nodes_setup(&f->net, seed.host, seed.port) != 0 || fk_meta(f) != 0)
         goto out;
-    if (fk_batch_init(&f->b, f->ps.ntables) != 0 || fk_batch_init(&f->e, 0) != 0) {
+    if (fk_batch_init(&f->b, f->ps.ntables) != 0 || fk_batch_init(&f->e, 0) != 0 ||
+        fk_batch_init(&f->d, 0) != 0 ||
+        (f->route = calloc(f->b.cap, sizeof(*f->route))) == NULL) {
         fprintf(stderr, "%s: out of memory\n", f->prog);
         goto out;
     }
@@ -857,6 +906,10 @@ int cmd_fsck(int argc, char **argv)
            n->keys, n->fps, n->docs, n->fps_missing, n->entries_missing, n->orphan_entries,
            n->orphan_fps, n->foreign, n->stale_locks, n->live_locks, n->counter_bad,
            n->ids_lost, cs.rechecked, cs.in_flight, n->rechecked, n->in_flight);
+    unsigned long long src, sif;
+    fsck_split_rechecks(f->split, &src, &sif);
+    printf("rechecked:%llu\nin_flight:%llu\nreads_rerouted:%llu\n",
+           n->rechecked + cs.rechecked + src, n->in_flight + cs.in_flight + sif, f->rerouted);
     if (f->repair)
         printf("repaired_fingerprints:%llu\nrepair_busy:%llu\nrepair_errors:%llu\n"
                "counters_rewritten:%llu\n", n->repaired, n->repair_busy, n->repair_errors,

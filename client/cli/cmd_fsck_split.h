@@ -35,9 +35,9 @@ typedef redisReply *(*fsck_split_send_fn)(void *arg, const char *key, size_t kle
  * Counts it. One found outside its directory or bounds is read again with its
  * directory (through send) before it counts: a bucket that split since the directory
  * was read is a write in flight (split_rechecked, split_writes_in_flight). */
-void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const char *key, size_t len,
-                    const char *type, const redisReply *members, fsck_split_send_fn send,
-                    void *arg);
+void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const perm_set *ps, const char *key,
+                    size_t len, const char *type, const redisReply *members,
+                    fsck_split_send_fn send, void *arg);
 
 /* --repair: every member of a bucket found outside its directory or bounds is written
  * into its live bucket (the layout's table write, following splits), then removed
@@ -56,6 +56,11 @@ int fsck_split_confirm(const layout_ctx *lay, unsigned t, uint64_t fp, uint64_t 
 
 /* Prints the name:value lines; returns the number of problems found. */
 unsigned long long fsck_split_report(const fsck_split *fs, FILE *out);
+
+/* The buckets read again before they were reported, and of those, the writes in
+ * flight (split_rechecked, split_writes_in_flight). */
+void fsck_split_rechecks(const fsck_split *fs, unsigned long long *rechecked,
+                         unsigned long long *in_flight);
 
 /* The problems left after the repair (all of them without one). */
 unsigned long long fsck_split_left(const fsck_split *fs, int repaired);
