@@ -8,7 +8,8 @@
  *   split      (cmd_fsck_split.c): SCAN r:*, each directory read into the layout's
  *              cache; SCAN s:*, the invariants of the split buckets per key (with
  *              --repair, members of stray buckets moved into their live ones)
- *   documents  SCAN s:{0:*, ZRANGE each table-0 bucket, ids counted from the packing
+ *   documents  table 0 walked by a snapshot of its directories (fk_walk0; a bucket
+ *              that split since read range by range), ids counted from the packing
  *              each member carries (the layout's member_ids; SCARD of the overflow set
  *              when there are none inline); ZSCORE of the entry in every table from
  *              table 1 (table 0's is the ids); an overflow set found empty is read again
@@ -82,6 +83,7 @@ typedef struct fk {
     unsigned long long total_keys;
     fk_batch b, e;              /* pipelined batches: the main one, the has_ids checks */
     fk_batch d;                 /* directory reads and commands sent again (fsck_reroute) */
+    fk_batch w;                 /* the reads of table 0's walk (fk_walk0) */
     fsck_route *route;          /* per command of a batch: what fsck_reroute builds again */
     unsigned long long rerouted;    /* commands sent again through a fresh directory */
     fsck_fpset late;            /* fingerprints found with ids after the documents phase */
@@ -364,77 +366,165 @@ static long long fk_ids_count(const char *v, size_t len)
     return more < 0 ? FK_IDS_MALFORMED : ids;
 }
 
-/* Documents, kept in table 0's members: every table-0 bucket read whole, the
- * ids of each member counted from its packing (SCARD of the overflow set when it has
- * none inline), tallied FK_BATCH fingerprints at a time. */
-static int fk_members(fk *f, redisReply **keys, size_t n)
-{
-    fk_batch *bp = &f->b;
-    layout_key lk[FK_BATCH];
-    for (size_t i = 0; i < n; i++) {
-        if (layout_key_parse(&f->lay, &f->ps, keys[i]->str, keys[i]->len, &lk[i]) != 0 ||
-            lk[i].kind != LAYOUT_KEY_BUCKET) {
-            f->n.foreign++;
-            lk[i].kind = 0;
-            continue;
-        }
-        if (lk[i].table == 0 && fk_add_zrange(&f->net, bp, keys[i]) != 0)
-            return -1;
-    }
-    if (fk_run(&f->net, bp) != 0)
-        return -1;
-    fk_batch rb = *bp;          /* the replies, while bp carries fk_tally's batches */
-    bp->reply = malloc(bp->cap * sizeof *bp->reply);
-    bp->node = malloc(bp->cap * sizeof *bp->node);
-    bp->n = 0;
-    int rc = bp->reply && bp->node ? 0 : -1;
+/* ---- Documents: table 0 walked by a snapshot of its directories ---- */
+
+/* The fingerprints taken from table 0, tallied FK_BATCH at a time. */
+typedef struct fk_docs {
     uint64_t fps[FK_BATCH];
     long long cnt[FK_BATCH];
-    size_t m = 0, j = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (lk[i].kind != LAYOUT_KEY_BUCKET || lk[i].table != 0)
+    size_t m;
+} fk_docs;
+
+/* The members of reply r (a read of the table-0 bucket of tag) whose value lies in
+ * [lo, hi) (hi 0: to the end of the last shard): decoded by the layout (member_decode,
+ * member_ids), their ids counted, tallied. Returns 0, or -1. */
+static int fk_take(fk *f, uint64_t tag, const redisReply *r, uint64_t lo, uint64_t hi,
+                   fk_docs *d)
+{
+    for (size_t e = 0; e < r->elements; e++) {
+        const redisReply *mr = r->element[e];
+        uint64_t p0;
+        const char *packed;
+        size_t plen;
+        if (mr->type != REDIS_REPLY_STRING ||
+            f->lay.ops->member_decode(&f->lay, tag, mr->str, mr->len, &p0) != 0 ||
+            f->lay.ops->member_ids(&f->lay, tag, mr->str, mr->len, &packed, &plen) != 1) {
+            f->n.foreign++;
             continue;
-        const redisReply *r = rb.reply[j++];
-        if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0)
-            continue;           /* a split bucket's tombstone */
-        if (r->type != REDIS_REPLY_ARRAY) {
-            fprintf(stderr, "%s: ZRANGE %.*s: %s\n", f->prog, (int)keys[i]->len,
-                    keys[i]->str, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-            rc = -1;
-            break;
         }
-        for (size_t e = 0; e < r->elements && rc == 0; e++) {
-            const redisReply *mr = r->element[e];
-            uint64_t p0;
-            const char *packed;
-            size_t plen;
-            if (mr->type != REDIS_REPLY_STRING ||
-                f->lay.ops->member_decode(&f->lay, lk[i].bucket, mr->str, mr->len, &p0) != 0 ||
-                f->lay.ops->member_ids(&f->lay, lk[i].bucket, mr->str, mr->len, &packed,
-                                       &plen) != 1) {
-                f->n.foreign++;
-                continue;
-            }
-            long long ids = fk_ids_count(packed, plen);
-            if (ids == FK_IDS_MALFORMED) {
-                f->n.foreign++;
-                continue;
-            }
-            fps[m] = perm_revert(&f->ps.tables[0], p0);
-            cnt[m++] = ids;
-            if (m == FK_BATCH) {
-                rc = fk_tally(f, fps, cnt, m);
-                m = 0;
-            }
+        if (p0 < lo || (hi != 0 && p0 >= hi))
+            continue;               /* another range's */
+        long long ids = fk_ids_count(packed, plen);
+        if (ids == FK_IDS_MALFORMED) {
+            f->n.foreign++;
+            continue;
+        }
+        d->fps[d->m] = perm_revert(&f->ps.tables[0], p0);
+        d->cnt[d->m++] = ids;
+        if (d->m == FK_BATCH) {
+            if (fk_tally(f, d->fps, d->cnt, d->m) != 0)
+                return -1;
+            d->m = 0;
         }
     }
-    if (rc == 0 && m)
-        rc = fk_tally(f, fps, cnt, m);
-    fk_batch_clear(bp);
-    fk_batch_free(bp);
-    fk_batch_clear(&rb);
-    *bp = rb;
-    bp->n = 0;
+    return 0;
+}
+
+/* The read of bucket tag's members from value `from` on (walk_read) queued in bp. */
+static int fk_add_walk(fk *f, fk_batch *bp, uint64_t tag, uint64_t from, uint64_t *rtag)
+{
+    layout_read rd;
+    f->lay.ops->walk_read(&f->lay, tag, from, &rd);
+    const char *argv[4] = {"ZRANGEBYLEX", rd.key, (const char *)rd.lo, (const char *)rd.hi};
+    size_t lens[4] = {11, rd.klen, rd.lo_len, rd.hi_len};
+    *rtag = rd.tag;
+    return fk_add(&f->net, bp, rd.key, rd.klen, 4, argv, lens);
+}
+
+/* The values [lo, hi) of table 0's shard xx, a bucket of the snapshot that split since
+ * it was taken: read bucket by bucket through its directory read fresh (again while
+ * splits keep coming, at most 16 times in a row). Returns 0, or -1 (printed). */
+static int fk_range0(fk *f, unsigned xx, uint64_t lo, uint64_t hi, fk_docs *d)
+{
+    fk_batch *wp = &f->w;
+    for (int tries = 0; tries < 16;) {
+        if (fk_fresh(f) != 0)
+            return -1;
+        uint64_t tag = f->lay.ops->walk_tag_of(&f->lay, lo), rtag;
+        uint64_t next = f->lay.ops->walk_first_value(&f->lay, tag + 1);
+        int last = tag + 1 >= f->lay.ops->walk_tag_end(&f->lay, xx) || (hi != 0 && next >= hi);
+        if (fk_add_walk(f, wp, tag, lo, &rtag) != 0 || fk_run(&f->net, wp) != 0)
+            return -1;
+        redisReply *r = wp->reply[0];
+        wp->reply[0] = NULL;    /* wp free again: fk_take's tally reads directories */
+        fk_batch_clear(wp);
+        if (fsck_wrongtype(r)) {
+            layout_dir_reply(&f->lay, 0, xx, r);
+            freeReplyObject(r);
+            tries++;
+            continue;
+        }
+        int rc = r->type == REDIS_REPLY_ARRAY ? fk_take(f, rtag, r, lo, hi, d) : -1;
+        if (r->type != REDIS_REPLY_ARRAY)
+            fprintf(stderr, "%s: a read of table 0 shard %02x: %s\n", f->prog, xx,
+                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        freeReplyObject(r);
+        if (rc != 0)
+            return -1;
+        f->n.keys++;
+        if (last)
+            return 0;
+        lo = next;
+        tries = 0;
+    }
+    fprintf(stderr, "%s: table 0 shard %02x kept splitting under the walk\n", f->prog, xx);
+    return -1;
+}
+
+/* Documents, kept in table 0's members, walked shard by shard over a snapshot of its
+ * directory taken when the walk reaches the shard: every bucket of the snapshot read
+ * from its first value to its end (walk_read, FK_BATCH at a time), one that split
+ * since read range by range through a fresh directory (fk_range0). A member is read
+ * once, whatever splits meanwhile, and the walk ends: a SCAN of the keys instead
+ * follows the buckets a load makes while it runs, and may miss the halves of a
+ * split or see a member twice. Returns 0, or -1. */
+static int fk_walk0(fk *f)
+{
+    fk_docs d;
+    fk_batch *wp = &f->w;
+    uint64_t *vals = NULL, rtag[FK_BATCH];
+    size_t capv = 0;
+    int rc = 0;
+    d.m = 0;
+    for (unsigned xx = 0; xx < 256 && rc == 0; xx++) {
+        if ((rc = fk_fresh(f)) != 0)
+            break;
+        const layout_ops *ops = f->lay.ops;
+        uint64_t t0 = ops->walk_tag_of(&f->lay, (uint64_t)xx << 56);
+        size_t nb = (size_t)(ops->walk_tag_end(&f->lay, xx) - t0);
+        if (nb + 1 > capv) {
+            uint64_t *nv = realloc(vals, (nb + 1) * sizeof(*nv));
+            if (nv == NULL) {
+                fprintf(stderr, "%s: out of memory\n", f->prog);
+                rc = -1;
+                break;
+            }
+            vals = nv;
+            capv = nb + 1;
+        }
+        for (size_t i = 0; i <= nb; i++)      /* vals[nb]: the next shard's first (or 0) */
+            vals[i] = ops->walk_first_value(&f->lay, t0 + i);
+        for (size_t i = 0; i < nb && rc == 0; i += FK_BATCH) {
+            size_t m = nb - i < FK_BATCH ? nb - i : FK_BATCH;
+            int whole[FK_BATCH];
+            for (size_t k = 0; k < m && rc == 0; k++) {
+                uint64_t v = vals[i + k], tag = ops->walk_tag_of(&f->lay, v);
+                whole[k] = ops->walk_first_value(&f->lay, tag) == v &&
+                           ops->walk_first_value(&f->lay, tag + 1) == vals[i + k + 1];
+                rc = fk_add_walk(f, wp, tag, v, &rtag[k]);
+            }
+            if (rc != 0 || (rc = fk_run(&f->net, wp)) != 0)
+                break;
+            redisReply *rep[FK_BATCH];
+            memcpy(rep, wp->reply, m * sizeof(*rep));
+            wp->n = 0;              /* the replies are rep's now: wp free for fk_range0 */
+            for (size_t k = 0; k < m; k++) {
+                if (rc == 0 && whole[k] && rep[k]->type == REDIS_REPLY_ARRAY) {
+                    rc = fk_take(f, rtag[k], rep[k], vals[i + k], vals[i + k + 1], &d);
+                    f->n.keys++;
+                } else if (rc == 0) {   /* split since the snapshot, or the cache is finer */
+                    if (fsck_wrongtype(rep[k]))
+                        layout_dir_reply(&f->lay, 0, xx, rep[k]);
+                    rc = fk_range0(f, xx, vals[i + k], vals[i + k + 1], &d);
+                }
+                freeReplyObject(rep[k]);
+            }
+            cli_progress_update(&f->prog_bar, f->n.keys);
+        }
+    }
+    free(vals);
+    if (rc == 0 && d.m)
+        rc = fk_tally(f, d.fps, d.cnt, d.m);
     return rc;
 }
 
@@ -627,49 +717,6 @@ static int fk_locks(fk *f, redisReply **keys, size_t n)
 }
 
 
-/* Reconciles fp under its write lock with the worker's steps (layout_fix_*): 1
- * repaired, 0 busy (a live writer has it), -1 failed. */
-static int fk_fix(fk *f, uint64_t fp, unsigned seq)
-{
-    fk_batch *bp = &f->b;
-    char tok[48];
-    snprintf(tok, sizeof(tok), "fsck-%d-%u", (int)getpid(), seq);
-    layout_fix fx;
-    layout_cmd lc;
-    layout_fix_init(&fx, &f->ps, fp, tok);
-    layout_fix_lock(&f->lay, &fx, f->lease_ms, LAYOUT_LOCK_OP_FIX, &lc);
-    /* the script's first key: all of its keys share the slot of {0:xx} */
-    redisContext *c = fk_node_conn(&f->net, fk_node_of(&f->net, lc.argv[3], lc.argvlen[3]));
-    if (c == NULL)
-        return -1;
-    redisReply *r = redisCommandArgv(c, lc.argc, lc.argv, lc.argvlen);
-    int taken = layout_fix_locked(&fx, r);
-    if (r)
-        freeReplyObject(r);
-    if (taken <= 0)
-        return taken;
-    for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++) {
-        layout_cmd ec;
-        layout_fix_entry(&f->lay, &f->ps, &fx, t, &ec);
-        int k = layout_cmd_key_index(&ec);      /* writes go through a script */
-        if (fk_add(&f->net, bp, ec.argv[k], ec.argvlen[k], ec.argc, ec.argv, ec.argvlen) != 0)
-            return -1;
-    }
-    int rc = fk_run(&f->net, bp);
-    for (size_t i = 0; rc == 0 && i < bp->n; i++)
-        if (!layout_fix_entry_ok(bp->reply[i]))
-            rc = -1;
-    fk_batch_clear(bp);
-    if (rc != 0)
-        return -1;      /* the lock stays; it goes stale and the workers repair it */
-    layout_cmd uc;
-    layout_fix_unlock(&fx, &uc);
-    r = redisCommandArgv(c, uc.argc, uc.argv, uc.argvlen);
-    if (r)
-        freeReplyObject(r);
-    return 1;
-}
-
 /* ---- Setup ---- */
 
 /* Reads simhash:meta. Returns 0, or -1 (printed). */
@@ -745,6 +792,7 @@ static void fk_free(fk *f)
     fk_batch_free(&f->b);
     fk_batch_free(&f->e);
     fk_batch_free(&f->d);
+    fk_batch_free(&f->w);
     free(f->route);
     fsck_fpset_free(&f->late);
     fsck_split_free(f->split);
@@ -827,7 +875,7 @@ int cmd_fsck(int argc, char **argv)
     if (fk_nodes_setup(&f->net, seed.host, seed.port) != 0 || fk_meta(f) != 0)
         goto out;
     if (fk_batch_init(&f->b, f->ps.ntables) != 0 || fk_batch_init(&f->e, 0) != 0 ||
-        fk_batch_init(&f->d, 0) != 0 ||
+        fk_batch_init(&f->d, 0) != 0 || fk_batch_init(&f->w, 0) != 0 ||
         (f->route = calloc(f->b.cap, sizeof(*f->route))) == NULL) {
         fprintf(stderr, "%s: out of memory\n", f->prog);
         goto out;
@@ -846,12 +894,8 @@ int cmd_fsck(int argc, char **argv)
     cli_progress_init(&f->prog_bar, "simhash fsck", (size_t)f->total_keys);
     if (f->quiet)
         f->prog_bar.enabled = 0;
-    char pd[LAYOUT_KEY_MAX], ps[LAYOUT_KEY_MAX], pw[LAYOUT_KEY_MAX];
-    layout_scan_pattern(pd, sizeof(pd), LAYOUT_KEY_BUCKET);
+    char ps[LAYOUT_KEY_MAX], pw[LAYOUT_KEY_MAX];
     layout_scan_pattern(ps, sizeof(ps), LAYOUT_KEY_BUCKET);
-    size_t pl = strlen(pd);
-    if (pl >= 1 && pl + 2 < sizeof(pd))        /* the documents: table 0's buckets */
-        memcpy(pd + pl - 1, "0:*", 4);
     layout_scan_pattern(pw, sizeof(pw), LAYOUT_KEY_LOCKS);
     {                               /* the directories first: the phases route by them */
         char pr[LAYOUT_KEY_MAX];
@@ -862,7 +906,7 @@ int cmd_fsck(int argc, char **argv)
         if (f->repair)      /* before the other phases, which then see the entries moved */
             fsck_split_repair(f->split, &f->lay, fk_send, &f->net);
     }
-    if (fk_scan(f, pd, fk_members) != 0)
+    if (fk_walk0(f) != 0)
         goto out;
     if (f->nhave > 1)
         qsort(f->have, f->nhave, sizeof(*f->have), fk_cmp_u64);
@@ -876,7 +920,9 @@ int cmd_fsck(int argc, char **argv)
         goto out;
     if (f->repair) {
         for (size_t i = 0; i < f->nbad; i++) {
-            int r = fk_fix(f, f->bad[i], (unsigned)i);
+            char tok[48];
+            snprintf(tok, sizeof(tok), "fsck-%d-%zu", (int)getpid(), i);
+            int r = fsck_fix(&f->lay, &f->ps, &f->net, &f->b, &f->d, f->bad[i], f->lease_ms, tok);
             if (r > 0)
                 f->n.repaired++;
             else if (r == 0)

@@ -115,8 +115,7 @@ int fsck_live_confirm(const layout_ctx *lay, const perm_set *ps, fk_nodes *net, 
 
 /* ---- Reads a split overtook ---- */
 
-/* 1 when r is a tombstone's answer: the bucket split since its directory was read. */
-static int fl_wrongtype(const redisReply *r)
+int fsck_wrongtype(const redisReply *r)
 {
     return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0;
 }
@@ -167,7 +166,7 @@ int fsck_reroute(const layout_ctx *lay, const perm_set *ps, fk_nodes *net, fk_ba
         size_t n = 0;
         for (size_t j = 0; j < bp->n; j++) {
             const fsck_route *ro = &route[j];
-            if (ro->kind == FSCK_ROUTE_NONE || !fl_wrongtype(bp->reply[j]))
+            if (ro->kind == FSCK_ROUTE_NONE || !fsck_wrongtype(bp->reply[j]))
                 continue;
             layout_dir_reply(lay, ro->table,
                              layout_shard_of(perm_apply(&ps->tables[ro->table], ro->fp)),
@@ -202,6 +201,81 @@ int fsck_reroute(const layout_ctx *lay, const perm_set *ps, fk_nodes *net, fk_ba
     }
     free(idx);
     return rc;
+}
+
+/* ---- Repair ---- */
+
+/* The entry writes of fx in the tables t (from entry_from) with todo[t] set, sent
+ * through bp; todo[t] cleared for each written. Returns the number still to write (a
+ * split met: nothing written there), or -1 failed. */
+static int fl_fix_entries(const layout_ctx *lay, const perm_set *ps, fk_nodes *net,
+                          fk_batch *bp, const layout_fix *fx, unsigned char *todo)
+{
+    unsigned *tab = malloc(ps->ntables * sizeof(*tab));
+    int left = 0;
+    if (tab == NULL)
+        return -1;
+    for (unsigned t = lay->ops->entry_from; t < ps->ntables; t++) {
+        if (!todo[t])
+            continue;
+        layout_cmd ec;
+        layout_fix_entry(lay, ps, fx, t, &ec);
+        int k = layout_cmd_key_index(&ec);      /* writes go through a script */
+        tab[bp->n] = t;
+        if (fk_add(net, bp, ec.argv[k], ec.argvlen[k], ec.argc, ec.argv, ec.argvlen) != 0) {
+            free(tab);
+            return -1;
+        }
+    }
+    int rc = fk_run(net, bp);
+    for (size_t i = 0; rc == 0 && i < bp->n; i++) {
+        unsigned t = tab[i];
+        if (layout_dir_reply(lay, t, layout_shard_of(perm_apply(&ps->tables[t], fx->fp)),
+                             bp->reply[i]) == 1)
+            left++;                             /* a split met: nothing written */
+        else if (layout_fix_entry_ok(bp->reply[i]))
+            todo[t] = 0;
+        else
+            rc = -1;
+    }
+    fk_batch_clear(bp);
+    free(tab);
+    return rc < 0 ? -1 : left;
+}
+
+int fsck_fix(const layout_ctx *lay, const perm_set *ps, fk_nodes *net, fk_batch *bp,
+             fk_batch *dp, uint64_t fp, unsigned lease_ms, const char *token)
+{
+    layout_fix fx;
+    layout_cmd lc;
+    if (fsck_dirs_fresh(lay, ps, net, dp) != 0)
+        return -1;
+    layout_fix_init(&fx, ps, fp, token);
+    layout_fix_lock(lay, &fx, lease_ms, LAYOUT_LOCK_OP_FIX, &lc);
+    int k = layout_cmd_key_index(&lc);  /* all of the script's keys share {0:xx}'s slot */
+    redisReply *r = fk_send(net, lc.argv[k], lc.argvlen[k], lc.argc, lc.argv, lc.argvlen);
+    int taken = layout_fix_locked(&fx, r);
+    if (r)
+        freeReplyObject(r);
+    if (taken <= 0)
+        return taken;
+    unsigned char *todo = calloc(ps->ntables, 1);
+    int left = todo ? 1 : -1;
+    for (unsigned t = 0; todo && t < ps->ntables; t++)
+        todo[t] = 1;
+    for (int round = 0; left > 0 && round < FSCK_ROUTE_TRIES; round++)
+        if ((left = fl_fix_entries(lay, ps, net, bp, &fx, todo)) > 0 &&
+            fsck_dirs_fresh(lay, ps, net, dp) != 0)
+            left = -1;
+    free(todo);
+    if (left != 0)
+        return -1;
+    layout_cmd uc;
+    layout_fix_unlock(&fx, &uc);
+    r = fk_send(net, uc.argv[3], uc.argvlen[3], uc.argc, uc.argv, uc.argvlen);
+    if (r)
+        freeReplyObject(r);
+    return 1;
 }
 
 /* ---- A set of fingerprints ---- */

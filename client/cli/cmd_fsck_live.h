@@ -30,6 +30,9 @@ typedef struct fsck_route {
     fsck_route_kind kind;
 } fsck_route;
 
+/* 1 when r is a tombstone's answer: the bucket split since its directory was read. */
+int fsck_wrongtype(const redisReply *r);
+
 /* Reads again, pipelined through batch dp (empty, room for FK_BATCH), every directory
  * of the corpus's tables that lay's cache must not route through any more
  * (layout_dir_need: never read, a split met through it, or older than a third of the
@@ -45,6 +48,15 @@ int fsck_dirs_fresh(const layout_ctx *lay, const perm_set *ps, fk_nodes *net, fk
 #define FSCK_ROUTE_TRIES 8
 int fsck_reroute(const layout_ctx *lay, const perm_set *ps, fk_nodes *net, fk_batch *bp,
                  fk_batch *dp, const fsck_route *route, unsigned long long *sent);
+
+/* --repair of fp: reconciled under its write lock with the worker's steps
+ * (layout_fix_*: the lock script with op F, every table's entry written, the unlock),
+ * the directories read fresh first and an entry write that met a split sent again
+ * through them (FSCK_ROUTE_TRIES rounds); bp and dp are empty batches. token is the
+ * lock's. Returns 1 repaired, 0 busy (a live writer holds the lock), -1 failed (the
+ * lock stays: it goes stale and the workers' repair pass takes it over). */
+int fsck_fix(const layout_ctx *lay, const perm_set *ps, fk_nodes *net, fk_batch *bp,
+             fk_batch *dp, uint64_t fp, unsigned lease_ms, const char *token);
 
 /* A set of fingerprints with a mark each (open addressing; 16 bytes a slot, at most
  * half full). */
