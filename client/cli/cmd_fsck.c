@@ -651,11 +651,13 @@ static int fk_dirs(fk *f, redisReply **keys, size_t n)
     return 0;
 }
 
-/* Bucket and id hash keys: their type, then their members (ZRANGE, HKEYS). */
+/* Bucket keys: their type, then the members of the sorted sets (ZRANGE; a tombstone
+ * or another type has none to read). */
 static int fk_split_keys(fk *f, redisReply **keys, size_t n)
 {
     fk_batch *bp = &f->b;
     char type[FK_BATCH][8];
+    size_t at[FK_BATCH];
     for (size_t i = 0; i < n; i++) {
         const char *argv[2] = {"TYPE", keys[i]->str};
         size_t lens[2] = {4, keys[i]->len};
@@ -669,17 +671,16 @@ static int fk_split_keys(fk *f, redisReply **keys, size_t n)
                  bp->reply[i]->type == REDIS_REPLY_STATUS ? bp->reply[i]->str : "?");
     fk_batch_clear(bp);
     for (size_t i = 0; i < n; i++) {
-        int z = strcmp(type[i], "zset") == 0;
-        const char *argv[4] = {z ? "ZRANGE" : "HKEYS", keys[i]->str, "0", "-1"};
-        size_t lens[4] = {z ? 6u : 5u, keys[i]->len, 1, 2};
-        if (fk_add(&f->net, bp, keys[i]->str, keys[i]->len, z ? 4 : 2, argv, lens) != 0)
+        at[i] = bp->n;
+        if (strcmp(type[i], "zset") == 0 && fk_add_zrange(&f->net, bp, keys[i]) != 0)
             return -1;
     }
     if (fk_run(&f->net, bp) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
         fsck_split_key(f->split, &f->lay, &f->ps, keys[i]->str, keys[i]->len, type[i],
-                       bp->reply[i], fk_send, &f->net);
+                       strcmp(type[i], "zset") == 0 ? bp->reply[at[i]] : NULL, fk_send,
+                       &f->net);
     fk_batch_clear(bp);
     return 0;
 }
