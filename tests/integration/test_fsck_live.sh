@@ -2,20 +2,19 @@
 # test_fsck_live.sh: `simhash fsck` on a live corpus. A deployment (redis-server, two
 # workers, a coordinator) takes `simhash load`s of FSCK_LIVE_PAIRS pairs each (default
 # 20,000: fingerprints with one id, some with several, a few with ids enough for an
-# overflow set; new pairs each time), one after another (at most FSCK_LIVE_LOADS,
-# default 5), while `simhash fsck` runs again and again, one run after the other
-# (FSCK_LIVE_RUNS, default 5; at least 2 must start while a load runs): every run exits
-# 0 with status:clean (a counter, entry or id that differs because a writer was active
-# is counted again before it is reported; the report's rechecked / in_flight lines say
-# how many were, and how many were writes in flight), and the second run, with
-# --repair, repairs nothing and writes no counter (the loads overtook its count, they
-# did not make it wrong). Every run ends: its walk of table 0 is bounded by the
-# directories it took when it began. After the loads, fsck is clean with the exact
-# counts. Then a second load runs while a table entry of a fingerprint of the first
-# loads is deleted by hand (ZREM): fsck during the load still finds it (exit 1, one
-# fingerprint missing one entry), and --repair after it puts it back: clean, and the
-# fingerprint found again. tests/integration/test_fsck_live.sh with FSCK_LIVE_PAIRS=100000
-# FSCK_LIVE_RUNS=10 is the full-size run of docs/operations.md.
+# overflow set; new pairs each time), one after another (FSCK_LIVE_LOADS, default 5,
+# more while fewer than two fsck runs have ended), while `simhash fsck` runs again and
+# again, one run after the other (at most FSCK_LIVE_RUNS, default 5; at least 2 must
+# start while a load runs): every run exits 0 with status:clean (a counter, entry or
+# id that differs because a writer was active is read again before it is reported;
+# the report's rechecked / in_flight lines say how many were, and how many were
+# writes in flight), and the second run, with --repair, repairs nothing and writes no
+# counter (the loads overtook its count, they did not make it wrong). Every run ends:
+# its walk of table 0 is bounded by the directories it holds when it reaches each
+# shard. After the loads, fsck is clean with the exact counts. Then a second load runs
+# while a table entry of a fingerprint of the first loads is deleted by hand (ZREM):
+# fsck during the load still finds it (exit 1, one fingerprint missing one entry), and
+# --repair after it puts it back: clean, and the fingerprint found again.
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init fsck_live
@@ -51,10 +50,11 @@ PY
 }
 
 # ---- 1. fsck while loads run: clean every time
-# the loads, one after another until $TH_DIR/stop appears (at most LOADS): load i of
-# pairs-i.txt, its fingerprints counted in nfp-i once it finished
+# the loads, one after another until $TH_DIR/stop appears (at most 3 * LOADS: on a slow
+# machine, or under the sanitizers, they go on until two fsck runs have ended): load i
+# of pairs-i.txt, its fingerprints counted in nfp-i once it finished
 (
-    for i in $(seq 1 "$LOADS"); do
+    for i in $(seq 1 $((3 * LOADS))); do
         [ -e "$TH_DIR/stop" ] && exit 0
         pairs "$((100 + i))" "$N" "$TH_DIR/pairs-$i.txt" >"$TH_DIR/nfp-$i.tmp"
         timeout 600 "$SH" load --port "$cport" "$TH_DIR/pairs-$i.txt" >"$TH_DIR/load-$i.out" 2>&1 ||
@@ -67,6 +67,7 @@ while [ ! -e "$TH_DIR/nfp-1" ] && kill -0 $lpid 2>/dev/null; do sleep 0.2; done
 # runs one after another while the loads run; the second with --repair
 runs=0
 while [ $runs -lt "$RUNS" ] && kill -0 $lpid 2>/dev/null; do
+    [ $runs -ge 2 ] && [ -e "$TH_DIR/nfp-$LOADS" ] && break
     runs=$((runs + 1))
     opt=()
     [ $runs = 2 ] && opt=(--repair)
