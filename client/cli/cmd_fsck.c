@@ -8,27 +8,34 @@
  *   split      (cmd_fsck_split.c): SCAN r:*, each directory read into the layout's
  *              cache; SCAN s:*, the invariants of the split buckets per key (with
  *              --repair, members of stray buckets moved into their live ones)
- *   documents  SCAN s:{0:*, ZRANGE each table-0 bucket, ids counted from the packing
- *              after each member's 7 bytes (SCARD of the overflow set when there are
- *              none inline); ZSCORE of the entry in every table from table 1 (table 0's
- *              is the ids); an overflow set found empty is read again after the tables
- *              phase (fk_lost_confirm): ids lost
+ *   documents  table 0 walked by a snapshot of its directories (fk_walk0; a bucket
+ *              that split since read range by range), ids counted from the packing
+ *              each member carries (the layout's member_ids; SCARD of the overflow set
+ *              when there are none inline); ZSCORE of the entry in every table from
+ *              table 1 (table 0's is the ids); an overflow set found empty is read again
+ *              after the tables phase (fk_lost_confirm): ids lost
  *   tables     SCAN s:*, every member reverted to its fingerprint; one without
- *              documents (ZLEXCOUNT of its table-0 member, checked once per
- *              fingerprint) is an orphan
+ *              documents (ZLEXCOUNT of its table-0 member, asked once per fingerprint:
+ *              the answer is kept) is an orphan
  *   locks      SCAN w:*, locks whose expiry passed (Redis TIME) are stale
  *   counters   c:{0:xx} against the recount of the documents phase; a shard that differs
  *              is counted again alone between two reads of its counters
  *              (cmd_fsck_count.c): writes in flight are told from wrong counters
  * With --corpus NAME every key pattern carries the corpus's prefix.
- * An entry or id found missing (or a tombstone met) is asked again through the
- * directory read then (fsck_split_confirm): the walk routes by the directories read
- * when it began, and a bucket may split, and its tombstone expire, while it runs.
+ * The reads route through the directories in the layout's cache, read again before
+ * a batch where a split was met or they are older than a third of the tombstone
+ * lifetime; a read that meets a tombstone is sent again with the batch's others
+ * through directories read fresh (fsck_reroute, cmd_fsck_live.c): on a corpus being
+ * loaded the buckets split all the time, and one by one these kept a run from
+ * ending. An entry or id still found missing is asked again through the directory
+ * read then (fsck_split_confirm), then against writes in flight (fsck_live_confirm).
+ * The report's rechecked / in_flight lines add up the three kinds of re-check.
  * With --repair every inconsistent fingerprint is reconciled under its write lock
  * (the lock script with op F, then ZADD or ZREM in every table, then unlock; a lock
  * held by a live writer is left to it), and wrong counters are rewritten.
  * Memory: 8 bytes per fingerprint with documents (a sorted array, to tell orphans
- * without a Redis lookup per table entry), plus the inconsistent ones. */
+ * without a Redis lookup per table entry), 32 per fingerprint written after the
+ * documents phase (a hash set), plus the inconsistent ones. */
 #include "cli.h"
 #include "cmd_net.h"
 
@@ -74,9 +81,15 @@ typedef struct fk {
     fk_counts n;
     cli_progress prog_bar;
     unsigned long long total_keys;
-    fk_batch b, e;              /* pipelined batches: the main one, EXISTS confirmations */
+    fk_batch b, e;              /* pipelined batches: the main one, the has_ids checks */
+    fk_batch d;                 /* directory reads and commands sent again (fsck_reroute) */
+    fk_batch w;                 /* the reads of table 0's walk (fk_walk0) */
+    fsck_route *route;          /* per command of a batch: what fsck_reroute builds again */
+    unsigned long long rerouted;    /* commands sent again through a fresh directory */
+    fsck_fpset late;            /* fingerprints found with ids after the documents phase */
     fsck_split *split;          /* a layout whose buckets split: its own checks */
 } fk;
+
 
 /* Queues `cmd key member` for fp's entry in every table with entries of its own
  * (from entry_from on: layout 4's table 0 entry is the member holding the ids, which
@@ -86,10 +99,23 @@ static int fk_add_entries(fk *f, fk_batch *b, uint64_t fp, const char *cmd)
     for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++) {
         layout_cmd ec;
         f->lay.ops->entry(&f->lay, t, perm_apply(&f->ps.tables[t], fp), cmd, &ec);
+        f->route[b->n] = (fsck_route){fp, t, FSCK_ROUTE_ENTRY};
         if (fk_add(&f->net, b, ec.argv[1], ec.argvlen[1], ec.argc, ec.argv, ec.argvlen) != 0)
             return -1;
     }
     return 0;
+}
+
+/* fsck_dirs_fresh on f's corpus. Returns 0, or -1. */
+static int fk_fresh(fk *f)
+{
+    return fsck_dirs_fresh(&f->lay, &f->ps, &f->net, &f->d);
+}
+
+/* fsck_reroute of batch bp, whose commands f->route describes. Returns 0, or -1. */
+static int fk_reroute(fk *f, fk_batch *bp)
+{
+    return fsck_reroute(&f->lay, &f->ps, &f->net, bp, &f->d, f->route, &f->rerouted);
 }
 
 /* ---- Lists of fingerprints ---- */
@@ -227,6 +253,8 @@ static int fk_split_confirm(fk *f, uint64_t fp, unsigned t, int ids)
 static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
 {
     fk_batch *bp = &f->b;
+    if (fk_fresh(f) != 0)
+        return -1;
     for (size_t i = 0; i < n; i++) {
         if (cnt[i] < 0) {
             char key[LAYOUT_KEY_MAX];
@@ -234,13 +262,14 @@ static int fk_tally(fk *f, const uint64_t *fps, const long long *cnt, size_t n)
                                        perm_apply(&f->ps.tables[0], fps[i]));
             const char *argv[2] = {"SCARD", key};
             size_t lens[2] = {5, kl};
+            f->route[bp->n].kind = FSCK_ROUTE_NONE;
             if (fk_add(&f->net, bp, key, kl, 2, argv, lens) != 0)
                 return -1;
         }
         if (fk_add_entries(f, bp, fps[i], "ZSCORE") != 0)
             return -1;
     }
-    if (fk_run(&f->net, bp) != 0)
+    if (fk_run(&f->net, bp) != 0 || fk_reroute(f, bp) != 0)
         return -1;
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
@@ -320,7 +349,7 @@ static int fk_lost_confirm(fk *f)
     return 0;
 }
 
-/* The ids packed in v[0..len) (what follows the 7 bytes of a table-0 member): their
+/* The ids packed in v[0..len) (what a table-0 member carries, member_ids): their
  * count, -1 when there are none (the ids
  * are in the fingerprint's overflow set), FK_IDS_MALFORMED when v is not a packing. */
 #define FK_IDS_MALFORMED (-2)
@@ -337,112 +366,218 @@ static long long fk_ids_count(const char *v, size_t len)
     return more < 0 ? FK_IDS_MALFORMED : ids;
 }
 
-/* Documents, kept in table 0's members: every table-0 bucket read whole, the
- * ids of each member counted from its packing (SCARD of the overflow set when it has
- * none inline), tallied FK_BATCH fingerprints at a time. */
-static int fk_members(fk *f, redisReply **keys, size_t n)
-{
-    fk_batch *bp = &f->b;
-    layout_key lk[FK_BATCH];
-    for (size_t i = 0; i < n; i++) {
-        if (layout_key_parse(&f->lay, &f->ps, keys[i]->str, keys[i]->len, &lk[i]) != 0 ||
-            lk[i].kind != LAYOUT_KEY_BUCKET) {
-            f->n.foreign++;
-            lk[i].kind = 0;
-            continue;
-        }
-        if (lk[i].table == 0 && fk_add_zrange(&f->net, bp, keys[i]) != 0)
-            return -1;
-    }
-    if (fk_run(&f->net, bp) != 0)
-        return -1;
-    fk_batch rb = *bp;          /* the replies, while bp carries fk_tally's batches */
-    bp->reply = malloc(bp->cap * sizeof *bp->reply);
-    bp->node = malloc(bp->cap * sizeof *bp->node);
-    bp->n = 0;
-    int rc = bp->reply && bp->node ? 0 : -1;
+/* ---- Documents: table 0 walked by a snapshot of its directories ---- */
+
+/* The fingerprints taken from table 0, tallied FK_BATCH at a time. */
+typedef struct fk_docs {
     uint64_t fps[FK_BATCH];
     long long cnt[FK_BATCH];
-    size_t m = 0, j = 0;
-    for (size_t i = 0; i < n && rc == 0; i++) {
-        if (lk[i].kind != LAYOUT_KEY_BUCKET || lk[i].table != 0)
+    size_t m;
+} fk_docs;
+
+/* The members of reply r (a read of the table-0 bucket of tag) whose value lies in
+ * [lo, hi) (hi 0: to the end of the last shard): decoded by the layout (member_decode,
+ * member_ids), their ids counted, tallied. Returns 0, or -1. */
+static int fk_take(fk *f, uint64_t tag, const redisReply *r, uint64_t lo, uint64_t hi,
+                   fk_docs *d)
+{
+    for (size_t e = 0; e < r->elements; e++) {
+        const redisReply *mr = r->element[e];
+        uint64_t p0;
+        const char *packed;
+        size_t plen;
+        if (mr->type != REDIS_REPLY_STRING ||
+            f->lay.ops->member_decode(&f->lay, tag, mr->str, mr->len, &p0) != 0 ||
+            f->lay.ops->member_ids(&f->lay, tag, mr->str, mr->len, &packed, &plen) != 1) {
+            f->n.foreign++;
             continue;
-        const redisReply *r = rb.reply[j++];
-        if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) == 0)
-            continue;           /* a split bucket's tombstone */
-        if (r->type != REDIS_REPLY_ARRAY) {
-            fprintf(stderr, "%s: ZRANGE %.*s: %s\n", f->prog, (int)keys[i]->len,
-                    keys[i]->str, r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
-            rc = -1;
-            break;
         }
-        for (size_t e = 0; e < r->elements && rc == 0; e++) {
-            const redisReply *mr = r->element[e];
-            uint64_t p0;
-            const char *packed;
-            size_t plen;
-            if (mr->type != REDIS_REPLY_STRING ||
-                f->lay.ops->member_decode(&f->lay, lk[i].bucket, mr->str, mr->len, &p0) != 0 ||
-                f->lay.ops->member_ids(&f->lay, lk[i].bucket, mr->str, mr->len, &packed,
-                                       &plen) != 1) {
-                f->n.foreign++;
-                continue;
-            }
-            long long ids = fk_ids_count(packed, plen);
-            if (ids == FK_IDS_MALFORMED) {
-                f->n.foreign++;
-                continue;
-            }
-            fps[m] = perm_revert(&f->ps.tables[0], p0);
-            cnt[m++] = ids;
-            if (m == FK_BATCH) {
-                rc = fk_tally(f, fps, cnt, m);
-                m = 0;
-            }
+        if (p0 < lo || (hi != 0 && p0 >= hi))
+            continue;               /* another range's */
+        long long ids = fk_ids_count(packed, plen);
+        if (ids == FK_IDS_MALFORMED) {
+            f->n.foreign++;
+            continue;
+        }
+        d->fps[d->m] = perm_revert(&f->ps.tables[0], p0);
+        d->cnt[d->m++] = ids;
+        if (d->m == FK_BATCH) {
+            if (fk_tally(f, d->fps, d->cnt, d->m) != 0)
+                return -1;
+            d->m = 0;
         }
     }
-    if (rc == 0 && m)
-        rc = fk_tally(f, fps, cnt, m);
-    fk_batch_clear(bp);
-    fk_batch_free(bp);
-    fk_batch_clear(&rb);
-    *bp = rb;
-    bp->n = 0;
+    return 0;
+}
+
+/* The read of bucket tag's members from value `from` on (walk_read) queued in bp. */
+static int fk_add_walk(fk *f, fk_batch *bp, uint64_t tag, uint64_t from, uint64_t *rtag)
+{
+    layout_read rd;
+    f->lay.ops->walk_read(&f->lay, tag, from, &rd);
+    const char *argv[4] = {"ZRANGEBYLEX", rd.key, (const char *)rd.lo, (const char *)rd.hi};
+    size_t lens[4] = {11, rd.klen, rd.lo_len, rd.hi_len};
+    *rtag = rd.tag;
+    return fk_add(&f->net, bp, rd.key, rd.klen, 4, argv, lens);
+}
+
+/* The values [lo, hi) of table 0's shard xx, a bucket of the snapshot that split since
+ * it was taken: read bucket by bucket through its directory read fresh (again while
+ * splits keep coming, at most 16 times in a row). Returns 0, or -1 (printed). */
+static int fk_range0(fk *f, unsigned xx, uint64_t lo, uint64_t hi, fk_docs *d)
+{
+    fk_batch *wp = &f->w;
+    for (int tries = 0; tries < 16;) {
+        if (fk_fresh(f) != 0)
+            return -1;
+        uint64_t tag = f->lay.ops->walk_tag_of(&f->lay, lo), rtag;
+        uint64_t next = f->lay.ops->walk_first_value(&f->lay, tag + 1);
+        int last = tag + 1 >= f->lay.ops->walk_tag_end(&f->lay, xx) || (hi != 0 && next >= hi);
+        if (fk_add_walk(f, wp, tag, lo, &rtag) != 0 || fk_run(&f->net, wp) != 0)
+            return -1;
+        redisReply *r = wp->reply[0];
+        wp->reply[0] = NULL;    /* wp free again: fk_take's tally reads directories */
+        fk_batch_clear(wp);
+        if (fsck_wrongtype(r)) {
+            layout_dir_reply(&f->lay, 0, xx, r);
+            freeReplyObject(r);
+            tries++;
+            continue;
+        }
+        int rc = r->type == REDIS_REPLY_ARRAY ? fk_take(f, rtag, r, lo, hi, d) : -1;
+        if (r->type != REDIS_REPLY_ARRAY)
+            fprintf(stderr, "%s: a read of table 0 shard %02x: %s\n", f->prog, xx,
+                    r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+        freeReplyObject(r);
+        if (rc != 0)
+            return -1;
+        f->n.keys++;
+        if (last)
+            return 0;
+        lo = next;
+        tries = 0;
+    }
+    fprintf(stderr, "%s: table 0 shard %02x kept splitting under the walk\n", f->prog, xx);
+    return -1;
+}
+
+/* Documents, kept in table 0's members, walked shard by shard over a snapshot of its
+ * directory taken when the walk reaches the shard: every bucket of the snapshot read
+ * from its first value to its end (walk_read, FK_BATCH at a time), one that split
+ * since read range by range through a fresh directory (fk_range0). A member is read
+ * once, whatever splits meanwhile, and the walk ends: a SCAN of the keys instead
+ * follows the buckets a load makes while it runs, and may miss the halves of a
+ * split or see a member twice. Returns 0, or -1. */
+static int fk_walk0(fk *f)
+{
+    fk_docs d;
+    fk_batch *wp = &f->w;
+    uint64_t *vals = NULL, rtag[FK_BATCH];
+    size_t capv = 0;
+    int rc = 0;
+    d.m = 0;
+    for (unsigned xx = 0; xx < 256 && rc == 0; xx++) {
+        if ((rc = fk_fresh(f)) != 0)
+            break;
+        const layout_ops *ops = f->lay.ops;
+        uint64_t t0 = ops->walk_tag_of(&f->lay, (uint64_t)xx << 56);
+        size_t nb = (size_t)(ops->walk_tag_end(&f->lay, xx) - t0);
+        if (nb + 1 > capv) {
+            uint64_t *nv = realloc(vals, (nb + 1) * sizeof(*nv));
+            if (nv == NULL) {
+                fprintf(stderr, "%s: out of memory\n", f->prog);
+                rc = -1;
+                break;
+            }
+            vals = nv;
+            capv = nb + 1;
+        }
+        for (size_t i = 0; i <= nb; i++)      /* vals[nb]: the next shard's first (or 0) */
+            vals[i] = ops->walk_first_value(&f->lay, t0 + i);
+        for (size_t i = 0; i < nb && rc == 0; i += FK_BATCH) {
+            size_t m = nb - i < FK_BATCH ? nb - i : FK_BATCH;
+            int whole[FK_BATCH];
+            for (size_t k = 0; k < m && rc == 0; k++) {
+                uint64_t v = vals[i + k], tag = ops->walk_tag_of(&f->lay, v);
+                whole[k] = ops->walk_first_value(&f->lay, tag) == v &&
+                           ops->walk_first_value(&f->lay, tag + 1) == vals[i + k + 1];
+                rc = fk_add_walk(f, wp, tag, v, &rtag[k]);
+            }
+            if (rc != 0 || (rc = fk_run(&f->net, wp)) != 0)
+                break;
+            redisReply *rep[FK_BATCH];
+            memcpy(rep, wp->reply, m * sizeof(*rep));
+            wp->n = 0;              /* the replies are rep's now: wp free for fk_range0 */
+            for (size_t k = 0; k < m; k++) {
+                if (rc == 0 && whole[k] && rep[k]->type == REDIS_REPLY_ARRAY) {
+                    rc = fk_take(f, rtag[k], rep[k], vals[i + k], vals[i + k + 1], &d);
+                    f->n.keys++;
+                } else if (rc == 0) {   /* split since the snapshot, or the cache is finer */
+                    if (fsck_wrongtype(rep[k]))
+                        layout_dir_reply(&f->lay, 0, xx, rep[k]);
+                    rc = fk_range0(f, xx, vals[i + k], vals[i + k + 1], &d);
+                }
+                freeReplyObject(rep[k]);
+            }
+            cli_progress_update(&f->prog_bar, f->n.keys);
+        }
+    }
+    free(vals);
+    if (rc == 0 && d.m)
+        rc = fk_tally(f, d.fps, d.cnt, d.m);
     return rc;
 }
 
 /* The candidates cand[0..ncand) of the tables phase (entries of fingerprints that had
  * no ids in the documents phase): each asked whether it has ids now (has_ids), one
  * that has none confirmed through a fresh directory and against writes in flight
- * before it counts as an orphan. Returns 0, or -1. */
+ * before it counts as an orphan. The answer is kept (f->late): the fingerprints a load
+ * wrote after the documents phase are asked about once, not once per table. Returns
+ * 0, or -1. */
+#define FK_LATE_IDS 1           /* f->late: has ids */
+#define FK_LATE_ORPHAN 2        /* f->late: an orphan, confirmed */
 static int fk_orphans(fk *f, const uint64_t *cand, size_t ncand)
 {
     fk_batch *ep = &f->e;
     for (size_t i = 0; i < ncand; i++) {
-        layout_cmd hc;
-        f->lay.ops->has_ids(&f->lay, cand[i], perm_apply(&f->ps.tables[0], cand[i]), &hc);
-        if (fk_add(&f->net, ep, hc.argv[1], hc.argvlen[1], hc.argc, hc.argv, hc.argvlen) != 0)
-            return -1;
-        if (ep->n == FK_BATCH || i + 1 == ncand) {
-            if (fk_run(&f->net, ep) != 0)
+        unsigned mark = fsck_fpset_get(&f->late, cand[i]);
+        if (mark == FK_LATE_ORPHAN) {
+            f->n.orphan_entries++;      /* another entry of one confirmed already */
+        } else if (mark != FK_LATE_IDS) {
+            layout_cmd hc;
+            if (ep->n == 0 && fk_fresh(f) != 0)
                 return -1;
-            for (size_t k = 0; k < ep->n; k++) {
-                const redisReply *e = ep->reply[k];
-                uint64_t fp = cand[i + 1 - ep->n + k];
-                int orphan = e->type == REDIS_REPLY_INTEGER && e->integer == 0;
-                if ((orphan || e->type == REDIS_REPLY_ERROR) &&
-                    (orphan = fk_split_confirm(f, fp, 0, 1)) < 0)
-                    return -1;
-                if (orphan && (orphan = fk_live_confirm(f, fp)) < 0)
-                    return -1;
-                if (orphan) {
-                    f->n.orphan_entries++;
-                    if (fk_push(&f->bad, &f->nbad, &f->capbad, fp) != 0)
-                        return -1;
-                }
-            }
-            fk_batch_clear(ep);
+            f->lay.ops->has_ids(&f->lay, cand[i], perm_apply(&f->ps.tables[0], cand[i]), &hc);
+            f->route[ep->n] = (fsck_route){cand[i], 0, FSCK_ROUTE_IDS};
+            if (fk_add(&f->net, ep, hc.argv[1], hc.argvlen[1], hc.argc, hc.argv,
+                       hc.argvlen) != 0)
+                return -1;
         }
+        if (ep->n == 0 || (ep->n < FK_BATCH && i + 1 < ncand))
+            continue;
+        if (fk_run(&f->net, ep) != 0 || fk_reroute(f, ep) != 0)
+            return -1;
+        for (size_t k = 0; k < ep->n; k++) {
+            const redisReply *e = ep->reply[k];
+            uint64_t fp = f->route[k].fp;
+            int orphan = e->type == REDIS_REPLY_INTEGER && e->integer == 0;
+            int present = e->type == REDIS_REPLY_INTEGER && e->integer > 0;
+            if ((orphan || e->type == REDIS_REPLY_ERROR) &&
+                (orphan = fk_split_confirm(f, fp, 0, 1)) < 0)
+                return -1;
+            present |= e->type == REDIS_REPLY_ERROR && orphan == 0;
+            if (orphan && (orphan = fk_live_confirm(f, fp)) < 0)
+                return -1;
+            if (orphan) {
+                f->n.orphan_entries++;
+                if (fk_push(&f->bad, &f->nbad, &f->capbad, fp) != 0 ||
+                    fsck_fpset_put(&f->late, fp, FK_LATE_ORPHAN) != 0)
+                    return -1;
+            } else if (present && fsck_fpset_put(&f->late, fp, FK_LATE_IDS) != 0) {
+                return -1;
+            }
+        }
+        fk_batch_clear(ep);
     }
     return 0;
 }
@@ -516,11 +651,13 @@ static int fk_dirs(fk *f, redisReply **keys, size_t n)
     return 0;
 }
 
-/* Bucket and id hash keys: their type, then their members (ZRANGE, HKEYS). */
+/* Bucket keys: their type, then the members of the sorted sets (ZRANGE; a tombstone
+ * or another type has none to read). */
 static int fk_split_keys(fk *f, redisReply **keys, size_t n)
 {
     fk_batch *bp = &f->b;
     char type[FK_BATCH][8];
+    size_t at[FK_BATCH];
     for (size_t i = 0; i < n; i++) {
         const char *argv[2] = {"TYPE", keys[i]->str};
         size_t lens[2] = {4, keys[i]->len};
@@ -534,17 +671,16 @@ static int fk_split_keys(fk *f, redisReply **keys, size_t n)
                  bp->reply[i]->type == REDIS_REPLY_STATUS ? bp->reply[i]->str : "?");
     fk_batch_clear(bp);
     for (size_t i = 0; i < n; i++) {
-        int z = strcmp(type[i], "zset") == 0;
-        const char *argv[4] = {z ? "ZRANGE" : "HKEYS", keys[i]->str, "0", "-1"};
-        size_t lens[4] = {z ? 6u : 5u, keys[i]->len, 1, 2};
-        if (fk_add(&f->net, bp, keys[i]->str, keys[i]->len, z ? 4 : 2, argv, lens) != 0)
+        at[i] = bp->n;
+        if (strcmp(type[i], "zset") == 0 && fk_add_zrange(&f->net, bp, keys[i]) != 0)
             return -1;
     }
     if (fk_run(&f->net, bp) != 0)
         return -1;
     for (size_t i = 0; i < n; i++)
-        fsck_split_key(f->split, &f->lay, keys[i]->str, keys[i]->len, type[i], bp->reply[i],
-                       fk_send, &f->net);
+        fsck_split_key(f->split, &f->lay, &f->ps, keys[i]->str, keys[i]->len, type[i],
+                       strcmp(type[i], "zset") == 0 ? bp->reply[at[i]] : NULL, fk_send,
+                       &f->net);
     fk_batch_clear(bp);
     return 0;
 }
@@ -582,49 +718,6 @@ static int fk_locks(fk *f, redisReply **keys, size_t n)
 }
 
 
-/* Reconciles fp under its write lock with the worker's steps (layout_fix_*): 1
- * repaired, 0 busy (a live writer has it), -1 failed. */
-static int fk_fix(fk *f, uint64_t fp, unsigned seq)
-{
-    fk_batch *bp = &f->b;
-    char tok[48];
-    snprintf(tok, sizeof(tok), "fsck-%d-%u", (int)getpid(), seq);
-    layout_fix fx;
-    layout_cmd lc;
-    layout_fix_init(&fx, &f->ps, fp, tok);
-    layout_fix_lock(&f->lay, &fx, f->lease_ms, LAYOUT_LOCK_OP_FIX, &lc);
-    /* the script's first key: all of its keys share the slot of {0:xx} */
-    redisContext *c = fk_node_conn(&f->net, fk_node_of(&f->net, lc.argv[3], lc.argvlen[3]));
-    if (c == NULL)
-        return -1;
-    redisReply *r = redisCommandArgv(c, lc.argc, lc.argv, lc.argvlen);
-    int taken = layout_fix_locked(&fx, r);
-    if (r)
-        freeReplyObject(r);
-    if (taken <= 0)
-        return taken;
-    for (unsigned t = f->lay.ops->entry_from; t < f->ps.ntables; t++) {
-        layout_cmd ec;
-        layout_fix_entry(&f->lay, &f->ps, &fx, t, &ec);
-        int k = layout_cmd_key_index(&ec);      /* writes go through a script */
-        if (fk_add(&f->net, bp, ec.argv[k], ec.argvlen[k], ec.argc, ec.argv, ec.argvlen) != 0)
-            return -1;
-    }
-    int rc = fk_run(&f->net, bp);
-    for (size_t i = 0; rc == 0 && i < bp->n; i++)
-        if (!layout_fix_entry_ok(bp->reply[i]))
-            rc = -1;
-    fk_batch_clear(bp);
-    if (rc != 0)
-        return -1;      /* the lock stays; it goes stale and the workers repair it */
-    layout_cmd uc;
-    layout_fix_unlock(&fx, &uc);
-    r = redisCommandArgv(c, uc.argc, uc.argv, uc.argvlen);
-    if (r)
-        freeReplyObject(r);
-    return 1;
-}
-
 /* ---- Setup ---- */
 
 /* Reads simhash:meta. Returns 0, or -1 (printed). */
@@ -636,10 +729,9 @@ static int fk_meta(fk *f)
     redisContext *c = fk_node_conn(&f->net, ni);
     if (c == NULL)
         return -1;
-    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout bucket_bits "
-                                 "tombstone_seconds", mkey);
-    long v[5] = {-1, -1, -1, LAYOUT_SHARD_BITS, -1};
-    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 5 && i < r->elements; i++)
+    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout tombstone_seconds", mkey);
+    long v[4] = {-1, -1, -1, -1};
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 4 && i < r->elements; i++)
         if (r->element[i]->type == REDIS_REPLY_STRING)
             v[i] = strtol(r->element[i]->str, NULL, 10);
     if (r)
@@ -649,20 +741,20 @@ static int fk_meta(fk *f)
                 mkey, f->net.node[ni].host, f->net.node[ni].port);
         return -1;
     }
-    if (v[2] != LAYOUT_VERSION || v[3] != LAYOUT_SHARD_BITS) {
-        fprintf(stderr, "%s: redis %s:%d holds a corpus of data layout %ld (%s: layout %ld, "
-                "bucket_bits %ld); this build reads and writes data layout %d only. Copy the "
-                "corpus across: simhash export with the build that wrote it, then simhash "
-                "load into a new corpus\n", f->prog, f->net.node[ni].host,
-                f->net.node[ni].port, v[2], mkey, v[2], v[3], LAYOUT_VERSION);
+    if (v[2] != LAYOUT_VERSION) {
+        fprintf(stderr, "%s: redis %s:%d holds a corpus of data layout %ld (%s: layout %ld); "
+                "this build reads and writes data layout %d only. Copy the corpus across: "
+                "simhash export with the build that wrote it, then simhash load into a new "
+                "corpus\n", f->prog, f->net.node[ni].host, f->net.node[ni].port, v[2], mkey,
+                v[2], LAYOUT_VERSION);
         return -1;
     }
     if (layout_ctx_init(&f->lay) != 0) {
         fprintf(stderr, "%s: out of memory\n", f->prog);
         return -1;
     }
-    if (v[4] >= LAYOUT_TOMBSTONE_S_MIN && v[4] <= LAYOUT_TOMBSTONE_S_MAX)
-        f->lay.tombstone_s = (unsigned)v[4];    /* what --repair's splits leave */
+    if (v[3] >= LAYOUT_TOMBSTONE_S_MIN && v[3] <= LAYOUT_TOMBSTONE_S_MAX)
+        f->lay.tombstone_s = (unsigned)v[3];    /* what --repair's splits leave */
     f->blocks = (unsigned)v[0];
     f->distance = (unsigned)v[1];
     char err[256];
@@ -700,6 +792,10 @@ static void fk_free(fk *f)
     fk_nodes_free(&f->net);
     fk_batch_free(&f->b);
     fk_batch_free(&f->e);
+    fk_batch_free(&f->d);
+    fk_batch_free(&f->w);
+    free(f->route);
+    fsck_fpset_free(&f->late);
     fsck_split_free(f->split);
     layout_ctx_free(&f->lay);
     free(f->have);
@@ -779,7 +875,9 @@ int cmd_fsck(int argc, char **argv)
     }
     if (fk_nodes_setup(&f->net, seed.host, seed.port) != 0 || fk_meta(f) != 0)
         goto out;
-    if (fk_batch_init(&f->b, f->ps.ntables) != 0 || fk_batch_init(&f->e, 0) != 0) {
+    if (fk_batch_init(&f->b, f->ps.ntables) != 0 || fk_batch_init(&f->e, 0) != 0 ||
+        fk_batch_init(&f->d, 0) != 0 || fk_batch_init(&f->w, 0) != 0 ||
+        (f->route = calloc(f->b.cap, sizeof(*f->route))) == NULL) {
         fprintf(stderr, "%s: out of memory\n", f->prog);
         goto out;
     }
@@ -797,12 +895,8 @@ int cmd_fsck(int argc, char **argv)
     cli_progress_init(&f->prog_bar, "simhash fsck", (size_t)f->total_keys);
     if (f->quiet)
         f->prog_bar.enabled = 0;
-    char pd[LAYOUT_KEY_MAX], ps[LAYOUT_KEY_MAX], pw[LAYOUT_KEY_MAX];
-    layout_scan_pattern(pd, sizeof(pd), LAYOUT_KEY_BUCKET);
+    char ps[LAYOUT_KEY_MAX], pw[LAYOUT_KEY_MAX];
     layout_scan_pattern(ps, sizeof(ps), LAYOUT_KEY_BUCKET);
-    size_t pl = strlen(pd);
-    if (pl >= 1 && pl + 2 < sizeof(pd))        /* the documents: table 0's buckets */
-        memcpy(pd + pl - 1, "0:*", 4);
     layout_scan_pattern(pw, sizeof(pw), LAYOUT_KEY_LOCKS);
     {                               /* the directories first: the phases route by them */
         char pr[LAYOUT_KEY_MAX];
@@ -813,7 +907,7 @@ int cmd_fsck(int argc, char **argv)
         if (f->repair)      /* before the other phases, which then see the entries moved */
             fsck_split_repair(f->split, &f->lay, fk_send, &f->net);
     }
-    if (fk_scan(f, pd, fk_members) != 0)
+    if (fk_walk0(f) != 0)
         goto out;
     if (f->nhave > 1)
         qsort(f->have, f->nhave, sizeof(*f->have), fk_cmp_u64);
@@ -827,7 +921,9 @@ int cmd_fsck(int argc, char **argv)
         goto out;
     if (f->repair) {
         for (size_t i = 0; i < f->nbad; i++) {
-            int r = fk_fix(f, f->bad[i], (unsigned)i);
+            char tok[48];
+            snprintf(tok, sizeof(tok), "fsck-%d-%zu", (int)getpid(), i);
+            int r = fsck_fix(&f->lay, &f->ps, &f->net, &f->b, &f->d, f->bad[i], f->lease_ms, tok);
             if (r > 0)
                 f->n.repaired++;
             else if (r == 0)
@@ -857,6 +953,10 @@ int cmd_fsck(int argc, char **argv)
            n->keys, n->fps, n->docs, n->fps_missing, n->entries_missing, n->orphan_entries,
            n->orphan_fps, n->foreign, n->stale_locks, n->live_locks, n->counter_bad,
            n->ids_lost, cs.rechecked, cs.in_flight, n->rechecked, n->in_flight);
+    unsigned long long src, sif;
+    fsck_split_rechecks(f->split, &src, &sif);
+    printf("rechecked:%llu\nin_flight:%llu\nreads_rerouted:%llu\n",
+           n->rechecked + cs.rechecked + src, n->in_flight + cs.in_flight + sif, f->rerouted);
     if (f->repair)
         printf("repaired_fingerprints:%llu\nrepair_busy:%llu\nrepair_errors:%llu\n"
                "counters_rewritten:%llu\n", n->repaired, n->repair_busy, n->repair_errors,

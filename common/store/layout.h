@@ -172,4 +172,30 @@ typedef struct layout_range {
     size_t lo_len, hi_len;
 } layout_range;
 
+/* ---- What `simhash fsck` judges (client/cli/cmd_fsck_split.c; in layout4.c) ----
+ * fsck reads directory keys, bucket keys and their members back through these, so no
+ * file outside common/store decodes a key or a member. */
+struct layout_ctx;
+struct perm_set;
+struct redisReply;
+
+/* Reads back a directory key "[name:]r:{t:xx}" of the corpus (checked by writing it
+ * again). Returns 0 with *table, *shard, or -1 (not such a key). */
+int layout_dir_key_parse(const char *key, size_t len, unsigned *table, unsigned *shard);
+
+/* A bucket key and its members judged against the directory cached in the context. */
+typedef struct layout_bucket_verdict {
+    unsigned table, shard;
+    uint64_t tag;               /* the bucket's tag: member_decode of its members */
+    int outside;                /* 1: the bucket is no live bucket of the directory */
+    unsigned long long stray;   /* members outside its bounds, or none of the table's */
+} layout_bucket_verdict;
+
+/* Judges bucket key `key` (its table below ps->ntables) and, when members is an
+ * array (its ZRANGE 0 -1 reply), each member. Returns 0 with *v, or -1 when key is
+ * no bucket key of the corpus. */
+int layout_bucket_judge(const struct layout_ctx *c, const struct perm_set *ps,
+                        const char *key, size_t len, const struct redisReply *members,
+                        layout_bucket_verdict *v);
+
 #endif

@@ -727,3 +727,64 @@ const layout_ops layout4_ops = {
     .plan_read = layout4_plan_read,
     .walk = layout4_walk,
 };
+
+/* ---- What `simhash fsck` judges (client/cli/cmd_fsck_split.c) ----
+ * Kept apart from the table above: fsck reads keys and members back through these,
+ * so no file outside common/store decodes either. */
+
+int layout_dir_key_parse(const char *key, size_t len, unsigned *table, unsigned *shard)
+{
+    const char *pre = layout_corpus();
+    size_t plen = pre[0] ? strlen(pre) + 1 : 0, i = plen + 3;
+    unsigned t = 0, xx = 0;
+    if (len < plen + 8 || len >= LAYOUT_KEY_MAX || memcmp(key + plen, "r:{", 3) != 0)
+        return -1;
+    for (; i < len && key[i] >= '0' && key[i] <= '9' && i < plen + 8; i++)
+        t = t * 10 + (unsigned)(key[i] - '0');
+    if (i + 4 != len || t >= PERM_MAX_TABLES || key[i] != ':')
+        return -1;
+    for (size_t k = i + 1; k < i + 3; k++) {
+        char ch = key[k];
+        int d = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        if (d < 0)
+            return -1;
+        xx = xx << 4 | (unsigned)d;
+    }
+    char again[LAYOUT_KEY_MAX];
+    if (layout_tag_key(again, sizeof again, 'r', t, xx) != len || memcmp(again, key, len) != 0)
+        return -1;
+    *table = t;
+    *shard = xx;
+    return 0;
+}
+
+int layout_bucket_judge(const layout_ctx *c, const perm_set *ps, const char *key, size_t len,
+                        const redisReply *members, layout_bucket_verdict *v)
+{
+    layout_key k;
+    bdir_bound lo, hi;
+    memset(v, 0, sizeof *v);
+    if (layout_key_parse(c, ps, key, len, &k) != 0 || k.kind != LAYOUT_KEY_BUCKET)
+        return -1;
+    char tag[LAYOUT_KEY_MAX];
+    size_t n = layout_tag_key(tag, sizeof tag, 's', k.table, k.shard);   /* then ":<lo>-<hi>" */
+    if (n == 0 || n + 1 >= len || bdir_suffix_parse(key + n + 1, len - n - 1, &lo, &hi) != 0)
+        return -1;
+    v->table = k.table;
+    v->shard = k.shard;
+    v->tag = k.bucket;
+    const bdir_shard *s = layout4_route(c, k.table, k.shard);
+    size_t i = bdir_shard_find(s, lo);
+    v->outside = s->lo[i] != lo || bdir_shard_hi(s, i) != hi;
+    if (members == NULL || members->type != REDIS_REPLY_ARRAY)
+        return 0;
+    for (size_t m = 0; m < members->elements; m++) {
+        const redisReply *e = members->element[m];
+        uint64_t p;
+        if (e->type != REDIS_REPLY_STRING ||
+            layout4_member_decode(c, k.bucket, e->str, e->len, &p) != 0 ||
+            bdir_member(p) < lo || bdir_member(p) >= hi)
+            v->stray++;
+    }
+    return 0;
+}

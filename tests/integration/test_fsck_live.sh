@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # test_fsck_live.sh: `simhash fsck` on a live corpus. A deployment (redis-server, two
-# workers, a coordinator) takes FSCK_LIVE_LOADS `simhash load`s (default 5) of
-# FSCK_LIVE_PAIRS pairs each (default 20,000: fingerprints with one id, some with
-# several, a few with ids enough for an overflow set; new pairs each time) while
-# `simhash fsck` runs again and again (one started every 3 s while a load runs, at
-# most FSCK_LIVE_RUNS, default 5, at least 2; a run's walk follows the keys the loads
-# add while it runs, so runs overlap): every run exits 0 with status:clean (a counter, entry
-# or id that differs because a writer was active is counted again before it is
-# reported; the report says how many were re-checked and were writes in flight). After
-# the load, fsck is clean with the exact count. Then a second load runs while a table
-# entry of a fingerprint of the first load is deleted by hand (ZREM): fsck during the
-# load still finds it (exit 1, one fingerprint missing one entry), and --repair after
-# it puts it back: clean, and the fingerprint found again.
+# workers, a coordinator) takes `simhash load`s of FSCK_LIVE_PAIRS pairs each (default
+# 20,000: fingerprints with one id, some with several, a few with ids enough for an
+# overflow set; new pairs each time), one after another (FSCK_LIVE_LOADS, default 5,
+# more while fewer than two fsck runs have ended), while `simhash fsck` runs again and
+# again, one run after the other (at most FSCK_LIVE_RUNS, default 5; at least 2 must
+# start while a load runs): every run exits 0 with status:clean (a counter, entry or
+# id that differs because a writer was active is read again before it is reported;
+# the report's rechecked / in_flight lines say how many were, and how many were
+# writes in flight), and the second run, with --repair, repairs nothing and writes no
+# counter (the loads overtook its count, they did not make it wrong). Every run ends:
+# its walk of table 0 is bounded by the directories it holds when it reaches each
+# shard. After the loads, fsck is clean with the exact counts. Then a second load runs
+# while a table entry of a fingerprint of the first loads is deleted by hand (ZREM):
+# fsck during the load still finds it (exit 1, one fingerprint missing one entry), and
+# --repair after it puts it back: clean, and the fingerprint found again.
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init fsck_live
@@ -47,10 +50,11 @@ PY
 }
 
 # ---- 1. fsck while loads run: clean every time
-# the loads, one after another until $TH_DIR/stop appears (at most LOADS): load i of
-# pairs-i.txt, its fingerprints counted in nfp-i once it finished
+# the loads, one after another until $TH_DIR/stop appears (at most 3 * LOADS: on a slow
+# machine, or under the sanitizers, they go on until two fsck runs have ended): load i
+# of pairs-i.txt, its fingerprints counted in nfp-i once it finished
 (
-    for i in $(seq 1 "$LOADS"); do
+    for i in $(seq 1 $((3 * LOADS))); do
         [ -e "$TH_DIR/stop" ] && exit 0
         pairs "$((100 + i))" "$N" "$TH_DIR/pairs-$i.txt" >"$TH_DIR/nfp-$i.tmp"
         timeout 600 "$SH" load --port "$cport" "$TH_DIR/pairs-$i.txt" >"$TH_DIR/load-$i.out" 2>&1 ||
@@ -60,29 +64,35 @@ PY
 ) &
 lpid=$!
 while [ ! -e "$TH_DIR/nfp-1" ] && kill -0 $lpid 2>/dev/null; do sleep 0.2; done
-# a run started every 3 s while the loads run (runs overlap one another: each reads only)
+# runs one after another while the loads run; the second with --repair
 runs=0
-fpids=()
 while [ $runs -lt "$RUNS" ] && kill -0 $lpid 2>/dev/null; do
+    [ $runs -ge 2 ] && [ -e "$TH_DIR/nfp-$LOADS" ] && break
     runs=$((runs + 1))
-    ( timeout 300 "$SH" fsck -q --redis "127.0.0.1:$rport" >"$TH_DIR/fsck-$runs.out" 2>&1
-      echo $? >"$TH_DIR/fsck-$runs.rc" ) &
-    fpids+=($!)
-    sleep 3
+    opt=()
+    [ $runs = 2 ] && opt=(--repair)
+    timeout 600 "$SH" fsck -q "${opt[@]}" --redis "127.0.0.1:$rport" >"$TH_DIR/fsck-$runs.out" 2>&1
+    echo $? >"$TH_DIR/fsck-$runs.rc"
 done
-for p in "${fpids[@]}"; do wait "$p"; done
-rechecked=0 inflight=0 srechecked=0
+rechecked=0 inflight=0
 for k in $(seq 1 $runs); do
     out=$(cat "$TH_DIR/fsck-$k.out") rc=$(cat "$TH_DIR/fsck-$k.rc")
     [ "$rc" = 0 ] && [ "$(field status "$out")" = clean ] ||
         th_fail "fsck run $k during the loads: exit $rc: $(echo "$out" | tr '\n' ' ')"
-    rechecked=$((rechecked + $(field counters_rechecked "$out") + $(field findings_rechecked "$out")))
-    inflight=$((inflight + $(field counters_writes_in_flight "$out") + $(field findings_writes_in_flight "$out")))
-    srechecked=$((srechecked + $(field split_rechecked "$out")))
-    th_log "fsck run $k: clean, $(field fingerprints "$out") fingerprints; re-checked: counters" \
-        "$(field counters_rechecked "$out") (in flight $(field counters_writes_in_flight "$out")), fingerprints" \
-        "$(field findings_rechecked "$out") (in flight $(field findings_writes_in_flight "$out")), buckets" \
-        "$(field split_rechecked "$out") (in flight $(field split_writes_in_flight "$out"))"
+    rc1=$(field rechecked "$out") if1=$(field in_flight "$out")
+    [ -n "$rc1" ] && [ -n "$if1" ] && [ "$if1" -le "$rc1" ] ||
+        th_fail "fsck run $k: rechecked '$rc1', in_flight '$if1': $(echo "$out" | tr '\n' ' ')"
+    if [ $k = 2 ]; then
+        [ "$(field counters_rewritten "$out")" = 0 ] && [ "$(field repaired_fingerprints "$out")" = 0 ] ||
+            th_fail "fsck --repair during the loads wrote: $(echo "$out" | tr '\n' ' ')"
+    fi
+    rechecked=$((rechecked + rc1))
+    inflight=$((inflight + if1))
+    th_log "fsck run $k$([ $k = 2 ] && echo " (--repair)"): clean, $(field fingerprints "$out") fingerprints; re-checked" \
+        "$rc1 (in flight $if1): counters $(field counters_rechecked "$out")" \
+        "($(field counters_writes_in_flight "$out")), fingerprints $(field findings_rechecked "$out")" \
+        "($(field findings_writes_in_flight "$out")), buckets $(field split_rechecked "$out")" \
+        "($(field split_writes_in_flight "$out")); reads rerouted $(field reads_rerouted "$out")"
 done
 touch "$TH_DIR/stop"
 wait $lpid || th_fail "a load failed: $(cat "$TH_DIR"/load-*.out | tail -5)"
@@ -94,9 +104,8 @@ for f in "$TH_DIR"/nfp-*; do
     loads=$((loads + 1))
     nfp=$((nfp + $(cat "$f")))
 done
-th_log "$runs fsck runs started during $loads loads: all clean;" \
-    "$rechecked counters and fingerprints re-checked, $inflight were writes in flight;" \
-    "$srechecked buckets re-checked"
+th_log "$runs fsck runs one after another during $loads loads: all clean;" \
+    "$rechecked findings re-checked, $inflight were writes in flight"
 out=$(timeout 300 "$SH" fsck -q --redis "127.0.0.1:$rport" 2>&1) || th_fail "fsck after the loads: $out"
 [ "$(field status "$out")" = clean ] && [ "$(field fingerprints "$out")" = "$nfp" ] &&
     [ "$(field documents "$out")" = "$((loads * N))" ] ||
