@@ -81,7 +81,7 @@ typedef struct fk {
     fk_counts n;
     cli_progress prog_bar;
     unsigned long long total_keys;
-    fk_batch b, e;              /* pipelined batches: the main one, the has_ids checks */
+    fk_batch b, e;              /* pipelined batches: the main one, the checks of ids */
     fk_batch d;                 /* directory reads and commands sent again (fsck_reroute) */
     fk_batch w;                 /* the reads of table 0's walk (fk_walk0) */
     fsck_route *route;          /* per command of a batch: what fsck_reroute builds again */
@@ -241,7 +241,7 @@ static int fk_live_confirm(fk *f, uint64_t fp)
 /* fsck_split_confirm of fp in table t (ids: its ids, t = 0); prints a failure. */
 static int fk_split_confirm(fk *f, uint64_t fp, unsigned t, int ids)
 {
-    int rc = fsck_split_confirm(&f->lay, t, fp, perm_apply(&f->ps.tables[t], fp), ids, fk_send, &f->net);
+    int rc = fsck_split_confirm(&f->lay, t, perm_apply(&f->ps.tables[t], fp), ids, fk_send, &f->net);
     if (rc < 0)
         fprintf(stderr, "%s: cannot check fingerprint %016" PRIx64 " in table %u against a "
                 "fresh directory\n", f->prog, fp, t);
@@ -410,15 +410,23 @@ static int fk_take(fk *f, uint64_t tag, const redisReply *r, uint64_t lo, uint64
     return 0;
 }
 
-/* The read of bucket tag's members from value `from` on (walk_read) queued in bp. */
-static int fk_add_walk(fk *f, fk_batch *bp, uint64_t tag, uint64_t from, uint64_t *rtag)
+/* A bucket's read of the walk (its members from the walk's `from` on) queued in bp. */
+static int fk_add_walk(fk *f, fk_batch *bp, const layout_read *rd)
 {
-    layout_read rd;
-    f->lay.ops->walk_read(&f->lay, tag, from, &rd);
-    const char *argv[4] = {"ZRANGEBYLEX", rd.key, (const char *)rd.lo, (const char *)rd.hi};
-    size_t lens[4] = {11, rd.klen, rd.lo_len, rd.hi_len};
-    *rtag = rd.tag;
-    return fk_add(&f->net, bp, rd.key, rd.klen, 4, argv, lens);
+    const char *argv[4] = {"ZRANGEBYLEX", rd->key, (const char *)rd->lo, (const char *)rd->hi};
+    size_t lens[4] = {11, rd->klen, rd->lo_len, rd->hi_len};
+    return fk_add(&f->net, bp, rd->key, rd->klen, 4, argv, lens);
+}
+
+/* The bucket of the cached directory holding v (*w, its read from v on) and the first
+ * value past it: the next bucket's, or the next shard's (0 past the last) when it is
+ * its shard's last (*last_of_shard set). */
+static uint64_t fk_bucket_of(const fk *f, uint64_t v, layout_walk *w, int *last_of_shard)
+{
+    layout_walk nx;
+    f->lay.ops->walk(&f->lay, v, 0, w);
+    *last_of_shard = !f->lay.ops->walk(&f->lay, v, 1, &nx);
+    return nx.first;
 }
 
 /* The values [lo, hi) of table 0's shard xx, a bucket of the snapshot that split since
@@ -430,10 +438,11 @@ static int fk_range0(fk *f, unsigned xx, uint64_t lo, uint64_t hi, fk_docs *d)
     for (int tries = 0; tries < 16;) {
         if (fk_fresh(f) != 0)
             return -1;
-        uint64_t tag = f->lay.ops->walk_tag_of(&f->lay, lo), rtag;
-        uint64_t next = f->lay.ops->walk_first_value(&f->lay, tag + 1);
-        int last = tag + 1 >= f->lay.ops->walk_tag_end(&f->lay, xx) || (hi != 0 && next >= hi);
-        if (fk_add_walk(f, wp, tag, lo, &rtag) != 0 || fk_run(&f->net, wp) != 0)
+        layout_walk w;
+        int end;
+        uint64_t next = fk_bucket_of(f, lo, &w, &end);
+        int last = end || (hi != 0 && next >= hi);
+        if (fk_add_walk(f, wp, &w.read) != 0 || fk_run(&f->net, wp) != 0)
             return -1;
         redisReply *r = wp->reply[0];
         wp->reply[0] = NULL;    /* wp free again: fk_take's tally reads directories */
@@ -444,7 +453,7 @@ static int fk_range0(fk *f, unsigned xx, uint64_t lo, uint64_t hi, fk_docs *d)
             tries++;
             continue;
         }
-        int rc = r->type == REDIS_REPLY_ARRAY ? fk_take(f, rtag, r, lo, hi, d) : -1;
+        int rc = r->type == REDIS_REPLY_ARRAY ? fk_take(f, w.read.tag, r, lo, hi, d) : -1;
         if (r->type != REDIS_REPLY_ARRAY)
             fprintf(stderr, "%s: a read of table 0 shard %02x: %s\n", f->prog, xx,
                     r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
@@ -463,7 +472,7 @@ static int fk_range0(fk *f, unsigned xx, uint64_t lo, uint64_t hi, fk_docs *d)
 
 /* Documents, kept in table 0's members, walked shard by shard over a snapshot of its
  * directory taken when the walk reaches the shard: every bucket of the snapshot read
- * from its first value to its end (walk_read, FK_BATCH at a time), one that split
+ * from its first value to its end (the layout's walk, FK_BATCH at a time), one that split
  * since read range by range through a fresh directory (fk_range0). A member is read
  * once, whatever splits meanwhile, and the walk ends: a SCAN of the keys instead
  * follows the buckets a load makes while it runs, and may miss the halves of a
@@ -480,28 +489,35 @@ static int fk_walk0(fk *f)
         if ((rc = fk_fresh(f)) != 0)
             break;
         const layout_ops *ops = f->lay.ops;
-        uint64_t t0 = ops->walk_tag_of(&f->lay, (uint64_t)xx << 56);
-        size_t nb = (size_t)(ops->walk_tag_end(&f->lay, xx) - t0);
-        if (nb + 1 > capv) {
-            uint64_t *nv = realloc(vals, (nb + 1) * sizeof(*nv));
-            if (nv == NULL) {
-                fprintf(stderr, "%s: out of memory\n", f->prog);
-                rc = -1;
-                break;
+        uint64_t base = (uint64_t)xx << 56;
+        size_t nb = 0;
+        for (layout_walk w;; nb++) {          /* vals[nb]: the next shard's first (or 0) */
+            int more = ops->walk(&f->lay, base, nb, &w);
+            if (nb + 1 > capv) {
+                size_t nc = capv ? 2 * capv : 64;
+                uint64_t *nv = realloc(vals, nc * sizeof(*nv));
+                if (nv == NULL) {
+                    fprintf(stderr, "%s: out of memory\n", f->prog);
+                    rc = -1;
+                    break;
+                }
+                vals = nv;
+                capv = nc;
             }
-            vals = nv;
-            capv = nb + 1;
+            vals[nb] = w.first;
+            if (!more)
+                break;
         }
-        for (size_t i = 0; i <= nb; i++)      /* vals[nb]: the next shard's first (or 0) */
-            vals[i] = ops->walk_first_value(&f->lay, t0 + i);
         for (size_t i = 0; i < nb && rc == 0; i += FK_BATCH) {
             size_t m = nb - i < FK_BATCH ? nb - i : FK_BATCH;
             int whole[FK_BATCH];
             for (size_t k = 0; k < m && rc == 0; k++) {
-                uint64_t v = vals[i + k], tag = ops->walk_tag_of(&f->lay, v);
-                whole[k] = ops->walk_first_value(&f->lay, tag) == v &&
-                           ops->walk_first_value(&f->lay, tag + 1) == vals[i + k + 1];
-                rc = fk_add_walk(f, wp, tag, v, &rtag[k]);
+                layout_walk w;
+                int end;
+                uint64_t v = vals[i + k], next = fk_bucket_of(f, v, &w, &end);
+                whole[k] = w.first == v && next == vals[i + k + 1];
+                rtag[k] = w.read.tag;
+                rc = fk_add_walk(f, wp, &w.read);
             }
             if (rc != 0 || (rc = fk_run(&f->net, wp)) != 0)
                 break;
@@ -529,7 +545,7 @@ static int fk_walk0(fk *f)
 }
 
 /* The candidates cand[0..ncand) of the tables phase (entries of fingerprints that had
- * no ids in the documents phase): each asked whether it has ids now (has_ids), one
+ * no ids in the documents phase): each asked whether it has ids now (entry() of table 0), one
  * that has none confirmed through a fresh directory and against writes in flight
  * before it counts as an orphan. The answer is kept (f->late): the fingerprints a load
  * wrote after the documents phase are asked about once, not once per table. Returns
@@ -547,7 +563,7 @@ static int fk_orphans(fk *f, const uint64_t *cand, size_t ncand)
             layout_cmd hc;
             if (ep->n == 0 && fk_fresh(f) != 0)
                 return -1;
-            f->lay.ops->has_ids(&f->lay, cand[i], perm_apply(&f->ps.tables[0], cand[i]), &hc);
+            f->lay.ops->entry(&f->lay, 0, perm_apply(&f->ps.tables[0], cand[i]), "ZSCORE", &hc);
             f->route[ep->n] = (fsck_route){cand[i], 0, FSCK_ROUTE_IDS};
             if (fk_add(&f->net, ep, hc.argv[1], hc.argvlen[1], hc.argc, hc.argv,
                        hc.argvlen) != 0)
@@ -729,9 +745,10 @@ static int fk_meta(fk *f)
     redisContext *c = fk_node_conn(&f->net, ni);
     if (c == NULL)
         return -1;
-    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout tombstone_seconds", mkey);
-    long v[4] = {-1, -1, -1, -1};
-    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 4 && i < r->elements; i++)
+    redisReply *r = redisCommand(c, "HMGET %s blocks distance layout tombstone_seconds %s",
+                                 mkey, LAYOUT_META_LEGACY);
+    long v[5] = {-1, -1, -1, -1, LAYOUT_SHARD_BITS};
+    for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < 5 && i < r->elements; i++)
         if (r->element[i]->type == REDIS_REPLY_STRING)
             v[i] = strtol(r->element[i]->str, NULL, 10);
     if (r)
@@ -741,12 +758,10 @@ static int fk_meta(fk *f)
                 mkey, f->net.node[ni].host, f->net.node[ni].port);
         return -1;
     }
-    if (v[2] != LAYOUT_VERSION) {
-        fprintf(stderr, "%s: redis %s:%d holds a corpus of data layout %ld (%s: layout %ld); "
-                "this build reads and writes data layout %d only. Copy the corpus across: "
-                "simhash export with the build that wrote it, then simhash load into a new "
-                "corpus\n", f->prog, f->net.node[ni].host, f->net.node[ni].port, v[2], mkey,
-                v[2], LAYOUT_VERSION);
+    char merr[512];
+    if (layout_meta_check(v[2], v[4], f->net.node[ni].host, f->net.node[ni].port, mkey, merr,
+                          sizeof merr) != 0) {
+        fprintf(stderr, "%s: %s\n", f->prog, merr);
         return -1;
     }
     if (layout_ctx_init(&f->lay) != 0) {

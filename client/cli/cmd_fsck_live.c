@@ -42,7 +42,7 @@ static int fl_state(const layout_ctx *lay, const perm_set *ps, fk_nodes *net, ui
 {
     uint64_t p0 = perm_apply(&ps->tables[0], fp);
     layout_cmd c;
-    lay->ops->has_ids(lay, fp, p0, &c);
+    lay->ops->entry(lay, 0, p0, "ZSCORE", &c);     /* table 0: an integer, 1 with ids */
     int k = layout_cmd_key_index(&c);
     redisReply *r = fk_send(net, c.argv[k], c.argvlen[k], c.argc, c.argv, c.argvlen);
     if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
@@ -182,10 +182,7 @@ int fsck_reroute(const layout_ctx *lay, const perm_set *ps, fk_nodes *net, fk_ba
                 const fsck_route *ro = &route[idx[k + i]];
                 uint64_t p = perm_apply(&ps->tables[ro->table], ro->fp);
                 layout_cmd c;
-                if (ro->kind == FSCK_ROUTE_IDS)
-                    lay->ops->has_ids(lay, ro->fp, p, &c);
-                else
-                    lay->ops->entry(lay, ro->table, p, "ZSCORE", &c);
+                lay->ops->entry(lay, ro->kind == FSCK_ROUTE_IDS ? 0 : ro->table, p, "ZSCORE", &c);
                 int ki = layout_cmd_key_index(&c);
                 rc = fk_add(net, dp, c.argv[ki], c.argvlen[ki], c.argc, c.argv, c.argvlen);
             }

@@ -21,7 +21,7 @@
 int fsck_live_confirm(const layout_ctx *lay, const perm_set *ps, fk_nodes *net, uint64_t fp);
 
 /* What a command of a batch asks about, to build it again through a fresh directory
- * (fsck_reroute): fp's entry in table t (ZSCORE), its ids (has_ids), or nothing
+ * (fsck_reroute): fp's entry in table t (ZSCORE), its ids (entry() of table 0), or nothing
  * routed by a directory. */
 typedef enum fsck_route_kind { FSCK_ROUTE_NONE, FSCK_ROUTE_ENTRY, FSCK_ROUTE_IDS } fsck_route_kind;
 typedef struct fsck_route {

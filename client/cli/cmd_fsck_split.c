@@ -212,7 +212,7 @@ static int fs_move_one(const layout_ctx *lay, const fs_stray *x, uint64_t p, con
     return -1;
 }
 
-int fsck_split_confirm(const layout_ctx *lay, unsigned t, uint64_t fp, uint64_t p, int ids,
+int fsck_split_confirm(const layout_ctx *lay, unsigned t, uint64_t p, int ids,
                        fsck_split_send_fn send, void *arg)
 {
     unsigned xx = layout_shard_of(p);
@@ -220,10 +220,7 @@ int fsck_split_confirm(const layout_ctx *lay, unsigned t, uint64_t fp, uint64_t 
         layout_cmd c;
         if (fs_dir_reload(lay, t, xx, send, arg) != 0)
             return -1;
-        if (ids)
-            lay->ops->has_ids(lay, fp, p, &c);
-        else
-            lay->ops->entry(lay, t, p, "ZSCORE", &c);
+        lay->ops->entry(lay, ids ? 0 : t, p, "ZSCORE", &c);   /* table 0: whether fp has ids */
         int k = layout_cmd_key_index(&c);
         redisReply *r = send(arg, c.argv[k], c.argvlen[k], c.argc, c.argv, c.argvlen);
         if (r == NULL)

@@ -46,13 +46,13 @@ void fsck_split_key(fsck_split *fs, const layout_ctx *lay, const perm_set *ps, c
  * from the stray key. Returns 0, or -1 when Redis failed (counted). */
 int fsck_split_repair(fsck_split *fs, const layout_ctx *lay, fsck_split_send_fn send, void *arg);
 
-/* Is fp's entry in table t absent (ids 0: the entry's ZSCORE, p its permuted value), or
- * its ids (ids 1, t = 0: the layout's has_ids)? The other phases route through the
- * directories read when fsck began; on a corpus that grows meanwhile a bucket may
+/* Is a fingerprint's entry in table t absent (p its permuted value in t; ids 0: the
+ * entry's ZSCORE), or its ids (ids 1, t = 0: entry() of table 0, whether it has ids)?
+ * The other phases route through the directories read when fsck began; on a corpus that grows meanwhile a bucket may
  * have split since, so a reply that is not a plain yes (a tombstone's WRONGTYPE,
  * nothing once it expired) is asked again here through the directory read now (again
  * while splits keep coming, at most 16 times). Returns 1 absent, 0 present, -1 failed. */
-int fsck_split_confirm(const layout_ctx *lay, unsigned t, uint64_t fp, uint64_t p, int ids,
+int fsck_split_confirm(const layout_ctx *lay, unsigned t, uint64_t p, int ids,
                        fsck_split_send_fn send, void *arg);
 
 /* Prints the name:value lines; returns the number of problems found. */

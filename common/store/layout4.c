@@ -401,12 +401,6 @@ static void layout4_ids_read(const layout_ctx *c, unsigned i, uint64_t fp, uint6
     }
 }
 
-static void layout4_has_ids(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd)
-{
-    (void)fp;
-    layout4_member_cmd(c, p0, "ZLEXCOUNT", cmd);
-}
-
 /* ZADD of the member with the one id packed in (scratch: 17 + idlen bytes). */
 void layout_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id,
                    size_t idlen, uint8_t *scratch, layout_cmd *cmd)
@@ -720,7 +714,6 @@ const layout_ops layout4_ops = {
     .entries_reply = layout4_entries_reply,
     .lock = layout4_lock,
     .ids_read = layout4_ids_read,
-    .has_ids = layout4_has_ids,
     .member_decode = layout4_member_decode,
     .member_ids = layout4_member_ids,
     .plan = layout4_plan,

@@ -173,9 +173,6 @@ struct layout_ops {
      * multi-key one gets -TRYAGAIN while its slot migrates). */
     void (*ids_read)(const layout_ctx *c, unsigned i, uint64_t fp, uint64_t p0,
                      layout_cmd *cmd, layout_ids_kind *kind);
-    /* A command answering integer 1 when fp has ids, 0 when not (fsck's orphan
-     * check): the same command as entry() of table 0. */
-    void (*has_ids)(const layout_ctx *c, uint64_t fp, uint64_t p0, layout_cmd *cmd);
     /* Rebuilds the permuted value of a member read from the key of tag `tag`.
      * Returns 0, or -1 for a member that does not belong there (foreign data). */
     int (*member_decode)(const layout_ctx *c, uint64_t tag, const void *member, size_t len,

@@ -368,7 +368,7 @@ static void test_layout4(void **state)
     c.ops->ids_read(&c, 1, fp, p0, &cmd, &kind);
     assert_int_equal(kind, LAYOUT_IDS_SET);
     assert_string_equal(cmd.argv[0], "SMEMBERS");
-    c.ops->has_ids(&c, fp, 0x11ffffffffffffffull, &cmd);
+    c.ops->entry(&c, 0, 0x11ffffffffffffffull, "ZSCORE", &cmd);
     assert_string_equal(cmd.argv[0], "ZLEXCOUNT");
     assert_int_equal(cmd.argc, 4);
     assert_int_equal(cmd.argvlen[3], 1);
@@ -507,7 +507,7 @@ static void test_ids_reads(void **state)
     assert_int_equal(kind, LAYOUT_IDS_SET);
     assert_string_equal(cmd.argv[0], "SMEMBERS");
     assert_string_equal(cmd.argv[1], "d:{0:a7}:000000000000feed");
-    c.ops->has_ids(&c, fp, p0, &cmd);
+    c.ops->entry(&c, 0, p0, "ZSCORE", &cmd);
     assert_int_equal(cmd.argc, 4);
     assert_string_equal(cmd.argv[0], "ZLEXCOUNT");
     assert_string_equal(cmd.argv[1], "s:{0:a7}:-");
