@@ -77,6 +77,8 @@ const cfg_option rs_limit_options[RS_NLIMIT_OPTIONS] = {
            "TLS 1.3 cipher suites, OpenSSL syntax (default: OpenSSL's)"),
     RS_OPT("tls-prefer-server-ciphers", CFG_BOOL, tls.prefer_server_ciphers, 0, 0, "no",
            "the server's cipher order wins over the client's"),
+    RS_OPT("metrics-tls", CFG_BOOL, tls.metrics, 0, 0, "no",
+           "the metrics endpoint speaks HTTPS with the TLS port's certificate and settings"),
 };
 
 /* The table alone, as a spec: cfg_finish on it sets every default. */

@@ -91,6 +91,10 @@ int rs_tls_conf_check(const rs_tls_conf *c, char *err, size_t errlen)
     }
     if (rs_tls_versions(c->protocols, &lo, &hi, err, errlen) != 0)
         return -1;
+    if (c->metrics && c->port == 0) {
+        snprintf(err, errlen, "metrics-tls needs a tls-port (its certificate and settings)");
+        return -1;
+    }
     if (c->port == 0)
         return 0;
     if (c->cert_file == NULL || c->key_file == NULL) {

@@ -887,6 +887,7 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
     /* the option strings are the configuration's: not kept past here */
     memset(&s->opt.limits.tls, 0, sizeof(s->opt.limits.tls));
     s->opt.limits.tls.port = s->tls_port;
+    s->opt.limits.tls.metrics = opt->limits.tls.metrics && s->tls;
     s->start_ms = ra_now_ms();
     s->ncstat = s->opt.ncommands + rs_nbuiltin;
     s->cstat = calloc(s->ncstat, sizeof(*s->cstat));

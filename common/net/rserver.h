@@ -66,6 +66,7 @@ typedef struct rs_tls_conf {
     char *ciphers;              /* tls-ciphers: TLS 1.2 cipher list (NULL: OpenSSL's) */
     char *ciphersuites;         /* tls-ciphersuites: TLS 1.3 suites (NULL: OpenSSL's) */
     int prefer_server_ciphers;  /* tls-prefer-server-ciphers */
+    int metrics;                /* metrics-tls: HTTPS on the metrics port, same material */
 } rs_tls_conf;
 
 typedef struct rs_limits {

@@ -96,10 +96,14 @@ refused "tls-port without a certificate" "tls-cert-file" --tls-port "$tp"
 refused "client certificates without a CA" "tls-ca-cert-file" --tls-port "$tp" \
     --tls-cert-file "$P/server.crt" --tls-key-file "$P/server.key"
 refused "port 0 without tls-port" "tls-port" --port 0
+refused "metrics-tls without tls-port" "metrics-tls" --metrics-port "$tp" --metrics-tls yes
 
 # ---- a coordinator with a plain and a TLS port, from a config file (SIGHUP reads it)
 ctls=$(th_free_port)
+mport=$(th_free_port)
 cat >"$TH_DIR/coord.conf" <<EOF
+metrics-port $mport
+metrics-tls yes
 tls-port $ctls
 tls-cert-file $P/server.crt
 tls-key-file $P/server.key
@@ -133,6 +137,23 @@ print(r.ping(), r.execute_command("SIMHASH.QUERY", 999999))
 PY
 )
 case "$out" in True*doc-py*) ;; *) th_fail "redis-py over TLS: $out";; esac
+
+# the metrics endpoint over HTTPS (metrics-tls) with a client certificate; plain HTTP fails
+out=$($PY - "$mport" "$P" <<'PY' 2>&1
+import ssl, sys, urllib.request
+port, p = sys.argv[1], sys.argv[2]
+ctx = ssl.create_default_context(cafile=p + "/ca.crt")
+ctx.load_cert_chain(p + "/client.crt", p + "/client.key")
+body = urllib.request.urlopen("https://127.0.0.1:%s/metrics" % port, context=ctx, timeout=10).read()
+print("https-ok" if b"simhash_connected_clients" in body else "no metrics")
+try:
+    urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10).read()
+    print("plain-served")
+except Exception:
+    print("plain-refused")
+PY
+)
+[ "$out" = "$(printf 'https-ok\nplain-refused')" ] || th_fail "metrics over HTTPS: $out"
 
 # refusals: plain text to the TLS port, no client certificate, TLS 1.1
 f0=$(info_field "$cport" tls_handshake_failures)
