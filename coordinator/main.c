@@ -161,8 +161,8 @@ static int coord_argc;
 static char **coord_argv;
 
 /* SIGHUP: read the configuration again (the same --config file and flags) and apply
- * what can change while running: loglevel, syslog, the slow log settings
- * (rs_config_reload). The rest needs a restart. */
+ * what can change while running: loglevel, syslog, the slow log settings, the TLS
+ * certificate, key and CA files (rs_config_reload). The rest needs a restart. */
 static void coord_reload(void *arg)
 {
     coord *co = arg;

@@ -265,7 +265,7 @@ static int shard_argc;
 static char **shard_argv;
 
 /* SIGHUP: read the configuration again and apply what can change while running:
- * loglevel, syslog, the slow log settings (rs_config_reload). */
+ * loglevel, syslog, the slow log settings, the TLS files (rs_config_reload). */
 static void shard_reload(void *arg)
 {
     shard_ctx *sc = arg;

@@ -228,6 +228,17 @@ case "$(info_field "$cport" tls_last_reload)" in failed*tls-key-file*) ;;
 grep -q "not reloaded" "$TH_DIR/c.log" || th_fail "the failed reload is not logged"
 cp "$P/server2.key" "$P/server.key"
 
+# the worker reloads the same way (its TLS port comes from the same server)
+[ "$(serial_of "$wtls")" = 03E9 ] || th_fail "worker serial before SIGHUP: '$(serial_of "$wtls")'"
+wpid=$(th_child_pid "$TH_SHARD_PID")
+kill -HUP "$wpid"
+i=0
+until [ "$(info_field "$wport" tls_reloads)" = 1 ]; do
+    i=$((i + 1)); [ $i -lt 100 ] || th_fail "no TLS reload on the worker after SIGHUP"
+    sleep 0.05
+done
+[ "$(serial_of "$wtls")" = 03EA ] || th_fail "worker serial after SIGHUP: '$(serial_of "$wtls")'"
+
 # ---- tls-auth-clients optional and no; port 0: TLS only
 for mode in optional no; do
     t2=$(th_free_port)
