@@ -122,6 +122,21 @@ static void rs_tls_ssl_error(char *err, size_t errlen, const char *what)
     snprintf(err, errlen, "%s: %s", what, why);
 }
 
+/* OpenSSL's passphrase callback: the passphrase (userdata) into buf (size bytes).
+ * Returns its length, or 0 (no passphrase: an encrypted key fails to load instead of
+ * OpenSSL's default of asking on the terminal). */
+static int rs_tls_pass_cb(char *buf, int size, int rwflag, void *userdata)
+{
+    (void)rwflag;
+    if (userdata == NULL || size <= 0)
+        return 0;
+    size_t n = strlen(userdata);
+    if (n >= (size_t)size)
+        return 0;
+    memcpy(buf, userdata, n + 1);
+    return (int)n;
+}
+
 /* A server context from c's files and settings. Returns it (the caller owns it), or
  * NULL with err set. */
 static SSL_CTX *rs_tls_ctx_new(const rs_tls_conf *c, char *err, size_t errlen)
@@ -163,7 +178,12 @@ static SSL_CTX *rs_tls_ctx_new(const rs_tls_conf *c, char *err, size_t errlen)
         rs_tls_ssl_error(err, errlen, what);
         goto fail;
     }
-    if (SSL_CTX_use_PrivateKey_file(ctx, c->key_file, SSL_FILETYPE_PEM) != 1) {
+    /* the passphrase is the configuration's string: the context must not keep it */
+    SSL_CTX_set_default_passwd_cb(ctx, rs_tls_pass_cb);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, c->key_pass);
+    int key_ok = SSL_CTX_use_PrivateKey_file(ctx, c->key_file, SSL_FILETYPE_PEM);
+    SSL_CTX_set_default_passwd_cb_userdata(ctx, NULL);
+    if (key_ok != 1) {
         if (ERR_GET_REASON(ERR_peek_last_error()) == X509_R_KEY_VALUES_MISMATCH)
             snprintf(what, sizeof(what), "tls-key-file %.250s does not match tls-cert-file "
                      "%.250s", c->key_file, c->cert_file);

@@ -60,6 +60,8 @@ typedef struct rs_tls_conf {
     unsigned port;              /* tls-port: TLS listener beside the plain port */
     char *cert_file;            /* tls-cert-file: PEM certificate (chain) */
     char *key_file;             /* tls-key-file: PEM private key */
+    char *key_pass;             /* tls-key-file-pass-file: the key's passphrase (the
+                                   file's first line), or NULL: not encrypted */
     char *ca_cert_file;         /* tls-ca-cert-file: CAs that sign client certificates */
     char *auth_clients;         /* tls-auth-clients: yes (NULL), no, optional */
     char *protocols;            /* tls-protocols: "TLSv1.2 TLSv1.3" (NULL: both) */

@@ -37,6 +37,10 @@ mkcert() {    # NAME CN SERIAL
 mkcert server1 "simhash server one" 1001
 mkcert server2 "simhash server two" 1002
 mkcert client "simhash client" 2001
+# server1's key encrypted (tls-key-file-pass-file)
+printf 'k3y-Pass-55\n' >"$P/key.pass"
+chmod 600 "$P/key.pass"
+ossl pkey -in "$P/server1.key" -aes256 -passout "file:$P/key.pass" -out "$P/server1.enc.key"
 cp "$P/server1.crt" "$P/server.crt"
 cp "$P/server1.key" "$P/server.key"
 
@@ -96,6 +100,10 @@ refused "tls-port without a certificate" "tls-cert-file" --tls-port "$tp"
 refused "client certificates without a CA" "tls-ca-cert-file" --tls-port "$tp" \
     --tls-cert-file "$P/server.crt" --tls-key-file "$P/server.key"
 refused "port 0 without tls-port" "tls-port" --port 0
+refused "an encrypted key without its passphrase" "tls-key-file" --tls-port "$tp" \
+    --tls-cert-file "$P/server1.crt" --tls-key-file "$P/server1.enc.key" --tls-ca-cert-file "$P/ca.crt"
+refused "a passphrase on the command line" "tls-key-file-pass-file" --tls-port "$tp" \
+    "${TLSARGS[@]}" --tls-key-file-pass secret
 refused "metrics-tls without tls-port" "metrics-tls" --metrics-port "$tp" --metrics-tls yes
 
 # ---- a coordinator with a plain and a TLS port, from a config file (SIGHUP reads it)
@@ -238,6 +246,18 @@ until [ "$(info_field "$wport" tls_reloads)" = 1 ]; do
     sleep 0.05
 done
 [ "$(serial_of "$wtls")" = 03EA ] || th_fail "worker serial after SIGHUP: '$(serial_of "$wtls")'"
+
+# ---- an encrypted key with tls-key-file-pass-file
+t3=$(th_free_port)
+th_start c-enc 600 "$cbin" --bind 127.0.0.1 --port 0 --blocks "$B" --distance "$K" \
+    --worker "127.0.0.1:$wport" --tls-port "$t3" --tls-cert-file "$P/server1.crt" \
+    --tls-key-file "$P/server1.enc.key" --tls-key-file-pass-file "$P/key.pass" \
+    --tls-ca-cert-file "$P/ca.crt"
+pid3=$TH_PID
+th_wait_port "$t3" 20 || th_fail "coordinator with an encrypted key: $(cat "$TH_DIR/c-enc.log")"
+[ "$(tcli -p "$t3" PING)" = PONG ] || th_fail "PING with an encrypted server key"
+grep -q "k3y-Pass" "$TH_DIR/c-enc.log" && th_fail "the passphrase appears in the log"
+th_stop "$pid3"
 
 # ---- tls-auth-clients optional and no; port 0: TLS only
 for mode in optional no; do
