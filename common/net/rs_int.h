@@ -138,6 +138,8 @@ struct bufferevent *rs_tls_bev(rserver *s, int fd);
 void rs_tls_handshake_failed(rs_client *c);
 /* INFO lines tls_port ... tls_last_reload. */
 void rs_tls_info(const rserver *s, resp_buf *b);
+/* /metrics families of the TLS counters (nothing when s has no TLS port). */
+void rs_tls_metrics(const rserver *s, resp_buf *b);
 
 /* rs_auth.c: answers every request waiting on an AUTH timer now (rs_free). */
 void rs_auth_cancel_all(rserver *s);

@@ -313,6 +313,29 @@ void rs_tls_handshake_failed(rs_client *c)
                 c->addr, why);
 }
 
+void rs_tls_metrics(const rserver *s, resp_buf *b)
+{
+    const rs_tls *t = s->tls;
+    if (t == NULL)
+        return;
+    rs_prom_family(b, "simhash_tls_handshakes_total", "counter",
+                   "TLS handshakes on the TLS port, by result: ok, failed (refused or broken), "
+                   "timeout (not done within request-timeout).");
+    resp_buf_printf(b,
+                    "simhash_tls_handshakes_total{result=\"ok\"} %llu\n"
+                    "simhash_tls_handshakes_total{result=\"failed\"} %llu\n"
+                    "simhash_tls_handshakes_total{result=\"timeout\"} %llu\n",
+                    s->st.tls_connections, s->st.tls_handshake_failures,
+                    s->st.tls_handshake_timeouts);
+    rs_prom_family(b, "simhash_tls_reloads_total", "counter",
+                   "SIGHUP reloads of the TLS certificate, key and CA, by result: ok, failed "
+                   "(the running ones stay).");
+    resp_buf_printf(b,
+                    "simhash_tls_reloads_total{result=\"ok\"} %llu\n"
+                    "simhash_tls_reloads_total{result=\"failed\"} %llu\n",
+                    t->reloads, t->reload_errors);
+}
+
 void rs_tls_info(const rserver *s, resp_buf *b)
 {
     const rs_tls *t = s->tls;

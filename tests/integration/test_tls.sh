@@ -153,7 +153,7 @@ port, p = sys.argv[1], sys.argv[2]
 ctx = ssl.create_default_context(cafile=p + "/ca.crt")
 ctx.load_cert_chain(p + "/client.crt", p + "/client.key")
 body = urllib.request.urlopen("https://127.0.0.1:%s/metrics" % port, context=ctx, timeout=10).read()
-print("https-ok" if b"simhash_connected_clients" in body else "no metrics")
+print("https-ok" if b'simhash_tls_handshakes_total{result="ok"}' in body else "no metrics")
 try:
     urllib.request.urlopen("http://127.0.0.1:%s/metrics" % port, timeout=10).read()
     print("plain-served")
@@ -229,6 +229,15 @@ grep -q "after b'PONG'" "$TH_DIR/old.out" || th_fail "the old connection after S
 # ---- SIGHUP with a broken key: the running certificate stays
 printf 'not a key\n' >"$P/server.key"
 hup_until tls_reload_errors "no TLS reload error after SIGHUP with a broken key"
+out=$(timeout 10 openssl s_client -connect "127.0.0.1:$mport" -CAfile "$P/ca.crt" \
+        -cert "$P/client.crt" -key "$P/client.key" -quiet 2>/dev/null \
+        <<<$'GET /metrics HTTP/1.0\r\n\r\n' | tr -d '\r')
+case "$out" in *'simhash_tls_reloads_total{result="failed"} 1'*) ;;
+    *) th_fail "/metrics lacks the failed reload: $(printf '%s\n' "$out" | grep tls_)";; esac
+if command -v promtool >/dev/null; then    # the TLS families are valid exposition text
+    printf '%s\n' "$out" | sed '1,/^$/d' | promtool check metrics >"$TH_DIR/promtool.out" 2>&1 ||
+        th_fail "promtool check metrics: $(cat "$TH_DIR/promtool.out")"
+fi
 case "$(info_field "$cport" tls_last_reload)" in failed*tls-key-file*) ;;
     *) th_fail "tls_last_reload: '$(info_field "$cport" tls_last_reload)'";; esac
 [ "$(serial_of "$ctls")" = 03EA ] || th_fail "serial after a failed reload: '$(serial_of "$ctls")'"
