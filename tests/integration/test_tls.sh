@@ -8,7 +8,9 @@
 # worker's; plain text to the TLS port and a client without a certificate (tls-auth-
 # clients yes) are refused and counted, with optional / no a client without one is
 # served; TLS 1.1 is refused; the plain port works beside the TLS one and port 0
-# disables it; a peer that never finishes its handshake is closed (request-timeout);
+# disables it; random bytes or a cut ClientHello on the TLS port are closed, the server
+# goes on; a peer that never finishes its handshake is closed (request-timeout); the
+# metrics endpoint over HTTPS (metrics-tls); an encrypted key (tls-key-file-pass-file);
 # SIGHUP with a new certificate: new connections see it, a connection opened before
 # still works; SIGHUP with a broken key: the running certificate stays, new
 # connections work, INFO reports the failure.
@@ -190,6 +192,32 @@ print("closed" if s.recv(100) == b"" else "data")
 PY
 )
 [ "$out" = closed ] || th_fail "a silent TLS peer was not closed: $out"
+# random bytes and a ClientHello cut short: closed, never served, the server goes on
+out=$($PY - "$ctls" <<'PY' 2>&1
+import os, socket, sys
+port = int(sys.argv[1])
+res = []
+for payload in (os.urandom(65536), bytes.fromhex("160301ffff01"), b"\x16\x03\x03" + b"\x00" * 4096):
+    s = socket.create_connection(("127.0.0.1", port))
+    s.settimeout(30)
+    try:
+        s.sendall(payload)
+        data = s.recv(65536)
+        while data and b"PONG" not in data and len(data) < 1 << 20:
+            more = s.recv(65536)
+            if not more:
+                break
+            data += more
+        res.append("pong" if b"PONG" in data else "closed")
+    except OSError:
+        res.append("closed")
+    s.close()
+print(" ".join(res))
+PY
+)
+[ "$out" = "closed closed closed" ] || th_fail "garbage to the TLS port: $out"
+kill -0 "$cpid" 2>/dev/null || th_fail "coordinator died on garbage to the TLS port"
+[ "$(tcli -p "$ctls" PING)" = PONG ] || th_fail "PING over TLS after the garbage"
 t=$(info_field "$cport" tls_handshake_timeouts)
 [ "${t:-0}" -ge 1 ] || th_fail "tls_handshake_timeouts $t"
 
