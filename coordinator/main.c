@@ -20,7 +20,8 @@
 
 static const cfg_option coord_options[] = {
     OPT("bind", CFG_STR, bind, 0, 0, "127.0.0.1", 0, "address to listen on"),
-    OPT("port", CFG_UINT, port, 1, 65535, "7000", 0, "TCP port to listen on"),
+    OPT("port", CFG_UINT, port, 0, 65535, "7000", 0,
+        "TCP port to listen on (0: none, only with a tls-port)"),
     OPT("worker", CFG_LIST, workers, 1, 256, NULL, 0,
         "shard worker HOST:PORT, repeatable: the workers known at start (seeds); the "
         "others are found in the worker registry (discover-interval-ms)"),
@@ -119,6 +120,14 @@ static int coord_validate(void *obj, char *err, size_t errlen)
         snprintf(err, errlen, "at least one --worker HOST:PORT is required");
         return -1;
     }
+    if (c->port == 0 && c->limits.tls.port == 0) {
+        snprintf(err, errlen, "port 0 disables the plain port only beside a tls-port");
+        return -1;
+    }
+    if (c->port && c->port == c->limits.tls.port) {
+        snprintf(err, errlen, "port and tls-port are both %u", c->port);
+        return -1;
+    }
     return rs_limits_check(&c->limits, err, errlen);
 }
 
@@ -152,8 +161,8 @@ static int coord_argc;
 static char **coord_argv;
 
 /* SIGHUP: read the configuration again (the same --config file and flags) and apply
- * what can change while running: loglevel, syslog, the slow log settings
- * (rs_config_reload). The rest needs a restart. */
+ * what can change while running: loglevel, syslog, the slow log settings, the TLS
+ * certificate, key and CA files (rs_config_reload). The rest needs a restart. */
 static void coord_reload(void *arg)
 {
     coord *co = arg;
@@ -173,7 +182,8 @@ static int coord_start(coord *co)
     if (coord_textfp_start(co, err, sizeof(err)) != 0 ||
         coord_merge_start(co, err, sizeof(err)) != 0 ||
         coord_workers_start(co, err, sizeof(err)) != 0 ||
-        coord_cluster_start(co, err, sizeof(err)) != 0) {
+        coord_cluster_start(co, err, sizeof(err)) != 0 ||
+        rs_tls_files_check(&co->cfg.limits.tls, err, sizeof(err)) != 0) {
         log_error("%s", err);
         return RS_EXIT_CONFIG;
     }
@@ -192,8 +202,9 @@ static int coord_start(coord *co)
         log_error("%s", err);
         return RS_EXIT_FAILURE;
     }
-    log_info("simhash-coordinator %s listening on %s:%u; blocks %u distance %u (%u tables); "
-             "%zu workers", SIMHASH_VERSION, co->cfg.bind, rs_port(co->srv), co->cfg.blocks,
+    log_info("simhash-coordinator %s listening on %s:%u (TLS port %u); blocks %u distance %u "
+             "(%u tables); %zu workers", SIMHASH_VERSION, co->cfg.bind, rs_port(co->srv),
+             rs_tls_port(co->srv), co->cfg.blocks,
              co->cfg.distance, co->ps.ntables, co->cfg.workers.n);
     return RS_EXIT_OK;
 }

@@ -3,7 +3,7 @@
 # when they are missing. Safe to run again; does nothing when all are present.
 set -euo pipefail
 
-PKGS=(build-essential cmake pkg-config libhiredis-dev libevent-dev libxxhash-dev libutf8proc-dev libxml2-dev
+PKGS=(build-essential cmake pkg-config libhiredis-dev libevent-dev libssl-dev openssl libxxhash-dev libutf8proc-dev libxml2-dev
       libcmocka-dev redis-server redis-tools clang libclang-rt-14-dev valgrind
       python3 python3-redis procps iproute2 nftables netcat-openbsd bsdutils
       python3-dev python3-setuptools python3-wheel python3-pip python3-venv python3-numpy
@@ -11,6 +11,8 @@ PKGS=(build-essential cmake pkg-config libhiredis-dev libevent-dev libxxhash-dev
       python3-scrapy lintian man-db file python3-lxml python3-readability)
 # python3-*: the Python package (client/python; pip install --no-build-isolation) and its
 # tests (tests/integration/test_python.sh; numpy for the buffer-protocol cases)
+# libssl-dev: TLS on the daemons' ports (with libevent-dev's libevent_openssl); openssl:
+# the certificates of tests/integration/test_tls.sh
 # libsystemd-dev: sd_notify (Type=notify units); help2man: the man pages; groff-base,
 # systemd (systemd-analyze) and dpkg-dev (cpack's dependency list): test_install.sh
 # iproute2 (ip netns, veth, bridge) and nftables (partitions): tests/multihost

@@ -34,7 +34,8 @@ typedef struct shard_main_config {
 
 static const cfg_option shard_options[] = {
     SHARD_OPT("bind", CFG_STR, bind, 0, 0, "127.0.0.1", "address to listen on"),
-    SHARD_OPT("port", CFG_UINT, port, 0, 65535, "7100", "port to listen on (0: any free port)"),
+    SHARD_OPT("port", CFG_UINT, port, 0, 65535, "7100",
+              "port to listen on (0: any free port; none beside a tls-port)"),
     SHARD_OPT_MAIN("password-file", CFG_SECRET, password, 0, 0, NULL,
                    "file whose first line is the password clients (the coordinator: its "
                    "worker-password-file) must AUTH with"),
@@ -240,6 +241,10 @@ static int shard_validate(void *obj, char *err, size_t errlen)
         }
     }
     perm_set_free(&ps);
+    if (rc == 0 && c->port && c->port == c->limits.tls.port) {
+        snprintf(err, errlen, "port and tls-port are both %u", c->port);
+        rc = -1;
+    }
     return rc == 0 ? rs_limits_check(&c->limits, err, errlen) : rc;
 }
 
@@ -260,7 +265,7 @@ static int shard_argc;
 static char **shard_argv;
 
 /* SIGHUP: read the configuration again and apply what can change while running:
- * loglevel, syslog, the slow log settings (rs_config_reload). */
+ * loglevel, syslog, the slow log settings, the TLS files (rs_config_reload). */
 static void shard_reload(void *arg)
 {
     shard_ctx *sc = arg;
@@ -427,10 +432,10 @@ static int shard_start(shard_ctx *sc, const shard_main_config *mc, const shard_r
         shard_main_fail(err);
         return -1;
     }
-    log_info("simhash-shard %s listening on %s:%u, shards %s, redis %s%s:%u db %u, "
-             "blocks %u distance %u (%u tables), layout %u, corpus %s",
+    log_info("simhash-shard %s listening on %s:%u (TLS port %u), shards %s, redis %s%s:%u "
+             "db %u, blocks %u distance %u (%u tables), layout %u, corpus %s",
              SIMHASH_VERSION, c->bind,
-             rs_port(sc->srv), mc->cluster ? "as the cluster's slots" : c->shards,
+             rs_port(sc->srv), rs_tls_port(sc->srv), mc->cluster ? "as the cluster's slots" : c->shards,
              mc->cluster ? "cluster node " : "", c->redis_host, c->redis_port, c->redis_db,
              c->blocks, c->distance, sc->ps.ntables, c->layout,
              layout_corpus()[0] ? layout_corpus() : "(unnamed)");
@@ -480,7 +485,8 @@ int main(int argc, char **argv)
         cfg_free_values(&shard_spec, &mc);
         return RS_EXIT_CONFIG;
     }
-    if (perm_set_init(&sc.ps, c->blocks, c->distance, err, sizeof err) != 0) {
+    if (perm_set_init(&sc.ps, c->blocks, c->distance, err, sizeof err) != 0 ||
+        rs_tls_files_check(&c->limits.tls, err, sizeof err) != 0) {
         shard_main_fail(err);
         shard_free_all(&sc, &mc);
         return RS_EXIT_CONFIG;

@@ -58,6 +58,29 @@ const cfg_option rs_limit_options[RS_NLIMIT_OPTIONS] = {
            "SLOWLOG keeps requests that took at least this many microseconds (0: all)"),
     RS_OPT("slowlog-max-len", CFG_UINT, slowlog_max_len, 0, 100000, "128",
            "SLOWLOG entries kept (0: none)"),
+    /* string defaults stay NULL: rs_limits_default must allocate nothing */
+    RS_OPT("tls-port", CFG_UINT, tls.port, 0, 65535, "0",
+           "TLS port beside the plain port (0: none; port 0 then disables the plain one)"),
+    RS_OPT("tls-cert-file", CFG_STR, tls.cert_file, 0, 0, NULL,
+           "PEM certificate (chain) of the TLS port (SIGHUP reads it again)"),
+    RS_OPT("tls-key-file", CFG_STR, tls.key_file, 0, 0, NULL,
+           "PEM private key of tls-cert-file (SIGHUP reads it again)"),
+    RS_OPT("tls-key-file-pass-file", CFG_SECRET, tls.key_pass, 0, 0, NULL,
+           "file whose first line is the passphrase of an encrypted tls-key-file"),
+    RS_OPT("tls-ca-cert-file", CFG_STR, tls.ca_cert_file, 0, 0, NULL,
+           "PEM CA certificates that sign client certificates (SIGHUP reads it again)"),
+    RS_OPT("tls-auth-clients", CFG_STR, tls.auth_clients, 0, 0, NULL,
+           "client certificates: yes (required, the default), optional or no"),
+    RS_OPT("tls-protocols", CFG_STR, tls.protocols, 0, 0, NULL,
+           "TLS versions, \"TLSv1.2 TLSv1.3\" by default (nothing older is accepted)"),
+    RS_OPT("tls-ciphers", CFG_STR, tls.ciphers, 0, 0, NULL,
+           "TLS 1.2 cipher list, OpenSSL syntax (default: OpenSSL's)"),
+    RS_OPT("tls-ciphersuites", CFG_STR, tls.ciphersuites, 0, 0, NULL,
+           "TLS 1.3 cipher suites, OpenSSL syntax (default: OpenSSL's)"),
+    RS_OPT("tls-prefer-server-ciphers", CFG_BOOL, tls.prefer_server_ciphers, 0, 0, "no",
+           "the server's cipher order wins over the client's"),
+    RS_OPT("metrics-tls", CFG_BOOL, tls.metrics, 0, 0, "no",
+           "the metrics endpoint speaks HTTPS with the TLS port's certificate and settings"),
 };
 
 /* The table alone, as a spec: cfg_finish on it sets every default. */
@@ -89,7 +112,7 @@ int rs_limits_check(const rs_limits *l, char *err, size_t errlen)
                  l->max_req_bytes, l->max_arg_bytes);
         return -1;
     }
-    return 0;
+    return rs_tls_conf_check(&l->tls, err, errlen);
 }
 
 /* ---- SIGHUP: the settings that change while running ---- */
@@ -115,8 +138,10 @@ void rs_config_reload(const cfg_spec *spec, int argc, char **argv, void *fresh, 
     *live.syslog = syslog_on;
     live.limits->slowlog_slower_than_us = nl->slowlog_slower_than_us;
     live.limits->slowlog_max_len = nl->slowlog_max_len;
-    if (srv)
+    if (srv) {
         rs_set_slowlog(srv, nl->slowlog_slower_than_us, nl->slowlog_max_len);
+        rs_tls_reload(srv, &nl->tls);
+    }
     log_info("SIGHUP: configuration reloaded: loglevel %s, syslog %s, slowlog-log-slower-than "
              "%u, slowlog-max-len %u (other settings take effect at the next start)",
              log_level_name(level), syslog_on ? "yes" : "no", nl->slowlog_slower_than_us,

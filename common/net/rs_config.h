@@ -14,7 +14,7 @@
 #include "config.h"
 #include "rserver.h"
 
-#define RS_NLIMIT_OPTIONS 21
+#define RS_NLIMIT_OPTIONS 32
 extern const cfg_option rs_limit_options[RS_NLIMIT_OPTIONS];
 
 /* The last fields of a daemon's cfg_spec: the shared rows, at the rs_limits member
@@ -23,7 +23,8 @@ extern const cfg_option rs_limit_options[RS_NLIMIT_OPTIONS];
     "Client limits and budgets (the same options in simhash-shard and simhash-coordinator):", \
     rs_limit_options, RS_NLIMIT_OPTIONS, offsetof(type, field)
 
-/* Cross-option checks of the limits (max-request-bytes not below max-arg-bytes).
+/* Cross-option checks of the limits (max-request-bytes not below max-arg-bytes) and
+ * of the TLS option values (rs_tls_conf_check; the files are read at start).
  * Returns 0, or -1 with a message in err. */
 int rs_limits_check(const rs_limits *l, char *err, size_t errlen);
 
@@ -40,7 +41,8 @@ typedef struct rs_live_config {
  * bytes (zeroed here) whose loglevel and syslog ints are at off_loglevel and
  * off_syslog and whose rs_limits at spec->shared_offset. When it loads, applies
  * loglevel, syslog (ident prog) and the slow log settings to live and to srv (NULL:
- * none) and logs them; else logs that nothing changed. fresh's values are freed. */
+ * none) and logs them, and reads srv's TLS files again (rs_tls_reload); else logs
+ * that nothing changed. fresh's values are freed. */
 void rs_config_reload(const cfg_spec *spec, int argc, char **argv, void *fresh, size_t size,
                       size_t off_loglevel, size_t off_syslog, rs_live_config live,
                       rserver *srv);

@@ -9,6 +9,9 @@
  *     wrong passwords take the server's wrong-password tokens (rs_guard.c), and an
  *     address without a token gets 429 without a check;
  *   - without a password it refuses to listen on an address that is not loopback;
+ *   - with metrics-tls it speaks HTTPS (rs_tls.c: the TLS port's context, so the same
+ *     certificate, client certificates and rotation); the handshake is inside the
+ *     same deadline;
  *   - accept() failures (EMFILE, ENFILE) pause the listener for a moment, as Redis does.
  * One response, then the connection closes (Connection: close). */
 #include "rs_int.h"
@@ -352,7 +355,9 @@ static void rs_metrics_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     rs_mconn *mc = calloc(1, sizeof(*mc));
     struct timeval tv = ra_tv_ms(RS_METRICS_DEADLINE_MS);
     if (mc == NULL ||
-        (mc->bev = bufferevent_socket_new(m->s->base, fd, BEV_OPT_CLOSE_ON_FREE)) == NULL ||
+        (mc->bev = m->s->opt.limits.tls.metrics
+                       ? rs_tls_bev(m->s, fd)       /* HTTPS: metrics-tls */
+                       : bufferevent_socket_new(m->s->base, fd, BEV_OPT_CLOSE_ON_FREE)) == NULL ||
         (mc->deadline = evtimer_new(m->s->base, rs_mconn_on_deadline, mc)) == NULL) {
         if (mc && mc->bev)
             bufferevent_free(mc->bev);

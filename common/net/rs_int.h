@@ -80,6 +80,8 @@ struct rs_client {
     uint64_t active_ms;         /* last input or finished request */
     uint64_t recv_start_ms;     /* a request began arriving then; 0: none is arriving */
     int admitted;               /* counted in its address's connections (rs_guard.c) */
+    int tls;                    /* came on the TLS port */
+    int handshaking;            /* its TLS handshake is not done yet */
     struct evbuffer_cb_entry *out_cb; /* counts its output into rserver.out_total */
     size_t out_bytes;           /* its unsent output, as counted there */
     size_t unauth_bytes;        /* counted in rserver.unauth_total (unauthenticated) */
@@ -89,8 +91,12 @@ struct rs_client {
 
 struct rserver {
     struct event_base *base;
-    struct evconnlistener *lis;
+    struct evconnlistener *lis;     /* NULL: no plain port (port 0 beside a tls-port) */
     struct event *accept_retry;
+    struct evconnlistener *tls_lis; /* the TLS port's, or NULL */
+    struct event *tls_accept_retry;
+    struct rs_tls *tls;             /* rs_tls.c: the context of new TLS connections */
+    unsigned tls_port;
     rs_options opt;
     char *bind;
     char *password;
@@ -118,6 +124,22 @@ struct rserver {
     struct rs_auth_delay *auth_delays; /* rs_auth.c: requests waiting on a timer */
     int stopping;               /* rs_free runs: waiting tries are not re-run */
 };
+
+/* ---- rs_tls.c: TLS listeners ---- */
+
+typedef struct rs_tls rs_tls;
+/* A context from c's files. Returns it, or NULL with err set. */
+rs_tls *rs_tls_new(const rs_tls_conf *c, char *err, size_t errlen);
+void rs_tls_free(rs_tls *t);
+/* An accepting TLS bufferevent on fd (closed when it is freed). NULL: out of memory
+ * (fd left open). */
+struct bufferevent *rs_tls_bev(rserver *s, int fd);
+/* c's handshake failed (its bufferevent still open): logs OpenSSL's reason, counts. */
+void rs_tls_handshake_failed(rs_client *c);
+/* INFO lines tls_port ... tls_last_reload. */
+void rs_tls_info(const rserver *s, resp_buf *b);
+/* /metrics families of the TLS counters (nothing when s has no TLS port). */
+void rs_tls_metrics(const rserver *s, resp_buf *b);
 
 /* rs_auth.c: answers every request waiting on an AUTH timer now (rs_free). */
 void rs_auth_cancel_all(rserver *s);

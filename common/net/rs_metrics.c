@@ -77,6 +77,7 @@ void rs_metrics_text(rserver *s, resp_buf *b, void (*extra)(void *ctx, resp_buf 
                    "Wrong passwords: AUTH on the RESP port, scrapes of this endpoint.");
     resp_buf_printf(b, "simhash_auth_failures_total %llu\n", s->st.auth_failures);
     rs_guard_metrics(s, b);
+    rs_tls_metrics(s, b);
     rs_prom_family(b, "simhash_commands_received_total", "counter",
                    "Requests received (known and unknown commands).");
     resp_buf_printf(b, "simhash_commands_received_total %llu\n", s->st.commands);

@@ -717,6 +717,7 @@ static void rs_info_stats(const rserver *s, resp_buf *b)
                     "instantaneous_ops_per_sec:%llu\r\nrejected_connections:%llu\r\n"
                     "total_error_replies:%llu\r\n",
                     s->st.connections, s->st.commands, s->ops_per_sec, s->st.rejected, errors);
+    rs_tls_info(s, b);
 }
 
 typedef struct rs_stat_ctx {

@@ -588,6 +588,20 @@ static void rs_on_event(struct bufferevent *bev, short what, void *arg)
 {
     rs_client *c = arg;
     (void)bev;
+    if (what & BEV_EVENT_CONNECTED) {
+        /* the TLS handshake is done: requests may come (their own clock) */
+        c->handshaking = 0;
+        c->active_ms = ra_now_ms();
+        c->recv_start_ms = 0;
+        if (c->s)
+            c->s->st.tls_connections++;
+        return;
+    }
+    if (c->handshaking && (what & (BEV_EVENT_ERROR | BEV_EVENT_EOF))) {
+        rs_tls_handshake_failed(c);
+        rs_client_close(c);
+        return;
+    }
     if (what & BEV_EVENT_ERROR) {
         log_debug("client %llu: %s", (unsigned long long)c->id, strerror(EVUTIL_SOCKET_ERROR()));
         rs_client_close(c);
@@ -671,14 +685,10 @@ static void rs_unauth_make_room(rserver *s)
     }
 }
 
-static void rs_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
-                      int salen, void *arg)
+/* A connection on fd from the plain (tls 0) or the TLS port: the limits, then a
+ * client on a plain or an accepting TLS bufferevent. */
+static void rs_accept_fd(rserver *s, evutil_socket_t fd, int tls)
 {
-    rserver *s = arg;
-    (void)lis;
-    (void)sa;
-    (void)salen;
-
     if (s->st.clients >= s->opt.limits.max_clients) {
         static const char msg[] = "-ERR max number of clients reached\r\n";
         s->st.rejected++;
@@ -700,7 +710,8 @@ static void rs_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
         return;
     }
     rs_unauth_make_room(s);
-    struct bufferevent *bev = bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    struct bufferevent *bev = tls ? rs_tls_bev(s, fd)
+                                  : bufferevent_socket_new(s->base, fd, BEV_OPT_CLOSE_ON_FREE);
     rs_client *c = bev ? rs_client_new(s, bev) : NULL;
     if (c == NULL) {
         rs_guard_release(s, addr);
@@ -711,8 +722,32 @@ static void rs_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct 
         return;
     }
     c->admitted = 1;
+    if (tls) {
+        /* the handshake is bounded like a request that arrives: request-timeout (and
+         * auth-timeout, timeout) close a peer that does not finish it */
+        c->tls = c->handshaking = 1;
+        c->recv_start_ms = c->connected_ms;
+    }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static void rs_on_accept(struct evconnlistener *lis, evutil_socket_t fd, struct sockaddr *sa,
+                         int salen, void *arg)
+{
+    (void)lis;
+    (void)sa;
+    (void)salen;
+    rs_accept_fd(arg, fd, 0);
+}
+
+static void rs_on_tls_accept(struct evconnlistener *lis, evutil_socket_t fd,
+                             struct sockaddr *sa, int salen, void *arg)
+{
+    (void)lis;
+    (void)sa;
+    (void)salen;
+    rs_accept_fd(arg, fd, 1);
 }
 
 static void rs_on_accept_retry(evutil_socket_t fd, short what, void *arg)
@@ -720,13 +755,25 @@ static void rs_on_accept_retry(evutil_socket_t fd, short what, void *arg)
     rserver *s = arg;
     (void)fd;
     (void)what;
-    evconnlistener_enable(s->lis);
+    if (s->lis)
+        evconnlistener_enable(s->lis);
+}
+
+static void rs_on_tls_accept_retry(evutil_socket_t fd, short what, void *arg)
+{
+    rserver *s = arg;
+    (void)fd;
+    (void)what;
+    evconnlistener_enable(s->tls_lis);
 }
 
 static void rs_on_accept_error(struct evconnlistener *lis, void *arg)
 {
     rserver *s = arg;
-    rs_accept_pause(lis, s->accept_retry, s->opt.name);
+    if (lis == s->tls_lis)
+        rs_accept_pause(lis, s->tls_accept_retry, s->opt.name);
+    else
+        rs_accept_pause(lis, s->accept_retry, s->opt.name);
 }
 
 /* ---- Server ---- */
@@ -751,6 +798,13 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
             LOG_AT_RL(LOGL_INFO, "client %llu: not authenticated within %u s (auth-timeout); "
                       "closing", (unsigned long long)c->id, l->auth_timeout_s);
             rs_client_close(c);
+        } else if (c->handshaking && l->request_timeout_s &&
+                   now - c->connected_ms >= (uint64_t)l->request_timeout_s * 1000u) {
+            s->st.tls_handshake_timeouts++;
+            log_warn_rl("client %llu (%s): TLS handshake not done after %u s "
+                        "(request-timeout); closing", (unsigned long long)c->id, c->addr,
+                        l->request_timeout_s);
+            rs_client_close(c);
         } else if (l->request_timeout_s && c->recv_start_ms && !c->paused && !c->waiting &&
                    now - c->recv_start_ms >= (uint64_t)l->request_timeout_s * 1000u) {
             s->st.closed_request_timeout++;
@@ -767,6 +821,21 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
             rs_client_close(c);
         }
     }
+}
+
+/* The listeners of s, plain and TLS, and the TLS context (whichever exist). */
+static void rs_listeners_free(rserver *s)
+{
+    if (s->lis)
+        evconnlistener_free(s->lis);
+    if (s->tls_lis)
+        evconnlistener_free(s->tls_lis);
+    if (s->tls_accept_retry)
+        event_free(s->tls_accept_retry);
+    rs_tls_free(s->tls);
+    s->lis = s->tls_lis = NULL;
+    s->tls_accept_retry = NULL;
+    s->tls = NULL;
 }
 
 rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_t errlen)
@@ -794,17 +863,36 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
-    s->lis = rs_listen(base, s->bind, opt->port, rs_on_accept, s, &s->port, err, errlen);
-    if (s->lis == NULL)
-        goto fail;
-    evconnlistener_set_error_cb(s->lis, rs_on_accept_error);
+    if (opt->limits.tls.port) {
+        s->tls_accept_retry = evtimer_new(base, rs_on_tls_accept_retry, s);
+        if (s->tls_accept_retry == NULL) {
+            snprintf(err, errlen, "out of memory");
+            goto fail;
+        }
+        if ((s->tls = rs_tls_new(&opt->limits.tls, err, errlen)) == NULL)
+            goto fail;
+        s->tls_lis = rs_listen(base, s->bind, opt->limits.tls.port, rs_on_tls_accept, s,
+                               &s->tls_port, err, errlen);
+        if (s->tls_lis == NULL)
+            goto fail;
+        evconnlistener_set_error_cb(s->tls_lis, rs_on_accept_error);
+    }
+    /* port 0 beside a tls-port: TLS only */
+    if (opt->port || !opt->limits.tls.port) {
+        s->lis = rs_listen(base, s->bind, opt->port, rs_on_accept, s, &s->port, err, errlen);
+        if (s->lis == NULL)
+            goto fail;
+        evconnlistener_set_error_cb(s->lis, rs_on_accept_error);
+    }
+    /* the option strings are the configuration's: not kept past here */
+    memset(&s->opt.limits.tls, 0, sizeof(s->opt.limits.tls));
+    s->opt.limits.tls.port = s->tls_port;
+    s->opt.limits.tls.metrics = opt->limits.tls.metrics && s->tls;
     s->start_ms = ra_now_ms();
     s->ncstat = s->opt.ncommands + rs_nbuiltin;
     s->cstat = calloc(s->ncstat, sizeof(*s->cstat));
     if (s->cstat == NULL) {
         snprintf(err, errlen, "out of memory");
-        evconnlistener_free(s->lis);
-        s->lis = NULL;
         goto fail;
     }
     {
@@ -814,13 +902,12 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
             snprintf(err, errlen, "out of memory");
             if (s->sweep_ev)
                 event_free(s->sweep_ev);
-            evconnlistener_free(s->lis);
-            s->lis = NULL;
             goto fail;
         }
     }
     return s;
 fail:
+    rs_listeners_free(s);
     if (s->accept_retry)
         event_free(s->accept_retry);
     if (s->budget_ev)
@@ -844,8 +931,7 @@ void rs_free(rserver *s)
         c->s = NULL;            /* kept alive by unfinished requests: must not touch s */
         rs_client_unref(c);
     }
-    if (s->lis)
-        evconnlistener_free(s->lis);
+    rs_listeners_free(s);
     if (s->sweep_ev)
         event_free(s->sweep_ev);
     event_free(s->accept_retry);
@@ -861,4 +947,9 @@ void rs_free(rserver *s)
 unsigned rs_port(const rserver *s)
 {
     return s->port;
+}
+
+unsigned rs_tls_port(const rserver *s)
+{
+    return s->tls_port;
 }

@@ -54,6 +54,23 @@ const char *rs_errcode_str(rs_errcode code);
 
 /* ---- Limits ---- */
 
+/* TLS of the RESP listeners (rs_tls.c), as Redis names the options. Strings are the
+ * configuration's (NULL: unset). A TLS listener runs when port is not 0. */
+typedef struct rs_tls_conf {
+    unsigned port;              /* tls-port: TLS listener beside the plain port */
+    char *cert_file;            /* tls-cert-file: PEM certificate (chain) */
+    char *key_file;             /* tls-key-file: PEM private key */
+    char *key_pass;             /* tls-key-file-pass-file: the key's passphrase (the
+                                   file's first line), or NULL: not encrypted */
+    char *ca_cert_file;         /* tls-ca-cert-file: CAs that sign client certificates */
+    char *auth_clients;         /* tls-auth-clients: yes (NULL), no, optional */
+    char *protocols;            /* tls-protocols: "TLSv1.2 TLSv1.3" (NULL: both) */
+    char *ciphers;              /* tls-ciphers: TLS 1.2 cipher list (NULL: OpenSSL's) */
+    char *ciphersuites;         /* tls-ciphersuites: TLS 1.3 suites (NULL: OpenSSL's) */
+    int prefer_server_ciphers;  /* tls-prefer-server-ciphers */
+    int metrics;                /* metrics-tls: HTTPS on the metrics port, same material */
+} rs_tls_conf;
+
 typedef struct rs_limits {
     size_t max_arg_bytes;       /* one argument (default 1 MiB) */
     size_t max_req_bytes;       /* one request (default 8 MiB) */
@@ -94,6 +111,7 @@ typedef struct rs_limits {
     size_t max_unauth_bytes;    /* bytes of unfinished requests of all unauthenticated
                                    clients together (password set): past it the one
                                    holding the most is disconnected (default 32 MiB; 0: none) */
+    rs_tls_conf tls;            /* the TLS options, in the same shared table */
 } rs_limits;
 
 /* Before AUTH (when a password is set) a client may send requests of at most this many
@@ -207,8 +225,23 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
  * until finished; their replies are dropped. */
 void rs_free(rserver *s);
 
-/* The port actually bound. */
+/* The port actually bound (0: no plain listener, port 0 beside a tls-port). */
 unsigned rs_port(const rserver *s);
+/* The TLS port bound, 0 when none. */
+unsigned rs_tls_port(const rserver *s);
+
+/* ---- TLS (rs_tls.c) ---- */
+
+/* The values of c alone (no file read): tls-auth-clients, tls-protocols, the files a
+ * tls-port needs. Returns 0, or -1 with err set. */
+int rs_tls_conf_check(const rs_tls_conf *c, char *err, size_t errlen);
+/* The files of c read into a context and freed again (a start's check, so that a bad
+ * certificate is a configuration error). Returns 0, or -1 with err set. */
+int rs_tls_files_check(const rs_tls_conf *c, char *err, size_t errlen);
+/* SIGHUP: certificate, key and CA files read again into a new context for new
+ * connections; live ones keep theirs. A failure leaves the running context, logs and
+ * counts it (INFO tls_reload_errors, tls_last_reload). Returns 0, or -1. */
+int rs_tls_reload(rserver *s, const rs_tls_conf *c);
 
 typedef struct rs_stats {
     unsigned long clients;              /* connected now */
@@ -231,6 +264,9 @@ typedef struct rs_stats {
     unsigned long long auth_waits;         /* times an AUTH try waited for a token */
     unsigned long long evicted_output;     /* closed: max_output_total, largest first */
     unsigned long long evicted_unauth_bytes; /* closed: max_unauth_bytes, largest first */
+    unsigned long long tls_connections;    /* TLS handshakes completed */
+    unsigned long long tls_handshake_failures; /* TLS handshakes refused or broken */
+    unsigned long long tls_handshake_timeouts; /* TLS handshakes not done in time */
 } rs_stats;
 
 

@@ -235,12 +235,60 @@ static void test_limits_default(void **state)
     assert_int_equal(l.auth_fail_delay_ms, RS_AUTH_FAIL_DELAY_MS);
     for (size_t i = 0; i < RS_NLIMIT_OPTIONS; i++) {
         assert_non_null(rs_limit_options[i].name);
-        assert_non_null(rs_limit_options[i].def);
+        /* the TLS strings default to NULL (rs_limits_default allocates nothing) */
+        if (rs_limit_options[i].type != CFG_STR && rs_limit_options[i].type != CFG_SECRET)
+            assert_non_null(rs_limit_options[i].def);
     }
+    assert_null(l.tls.cert_file);
+    assert_int_equal(l.tls.port, 0);
     assert_int_equal(rs_limits_check(&l, err, sizeof(err)), 0);
     l.max_req_bytes = l.max_arg_bytes - 1;
     assert_int_equal(rs_limits_check(&l, err, sizeof(err)), -1);
     assert_non_null(strstr(err, "max-request-bytes"));
+}
+
+/* The TLS rows: parsed into rs_limits.tls, their values checked by rs_limits_check
+ * (tls-auth-clients, tls-protocols never below TLS 1.2, what a tls-port needs). */
+static void test_tls_options(void **state)
+{
+    static const struct { const char *text, *msg; } bad[] = {
+        {"tls-protocols TLSv1.1 TLSv1.2\n", "tls-protocols"},
+        {"tls-protocols SSLv3\n", "tls-protocols"},
+        {"tls-protocols ,\n", "tls-protocols"},
+        {"tls-auth-clients maybe\n", "tls-auth-clients"},
+        {"tls-port 7443\n", "tls-cert-file"},
+        {"tls-port 7443\ntls-cert-file a\n", "tls-key-file"},
+        {"tls-port 7443\ntls-cert-file a\ntls-key-file b\n", "tls-ca-cert-file"},
+    };
+    tdaemon d;
+    char err[256];
+    (void)state;
+    assert_int_equal(tdload(&d, "tls-port 7443\ntls-cert-file s.crt\ntls-key-file s.key\n"
+                            "tls-ca-cert-file ca.crt\ntls-auth-clients optional\n"
+                            "tls-protocols TLSv1.3\ntls-prefer-server-ciphers yes\n", err,
+                            sizeof(err)), 0);
+    assert_int_equal(d.limits.tls.port, 7443);
+    assert_string_equal(d.limits.tls.cert_file, "s.crt");
+    assert_string_equal(d.limits.tls.key_file, "s.key");
+    assert_string_equal(d.limits.tls.ca_cert_file, "ca.crt");
+    assert_string_equal(d.limits.tls.auth_clients, "optional");
+    assert_int_equal(d.limits.tls.prefer_server_ciphers, 1);
+    assert_int_equal(rs_limits_check(&d.limits, err, sizeof(err)), 0);
+    cfg_free_values(&tdspec, &d);
+    /* no client certificates: no CA needed */
+    assert_int_equal(tdload(&d, "tls-port 7443\ntls-cert-file a\ntls-key-file b\n"
+                            "tls-auth-clients no\ntls-protocols tlsv1.2,TLSv1.3\n", err,
+                            sizeof(err)), 0);
+    assert_int_equal(rs_limits_check(&d.limits, err, sizeof(err)), 0);
+    cfg_free_values(&tdspec, &d);
+    assert_int_equal(tdload(&d, "tls-port 65536\n", err, sizeof(err)), -1);
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(tdload(&d, bad[i].text, err, sizeof(err)), 0);
+        assert_int_equal(rs_limits_check(&d.limits, err, sizeof(err)), -1);
+        if (strstr(err, bad[i].msg) == NULL)
+            fail_msg("'%s': '%s' lacks '%s'", bad[i].text, err, bad[i].msg);
+        cfg_free_values(&tdspec, &d);
+    }
 }
 
 int main(void)
@@ -252,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_secret_file),
         cmocka_unit_test(test_shared_rows),
         cmocka_unit_test(test_limits_default),
+        cmocka_unit_test(test_tls_options),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
