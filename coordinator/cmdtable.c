@@ -44,31 +44,31 @@ static const rs_arg coord_args_scan[] = { { "cursor", "integer", NULL, 0, NULL }
 const rs_command coord_commands[] = {
     /* pipelined ADDs of one client overlap (their locks order them per fingerprint);
      * a later request of the client starts after them, so it sees them */
-    { "SIMHASH.ADD", -3, RS_CMD_ORDERED, coord_cmd_add,
+    { "SIMHASH.ADD", -3, RS_CMD_ORDERED | RS_CMD_CAT_WRITE, coord_cmd_add,
       "Adds documents under their fingerprints; returns the number of new pairs.",
       coord_args_add },
-    { "SIMHASH.DEL", -2, RS_CMD_WRITE, coord_cmd_del,
+    { "SIMHASH.DEL", -2, RS_CMD_WRITE | RS_CMD_CAT_ADMIN, coord_cmd_del,
       "Removes a document from a fingerprint, or the fingerprint with all its documents.",
       coord_args_del },
-    { "SIMHASH.QUERY", -2, RS_CMD_READONLY, coord_cmd_query,
+    { "SIMHASH.QUERY", -2, RS_CMD_READONLY | RS_CMD_CAT_READ, coord_cmd_query,
       "Stored fingerprints within DISTANCE bits: [fingerprint, distance, [docid ...]], "
       "nearest first.", coord_args_query },
-    { "SIMHASH.CHECK", -3, RS_CMD_WRITE, coord_cmd_check,
+    { "SIMHASH.CHECK", -3, RS_CMD_WRITE | RS_CMD_CAT_WRITE, coord_cmd_check,
       "The matches before adding, then adds the document (as QUERY, then ADD).",
       coord_args_check },
-    { "SIMHASH.CHECKTEXT", -3, RS_CMD_WRITE, coord_cmd_checktext,
+    { "SIMHASH.CHECKTEXT", -3, RS_CMD_WRITE | RS_CMD_CAT_WRITE, coord_cmd_checktext,
       "CHECK with the fingerprint of a text or HTML page: [fingerprint, matches].",
       coord_args_checktext },
-    { "SIMHASH.FINGERPRINT", -2, RS_CMD_READONLY, coord_cmd_fingerprint,
+    { "SIMHASH.FINGERPRINT", -2, RS_CMD_READONLY | RS_CMD_CAT_READ, coord_cmd_fingerprint,
       "The 64-bit simhash of a text or HTML page, as a decimal string.",
       coord_args_fingerprint },
-    { "SIMHASH.EXTRACT", -2, RS_CMD_READONLY, coord_cmd_extract,
+    { "SIMHASH.EXTRACT", -2, RS_CMD_READONLY | RS_CMD_CAT_READ, coord_cmd_extract,
       "The text a text or HTML page's fingerprint is taken from: [fingerprint, fp, algorithm, "
       "a, rule, r, text, t] (a map in RESP3).", coord_args_fingerprint },
-    { "SIMHASH.SCAN", -2, RS_CMD_READONLY, coord_cmd_scan,
+    { "SIMHASH.SCAN", -2, RS_CMD_READONLY | RS_CMD_CAT_READ, coord_cmd_scan,
       "A walk over the corpus: [next cursor, [[fingerprint, [docid ...]] ...]]; cursor 0 "
       "starts it, a next cursor of 0 ends it.", coord_args_scan },
-    { "SIMHASH.INFO", -1, RS_CMD_READONLY, coord_cmd_info,
+    { "SIMHASH.INFO", -1, RS_CMD_READONLY | RS_CMD_CAT_READ, coord_cmd_info,
       "The coordinator's state, corpus counts, limits, counters and workers.", NULL },
 };
 #undef COORD_ARGS_END

@@ -183,7 +183,9 @@ static int coord_start(coord *co)
         coord_merge_start(co, err, sizeof(err)) != 0 ||
         coord_workers_start(co, err, sizeof(err)) != 0 ||
         coord_cluster_start(co, err, sizeof(err)) != 0 ||
-        rs_tls_files_check(&co->cfg.limits.tls, err, sizeof(err)) != 0) {
+        rs_tls_files_check(&co->cfg.limits.tls, err, sizeof(err)) != 0 ||
+        rs_users_file_check(co->cfg.limits.aclfile, coord_commands, coord_ncommands, err,
+                            sizeof(err)) != 0) {
         log_error("%s", err);
         return RS_EXIT_CONFIG;
     }

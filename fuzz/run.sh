@@ -17,7 +17,7 @@ case "$secs" in ''|*[!0-9]*) echo "fuzz/run.sh: SECONDS must be a number" >&2; e
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD:-$root/build-fuzz}
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_request fuzz_cli_input fuzz_config fuzz_html fuzz_http fuzz_layout_keys)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_request fuzz_cli_input fuzz_config fuzz_html fuzz_http fuzz_layout_keys fuzz_aclfile)
 jobs=${FUZZ_JOBS:-1}
 
 command -v "${CC:-clang}" >/dev/null || { echo "fuzz/run.sh: ${CC:-clang} not found" >&2; exit 2; }

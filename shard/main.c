@@ -486,7 +486,9 @@ int main(int argc, char **argv)
         return RS_EXIT_CONFIG;
     }
     if (perm_set_init(&sc.ps, c->blocks, c->distance, err, sizeof err) != 0 ||
-        rs_tls_files_check(&c->limits.tls, err, sizeof err) != 0) {
+        rs_tls_files_check(&c->limits.tls, err, sizeof err) != 0 ||
+        rs_users_file_check(c->limits.aclfile, shard_commands, shard_ncommands, err,
+                            sizeof err) != 0) {
         shard_main_fail(err);
         shard_free_all(&sc, &mc);
         return RS_EXIT_CONFIG;

@@ -94,13 +94,13 @@ void rs_auth_cancel_all(rserver *s)
 static void rs_auth_failed(rs_req *r)
 {
     rs_client *c = r->c;
-    if (c->authed && c->s->password) {     /* logged out again: the small limits again */
+    if (c->authed && rs_auth_on(c->s)) {   /* logged out again: the small limits again */
         resp_limits pl = rs_parser_limits(c->s, 0);
         resp_parser_set_limits(c->parser, &pl);
     }
-    if (c->authed && c->s->password)
+    if (c->authed && rs_auth_on(c->s))
         c->s->nauthed--;
-    c->authed = c->s->password == NULL;
+    c->authed = !rs_auth_on(c->s);
     c->auth_failures++;
     rs_guard_auth_failed(c->s, c->addr);
     int close = c->auth_failures >= RS_AUTH_MAX_FAILURES;
@@ -131,14 +131,13 @@ static int rs_auth_turn(rs_req *r)
 int rs_auth_check(rs_req *r, const char *user, size_t ulen, const char *pass, size_t plen)
 {
     rs_client *c = r->c;
-    if (c->s == NULL || c->s->password == NULL) {
+    if (c->s == NULL || !rs_auth_on(c->s)) {
         rs_req_fail(r, RS_ERR, "AUTH called without any password configured");
         return 0;
     }
     if (!rs_auth_turn(r))
         return 0;
-    if ((user && (ulen != 7 || memcmp(user, "default", 7) != 0)) ||
-        !rs_secret_equal(pass, plen, c->s->password)) {
+    if (!rs_users_auth(c, user, ulen, pass, plen)) {
         rs_auth_failed(r);
         return 0;
     }

@@ -81,6 +81,9 @@ const cfg_option rs_limit_options[RS_NLIMIT_OPTIONS] = {
            "the server's cipher order wins over the client's"),
     RS_OPT("metrics-tls", CFG_BOOL, tls.metrics, 0, 0, "no",
            "the metrics endpoint speaks HTTPS with the TLS port's certificate and settings"),
+    RS_OPT("aclfile", CFG_STR, aclfile, 0, 0, NULL,
+           "users file: user NAME on >password #sha256 +@role ... (docs/security.md; "
+           "SIGHUP reads it again)"),
 };
 
 /* The table alone, as a spec: cfg_finish on it sets every default. */
@@ -141,6 +144,7 @@ void rs_config_reload(const cfg_spec *spec, int argc, char **argv, void *fresh, 
     if (srv) {
         rs_set_slowlog(srv, nl->slowlog_slower_than_us, nl->slowlog_max_len);
         rs_tls_reload(srv, &nl->tls);
+        rs_users_reload(srv, nl->aclfile);
     }
     log_info("SIGHUP: configuration reloaded: loglevel %s, syslog %s, slowlog-log-slower-than "
              "%u, slowlog-max-len %u (other settings take effect at the next start)",

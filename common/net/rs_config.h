@@ -14,7 +14,7 @@
 #include "config.h"
 #include "rserver.h"
 
-#define RS_NLIMIT_OPTIONS 32
+#define RS_NLIMIT_OPTIONS 33
 extern const cfg_option rs_limit_options[RS_NLIMIT_OPTIONS];
 
 /* The last fields of a daemon's cfg_spec: the shared rows, at the rs_limits member

@@ -233,7 +233,7 @@ void rs_budget_detach(rs_client *c)
 void rs_budget_unauth_note(rs_client *c)
 {
     size_t held = 0;
-    if (c->s && c->s->password && !c->authed && c->bev)
+    if (c->s && rs_auth_on(c->s) && !c->authed && c->bev)
         held = resp_parser_pending_bytes(c->parser) +
                evbuffer_get_length(bufferevent_get_input(c->bev));
     rs_budget_unauth_set(c, held);

@@ -8,6 +8,7 @@
 
 #include <event2/util.h>
 
+#include "rs_acl.h"
 #include "rserver.h"
 
 #define RS_READ_HIGH_WATERMARK (64u << 10)   /* unparsed input kept per client */
@@ -65,6 +66,9 @@ struct rs_client {
     size_t pending_bytes;       /* argument bytes held by unfinished requests */
     unsigned refs;              /* 1 while connected + 1 per unfinished request + 1 while processing */
     int authed;
+    int user;                   /* rs_users.c: its user's index in rserver.acl, or -1:
+                                   the password of the default user (all commands) */
+    char user_name[RS_ACL_NAME_MAX + 1]; /* that user's name ("default" for -1) */
     int eof;                    /* peer closed its side: answer what came, then close */
     int closing;                /* QUIT or protocol error: close once replies are sent */
     int paused;                 /* reading stopped by a limit */
@@ -123,7 +127,29 @@ struct rserver {
     struct event *budget_ev;    /* enforces both budgets outside buffer callbacks */
     struct rs_auth_delay *auth_delays; /* rs_auth.c: requests waiting on a timer */
     int stopping;               /* rs_free runs: waiting tries are not re-run */
+    rs_acl *acl;                /* rs_users.c: the users of aclfile, or NULL: none */
+    unsigned long long acl_reloads, acl_reload_errors;
+    char acl_last_reload[420];  /* "ok", or why the last reload failed */
 };
+
+/* 1 when clients must authenticate: a password or a users file. */
+static inline int rs_auth_on(const rserver *s)
+{
+    return s->password != NULL || s->acl != NULL;
+}
+
+/* ---- rs_users.c: users and roles (aclfile) ---- */
+
+/* Loads path (NULL or "": no users) into s at start. Returns 0, or -1 with err set. */
+int rs_users_init(rserver *s, const char *path, char *err, size_t errlen);
+/* Checks pass for user (NULL: "default") and, when right, makes it c's user. Returns 1
+ * when right, else 0 (nothing changed). */
+int rs_users_auth(rs_client *c, const char *user, size_t ulen, const char *pass,
+                  size_t plen);
+/* 1 when c's user may run cmd; else answers r -NOPERM, counts it and returns 0. */
+int rs_users_permit(rs_req *r, const rs_command *cmd);
+void rs_users_info(const rserver *s, resp_buf *b);
+void rs_users_metrics(const rserver *s, resp_buf *b);
 
 /* ---- rs_tls.c: TLS listeners ---- */
 

@@ -78,6 +78,7 @@ void rs_metrics_text(rserver *s, resp_buf *b, void (*extra)(void *ctx, resp_buf 
     resp_buf_printf(b, "simhash_auth_failures_total %llu\n", s->st.auth_failures);
     rs_guard_metrics(s, b);
     rs_tls_metrics(s, b);
+    rs_users_metrics(s, b);
     rs_prom_family(b, "simhash_commands_received_total", "counter",
                    "Requests received (known and unknown commands).");
     resp_buf_printf(b, "simhash_commands_received_total %llu\n", s->st.commands);

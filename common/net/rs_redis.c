@@ -181,7 +181,7 @@ void rs_cmd_hello(rs_req *r)
     if (pass) {
         if (!rs_auth_check(r, user, ulen, pass, plen))
             return;
-    } else if (c->s && c->s->password && !c->authed) {
+    } else if (c->s && rs_auth_on(c->s) && !c->authed) {
         rs_req_fail(r, RS_NOAUTH, "HELLO must be called with the client already authenticated, "
                     "otherwise the HELLO <proto> AUTH <user> <pass> option can be used to "
                     "authenticate the client and select the RESP protocol version at the "
@@ -718,6 +718,7 @@ static void rs_info_stats(const rserver *s, resp_buf *b)
                     "total_error_replies:%llu\r\n",
                     s->st.connections, s->st.commands, s->ops_per_sec, s->st.rejected, errors);
     rs_tls_info(s, b);
+    rs_users_info(s, b);
 }
 
 typedef struct rs_stat_ctx {
@@ -873,38 +874,38 @@ static const rs_arg rs_args_command[] = { { "subcommand", "string", NULL, RS_ARG
 
 #define RS_CONN (RS_CMD_NOAUTH | RS_CMD_CONN)
 const rs_command rs_builtin[] = {
-    { "PING", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_ping,
+    { "PING", -1, RS_CMD_NOAUTH | RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_ping,
       "Returns PONG, or the message given.", rs_args_ping },
-    { "AUTH", -2, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_auth,
-      "Authenticates the connection (user 'default' only).", rs_args_auth },
-    { "QUIT", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_quit,
+    { "AUTH", -2, RS_CMD_NOAUTH | RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_auth,
+      "Authenticates the connection: AUTH [user] password (users: aclfile).", rs_args_auth },
+    { "QUIT", -1, RS_CMD_NOAUTH | RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_quit,
       "Closes the connection once the replies before it are sent.", NULL },
-    { "HELLO", -1, RS_CMD_NOAUTH | RS_CMD_CONN, rs_cmd_hello,
+    { "HELLO", -1, RS_CMD_NOAUTH | RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_hello,
       "Handshake: protocol 2 or 3, optional AUTH and SETNAME; returns the server's "
       "properties.", rs_args_hello },
-    { "CLIENT", -2, RS_CMD_CONN, rs_cmd_client,
+    { "CLIENT", -2, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_client,
       "Connection commands: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, NO-EVICT, "
       "NO-TOUCH, REPLY ON, HELP.", rs_args_sub },
-    { "SELECT", 2, RS_CMD_CONN, rs_cmd_select,
+    { "SELECT", 2, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_select,
       "Selects database 0, the only one.", rs_args_select },
-    { "ECHO", 2, RS_CMD_CONN, rs_cmd_echo, "Returns the message given.", rs_args_echo },
-    { "INFO", -1, RS_CMD_SERVER, rs_cmd_info,
+    { "ECHO", 2, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_echo, "Returns the message given.", rs_args_echo },
+    { "INFO", -1, RS_CMD_SERVER | RS_CMD_CAT_READ, rs_cmd_info,
       "Server information and statistics by section, as Redis's INFO.", rs_args_info },
-    { "COMMAND", -1, RS_CMD_SERVER, rs_cmd_command,
+    { "COMMAND", -1, RS_CMD_SERVER | RS_CMD_CAT_READ, rs_cmd_command,
       "The command table: COUNT, LIST, INFO [name ...], DOCS [name ...].", rs_args_command },
-    { "CONFIG", -2, RS_CMD_SERVER, rs_cmd_config,
+    { "CONFIG", -2, RS_CMD_SERVER | RS_CMD_CAT_ADMIN, rs_cmd_config,
       "CONFIG GET: the Redis settings that describe this server (save, appendonly, "
       "databases, maxclients, timeout, port, bind, maxmemory); CONFIG SET is refused.",
       rs_args_sub },
-    { "SLOWLOG", -2, RS_CMD_SERVER, rs_cmd_slowlog,
+    { "SLOWLOG", -2, RS_CMD_SERVER | RS_CMD_CAT_ADMIN, rs_cmd_slowlog,
       "The requests that took longer than slowlog-log-slower-than: GET [count], LEN, "
       "RESET, HELP.", rs_args_sub },
-    { "MULTI", 1, RS_CMD_CONN, rs_cmd_notx,
+    { "MULTI", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx,
       "Not supported: transactions. Send the commands as a plain pipeline.", NULL },
-    { "EXEC", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
-    { "DISCARD", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
-    { "WATCH", -2, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
-    { "UNWATCH", 1, RS_CMD_CONN, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "EXEC", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "DISCARD", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "WATCH", -2, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "UNWATCH", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx, "Not supported: transactions.", NULL },
 };
 const size_t rs_nbuiltin = sizeof(rs_builtin) / sizeof(rs_builtin[0]);
 #undef RS_CONN

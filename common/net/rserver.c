@@ -164,7 +164,7 @@ void rs_client_close(rs_client *c)
         s->st.clients--;
         if (c->admitted)
             rs_guard_release(s, c->addr);
-        if (s->password && c->authed)
+        if (rs_auth_on(s) && c->authed)
             s->nauthed--;
     }
     c->prev = c->next = NULL;
@@ -403,7 +403,7 @@ static void rs_client_dispatch(rs_client *c, rs_req *r)
         rs_req_fail(r, RS_ERR, "unknown command '%s'", shown);
         return;
     }
-    if (s->password && !c->authed && !(cmd->flags & RS_CMD_NOAUTH)) {
+    if (rs_auth_on(s) && !c->authed && !(cmd->flags & RS_CMD_NOAUTH)) {
         rs_cmdstat *st = rs_cmdstat_of(s, cmd);
         if (st)
             st->rejected++;
@@ -425,6 +425,8 @@ static void rs_client_dispatch(rs_client *c, rs_req *r)
         rs_req_fail(r, RS_ERR, "wrong number of arguments for '%s' command", lower);
         return;
     }
+    if (s->acl && c->authed && !rs_users_permit(r, cmd))
+        return;
     if (c->in_multi && cmd->fn != rs_cmd_notx && cmd->fn != rs_cmd_quit) {
         rs_cmdstat *st = rs_cmdstat_of(s, cmd);
         if (st)
@@ -630,7 +632,7 @@ static void rs_on_event(struct bufferevent *bev, short what, void *arg)
 static rs_client *rs_client_new(rserver *s, struct bufferevent *bev)
 {
     rs_client *c = calloc(1, sizeof(*c));
-    resp_limits pl = rs_parser_limits(s, s->password == NULL);
+    resp_limits pl = rs_parser_limits(s, !rs_auth_on(s));
     if (c == NULL || (c->parser = resp_parser_new(&pl)) == NULL ||
         (c->resume_ev = event_new(s->base, -1, 0, rs_on_resume, c)) == NULL) {
         if (c != NULL)
@@ -643,7 +645,9 @@ static rs_client *rs_client_new(rserver *s, struct bufferevent *bev)
     c->ctx = s->opt.ctx;
     c->id = ++s->next_id;
     c->refs = 1;
-    c->authed = s->password == NULL;
+    c->authed = !rs_auth_on(s);
+    c->user = -1;
+    memcpy(c->user_name, "default", sizeof("default"));
     c->connected_ms = c->active_ms = ra_now_ms();
     rs_sock_addr(bufferevent_getfd(bev), 1, c->addr, sizeof(c->addr));
     rs_sock_addr(bufferevent_getfd(bev), 0, c->laddr, sizeof(c->laddr));
@@ -670,7 +674,7 @@ static void rs_unauth_make_room(rserver *s)
     unsigned res = l->reserved_auth_clients < l->max_clients / 4 ? l->reserved_auth_clients
                                                                  : l->max_clients / 4;
     unsigned cap = l->max_clients - res;       /* a quarter of the slots reserved at most */
-    if (s->password == NULL || s->st.clients - s->nauthed < cap)
+    if (!rs_auth_on(s) || s->st.clients - s->nauthed < cap)
         return;
     rs_client *oldest = NULL;
     for (rs_client *c = s->clients; c; c = c->next)     /* newest first */
@@ -792,7 +796,7 @@ static void rs_on_sweep(evutil_socket_t fd, short what, void *arg)
     rs_guard_sweep(s);
     for (rs_client *c = s->clients, *next; c; c = next) {
         next = c->next;
-        if (s->password && !c->authed && l->auth_timeout_s &&
+        if (rs_auth_on(s) && !c->authed && l->auth_timeout_s &&
             now - c->connected_ms >= (uint64_t)l->auth_timeout_s * 1000u) {
             s->st.closed_auth_timeout++;
             LOG_AT_RL(LOGL_INFO, "client %llu: not authenticated within %u s (auth-timeout); "
@@ -863,6 +867,8 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
         snprintf(err, errlen, "out of memory");
         goto fail;
     }
+    if (rs_users_init(s, opt->limits.aclfile, err, errlen) != 0)
+        goto fail;
     if (opt->limits.tls.port) {
         s->tls_accept_retry = evtimer_new(base, rs_on_tls_accept_retry, s);
         if (s->tls_accept_retry == NULL) {
@@ -888,6 +894,7 @@ rserver *rs_new(struct event_base *base, const rs_options *opt, char *err, size_
     memset(&s->opt.limits.tls, 0, sizeof(s->opt.limits.tls));
     s->opt.limits.tls.port = s->tls_port;
     s->opt.limits.tls.metrics = opt->limits.tls.metrics && s->tls;
+    s->opt.limits.aclfile = NULL;
     s->start_ms = ra_now_ms();
     s->ncstat = s->opt.ncommands + rs_nbuiltin;
     s->cstat = calloc(s->ncstat, sizeof(*s->cstat));
@@ -915,6 +922,7 @@ fail:
     free(s->cstat);
     free(s->bind);
     free(s->password);
+    rs_acl_free(s->acl);
     free(s);
     return NULL;
 }
@@ -941,6 +949,7 @@ void rs_free(rserver *s)
     free(s->cstat);
     free(s->bind);
     free(s->password);
+    rs_acl_free(s->acl);
     free(s);
 }
 

@@ -34,6 +34,7 @@ struct event;
     X(RS_ERR,        "ERR")        /* bad request: arity, argument, unknown command */ \
     X(RS_NOAUTH,     "NOAUTH")     /* AUTH required */ \
     X(RS_WRONGPASS,  "WRONGPASS")  /* AUTH failed */ \
+    X(RS_NOPERM,     "NOPERM")     /* the user's rules do not allow the command */ \
     X(RS_BUSY,       "BUSY")       /* a limit was reached; retry later */ \
     X(RS_TIMEOUT,    "TIMEOUT")    /* a shard worker did not answer in time */ \
     X(RS_SHARDDOWN,  "SHARDDOWN")  /* a shard worker is unavailable */ \
@@ -112,6 +113,7 @@ typedef struct rs_limits {
                                    clients together (password set): past it the one
                                    holding the most is disconnected (default 32 MiB; 0: none) */
     rs_tls_conf tls;            /* the TLS options, in the same shared table */
+    char *aclfile;              /* aclfile: the users file (rs_acl.h), or NULL: none */
 } rs_limits;
 
 /* Before AUTH (when a password is set) a client may send requests of at most this many
@@ -152,6 +154,16 @@ typedef void (*rs_cmd_fn)(rs_req *req);
 #define RS_CMD_READONLY 32u     /* changes nothing (flag "readonly") */
 #define RS_CMD_CHANGES 64u      /* changes data (flag "write"), with no ordering effect:
                                    RS_CMD_WRITE / RS_CMD_ORDERED imply it */
+
+/* The command's category for the users file (rs_acl.h): the roles @read, @write,
+ * @shard and @admin are made of these. A command with none is an admin command, so
+ * a new command is closed to every role but @admin until it is given one. */
+#define RS_CMD_CAT_READ 128u    /* reads or describes: any user with a role runs it */
+#define RS_CMD_CAT_WRITE 256u   /* adds data (role @write) */
+#define RS_CMD_CAT_SHARD 512u   /* a worker command the coordinator sends (role @shard) */
+#define RS_CMD_CAT_ADMIN 1024u  /* removes data or changes the server (role @admin) */
+#define RS_CMD_CAT_MASK (RS_CMD_CAT_READ | RS_CMD_CAT_WRITE | RS_CMD_CAT_SHARD | \
+                         RS_CMD_CAT_ADMIN)
 
 /* One argument of a command as COMMAND DOCS describes it (Redis's argument model). */
 #define RS_ARG_OPTIONAL 1u
@@ -243,6 +255,21 @@ int rs_tls_files_check(const rs_tls_conf *c, char *err, size_t errlen);
  * counts it (INFO tls_reload_errors, tls_last_reload). Returns 0, or -1. */
 int rs_tls_reload(rserver *s, const rs_tls_conf *c);
 
+/* ---- Users and roles (rs_users.c; the file format in rs_acl.h) ---- */
+
+/* The users file at path (NULL or "": none) read and checked against the commands of
+ * the program (cmds, n) and the built-in ones, then freed: a start's check, so that a
+ * bad file is a configuration error. Returns 0, or -1 with err set ("aclfile PATH:
+ * line N: why"). */
+int rs_users_file_check(const char *path, const rs_command *cmds, size_t n, char *err,
+                        size_t errlen);
+/* SIGHUP: the users file read again for new AUTHs; connections of a user that is gone
+ * or off are closed, the others are checked against the new rules from their next
+ * command on. A failure keeps the running users, logs and counts it (INFO
+ * acl_reload_errors, acl_last_reload). path must be the file given at start (adding or
+ * removing the file needs a restart). Returns 0, or -1. */
+int rs_users_reload(rserver *s, const char *path);
+
 typedef struct rs_stats {
     unsigned long clients;              /* connected now */
     unsigned long long connections;     /* accepted since start */
@@ -267,6 +294,7 @@ typedef struct rs_stats {
     unsigned long long tls_connections;    /* TLS handshakes completed */
     unsigned long long tls_handshake_failures; /* TLS handshakes refused or broken */
     unsigned long long tls_handshake_timeouts; /* TLS handshakes not done in time */
+    unsigned long long acl_denied;         /* -NOPERM: a command outside the user's rules */
 } rs_stats;
 
 
