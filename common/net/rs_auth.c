@@ -1,5 +1,5 @@
 /* rs_auth.c: AUTH and HELLO's AUTH of the RESP server framework: the password check
- * (constant time), the wait for the wrong-password budget of the client's address and
+ * (constant time; a named user's in rs_users.c), the wait for the wrong-password budget of the client's address and
  * of the server (rs_guard.c), the delayed -WRONGPASS, and the close after
  * RS_AUTH_MAX_FAILURES failures on one connection. See rserver.h. */
 #include "rs_int.h"

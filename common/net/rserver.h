@@ -13,8 +13,10 @@
  *   clients and tools send on their own: HELLO [2|3], CLIENT ..., SELECT 0, ECHO, INFO
  *   [section ...], COMMAND [COUNT|LIST|INFO|DOCS], CONFIG GET (empty), and MULTI/EXEC/
  *   DISCARD/WATCH/UNWATCH answered with an error that explains the alternative.
- * When a password is set, every command but PING, AUTH, HELLO and QUIT (and commands flagged
- * RS_CMD_NOAUTH) answers -NOAUTH until the client authenticates. */
+ * When a password or a users file (aclfile, rs_users.c) is set, every command but PING,
+ * AUTH, HELLO and QUIT (and commands flagged RS_CMD_NOAUTH) answers -NOAUTH until the
+ * client authenticates; with users, a command outside the user's roles answers -NOPERM
+ * (the category of each command: RS_CMD_CAT_*). */
 #ifndef SIMHASH_RSERVER_H
 #define SIMHASH_RSERVER_H
 
