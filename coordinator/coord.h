@@ -33,6 +33,8 @@ typedef struct coord_config {
     unsigned timeout_ms;
     char *password;                 /* clients must AUTH with it (password-file) */
     char *worker_password;          /* sent as AUTH to workers (worker-password-file) */
+    char *worker_user;              /* AUTH worker_user worker_password, or NULL: the
+                                       workers' default user (worker-user) */
     char *pidfile, *logfile;
     int loglevel;
     rs_limits limits;               /* client limits and budgets (rs_limit_options) */

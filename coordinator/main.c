@@ -33,6 +33,8 @@ static const cfg_option coord_options[] = {
         "file whose first line is the password clients must AUTH with"),
     OPT("worker-password-file", CFG_SECRET, worker_password, 0, 0, NULL, 0,
         "file whose first line is sent as AUTH to the workers"),
+    OPT("worker-user", CFG_STR, worker_user, 0, 0, NULL, 0,
+        "user of the workers' aclfile to AUTH as (role @shard; needs worker-password-file)"),
     OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, 0, "write the process id here"),
     OPT("logfile", CFG_STR, logfile, 0, 0, NULL, 0, "log here instead of stderr"),
     OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info", 0,
@@ -122,6 +124,11 @@ static int coord_validate(void *obj, char *err, size_t errlen)
     }
     if (c->port == 0 && c->limits.tls.port == 0) {
         snprintf(err, errlen, "port 0 disables the plain port only beside a tls-port");
+        return -1;
+    }
+    if (c->worker_user && c->worker_user[0] &&
+        !(c->worker_password && c->worker_password[0])) {
+        snprintf(err, errlen, "worker-user '%s' needs worker-password-file", c->worker_user);
         return -1;
     }
     if (c->port && c->port == c->limits.tls.port) {

@@ -229,7 +229,10 @@ static void coord_worker_on_connect(const redisAsyncContext *cac, int status)
             coord_worker_lost(w, why);
         return;
     }
-    if (w->co->cfg.worker_password)
+    if (w->co->cfg.worker_password && w->co->cfg.worker_user && w->co->cfg.worker_user[0])
+        redisAsyncCommand(ac, coord_worker_on_auth, w, "AUTH %s %s", w->co->cfg.worker_user,
+                          w->co->cfg.worker_password);
+    else if (w->co->cfg.worker_password)
         redisAsyncCommand(ac, coord_worker_on_auth, w, "AUTH %s", w->co->cfg.worker_password);
     redisAsyncCommand(ac, coord_worker_on_hello, w, "SHARD.HELLO");
 }

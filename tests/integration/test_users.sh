@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test_users.sh: users and roles of the daemons (aclfile, docs/security.md#users-and-roles).
-# A Redis, a worker whose users file gives the coordinator's password (user default) the
-# role @shard and a monitoring user @read, and a coordinator with a reader, a writer with
+# A Redis, a worker whose users file gives the coordinator's user (worker-user) the role
+# @shard and a monitoring user @read, and a coordinator with a reader, a writer with
 # two passwords and an admin with a SHA-256 digest. Checks, with redis-cli and redis-py:
 # the reader QUERYs and gets -NOPERM (Redis's wording) on ADD and DEL; the writer ADDs
 # but cannot DEL; the admin does everything; both passwords of the writer work; wrong
@@ -21,8 +21,8 @@ WPW="w0rker-Secret-13"
 printf '%s\n' "$WPW" >"$TH_DIR/worker.pw"
 chmod 600 "$TH_DIR/worker.pw"
 cat >"$TH_DIR/worker.acl" <<ACL
-# the coordinator sends AUTH <password>: the default user
-user default on >$WPW +@shard
+# the coordinator logs in as its own user (worker-user), role @shard
+user coordinator on >$WPW +@shard
 user mon on >m0n-pw +@read
 ACL
 ADMIN_HASH=$(printf '%s' 'adm1n-pw' | sha256sum | cut -d' ' -f1)
@@ -49,6 +49,9 @@ out=$(timeout 10 "$TH_BIN/simhash-shard" --port "$(th_free_port)" --redis-port 1
 rc=$?
 [ $rc -eq 2 ] || th_fail "worker, unknown command in aclfile: exit $rc, want 2 ($out)"
 case "$out" in *"line 1"*"unknown command"*) ;; *) th_fail "worker aclfile message: '$out'";; esac
+out=$(timeout 10 "$TH_BIN/simhash-coordinator" --worker 127.0.0.1:1 --worker-user coordinator 2>&1)
+[ $? -eq 2 ] || th_fail "worker-user without worker-password-file accepted"
+case "$out" in *worker-user*worker-password-file*) ;; *) th_fail "worker-user message: '$out'";; esac
 
 # ---- the deployment
 th_start_redis r
@@ -56,7 +59,7 @@ th_start_shard w "$TH_REDIS_PORT" 0-255 $B $K "" --aclfile "$TH_DIR/worker.acl"
 wport=$TH_SHARD_PORT
 mport=$(th_free_port)
 th_start_coord c $B $K 2000 "127.0.0.1:$wport" "" --aclfile "$TH_DIR/coord.acl" \
-    --worker-password-file "$TH_DIR/worker.pw" --metrics-port "$mport"
+    --worker-password-file "$TH_DIR/worker.pw" --worker-user coordinator --metrics-port "$mport"
 port=$TH_COORD_PORT cpid=$(th_child_pid "$TH_COORD_PID")
 
 cli() { local u=$1 p=$2; shift 2; timeout 10 redis-cli -h 127.0.0.1 -p "$port" --user "$u" --pass "$p" --no-auth-warning "$@" 2>&1; }
