@@ -9,7 +9,7 @@
 # /metrics grows; SIGHUP with a password removed refuses the old one and takes the new
 # one, closes the open connection of a removed user and applies changed rules to open
 # connections; a broken file on SIGHUP keeps the users and INFO says why; a broken file
-# at start exits 2 naming the line.
+# at start exits 2 naming the line; the example files in deploy/ load.
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init users
@@ -178,4 +178,14 @@ if not wrongpass("writer", "wr1te-old"):
 print("redis-py ok")
 PYEOF
 grep -q "aclfile.*line 5" "$TH_DIR/c.log" || th_fail "the failed reload is not in the log"
+
+# ---- the example files in deploy/ load, and their users are off until edited
+th_start_coord cx $B $K 2000 "127.0.0.1:$wport" "" --aclfile "$TH_SRC/deploy/coordinator-users.acl"
+expect "deploy/coordinator-users.acl: users off" '*WRONGPASS*' \
+    "$(timeout 10 redis-cli -h 127.0.0.1 -p "$TH_COORD_PORT" --user reader --pass CHANGE-ME-reader --no-auth-warning PING 2>&1)"
+th_stop "$TH_COORD_PID"
+th_start_shard wx "$TH_REDIS_PORT" 0-255 $B $K "" --aclfile "$TH_SRC/deploy/shard-users.acl"
+expect "deploy/shard-users.acl: users off" '*WRONGPASS*' \
+    "$(timeout 10 redis-cli -h 127.0.0.1 -p "$TH_SHARD_PORT" --user monitor --pass CHANGE-ME-monitor --no-auth-warning PING 2>&1)"
+th_stop "$TH_SHARD_PID"
 th_log "ok"
