@@ -216,14 +216,14 @@ static void rs_client_line(resp_buf *b, const rs_client *c, uint64_t now_ms)
     resp_buf_printf(b,
                     "id=%llu addr=%s laddr=%s fd=%d name=%s age=%llu idle=%llu flags=N db=0 "
                     "sub=0 psub=0 ssub=0 multi=-1 qbuf=%zu qbuf-free=0 argv-mem=%zu "
-                    "multi-mem=0 obl=0 oll=%u omem=%zu events=r cmd=%s user=default redir=-1 "
+                    "multi-mem=0 obl=0 oll=%u omem=%zu events=r cmd=%s user=%s redir=-1 "
                     "resp=%d lib-name=%s lib-ver=%s\n",
                     (unsigned long long)c->id, c->addr, c->laddr, fd, c->name ? c->name : "",
                     (unsigned long long)((now_ms - c->connected_ms) / 1000),
                     (unsigned long long)((now_ms - c->active_ms) / 1000), qbuf, c->pending_bytes,
                     c->npending, obl,
                     c->last_cmd ? rs_lower(c->last_cmd, cmd, sizeof(cmd)) : "NULL",
-                    c->resp3 ? 3 : 2, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
+                    c->user_name, c->resp3 ? 3 : 2, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
 }
 
 static const char *const rs_client_help[] = {

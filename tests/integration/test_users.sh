@@ -70,6 +70,7 @@ expect() {   # expect WHAT PATTERN OUTPUT
 expect "no AUTH" '*NOAUTH*' "$(timeout 10 redis-cli -h 127.0.0.1 -p "$port" SIMHASH.QUERY 1 2>&1)"
 expect "reader QUERY" '' "$(cli reader r3ad-pw SIMHASH.QUERY 12345)"
 expect "reader INFO" '*acl_users:5*' "$(cli reader r3ad-pw INFO stats)"
+expect "reader CLIENT INFO" '* user=reader *' "$(cli reader r3ad-pw CLIENT INFO)"
 expect "reader ADD" "NOPERM User reader has no permissions to run the 'simhash.add' command" \
     "$(cli reader r3ad-pw SIMHASH.ADD 12345 doc-r)"
 expect "reader DEL" "NOPERM User reader has no permissions to run the 'simhash.del' command" \
