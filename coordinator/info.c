@@ -129,7 +129,8 @@ static void coord_info_text(coord *co, resp_buf *b, const char *stats_title, int
                     co->cfg.limits.max_per_event, (unsigned)co->cfg.limits.max_inline_bytes,
                     co->cfg.reconnect_max_ms,
                     co->cfg.health_interval_ms,
-                    co->cfg.password && co->cfg.password[0] ? "yes" : "no");
+                    (co->cfg.password && co->cfg.password[0]) ||
+                    (co->cfg.limits.aclfile && co->cfg.limits.aclfile[0]) ? "yes" : "no");
     for (size_t i = 0; i < co->nw; i++)
         if (co->w[i].health != W_GONE)
             resp_buf_printf(b, "worker%zu_inflight:%u\r\nworker%zu_inflight_max:%u\r\n", i,

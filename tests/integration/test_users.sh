@@ -71,6 +71,7 @@ expect "no AUTH" '*NOAUTH*' "$(timeout 10 redis-cli -h 127.0.0.1 -p "$port" SIMH
 expect "reader QUERY" '' "$(cli reader r3ad-pw SIMHASH.QUERY 12345)"
 expect "reader INFO" '*acl_users:5*' "$(cli reader r3ad-pw INFO stats)"
 expect "reader CLIENT INFO" '* user=reader *' "$(cli reader r3ad-pw CLIENT INFO)"
+expect "SIMHASH.INFO auth_required" '*auth_required:yes*' "$(cli reader r3ad-pw SIMHASH.INFO)"
 expect "reader ADD" "NOPERM User reader has no permissions to run the 'simhash.add' command" \
     "$(cli reader r3ad-pw SIMHASH.ADD 12345 doc-r)"
 expect "reader DEL" "NOPERM User reader has no permissions to run the 'simhash.del' command" \
