@@ -223,7 +223,8 @@ static void rs_client_line(resp_buf *b, const rs_client *c, uint64_t now_ms)
                     (unsigned long long)((now_ms - c->active_ms) / 1000), qbuf, c->pending_bytes,
                     c->npending, obl,
                     c->last_cmd ? rs_lower(c->last_cmd, cmd, sizeof(cmd)) : "NULL",
-                    c->user_name, c->resp3 ? 3 : 2, c->lib_name ? c->lib_name : "", c->lib_ver ? c->lib_ver : "");
+                    c->user_name, c->resp3 ? 3 : 2, c->lib_name ? c->lib_name : "",
+                    c->lib_ver ? c->lib_ver : "");
 }
 
 static const char *const rs_client_help[] = {
@@ -888,7 +889,8 @@ const rs_command rs_builtin[] = {
       "NO-TOUCH, REPLY ON, HELP.", rs_args_sub },
     { "SELECT", 2, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_select,
       "Selects database 0, the only one.", rs_args_select },
-    { "ECHO", 2, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_echo, "Returns the message given.", rs_args_echo },
+    { "ECHO", 2, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_echo, "Returns the message given.",
+      rs_args_echo },
     { "INFO", -1, RS_CMD_SERVER | RS_CMD_CAT_READ, rs_cmd_info,
       "Server information and statistics by section, as Redis's INFO.", rs_args_info },
     { "COMMAND", -1, RS_CMD_SERVER | RS_CMD_CAT_READ, rs_cmd_command,
@@ -902,10 +904,14 @@ const rs_command rs_builtin[] = {
       "RESET, HELP.", rs_args_sub },
     { "MULTI", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx,
       "Not supported: transactions. Send the commands as a plain pipeline.", NULL },
-    { "EXEC", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx, "Not supported: transactions.", NULL },
-    { "DISCARD", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx, "Not supported: transactions.", NULL },
-    { "WATCH", -2, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx, "Not supported: transactions.", NULL },
-    { "UNWATCH", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx, "Not supported: transactions.", NULL },
+    { "EXEC", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx,
+      "Not supported: transactions.", NULL },
+    { "DISCARD", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx,
+      "Not supported: transactions.", NULL },
+    { "WATCH", -2, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx,
+      "Not supported: transactions.", NULL },
+    { "UNWATCH", 1, RS_CMD_CONN | RS_CMD_CAT_READ, rs_cmd_notx,
+      "Not supported: transactions.", NULL },
 };
 const size_t rs_nbuiltin = sizeof(rs_builtin) / sizeof(rs_builtin[0]);
 #undef RS_CONN
