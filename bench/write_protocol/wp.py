@@ -24,6 +24,8 @@ Variants (README.md says what each stands for):
          incarnation byte in their members; no lock, no unlock
   a2     design (a) with the table writes as plain pipelined ZADDs, splits on demand
          (a_split.lua when the writer's count of a bucket reaches the limit)
+  lockz  today's lock and unlock scripts around a2's plain table writes: what the
+         lock round trips cost alone, apart from how table entries are written
 
 The permuted values perm_t(fp) are random 64-bit values from a seeded generator: for
 random fingerprints every table's permuted value is uniform, which is all the layout
@@ -290,12 +292,13 @@ def v_raw(conn, c):
                 raise r
 
 
-def v_today(conn, c, lib):
+def v_today(conn, c, lib, plain=False):
     enc = Conn.enc
     lock = load(conn, os.path.join(LUA, "layout4_lock.lua"), lib)
     zsets = load(conn, os.path.join(LUA, "layout4_zsets.lua"), lib)
     unlocks = conn.call("SCRIPT", "LOAD", UNLOCKS)
-    dirs = Dirs()
+    split = load(conn, os.path.join(HERE, "a_split.lua"), lib)
+    dirs, size = Dirs(), {}
     token = b"c1w%x" % os.getpid()
 
     def make(i, xx, m, key):
@@ -309,7 +312,10 @@ def v_today(conn, c, lib):
         locked = []
         t0_round(conn, dirs, c, win, make, lambda i, r: locked.append(i))
         items = [(t,) + c.p(i, t) for i in locked for t in range(1, TABLES)]
-        zsets_round(conn, dirs, zsets, items)
+        if plain:
+            plain_round(conn, dirs, split, size, items)
+        else:
+            zsets_round(conn, dirs, zsets, items)
         keys = [b"w:{0:%02x}" % c.p(i, 0)[0] for i in locked]
         args = []
         for i in locked:
@@ -352,46 +358,51 @@ def v_a1(conn, c, lib):
         zsets_round(conn, dirs, zsets, items)
 
 
-def v_a2(conn, c, lib):
+def plain_round(conn, dirs, split, size, items):
+    """Table writes of items [(t, xx, member)] as plain pipelined ZADDs; a bucket whose
+    count (size: key -> members, exact for a lone writer, a hint for many) reaches the
+    limit gets one a_split.lua call, whose reply makes the counts exact again."""
     enc = Conn.enc
+    for _ in range(20):
+        if not items:
+            return
+        keys = [dirs.key(t, xx, m) for t, xx, m in items]
+        rs = conn.run([enc(b"ZADD", k, b"0", it[2]) for k, it in zip(keys, items)])
+        again, full = [], {}
+        for k, it, r in zip(keys, items, rs):
+            if isinstance(r, RespError):      # a tombstone: another writer split it
+                dirs.reload(conn, it[0], it[1])
+                again.append(it)
+                continue
+            size[k] = size.get(k, 0) + r
+            if size[k] >= LIMIT:
+                full[k] = it
+        fk = list(full)
+        rs = conn.run([enc(b"EVALSHA", split, 2, k, dirkey(full[k][0], full[k][1]),
+                           LIMIT, TTL) for k in fk])
+        for k, r in zip(fk, rs):
+            t, xx, _ = full[k]
+            if isinstance(r, RespError):
+                raise r
+            if r[0] in (-1, -2):
+                dirs.reload(conn, t, xx)
+                continue
+            for s in r[0]:
+                dirs.add(t, xx, s)
+            del size[k]
+            for j in range(0, len(r[1]), 2):
+                size[r[1][j]] = r[1][j + 1]
+        items = again
+    raise RespError("table writes did not settle in 20 rounds")
+
+
+def v_a2(conn, c, lib):
     a_t0.sha = load(conn, os.path.join(HERE, "a_put.lua"), lib)
     split = load(conn, os.path.join(HERE, "a_split.lua"), lib)
-    dirs = Dirs()
-    size = {}
+    dirs, size = Dirs(), {}
     for w in range(0, c.n, WINDOW):
         items = a_items(c, a_t0(conn, c, lib, dirs, range(w, min(w + WINDOW, c.n))))
-        for _ in range(20):
-            if not items:
-                break
-            keys = [dirs.key(t, xx, m) for t, xx, m in items]
-            rs = conn.run([enc(b"ZADD", k, b"0", it[2]) for k, it in zip(keys, items)])
-            again, full = [], {}
-            for k, it, r in zip(keys, items, rs):
-                if isinstance(r, RespError):      # a tombstone: another writer split it
-                    dirs.reload(conn, it[0], it[1])
-                    again.append(it)
-                    continue
-                size[k] = size.get(k, 0) + r
-                if size[k] >= LIMIT:
-                    full[k] = it
-            fk = list(full)
-            rs = conn.run([enc(b"EVALSHA", split, 2, k, dirkey(full[k][0], full[k][1]),
-                               LIMIT, TTL) for k in fk])
-            for k, r in zip(fk, rs):
-                t, xx, _ = full[k]
-                if isinstance(r, RespError):
-                    raise r
-                if r[0] in (-1, -2):
-                    dirs.reload(conn, t, xx)
-                    continue
-                for s in r[0]:
-                    dirs.add(t, xx, s)
-                del size[k]
-                for j in range(0, len(r[1]), 2):
-                    size[r[1][j]] = r[1][j + 1]
-            items = again
-        else:
-            raise RespError("table writes did not settle in 20 rounds")
+        plain_round(conn, dirs, split, size, items)
 
 
 def count_entries(conn):
@@ -410,10 +421,11 @@ def count_entries(conn):
 
 def main():
     if len(sys.argv) < 4:
-        sys.exit("usage: wp.py PORT raw|today|a1|a2 N [SEED]")
+        sys.exit("usage: wp.py PORT raw|today|lockz|a1|a2 N [SEED]")
     port, variant, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
-    fn = {"raw": v_raw, "today": v_today, "a1": v_a1, "a2": v_a2}.get(variant)
+    fn = {"raw": v_raw, "today": v_today, "a1": v_a1, "a2": v_a2,
+          "lockz": lambda conn, c, lib: v_today(conn, c, lib, plain=True)}.get(variant)
     if fn is None or not 1 <= n <= 50_000_000:
         sys.exit("wp.py: unknown variant %r or N out of 1..50000000" % variant)
     with open(os.path.join(LUA, "layout4_lib.lua"), "rb") as f:
