@@ -5,8 +5,12 @@
 -- when the fingerprint goes from no id to some id (a new life), and the table writes
 -- that follow carry it in their members, so a reader ignores table entries of another
 -- incarnation. Overflow sets (ids past 57 bytes) are left out of the prototype.
--- KEYS: table-0 bucket, counter hash, directory (one slot {0:xx})
--- ARGV: member (7 bytes), split limit, tombstone seconds, document id
+-- KEYS: table-0 bucket, counter hash, directory (one slot {0:xx}), and optionally the
+--       shard's pending journal (a sorted set: member = fingerprint, score = Redis
+--       time in ms), which then records the fingerprint in the same call, so a repair
+--       pass can finish the table writes of a writer killed before them
+-- ARGV: member (7 bytes), split limit, tombstone seconds, document id, and with the
+--       journal the fingerprint (16 hex digits)
 -- Reply: {1, incarnation, ids added, split points...}; {-1, point} / {-2} when the
 -- bucket had split (nothing written), as layout4_lock.lua answers.
 local moved = bk_check(KEYS[1], KEYS[3])
@@ -28,6 +32,10 @@ while p <= #ids do
   local n = string.byte(ids, p)
   if string.sub(ids, p + 1, p + n) == id then found = true; break end
   p = p + 1 + n
+end
+if KEYS[4] then
+  local t = redis.call('TIME')
+  redis.call('ZADD', KEYS[4], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), ARGV[5])
 end
 if found then return {1, inc, 0} end
 local new = m7 .. string.char(inc) .. ids .. string.char(#id) .. id

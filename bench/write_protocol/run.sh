@@ -5,14 +5,14 @@
 # through wp.py, which prints fp/s, Redis CPU per fingerprint and memory per
 # fingerprint; then the medians of the runs and their ratios to the raw baseline.
 # Usage: bench/write_protocol/run.sh [N] [RUNS] [VARIANTS...]
-#   defaults: N=200000, RUNS=3, VARIANTS="raw today lockz a1 a2"
+#   defaults: N=200000, RUNS=3, VARIANTS="raw today lockz a1 a2 a2j"
 # Environment: WP_TIMEOUT seconds per run (default 900).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 N=${1:-200000}
 RUNS=${2:-3}
 shift $(( $# > 2 ? 2 : $# )) || true
-VARIANTS=${*:-raw today lockz a1 a2}
+VARIANTS=${*:-raw today lockz a1 a2 a2j}
 TIMEOUT=${WP_TIMEOUT:-900}
 PY=/usr/bin/python3
 [[ $N =~ ^[0-9]+$ && $RUNS =~ ^[0-9]+$ && $RUNS -ge 1 && $RUNS -le 9 ]] ||

@@ -24,6 +24,9 @@ Variants (README.md says what each stands for):
          incarnation byte in their members; no lock, no unlock
   a2     design (a) with the table writes as plain pipelined ZADDs, splits on demand
          (a_split.lua when the writer's count of a bucket reaches the limit)
+  a2j    a2 with the pending journal: each table-0 call also records the fingerprint
+         in p:{0:xx} (what a repair pass needs instead of locks), and one ZREM per
+         shard and window clears it once the window's table writes are in
   lockz  today's lock and unlock scripts around a2's plain table writes: what the
          lock round trips cost alone, apart from how table entries are written
 
@@ -325,12 +328,16 @@ def v_today(conn, c, lib, plain=False):
             raise RespError("unlocks answered %d of %d" % (sum(r), len(locked)))
 
 
-def a_t0(conn, c, lib, dirs, win):
-    """Design (a)'s table-0 calls of a window; returns {i: incarnation}."""
+def a_t0(conn, c, lib, dirs, win, journal=False):
+    """Design (a)'s table-0 calls of a window (journal: each also records the
+    fingerprint in its shard's pending journal p:{0:xx}); returns {i: incarnation}."""
     enc = Conn.enc
     inc = {}
 
     def make(i, xx, m, key):
+        if journal:
+            return enc(b"EVALSHA", a_t0.sha, 4, key, b"c:{0:%02x}" % xx, dirkey(0, xx),
+                       b"p:{0:%02x}" % xx, m, LIMIT, TTL, c.docid(i), c.fp[i].hex())
         return enc(b"EVALSHA", a_t0.sha, 3, key, b"c:{0:%02x}" % xx, dirkey(0, xx), m,
                    LIMIT, TTL, c.docid(i))
 
@@ -396,13 +403,22 @@ def plain_round(conn, dirs, split, size, items):
     raise RespError("table writes did not settle in 20 rounds")
 
 
-def v_a2(conn, c, lib):
+def v_a2(conn, c, lib, journal=False):
     a_t0.sha = load(conn, os.path.join(HERE, "a_put.lua"), lib)
     split = load(conn, os.path.join(HERE, "a_split.lua"), lib)
     dirs, size = Dirs(), {}
     for w in range(0, c.n, WINDOW):
-        items = a_items(c, a_t0(conn, c, lib, dirs, range(w, min(w + WINDOW, c.n))))
-        plain_round(conn, dirs, split, size, items)
+        win = range(w, min(w + WINDOW, c.n))
+        inc = a_t0(conn, c, lib, dirs, win, journal)
+        plain_round(conn, dirs, split, size, a_items(c, inc))
+        if journal:      # the window's table writes are in: one ZREM per shard
+            done = {}
+            for i in inc:
+                done.setdefault(c.p(i, 0)[0], []).append(c.fp[i].hex().encode())
+            for r in conn.run([Conn.enc(b"ZREM", b"p:{0:%02x}" % xx, *fps)
+                               for xx, fps in done.items()]):
+                if isinstance(r, RespError):
+                    raise r
 
 
 def count_entries(conn):
@@ -421,11 +437,12 @@ def count_entries(conn):
 
 def main():
     if len(sys.argv) < 4:
-        sys.exit("usage: wp.py PORT raw|today|lockz|a1|a2 N [SEED]")
+        sys.exit("usage: wp.py PORT raw|today|lockz|a1|a2|a2j N [SEED]")
     port, variant, n = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
     seed = int(sys.argv[4]) if len(sys.argv) > 4 else 1
     fn = {"raw": v_raw, "today": v_today, "a1": v_a1, "a2": v_a2,
-          "lockz": lambda conn, c, lib: v_today(conn, c, lib, plain=True)}.get(variant)
+          "lockz": lambda conn, c, lib: v_today(conn, c, lib, plain=True),
+          "a2j": lambda conn, c, lib: v_a2(conn, c, lib, journal=True)}.get(variant)
     if fn is None or not 1 <= n <= 50_000_000:
         sys.exit("wp.py: unknown variant %r or N out of 1..50000000" % variant)
     with open(os.path.join(LUA, "layout4_lib.lua"), "rb") as f:
