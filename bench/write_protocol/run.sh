@@ -67,22 +67,27 @@ for run in $(seq "$RUNS"); do
     done
 done
 
-# medians per variant, ratios to raw's medians (when raw ran)
+# medians per variant, ratios to raw's medians (when raw ran), and the median of each
+# run's ratio of Redis CPU to raw's in the same run (less exposed to load changing
+# between runs on a shared machine)
 $PY - "$OUT" <<'PYEOF'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
     d = dict(kv.split("=", 1) for kv in line.split())
-    rows.setdefault(d["variant"], []).append(d)
-med = {v: {k: statistics.median(float(r[k]) for r in rs)
-           for k in ("fp_per_s", "redis_cpu_us_per_fp", "bytes_per_fp")}
+    rows.setdefault(d["variant"], {})[d["run"]] = d
+keys = ("fp_per_s", "redis_cpu_us_per_fp", "bytes_per_fp")
+med = {v: {k: statistics.median(float(r[k]) for r in rs.values()) for k in keys}
        for v, rs in rows.items()}
-base = med.get("raw")
-print("%-6s %10s %14s %9s %12s %14s" % ("variant", "fp/s", "redis us/fp", "B/fp",
-                                         "fp/s / raw", "us/fp / raw"))
+base, raw = med.get("raw"), rows.get("raw", {})
+print("%-7s %8s %12s %7s %11s %12s %15s" % ("variant", "fp/s", "redis us/fp", "B/fp",
+                                           "fp/s / raw", "us/fp / raw", "per-run / raw"))
 for v, m in med.items():
     r1 = "%.2f" % (m["fp_per_s"] / base["fp_per_s"]) if base else "-"
     r2 = "%.2f" % (m["redis_cpu_us_per_fp"] / base["redis_cpu_us_per_fp"]) if base else "-"
-    print("%-6s %10.0f %14.1f %9.1f %12s %14s" % (v, m["fp_per_s"], m["redis_cpu_us_per_fp"],
-                                                  m["bytes_per_fp"], r1, r2))
+    per = [float(r["redis_cpu_us_per_fp"]) / float(raw[n]["redis_cpu_us_per_fp"])
+           for n, r in rows[v].items() if n in raw]
+    r3 = "%.2f" % statistics.median(per) if per else "-"
+    print("%-7s %8.0f %12.1f %7.1f %11s %12s %15s" % (v, m["fp_per_s"], m["redis_cpu_us_per_fp"],
+                                                     m["bytes_per_fp"], r1, r2, r3))
 PYEOF
