@@ -654,11 +654,14 @@ def report(res, sets):
     for pid, e in m["readability_errors"].items():
         print(f"readability-lxml failed on {pid}: {e[:120]}")
     for s in sets:
-        print(f"\n== {s}: {m['pages'][s]} pages with article text, {m['pairs'][s]} syndication pairs "
-              f"(match: within {K} bits)")
-        print(f"{'row':22s} {'P':>6s} {'R':>6s} {'F1':>6s} {'F1med':>6s}  "
-              f"{'fid<=3':>14s} {'med':>5s}  {'syn recall':>14s} {'syn false':>14s}")
-        for name, r in res["sets"][s]["rows"].items():
+        if not m["pages"][s]:           # snippets pages only (trafilatura-all)
+            print(f"\n== {s}: no page with article text")
+        else:
+            print(f"\n== {s}: {m['pages'][s]} pages with article text, {m['pairs'][s]} "
+                  f"syndication pairs (match: within {K} bits)")
+            print(f"{'row':22s} {'P':>6s} {'R':>6s} {'F1':>6s} {'F1med':>6s}  "
+                  f"{'fid<=3':>14s} {'med':>5s}  {'syn recall':>14s} {'syn false':>14s}")
+        for name, r in (res["sets"][s]["rows"] if m["pages"][s] else {}).items():
             f1 = r["f1"] or {}
             fd, rc, fa = r["fidelity"], r["syndication_recall"], r["syndication_false"]
 
@@ -680,7 +683,8 @@ def report(res, sets):
                           f"F1 {x['f1']:.3f}  (with found {x['tp']}/{x['tp'] + x['fn']}, "
                           f"without found {x['fp']}/{x['fp'] + x['tn']})")
         ctl = [f"{name} {r['hosts_reserialized']['within']}/{r['hosts_reserialized']['n']}"
-               for name, r in res["sets"][s]["rows"].items() if "hosts_reserialized" in r]
+               for name, r in res["sets"][s]["rows"].items()
+               if r.get("hosts_reserialized", {}).get("n")]
         if ctl:
             print(f"control: host pages re-serialized by lxml, content unchanged, within "
                   f"{K} bits of the original: {', '.join(ctl)}")
