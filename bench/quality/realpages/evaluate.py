@@ -19,6 +19,10 @@ pages separately:
   speed        MiB/s of `simhash fingerprint --html` over all pages (one process,
                median of 5 runs) and of readability-lxml (CPU time, in process)
 
+With --trafilatura-dir DIR (a checkout of trafilatura, not committed here), a third
+set, trafilatura-all: the snippets measure on every page of its tests/evaldata.json,
+the set trafilatura's published figures are for.
+
 Runs with Debian's /usr/bin/python3, python3-lxml and python3-readability."""
 import argparse
 import csv
@@ -41,6 +45,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 K = 3                      # a match: fingerprints within K bits
 SETS = ("dev", "heldout")
+TRAF_ALL = "trafilatura-all"   # the set of --trafilatura-dir: every page of a checkout
 HOST_F1 = 0.6              # a host page's article node: token F1 with its ground truth
 
 
@@ -86,6 +91,33 @@ def load_pages(data_root, tmp):
                 if p["kind"] == "snippets" and not os.path.isfile(p["snippets"]):
                     die(f"{p['id']}: neither expected.html nor snippets.json", 1)
                 pages.append(p)
+    return pages
+
+
+def load_trafilatura_checkout(path):
+    """Every page of trafilatura's evaluation in a checkout of its repository (path:
+    the checkout or its tests/ dir): tests/evaldata.json with each page's file looked
+    up in tests/cache, then tests/eval, as trafilatura's own evaluation resolves it.
+    Snippets pages (set TRAF_ALL), sorted by URL; exits when a file is missing."""
+    tests = path if os.path.isfile(os.path.join(path, "evaldata.json")) \
+        else os.path.join(path, "tests")
+    ev = os.path.join(tests, "evaldata.json")
+    if not os.path.isfile(ev):
+        die(f"--trafilatura-dir {path}: no evaldata.json in it or in its tests/", 2)
+    with open(ev, encoding="utf-8") as f:
+        evaldata = json.load(f)
+    pages = []
+    for url in sorted(evaldata):
+        item = evaldata[url]
+        html = next((p for p in (os.path.join(tests, d, item["file"]) for d in ("cache", "eval"))
+                     if os.path.isfile(p)), None)
+        if html is None:
+            die(f"{ev}: {url}: file {item['file']!r} in neither tests/cache nor tests/eval", 1)
+        pages.append({"id": f"{TRAF_ALL}:{item['file']}", "source": TRAF_ALL,
+                      "name": item["file"], "site": f"{TRAF_ALL}:{url}", "lang": "-",
+                      "split": TRAF_ALL, "html": html, "kind": "snippets",
+                      "snip": {"url": url, "with": item.get("with") or [],
+                               "without": item.get("without") or []}})
     return pages
 
 
@@ -309,7 +341,12 @@ def main():
         description="Main-content extraction on real pages with ground truth.")
     ap.add_argument("--algorithms", default="v5,v1,all-text",
                     help="rows: vN or all-text (v5 --all-text); default v5,v1,all-text")
-    ap.add_argument("--set", choices=("dev", "heldout", "all"), default="all")
+    ap.add_argument("--set", choices=("dev", "heldout", TRAF_ALL, "all"), default="all",
+                    help=f"{TRAF_ALL}: only the pages of --trafilatura-dir")
+    ap.add_argument("--trafilatura-dir", metavar="DIR",
+                    help="a checkout of trafilatura (github.com/adbar/trafilatura): "
+                    f"adds the set {TRAF_ALL}, the snippets measure on every page of its "
+                    "tests/evaldata.json")
     ap.add_argument("--simhash", default=os.path.join(REPO, "build", "bin", "simhash"))
     ap.add_argument("--pages", type=int, default=0, help="only the first N pages of each set")
     ap.add_argument("--dump", help="write per-page texts, distances and pages here")
@@ -324,6 +361,8 @@ def main():
             "-DCMAKE_BUILD_TYPE=Release && cmake --build build -j2")
     if a.pages < 0:
         die("--pages must be >= 0")
+    if a.set == TRAF_ALL and not a.trafilatura_dir:
+        die(f"--set {TRAF_ALL} needs --trafilatura-dir")
     sh = Simhash(a.simhash)
     rows = parse_rows(a.algorithms, sh)
     use_rd = not a.no_readability
@@ -358,6 +397,10 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
     if not pages:
         die(f"no pages under {a.data}", 1)
     sets = SETS if a.set == "all" else (a.set,)
+    if a.trafilatura_dir:
+        pages += load_trafilatura_checkout(a.trafilatura_dir)
+        if a.set == "all":
+            sets += (TRAF_ALL,)
     by_set = {}
     for s in sets:
         by_set[s] = []
@@ -388,8 +431,9 @@ def run(a, sh, rows, text_algs, use_rd, tmp):
             p["gt_path"] = os.path.join(tmp, "gt", fname(p["id"]) + ".txt")
             write(p["gt_path"], p["gt_text"])
         else:
-            with open(p["snippets"], encoding="utf-8") as f:
-                p["snip"] = json.load(f)
+            if "snip" not in p:
+                with open(p["snippets"], encoding="utf-8") as f:
+                    p["snip"] = json.load(f)
             p["gt_text"] = "\n".join(["# with:"] + p["snip"]["with"] +
                                       ["# without:"] + p["snip"]["without"])
         if use_rd:
@@ -610,11 +654,14 @@ def report(res, sets):
     for pid, e in m["readability_errors"].items():
         print(f"readability-lxml failed on {pid}: {e[:120]}")
     for s in sets:
-        print(f"\n== {s}: {m['pages'][s]} pages with article text, {m['pairs'][s]} syndication pairs "
-              f"(match: within {K} bits)")
-        print(f"{'row':22s} {'P':>6s} {'R':>6s} {'F1':>6s} {'F1med':>6s}  "
-              f"{'fid<=3':>14s} {'med':>5s}  {'syn recall':>14s} {'syn false':>14s}")
-        for name, r in res["sets"][s]["rows"].items():
+        if not m["pages"][s]:           # snippets pages only (trafilatura-all)
+            print(f"\n== {s}: no page with article text")
+        else:
+            print(f"\n== {s}: {m['pages'][s]} pages with article text, {m['pairs'][s]} "
+                  f"syndication pairs (match: within {K} bits)")
+            print(f"{'row':22s} {'P':>6s} {'R':>6s} {'F1':>6s} {'F1med':>6s}  "
+                  f"{'fid<=3':>14s} {'med':>5s}  {'syn recall':>14s} {'syn false':>14s}")
+        for name, r in (res["sets"][s]["rows"] if m["pages"][s] else {}).items():
             f1 = r["f1"] or {}
             fd, rc, fa = r["fidelity"], r["syndication_recall"], r["syndication_false"]
 
@@ -636,7 +683,8 @@ def report(res, sets):
                           f"F1 {x['f1']:.3f}  (with found {x['tp']}/{x['tp'] + x['fn']}, "
                           f"without found {x['fp']}/{x['fp'] + x['tn']})")
         ctl = [f"{name} {r['hosts_reserialized']['within']}/{r['hosts_reserialized']['n']}"
-               for name, r in res["sets"][s]["rows"].items() if "hosts_reserialized" in r]
+               for name, r in res["sets"][s]["rows"].items()
+               if r.get("hosts_reserialized", {}).get("n")]
         if ctl:
             print(f"control: host pages re-serialized by lxml, content unchanged, within "
                   f"{K} bits of the original: {', '.join(ctl)}")

@@ -5,7 +5,8 @@
 # root; otherwise it says what to install), then runs evaluate.py with Debian's
 # /usr/bin/python3. Options: --algorithms v5,v1,all-text  --set dev|heldout|all
 # --simhash PATH (default build/bin/simhash)  --pages N  --dump DIR  --json FILE
-# --no-readability.
+# --no-readability  --trafilatura-dir DIR (a trafilatura checkout: the snippets
+# measure on all pages of its evaluation, set trafilatura-all).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
