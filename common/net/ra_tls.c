@@ -8,7 +8,8 @@
  *     waits for it, then a bufferevent_openssl on a dup of the socket does the TLS
  *     handshake (the peer's certificate checked against the CA and the name or IP);
  *   - commands: hiredis appends them to c->obuf and asks for a write (ev.addWrite);
- *     here that moves the bytes into the bufferevent;
+ *     here an event made active moves the bytes into the bufferevent once per loop
+ *     pass (one TLS record for what the callbacks of that pass sent);
  *   - replies: the bufferevent's input is fed to hiredis's reader (redisReaderFeed)
  *     and redisProcessCallbacks runs the callbacks, as hiredis's own read path does;
  *   - a failure sets the context's error: before the handshake completes the connect
@@ -60,6 +61,8 @@ typedef struct ra_tls_conn {
     struct event_base *base;
     struct event *tcp_ev;       /* the TCP connect in progress, then NULL */
     struct bufferevent *bev;    /* TLS, once the TCP connection is up */
+    struct event *flush_ev;     /* moves c->obuf into bev once per loop pass */
+    int flush_pending;          /* flush_ev is active */
     SSL_CTX *ctx;               /* referenced until the SSL is made */
     int ready;                  /* handshake completed, peer verified */
     char name[256];             /* the name or IP address the certificate must carry */
@@ -232,14 +235,17 @@ static void ra_tls_fail(ra_tls_conn *conn, const char *why)
     redisAsyncHandleRead(ac);   /* reads nothing: the error disconnects the context */
 }
 
-/* ev.addWrite: hiredis appended commands to c->obuf; once the handshake completed they
- * move to the bufferevent (before, they wait in c->obuf). */
-static void ra_tls_add_write(void *priv)
+/* Moves c->obuf into the bufferevent (one TLS record for all the commands of a loop
+ * pass rather than one per command, as hiredis writes its socket once per pass). */
+static void ra_tls_on_flush(evutil_socket_t fd, short what, void *arg)
 {
-    ra_tls_conn *conn = priv;
+    ra_tls_conn *conn = arg;
     redisContext *c = &conn->ac->c;
     size_t n = sdslen(c->obuf);
-    if (!conn->ready || n == 0)
+    (void)fd;
+    (void)what;
+    conn->flush_pending = 0;
+    if (n == 0)
         return;
     if (bufferevent_write(conn->bev, c->obuf, n) != 0) {
         /* out of memory: the bytes stay in c->obuf for the next write */
@@ -247,6 +253,17 @@ static void ra_tls_add_write(void *priv)
         return;
     }
     sdsclear(c->obuf);
+}
+
+/* ev.addWrite: hiredis appended commands to c->obuf; once the handshake completed they
+ * move to the bufferevent at the end of this loop pass (before, they wait). */
+static void ra_tls_add_write(void *priv)
+{
+    ra_tls_conn *conn = priv;
+    if (!conn->ready || conn->flush_pending)
+        return;
+    conn->flush_pending = 1;
+    event_active(conn->flush_ev, EV_TIMEOUT, 1);
 }
 
 static void ra_tls_nop(void *priv)
@@ -260,6 +277,8 @@ static void ra_tls_cleanup(void *priv)
     ra_tls_conn *conn = priv;
     if (conn->tcp_ev)
         event_free(conn->tcp_ev);
+    if (conn->flush_ev)
+        event_free(conn->flush_ev);     /* deletes it when active */
     if (conn->bev)
         bufferevent_free(conn->bev);        /* frees the SSL, closes the dup */
     if (conn->ctx)
@@ -423,9 +442,12 @@ redisAsyncContext *ra_connect_tls(struct event_base *base, const char *host, int
     snprintf(conn->name, sizeof(conn->name), "%s", tls->server_name ? tls->server_name : host);
     snprintf(conn->addr, sizeof(conn->addr), "%s:%d", host, port);
     conn->tcp_ev = event_new(base, ac->c.fd, EV_WRITE, ra_tls_on_tcp, conn);
-    if (conn->tcp_ev == NULL || event_add(conn->tcp_ev, NULL) != 0) {
+    conn->flush_ev = event_new(base, -1, 0, ra_tls_on_flush, conn);
+    if (conn->tcp_ev == NULL || conn->flush_ev == NULL || event_add(conn->tcp_ev, NULL) != 0) {
         if (conn->tcp_ev)
             event_free(conn->tcp_ev);
+        if (conn->flush_ev)
+            event_free(conn->flush_ev);
         redisAsyncFree(ac);
         free(conn);
         snprintf(err, errlen, "cannot attach to the event loop");
