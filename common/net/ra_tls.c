@@ -303,8 +303,8 @@ static void ra_tls_on_read(struct bufferevent *bev, void *arg)
     redisProcessCallbacks(conn->ac);        /* may free the context and conn */
 }
 
-/* Why a TLS connection failed, into buf: OpenSSL's error, the certificate check's
- * result, or the socket's error. */
+/* Why a TLS connection failed, into buf: the certificate check's result, OpenSSL's
+ * error, or whether the connection failed or was closed. */
 static void ra_tls_reason(ra_tls_conn *conn, short what, char *buf, size_t cap)
 {
     char ossl[200] = "";
@@ -316,7 +316,6 @@ static void ra_tls_reason(ra_tls_conn *conn, short what, char *buf, size_t cap)
             ERR_error_string_n(e, ossl, sizeof(ossl));
     SSL *ssl = bufferevent_openssl_get_ssl(conn->bev);
     long vr = ssl ? SSL_get_verify_result(ssl) : X509_V_OK;
-    int serr = EVUTIL_SOCKET_ERROR();
     /* TLS 1.3 completes the client's handshake before the server checks the client's
      * certificate: a worker that wants one closes the connection right after */
     const char *hint = ssl && SSL_get_certificate(ssl) == NULL ?
@@ -326,8 +325,9 @@ static void ra_tls_reason(ra_tls_conn *conn, short what, char *buf, size_t cap)
                  X509_verify_cert_error_string(vr));
     else if (ossl[0])
         snprintf(buf, cap, "TLS: %s%s", ossl, hint);
-    else if ((what & BEV_EVENT_ERROR) && serr != 0 && serr != EAGAIN)
-        snprintf(buf, cap, "TLS: %s%s", strerror(serr), hint);
+    else if (what & BEV_EVENT_ERROR)    /* errno is stale by now (deferred callback) */
+        snprintf(buf, cap, "TLS: the connection failed%s%s",
+                 conn->ready ? "" : " during the handshake", hint);
     else
         snprintf(buf, cap, "TLS: connection closed by the worker%s%s",
                  conn->ready ? "" : " during the handshake", hint);
