@@ -92,7 +92,6 @@ static SSL_CTX *ra_tls_ctx_new(const ra_tls_conf *c, char *err, size_t errlen)
     SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
     SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
     SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-    SSL_CTX_set_read_ahead(ctx, 1);     /* whole records per read(2), not header then body */
     if (c->ca_cert_file && c->ca_cert_file[0]) {
         if (SSL_CTX_load_verify_locations(ctx, c->ca_cert_file, NULL) != 1) {
             ra_tls_err_text(why, sizeof(why));
