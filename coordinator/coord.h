@@ -35,6 +35,7 @@ typedef struct coord_config {
     char *worker_password;          /* sent as AUTH to workers (worker-password-file) */
     char *worker_user;              /* AUTH worker_user worker_password, or NULL: the
                                        workers' default user (worker-user) */
+    ra_tls_conf worker_tls;         /* worker-tls, worker-tls-*: TLS to the workers */
     char *pidfile, *logfile;
     int loglevel;
     rs_limits limits;               /* client limits and budgets (rs_limit_options) */
@@ -144,6 +145,7 @@ struct coord {
     perm_set ps;
     struct event_base *base;
     rserver *srv;
+    ra_tls *worker_tls;             /* TLS context of the worker connections, or NULL */
     coord_worker *w;                /* COORD_WORKERS_MAX slots; never moved */
     size_t nw;                      /* slots in use (some may be W_GONE) */
     struct coord_discovery *disc;   /* workers.c: registry reads */

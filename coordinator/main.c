@@ -35,6 +35,16 @@ static const cfg_option coord_options[] = {
         "file whose first line is sent as AUTH to the workers"),
     OPT("worker-user", CFG_STR, worker_user, 0, 0, NULL, 0,
         "user of the workers' aclfile to AUTH as (role @shard; needs worker-password-file)"),
+    OPT("worker-tls", CFG_BOOL, worker_tls.on, 0, 0, "no", 0,
+        "connect to the workers over TLS (their tls-port), verifying their certificate"),
+    OPT("worker-tls-cert-file", CFG_STR, worker_tls.cert_file, 0, 0, NULL, 0,
+        "client certificate (PEM chain) shown to the workers (their tls-auth-clients)"),
+    OPT("worker-tls-key-file", CFG_STR, worker_tls.key_file, 0, 0, NULL, 0,
+        "the key of worker-tls-cert-file (PEM, unencrypted; keep it 0600)"),
+    OPT("worker-tls-ca-cert-file", CFG_STR, worker_tls.ca_cert_file, 0, 0, NULL, 0,
+        "CA certificates (PEM) the workers' certificates must chain to (unset: the system's)"),
+    OPT("worker-tls-server-name", CFG_STR, worker_tls.server_name, 0, 0, NULL, 0,
+        "name the workers' certificates must carry (unset: each worker's host or IP)"),
     OPT("pidfile", CFG_STR, pidfile, 0, 0, NULL, 0, "write the process id here"),
     OPT("logfile", CFG_STR, logfile, 0, 0, NULL, 0, "log here instead of stderr"),
     OPT("loglevel", CFG_LOGLEVEL, loglevel, 0, 0, "info", 0,
@@ -131,6 +141,8 @@ static int coord_validate(void *obj, char *err, size_t errlen)
         snprintf(err, errlen, "worker-user '%s' needs worker-password-file", c->worker_user);
         return -1;
     }
+    if (ra_tls_conf_check(&c->worker_tls, err, errlen) != 0)
+        return -1;
     if (c->port && c->port == c->limits.tls.port) {
         snprintf(err, errlen, "port and tls-port are both %u", c->port);
         return -1;
@@ -167,6 +179,32 @@ static void coord_lock_id(char *buf, size_t cap)
 static int coord_argc;
 static char **coord_argv;
 
+/* SIGHUP with worker-tls: the client certificate, key and CA files read again into a
+ * new context for new worker connections (live ones keep theirs); when they do not
+ * load, the running ones stay and the log says why. worker-tls itself changes at a
+ * restart only. */
+static void coord_reload_worker_tls(coord *co)
+{
+    coord_config nc;
+    char err[512];
+    if (co->worker_tls == NULL)
+        return;
+    memset(&nc, 0, sizeof nc);
+    rs_limits_default(&nc.limits);
+    if (cfg_load(&coord_spec, &nc, coord_argc, coord_argv) != CFG_RUN) {
+        cfg_free_values(&coord_spec, &nc);
+        return;         /* rs_config_reload said so already */
+    }
+    if (!nc.worker_tls.on)
+        log_warn("SIGHUP: worker-tls changes at a restart only; the workers' TLS stays on");
+    else if (ra_tls_reload(co->worker_tls, &nc.worker_tls, err, sizeof(err)) != 0)
+        log_error("SIGHUP: worker TLS certificate, key and CA not reloaded, the running ones "
+                  "stay: %s", err);
+    else
+        log_info("SIGHUP: worker TLS certificate, key and CA reloaded (new worker connections)");
+    cfg_free_values(&coord_spec, &nc);
+}
+
 /* SIGHUP: read the configuration again (the same --config file and flags) and apply
  * what can change while running: loglevel, syslog, the slow log settings, the TLS
  * certificate, key and CA files (rs_config_reload). The rest needs a restart. */
@@ -178,6 +216,7 @@ static void coord_reload(void *arg)
     rs_config_reload(&coord_spec, coord_argc, coord_argv, &nc, sizeof nc,
                      offsetof(coord_config, loglevel), offsetof(coord_config, syslog), live,
                      co->srv);
+    coord_reload_worker_tls(co);
 }
 
 /* Starts what serves: the fingerprint threads, the worker connections, the cluster
@@ -186,7 +225,9 @@ static void coord_reload(void *arg)
 static int coord_start(coord *co)
 {
     char err[512];
-    if (coord_textfp_start(co, err, sizeof(err)) != 0 ||
+    if ((co->cfg.worker_tls.on &&
+         (co->worker_tls = ra_tls_new(&co->cfg.worker_tls, err, sizeof(err))) == NULL) ||
+        coord_textfp_start(co, err, sizeof(err)) != 0 ||
         coord_merge_start(co, err, sizeof(err)) != 0 ||
         coord_workers_start(co, err, sizeof(err)) != 0 ||
         coord_cluster_start(co, err, sizeof(err)) != 0 ||
@@ -229,6 +270,7 @@ static void coord_stop(coord *co)
     coord_cluster_stop(co);
     rs_metrics_free(co->metrics);
     rs_free(co->srv);
+    ra_tls_free(co->worker_tls);
     perm_set_free(&co->ps);
     if (co->base) {
         /* one pass more: libevent finishes closing the client connections (a reply

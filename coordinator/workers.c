@@ -240,9 +240,9 @@ static void coord_worker_on_connect(const redisAsyncContext *cac, int status)
 static void coord_worker_connect(coord_worker *w)
 {
     char why[200];
-    redisAsyncContext *ac = ra_connect(w->co->base, w->host, (int)w->port, w,
-                                       coord_worker_on_connect, coord_worker_on_disconnect,
-                                       why, sizeof(why));
+    redisAsyncContext *ac = ra_connect_tls(w->co->base, w->host, (int)w->port,
+                                           w->co->worker_tls, w, coord_worker_on_connect,
+                                           coord_worker_on_disconnect, why, sizeof(why));
     if (ac == NULL) {
         coord_worker_lost(w, why);
         return;

@@ -143,7 +143,8 @@ static void shard_registry_renew(evutil_socket_t fd, short what, void *arg)
 }
 
 /* The address coordinators reach this worker at: announce-addr, else bind:port when
- * bind names one address. "" when neither (the worker does not register). */
+ * bind names one address (bind:tls-port when the plain port is off: coordinators with
+ * worker-tls). "" when neither (the worker does not register). */
 static void shard_registry_addr(shard_ctx *sc, char *buf, size_t cap)
 {
     const char *b = sc->cfg.bind ? sc->cfg.bind : "";
@@ -154,10 +155,11 @@ static void shard_registry_addr(shard_ctx *sc, char *buf, size_t cap)
     }
     if (!b[0] || strcmp(b, "0.0.0.0") == 0 || strcmp(b, "::") == 0 || strcmp(b, "*") == 0)
         return;
+    unsigned port = rs_port(sc->srv) ? rs_port(sc->srv) : rs_tls_port(sc->srv);
     if (strchr(b, ':'))
-        snprintf(buf, cap, "[%s]:%u", b, rs_port(sc->srv));
+        snprintf(buf, cap, "[%s]:%u", b, port);
     else
-        snprintf(buf, cap, "%s:%u", b, rs_port(sc->srv));
+        snprintf(buf, cap, "%s:%u", b, port);
 }
 
 int shard_registry_start(shard_ctx *sc)

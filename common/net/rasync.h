@@ -42,4 +42,38 @@ redisAsyncContext *ra_connect(struct event_base *base, const char *host, int por
                               redisConnectCallback *on_connect,
                               redisDisconnectCallback *on_disconnect, char *err, size_t errlen);
 
+/* ---- TLS (ra_tls.c): the same connections over TLS, hiredis's transport replaced by a
+ * libevent OpenSSL bufferevent; see the top of ra_tls.c ---- */
+
+/* The client side's TLS options (a coordinator's worker-tls-*). Strings are the
+ * configuration's. */
+typedef struct ra_tls_conf {
+    int on;                     /* worker-tls yes */
+    char *cert_file;            /* client certificate (chain), PEM, or NULL: none */
+    char *key_file;             /* its key, PEM (unencrypted) */
+    char *ca_cert_file;         /* CAs the peer's certificate must chain to (NULL: the
+                                   system's) */
+    char *server_name;          /* name the certificate must carry (NULL: the host) */
+} ra_tls_conf;
+
+typedef struct ra_tls ra_tls;
+
+/* The values of c alone (no file read). Returns 0, or -1 with err set. */
+int ra_tls_conf_check(const ra_tls_conf *c, char *err, size_t errlen);
+/* A client TLS context from c (the files read now; TLS 1.2 or newer; the peer's
+ * certificate verified against the CA and the name). Returns it, or NULL with err. */
+ra_tls *ra_tls_new(const ra_tls_conf *c, char *err, size_t errlen);
+/* Reads c's files again into a new context for new connections (live ones keep
+ * theirs). Returns 0, or -1 with err set and t unchanged. */
+int ra_tls_reload(ra_tls *t, const ra_tls_conf *c, char *err, size_t errlen);
+void ra_tls_free(ra_tls *t);
+
+/* As ra_connect, over TLS when tls is not NULL: the connect callback runs once the
+ * handshake completed and the peer's certificate was verified; a failed handshake is
+ * a failed connect (REDIS_ERR, errstr "TLS: why"). */
+redisAsyncContext *ra_connect_tls(struct event_base *base, const char *host, int port,
+                                  ra_tls *tls, void *data, redisConnectCallback *on_connect,
+                                  redisDisconnectCallback *on_disconnect, char *err,
+                                  size_t errlen);
+
 #endif

@@ -291,6 +291,36 @@ PY
         th_fail "loading the extra pairs"
 }
 
+#   th_ossl ARGS..           openssl ARGS, its output in $TH_DIR/openssl.log; fails the test
+#   th_tls_ca DIR NAME       a throwaway CA: DIR/NAME.crt and DIR/NAME.key (EC P-256, 2 days)
+#   th_tls_cert DIR NAME CN SERIAL
+#       a certificate DIR/NAME.crt (key DIR/NAME.key) for IP 127.0.0.1 and DNS localhost,
+#       signed by the CA DIR/ca.crt
+#   th_coord_refused WHAT PATTERN WORKER ARGS..
+#       simhash-coordinator (blocks $B, distance $K, --worker WORKER, ARGS) must exit 2
+#       with a message containing PATTERN
+th_coord_refused() {
+    local what=$1 pat=$2 worker=$3 out rc
+    shift 3
+    out=$(timeout 20 "$TH_BIN/simhash-coordinator" --bind 127.0.0.1 --port "$(th_free_port)" \
+            --blocks "$B" --distance "$K" --worker "$worker" "$@" 2>&1)
+    rc=$?
+    [ $rc -eq 2 ] || th_fail "$what: exit $rc, want 2 ($out)"
+    case "$out" in *$pat*) ;; *) th_fail "$what: message '$out' lacks '$pat'";; esac
+}
+th_ossl() { openssl "$@" >>"$TH_DIR/openssl.log" 2>&1 || th_fail "openssl $1 failed (openssl.log)"; }
+th_tls_ca() {
+    th_ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
+        -subj "/CN=simhash test $2" -keyout "$1/$2.key" -out "$1/$2.crt"
+}
+th_tls_cert() {
+    printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$1/san.ext"
+    th_ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$3" \
+        -keyout "$1/$2.key" -out "$1/$2.csr"
+    th_ossl x509 -req -in "$1/$2.csr" -CA "$1/ca.crt" -CAkey "$1/ca.key" -set_serial "$4" \
+        -days 2 -extfile "$1/san.ext" -out "$1/$2.crt"
+}
+
 # Fail unless the named programs exist in $TH_BIN.
 th_need_bins() {
     local b

@@ -26,23 +26,14 @@ P="$TH_DIR/pki"
 mkdir -p "$P"
 
 # ---- certificates: a CA, two server certificates (serials 1001, 1002), a client one
-ossl() { openssl "$@" >>"$TH_DIR/openssl.log" 2>&1 || th_fail "openssl $1 failed (openssl.log)"; }
-ossl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 2 \
-    -subj "/CN=simhash test CA" -keyout "$P/ca.key" -out "$P/ca.crt"
-printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$P/san.ext"
-mkcert() {    # NAME CN SERIAL
-    ossl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$2" \
-        -keyout "$P/$1.key" -out "$P/$1.csr"
-    ossl x509 -req -in "$P/$1.csr" -CA "$P/ca.crt" -CAkey "$P/ca.key" -set_serial "$3" \
-        -days 2 -extfile "$P/san.ext" -out "$P/$1.crt"
-}
-mkcert server1 "simhash server one" 1001
-mkcert server2 "simhash server two" 1002
-mkcert client "simhash client" 2001
+th_tls_ca "$P" ca
+th_tls_cert "$P" server1 "simhash server one" 1001
+th_tls_cert "$P" server2 "simhash server two" 1002
+th_tls_cert "$P" client "simhash client" 2001
 # server1's key encrypted (tls-key-file-pass-file)
 printf 'k3y-Pass-55\n' >"$P/key.pass"
 chmod 600 "$P/key.pass"
-ossl pkey -in "$P/server1.key" -aes256 -passout "file:$P/key.pass" -out "$P/server1.enc.key"
+th_ossl pkey -in "$P/server1.key" -aes256 -passout "file:$P/key.pass" -out "$P/server1.enc.key"
 cp "$P/server1.crt" "$P/server.crt"
 cp "$P/server1.key" "$P/server.key"
 
@@ -80,15 +71,7 @@ th_wait_port "$wtls" 20 || th_fail "worker TLS port $wtls not listening"
 
 # ---- start-up refusals (exit 2 and a message that names the cause)
 cbin="$TH_BIN/simhash-coordinator"
-refused() {    # WHAT PATTERN ARGS...
-    local what=$1 pat=$2 out rc
-    shift 2
-    out=$(timeout 20 "$cbin" --bind 127.0.0.1 --port "$(th_free_port)" --blocks "$B" \
-            --distance "$K" --worker "127.0.0.1:$wport" "$@" 2>&1)
-    rc=$?
-    [ $rc -eq 2 ] || th_fail "$what: exit $rc, want 2 ($out)"
-    case "$out" in *$pat*) ;; *) th_fail "$what: message '$out' lacks '$pat'";; esac
-}
+refused() { th_coord_refused "$1" "$2" "127.0.0.1:$wport" "${@:3}"; }
 tp=$(th_free_port)
 refused "missing certificate file" "tls-cert-file" --tls-port "$tp" \
     --tls-cert-file "$P/nope.crt" --tls-key-file "$P/server.key" --tls-ca-cert-file "$P/ca.crt"
