@@ -298,10 +298,13 @@ static void cw_note(coord_op *op, char *buf, size_t cap)
             i = j + 1;
         }
     }
+    /* the ids the stored pairs added: a client that sends the call again (every pair
+     * is idempotent) learns from its replies only what the second try added */
     snprintf(buf, cap, "%zu of %zu pairs stored: %s; %zu unknown%s%s (a write the workers "
-             "complete or roll back within %u ms); the other pairs were not stored", nstored,
-             wr->npairs, nstored ? stored : "none", nunknown, nunknown ? ": " : "", unknown,
-             cw_lease_ms(coord_op_coord(op)) + 1000);
+             "complete or roll back within %u ms); the other pairs were not stored; "
+             "%lld new ids among the stored pairs", nstored, wr->npairs,
+             nstored ? stored : "none", nunknown, nunknown ? ": " : "", unknown,
+             cw_lease_ms(coord_op_coord(op)) + 1000, wr->count);
 }
 
 /* ---- Rounds ---- */

@@ -8,12 +8,11 @@
  *                and only it is sent again by the coordinator.
  *   MUNLOCK      one script call releasing every lock (one Redis); in a Redis Cluster
  *                one call per fingerprint (lock hashes of shards lie in other slots).
- *   MADD / MDEL  the table writes of every fingerprint: on one Redis one
- *                zsets script call per LAYOUT_BATCH_MAX entries (it follows a split
- *                itself), else one plain command per entry. They are idempotent: a
- *                batch that met an expired tombstone runs again whole (as SHARD.ADD
- *                does); in a Redis Cluster an entry that met a split is sent again
- *                alone through the split point its reply named.
+ *   MADD / MDEL  the table writes of every fingerprint: one plain ZADD / ZREM per
+ *                entry, pipelined, and the split call of a bucket whose count (from
+ *                the ZADD replies) reached the split limit. They are idempotent: a
+ *                batch that met a tombstone (WRONGTYPE) runs again whole once the
+ *                directory is read again (docs/protocol.md, "Plain table writes").
  * Every argument is checked before anything is sent: a malformed batch is answered
  * with an error and writes nothing. */
 #include <stdio.h>
@@ -371,16 +370,19 @@ out:
 
 /* ---- SHARD.MADD / SHARD.MDEL ---- */
 
-/* The entries of a batched table write: (table, permuted value) of every item, in
- * chunks of at most LAYOUT_BATCH_MAX (one call of the layout's entries each; in a
- * Redis Cluster, or in a layout without entries, one plain command per entry). */
+/* The entries of a batched table write: (table, permuted value) of every item, each
+ * one plain command (layout_ops.h, plain: ZADD or ZREM on its bucket), all sent at
+ * once. A ZADD's reply counts into its bucket's count (plain_count); when that asks
+ * for it, the bucket's split call goes on the entry's second slot (n + i), after the
+ * ZADDs already sent, so its size includes them. A command that met a bucket split
+ * since its directory was read (WRONGTYPE: the key is a tombstone) makes the request
+ * run again whole once the directory is read again: ZADD and ZREM are idempotent, and
+ * the caller holds every fingerprint's lock. */
 typedef struct shard_madd {
     long long sum;
     unsigned long long *stat;
-    size_t n, per;              /* entries, entries per command */
+    size_t n;                   /* entries; slots n..2n-1 are their split calls */
     int add;                    /* MADD (else MDEL) */
-    int batched;                /* commands of the layout's entries (entries_reply) */
-    unsigned resent;            /* one-entry commands sent again after a split */
     unsigned *tabs;
     uint64_t *ps;
 } shard_madd;
@@ -395,56 +397,50 @@ static void shard_madd_free(void *p)
     }
 }
 
+/* Sends entry i's split call on slot n + i. */
+static void shard_madd_split(shard_job *j, shard_madd *a, size_t i)
+{
+    layout_cmd sc;
+    j->sc->lay.ops->split(&j->sc->lay, a->tabs[i], a->ps[i], &sc);
+    j->sc->st.split_calls++;
+    shard_job_send(j, (unsigned)(a->n + i), sc.argc, sc.argv, sc.argvlen);
+}
+
 static int shard_madd_absorb(shard_job *j, const shard_slot *s, redisReply *rep,
                              const char **why)
 {
     shard_madd *a = j->state;
-    long long n = 0;
-    if (!a->batched) {
-        if (layout_write_count(rep, &n) != 0)
+    const layout_ops *ops = j->sc->lay.ops;
+    if (s->idx >= a->n) {       /* a split call: its points are learnt, now its size */
+        size_t i = s->idx - a->n;
+        if (ops->split_reply(&j->sc->lay, a->tabs[i], a->ps[i], rep) != 0)
             goto bad;
-    } else {
-        size_t at = (size_t)s->idx * a->per, cnt = a->n - at < a->per ? a->n - at : a->per;
-        int rc = j->sc->lay.ops->entries_reply(&j->sc->lay, (unsigned)cnt, a->tabs + at,
-                                               a->ps + at, rep, &n);
-        if (rc < 0)
-            goto bad;
-        if (rc == 1) {
-            j->stale = 1;       /* idempotent writes: the whole batch runs again */
-            return 0;
-        }
+        return 0;
     }
+    long long n = 0;
+    if (layout_write_count(rep, &n) != 0)
+        goto bad;
     a->sum += n;
+    if (a->add && ops->plain_count(&j->sc->lay, a->tabs[s->idx], a->ps[s->idx], n))
+        shard_madd_split(j, a, s->idx);
     return 0;
 bad:
     *why = "unexpected reply to a table write";
     return -1;
 }
 
-/* At most this many one-entry commands of a request are sent again on their own; past
- * it the request runs again whole, as a batched one does. */
-#define SHARD_MADD_RESEND_MAX 64
-
-/* A one-entry write (a Redis Cluster) that met a bucket split since its directory was
- * read wrote nothing: sent again alone, through the directory that has just learned
- * the split point from the reply (layout_dir_reply), so the other entries are not
- * written twice. A directory marked for reading instead (an expired tombstone) makes
- * the request run again whole, after the read. */
+/* A command that met a bucket split since its directory was read wrote nothing: the
+ * directory is marked for reading, and the request runs again whole after it (a split
+ * call that met one leaves its bucket without a count: the next write asks again). */
 static void shard_madd_stale(shard_job *j, const shard_slot *s)
 {
     shard_madd *a = j->state;
-    unsigned t = a->tabs[s->idx];
-    uint64_t p = a->ps[s->idx];
-    if (a->batched || a->resent >= SHARD_MADD_RESEND_MAX ||
-        layout_dir_need(&j->sc->lay, t, layout_shard_of(p))) {
-        j->stale = 1;
+    if (s->idx >= a->n) {
+        size_t i = s->idx - a->n;
+        j->sc->lay.ops->split_reply(&j->sc->lay, a->tabs[i], a->ps[i], NULL);
         return;
     }
-    a->resent++;
-    j->sc->st.resent++;
-    layout_cmd ec;
-    j->sc->lay.ops->entry(&j->sc->lay, t, p, a->add ? "ZADD" : "ZREM", &ec);
-    shard_job_send(j, s->idx, ec.argc, ec.argv, ec.argvlen);
+    j->stale = 1;
 }
 
 static void shard_madd_done(shard_job *j)
@@ -501,29 +497,19 @@ static int shard_madd_parse(rs_req *req, shard_madd *a, uint32_t *dirs, size_t c
     return 0;
 }
 
-/* Sends a's entries: chunks of the layout's entries, or one command each. */
+/* Sends a's entries, one plain command each, pipelined. */
 static void shard_madd_send(shard_job *j, shard_madd *a, int add, uint32_t *dirs)
 {
     shard_ctx *sc = j->sc;
-    layout_batch *cmd = a->batched ? malloc(sizeof *cmd) : NULL;
-    if (a->batched && cmd == NULL) {
-        shard_job_fail(j, RS_OOM, NULL, "out of memory");
-        return;
-    }
-    for (size_t at = 0, k = 0; at < a->n && j->req; at += a->per, k++) {
-        size_t cnt = a->n - at < a->per ? a->n - at : a->per;
+    for (size_t k = 0; k < a->n && j->req; k++) {
         j->slots[k].idx = (uint32_t)k;
-        j->slots[k].dir = cmd ? 0 : dirs[at];   /* entries_reply learns (job.h) */
-        if (cmd) {
-            sc->lay.ops->entries(&sc->lay, (unsigned)cnt, a->tabs + at, a->ps + at, add, cmd);
-            shard_job_send(j, (unsigned)k, cmd->argc, cmd->argv, cmd->argvlen);
-        } else {
-            layout_cmd ec;
-            sc->lay.ops->entry(&sc->lay, a->tabs[at], a->ps[at], add ? "ZADD" : "ZREM", &ec);
-            shard_job_send(j, (unsigned)k, ec.argc, ec.argv, ec.argvlen);
-        }
+        j->slots[k].dir = dirs[k];      /* a tombstone's WRONGTYPE marks it (job.h) */
+        j->slots[a->n + k].idx = (uint32_t)(a->n + k);
+        j->slots[a->n + k].dir = dirs[k];
+        layout_cmd ec;
+        sc->lay.ops->plain(&sc->lay, a->tabs[k], a->ps[k], add, &ec);
+        shard_job_send(j, (unsigned)k, ec.argc, ec.argv, ec.argvlen);
     }
-    free(cmd);
 }
 
 /* SHARD.MADD / MDEL fp ntables table [table ...] [fp ntables table ...]: SHARD.ADD /
@@ -550,17 +536,13 @@ static void shard_cmd_madd_mdel(rs_req *req, int add)
         rs_req_finish(req);
         goto out;
     }
-    /* in a Redis Cluster one plain entry a command: a script that followed a split to
-     * a key it was not given could write on a node the key has migrated from */
-    a->batched = !shard_redis_cluster_mode(sc->redis);
-    a->per = a->batched ? LAYOUT_BATCH_MAX : 1;
-    size_t ncmd = (a->n + a->per - 1) / a->per;
     if (shard_dirs_ready(req, self, dirs, (unsigned)a->n) != 1 ||
-        shard_check_redis(req, (unsigned)ncmd) != 0)
+        shard_check_redis(req, (unsigned)a->n) != 0)
         goto out;
     a->add = add;
     a->stat = add ? &sc->st.added : &sc->st.removed;
-    shard_job *j = shard_job_new(sc, req, &shard_madd_ops, a, (unsigned)ncmd);
+    /* a slot per entry and one for its split call */
+    shard_job *j = shard_job_new(sc, req, &shard_madd_ops, a, (unsigned)(2 * a->n));
     if (j == NULL) {
         shard_oom(req);
         goto out;

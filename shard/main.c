@@ -76,7 +76,7 @@ static const cfg_option shard_options[] = {
               "debug, info, warning, error (SIGHUP reloads it)"),
     SHARD_OPT("syslog", CFG_BOOL, syslog, 0, 0, "no",
               "also send every log message to syslog (facility daemon)"),
-    SHARD_OPT("max-inflight-redis", CFG_UINT, max_inflight_redis, 1, 1000000, "10000",
+    SHARD_OPT("max-inflight-redis", CFG_UINT, max_inflight_redis, 1, 1000000, "100000",
               "Redis commands outstanding at once; past it requests get -BUSY"),
     SHARD_OPT("timeout-ms", CFG_UINT, timeout_ms, 10, 600000, "1000",
               "deadline of one request; past it the reply is -REDIS timeout"),

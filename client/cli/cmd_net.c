@@ -766,15 +766,42 @@ static int net_load_resume(const char *prog, const char *state, const cli_buf *b
     return 0;
 }
 
+/* What a failed SIMHASH.ADD's note (coordinator/write.c) says of its pairs: the ids
+ * its stored pairs added (*added) and the number of pairs whose outcome is unknown
+ * (*unknown). Returns 1 when err holds both, else 0 (both left 0: an error of
+ * another kind, which stored nothing this program could count). */
+static int net_load_note(const char *err, long long *added, size_t *unknown)
+{
+    static const char newtail[] = " new ids among the stored pairs";
+    const char *p = strstr(err, newtail), *u = strstr(err, " pairs stored: ");
+    *added = 0;
+    *unknown = 0;
+    if (p == NULL || u == NULL || (u = strstr(u, " unknown")) == NULL || u > p)
+        return 0;
+    const char *q = p;                  /* the number before newtail */
+    while (q > err && q[-1] >= '0' && q[-1] <= '9')
+        q--;
+    const char *v = u;                  /* the number before " unknown" */
+    while (v > err && v[-1] >= '0' && v[-1] <= '9')
+        v--;
+    if (q == p || v == u)
+        return 0;
+    *added = strtoll(q, NULL, 10);
+    *unknown = (size_t)strtoull(v, NULL, 10);
+    return 1;
+}
+
 /* Adds item[start .. start+cnt) in SIMHASH.ADD calls of NET_LOAD_BATCH pairs each (the
  * coordinator's write window): the coordinator sends one request per worker per
  * write round for all of a call's pairs, rather than one per pair. A call refused
  * (server error, timeout, unexpected reply) is sent again pair by pair with
- * shc_add_many, which gives each pair its own status (adds are idempotent). Fills
- * item and rep as shc_add_many does; returns the status of the first pair refused,
- * or SHC_OK. */
+ * shc_add_many, which gives each pair its own status (adds are idempotent); the new
+ * ids of the pairs the refused call stored come from its note, and the pairs whose
+ * outcome it left unknown are added to *unknown_total. Fills item and rep as
+ * shc_add_many does; returns the status of the first pair refused, or SHC_OK. */
 static shc_status net_load_batches(shc_client *cl, const load_input *in, size_t start,
-                                   size_t cnt, shc_status *item, shc_bulk_report *rep)
+                                   size_t cnt, shc_status *item, shc_bulk_report *rep,
+                                   size_t *unknown_total)
 {
     shc_status ret = SHC_OK;
     memset(rep, 0, sizeof(*rep));
@@ -790,9 +817,15 @@ static shc_status net_load_batches(shc_client *cl, const load_input *in, size_t 
             continue;
         }
         shc_bulk_report sr;
-        if (st == SHC_ERR_SERVER || st == SHC_ERR_TIMEOUT || st == SHC_ERR_PROTOCOL)
+        if (st == SHC_ERR_SERVER || st == SHC_ERR_TIMEOUT || st == SHC_ERR_PROTOCOL) {
+            /* the pairs the failed call stored answer 0 when sent again: their new ids
+             * are the ones its note counted */
+            size_t unknown = 0;
+            net_load_note(shc_errstr(cl), &added, &unknown);
+            *unknown_total += unknown;
             st = shc_add_many(cl, in->fps + at, in->docids + at, m, item + at, &sr);
-        else {                                      /* the connection is gone */
+            sr.added += added;
+        } else {                                    /* the connection is gone */
             sr = (shc_bulk_report){0, m, 0, 0};
             for (size_t i = at; i < at + m; i++)
                 item[i] = st;
@@ -870,14 +903,14 @@ int cmd_load(int argc, char **argv)
     }
     cli_progress prog_bar;
     cli_progress_init(&prog_bar, "loading", in.n);
-    size_t loaded = (size_t)st.done, failed = 0, shown = 0;
+    size_t loaded = (size_t)st.done, failed = 0, shown = 0, unknown = 0;
     long long added = (long long)st.added;
     int advancing = 1;          /* every pair so far acknowledged: the state moves on */
     rc = CLI_EXIT_OK;
     for (size_t start = (size_t)st.done; start < in.n; start += NET_LOAD_CHUNK) {
         size_t cnt = in.n - start > NET_LOAD_CHUNK ? NET_LOAD_CHUNK : in.n - start;
         shc_bulk_report rep;
-        shc_status ret = net_load_batches(cl, &in, start, cnt, item, &rep);
+        shc_status ret = net_load_batches(cl, &in, start, cnt, item, &rep, &unknown);
         loaded += rep.ok;
         added += rep.added;
         failed += rep.failed;
@@ -920,6 +953,10 @@ int cmd_load(int argc, char **argv)
     cli_progress_end(&prog_bar);
     if (failed > 0)
         fprintf(stderr, "%s: %zu entries failed\n", prog, failed);
+    if (unknown > 0)
+        fprintf(stderr, "%s: %zu pairs were sent again after a refused call left their "
+                "outcome unknown; up to %zu new ones may be counted as not new\n", prog,
+                unknown, unknown);
     printf("loaded %zu entries (%lld new) in %.2f s\n", loaded, added, net_now_s() - t0);
     free(item);
     shc_free(cl);

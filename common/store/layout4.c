@@ -38,6 +38,7 @@ extern const char LAYOUT4_LIB_LUA[];
 extern const char LAYOUT4_ZSET_LUA[];
 extern const char LAYOUT4_ZSETS_LUA[];
 extern const char LAYOUT4_LOCK_LUA[];
+extern const char LAYOUT4_SPLIT_LUA[];
 
 #define LAYOUT4_SHARDS 256
 /* The longest table-0 member: Redis's default zset-max-listpack-value (a longer member
@@ -48,12 +49,25 @@ extern const char LAYOUT4_LOCK_LUA[];
  * bits 0..31 the bucket's index in its directory. */
 #define LAYOUT4_T0 ((uint64_t)1 << 40)
 
+/* The member counts of buckets written with plain ZADDs (plain_count): a direct-mapped
+ * cache of LAYOUT4_COUNTS slots, so bounded whatever the corpus; a bucket whose slot
+ * another took has no count, and the next write to it asks the split script, which
+ * answers its size. */
+#define LAYOUT4_COUNTS 65536
+typedef struct layout4_count {
+    bdir_bound lo, hi;          /* the bucket's bounds (a split changes one of them) */
+    uint32_t shard;             /* table << 8 | shard, plus 1 (0: an empty slot) */
+    uint32_t n;                 /* members, as counted */
+} layout4_count;
+
 /* The cache of one corpus (ctx->dir). */
 typedef struct layout4_dir {
     bdir_shard *sh[PERM_MAX_TABLES];  /* per table: LAYOUT4_SHARDS directories, or NULL */
     char *zset_lua, *zsets_lua, *lock_lua;      /* the texts sent with EVAL */
+    char *split_lua;
     char zset_sha[SHA1_HEX_LEN + 1], zsets_sha[SHA1_HEX_LEN + 1],
-        lock_sha[SHA1_HEX_LEN + 1];   /* their names (EVALSHA) */
+        lock_sha[SHA1_HEX_LEN + 1], split_sha[SHA1_HEX_LEN + 1];   /* their names (EVALSHA) */
+    layout4_count *counts;      /* LAYOUT4_COUNTS slots, allocated on first use */
     layout_dir_stats st;
 } layout4_dir;
 
@@ -80,13 +94,16 @@ static int layout4_dir_init(layout_ctx *c)
     d->zset_lua = layout4_concat(LAYOUT4_LIB_LUA, LAYOUT4_ZSET_LUA);
     d->zsets_lua = layout4_concat(LAYOUT4_LIB_LUA, LAYOUT4_ZSETS_LUA);
     d->lock_lua = layout4_concat(LAYOUT4_LIB_LUA, LAYOUT4_LOCK_LUA);
-    if (!d->zset_lua || !d->zsets_lua || !d->lock_lua) {
+    d->split_lua = layout4_concat(LAYOUT4_LIB_LUA, LAYOUT4_SPLIT_LUA);
+    if (!d->zset_lua || !d->zsets_lua || !d->lock_lua || !d->split_lua) {
         free(d->zset_lua);
         free(d->zsets_lua);
         free(d->lock_lua);
+        free(d->split_lua);
         free(d);
         return -1;
     }
+    sha1_hex(d->split_lua, strlen(d->split_lua), d->split_sha);
     sha1_hex(d->zset_lua, strlen(d->zset_lua), d->zset_sha);
     sha1_hex(d->zsets_lua, strlen(d->zsets_lua), d->zsets_sha);
     sha1_hex(d->lock_lua, strlen(d->lock_lua), d->lock_sha);
@@ -116,6 +133,8 @@ static void layout4_dir_free(layout_ctx *c)
     free(d->zset_lua);
     free(d->zsets_lua);
     free(d->lock_lua);
+    free(d->split_lua);
+    free(d->counts);
     free(d);
     c->dir = NULL;
 }
@@ -289,8 +308,8 @@ const char *layout_script_text(const layout_ctx *c, const char *sha, size_t len)
     const layout4_dir *d = c->dir;
     if (d == NULL)
         return NULL;
-    const char *names[] = { d->zset_sha, d->zsets_sha, d->lock_sha };
-    const char *texts[] = { d->zset_lua, d->zsets_lua, d->lock_lua };
+    const char *names[] = { d->zset_sha, d->zsets_sha, d->lock_sha, d->split_sha };
+    const char *texts[] = { d->zset_lua, d->zsets_lua, d->lock_lua, d->split_lua };
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (len == SHA1_HEX_LEN && memcmp(sha, names[i], len) == 0)
             return texts[i];
@@ -665,6 +684,125 @@ static int layout4_entries_reply(const layout_ctx *c, unsigned n, const unsigned
     return 0;
 }
 
+/* ---- Plain table writes and their splits ---- */
+
+/* `ZADD key 0 member` or `ZREM key member` of p in table `table` (1..), on the bucket
+ * the cached directory routes p to. A bucket that split since answers WRONGTYPE (its
+ * key is a tombstone), which layout_dir_reply reads as "read the directory again". */
+static void layout4_plain(const layout_ctx *c, unsigned table, uint64_t p, int add,
+                          layout_cmd *out)
+{
+    memset(out, 0, sizeof *out);
+    size_t kl = layout4_key_of(c, out->key[0], sizeof out->key[0], table, p);
+    size_t ml = layout4_member(out->member, p);
+    int k = 0;
+    out->argv[k] = add ? "ZADD" : "ZREM";
+    out->argvlen[k++] = 4;
+    out->argv[k] = out->key[0];
+    out->argvlen[k++] = kl;
+    if (add) {
+        out->argv[k] = "0";
+        out->argvlen[k++] = 1;
+    }
+    out->argv[k] = (const char *)out->member;
+    out->argvlen[k++] = ml;
+    out->argc = k;
+}
+
+/* The count slot of the bucket routing p in table `table`, with its bounds in lo[2]
+ * and its tag in *tag; NULL out of memory. */
+static layout4_count *layout4_count_slot(const layout_ctx *c, unsigned table, uint64_t p,
+                                         bdir_bound *lo, uint32_t *tag)
+{
+    layout4_dir *d = c->dir;
+    if (d->counts == NULL && (d->counts = calloc(LAYOUT4_COUNTS, sizeof *d->counts)) == NULL)
+        return NULL;
+    unsigned xx = layout_shard_of(p);
+    const bdir_shard *s = layout4_route(c, table, xx);
+    size_t i = bdir_shard_find(s, bdir_member(p));
+    lo[0] = s->lo[i];
+    lo[1] = bdir_shard_hi(s, i);
+    *tag = ((uint32_t)table << 8 | xx) + 1;
+    uint64_t h = (lo[0] ^ lo[1] * 0xc2b2ae3d27d4eb4full ^ (uint64_t)*tag * 0x9e3779b97f4a7c15ull) *
+                 0xff51afd7ed558ccdull;
+    return &d->counts[h >> 48];         /* LAYOUT4_COUNTS = 2^16 slots */
+}
+
+/* A plain ZADD of p answered n (1 added, 0 there already). Returns 1 when the split
+ * call of p's bucket should follow (the count reached the split limit, or the bucket
+ * has no count yet), else 0. */
+static int layout4_plain_count(const layout_ctx *c, unsigned table, uint64_t p, long long n)
+{
+    bdir_bound lo[2];
+    uint32_t tag;
+    layout4_count *e = layout4_count_slot(c, table, p, lo, &tag);
+    if (e == NULL)
+        return 1;
+    /* no count yet, or the limit reached: the split call's reply sets the count; till
+     * then the count goes on from 0, so a call that never answers costs at most
+     * another split_limit writes before the next call */
+    if (e->shard != tag || e->lo != lo[0] || e->hi != lo[1]) {
+        e->shard = tag;
+        e->lo = lo[0];
+        e->hi = lo[1];
+        e->n = 0;
+        return 1;
+    }
+    e->n += n > 0 ? (uint32_t)n : 0;
+    if (e->n < c->split_limit)
+        return 0;
+    e->n = 0;
+    return 1;
+}
+
+/* The split call (layout4_split.lua) of p's bucket: KEYS bucket, directory; ARGV
+ * limit, ttl, member. */
+static void layout4_split(const layout_ctx *c, unsigned table, uint64_t p, layout_cmd *out)
+{
+    const layout4_dir *d = c->dir;
+    memset(out, 0, sizeof *out);
+    layout4_key_of(c, out->key[0], sizeof out->key[0], table, p);
+    layout_tag_key(out->key[1], sizeof out->key[1], 'r', table, layout_shard_of(p));
+    snprintf(out->num[0], sizeof out->num[0], "%u", c->split_limit);
+    snprintf(out->num[1], sizeof out->num[1], "%u", c->tombstone_s);
+    const char *ev, *script;
+    layout4_script(c, d->split_lua, d->split_sha, &ev, &script);
+    const char *argv[] = {ev, script, "2", out->key[0], out->key[1], out->num[0], out->num[1]};
+    int k = 0;
+    for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) {
+        out->argv[k] = argv[i];
+        out->argvlen[k++] = strlen(argv[i]);
+    }
+    out->argv[k] = (const char *)out->member;
+    out->argvlen[k++] = layout4_member(out->member, p);
+    out->argc = k;
+}
+
+/* The split call's reply {size, split points...}, after layout_dir_reply learnt its
+ * points: the count of the bucket now holding p is its size. NULL (the key had split
+ * under the call) leaves the bucket without a count, so the next write to it asks
+ * again. Returns 0, or -1 for a reply of no known shape (the count is dropped too). */
+static int layout4_split_reply(const layout_ctx *c, unsigned table, uint64_t p,
+                               const redisReply *r)
+{
+    bdir_bound lo[2];
+    uint32_t tag;
+    layout4_count *e = layout4_count_slot(c, table, p, lo, &tag);
+    int ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
+             r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 0;
+    if (e == NULL)
+        return ok || r == NULL ? 0 : -1;
+    if (!ok || r->element[0]->integer >= UINT32_MAX) {
+        e->shard = 0;           /* no count */
+        return ok || r == NULL ? 0 : -1;
+    }
+    e->shard = tag;
+    e->lo = lo[0];
+    e->hi = lo[1];
+    e->n = (uint32_t)r->element[0]->integer;
+    return 0;
+}
+
 /* The tag of a bucket key's shard (its index is not in the key). */
 int layout_bucket_suffix_parse(unsigned table, unsigned shard, const char *s, size_t len,
                                uint64_t *tag)
@@ -712,6 +850,10 @@ const layout_ops layout4_ops = {
     .entry = layout4_entry,
     .entries = layout4_entries,
     .entries_reply = layout4_entries_reply,
+    .plain = layout4_plain,
+    .plain_count = layout4_plain_count,
+    .split = layout4_split,
+    .split_reply = layout4_split_reply,
     .lock = layout4_lock,
     .ids_read = layout4_ids_read,
     .member_decode = layout4_member_decode,

@@ -164,6 +164,23 @@ struct layout_ops {
                     const uint64_t *ps, int add, layout_batch *out);
     int (*entries_reply)(const layout_ctx *c, unsigned n, const unsigned *tables,
                          const uint64_t *ps, const redisReply *r, long long *count);
+    /* The plain table writes (SHARD.MADD / MDEL of the worker, docs/protocol.md): p's
+     * entry in table `table` (1..) as `ZADD key 0 member` (add) or `ZREM key member`,
+     * on the bucket the cached directory routes p to; a bucket that split since
+     * answers WRONGTYPE (its tombstone), which layout_dir_reply reads as "read the
+     * directory and send again" (both are idempotent). */
+    void (*plain)(const layout_ctx *c, unsigned table, uint64_t p, int add, layout_cmd *out);
+    /* Counts a plain ZADD of p that answered n into the count of its bucket (kept in
+     * c's bounded cache). Returns 1 when split() of p must follow: the count reached
+     * the split limit, or the bucket had no count; else 0. */
+    int (*plain_count)(const layout_ctx *c, unsigned table, uint64_t p, long long n);
+    /* The split call of p's bucket (it splits while the bucket holds split_limit
+     * members or more, and answers the size of the one now holding p); its reply goes
+     * to layout_dir_reply first (the split points, or the split met), then to
+     * split_reply, which sets the count. split_reply returns 0, or -1 for an
+     * unexpected reply. */
+    void (*split)(const layout_ctx *c, unsigned table, uint64_t p, layout_cmd *out);
+    int (*split_reply)(const layout_ctx *c, unsigned table, uint64_t p, const redisReply *r);
     /* The lock script call of fp up to its document ids (the caller adds them for ops
      * A and R); token and op are NUL-terminated and outlive cmd's use. */
     void (*lock)(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,

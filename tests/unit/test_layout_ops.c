@@ -130,6 +130,76 @@ static void test_walk(void **state)
     layout_ctx_free(&c);
 }
 
+/* Plain table writes: ZADD / ZREM on the routed bucket, the count kept from the
+ * replies, the split call when it reaches the limit (or when the bucket has no count),
+ * and its reply {size, points...} learnt by the directory and setting the count. */
+static void test_plain(void **state)
+{
+    (void)state;
+    layout_ctx c;
+    layout_cmd ec;
+    assert_int_equal(layout_corpus_set(NULL), 0);
+    assert_int_equal(layout_ctx_init(&c), 0);
+    c.split_limit = 4;
+    uint64_t p = 0x22c0000000000001ull;
+    c.ops->plain(&c, 2, p, 1, &ec);
+    assert_int_equal(ec.argc, 4);
+    assert_string_equal(ec.argv[0], "ZADD");
+    assert_string_equal(ec.argv[1], "s:{2:22}:-");
+    assert_string_equal(ec.argv[2], "0");
+    assert_int_equal(ec.argvlen[3], 7);
+    assert_memory_equal(ec.argv[3], "\xc0\x00\x00\x00\x00\x00\x01", 7);
+    c.ops->plain(&c, 2, p, 0, &ec);
+    assert_int_equal(ec.argc, 3);
+    assert_string_equal(ec.argv[0], "ZREM");
+    assert_string_equal(ec.argv[1], "s:{2:22}:-");
+    /* no count yet: the first write asks; then 1 + 1 + 0 + 1 + 1 reaches 4 */
+    assert_int_equal(c.ops->plain_count(&c, 2, p, 1), 1);
+    assert_int_equal(c.ops->plain_count(&c, 2, p, 1), 0);
+    assert_int_equal(c.ops->plain_count(&c, 2, p, 1), 0);
+    assert_int_equal(c.ops->plain_count(&c, 2, p, 0), 0);
+    assert_int_equal(c.ops->plain_count(&c, 2, p, 1), 0);
+    assert_int_equal(c.ops->plain_count(&c, 2, p, 1), 1);
+    c.by_sha = 1;
+    c.ops->split(&c, 2, p, &ec);
+    assert_string_equal(ec.argv[0], "EVALSHA");
+    assert_non_null(layout_script_text(&c, ec.argv[1], ec.argvlen[1]));
+    assert_string_equal(ec.argv[2], "2");
+    assert_string_equal(ec.argv[3], "s:{2:22}:-");
+    assert_string_equal(ec.argv[4], "r:{2:22}");
+    assert_string_equal(ec.argv[5], "4");
+    assert_int_equal(ec.argvlen[7], 7);
+    /* {2, "\x80"}: split at 80, the member's half holds 2: two more writes to split */
+    redisReply s0 = {.type = REDIS_REPLY_INTEGER, .integer = 2};
+    redisReply s1 = {.type = REDIS_REPLY_STRING, .str = "\x80", .len = 1};
+    redisReply *sel[2] = {&s0, &s1};
+    redisReply split = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = sel};
+    assert_int_equal(layout_dir_reply(&c, 2, 0x22, &split), 0);
+    assert_int_equal(c.ops->split_reply(&c, 2, p, &split), 0);
+    c.ops->plain(&c, 2, p, 1, &ec);
+    assert_string_equal(ec.argv[1], "s:{2:22}:80-");
+    assert_int_equal(c.ops->plain_count(&c, 2, p, 1), 0);
+    assert_int_equal(c.ops->plain_count(&c, 2, p, 1), 1);
+    /* the other half has no count: its first write asks */
+    assert_int_equal(c.ops->plain_count(&c, 2, 0x2210000000000000ull, 1), 1);
+    /* a reply of no known shape is refused and drops the count; NULL drops it too */
+    redisReply bad = {.type = REDIS_REPLY_STRING, .str = "x", .len = 1};
+    assert_int_equal(c.ops->split_reply(&c, 2, p, &bad), -1);
+    assert_int_equal(c.ops->plain_count(&c, 2, p, 1), 1);
+    assert_int_equal(c.ops->split_reply(&c, 2, p, NULL), 0);
+    assert_int_equal(c.ops->plain_count(&c, 2, p, 1), 1);
+    /* a tombstone's WRONGTYPE marks the directory for reading */
+    redisReply d0 = {.type = REDIS_REPLY_STRING, .str = "", .len = 0};
+    redisReply *del[2] = {&d0, &s1};
+    redisReply dir = {.type = REDIS_REPLY_ARRAY, .elements = 2, .element = del};
+    assert_int_equal(layout_dir_load(&c, 2, 0x22, &dir, layout_dir_clock()), 0);
+    assert_int_equal(layout_dir_need(&c, 2, 0x22), 0);
+    redisReply wt = {.type = REDIS_REPLY_ERROR, .str = "WRONGTYPE Operation", .len = 19};
+    assert_int_equal(layout_dir_reply(&c, 2, 0x22, &wt), 1);
+    assert_int_equal(layout_dir_need(&c, 2, 0x22), 1);
+    layout_ctx_free(&c);
+}
+
 /* Keys routed through the cached directory, which learns split points from the
  * replies of writes and of the write scripts' "bucket split" answers. */
 static void test_routing(void **state)
@@ -648,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_ops_table),
         cmocka_unit_test(test_dir_age),
         cmocka_unit_test(test_routing),
+        cmocka_unit_test(test_plain),
         cmocka_unit_test(test_walk),
         cmocka_unit_test(test_entries),
         cmocka_unit_test(test_layout4),
