@@ -12,7 +12,8 @@
  *
  * Modes:
  *   preload     bulk-load fingerprints [offset, offset+count) into tables 1.., grouped
- *               by key (one ZADD of many members per bucket key); writes simhash:meta.
+ *               by key (one ZADD of many members per bucket key); writes simhash:meta
+ *               (layout_meta_field, as a worker does).
  *               Every (table, shard) is one bucket (a corpus before its first split;
  *               a shard reaching LAYOUT_SPLIT_LIMIT_MAX entries is refused), and
  *               raw-ingest writes plain ZADDs to those buckets, without the scripts
@@ -56,6 +57,8 @@
 #include <hiredis/adapters/libevent.h>
 
 #include "bucketdir.h"
+#include "fingerprint.h"
+#include "layout.h"
 #include "layout_ops.h"
 #include "parse.h"
 #include "perm.h"
@@ -373,6 +376,26 @@ void dl_drain(redisContext *c, uint64_t *pending, uint64_t keep, dl_stats *st)
     }
 }
 
+/* Creates the corpus's meta hash as a worker would (layout_meta_field), with the
+ * default fingerprint algorithm; dies on a Redis error. */
+static void dl_meta(redisContext *c)
+{
+    char key[LAYOUT_KEY_MAX], fps[16], val[16];
+    fp_params d = {FP_VERSION_DEFAULT, 0};
+    fp_params_format(&d, fps, sizeof fps);
+    if (layout_meta_key(key, sizeof key) == 0)
+        die("meta", "key too long");
+    layout_meta m = {key, fps, lay.tombstone_s, opt.blocks, opt.distance};
+    const char *argv[LAYOUT_META_ARGV];
+    for (int i = 0; i < LAYOUT_META_FIELDS; i++) {
+        int na = layout_meta_field(&m, i, argv, val);
+        redisReply *r = redisCommandArgv(c, na, argv, NULL);
+        if (r == NULL || r->type == REDIS_REPLY_ERROR)
+            die("meta", r ? r->str : c->errstr);
+        freeReplyObject(r);
+    }
+}
+
 static int dl_preload(void)
 {
     redisContext *c = dl_connect();
@@ -381,14 +404,7 @@ static int dl_preload(void)
     dl_entry *e = malloc(n * sizeof *e);
     if (e == NULL)
         die("memory", "preload entries");
-    redisReply *r = redisCommand(c, "HSETNX %s blocks %u", LAYOUT_META_KEY, opt.blocks);
-    freeReplyObject(r);
-    r = redisCommand(c, "HSETNX %s distance %u", LAYOUT_META_KEY, opt.distance);
-    freeReplyObject(r);
-    r = redisCommand(c, "HSETNX %s layout %u", LAYOUT_META_KEY, opt.layout);
-    freeReplyObject(r);
-    r = redisCommand(c, "HSETNX %s tombstone_seconds %u", LAYOUT_META_KEY, lay.tombstone_s);
-    freeReplyObject(r);
+    dl_meta(c);
     double t0 = bench_now();
     enum { GROUP = 256 };
     const char *argv[2 + 2 * GROUP];
@@ -500,6 +516,7 @@ typedef struct dl_paced {
     double start, *lat;
     uint64_t total, sent, received, errors;
     int failed;
+    char first_error[160];  /* the first error reply, printed with the counts */
 } dl_paced;
 
 static void dl_paced_reply(redisAsyncContext *ac, void *reply, void *priv)
@@ -512,8 +529,8 @@ static void dl_paced_reply(redisAsyncContext *ac, void *reply, void *priv)
         event_base_loopbreak(pc->base);
         return;
     }
-    if (r->type == REDIS_REPLY_ERROR)
-        pc->errors++;
+    if (r->type == REDIS_REPLY_ERROR && pc->errors++ == 0)
+        snprintf(pc->first_error, sizeof pc->first_error, "%.*s", (int)r->len, r->str);
     pc->lat[idx] = bench_now() - (pc->start + (double)idx / opt.rate);
     if (++pc->received == pc->total)
         event_base_loopbreak(pc->base);
@@ -626,6 +643,9 @@ static int dl_paced_run(int raw, int ingest)
     dl_metric("achieved_rate", (double)pc.received / secs);
     dl_metric("replies", (double)pc.received);
     dl_metric("errors", (double)pc.errors);
+    if (pc.errors != 0)
+        fprintf(stderr, "bench-dist_load: paced: %" PRIu64 " error replies, the first: %s\n",
+                pc.errors, pc.first_error);
     if (pc.received == pc.total) {
         dl_metric("p50_ms", pc.lat[pc.total / 2] * 1e3);
         dl_metric("p90_ms", pc.lat[pc.total * 90 / 100] * 1e3);

@@ -169,37 +169,14 @@ int shard_redis_meta_compare(const redisReply *r, const shard_redis_opts *o,
     return 0;
 }
 
-/* The fingerprint and tombstone_seconds fields are written first, and only into a new
- * meta hash. */
-#define SHARD_META_FP_LUA \
-    "if redis.call('EXISTS', KEYS[1]) == 0 then return redis.call('HSET', KEYS[1], " \
-    "'fingerprint', ARGV[1], 'tombstone_seconds', ARGV[2]) end return 0"
-
-/* Formats the command creating field i (0..SHARD_META_FIELDS-1) of a new meta hash
- * into argv; returns its argument count. Field 0, the fingerprint algorithm with the
- * tombstone lifetime, goes first and only into an absent hash; the others are HSETNX. */
-int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[SHARD_META_ARGV],
+/* Formats the command creating field i (0..LAYOUT_META_FIELDS-1) of a new meta hash
+ * with o's settings (layout_meta_field); returns its argument count. */
+int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[LAYOUT_META_ARGV],
                      char val[16])
 {
-    static const char *names[SHARD_META_FIELDS] = {"fingerprint", "blocks", "distance",
-                                                   "layout"};
-    unsigned vals[SHARD_META_FIELDS] = {0, o->blocks, o->distance, LAYOUT_VERSION};
-    if (i == 0) {
-        argv[0] = "EVAL";
-        argv[1] = SHARD_META_FP_LUA;
-        argv[2] = "1";
-        argv[3] = shard_redis_meta_key();
-        argv[4] = o->fingerprint;
-        snprintf(val, 16, "%u", o->tombstone_s);
-        argv[5] = val;
-        return 6;
-    }
-    snprintf(val, 16, "%u", vals[i]);
-    argv[0] = "HSETNX";
-    argv[1] = shard_redis_meta_key();
-    argv[2] = names[i];
-    argv[3] = val;
-    return 4;
+    layout_meta m = {shard_redis_meta_key(), o->fingerprint, o->tombstone_s, o->blocks,
+                     o->distance};
+    return layout_meta_field(&m, i, argv, val);
 }
 
 /* Connects (blocking) to host:port with o's timeout and sends AUTH when o has a
@@ -381,7 +358,7 @@ int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen)
     int rc = -1, transient = 0;
     redisReply *rep;
     char dbs[16], val[16];
-    const char *argv[SHARD_META_ARGV];
+    const char *argv[LAYOUT_META_ARGV];
     if (!o->cluster) {      /* a cluster node has database 0 only */
         snprintf(dbs, sizeof dbs, "%u", o->db);
         argv[0] = "SELECT";
@@ -399,7 +376,7 @@ int shard_redis_check_meta_sync(shard_redis_opts *o, char *err, size_t errlen)
      * and the re-read below then reports the mismatch */
     shard_redis_resolve(o);
     rc = -1;
-    for (int i = 0; i < SHARD_META_FIELDS; i++) {
+    for (int i = 0; i < LAYOUT_META_FIELDS; i++) {
         int na = shard_meta_field(o, i, argv, val);
         if ((rep = shard_sync_cmd(&c, o, na, argv, err, errlen, &transient)) == NULL)
             goto out;

@@ -261,7 +261,7 @@ void shard_redis_connect(shard_redis *r)
         return;
     }
     r->ac = ac;
-    const char *argv[SHARD_META_ARGV];
+    const char *argv[LAYOUT_META_ARGV];
     char dbs[16], val[16];
     r->gen++;
     if (r->password && r->password[0]) {
@@ -282,13 +282,13 @@ void shard_redis_connect(shard_redis *r)
         argv[0] = "CLUSTER";
         argv[1] = "NODES";
         redisAsyncCommandArgv(ac, shard_redis_on_nodes, r, 2, argv, NULL);
-        for (int i = 0; i <= SHARD_META_FIELDS; i++) {
+        for (int i = 0; i <= LAYOUT_META_FIELDS; i++) {
             shard_setup *s = malloc(sizeof *s);
             if (s == NULL)
                 break;
             s->r = r;
             s->gen = r->gen;
-            int setnx = i < SHARD_META_FIELDS, na = 2;
+            int setnx = i < LAYOUT_META_FIELDS, na = 2;
             if (setnx)
                 na = shard_meta_field(&r->o, i, argv, val);
             else {
@@ -306,7 +306,7 @@ void shard_redis_connect(shard_redis *r)
     argv[0] = "SELECT";
     argv[1] = dbs;
     redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, 2, argv, NULL);
-    for (int i = 0; i < SHARD_META_FIELDS; i++) {
+    for (int i = 0; i < LAYOUT_META_FIELDS; i++) {
         int na = shard_meta_field(&r->o, i, argv, val);
         redisAsyncCommandArgv(ac, shard_redis_on_setup_reply, r, na, argv, NULL);
     }

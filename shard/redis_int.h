@@ -10,6 +10,7 @@
 
 #include "cluster.h"
 #include "rasync.h"
+#include "layout.h"
 #include "redis.h"
 
 #define SHARD_BACKOFF_MIN_MS 100
@@ -21,12 +22,10 @@
 #define SHARD_REATTACH_PROBES 16    /* nodes asked for CLUSTER SLOTS after a failure */
 #define SHARD_REATTACH_MS 200       /* deadline of one probe */
 
-#define SHARD_META_FIELDS 4         /* fingerprint (with tombstone_seconds), blocks,
-                                       distance, layout */
-#define SHARD_META_ARGV 6           /* the most arguments one of their commands has */
-/* meta.c: the command creating field i (0..SHARD_META_FIELDS-1) of a new meta hash,
- * into argv (val holds its number); returns its argument count. */
-int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[SHARD_META_ARGV],
+/* meta.c: the command creating field i (0..LAYOUT_META_FIELDS-1) of a new meta hash
+ * with o's settings (layout_meta_field), into argv (val holds its number); returns
+ * its argument count. */
+int shard_meta_field(const shard_redis_opts *o, int i, const char *argv[LAYOUT_META_ARGV],
                      char val[16]);
 
 

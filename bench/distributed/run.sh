@@ -13,10 +13,11 @@
 #       everything counted: used_memory / N
 # All of it in data layout 4 (the one format), on a fresh Redis with the listpack
 # limits of deploy/simhash-local. The raw corpus is written below its first split
-# (bench-dist_load preload: every (table, shard) one bucket), so BENCH_N stays below
-# about 256 x 255 fingerprints.
+# (bench-dist_load preload: every (table, shard) one bucket, refused from
+# LAYOUT_SPLIT_LIMIT_MAX = 256 entries), so BENCH_N stays well below 256 x 256: at the
+# default 40000 the fullest of a table's 256 buckets holds about 205.
 # Prints `bench=... layout=L metric=... value=...` lines on stdout (progress on stderr).
-# Environment: SIMHASH_BIN (default build/bin), BENCH_N (corpus, default 1000000),
+# Environment: SIMHASH_BIN (default build/bin), BENCH_N (corpus, default 40000),
 # BENCH_SECONDS (per rate measurement, default 10), BENCH_ROUNDS (3; medians are
 # reported), BENCH_RAW_DEPTH / BENCH_SYS_DEPTH (operations in flight, 32 / 64),
 # BENCH_BLOCKS/BENCH_DISTANCE (6/3), BENCH_LAT_RATES (extra fixed latency rates, "1000 3000").
@@ -28,7 +29,7 @@ export SIMHASH_SRC=${SIMHASH_SRC:-$(cd "$HERE/../.." && pwd)}
 th_init bench-dist
 th_need_bins simhash-shard simhash-coordinator bench-dist_load
 LOAD="$TH_BIN/bench-dist_load"
-N=${BENCH_N:-1000000}
+N=${BENCH_N:-40000}
 SECS=${BENCH_SECONDS:-10}
 M=${BENCH_BLOCKS:-6}
 K=${BENCH_DISTANCE:-3}
@@ -108,19 +109,21 @@ th_log "table bucket encoding: $enc"
 run check check --port "$cport" --corpus "$N" --count 200
 
 # (1) and (2): ROUNDS rounds, raw and system alternating so that load from other
-# programs on the machine hits both alike; the medians are reported.
+# programs on the machine hits both alike; the medians are reported. The system's
+# ingest splits buckets, so every raw run first reads the directories (--dirs) and
+# goes to the live buckets, not to the tombstones of split ones (WRONGTYPE).
 median() { python3 -c "import statistics, sys; print(statistics.median(float(x) for x in sys.argv[1:]))" "$@"; }
 rq=() sq=() ri=() si=() rl=()
 for r in $(seq 1 "$ROUNDS"); do
     th_log "round $r: query rate, raw Redis then through the coordinator"
-    run raw-query-$r raw-query --port "$rport" --corpus "$N" --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
+    run raw-query-$r raw-query --dirs --port "$rport" --corpus "$N" --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
     run sys-query-$r sys-query --port "$cport" --corpus "$N" --count 100000000 --seconds "$SECS" --depth "$SYS_DEPTH"
     rq+=("$(val "$(out raw-query-$r)" queries_per_sec)")
     sq+=("$(val "$(out sys-query-$r)" queries_per_sec)")
     # ingest of new fingerprints (offsets far beyond the corpus, new ones every round)
     th_log "round $r: ingest rate, raw Redis then through the coordinator"
-    run raw-ingest-$r raw-ingest --port "$rport" --offset $((100000000 * r)) --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
-    run raw-locked-$r raw-locked --port "$rport" --offset $((100000000 * r + 25000000)) --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
+    run raw-ingest-$r raw-ingest --dirs --port "$rport" --offset $((100000000 * r)) --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
+    run raw-locked-$r raw-locked --dirs --port "$rport" --offset $((100000000 * r + 25000000)) --count 100000000 --seconds "$SECS" --depth "$RAW_DEPTH"
     run sys-ingest-$r sys-ingest --port "$cport" --offset $((100000000 * r + 50000000)) --count 100000000 --seconds "$SECS" --depth "$SYS_DEPTH"
     rl+=("$(val "$(out raw-locked-$r)" ingests_per_sec)")
     ri+=("$(val "$(out raw-ingest-$r)" ingests_per_sec)")
@@ -154,7 +157,7 @@ th_log "latency at $half queries/s (open loop), raw Redis then through the coord
 emit latency rate "$half"
 lr50=() lr99=() ls50=() ls99=() ls999=()
 for r in $(seq 1 "$ROUNDS"); do
-    run paced-raw-$r paced-raw --port "$rport" --corpus "$N" --rate "$half" --seconds "$SECS" --count 100000000
+    run paced-raw-$r paced-raw --dirs --port "$rport" --corpus "$N" --rate "$half" --seconds "$SECS" --count 100000000
     run paced-$r paced --port "$cport" --corpus "$N" --rate "$half" --seconds "$SECS" --count 100000000
     lr50+=("$(val "$(out paced-raw-$r)" p50_ms)")
     lr99+=("$(val "$(out paced-raw-$r)" p99_ms)")

@@ -1,5 +1,6 @@
 /* layout.c: the parts of the storage format with no layout decision in them: the
- * corpus name and its key prefix, the keys of a table-0 shard (locks, counters,
+ * corpus name and its key prefix, the commands creating the meta hash, the keys of a
+ * table-0 shard (locks, counters,
  * overflow sets, hash tags), the packing of document ids and the unlock scripts
  * (docs/protocol.md). The keys and members of the tables are layout4.c's. */
 #include "layout.h"
@@ -27,6 +28,36 @@ int layout_meta_check(long layout, long legacy_bits, const char *host, int port,
              "a new corpus", host, port, layout, meta_key, layout, LAYOUT_META_LEGACY,
              legacy_bits, LAYOUT_VERSION);
     return -1;
+}
+
+/* The fingerprint and tombstone_seconds fields are written first, and only into a new
+ * meta hash, so a worker racing another with other settings finds the mismatch. */
+#define LAYOUT_META_FP_LUA \
+    "if redis.call('EXISTS', KEYS[1]) == 0 then return redis.call('HSET', KEYS[1], " \
+    "'fingerprint', ARGV[1], 'tombstone_seconds', ARGV[2]) end return 0"
+
+int layout_meta_field(const layout_meta *m, int i, const char *argv[LAYOUT_META_ARGV],
+                      char val[16])
+{
+    static const char *names[LAYOUT_META_FIELDS] = {"fingerprint", "blocks", "distance",
+                                                    "layout"};
+    unsigned vals[LAYOUT_META_FIELDS] = {0, m->blocks, m->distance, LAYOUT_VERSION};
+    if (i == 0) {
+        argv[0] = "EVAL";
+        argv[1] = LAYOUT_META_FP_LUA;
+        argv[2] = "1";
+        argv[3] = m->meta_key;
+        argv[4] = m->fingerprint;
+        snprintf(val, 16, "%u", m->tombstone_s);
+        argv[5] = val;
+        return 6;
+    }
+    snprintf(val, 16, "%u", vals[i]);
+    argv[0] = "HSETNX";
+    argv[1] = m->meta_key;
+    argv[2] = names[i];
+    argv[3] = val;
+    return 4;
 }
 
 int layout_corpus_set(const char *name)

@@ -57,6 +57,27 @@
 int layout_meta_check(long layout, long legacy_bits, const char *host, int port,
                       const char *meta_key, char *err, size_t errlen);
 
+/* The settings a new corpus's meta hash records. */
+typedef struct layout_meta {
+    const char *meta_key;       /* layout_meta_key's */
+    const char *fingerprint;    /* the algorithm's canonical text (fp_params_format) */
+    unsigned tombstone_s;       /* lifetime of a split bucket's tombstone */
+    unsigned blocks, distance;
+} layout_meta;
+
+/* A new meta hash is written by LAYOUT_META_FIELDS commands, each of at most
+ * LAYOUT_META_ARGV arguments: the fingerprint algorithm with the tombstone lifetime
+ * (only into an absent hash), then blocks, distance and layout (HSETNX each). */
+#define LAYOUT_META_FIELDS 4
+#define LAYOUT_META_ARGV 6
+
+/* Formats the command creating field i (0..LAYOUT_META_FIELDS-1) of m's new meta hash
+ * into argv; val (the caller's, alive until the command is sent) holds its number.
+ * The one writer of the meta hash's fields (shard/meta.c, shard/redis.c, the benches'
+ * preload). Returns the argument count. */
+int layout_meta_field(const layout_meta *m, int i, const char *argv[LAYOUT_META_ARGV],
+                      char val[16]);
+
 /* Sets the corpus name of this process: every key gets "name:" in front. NULL or
  * "" for none (the keys of corpora made before names existed). Returns 0, or -1
  * when the name is longer than LAYOUT_CORPUS_MAX or has a byte other than

@@ -3,7 +3,7 @@
 # workers, a coordinator) takes `simhash load`s of FSCK_LIVE_PAIRS pairs each (default
 # 20,000: fingerprints with one id, some with several, a few with ids enough for an
 # overflow set; new pairs each time), one after another (FSCK_LIVE_LOADS, default 5,
-# more while fewer than two fsck runs have ended), while `simhash fsck` runs again and
+# more only while fewer than two fsck runs have ended), while `simhash fsck` runs again and
 # again, one run after the other (at most FSCK_LIVE_RUNS, default 5; at least 2 must
 # start while a load runs): every run exits 0 with status:clean (a counter, entry or
 # id that differs because a writer was active is read again before it is reported;
@@ -50,12 +50,14 @@ PY
 }
 
 # ---- 1. fsck while loads run: clean every time
-# the loads, one after another until $TH_DIR/stop appears (at most 3 * LOADS: on a slow
-# machine, or under the sanitizers, they go on until two fsck runs have ended): load i
-# of pairs-i.txt, its fingerprints counted in nfp-i once it finished
+# the loads, one after another: LOADS of them, more (at most 3 * LOADS) only while fewer
+# than two fsck runs have ended (on a slow machine, or under the sanitizers), and none
+# once $TH_DIR/stop appears. Loads past that would only grow the corpus every later
+# fsck walks. Load i of pairs-i.txt, its fingerprints counted in nfp-i once it finished
 (
     for i in $(seq 1 $((3 * LOADS))); do
         [ -e "$TH_DIR/stop" ] && exit 0
+        [ "$i" -gt "$LOADS" ] && [ -e "$TH_DIR/fsck-2.rc" ] && exit 0
         pairs "$((100 + i))" "$N" "$TH_DIR/pairs-$i.txt" >"$TH_DIR/nfp-$i.tmp"
         timeout 600 "$SH" load --port "$cport" "$TH_DIR/pairs-$i.txt" >"$TH_DIR/load-$i.out" 2>&1 ||
             exit 1

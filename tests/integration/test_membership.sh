@@ -11,9 +11,12 @@
 # connection never completes is dropped cleanly; an IPv6 worker is found (when the
 # machine has ::1). deploy/simhash-local in single-Redis mode adds and removes workers
 # (refusing to leave shards without one). Then a Redis Cluster deployment
-# (simhash-local, two coordinators) gets three add-nodes and two remove-nodes under
-# the same live client: coordinators untouched, no failed request, everything
-# acknowledged found, the planted corpus exact.
+# (simhash-local, two coordinators) gets two add-nodes (the second beside a node
+# added before) and a remove-node (of a node that add-node made) under the same live
+# client: coordinators untouched, no failed request, everything acknowledged found,
+# the planted corpus exact. (Each cycle moves a quarter to a third of the 16384
+# slots, some 25 s: a third add-node and a second remove-node would check the same
+# again.)
 set -u
 . "$(dirname "$0")/lib.sh"
 th_init membership
@@ -243,7 +246,7 @@ grep -c '^worker ' "$DL_DIR/coordinator.conf" | grep -qx 1 || th_fail "coordinat
 dl_down
 th_log "simhash-local one Redis: add-node, remove-node x2 (one refused), coordinator untouched"
 
-# ---- Redis Cluster: add-node x3 and remove-node x2 under load ----
+# ---- Redis Cluster: add-node x2 and remove-node under load ----
 DL_DIR="$TH_DIR/cl"
 mkdir -p "$DL_DIR"
 trap 'rc=$?; dl_down; (exit $rc); th_cleanup' EXIT
@@ -261,16 +264,13 @@ timeout 600 python3 "$LIVE" run --port "$cport" --distance $K --seed 83 --second
 live_pid=$!
 TH_PIDS+=("$live_pid")
 sleep 2
-for k in 1 2 3; do
+for k in 1 2; do
     dl_sl add-node --lifetime 900 >"$TH_DIR/add-$k.out" 2>&1 ||
         { cat "$TH_DIR/add-$k.out" >&2; th_fail "add-node $k"; }
     th_log "$(tail -n 1 "$TH_DIR/add-$k.out")"
 done
-for k in 1 2; do
-    dl_sl remove-node >"$TH_DIR/remove-$k.out" 2>&1 ||
-        { cat "$TH_DIR/remove-$k.out" >&2; th_fail "remove-node $k"; }
-    th_log "$(tail -n 1 "$TH_DIR/remove-$k.out")"
-done
+dl_sl remove-node >"$TH_DIR/remove.out" 2>&1 || { cat "$TH_DIR/remove.out" >&2; th_fail "remove-node"; }
+th_log "$(tail -n 1 "$TH_DIR/remove.out")"
 sleep 2
 touch "$TH_DIR/stop2"
 wait "$live_pid"
@@ -285,7 +285,7 @@ live_clean "$summary" || th_fail "requests failed during add-node/remove-node: $
 for p in "$cport" $((cport + 1)); do
     i=$(timeout 5 redis-cli -p "$p" simhash.info | tr -d '\r')
     echo "$i" | grep -q '^workers:4$' && echo "$i" | grep -q '^workers_up:4$' ||
-        th_fail "coordinator $p after 3 add-nodes and 2 remove-nodes: $(echo "$i" | grep -E '^workers')"
+        th_fail "coordinator $p after 2 add-nodes and a remove-node: $(echo "$i" | grep -E '^workers')"
 done
 timeout 200 python3 "$LIVE" check --port "$cport" --distance $K --seed 84 --state "$TH_DIR/live2.json" \
     --seconds 30 >"$TH_DIR/check2.out" 2>&1 || { cat "$TH_DIR/check2.out" >&2; th_fail "acknowledged pairs after add/remove-node"; }

@@ -3,7 +3,8 @@
  * the text for every algorithm and flag (hand-written pages, random pages with
  * furniture, articles, license text, long blocks, invalid bytes, text after </html>,
  * legacy charsets), the rule names, bad parameters and flags, empty input, a page of
- * several MiB and the bound on a page's size, unreadable pages. */
+ * several MiB and the bound on a page's size (a page exactly at it is read in the plain
+ * build only), unreadable pages. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -353,6 +354,23 @@ static void test_empty(void **state)
     }
 }
 
+/* Returns 1 in a build with AddressSanitizer (gcc defines __SANITIZE_ADDRESS__, clang
+ * answers __has_feature), else 0. */
+static int sanitized(void)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    return 1;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return 1;
+#else
+    return 0;
+#endif
+#else
+    return 0;
+#endif
+}
+
 /* A page of several MiB: paragraphs, an article, and a block of 1 MiB without a tag
  * (more than html.c's 64 KiB pieces). */
 static void test_huge(void **state)
@@ -388,8 +406,13 @@ static void test_huge(void **state)
     assert_int_equal(fp_html_extract(b, big, NULL, 0, &x, err, sizeof err), -1);
     assert_non_null(strstr(err, "64 MiB"));
     assert_null(x.text);
-    /* exactly at the bound: read (text without tags, in pieces past every buffer) */
-    if (!light()) {
+    /* exactly at the bound: read (text without tags, in pieces past every buffer). Not
+     * under valgrind or the sanitizers (minutes there): what this page adds to the one
+     * above, whose 1 MiB block without a tag already crosses every buffer and piece
+     * boundary in every build, is that the bound is the reader's and not html.c's (the
+     * sizes, FP_HTML_EXTRACT_MAX against FP_HTML_MAX_PENDING), which the plain build
+     * shows as well as an instrumented one. */
+    if (!light() && !sanitized()) {
         static const fp_params v5 = {FP_V5, 0};
         const char *rule = check_page(b, FP_HTML_EXTRACT_MAX, &v5, 0);
         assert_non_null(rule);
