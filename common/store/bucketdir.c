@@ -122,6 +122,10 @@ static int bdir_grow(bdir_shard *d, size_t need)
     if (!lo)
         return -1;
     d->lo = lo;
+    uint32_t *cnt = realloc(d->cnt, cap * sizeof *cnt);
+    if (!cnt)
+        return -1;              /* lo grew, cap did not: the next call grows both */
+    d->cnt = cnt;
     d->cap = cap;
     return 0;
 }
@@ -132,6 +136,7 @@ int bdir_shard_init(bdir_shard *d)
     if (bdir_grow(d, 1) != 0)
         return -1;
     d->lo[0] = bdir_bound_make("", 0);
+    d->cnt[0] = BDIR_COUNT_NONE;
     d->n = 1;
     return 0;
 }
@@ -139,6 +144,7 @@ int bdir_shard_init(bdir_shard *d)
 void bdir_shard_free(bdir_shard *d)
 {
     free(d->lo);
+    free(d->cnt);
     memset(d, 0, sizeof *d);
 }
 
@@ -151,8 +157,12 @@ static int bdir_cmp(const void *a, const void *b)
 int bdir_shard_load(bdir_shard *d, const bdir_bound *los, size_t n)
 {
     bdir_bound *lo = malloc((n + 1) * sizeof *lo);
-    if (!lo)
+    uint32_t *cnt = malloc((n + 1) * sizeof *cnt);
+    if (!lo || !cnt) {
+        free(lo);
+        free(cnt);
         return -1;
+    }
     memcpy(lo, los, n * sizeof *lo);
     lo[n++] = bdir_bound_make("", 0);
     qsort(lo, n, sizeof *lo, bdir_cmp);
@@ -160,8 +170,19 @@ int bdir_shard_load(bdir_shard *d, const bdir_bound *los, size_t n)
     for (size_t i = 1; i < n; i++)
         if (lo[i] != lo[k - 1])
             lo[k++] = lo[i];
+    /* counts of the buckets whose bounds stay (both lists sorted: one merge pass) */
+    for (size_t i = 0, j = 0; i < k; i++) {
+        bdir_bound hi = i + 1 < k ? lo[i + 1] : BDIR_NONE;
+        while (j < d->n && d->lo[j] < lo[i])
+            j++;
+        cnt[i] = BDIR_COUNT_NONE;
+        if (d->cnt && j < d->n && d->lo[j] == lo[i] && bdir_shard_hi(d, j) == hi)
+            cnt[i] = d->cnt[j];
+    }
     free(d->lo);
+    free(d->cnt);
     d->lo = lo;
+    d->cnt = cnt;
     d->n = k;
     d->cap = n;
     return 0;
@@ -206,7 +227,9 @@ int bdir_shard_add(bdir_shard *d, bdir_bound s)
     if (bdir_grow(d, d->n + 1) != 0)
         return -1;
     memmove(d->lo + i + 2, d->lo + i + 1, (d->n - i - 1) * sizeof *d->lo);
+    memmove(d->cnt + i + 2, d->cnt + i + 1, (d->n - i - 1) * sizeof *d->cnt);
     d->lo[i + 1] = s;
+    d->cnt[i] = d->cnt[i + 1] = BDIR_COUNT_NONE;
     d->n++;
     return 0;
 }

@@ -62,12 +62,19 @@ size_t bdir_suffix(char *buf, bdir_bound lo, bdir_bound hi);
 size_t bdir_key(char *buf, size_t cap, char kind, unsigned table, unsigned shard,
                 bdir_bound lo, bdir_bound hi);
 
+/* A writer's count of a bucket's members not known (BDIR_COUNT_NONE). */
+#define BDIR_COUNT_NONE UINT32_MAX
+
 /* A cached directory of one shard: the sorted lower bounds of its buckets (the first
- * is always 0, the empty string), and when it was last read whole from Redis. */
+ * is always 0, the empty string), and when it was last read whole from Redis; cnt[i]
+ * is a writer's count of bucket i's members (layout4.c, plain table writes), or
+ * BDIR_COUNT_NONE: a bucket a split or a load made starts without one, a bucket whose
+ * bounds a load keeps keeps its count. */
 typedef struct bdir_shard {
     bdir_bound *lo;
     size_t n, cap;
     uint64_t loaded_ms;
+    uint32_t *cnt;              /* cap slots, n used; NULL in a stand-in */
 } bdir_shard;
 
 /* An empty directory: one bucket, lo = "". Returns 0, or -1 out of memory. */
@@ -76,11 +83,12 @@ int bdir_shard_init(bdir_shard *d);
 void bdir_shard_free(bdir_shard *d);
 
 /* Replaces the directory with the bounds los[0..n) (any order, duplicates allowed;
- * "" is added when missing), as read from Redis. Returns 0, or -1 out of memory (d
- * unchanged). */
+ * "" is added when missing), as read from Redis; a bucket with the same bounds before
+ * and after keeps its count. Returns 0, or -1 out of memory (d unchanged). */
 int bdir_shard_load(bdir_shard *d, const bdir_bound *los, size_t n);
 
-/* Adds split point s (a no-op when present). Returns 0, or -1 out of memory. */
+/* Adds split point s (a no-op when present); the two buckets it makes have no count.
+ * Returns 0, or -1 out of memory. */
 int bdir_shard_add(bdir_shard *d, bdir_bound s);
 
 /* Index of the bucket holding member m: the last i with lo[i] <= m (found from m's

@@ -49,17 +49,6 @@ extern const char LAYOUT4_SPLIT_LUA[];
  * bits 0..31 the bucket's index in its directory. */
 #define LAYOUT4_T0 ((uint64_t)1 << 40)
 
-/* The member counts of buckets written with plain ZADDs (plain_count): a direct-mapped
- * cache of LAYOUT4_COUNTS slots, so bounded whatever the corpus; a bucket whose slot
- * another took has no count, and the next write to it asks the split script, which
- * answers its size. */
-#define LAYOUT4_COUNTS 65536
-typedef struct layout4_count {
-    bdir_bound lo, hi;          /* the bucket's bounds (a split changes one of them) */
-    uint32_t shard;             /* table << 8 | shard, plus 1 (0: an empty slot) */
-    uint32_t n;                 /* members, as counted */
-} layout4_count;
-
 /* The cache of one corpus (ctx->dir). */
 typedef struct layout4_dir {
     bdir_shard *sh[PERM_MAX_TABLES];  /* per table: LAYOUT4_SHARDS directories, or NULL */
@@ -67,7 +56,6 @@ typedef struct layout4_dir {
     char *split_lua;
     char zset_sha[SHA1_HEX_LEN + 1], zsets_sha[SHA1_HEX_LEN + 1],
         lock_sha[SHA1_HEX_LEN + 1], split_sha[SHA1_HEX_LEN + 1];   /* their names (EVALSHA) */
-    layout4_count *counts;      /* LAYOUT4_COUNTS slots, allocated on first use */
     layout_dir_stats st;
 } layout4_dir;
 
@@ -134,7 +122,6 @@ static void layout4_dir_free(layout_ctx *c)
     free(d->zsets_lua);
     free(d->lock_lua);
     free(d->split_lua);
-    free(d->counts);
     free(d);
     c->dir = NULL;
 }
@@ -173,7 +160,7 @@ static bdir_shard *layout4_shard(const layout_ctx *c, unsigned table, unsigned s
 static const bdir_shard *layout4_route(const layout_ctx *c, unsigned table, unsigned shard)
 {
     static bdir_bound one_lo[1] = {0};
-    static const bdir_shard one = {one_lo, 1, 1, 0};
+    static const bdir_shard one = {one_lo, 1, 1, 0, NULL};
     const bdir_shard *s = layout4_shard(c, table, shard);
     return s ? s : &one;
 }
@@ -709,23 +696,15 @@ static void layout4_plain(const layout_ctx *c, unsigned table, uint64_t p, int a
     out->argc = k;
 }
 
-/* The count slot of the bucket routing p in table `table`, with its bounds in lo[2]
- * and its tag in *tag; NULL out of memory. */
-static layout4_count *layout4_count_slot(const layout_ctx *c, unsigned table, uint64_t p,
-                                         bdir_bound *lo, uint32_t *tag)
+/* The count of the bucket routing p in table `table`: a slot of its cached directory
+ * (bucketdir.h, cnt), so one per bucket the worker knows, kept while the bucket's
+ * bounds stay; NULL when the directory is a stand-in (out of memory). */
+static uint32_t *layout4_count_of(const layout_ctx *c, unsigned table, uint64_t p)
 {
-    layout4_dir *d = c->dir;
-    if (d->counts == NULL && (d->counts = calloc(LAYOUT4_COUNTS, sizeof *d->counts)) == NULL)
+    bdir_shard *s = layout4_shard(c, table, layout_shard_of(p));
+    if (s == NULL || s->cnt == NULL)
         return NULL;
-    unsigned xx = layout_shard_of(p);
-    const bdir_shard *s = layout4_route(c, table, xx);
-    size_t i = bdir_shard_find(s, bdir_member(p));
-    lo[0] = s->lo[i];
-    lo[1] = bdir_shard_hi(s, i);
-    *tag = ((uint32_t)table << 8 | xx) + 1;
-    uint64_t h = (lo[0] ^ lo[1] * 0xc2b2ae3d27d4eb4full ^ (uint64_t)*tag * 0x9e3779b97f4a7c15ull) *
-                 0xff51afd7ed558ccdull;
-    return &d->counts[h >> 48];         /* LAYOUT4_COUNTS = 2^16 slots */
+    return &s->cnt[bdir_shard_find(s, bdir_member(p))];
 }
 
 /* A plain ZADD of p answered n (1 added, 0 there already). Returns 1 when the split
@@ -733,25 +712,20 @@ static layout4_count *layout4_count_slot(const layout_ctx *c, unsigned table, ui
  * has no count yet), else 0. */
 static int layout4_plain_count(const layout_ctx *c, unsigned table, uint64_t p, long long n)
 {
-    bdir_bound lo[2];
-    uint32_t tag;
-    layout4_count *e = layout4_count_slot(c, table, p, lo, &tag);
+    uint32_t *e = layout4_count_of(c, table, p);
     if (e == NULL)
         return 1;
     /* no count yet, or the limit reached: the split call's reply sets the count; till
      * then the count goes on from 0, so a call that never answers costs at most
      * another split_limit writes before the next call */
-    if (e->shard != tag || e->lo != lo[0] || e->hi != lo[1]) {
-        e->shard = tag;
-        e->lo = lo[0];
-        e->hi = lo[1];
-        e->n = 0;
+    if (*e == BDIR_COUNT_NONE) {
+        *e = 0;
         return 1;
     }
-    e->n += n > 0 ? (uint32_t)n : 0;
-    if (e->n < c->split_limit)
+    *e += n > 0 ? (uint32_t)n : 0;
+    if (*e < c->split_limit)
         return 0;
-    e->n = 0;
+    *e = 0;
     return 1;
 }
 
@@ -785,22 +759,13 @@ static void layout4_split(const layout_ctx *c, unsigned table, uint64_t p, layou
 static int layout4_split_reply(const layout_ctx *c, unsigned table, uint64_t p,
                                const redisReply *r)
 {
-    bdir_bound lo[2];
-    uint32_t tag;
-    layout4_count *e = layout4_count_slot(c, table, p, lo, &tag);
+    uint32_t *e = layout4_count_of(c, table, p);
     int ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 1 &&
              r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer >= 0;
-    if (e == NULL)
-        return ok || r == NULL ? 0 : -1;
-    if (!ok || r->element[0]->integer >= UINT32_MAX) {
-        e->shard = 0;           /* no count */
-        return ok || r == NULL ? 0 : -1;
-    }
-    e->shard = tag;
-    e->lo = lo[0];
-    e->hi = lo[1];
-    e->n = (uint32_t)r->element[0]->integer;
-    return 0;
+    if (e != NULL)
+        *e = ok && r->element[0]->integer < BDIR_COUNT_NONE ? (uint32_t)r->element[0]->integer
+                                                             : BDIR_COUNT_NONE;
+    return ok || r == NULL ? 0 : -1;
 }
 
 /* The tag of a bucket key's shard (its index is not in the key). */

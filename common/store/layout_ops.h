@@ -170,9 +170,10 @@ struct layout_ops {
      * answers WRONGTYPE (its tombstone), which layout_dir_reply reads as "read the
      * directory and send again" (both are idempotent). */
     void (*plain)(const layout_ctx *c, unsigned table, uint64_t p, int add, layout_cmd *out);
-    /* Counts a plain ZADD of p that answered n into the count of its bucket (kept in
-     * c's bounded cache). Returns 1 when split() of p must follow: the count reached
-     * the split limit, or the bucket had no count; else 0. */
+    /* Counts a plain ZADD of p that answered n into the count of its bucket (kept
+     * beside the bucket in the cached directory, bucketdir.h). Returns 1 when split()
+     * of p must follow: the count reached the split limit, or the bucket had no
+     * count; else 0. */
     int (*plain_count)(const layout_ctx *c, unsigned table, uint64_t p, long long n);
     /* The split call of p's bucket (it splits while the bucket holds split_limit
      * members or more, and answers the size of the one now holding p); its reply goes

@@ -203,6 +203,45 @@ static void test_shard_find_skewed(void **state)
     }
 }
 
+/* The writer's counts beside the buckets: a split leaves both halves without a count,
+ * a load keeps the counts of buckets whose bounds stay and no others. */
+static void test_shard_counts(void **state)
+{
+    (void)state;
+    bdir_shard d;
+    assert_int_equal(bdir_shard_init(&d), 0);
+    assert_int_equal(d.cnt[0], BDIR_COUNT_NONE);
+    bdir_bound a = bdir_bound_make("\x40", 1), b = bdir_bound_make("\x80", 1),
+               c = bdir_bound_make("\xc0", 1), x = bdir_bound_make("\x90", 1);
+    assert_int_equal(bdir_shard_add(&d, b), 0);
+    assert_int_equal(bdir_shard_add(&d, a), 0);
+    assert_int_equal(d.n, 3);                   /* "" a b */
+    for (size_t i = 0; i < d.n; i++)
+        assert_int_equal(d.cnt[i], BDIR_COUNT_NONE);
+    d.cnt[0] = 10, d.cnt[1] = 11, d.cnt[2] = 12;
+    assert_int_equal(bdir_shard_add(&d, a), 0);     /* present: nothing changes */
+    assert_int_equal(d.cnt[1], 11);
+    assert_int_equal(bdir_shard_add(&d, c), 0);     /* splits [b, -) */
+    assert_int_equal(d.n, 4);
+    assert_int_equal(d.cnt[0], 10);
+    assert_int_equal(d.cnt[1], 11);
+    assert_int_equal(d.cnt[2], BDIR_COUNT_NONE);
+    assert_int_equal(d.cnt[3], BDIR_COUNT_NONE);
+    d.cnt[2] = 22, d.cnt[3] = 23;
+    /* read again: [a, b) split at x elsewhere; ["", a) and [c, -) stay, listed twice
+     * and out of order */
+    bdir_bound los[] = {c, x, a, b, c};
+    assert_int_equal(bdir_shard_load(&d, los, sizeof los / sizeof los[0]), 0);
+    assert_int_equal(d.n, 5);                   /* "" a b x c */
+    assert_true(d.lo[3] == x);
+    assert_int_equal(d.cnt[0], 10);             /* ["", a) */
+    assert_int_equal(d.cnt[1], 11);             /* [a, b) */
+    assert_int_equal(d.cnt[2], BDIR_COUNT_NONE); /* [b, x): was [b, c) */
+    assert_int_equal(d.cnt[3], BDIR_COUNT_NONE); /* [x, c): new */
+    assert_int_equal(d.cnt[4], 23);             /* [c, -) */
+    bdir_shard_free(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +250,7 @@ int main(void)
         cmocka_unit_test(test_key),
         cmocka_unit_test(test_shard_directory),
         cmocka_unit_test(test_shard_find_skewed),
+        cmocka_unit_test(test_shard_counts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
