@@ -64,7 +64,6 @@ typedef struct shard_config {
     X(repairs,    "repairs")           /* stale write locks taken over and repaired */ \
     X(repair_errors, "repair_errors")  /* repair attempts that failed (retried) */ \
     X(reruns,     "requests_rerun")    /* run again: a bucket split under them */ \
-    X(resent,     "entries_resent")    /* 0 now (plain MADD writes run again whole); kept for dashboards */ \
     X(split_calls, "split_calls")      /* split calls after plain ZADDs (layout4_split.lua) */ \
     X(waits,      "waits")             /* SHARD.WAIT requests */ \
     X(wait_cmds,  "wait_commands")     /* Redis WAIT commands sent (group commits) */ \
