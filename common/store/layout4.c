@@ -423,6 +423,18 @@ void layout_put_id(const layout_ctx *c, uint64_t fp, uint64_t p0, const void *id
     cmd->argc = 4;
 }
 
+/* Sets cmd's first n arguments to the NUL-terminated strings v[0..n) (n fits
+ * LAYOUT_CMD_ARGC: the callers' lists are fixed); returns n, the next argument's
+ * index. */
+static int layout4_strs(layout_cmd *cmd, const char *const *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cmd->argv[i] = v[i];
+        cmd->argvlen[i] = strlen(v[i]);
+    }
+    return (int)n;
+}
+
 /* The lock script call (layout4_lock.lua) up to the ids: KEYS table-0 bucket, overflow
  * set, locks, counters, directory; ARGV field, token, lease, op, member, limit, ttl. */
 static void layout4_lock(const layout_ctx *c, uint64_t fp, uint64_t p0, const char *token,
@@ -444,11 +456,7 @@ static void layout4_lock(const layout_ctx *c, uint64_t fp, uint64_t p0, const ch
     layout4_script(c, d->lock_lua, d->lock_sha, &ev, &script);
     const char *head[] = {ev, script, "5", cmd->key[0], cmd->key[1], cmd->key[2],
                           cmd->key[3], cmd->key[4], cmd->field, token, cmd->lease, op};
-    int k = 0;
-    for (size_t i = 0; i < sizeof head / sizeof head[0]; i++) {
-        cmd->argv[k] = head[i];
-        cmd->argvlen[k++] = strlen(head[i]);
-    }
+    int k = layout4_strs(cmd, head, sizeof head / sizeof head[0]);
     cmd->argv[k] = (const char *)cmd->member;
     cmd->argvlen[k++] = layout4_member(cmd->member, p0);
     cmd->argv[k] = cmd->num[0];
@@ -578,11 +586,7 @@ static void layout4_entry(const layout_ctx *c, unsigned table, uint64_t p, const
     layout4_script(c, d->zset_lua, d->zset_sha, &ev, &script);
     const char *argv[] = {ev, script, "2", out->key[0], out->key[1],
                           cmd[1] == 'A' ? "A" : "R", out->num[0], out->num[1]};
-    int k = 0;
-    for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) {
-        out->argv[k] = argv[i];
-        out->argvlen[k++] = strlen(argv[i]);
-    }
+    int k = layout4_strs(out, argv, sizeof argv / sizeof argv[0]);
     out->argv[k] = (const char *)out->member;
     out->argvlen[k++] = ml;
     out->argc = k;
@@ -742,11 +746,7 @@ static void layout4_split(const layout_ctx *c, unsigned table, uint64_t p, layou
     const char *ev, *script;
     layout4_script(c, d->split_lua, d->split_sha, &ev, &script);
     const char *argv[] = {ev, script, "2", out->key[0], out->key[1], out->num[0], out->num[1]};
-    int k = 0;
-    for (size_t i = 0; i < sizeof argv / sizeof argv[0]; i++) {
-        out->argv[k] = argv[i];
-        out->argvlen[k++] = strlen(argv[i]);
-    }
+    int k = layout4_strs(out, argv, sizeof argv / sizeof argv[0]);
     out->argv[k] = (const char *)out->member;
     out->argvlen[k++] = layout4_member(out->member, p);
     out->argc = k;
